@@ -1,0 +1,41 @@
+/* rl_push.h — push-constant layouts shared by C and GLSL (one source of truth).
+ *
+ * Included by the host (C11) and by the shaders (GLSL 450 with
+ * GL_EXT_shader_explicit_arithmetic_types_int32), so both sides read the same
+ * struct text. Only 32-bit scalars are used, so the C layout and GLSL's
+ * std430 push-constant layout agree; the C side _Static_asserts the sizes.
+ * Every block starts with group_base: the dispatch helper writes it when it
+ * splits a large grid into several dispatches (see rlvk_cmd_dispatch). */
+#ifndef RL_PUSH_H
+#define RL_PUSH_H
+
+#ifndef VULKAN
+#include <stdint.h>
+#endif
+
+/* Pair layouts of a rotary embedding. */
+#define RL_ROPE_LAYOUT_HALF 0        /* GPT-NeoX/Llama rotate_half: j with j + rot/2 */
+#define RL_ROPE_LAYOUT_INTERLEAVED 1 /* GPT-J/RoFormer: 2j with 2j + 1 */
+
+/* Angle-precision modes (how cos/sin of pos * inv_freq are obtained). */
+#define RL_ROPE_PREC_FP32 0          /* fp32 angle, builtin sin/cos */
+#define RL_ROPE_PREC_TABLE 1         /* host double cos/sin table, fp32 */
+#define RL_ROPE_PREC_PRECISE 2       /* exact reduction + own polynomials */
+
+/* rope.comp: bindings 0 x [rows][head_dim] f32 (in), 1 y [rows][head_dim]
+ * f32 (out, may alias x), 2 pos [tokens] u32, 3 inv_freq [rot/2] f32.
+ * Shape (layout, head_dim, rotary_dim, heads) is specialised; see rope.comp. */
+struct rl_rope_push {
+    uint32_t group_base;
+    uint32_t n_rows;      /* tokens * heads */
+    float attn_factor;    /* multiplies cos and sin (HF attention_scaling) */
+    uint32_t pad0;
+};
+
+/* copy.comp: y[i] = x[i] over n_vec4 vec4s; the bandwidth yardstick. */
+struct rl_copy_push {
+    uint32_t group_base;
+    uint32_t n_vec4;
+};
+
+#endif

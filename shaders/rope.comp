@@ -1,0 +1,94 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+/* Rotary position embedding (Su et al., RoFormer) applied to one
+ * [tokens][heads][head_dim] float32 tensor with arbitrary integer positions.
+ *
+ * One invocation per "item" of a row: in the vec4 variant (RL_ROPE_VEC4,
+ * needs head_dim % 4 == 0 and rotary_dim % 8 == 0) an item is four rotary
+ * pairs or four pass-through dimensions; in the scalar variant one pair or
+ * one pass-through dimension. The shape is specialised (HEAD_DIM, ROT_DIM,
+ * N_HEADS) so index arithmetic divides by constants. */
+#include "rl_push.h"
+#include "rl_common.glsl"
+#include "rope_angle.glsl"
+
+layout(constant_id = 1) const uint32_t LAYOUT = RL_ROPE_LAYOUT_HALF;
+layout(constant_id = 2) const uint32_t HEAD_DIM = 128;
+layout(constant_id = 3) const uint32_t ROT_DIM = 128;
+layout(constant_id = 4) const uint32_t N_HEADS = 1;
+
+layout(push_constant) uniform Push { rl_rope_push p; } pc;
+
+layout(std430, binding = 2) readonly buffer P { uint32_t pos[]; };  /* [tokens] */
+
+#ifdef RL_ROPE_VEC4
+layout(std430, binding = 0) readonly buffer X { vec4 x[]; };        /* [rows][head_dim/4] */
+layout(std430, binding = 1) writeonly buffer Y { vec4 y[]; };       /* [rows][head_dim/4] */
+layout(std430, binding = 3) readonly buffer F { vec4 inv_freq[]; }; /* [rot/8] */
+const uint32_t ROW4 = HEAD_DIM / 4u;
+const uint32_t ROT_ITEMS = ROT_DIM / 8u;                  /* quads of pairs */
+const uint32_t ITEMS = ROT_ITEMS + (HEAD_DIM - ROT_DIM) / 4u;
+#else
+layout(std430, binding = 0) readonly buffer X { float x[]; };       /* [rows][head_dim] */
+layout(std430, binding = 1) writeonly buffer Y { float y[]; };      /* [rows][head_dim] */
+layout(std430, binding = 3) readonly buffer F { float inv_freq[]; };/* [rot/2] */
+const uint32_t ROT_ITEMS = ROT_DIM / 2u;                  /* pairs */
+const uint32_t ITEMS = ROT_ITEMS + (HEAD_DIM - ROT_DIM);
+#endif
+
+void main()
+{
+    uint32_t i = RL_GROUP_ID * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    uint32_t row = i / ITEMS;
+    if (row >= pc.p.n_rows)
+        return;
+    uint32_t k = i - row * ITEMS;
+    uint32_t p = pos[row / N_HEADS];
+    float af = pc.p.attn_factor;
+#ifdef RL_ROPE_VEC4
+    uint32_t base = row * ROW4;
+    if (k < ROT_ITEMS) {
+        vec4 f = inv_freq[k];
+        vec4 c, s;
+        for (int e = 0; e < 4; e++) {
+            vec2 cs = rope_cos_sin_fp32(p, f[e]) * af;
+            c[e] = cs.x;
+            s[e] = cs.y;
+        }
+        if (LAYOUT == RL_ROPE_LAYOUT_HALF) {
+            vec4 a = x[base + k], b = x[base + ROT_ITEMS + k];
+            y[base + k] = a * c - b * s;
+            y[base + ROT_ITEMS + k] = b * c + a * s;
+        } else {
+            vec4 v0 = x[base + 2u * k], v1 = x[base + 2u * k + 1u];
+            vec4 a = vec4(v0.x, v0.z, v1.x, v1.z), b = vec4(v0.y, v0.w, v1.y, v1.w);
+            vec4 ra = a * c - b * s, rb = b * c + a * s;
+            y[base + 2u * k] = vec4(ra.x, rb.x, ra.y, rb.y);
+            y[base + 2u * k + 1u] = vec4(ra.z, rb.z, ra.w, rb.w);
+        }
+    } else {
+        uint32_t o = base + ROT_DIM / 4u + (k - ROT_ITEMS);
+        y[o] = x[o];
+    }
+#else
+    uint32_t base = row * HEAD_DIM;
+    if (k < ROT_ITEMS) {
+        vec2 cs = rope_cos_sin_fp32(p, inv_freq[k]) * af;
+        uint32_t ia, ib;
+        if (LAYOUT == RL_ROPE_LAYOUT_HALF) {
+            ia = base + k;
+            ib = base + k + ROT_ITEMS;
+        } else {
+            ia = base + 2u * k;
+            ib = ia + 1u;
+        }
+        float a = x[ia], b = x[ib];
+        y[ia] = a * cs.x - b * cs.y;
+        y[ib] = b * cs.x + a * cs.y;
+    } else {
+        uint32_t o = base + ROT_DIM + (k - ROT_ITEMS);
+        y[o] = x[o];
+    }
+#endif
+}

@@ -1,0 +1,219 @@
+#include "bench/bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "copy.spv.h"
+#include "core/rl_util.h"
+#include "pe/rope.h"
+
+_Static_assert(sizeof(struct rl_copy_push) == 8, "rl_copy_push layout");
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, uint32_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Records warmup + reps launches of `record` separated by timestamps and
+ * returns per-launch GPU times in ms (times[reps]). */
+typedef rl_status (*record_fn)(rlvk_cmd *cmd, void *ctx, rl_error *err);
+
+static rl_status time_launches(rlvk_device *dev, record_fn record, void *ctx, uint32_t warmup,
+                               uint32_t reps, double *times, rl_error *err)
+{
+    rlvk_cmd cmd;
+    rl_status st = rlvk_cmd_begin(dev, warmup + reps, &cmd, err);
+    if (st)
+        return st;
+    for (uint32_t i = 0; i < warmup && !st; i++)
+        st = record(&cmd, ctx, err);
+    rlvk_cmd_timestamp(&cmd, 0);
+    for (uint32_t i = 0; i < reps && !st; i++) {
+        st = record(&cmd, ctx, err);
+        rlvk_cmd_timestamp(&cmd, i + 1);
+    }
+    if (!st)
+        st = rlvk_cmd_submit_wait(&cmd, err);
+    for (uint32_t i = 0; i < reps && !st; i++) {
+        double ns;
+        st = rlvk_cmd_elapsed_ns(&cmd, i, i + 1, &ns, err);
+        times[i] = ns * 1e-6;
+    }
+    rlvk_cmd_destroy(&cmd);
+    return st;
+}
+
+typedef struct rope_ctx {
+    rope_kernel *k;
+    const rope_freqs *f;
+    rope_gpu_io io;
+} rope_ctx;
+
+static rl_status record_rope(rlvk_cmd *cmd, void *p, rl_error *err)
+{
+    rope_ctx *c = p;
+    return rope_gpu_record(cmd, c->k, c->f, &c->io, err);
+}
+
+rl_status bench_copy_create(rlvk_device *dev, rlvk_pipeline *pipe, rl_error *err)
+{
+    rlvk_pipeline_desc cd = {
+        .name = "copy",
+        .spirv = rl_spv_copy,
+        .spirv_bytes = sizeof rl_spv_copy,
+        .n_bindings = 2,
+        .push_bytes = sizeof(struct rl_copy_push),
+        .local_size_x = 64,
+    };
+    return rlvk_pipeline_create(dev, &cd, pipe, err);
+}
+
+rl_status bench_copy_record(rlvk_cmd *cmd, const rlvk_pipeline *pipe, const rlvk_buffer *x,
+                            const rlvk_buffer *y, uint32_t n_vec4, rl_error *err)
+{
+    struct rl_copy_push push = {.group_base = 0, .n_vec4 = n_vec4};
+    const rlvk_buffer *bufs[2] = {x, y};
+    return rlvk_cmd_dispatch(cmd, pipe, bufs, &push, rlvk_groups(n_vec4, pipe->local_size_x), err);
+}
+
+typedef struct copy_ctx {
+    const rlvk_pipeline *pipe;
+    const rlvk_buffer *x, *y;
+    uint32_t n_vec4;
+} copy_ctx;
+
+static rl_status record_copy(rlvk_cmd *cmd, void *p, rl_error *err)
+{
+    copy_ctx *c = p;
+    return bench_copy_record(cmd, c->pipe, c->x, c->y, c->n_vec4, err);
+}
+
+rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_result *res,
+                     rl_error *err)
+{
+    memset(res, 0, sizeof *res);
+    bench_rope_opts o = *opts;
+    if (!o.tokens) o.tokens = 65536;
+    if (!o.heads) o.heads = 1;
+    if (!o.head_dim) o.head_dim = 128;
+    if (!o.reps) o.reps = 25;
+    if (!o.warmup) o.warmup = 3;
+    if (o.reps > RLVK_MAX_TIMESTAMPS - 1)
+        return rl_fail(err, RL_ERR_ARG, "--reps %u exceeds the maximum %u", o.reps,
+                       RLVK_MAX_TIMESTAMPS - 1);
+    res->opts = o;
+    if (!dev->query_pool)
+        return rl_fail(err, RL_ERR_UNSUPPORTED,
+                       "%s has no timestamp queries on its compute queue; cannot time kernels",
+                       dev->info.name);
+
+    rope_desc desc = {.head_dim = o.head_dim, .rotary_dim = o.rotary_dim, .layout = o.layout};
+    rope_freqs f;
+    rl_status st = rope_freqs_compute(&desc, &f, err);
+    if (st)
+        return st;
+    if ((st = rope_gpu_check_shape(dev, &f, o.tokens, o.heads, err)))
+        return st;
+    uint64_t n = o.tokens * o.heads * o.head_dim;
+    uint64_t n_vec4 = (n + 3) / 4;
+    uint64_t bytes = n_vec4 * 16;
+    res->bytes = 2 * n * sizeof(float);
+
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    uint32_t *pos = malloc(o.tokens * sizeof *pos);
+    double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
+           *scale = malloc(n * sizeof *scale);
+    double *times = malloc(o.reps * sizeof *times);
+    rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0};
+    rope_kernel k = {0};
+    rlvk_pipeline copy = {0};
+    int have_kernel = 0;
+    if (!x || !y || !pos || !ref || !bound || !scale || !times) {
+        st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the benchmark");
+        goto done;
+    }
+    rl_rng rng;
+    rl_rng_seed(&rng, 1, "bench/rope");
+    for (uint64_t i = 0; i < n; i++)
+        x[i] = (float)rl_rng_normal(&rng);
+    for (uint64_t t = 0; t < o.tokens; t++)
+        pos[t] = (uint32_t)t;
+
+    if ((st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
+        (st = rlvk_buffer_create(dev, bytes, "y", &by, err)) ||
+        (st = rlvk_buffer_create(dev, o.tokens * sizeof(uint32_t), "positions", &bp, err)) ||
+        (st = rope_gpu_upload_freqs(dev, &f, &bf, err)) ||
+        (st = rlvk_buffer_upload(dev, &bx, 0, x, n * sizeof(float), err)) ||
+        (st = rlvk_buffer_upload(dev, &bp, 0, pos, o.tokens * sizeof(uint32_t), err)) ||
+        (st = rope_kernel_create(dev, &k, err)))
+        goto done;
+    have_kernel = 1;
+    if ((st = bench_copy_create(dev, &copy, err)))
+        goto done;
+
+    /* Verify before timing. */
+    rope_ctx rc = {.k = &k, .f = &f,
+                   .io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .tokens = o.tokens, .heads = o.heads}};
+    if ((st = time_launches(dev, record_rope, &rc, 0, 1, times, err)) ||
+        (st = rlvk_buffer_download(dev, &by, 0, y, n * sizeof(float), err)))
+        goto done;
+    rope_ref_apply(&f, x, pos, o.tokens, o.heads, ref);
+    chk_rope_fp32_bounds(&f, x, pos, o.tokens, o.heads, bound, scale);
+    chk_compare(y, ref, bound, scale, n, &res->verify);
+    if (!res->verify.pass) {
+        st = rl_fail(err, RL_ERR_MISMATCH,
+                     "RoPE output failed verification before timing (%zu elements over bound, "
+                     "first at %zu, max abs error %.3g)",
+                     res->verify.n_over + res->verify.n_nonfinite, res->verify.first_bad,
+                     res->verify.max_abs);
+        goto done;
+    }
+
+    if ((st = time_launches(dev, record_rope, &rc, o.warmup, o.reps, times, err)))
+        goto done;
+    res->rope_ms = bench_median(times, o.reps);
+    res->rope_ms_min = times[0];
+    copy_ctx cc = {.pipe = &copy, .x = &bx, .y = &by, .n_vec4 = (uint32_t)n_vec4};
+    if ((st = time_launches(dev, record_copy, &cc, o.warmup, o.reps, times, err)))
+        goto done;
+    res->copy_ms = bench_median(times, o.reps);
+    res->copy_ms_min = times[0];
+    /* The copy must have copied: check a few words. */
+    float probe[4];
+    if ((st = rlvk_buffer_download(dev, &by, (n_vec4 - 1) * 16, probe, 16, err)))
+        goto done;
+    for (uint64_t i = (n_vec4 - 1) * 4, j = 0; i < n; i++, j++)
+        if (memcmp(&probe[j], &x[i], sizeof(float)) != 0) {
+            st = rl_fail(err, RL_ERR_MISMATCH, "the copy kernel did not copy (element %llu)",
+                         (unsigned long long)i);
+            goto done;
+        }
+    res->rope_gbs = (double)res->bytes / (res->rope_ms * 1e-3) * 1e-9;
+    res->copy_gbs = (double)res->bytes / (res->copy_ms * 1e-3) * 1e-9;
+    res->ratio = res->rope_gbs / res->copy_gbs;
+done:
+    rlvk_pipeline_destroy(dev, &copy);
+    if (have_kernel)
+        rope_kernel_destroy(dev, &k);
+    rlvk_buffer_destroy(dev, &bf);
+    rlvk_buffer_destroy(dev, &bp);
+    rlvk_buffer_destroy(dev, &by);
+    rlvk_buffer_destroy(dev, &bx);
+    free(x);
+    free(y);
+    free(pos);
+    free(ref);
+    free(bound);
+    free(scale);
+    free(times);
+    return st;
+}

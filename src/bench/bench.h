@@ -1,0 +1,51 @@
+/* bench.h — `ropelab bench` measurements (prefix bench_).
+ *
+ * Speed is reported as ratios measured in one run on one device: a kernel's
+ * bandwidth against a plain copy kernel moving the same bytes. Every kernel
+ * is verified against its CPU reference before it is timed; GPU time comes
+ * from timestamp queries (masked to timestampValidBits, scaled by
+ * timestampPeriod in double), median of several runs after warm-up. */
+#ifndef BENCH_H
+#define BENCH_H
+
+#include <stdint.h>
+
+#include "check/chk.h"
+#include "core/rl_status.h"
+#include "vk/rlvk.h"
+
+typedef struct bench_rope_opts {
+    uint64_t tokens;      /* 0: 65536 */
+    uint32_t heads;       /* 0: 1 */
+    uint32_t head_dim;    /* 0: 128 */
+    uint32_t rotary_dim;  /* 0: head_dim */
+    int layout;           /* RL_ROPE_LAYOUT_* */
+    uint32_t reps;        /* timed runs, 0: 25 (max 60) */
+    uint32_t warmup;      /* 0: 3 */
+} bench_rope_opts;
+
+typedef struct bench_rope_result {
+    bench_rope_opts opts;          /* resolved */
+    uint64_t bytes;                /* bytes moved per run (read + write of Q) */
+    double rope_ms, copy_ms;       /* median GPU time per run */
+    double rope_ms_min, copy_ms_min;
+    double rope_gbs, copy_gbs;     /* bytes / median time */
+    double ratio;                  /* rope_gbs / copy_gbs */
+    chk_stats verify;              /* RoPE output vs the CPU reference */
+} bench_rope_result;
+
+/* Verifies, then times the RoPE kernel and the copy kernel on dev.
+ * RL_ERR_MISMATCH if verification fails (nothing is timed then);
+ * RL_ERR_UNSUPPORTED without timestamp queries. */
+rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_result *res,
+                     rl_error *err);
+
+/* The copy kernel (y[i] = x[i] over n_vec4 vec4s): the bandwidth yardstick. */
+rl_status bench_copy_create(rlvk_device *dev, rlvk_pipeline *pipe, rl_error *err);
+rl_status bench_copy_record(rlvk_cmd *cmd, const rlvk_pipeline *pipe, const rlvk_buffer *x,
+                            const rlvk_buffer *y, uint32_t n_vec4, rl_error *err);
+
+/* Median of n doubles (sorts v in place). */
+double bench_median(double *v, uint32_t n);
+
+#endif

@@ -1,0 +1,86 @@
+/* chk.h — the conformance harness behind `ropelab check` (prefix chk_).
+ *
+ * Compares a device's float32 output with a double-precision CPU reference
+ * the way ggml's test-backend-ops does: non-finite values first, then a
+ * per-element bound, then a normalised error over the whole tensor; reports
+ * the first failing index. Each kernel contributes a case table; "unsupported
+ * on this device" is a skip, never a pass. */
+#ifndef CHK_H
+#define CHK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/rl_status.h"
+#include "vk/rlvk.h"
+
+/* Outcome of comparing n outputs. */
+typedef struct chk_stats {
+    size_t n;
+    size_t n_nonfinite;        /* NaN/Inf where the reference is finite */
+    size_t n_over;             /* elements whose error exceeds their bound */
+    size_t first_bad;          /* first failing index (valid if n_over or n_nonfinite) */
+    double max_abs;            /* max |got - want| */
+    double max_rel;            /* max |got - want| / scale */
+    double worst_ratio;        /* max |got - want| / bound (<= 1 passes) */
+    double bound_at_worst;     /* the bound of that element */
+    double nmse;               /* sum (got-want)^2 / sum want^2 */
+    int pass;
+} chk_stats;
+
+/* got[i] vs want[i], each with its own bound[i] (absolute) and scale[i]
+ * (denominator of the relative error; NULL: |want[i]|, floored at 1e-30). */
+void chk_compare(const float *got, const double *want, const double *bound, const double *scale,
+                 size_t n, chk_stats *s);
+
+/* One reported line of `ropelab check`. */
+typedef struct chk_row {
+    char kernel[32];
+    char shape[96];
+    char tolerance[96];         /* how the bound is formed, in words */
+    chk_stats stats;
+    int skipped;                /* unsupported on this device */
+    int guard_ok;
+    double gpu_ms;
+} chk_row;
+
+/* Collected rows for one device. */
+typedef struct chk_report {
+    char device[256];
+    char driver[520];
+    uint32_t device_index;
+    chk_row *rows;
+    size_t n_rows, cap;
+    unsigned validation_messages;
+    int failed;                 /* any row failed, or an error occurred */
+    char error[1024];           /* non-empty if the device could not run */
+} chk_report;
+
+rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err);
+void chk_report_free(chk_report *r);
+
+/* Options of one check run. */
+typedef struct chk_options {
+    int quick;                  /* fewer shapes (tests) */
+    uint32_t max_pos_log2;      /* largest position 2^k; 0: 20 */
+    uint64_t seed;              /* 0: 1 */
+} chk_options;
+
+/* Runs every registered kernel's case table on an open device. Returns
+ * RL_OK when the cases could be run (passes and failures are in report). */
+rl_status chk_run_device(rlvk_device *dev, const chk_options *opt, chk_report *report,
+                         rl_error *err);
+
+/* The RoPE case table (used by chk_run_device; exposed for tests). */
+rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
+                         rl_error *err);
+
+/* Per-element error bound of the fp32-angle RoPE kernel and the relative
+ * error's scale (pair magnitude); see chk_run.c for the derivation.
+ * x: [tokens][heads][head_dim] f32; bound, scale: same shape (caller-owned). */
+struct rope_freqs;
+void chk_rope_fp32_bounds(const struct rope_freqs *f, const float *x, const uint32_t *pos,
+                          size_t tokens, uint32_t heads, double *bound, double *scale);
+
+#endif

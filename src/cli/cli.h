@@ -1,0 +1,50 @@
+/* cli.h — the front door (prefix cli_): flag parsing shared by every
+ * subcommand, device opening, and the subcommands' entry points. Only this
+ * module prints results to stdout. Exit codes: 0 success, 1 a check or
+ * verification failed, 2 bad usage or environment (no Vulkan, bad device). */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vk/rlvk.h"
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+
+typedef enum cli_kind { CLI_FLAG, CLI_STR, CLI_U32, CLI_U64, CLI_F64 } cli_kind;
+
+typedef struct cli_opt {
+    const char *name;   /* "--device" */
+    cli_kind kind;
+    void *dst;          /* int*, const char**, uint32_t*, uint64_t*, double* */
+    const char *meta;   /* "D" */
+    const char *help;
+} cli_opt;
+
+/* Parses argv[1..] against opts; positional arguments go to pos (at most
+ * max_pos). Returns -1 to continue, or an exit code (0 after --help, 2 after
+ * an error, which has been printed naming the flag). */
+int cli_parse(const char *usage, const char *about, int argc, char **argv, const cli_opt *opts,
+              size_t n_opts, const char **pos, int max_pos, int *n_pos);
+
+/* Opened devices for a subcommand. */
+typedef struct cli_devices {
+    rlvk_instance inst;
+    uint32_t n;
+    uint32_t index[16];
+} cli_devices;
+
+/* Creates the instance (validation when asked) and resolves spec; prints
+ * the error and returns 2 on failure, -1 on success. */
+int cli_open(const char *spec, int validation, cli_devices *d);
+void cli_close(cli_devices *d);
+
+/* Prints "ropelab: <msg>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+int cmd_devices(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif

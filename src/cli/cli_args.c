@@ -1,0 +1,148 @@
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ropelab: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void print_help(const char *usage, const char *about, const cli_opt *opts, size_t n)
+{
+    printf("usage: %s\n\n%s\n\noptions:\n", usage, about);
+    for (size_t i = 0; i < n; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s", opts[i].name, opts[i].kind == CLI_FLAG ? "" : " ",
+                 opts[i].kind == CLI_FLAG ? "" : opts[i].meta);
+        printf("  %-26s %s\n", left, opts[i].help);
+    }
+    printf("  %-26s %s\n", "--help", "show this help");
+}
+
+static int parse_value(const cli_opt *o, const char *v)
+{
+    char *end = NULL;
+    errno = 0;
+    switch (o->kind) {
+    case CLI_STR:
+        *(const char **)o->dst = v;
+        return 0;
+    case CLI_U32:
+    case CLI_U64: {
+        if (*v == '-' || *v == '\0')
+            break;
+        unsigned long long x = strtoull(v, &end, 0);
+        if (errno || *end || (o->kind == CLI_U32 && x > UINT32_MAX))
+            break;
+        if (o->kind == CLI_U32)
+            *(uint32_t *)o->dst = (uint32_t)x;
+        else
+            *(uint64_t *)o->dst = x;
+        return 0;
+    }
+    case CLI_F64: {
+        double x = strtod(v, &end);
+        if (errno || *end || *v == '\0' || !isfinite(x))
+            break;
+        *(double *)o->dst = x;
+        return 0;
+    }
+    case CLI_FLAG:
+        break;
+    }
+    cli_error("%s: '%s' is not a valid %s", o->name, v,
+              o->kind == CLI_F64 ? "number" : o->kind == CLI_STR ? "value" : "non-negative integer");
+    return -1;
+}
+
+int cli_parse(const char *usage, const char *about, int argc, char **argv, const cli_opt *opts,
+              size_t n_opts, const char **pos, int max_pos, int *n_pos)
+{
+    int np = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_help(usage, about, opts, n_opts);
+            return CLI_EXIT_OK;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            if (np >= max_pos) {
+                cli_error("unexpected argument '%s' (usage: %s)", a, usage);
+                return CLI_EXIT_USAGE;
+            }
+            pos[np++] = a;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        const cli_opt *o = NULL;
+        for (size_t k = 0; k < n_opts; k++)
+            if (strlen(opts[k].name) == len && strncmp(opts[k].name, a, len) == 0)
+                o = &opts[k];
+        if (!o) {
+            cli_error("unknown option '%.*s' (see --help)", (int)len, a);
+            return CLI_EXIT_USAGE;
+        }
+        if (o->kind == CLI_FLAG) {
+            if (eq) {
+                cli_error("%s takes no value", o->name);
+                return CLI_EXIT_USAGE;
+            }
+            *(int *)o->dst = 1;
+            continue;
+        }
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v) {
+            cli_error("%s needs a value (%s)", o->name, o->meta);
+            return CLI_EXIT_USAGE;
+        }
+        if (parse_value(o, v) != 0)
+            return CLI_EXIT_USAGE;
+    }
+    if (n_pos)
+        *n_pos = np;
+    return -1;
+}
+
+int cli_open(const char *spec, int validation, cli_devices *d)
+{
+    memset(d, 0, sizeof *d);
+    rl_error err = {0};
+    rlvk_instance_desc desc = {.validation = validation};
+    if (rlvk_instance_create(&desc, &d->inst, &err) != RL_OK) {
+        cli_error("%s", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+    uint32_t *idx = calloc(d->inst.n_physical, sizeof *idx);
+    if (!idx) {
+        cli_error("out of host memory");
+        cli_close(d);
+        return CLI_EXIT_USAGE;
+    }
+    uint32_t n = 0;
+    if (rlvk_select(&d->inst, spec, idx, &n, &err) != RL_OK) {
+        cli_error("%s", err.msg);
+        free(idx);
+        cli_close(d);
+        return CLI_EXIT_USAGE;
+    }
+    d->n = n < 16 ? n : 16;
+    memcpy(d->index, idx, d->n * sizeof *idx);
+    free(idx);
+    return -1;
+}
+
+void cli_close(cli_devices *d)
+{
+    rlvk_instance_destroy(&d->inst);
+}

@@ -1,0 +1,89 @@
+/* ropelab devices [--json] */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "core/rl_util.h"
+
+static void version_str(uint32_t v, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%u.%u.%u", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v),
+             VK_API_VERSION_PATCH(v));
+}
+
+int cmd_devices(int argc, char **argv)
+{
+    int json = 0;
+    const cli_opt opts[] = {
+        {"--json", CLI_FLAG, &json, NULL, "print a JSON array instead of a table"},
+    };
+    int rc = cli_parse("ropelab devices [--json]",
+                       "Lists every Vulkan device with its index (for --device), type, vendor,\n"
+                       "driver, API version, subgroup size, shared memory, fp16/fp64/int64 support\n"
+                       "and memory heaps.",
+                       argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
+    if (rc >= 0)
+        return rc;
+    cli_devices d;
+    if ((rc = cli_open("all", 0, &d)) >= 0)
+        return rc;
+    json_t *arr = json_array();
+    for (uint32_t k = 0; k < d.n; k++) {
+        rlvk_device_info in;
+        rl_error err = {0};
+        if (rlvk_device_info_query(&d.inst, d.index[k], &in, &err) != RL_OK) {
+            cli_error("%s", err.msg);
+            continue;
+        }
+        char api[32];
+        version_str(in.api_version, api, sizeof api);
+        if (json) {
+            json_t *heaps = json_array();
+            for (uint32_t h = 0; h < in.n_heaps; h++)
+                json_array_append_new(heaps, json_pack("{s:I,s:b}", "bytes", (json_int_t)in.heaps[h].size,
+                                                       "device_local", in.heaps[h].device_local));
+            json_t *o = json_pack(
+                "{s:i,s:s,s:s,s:i,s:i,s:s,s:s,s:i,s:s,s:i,s:i,s:I,s:[i,i,i],s:b,s:b,s:b,s:b,s:b,s:f,s:o}",
+                "index", (int)in.index, "name", in.name, "type", in.type, "vendor_id", (int)in.vendor_id,
+                "device_id", (int)in.device_id, "driver_name", in.driver_name, "driver_info",
+                in.driver_info, "driver_version", (int)in.driver_version, "api_version", api,
+                "subgroup_size", (int)in.subgroup_size, "max_shared_memory", (int)in.max_shared_memory,
+                "max_storage_buffer_range", (json_int_t)in.max_storage_buffer_range,
+                "max_workgroup_count", (int)in.max_workgroup_count[0], (int)in.max_workgroup_count[1],
+                (int)in.max_workgroup_count[2], "fp16", in.fp16, "fp64", in.fp64, "int64", in.int64,
+                "storage_buffer_16bit", in.storage16, "timestamps", in.timestamps,
+                "timestamp_period_ns", in.timestamp_period_ns, "heaps", heaps);
+            json_array_append_new(arr, o);
+        } else {
+            printf("[%u] %s\n", in.index, in.name);
+            printf("    type %s, vendor 0x%04x, device 0x%04x, Vulkan %s\n", in.type, in.vendor_id,
+                   in.device_id, api);
+            printf("    driver %s (%s), version 0x%08x\n", in.driver_name, in.driver_info,
+                   in.driver_version);
+            printf("    subgroup %u, shared memory %u B, max storage buffer range %llu B, "
+                   "max workgroups %u x %u x %u\n",
+                   in.subgroup_size, in.max_shared_memory,
+                   (unsigned long long)in.max_storage_buffer_range, in.max_workgroup_count[0],
+                   in.max_workgroup_count[1], in.max_workgroup_count[2]);
+            printf("    fp16 %s, fp64 %s, int64 %s, 16-bit storage %s, timestamps %s (period %g ns)\n",
+                   in.fp16 ? "yes" : "no", in.fp64 ? "yes" : "no", in.int64 ? "yes" : "no",
+                   in.storage16 ? "yes" : "no", in.timestamps ? "yes" : "no",
+                   in.timestamp_period_ns);
+            for (uint32_t h = 0; h < in.n_heaps; h++) {
+                char b[32];
+                printf("    heap %u: %s%s\n", h, rl_fmt_bytes(in.heaps[h].size, b, sizeof b),
+                       in.heaps[h].device_local ? " device-local" : "");
+            }
+        }
+    }
+    if (json) {
+        char *s = json_dumps(arr, JSON_INDENT(2));
+        if (s)
+            puts(s);
+        free(s);
+    }
+    json_decref(arr);
+    cli_close(&d);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,48 @@
+/* ropelab — position encodings and attention as Vulkan compute kernels,
+ * every number checked against a double-precision CPU reference. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *about;
+} command;
+
+static const command commands[] = {
+    {"devices", cmd_devices, "list Vulkan devices and their limits"},
+    {"check", cmd_check, "verify every kernel on a device against the CPU references"},
+    {"bench", cmd_bench, "measure kernel bandwidth against a copy kernel on a device"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: ropelab <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].about);
+    fprintf(out, "\n`ropelab <command> --help` describes each command's options.\n"
+                 "exit codes: 0 ok, 1 a check failed, 2 bad usage or no usable Vulkan device\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ropelab 0.1.0\n");
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    cli_error("unknown command '%s' (see ropelab --help)", argv[1]);
+    return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,156 @@
+#include "core/rl_util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t rl_hash64(const void *data, size_t len, uint64_t h)
+{
+    const unsigned char *p = data;
+    if (h == 0)
+        h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+void rl_rng_seed(rl_rng *rng, uint64_t seed, const char *stream)
+{
+    uint64_t x = seed ^ rl_hash64(stream ? stream : "", stream ? strlen(stream) : 0, 0);
+    for (int i = 0; i < 4; i++)
+        rng->s[i] = splitmix64(&x);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t rl_rng_u64(rl_rng *rng)
+{
+    uint64_t *s = rng->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double rl_rng_uniform(rl_rng *rng)
+{
+    return (double)(rl_rng_u64(rng) >> 11) * 0x1.0p-53;
+}
+
+double rl_rng_normal(rl_rng *rng)
+{
+    double u1 = rl_rng_uniform(rng);
+    double u2 = rl_rng_uniform(rng);
+    if (u1 < 0x1.0p-60)
+        u1 = 0x1.0p-60;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}
+
+const char *rl_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < RL_ARRAY_LEN(units)) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, cap, "%.4g %s", v, units[u]);
+    return buf;
+}
+
+double rl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int64_t ordered_bits(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, sizeof i);
+    /* Map the sign-magnitude float order onto a monotone integer line. */
+    return i < 0 ? (int64_t)INT32_MIN - (int64_t)i : (int64_t)i;
+}
+
+uint64_t rl_ulp_diff(float a, float b)
+{
+    int64_t ia = ordered_bits(a), ib = ordered_bits(b);
+    return (uint64_t)(ia > ib ? ia - ib : ib - ia);
+}
+
+double rl_ulp32(double x)
+{
+    x = fabs(x);
+    if (x < 0x1.0p-126)
+        return 0x1.0p-149;
+    int e;
+    frexp(x, &e); /* x = m * 2^e, m in [0.5, 1) */
+    return ldexp(1.0, e - 24);
+}
+
+rl_status rl_atomic_open(rl_atomic_file *af, const char *path, rl_error *err)
+{
+    memset(af, 0, sizeof *af);
+    if (strlen(path) >= sizeof af->path)
+        return rl_fail(err, RL_ERR_ARG, "%s: path too long", path);
+    snprintf(af->path, sizeof af->path, "%s", path);
+    snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
+    af->fp = fopen(af->tmp, "w");
+    if (!af->fp)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", af->tmp, strerror(errno));
+    return RL_OK;
+}
+
+rl_status rl_atomic_commit(rl_atomic_file *af, rl_error *err)
+{
+    int bad = ferror(af->fp);
+    if (fflush(af->fp) != 0)
+        bad = 1;
+    if (!bad && fsync(fileno(af->fp)) != 0)
+        bad = 1;
+    if (fclose(af->fp) != 0)
+        bad = 1;
+    af->fp = NULL;
+    if (bad) {
+        int e = errno;
+        remove(af->tmp);
+        return rl_fail(err, RL_ERR_IO, "%s: write failed: %s", af->path, strerror(e));
+    }
+    if (rename(af->tmp, af->path) != 0) {
+        int e = errno;
+        remove(af->tmp);
+        return rl_fail(err, RL_ERR_IO, "%s: cannot rename into place: %s", af->path, strerror(e));
+    }
+    return RL_OK;
+}
+
+void rl_atomic_abort(rl_atomic_file *af)
+{
+    if (af->fp) {
+        fclose(af->fp);
+        af->fp = NULL;
+        remove(af->tmp);
+    }
+}

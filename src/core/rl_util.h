@@ -1,0 +1,59 @@
+/* rl_util.h — small utilities shared by every module (prefix rl_).
+ * Portable seeded RNG, float helpers, byte-size formatting, atomic file
+ * writes. No Vulkan, no encodings. */
+#ifndef RL_UTIL_H
+#define RL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/rl_status.h"
+
+#define RL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Portable, seeded generator (SplitMix64 to seed, xoshiro256** to draw): the
+ * same seed gives the same numbers on every machine and compiler. */
+typedef struct rl_rng {
+    uint64_t s[4];
+} rl_rng;
+
+/* Seeds the generator from a 64-bit seed and a stream name, so independent
+ * tensors ("q", "k") drawn under one seed do not share a sequence. */
+void rl_rng_seed(rl_rng *rng, uint64_t seed, const char *stream);
+uint64_t rl_rng_u64(rl_rng *rng);
+/* Uniform in [0, 1) with 53 random bits. */
+double rl_rng_uniform(rl_rng *rng);
+/* Standard normal N(0, 1) (Box–Muller on two uniforms). */
+double rl_rng_normal(rl_rng *rng);
+
+/* FNV-1a 64-bit hash of a byte string. */
+uint64_t rl_hash64(const void *data, size_t len, uint64_t h);
+
+/* Formats a byte count as "512 MiB" into buf; returns buf. */
+const char *rl_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/* Monotonic wall clock in seconds. */
+double rl_now(void);
+
+/* Distance in fp32 units in the last place between two finite floats (0 when
+ * equal; counts representable floats between them, across zero too). */
+uint64_t rl_ulp_diff(float a, float b);
+
+/* fp32 unit in the last place of |x| (spacing above |x|; 2^-149 near zero). */
+double rl_ulp32(double x);
+
+/* Atomic output file: writes go to "<path>.tmp.<pid>", rl_atomic_commit
+ * fsyncs and renames it onto path, rl_atomic_abort removes it. A crash never
+ * leaves a half-written file under the final name. */
+typedef struct rl_atomic_file {
+    FILE *fp;
+    char path[1024];
+    char tmp[1100];
+} rl_atomic_file;
+
+rl_status rl_atomic_open(rl_atomic_file *af, const char *path, rl_error *err);
+rl_status rl_atomic_commit(rl_atomic_file *af, rl_error *err);
+void rl_atomic_abort(rl_atomic_file *af);
+
+#endif

@@ -1,0 +1,188 @@
+/* RoPE GPU host side: pipelines, operand checks, launch recording. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rl_util.h"
+#include "pe/rope.h"
+#include "rope.spv.h"
+#include "rope_vec4.spv.h"
+
+_Static_assert(sizeof(struct rl_rope_push) == 16, "rl_rope_push layout");
+_Static_assert(offsetof(struct rl_rope_push, group_base) == 0, "group_base first");
+_Static_assert(offsetof(struct rl_rope_push, attn_factor) == 8, "rl_rope_push layout");
+
+rl_status rope_kernel_create(rlvk_device *dev, rope_kernel *k, rl_error *err)
+{
+    (void)err;
+    memset(k, 0, sizeof *k);
+    k->dev = dev;
+    return RL_OK;
+}
+
+void rope_kernel_destroy(rlvk_device *dev, rope_kernel *k)
+{
+    for (uint32_t i = 0; i < k->n_pipes; i++)
+        rlvk_pipeline_destroy(dev, &k->pipes[i].pipe);
+    k->n_pipes = 0;
+}
+
+static int use_vec4(const rope_freqs *f)
+{
+    return f->head_dim % 4 == 0 && f->rotary_dim % 8 == 0;
+}
+
+/* The pipeline for f's shape, created on first use. */
+static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads,
+                          const rlvk_pipeline **out, rl_error *err)
+{
+    int vec4 = use_vec4(f);
+    for (uint32_t i = 0; i < k->n_pipes; i++) {
+        const rope_kernel_pipe *p = &k->pipes[i];
+        if (p->layout == f->layout && p->vec4 == vec4 && p->head_dim == f->head_dim &&
+            p->rotary_dim == f->rotary_dim && p->heads == heads) {
+            *out = &p->pipe;
+            return RL_OK;
+        }
+    }
+    if (k->n_pipes == ROPE_KERNEL_MAX_PIPES)
+        return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d distinct shapes in one kernel object",
+                       ROPE_KERNEL_MAX_PIPES);
+    rope_kernel_pipe *p = &k->pipes[k->n_pipes];
+    uint32_t spec[4] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads};
+    char name[48];
+    snprintf(name, sizeof name, "rope_%s%s_d%u_r%u_h%u",
+             f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "", f->head_dim,
+             f->rotary_dim, heads);
+    rlvk_pipeline_desc pd = {
+        .name = name,
+        .spirv = vec4 ? rl_spv_rope_vec4 : rl_spv_rope,
+        .spirv_bytes = vec4 ? sizeof rl_spv_rope_vec4 : sizeof rl_spv_rope,
+        .n_bindings = 4,
+        .push_bytes = sizeof(struct rl_rope_push),
+        .local_size_x = 64,
+        .n_spec = 4,
+        .spec = spec,
+    };
+    rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
+    if (st)
+        return st;
+    p->layout = f->layout;
+    p->vec4 = vec4;
+    p->head_dim = f->head_dim;
+    p->rotary_dim = f->rotary_dim;
+    p->heads = heads;
+    k->n_pipes++;
+    *out = &p->pipe;
+    return RL_OK;
+}
+
+rl_status rope_gpu_check_shape(const rlvk_device *dev, const rope_freqs *f, uint64_t tokens,
+                               uint32_t heads, rl_error *err)
+{
+    if (tokens == 0)
+        return rl_fail(err, RL_ERR_ARG, "tokens must be at least 1 (got 0)");
+    if (heads == 0)
+        return rl_fail(err, RL_ERR_ARG, "heads must be at least 1 (got 0)");
+    uint64_t rows = tokens * heads;
+    uint64_t elems = rows * f->head_dim;
+    if (rows > UINT32_MAX || elems > UINT32_MAX)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "%llu tokens x %u heads x %u dims exceeds the kernel's 32-bit element index",
+                       (unsigned long long)tokens, heads, f->head_dim);
+    return rlvk_check_buffer_size(dev, elems * sizeof(float), "the Q/K tensor", err);
+}
+
+rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, rlvk_buffer *buf,
+                                rl_error *err)
+{
+    float fr[ROPE_MAX_PAIRS + 4] = {0};
+    for (uint32_t j = 0; j < f->n_pairs; j++)
+        fr[j] = (float)f->inv_freq[j];
+    uint64_t bytes = ((f->n_pairs + 3) / 4) * 4 * sizeof(float);
+    if (bytes == 0)
+        bytes = 16;
+    rl_status st = rlvk_buffer_create(dev, bytes, "inv_freq", buf, err);
+    if (!st)
+        st = rlvk_buffer_upload(dev, buf, 0, fr, bytes, err);
+    return st;
+}
+
+rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
+                          const rope_gpu_io *io, rl_error *err)
+{
+    rl_status st = rope_gpu_check_shape(cmd->dev, f, io->tokens, io->heads, err);
+    if (st)
+        return st;
+    const rlvk_pipeline *pipe = NULL;
+    if ((st = get_pipe(k, f, io->heads, &pipe, err)))
+        return st;
+    struct rl_rope_push p = {
+        .group_base = 0,
+        .n_rows = (uint32_t)(io->tokens * io->heads),
+        .attn_factor = (float)f->attention_factor,
+    };
+    /* Items per row as in rope.comp: quads (vec4) or single pairs, plus the
+     * pass-through tail. */
+    uint64_t items = use_vec4(f) ? f->rotary_dim / 8 + (f->head_dim - f->rotary_dim) / 4
+                                 : f->rotary_dim / 2 + (f->head_dim - f->rotary_dim);
+    const rlvk_buffer *bufs[4] = {io->x, io->y, io->pos, io->freq};
+    return rlvk_cmd_dispatch(cmd, pipe, bufs, &p, rlvk_groups(p.n_rows * items, pipe->local_size_x),
+                             err);
+}
+
+/* Sentinel written after the output to catch out-of-bounds writes. */
+#define ROPE_GUARD_BITS 0x7fc0dead
+#define ROPE_GUARD_FLOATS 64
+
+rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
+                         const float *x, const uint32_t *pos, uint64_t tokens, uint32_t heads,
+                         float *y, double *gpu_ns, int *guard_ok, rl_error *err)
+{
+    rl_status st = rope_gpu_check_shape(dev, f, tokens, heads, err);
+    if (st)
+        return st;
+    uint64_t n = tokens * heads * f->head_dim;
+    uint64_t bytes = n * sizeof(float);
+    uint64_t guard_bytes = ROPE_GUARD_FLOATS * sizeof(uint32_t);
+    rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0};
+    rlvk_cmd cmd = {0};
+    uint32_t guard_in[ROPE_GUARD_FLOATS], guard_out[ROPE_GUARD_FLOATS];
+    for (int i = 0; i < ROPE_GUARD_FLOATS; i++)
+        guard_in[i] = ROPE_GUARD_BITS;
+    if (gpu_ns)
+        *gpu_ns = -1;
+
+    if ((st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
+        (st = rlvk_buffer_create(dev, bytes + guard_bytes, "y", &by, err)) ||
+        (st = rlvk_buffer_create(dev, tokens * sizeof(uint32_t), "positions", &bp, err)) ||
+        (st = rope_gpu_upload_freqs(dev, f, &bf, err)) ||
+        (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
+        (st = rlvk_buffer_upload(dev, &by, bytes, guard_in, guard_bytes, err)) ||
+        (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)))
+        goto done;
+    if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
+        goto done;
+    rope_gpu_io io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .tokens = tokens, .heads = heads};
+    rlvk_cmd_timestamp(&cmd, 0);
+    if ((st = rope_gpu_record(&cmd, k, f, &io, err)))
+        goto done;
+    rlvk_cmd_timestamp(&cmd, 1);
+    if ((st = rlvk_cmd_submit_wait(&cmd, err)))
+        goto done;
+    if (gpu_ns && dev->query_pool && rlvk_cmd_elapsed_ns(&cmd, 0, 1, gpu_ns, NULL) != RL_OK)
+        *gpu_ns = -1;
+    if ((st = rlvk_buffer_download(dev, &by, 0, y, bytes, err)) ||
+        (st = rlvk_buffer_download(dev, &by, bytes, guard_out, guard_bytes, err)))
+        goto done;
+    if (guard_ok)
+        *guard_ok = memcmp(guard_in, guard_out, sizeof guard_in) == 0;
+done:
+    rlvk_cmd_destroy(&cmd);
+    rlvk_buffer_destroy(dev, &bf);
+    rlvk_buffer_destroy(dev, &bp);
+    rlvk_buffer_destroy(dev, &by);
+    rlvk_buffer_destroy(dev, &bx);
+    return st;
+}

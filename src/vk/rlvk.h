@@ -1,0 +1,226 @@
+/* rlvk.h — ropelab's Vulkan core (prefix rlvk_).
+ *
+ * Instance (optional Khronos validation layer counted by a debug messenger),
+ * device enumeration and selection, one compute queue per device, buffers,
+ * compute pipelines from embedded SPIR-V, dispatch splitting, timestamps.
+ * Vulkan is reached through volk: the loader is opened at run time, so a
+ * machine without it gets RL_ERR_NO_VULKAN and a message, never a crash.
+ * Each rlvk_device carries its own volk device table, so several devices can
+ * live in one process (`--device all`). This module knows nothing of
+ * encodings or experiments. */
+#ifndef RLVK_H
+#define RLVK_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <volk.h>
+
+#include "core/rl_status.h"
+
+#define RLVK_MAX_HEAPS 16
+#define RLVK_MAX_BINDINGS 8
+#define RLVK_MAX_TIMESTAMPS 64
+
+/* ---- instance ---------------------------------------------------------- */
+
+typedef struct rlvk_instance_desc {
+    int validation;          /* 1: enable VK_LAYER_KHRONOS_validation */
+    int require_validation;  /* 1: fail if the layer is not installed */
+    int quiet_messages;      /* 1: count validation messages without printing */
+} rlvk_instance_desc;
+
+typedef struct rlvk_instance {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    int validation;                  /* the layer is really active */
+    int quiet;
+    atomic_uint n_messages;          /* validation warnings + errors seen */
+    char first_message[768];         /* text of the first one */
+    uint32_t n_physical;
+    VkPhysicalDevice *physical;      /* [n_physical], owned */
+    uint32_t api_version;            /* instance version we asked for */
+} rlvk_instance;
+
+/* Opens the loader (volk), creates the instance and, when asked, the
+ * validation layer and its messenger, and enumerates physical devices.
+ * RL_ERR_NO_VULKAN when no loader or no driver is found. On failure inst is
+ * left destroyed. */
+rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *inst,
+                               rl_error *err);
+/* Destroys everything the instance owns; accepts a zeroed or partly built one. */
+void rlvk_instance_destroy(rlvk_instance *inst);
+/* Number of validation warnings/errors reported so far. */
+unsigned rlvk_instance_messages(const rlvk_instance *inst);
+
+/* ---- device information and selection ---------------------------------- */
+
+typedef struct rlvk_heap_info {
+    uint64_t size;
+    int device_local;
+} rlvk_heap_info;
+
+typedef struct rlvk_device_info {
+    uint32_t index;
+    char name[256];
+    const char *type;                /* "discrete", "integrated", "virtual", "cpu", "other" */
+    VkPhysicalDeviceType vk_type;
+    uint32_t vendor_id, device_id;
+    char driver_name[256];
+    char driver_info[256];
+    uint32_t driver_version;
+    uint32_t api_version;
+    uint32_t subgroup_size;
+    uint32_t max_shared_memory;      /* maxComputeSharedMemorySize, bytes */
+    uint32_t max_workgroup_count[3];
+    uint32_t max_workgroup_size[3];
+    uint32_t max_workgroup_invocations;
+    uint64_t max_storage_buffer_range;
+    uint32_t max_push_constants;
+    int fp16, fp64, int64, storage16;
+    int timestamps;                  /* compute queue supports timestamps */
+    uint32_t timestamp_valid_bits;
+    double timestamp_period_ns;
+    uint32_t n_heaps;
+    rlvk_heap_info heaps[RLVK_MAX_HEAPS];
+} rlvk_device_info;
+
+/* Fills info for physical device `index` of the instance. */
+rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
+                                 rlvk_device_info *info, rl_error *err);
+
+/* Resolves a device spec to physical device indices, in order:
+ *   "auto"  — first discrete GPU, else integrated, virtual, CPU, other;
+ *   "all"   — every device;
+ *   "N"     — index N;
+ *   text    — every device whose name contains the text (case-insensitive).
+ * out must hold inst->n_physical entries; *count receives how many. */
+rl_status rlvk_select(const rlvk_instance *inst, const char *spec, uint32_t *out,
+                      uint32_t *count, rl_error *err);
+
+/* ---- devices ------------------------------------------------------------ */
+
+typedef struct rlvk_device {
+    rlvk_instance *inst;
+    VkPhysicalDevice physical;
+    rlvk_device_info info;
+    VkPhysicalDeviceMemoryProperties memory;
+    VkDevice device;
+    struct VolkDeviceTable vk;       /* this device's function table */
+    uint32_t queue_family;
+    VkQueue queue;
+    VkCommandPool command_pool;
+    VkPipelineCache pipeline_cache;
+    VkQueryPool query_pool;          /* RLVK_MAX_TIMESTAMPS entries, or NULL */
+    int feat_fp16, feat_fp64, feat_storage16, feat_int64;
+} rlvk_device;
+
+/* Creates a logical device with one compute queue on physical device index,
+ * enabling fp64/int64/16-bit storage where present. */
+rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *dev,
+                             rl_error *err);
+void rlvk_device_destroy(rlvk_device *dev);
+
+/* Refuses a single buffer binding of `bytes` bytes named `what` if it exceeds
+ * maxStorageBufferRange or the largest device-local heap; the message names
+ * the limit and its value. */
+rl_status rlvk_check_buffer_size(const rlvk_device *dev, uint64_t bytes, const char *what,
+                                 rl_error *err);
+
+/* Readable name of a VkResult ("VK_ERROR_OUT_OF_DEVICE_MEMORY"). */
+const char *rlvk_result_str(VkResult r);
+/* Turns a failed VkResult into an rl_error: "<what>: <result>". VK_TIMEOUT and
+ * VK_INCOMPLETE count as failures. */
+rl_status rlvk_fail(rl_error *err, VkResult r, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- buffers ------------------------------------------------------------ */
+
+typedef struct rlvk_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    uint64_t size;
+    void *mapped;                    /* non-NULL when host-visible (unified memory) */
+    char name[48];
+} rlvk_buffer;
+
+/* Creates a storage buffer of `size` bytes in device-local memory, preferring
+ * memory that is also host-visible (CPU and unified-memory devices) so it can
+ * be mapped; otherwise uploads/downloads go through a staging buffer. */
+rl_status rlvk_buffer_create(rlvk_device *dev, uint64_t size, const char *name,
+                             rlvk_buffer *buf, rl_error *err);
+void rlvk_buffer_destroy(rlvk_device *dev, rlvk_buffer *buf);
+rl_status rlvk_buffer_upload(rlvk_device *dev, rlvk_buffer *buf, uint64_t offset,
+                             const void *src, uint64_t bytes, rl_error *err);
+rl_status rlvk_buffer_download(rlvk_device *dev, const rlvk_buffer *buf, uint64_t offset,
+                               void *dst, uint64_t bytes, rl_error *err);
+
+/* ---- pipelines ---------------------------------------------------------- */
+
+/* Every ropelab kernel's push-constant block starts with `uint group_base`
+ * (see shaders/rl_push.h): the dispatch helper writes it when it splits a
+ * large 1-D grid into several dispatches. Specialization constant 0 is
+ * local_size_x; constants 1.. are the kernel's own. */
+typedef struct rlvk_pipeline_desc {
+    const char *name;
+    const uint32_t *spirv;
+    size_t spirv_bytes;
+    uint32_t n_bindings;             /* storage buffers at bindings 0..n-1 */
+    uint32_t push_bytes;
+    uint32_t local_size_x;           /* 0 = 64 */
+    uint32_t n_spec;                 /* specialization constants 1..n_spec */
+    const uint32_t *spec;            /* 32-bit values (uint, int, float bits) */
+} rlvk_pipeline_desc;
+
+typedef struct rlvk_pipeline {
+    char name[48];
+    VkShaderModule module;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkPipeline pipeline;
+    uint32_t n_bindings, push_bytes, local_size_x;
+} rlvk_pipeline;
+
+rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
+                               rlvk_pipeline *pipe, rl_error *err);
+void rlvk_pipeline_destroy(rlvk_device *dev, rlvk_pipeline *pipe);
+
+/* ---- recording, dispatch, timing --------------------------------------- */
+
+typedef struct rlvk_cmd {
+    rlvk_device *dev;
+    VkCommandBuffer cb;
+    VkDescriptorPool pool;
+    VkFence fence;
+    uint32_t n_timestamps;
+    uint32_t sets_used, sets_cap;
+} rlvk_cmd;
+
+/* Begins a one-time command buffer with room for `max_dispatches` descriptor
+ * sets. */
+rl_status rlvk_cmd_begin(rlvk_device *dev, uint32_t max_dispatches, rlvk_cmd *cmd,
+                         rl_error *err);
+/* Records a 1-D dispatch of n_groups workgroups of `pipe` over `bufs`, split
+ * into several vkCmdDispatch calls of at most maxComputeWorkGroupCount[0]
+ * groups, each told its first group through push word 0 (group_base). A
+ * compute→compute barrier follows, so the next dispatch sees the results. */
+rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
+                            const rlvk_buffer *const *bufs, const void *push,
+                            uint64_t n_groups, rl_error *err);
+/* Writes timestamp slot `slot` (< RLVK_MAX_TIMESTAMPS) after all prior work. */
+void rlvk_cmd_timestamp(rlvk_cmd *cmd, uint32_t slot);
+/* Ends, submits, waits (bounded; a timeout is an error) and reads timestamps. */
+rl_status rlvk_cmd_submit_wait(rlvk_cmd *cmd, rl_error *err);
+/* GPU nanoseconds between two timestamp slots of the last submission,
+ * masked to timestampValidBits and scaled by timestampPeriod in double. */
+rl_status rlvk_cmd_elapsed_ns(const rlvk_cmd *cmd, uint32_t a, uint32_t b, double *ns,
+                              rl_error *err);
+void rlvk_cmd_destroy(rlvk_cmd *cmd);
+
+/* Groups needed for `items` invocations of `local` threads each. */
+static inline uint64_t rlvk_groups(uint64_t items, uint32_t local)
+{
+    return (items + local - 1) / local;
+}
+
+#endif

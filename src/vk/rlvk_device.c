@@ -1,0 +1,325 @@
+/* Device information, selection, logical device creation. */
+#include "vk/rlvk.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rl_util.h"
+
+static const char *type_name(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+    }
+}
+
+static int compute_family(VkPhysicalDevice pd, uint32_t *family, int *timestamps,
+                          uint32_t *ts_bits)
+{
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties props[32];
+    if (n > RL_ARRAY_LEN(props))
+        n = RL_ARRAY_LEN(props);
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, props);
+    int best = -1;
+    /* Prefer a family that supports compute and timestamps; among those a
+     * compute-only one (async compute) is not needed, the first will do. */
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(props[i].queueFlags & VK_QUEUE_COMPUTE_BIT))
+            continue;
+        if (best < 0 || (props[best].timestampValidBits == 0 && props[i].timestampValidBits > 0))
+            best = (int)i;
+    }
+    if (best < 0)
+        return 0;
+    *family = (uint32_t)best;
+    *ts_bits = props[best].timestampValidBits;
+    *timestamps = props[best].timestampValidBits > 0;
+    return 1;
+}
+
+rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
+                                 rlvk_device_info *info, rl_error *err)
+{
+    if (index >= inst->n_physical)
+        return rl_fail(err, RL_ERR_NO_DEVICE, "device index %u does not exist (%u device%s found)",
+                       index, inst->n_physical, inst->n_physical == 1 ? "" : "s");
+    VkPhysicalDevice pd = inst->physical[index];
+    memset(info, 0, sizeof *info);
+    info->index = index;
+
+    VkPhysicalDeviceSubgroupProperties sub = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceDriverProperties drv = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, .pNext = &sub};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    VkPhysicalDeviceProperties base;
+    vkGetPhysicalDeviceProperties(pd, &base);
+    /* VkPhysicalDeviceDriverProperties is core in 1.2; ask only then. */
+    p2.pNext = base.apiVersion >= VK_API_VERSION_1_2 ? (void *)&drv : (void *)&sub;
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+    const VkPhysicalDeviceProperties *p = &p2.properties;
+
+    snprintf(info->name, sizeof info->name, "%s", p->deviceName);
+    info->vk_type = p->deviceType;
+    info->type = type_name(p->deviceType);
+    info->vendor_id = p->vendorID;
+    info->device_id = p->deviceID;
+    info->driver_version = p->driverVersion;
+    info->api_version = p->apiVersion;
+    if (base.apiVersion >= VK_API_VERSION_1_2) {
+        snprintf(info->driver_name, sizeof info->driver_name, "%s", drv.driverName);
+        snprintf(info->driver_info, sizeof info->driver_info, "%s", drv.driverInfo);
+    } else {
+        snprintf(info->driver_name, sizeof info->driver_name, "unknown");
+    }
+    info->subgroup_size = sub.subgroupSize;
+    info->max_shared_memory = p->limits.maxComputeSharedMemorySize;
+    for (int i = 0; i < 3; i++) {
+        info->max_workgroup_count[i] = p->limits.maxComputeWorkGroupCount[i];
+        info->max_workgroup_size[i] = p->limits.maxComputeWorkGroupSize[i];
+    }
+    info->max_workgroup_invocations = p->limits.maxComputeWorkGroupInvocations;
+    info->max_storage_buffer_range = p->limits.maxStorageBufferRange;
+    info->max_push_constants = p->limits.maxPushConstantsSize;
+    info->timestamp_period_ns = (double)p->limits.timestampPeriod;
+
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .pNext = &s16};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = base.apiVersion >= VK_API_VERSION_1_2 ? (void *)&f16
+                                                                                   : (void *)&s16};
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    info->fp64 = f2.features.shaderFloat64 != 0;
+    info->int64 = f2.features.shaderInt64 != 0;
+    info->fp16 = base.apiVersion >= VK_API_VERSION_1_2 && f16.shaderFloat16 != 0;
+    info->storage16 = s16.storageBuffer16BitAccess != 0;
+
+    uint32_t fam;
+    if (!compute_family(pd, &fam, &info->timestamps, &info->timestamp_valid_bits))
+        info->timestamps = 0;
+    if (!p->limits.timestampComputeAndGraphics && info->timestamp_valid_bits == 0)
+        info->timestamps = 0;
+
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+    info->n_heaps = mp.memoryHeapCount < RLVK_MAX_HEAPS ? mp.memoryHeapCount : RLVK_MAX_HEAPS;
+    for (uint32_t i = 0; i < info->n_heaps; i++) {
+        info->heaps[i].size = mp.memoryHeaps[i].size;
+        info->heaps[i].device_local = (mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+    }
+    return RL_OK;
+}
+
+static int type_rank(VkPhysicalDeviceType t)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+    }
+}
+
+static int contains_nocase(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return n == 0;
+}
+
+rl_status rlvk_select(const rlvk_instance *inst, const char *spec, uint32_t *out,
+                      uint32_t *count, rl_error *err)
+{
+    *count = 0;
+    if (!spec || !*spec || strcmp(spec, "auto") == 0) {
+        int best = -1, best_rank = 99;
+        for (uint32_t i = 0; i < inst->n_physical; i++) {
+            VkPhysicalDeviceProperties p;
+            vkGetPhysicalDeviceProperties(inst->physical[i], &p);
+            if (type_rank(p.deviceType) < best_rank) {
+                best_rank = type_rank(p.deviceType);
+                best = (int)i;
+            }
+        }
+        if (best < 0)
+            return rl_fail(err, RL_ERR_NO_DEVICE, "no Vulkan device found");
+        out[(*count)++] = (uint32_t)best;
+        return RL_OK;
+    }
+    if (strcmp(spec, "all") == 0) {
+        for (uint32_t i = 0; i < inst->n_physical; i++)
+            out[(*count)++] = i;
+        return RL_OK;
+    }
+    int numeric = 1;
+    for (const char *c = spec; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            numeric = 0;
+    if (numeric) {
+        unsigned long idx = strtoul(spec, NULL, 10);
+        if (strlen(spec) > 9 || idx >= inst->n_physical)
+            return rl_fail(err, RL_ERR_NO_DEVICE,
+                           "--device %s: no device with that index (%u device%s: 0..%u; see `ropelab devices`)",
+                           spec, inst->n_physical, inst->n_physical == 1 ? "" : "s",
+                           inst->n_physical - 1);
+        out[(*count)++] = (uint32_t)idx;
+        return RL_OK;
+    }
+    for (uint32_t i = 0; i < inst->n_physical; i++) {
+        VkPhysicalDeviceProperties p;
+        vkGetPhysicalDeviceProperties(inst->physical[i], &p);
+        if (contains_nocase(p.deviceName, spec))
+            out[(*count)++] = i;
+    }
+    if (*count == 0) {
+        char names[512] = "";
+        size_t len = 0;
+        for (uint32_t i = 0; i < inst->n_physical && len < sizeof names - 1; i++) {
+            VkPhysicalDeviceProperties p;
+            vkGetPhysicalDeviceProperties(inst->physical[i], &p);
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%u: %s", i ? ", " : "", i,
+                                    p.deviceName);
+        }
+        return rl_fail(err, RL_ERR_NO_DEVICE,
+                       "--device '%s': no device name contains it (devices: %s)", spec, names);
+    }
+    return RL_OK;
+}
+
+rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *dev,
+                             rl_error *err)
+{
+    memset(dev, 0, sizeof *dev);
+    rl_status st = rlvk_device_info_query(inst, index, &dev->info, err);
+    if (st)
+        return st;
+    dev->inst = inst;
+    dev->physical = inst->physical[index];
+    vkGetPhysicalDeviceMemoryProperties(dev->physical, &dev->memory);
+    int ts;
+    uint32_t ts_bits;
+    if (!compute_family(dev->physical, &dev->queue_family, &ts, &ts_bits))
+        return rl_fail(err, RL_ERR_UNSUPPORTED, "%s has no compute queue", dev->info.name);
+
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = dev->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &prio,
+    };
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+        .storageBuffer16BitAccess = dev->info.storage16 ? VK_TRUE : VK_FALSE,
+    };
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .pNext = &s16,
+        .shaderFloat16 = dev->info.fp16 ? VK_TRUE : VK_FALSE,
+    };
+    VkPhysicalDeviceFeatures2 f2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+        .pNext = dev->info.api_version >= VK_API_VERSION_1_2 ? (void *)&f16 : (void *)&s16,
+        .features = {.shaderFloat64 = dev->info.fp64 ? VK_TRUE : VK_FALSE,
+                     .shaderInt64 = dev->info.int64 ? VK_TRUE : VK_FALSE},
+    };
+    VkDeviceCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &f2,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &qci,
+    };
+    VkResult r = vkCreateDevice(dev->physical, &dci, NULL, &dev->device);
+    if (r != VK_SUCCESS) {
+        dev->device = VK_NULL_HANDLE;
+        return rlvk_fail(err, r, "creating a logical device on %s", dev->info.name);
+    }
+    volkLoadDeviceTable(&dev->vk, dev->device);
+    dev->feat_fp64 = dev->info.fp64;
+    dev->feat_int64 = dev->info.int64;
+    dev->feat_fp16 = dev->info.fp16;
+    dev->feat_storage16 = dev->info.storage16;
+    dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);
+
+    VkCommandPoolCreateInfo pci = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = dev->queue_family,
+    };
+    r = dev->vk.vkCreateCommandPool(dev->device, &pci, NULL, &dev->command_pool);
+    if (r != VK_SUCCESS) {
+        rlvk_device_destroy(dev);
+        return rlvk_fail(err, r, "creating a command pool on %s", dev->info.name);
+    }
+    VkPipelineCacheCreateInfo cci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    r = dev->vk.vkCreatePipelineCache(dev->device, &cci, NULL, &dev->pipeline_cache);
+    if (r != VK_SUCCESS) {
+        rlvk_device_destroy(dev);
+        return rlvk_fail(err, r, "creating a pipeline cache on %s", dev->info.name);
+    }
+    if (dev->info.timestamps) {
+        VkQueryPoolCreateInfo qpi = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = RLVK_MAX_TIMESTAMPS,
+        };
+        r = dev->vk.vkCreateQueryPool(dev->device, &qpi, NULL, &dev->query_pool);
+        if (r != VK_SUCCESS) {
+            rlvk_device_destroy(dev);
+            return rlvk_fail(err, r, "creating a timestamp query pool on %s", dev->info.name);
+        }
+    }
+    return RL_OK;
+}
+
+void rlvk_device_destroy(rlvk_device *dev)
+{
+    if (!dev || !dev->device)
+        return;
+    dev->vk.vkDeviceWaitIdle(dev->device);
+    if (dev->query_pool)
+        dev->vk.vkDestroyQueryPool(dev->device, dev->query_pool, NULL);
+    if (dev->pipeline_cache)
+        dev->vk.vkDestroyPipelineCache(dev->device, dev->pipeline_cache, NULL);
+    if (dev->command_pool)
+        dev->vk.vkDestroyCommandPool(dev->device, dev->command_pool, NULL);
+    dev->vk.vkDestroyDevice(dev->device, NULL);
+    dev->device = VK_NULL_HANDLE;
+}
+
+rl_status rlvk_check_buffer_size(const rlvk_device *dev, uint64_t bytes, const char *what,
+                                 rl_error *err)
+{
+    char b1[32], b2[32];
+    if (bytes > dev->info.max_storage_buffer_range)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "%s needs %s in one storage buffer, over %s's maxStorageBufferRange (%s)",
+                       what, rl_fmt_bytes(bytes, b1, sizeof b1), dev->info.name,
+                       rl_fmt_bytes(dev->info.max_storage_buffer_range, b2, sizeof b2));
+    uint64_t largest = 0;
+    for (uint32_t i = 0; i < dev->info.n_heaps; i++)
+        if (dev->info.heaps[i].device_local && dev->info.heaps[i].size > largest)
+            largest = dev->info.heaps[i].size;
+    if (largest && bytes > largest)
+        return rl_fail(err, RL_ERR_LIMIT, "%s needs %s, over %s's largest device-local heap (%s)",
+                       what, rl_fmt_bytes(bytes, b1, sizeof b1), dev->info.name,
+                       rl_fmt_bytes(largest, b2, sizeof b2));
+    return RL_OK;
+}

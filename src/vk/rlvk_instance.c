@@ -1,0 +1,230 @@
+/* Instance, validation messenger, VkResult names. */
+#include "vk/rlvk.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *rlvk_result_str(VkResult r)
+{
+    switch (r) {
+#define R(x) case x: return #x;
+    R(VK_SUCCESS) R(VK_NOT_READY) R(VK_TIMEOUT) R(VK_EVENT_SET) R(VK_EVENT_RESET)
+    R(VK_INCOMPLETE) R(VK_ERROR_OUT_OF_HOST_MEMORY) R(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    R(VK_ERROR_INITIALIZATION_FAILED) R(VK_ERROR_DEVICE_LOST) R(VK_ERROR_MEMORY_MAP_FAILED)
+    R(VK_ERROR_LAYER_NOT_PRESENT) R(VK_ERROR_EXTENSION_NOT_PRESENT)
+    R(VK_ERROR_FEATURE_NOT_PRESENT) R(VK_ERROR_INCOMPATIBLE_DRIVER)
+    R(VK_ERROR_TOO_MANY_OBJECTS) R(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    R(VK_ERROR_FRAGMENTED_POOL) R(VK_ERROR_UNKNOWN) R(VK_ERROR_OUT_OF_POOL_MEMORY)
+    R(VK_ERROR_INVALID_EXTERNAL_HANDLE) R(VK_ERROR_FRAGMENTATION)
+    R(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS) R(VK_PIPELINE_COMPILE_REQUIRED)
+#undef R
+    default: return "unknown VkResult";
+    }
+}
+
+static const char *result_sentence(VkResult r)
+{
+    switch (r) {
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "out of device memory";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "out of host memory";
+    case VK_ERROR_DEVICE_LOST: return "device lost (driver reset or watchdog)";
+    case VK_TIMEOUT: return "timed out";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "no compatible Vulkan driver";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "layer not installed";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "extension not supported";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "feature not supported";
+    default: return NULL;
+    }
+}
+
+rl_status rlvk_fail(rl_error *err, VkResult r, const char *fmt, ...)
+{
+    char what[700];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const char *s = result_sentence(r);
+    rl_status st = r == VK_ERROR_INCOMPATIBLE_DRIVER ? RL_ERR_NO_VULKAN
+                 : r == VK_ERROR_FEATURE_NOT_PRESENT || r == VK_ERROR_EXTENSION_NOT_PRESENT
+                       ? RL_ERR_UNSUPPORTED
+                       : RL_ERR_VK;
+    if (s)
+        return rl_fail(err, st, "%s: %s (%s)", what, s, rlvk_result_str(r));
+    return rl_fail(err, st, "%s: %s", what, rlvk_result_str(r));
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
+                                                 VkDebugUtilsMessageTypeFlagsEXT type,
+                                                 const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                 void *user)
+{
+    (void)type;
+    rlvk_instance *inst = user;
+    if (!(sev & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                 VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)))
+        return VK_FALSE;
+    const char *msg = data && data->pMessage ? data->pMessage : "(no text)";
+    if (atomic_fetch_add(&inst->n_messages, 1) == 0)
+        snprintf(inst->first_message, sizeof inst->first_message, "%s", msg);
+    if (!inst->quiet)
+        fprintf(stderr, "ropelab: validation %s: %s\n",
+                (sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ? "error" : "warning", msg);
+    return VK_FALSE;
+}
+
+static int layer_available(const char *name)
+{
+    uint32_t n = 0;
+    if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0)
+        return 0;
+    VkLayerProperties *props = calloc(n, sizeof *props);
+    if (!props)
+        return 0;
+    int found = 0;
+    if (vkEnumerateInstanceLayerProperties(&n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; i++)
+            if (strcmp(props[i].layerName, name) == 0)
+                found = 1;
+    free(props);
+    return found;
+}
+
+static int extension_available(const char *name)
+{
+    uint32_t n = 0;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || n == 0)
+        return 0;
+    VkExtensionProperties *props = calloc(n, sizeof *props);
+    if (!props)
+        return 0;
+    int found = 0;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; i++)
+            if (strcmp(props[i].extensionName, name) == 0)
+                found = 1;
+    free(props);
+    return found;
+}
+
+rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *inst,
+                               rl_error *err)
+{
+    static const char *const layer = "VK_LAYER_KHRONOS_validation";
+    rlvk_instance_desc d = desc ? *desc : (rlvk_instance_desc){0};
+    memset(inst, 0, sizeof *inst);
+    atomic_init(&inst->n_messages, 0);
+    inst->quiet = d.quiet_messages;
+
+    if (volkInitialize() != VK_SUCCESS)
+        return rl_fail(err, RL_ERR_NO_VULKAN,
+                       "no Vulkan loader found (libvulkan.so.1); install the loader and a driver, "
+                       "e.g. `apt-get install libvulkan1 mesa-vulkan-drivers`");
+    uint32_t loader_version = volkGetInstanceVersion();
+    if (loader_version < VK_API_VERSION_1_1)
+        return rl_fail(err, RL_ERR_NO_VULKAN, "the Vulkan loader supports only API %u.%u; ropelab needs 1.1",
+                       VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
+    inst->api_version = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
+                      : loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2
+                                                             : VK_API_VERSION_1_1;
+
+    int want_layer = d.validation || d.require_validation;
+    int have_layer = want_layer && layer_available(layer);
+    if (d.require_validation && !have_layer)
+        return rl_fail(err, RL_ERR_UNSUPPORTED,
+                       "%s is not installed (apt-get install vulkan-validationlayers)", layer);
+    int have_utils = have_layer && extension_available(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    int have_portability = extension_available(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+
+    const char *exts[2];
+    uint32_t n_ext = 0;
+    if (have_utils)
+        exts[n_ext++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    if (have_portability)
+        exts[n_ext++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "ropelab",
+        .applicationVersion = VK_MAKE_API_VERSION(0, 0, 1, 0),
+        .pEngineName = "ropelab",
+        .apiVersion = inst->api_version,
+    };
+    VkDebugUtilsMessengerCreateInfoEXT mci = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_message,
+        .pUserData = inst,
+    };
+    VkInstanceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = have_utils ? &mci : NULL, /* also covers create/destroy */
+        .flags = have_portability ? VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR : 0,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = have_layer ? 1u : 0u,
+        .ppEnabledLayerNames = have_layer ? &layer : NULL,
+        .enabledExtensionCount = n_ext,
+        .ppEnabledExtensionNames = n_ext ? exts : NULL,
+    };
+    VkResult r = vkCreateInstance(&ci, NULL, &inst->instance);
+    if (r != VK_SUCCESS) {
+        inst->instance = VK_NULL_HANDLE;
+        return rlvk_fail(err, r, "creating the Vulkan instance");
+    }
+    volkLoadInstanceOnly(inst->instance);
+    inst->validation = have_layer;
+
+    if (have_utils) {
+        r = vkCreateDebugUtilsMessengerEXT(inst->instance, &mci, NULL, &inst->messenger);
+        if (r != VK_SUCCESS) {
+            rlvk_instance_destroy(inst);
+            return rlvk_fail(err, r, "creating the validation messenger");
+        }
+    }
+
+    r = vkEnumeratePhysicalDevices(inst->instance, &inst->n_physical, NULL);
+    if (r == VK_SUCCESS && inst->n_physical > 0) {
+        inst->physical = calloc(inst->n_physical, sizeof *inst->physical);
+        if (!inst->physical) {
+            rlvk_instance_destroy(inst);
+            return rl_fail(err, RL_ERR_NOMEM, "out of host memory listing devices");
+        }
+        r = vkEnumeratePhysicalDevices(inst->instance, &inst->n_physical, inst->physical);
+    }
+    if (r != VK_SUCCESS) {
+        rlvk_instance_destroy(inst);
+        return rlvk_fail(err, r, "enumerating Vulkan devices");
+    }
+    if (inst->n_physical == 0) {
+        rlvk_instance_destroy(inst);
+        return rl_fail(err, RL_ERR_NO_VULKAN,
+                       "the Vulkan loader found no device; install a driver "
+                       "(for a CPU device: apt-get install mesa-vulkan-drivers)");
+    }
+    return RL_OK;
+}
+
+void rlvk_instance_destroy(rlvk_instance *inst)
+{
+    if (!inst)
+        return;
+    if (inst->messenger)
+        vkDestroyDebugUtilsMessengerEXT(inst->instance, inst->messenger, NULL);
+    if (inst->instance)
+        vkDestroyInstance(inst->instance, NULL);
+    free(inst->physical);
+    inst->physical = NULL;
+    inst->n_physical = 0;
+    inst->messenger = VK_NULL_HANDLE;
+    inst->instance = VK_NULL_HANDLE;
+}
+
+unsigned rlvk_instance_messages(const rlvk_instance *inst)
+{
+    return atomic_load(&((rlvk_instance *)inst)->n_messages);
+}

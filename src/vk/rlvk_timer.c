@@ -1,0 +1,203 @@
+/* Command recording, split dispatch, submission and timestamps. */
+#include "vk/rlvk.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A single wait is bounded: a kernel that runs this long has hung (or a
+ * desktop driver's watchdog would have killed it). */
+#define RLVK_WAIT_NS (600ull * 1000000000ull)
+
+rl_status rlvk_cmd_begin(rlvk_device *dev, uint32_t max_dispatches, rlvk_cmd *cmd, rl_error *err)
+{
+    memset(cmd, 0, sizeof *cmd);
+    cmd->dev = dev;
+    VkResult r;
+    if (max_dispatches) {
+        VkDescriptorPoolSize ps = {
+            .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = max_dispatches * RLVK_MAX_BINDINGS,
+        };
+        VkDescriptorPoolCreateInfo dpi = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+            .maxSets = max_dispatches,
+            .poolSizeCount = 1,
+            .pPoolSizes = &ps,
+        };
+        r = dev->vk.vkCreateDescriptorPool(dev->device, &dpi, NULL, &cmd->pool);
+        if (r != VK_SUCCESS) {
+            cmd->pool = VK_NULL_HANDLE;
+            return rlvk_fail(err, r, "creating a descriptor pool");
+        }
+        cmd->sets_cap = max_dispatches;
+    }
+    VkCommandBufferAllocateInfo cai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = dev->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    r = dev->vk.vkAllocateCommandBuffers(dev->device, &cai, &cmd->cb);
+    if (r != VK_SUCCESS) {
+        cmd->cb = VK_NULL_HANDLE;
+        rlvk_cmd_destroy(cmd);
+        return rlvk_fail(err, r, "allocating a command buffer");
+    }
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    r = dev->vk.vkCreateFence(dev->device, &fci, NULL, &cmd->fence);
+    if (r != VK_SUCCESS) {
+        cmd->fence = VK_NULL_HANDLE;
+        rlvk_cmd_destroy(cmd);
+        return rlvk_fail(err, r, "creating a fence");
+    }
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    r = dev->vk.vkBeginCommandBuffer(cmd->cb, &bi);
+    if (r != VK_SUCCESS) {
+        rlvk_cmd_destroy(cmd);
+        return rlvk_fail(err, r, "beginning a command buffer");
+    }
+    if (dev->query_pool)
+        dev->vk.vkCmdResetQueryPool(cmd->cb, dev->query_pool, 0, RLVK_MAX_TIMESTAMPS);
+    return RL_OK;
+}
+
+rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
+                            const rlvk_buffer *const *bufs, const void *push,
+                            uint64_t n_groups, rl_error *err)
+{
+    rlvk_device *dev = cmd->dev;
+    if (cmd->sets_used >= cmd->sets_cap)
+        return rl_fail(err, RL_ERR_ARG, "command for %s: more dispatches than reserved (%u)",
+                       pipe->name, cmd->sets_cap);
+    if (n_groups > UINT32_MAX)
+        return rl_fail(err, RL_ERR_LIMIT, "%s: %llu workgroups exceed the 32-bit group index",
+                       pipe->name, (unsigned long long)n_groups);
+    VkDescriptorSetAllocateInfo sai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = cmd->pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &pipe->set_layout,
+    };
+    VkDescriptorSet set;
+    VkResult r = dev->vk.vkAllocateDescriptorSets(dev->device, &sai, &set);
+    if (r != VK_SUCCESS)
+        return rlvk_fail(err, r, "allocating a descriptor set for %s", pipe->name);
+    cmd->sets_used++;
+    VkDescriptorBufferInfo infos[RLVK_MAX_BINDINGS];
+    VkWriteDescriptorSet writes[RLVK_MAX_BINDINGS];
+    for (uint32_t i = 0; i < pipe->n_bindings; i++) {
+        infos[i] = (VkDescriptorBufferInfo){.buffer = bufs[i]->buffer, .offset = 0, .range = VK_WHOLE_SIZE};
+        writes[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &infos[i],
+        };
+    }
+    dev->vk.vkUpdateDescriptorSets(dev->device, pipe->n_bindings, writes, 0, NULL);
+    dev->vk.vkCmdBindPipeline(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->pipeline);
+    dev->vk.vkCmdBindDescriptorSets(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->layout, 0, 1,
+                                    &set, 0, NULL);
+    if (pipe->push_bytes)
+        dev->vk.vkCmdPushConstants(cmd->cb, pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                   pipe->push_bytes, push);
+    uint64_t max_x = dev->info.max_workgroup_count[0];
+    for (uint64_t base = 0; base < n_groups; base += max_x) {
+        uint64_t count = n_groups - base < max_x ? n_groups - base : max_x;
+        if (base > 0) {
+            uint32_t b32 = (uint32_t)base; /* push word 0 = group_base */
+            dev->vk.vkCmdPushConstants(cmd->cb, pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &b32);
+        }
+        dev->vk.vkCmdDispatch(cmd->cb, (uint32_t)count, 1, 1);
+    }
+    if (n_groups > max_x && pipe->push_bytes) {
+        /* Leave the caller's push block as given for a later reuse. */
+        dev->vk.vkCmdPushConstants(cmd->cb, pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, push);
+    }
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                         VK_ACCESS_TRANSFER_READ_BIT,
+    };
+    dev->vk.vkCmdPipelineBarrier(cmd->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                 0, 1, &mb, 0, NULL, 0, NULL);
+    return RL_OK;
+}
+
+void rlvk_cmd_timestamp(rlvk_cmd *cmd, uint32_t slot)
+{
+    if (!cmd->dev->query_pool || slot >= RLVK_MAX_TIMESTAMPS)
+        return;
+    cmd->dev->vk.vkCmdWriteTimestamp(cmd->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                                     cmd->dev->query_pool, slot);
+    if (slot + 1 > cmd->n_timestamps)
+        cmd->n_timestamps = slot + 1;
+}
+
+rl_status rlvk_cmd_submit_wait(rlvk_cmd *cmd, rl_error *err)
+{
+    rlvk_device *dev = cmd->dev;
+    VkResult r = dev->vk.vkEndCommandBuffer(cmd->cb);
+    if (r != VK_SUCCESS)
+        return rlvk_fail(err, r, "ending a command buffer");
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &cmd->cb,
+    };
+    r = dev->vk.vkQueueSubmit(dev->queue, 1, &si, cmd->fence);
+    if (r != VK_SUCCESS)
+        return rlvk_fail(err, r, "submitting work to %s", dev->info.name);
+    r = dev->vk.vkWaitForFences(dev->device, 1, &cmd->fence, VK_TRUE, RLVK_WAIT_NS);
+    if (r != VK_SUCCESS) {
+        /* Do not free resources the device may still use. */
+        dev->vk.vkDeviceWaitIdle(dev->device);
+        return rlvk_fail(err, r, "waiting for %s", dev->info.name);
+    }
+    return RL_OK;
+}
+
+rl_status rlvk_cmd_elapsed_ns(const rlvk_cmd *cmd, uint32_t a, uint32_t b, double *ns,
+                              rl_error *err)
+{
+    rlvk_device *dev = cmd->dev;
+    if (!dev->query_pool)
+        return rl_fail(err, RL_ERR_UNSUPPORTED, "%s has no timestamp queries on its compute queue",
+                       dev->info.name);
+    if (a >= cmd->n_timestamps || b >= cmd->n_timestamps)
+        return rl_fail(err, RL_ERR_ARG, "timestamp slot not written");
+    uint64_t t[2];
+    VkResult r = dev->vk.vkGetQueryPoolResults(dev->device, dev->query_pool, a, 1, sizeof t[0], &t[0],
+                                               sizeof t[0], VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r == VK_SUCCESS)
+        r = dev->vk.vkGetQueryPoolResults(dev->device, dev->query_pool, b, 1, sizeof t[1], &t[1],
+                                          sizeof t[1], VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS)
+        return rlvk_fail(err, r, "reading timestamps");
+    uint32_t bits = dev->info.timestamp_valid_bits;
+    uint64_t mask = bits >= 64 ? ~0ull : ((1ull << bits) - 1ull);
+    uint64_t d = ((t[1] & mask) - (t[0] & mask)) & mask; /* wraps correctly */
+    *ns = (double)d * dev->info.timestamp_period_ns;
+    return RL_OK;
+}
+
+void rlvk_cmd_destroy(rlvk_cmd *cmd)
+{
+    rlvk_device *dev = cmd->dev;
+    if (!dev)
+        return;
+    if (cmd->fence)
+        dev->vk.vkDestroyFence(dev->device, cmd->fence, NULL);
+    if (cmd->cb)
+        dev->vk.vkFreeCommandBuffers(dev->device, dev->command_pool, 1, &cmd->cb);
+    if (cmd->pool)
+        dev->vk.vkDestroyDescriptorPool(dev->device, cmd->pool, NULL);
+    memset(cmd, 0, sizeof *cmd);
+}
