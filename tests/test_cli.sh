@@ -28,6 +28,14 @@ expect bench_bad_layout 2 "--layout 'diagonal'" -- bench rope --layout diagonal
 expect bench_zero_tokens 2 'must be at least 1' -- bench rope --tokens 0
 expect bad_number 2 "--tokens: 'abc' is not a valid" -- bench rope --tokens abc
 expect check_bad_pos 2 'max-pos-log2 30' -- check --max-pos-log2 30
+# No driver at all: a clear message and exit 2, never a crash.
+nodrv() { VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json "$@"; }
+out=$(nodrv "$bin" check 2>&1); rc=$?
+if [ $rc -eq 2 ] && grep -q 'found no driver\|no Vulkan loader\|found no device' <<<"$out"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1)); printf 'FAIL no_driver: exit %d, output:\n%s\n' "$rc" "$out" >&2
+fi
 if [ $have_device = 1 ]; then
   expect devices 0 'llvmpipe|\[0\]' -- devices
   expect devices_json 0 '"subgroup_size"' -- devices --json

@@ -172,6 +172,12 @@ rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *in
         .ppEnabledExtensionNames = n_ext ? exts : NULL,
     };
     VkResult r = vkCreateInstance(&ci, NULL, &inst->instance);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
+        inst->instance = VK_NULL_HANDLE;
+        return rl_fail(err, RL_ERR_NO_VULKAN,
+                       "the Vulkan loader found no driver (VK_ERROR_INCOMPATIBLE_DRIVER); install "
+                       "one, e.g. `apt-get install mesa-vulkan-drivers` for the lavapipe CPU device");
+    }
     if (r != VK_SUCCESS) {
         inst->instance = VK_NULL_HANDLE;
         return rlvk_fail(err, r, "creating the Vulkan instance");
