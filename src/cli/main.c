@@ -15,6 +15,7 @@ static const command commands[] = {
     {"devices", cmd_devices, "list Vulkan devices and their limits"},
     {"check", cmd_check, "verify every kernel on a device against the CPU references"},
     {"bench", cmd_bench, "measure kernel bandwidth against a copy kernel on a device"},
+    {"freqs", cmd_freqs, "print a RoPE setting's effective frequencies (HF config or flags)"},
 };
 
 static void usage(FILE *out)

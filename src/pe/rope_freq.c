@@ -245,6 +245,7 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
     f->theta = r.theta;
     f->factor = r.factor ? r.factor : 1.0;
     f->attention_factor = 1.0;
+    f->seq_len = r.seq_len;
     const double dim = r.rotary_dim, factor = f->factor;
     const uint32_t np = f->n_pairs;
     double base = r.theta;
