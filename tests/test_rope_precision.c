@@ -108,6 +108,40 @@ START_TEST(every_type_layout_and_mode_is_within_its_bound)
 }
 END_TEST
 
+/* The scalar (non-vec4) kernel path: head_dim 66 (not a multiple of 4),
+ * rotary 22 (not a multiple of 8), for a few types, both layouts, all modes. */
+START_TEST(scalar_path_modes_are_within_their_bounds)
+{
+    static const int types[] = {ROPE_TYPE_DEFAULT, ROPE_TYPE_LINEAR, ROPE_TYPE_YARN, ROPE_TYPE_LLAMA3};
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rope_kernel k;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    enum { T = 19 };
+    uint32_t pos[T];
+    for (uint32_t t = 0; t < T; t++)
+        pos[t] = (1u << 20) - 7919u * t;
+    for (size_t i = 0; i < RL_ARRAY_LEN(types); i++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE; prec++) {
+                rope_desc d;
+                type_desc(types[i], &d);
+                d.head_dim = 66;
+                d.rotary_dim = 22;
+                d.layout = layout;
+                d.precision = prec;
+                rope_freqs f;
+                ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s", err.msg);
+                double r = run(&g, &k, &f, pos, T, 2, NULL);
+                ck_assert_msg(r <= 1.0, "%s layout %d %s: worst error/bound %.3f",
+                              rope_type_name(types[i]), layout, rope_precision_name(prec), r);
+            }
+    rope_kernel_destroy(&g.dev, &k);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* One pair with theta_0 = 1 (head_dim 2): the argument reduction sees every
  * residue class. Positions: 0..1023, the 1024 below 2^24, and random ones up
  * to 2^24 — precise and table stay within 4 ulp of the pair magnitude; fp32
@@ -178,6 +212,7 @@ int main(void)
     TCase *tc = tcase_create("rope_precision");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, every_type_layout_and_mode_is_within_its_bound, 0, ROPE_TYPE_COUNT);
+    tcase_add_test(tc, scalar_path_modes_are_within_their_bounds);
     tcase_add_test(tc, precise_reduction_is_exact_up_to_2_pow_24);
     tcase_add_test(tc, modes_other_than_fp32_need_their_angle_buffer);
     suite_add_tcase(s, tc);
