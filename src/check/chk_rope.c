@@ -78,7 +78,7 @@ void chk_rope_bounds(const rope_freqs *f, const float *x, const uint32_t *pos, s
         return;
     size_t n = tokens * heads * f->head_dim;
     for (size_t i = 0; i < n; i++)
-        if (bound[i] > 0 || (i % f->head_dim) < f->rotary_dim)
+        if ((i % f->head_dim) < f->rotary_dim)
             bound[i] = 4 * rl_ulp32(scale[i]);
 }
 
