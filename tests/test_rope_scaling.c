@@ -357,7 +357,15 @@ START_TEST(hf_configs_import_rope_settings)
     ck_assert_double_eq(d.theta, 1e7);
     ck_assert_uint_eq(compute(&d).rotary_dim, 64);
 
+    /* Multimodal layout: the language model under text_config. */
+    d = (rope_desc){0};
+    ck_assert_msg(rope_desc_from_hf_config(&d, data_path("text_config_ntk.json", p, sizeof p), &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(d.head_dim, 128);
+    ck_assert_int_eq(d.rope_type, ROPE_TYPE_DYNAMIC);
+    ck_assert_uint_eq(d.max_position_embeddings, 8192);
+
     const struct { const char *file, *msg; } bad[] = {
+        {"bad_per_layer.json", "rope_parameters holds one dict per layer type"},
         {"bad_unknown_type.json", "rope_scaling: type 'xpos' is not supported (supported: default"},
         {"bad_yarn_no_original.json", "yarn needs original_max_position_embeddings"},
         {"bad_longrope_length.json", "long_factor has 3 entries; expected rotary_dim/2 = 4"},
