@@ -17,10 +17,15 @@ layout(constant_id = 1) const uint32_t LAYOUT = RL_ROPE_LAYOUT_HALF;
 layout(constant_id = 2) const uint32_t HEAD_DIM = 128;
 layout(constant_id = 3) const uint32_t ROT_DIM = 128;
 layout(constant_id = 4) const uint32_t N_HEADS = 1;
+layout(constant_id = 5) const uint32_t PRECISION = RL_ROPE_PREC_FP32;
 
 layout(push_constant) uniform Push { rl_rope_push p; } pc;
 
 layout(std430, binding = 2) readonly buffer P { uint32_t pos[]; };  /* [tokens] */
+/* table mode: attention-scaled (cos, sin) per token and pair, from double. */
+layout(std430, binding = 4) readonly buffer T { vec2 cs_table[]; };  /* [tokens][rot/2] */
+/* precise mode: frac(inv_freq / 2pi) as (lo, hi) 64-bit binary fractions. */
+layout(std430, binding = 5) readonly buffer W { uvec2 turns[]; };    /* [rot/2] */
 
 #ifdef RL_ROPE_VEC4
 layout(std430, binding = 0) readonly buffer X { vec4 x[]; };        /* [rows][head_dim/4] */
@@ -37,6 +42,18 @@ const uint32_t ROT_ITEMS = ROT_DIM / 2u;                  /* pairs */
 const uint32_t ITEMS = ROT_ITEMS + (HEAD_DIM - ROT_DIM);
 #endif
 
+/* (cos, sin) * attention factor of pair j of token t at position p; f is
+ * inv_freq[j] (read only in fp32 mode). PRECISION is a specialization
+ * constant, so the unused modes compile away. */
+vec2 rope_cs(uint32_t t, uint32_t p, uint32_t j, float f, float af)
+{
+    if (PRECISION == RL_ROPE_PREC_TABLE)
+        return cs_table[t * (ROT_DIM / 2u) + j];
+    if (PRECISION == RL_ROPE_PREC_PRECISE)
+        return rope_cos_sin_precise(p, turns[j]) * af;
+    return rope_cos_sin_fp32(p, f) * af;
+}
+
 void main()
 {
     uint32_t i = RL_GROUP_ID * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
@@ -44,15 +61,16 @@ void main()
     if (row >= pc.p.n_rows)
         return;
     uint32_t k = i - row * ITEMS;
-    uint32_t p = pos[row / N_HEADS];
+    uint32_t tok = row / N_HEADS;
+    uint32_t p = pos[tok];
     float af = pc.p.attn_factor;
 #ifdef RL_ROPE_VEC4
     uint32_t base = row * ROW4;
     if (k < ROT_ITEMS) {
-        vec4 f = inv_freq[k];
+        vec4 f = PRECISION == RL_ROPE_PREC_FP32 ? inv_freq[k] : vec4(0);
         vec4 c, s;
         for (int e = 0; e < 4; e++) {
-            vec2 cs = rope_cos_sin_fp32(p, f[e]) * af;
+            vec2 cs = rope_cs(tok, p, 4u * k + uint32_t(e), f[e], af);
             c[e] = cs.x;
             s[e] = cs.y;
         }
@@ -74,7 +92,7 @@ void main()
 #else
     uint32_t base = row * HEAD_DIM;
     if (k < ROT_ITEMS) {
-        vec2 cs = rope_cos_sin_fp32(p, inv_freq[k]) * af;
+        vec2 cs = rope_cs(tok, p, k, PRECISION == RL_ROPE_PREC_FP32 ? inv_freq[k] : 0.0, af);
         uint32_t ia, ib;
         if (LAYOUT == RL_ROPE_LAYOUT_HALF) {
             ia = base + k;

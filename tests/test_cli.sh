@@ -36,6 +36,18 @@ if [ $rc -eq 2 ] && grep -q 'found no driver\|no Vulkan loader\|found no device'
 else
   fail=$((fail + 1)); printf 'FAIL no_driver: exit %d, output:\n%s\n' "$rc" "$out" >&2
 fi
+d=$(dirname "$0")/data
+expect freqs_yarn 0 'attention factor 1.13862943611198' -- freqs --rope-type yarn --factor 4 --original-max-position-embeddings 4096 --head-dim 128
+expect freqs_json_17 0 '0.86596432336006535' -- freqs --head-dim 128 --json
+expect freqs_hf 0 'rope_type llama3, head_dim 128' -- freqs --hf-config "$d/llama31.json"
+expect freqs_json_seq 0 '"seq_len": 5000' -- freqs --hf-config "$d/phi3_longrope.json" --seq-len 5000 --json
+expect freqs_csv 0 '^pair,dim_a,dim_b,inv_freq' -- freqs --head-dim 8 --csv
+expect freqs_bad_type 2 "rope_type 'foo' is not supported \(supported: default" -- freqs --rope-type foo --head-dim 8
+expect freqs_missing 2 'yarn needs original_max_position_embeddings' -- freqs --rope-type yarn --factor 4 --head-dim 64
+expect freqs_bad_factor 2 'factor 0.5 must be >= 1' -- freqs --rope-type linear --factor 0.5 --head-dim 64
+expect freqs_bad_list 2 'long_factor has 3 entries; expected rotary_dim/2 = 4' -- freqs --rope-type longrope --head-dim 8 --factor 2 --original-max-position-embeddings 4096 --short-factor 1,1,1,1 --long-factor 2,2,2
+expect freqs_no_file 2 'nope.json' -- freqs --hf-config nope.json
+expect bench_bad_precision 2 "--precision 'fp16'" -- bench rope --precision fp16
 if [ $have_device = 1 ]; then
   expect devices 0 'llvmpipe|\[0\]' -- devices
   expect devices_json 0 '"subgroup_size"' -- devices --json
@@ -46,6 +58,8 @@ if [ $have_device = 1 ]; then
   expect bench_too_big 2 'maxStorageBufferRange' -- bench rope --tokens 2000000
   expect check_quick_json 0 '"pass": true' -- check --quick --json --device all
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
+  expect bench_precise 0 'rope half precise' -- bench rope --tokens 4096 --reps 3 --precision precise
+  expect check_quick_modes 0 'rope/half/precise' -- check --quick
 else
   echo "test_cli: no Vulkan device: device cases skipped" >&2
 fi

@@ -116,7 +116,8 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
                        "%s has no timestamp queries on its compute queue; cannot time kernels",
                        dev->info.name);
 
-    rope_desc desc = {.head_dim = o.head_dim, .rotary_dim = o.rotary_dim, .layout = o.layout};
+    rope_desc desc = {.head_dim = o.head_dim, .rotary_dim = o.rotary_dim, .layout = o.layout,
+                      .precision = o.precision};
     rope_freqs f;
     rl_status st = rope_freqs_compute(&desc, &f, err);
     if (st)
@@ -133,7 +134,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
            *scale = malloc(n * sizeof *scale);
     double *times = malloc(o.reps * sizeof *times);
-    rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0};
+    rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0}, ba = {0};
     rope_kernel k = {0};
     rlvk_pipeline copy = {0};
     int have_kernel = 0;
@@ -152,6 +153,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
         (st = rlvk_buffer_create(dev, bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, o.tokens * sizeof(uint32_t), "positions", &bp, err)) ||
         (st = rope_gpu_upload_freqs(dev, &f, &bf, err)) ||
+        (st = rope_gpu_upload_angles(dev, &f, pos, o.tokens, &ba, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, n * sizeof(float), err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, o.tokens * sizeof(uint32_t), err)) ||
         (st = rope_kernel_create(dev, &k, err)))
@@ -162,12 +164,12 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
 
     /* Verify before timing. */
     rope_ctx rc = {.k = &k, .f = &f,
-                   .io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .tokens = o.tokens, .heads = o.heads}};
+                   .io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .angles = &ba, .tokens = o.tokens, .heads = o.heads}};
     if ((st = time_launches(dev, record_rope, &rc, 0, 1, times, err)) ||
         (st = rlvk_buffer_download(dev, &by, 0, y, n * sizeof(float), err)))
         goto done;
     rope_ref_apply(&f, x, pos, o.tokens, o.heads, ref);
-    chk_rope_fp32_bounds(&f, x, pos, o.tokens, o.heads, bound, scale);
+    chk_rope_bounds(&f, x, pos, o.tokens, o.heads, bound, scale);
     chk_compare(y, ref, bound, scale, n, &res->verify);
     if (!res->verify.pass) {
         st = rl_fail(err, RL_ERR_MISMATCH,
@@ -204,6 +206,7 @@ done:
     rlvk_pipeline_destroy(dev, &copy);
     if (have_kernel)
         rope_kernel_destroy(dev, &k);
+    rlvk_buffer_destroy(dev, &ba);
     rlvk_buffer_destroy(dev, &bf);
     rlvk_buffer_destroy(dev, &bp);
     rlvk_buffer_destroy(dev, &by);

@@ -20,6 +20,7 @@ typedef struct bench_rope_opts {
     uint32_t head_dim;    /* 0: 128 */
     uint32_t rotary_dim;  /* 0: head_dim */
     int layout;           /* RL_ROPE_LAYOUT_* */
+    int precision;        /* RL_ROPE_PREC_* (0: fp32) */
     uint32_t reps;        /* timed runs, 0: 25 (max 60) */
     uint32_t warmup;      /* 0: 3 */
 } bench_rope_opts;

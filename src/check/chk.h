@@ -83,4 +83,10 @@ struct rope_freqs;
 void chk_rope_fp32_bounds(const struct rope_freqs *f, const float *x, const uint32_t *pos,
                           size_t tokens, uint32_t heads, double *bound, double *scale);
 
+/* Per-element bound for f's precision mode: fp32 as above; table and precise
+ * 4 fp32 ulps of the pair magnitude s*(|x_a| + |x_b|) (s: attention factor);
+ * pass-through dimensions bit-exact. Same shapes as chk_rope_fp32_bounds. */
+void chk_rope_bounds(const struct rope_freqs *f, const float *x, const uint32_t *pos,
+                     size_t tokens, uint32_t heads, double *bound, double *scale);
+
 #endif

@@ -7,11 +7,12 @@
 #include "bench/bench.h"
 #include "cli/cli.h"
 #include "core/rl_util.h"
+#include "pe/rope.h"
 #include "rl_push.h"
 
 int cmd_bench(int argc, char **argv)
 {
-    const char *device = "auto", *layout = "half";
+    const char *device = "auto", *layout = "half", *precision = "fp32";
     int json = 0, validate = 0;
     uint64_t tokens = 65536;
     uint32_t heads = 1, head_dim = 128, rotary_dim = 0, reps = 25, warmup = 3;
@@ -22,6 +23,7 @@ int cmd_bench(int argc, char **argv)
         {"--head-dim", CLI_U32, &head_dim, "D", "head dimension (default 128)"},
         {"--rotary-dim", CLI_U32, &rotary_dim, "R", "rotary dimensions (default head_dim)"},
         {"--layout", CLI_STR, &layout, "L", "pair layout: half (default) or interleaved"},
+        {"--precision", CLI_STR, &precision, "P", "angle precision: fp32 (default), table or precise"},
         {"--reps", CLI_U32, &reps, "N", "timed runs, median reported (default 25, max 63)"},
         {"--warmup", CLI_U32, &warmup, "N", "untimed runs first (default 3)"},
         {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},
@@ -50,6 +52,11 @@ int cmd_bench(int argc, char **argv)
         cli_error("--layout '%s': expected half or interleaved", layout);
         return CLI_EXIT_USAGE;
     }
+    int prec = rope_precision_parse(precision);
+    if (prec < 0) {
+        cli_error("--precision '%s': expected fp32, table or precise", precision);
+        return CLI_EXIT_USAGE;
+    }
     if (tokens == 0 || heads == 0 || head_dim == 0) {
         cli_error("--tokens, --heads and --head-dim must be at least 1");
         return CLI_EXIT_USAGE;
@@ -64,16 +71,18 @@ int cmd_bench(int argc, char **argv)
         rl_error err = {0};
         bench_rope_result r;
         bench_rope_opts o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
-                             .rotary_dim = rotary_dim, .layout = lay, .reps = reps, .warmup = warmup};
+                             .rotary_dim = rotary_dim, .layout = lay,
+                             .precision = prec, .reps = reps, .warmup = warmup};
         rl_status st = rlvk_device_create(&d.inst, d.index[k], &dev, &err);
         if (st == RL_OK) {
             st = bench_rope(&dev, &o, &r, &err);
             if (st == RL_OK && json) {
                 json_array_append_new(arr, json_pack(
-                    "{s:s,s:s,s:I,s:i,s:i,s:i,s:s,s:I,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+                    "{s:s,s:s,s:I,s:i,s:i,s:i,s:s,s:s,s:I,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
                     "device", dev.info.name, "kernel", "rope", "tokens", (json_int_t)r.opts.tokens,
                     "heads", (int)r.opts.heads, "head_dim", (int)r.opts.head_dim, "rotary_dim",
                     (int)(r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim), "layout", layout,
+                    "precision", precision,
                     "bytes", (json_int_t)r.bytes, "reps", (int)r.opts.reps, "rope_ms_median", r.rope_ms,
                     "copy_ms_median", r.copy_ms, "rope_ms_min", r.rope_ms_min, "copy_ms_min",
                     r.copy_ms_min, "rope_gb_per_s", r.rope_gbs, "copy_gb_per_s", r.copy_gbs,
@@ -82,8 +91,8 @@ int cmd_bench(int argc, char **argv)
             } else if (st == RL_OK) {
                 char b[32];
                 printf("device %u: %s\n", dev.info.index, dev.info.name);
-                printf("  rope %s, %llu tokens x %u heads x %u dims (rotary %u), %s moved per run\n",
-                       layout, (unsigned long long)r.opts.tokens, r.opts.heads, r.opts.head_dim,
+                printf("  rope %s %s, %llu tokens x %u heads x %u dims (rotary %u), %s moved per run\n",
+                       layout, precision, (unsigned long long)r.opts.tokens, r.opts.heads, r.opts.head_dim,
                        r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim,
                        rl_fmt_bytes(r.bytes, b, sizeof b));
                 printf("  verified first: max abs error %.3e, worst error/bound %.3f\n",

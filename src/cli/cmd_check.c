@@ -2,6 +2,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check/chk.h"
 #include "cli/cli.h"
@@ -39,9 +40,15 @@ static void print_report(const chk_report *rep)
                    s->first_bad);
         printf("\n");
     }
+    for (size_t i = 0; i < rep->n_rows; i++) { /* each distinct bound once */
+        size_t k = 0;
+        while (k < i && strcmp(rep->rows[k].tolerance, rep->rows[i].tolerance) != 0)
+            k++;
+        if (k == i)
+            printf("  bound: %s (e.g. %s)\n", rep->rows[i].tolerance, rep->rows[i].kernel);
+    }
     if (rep->n_rows)
-        printf("  bound: %s; err/bnd is the worst element's error over its own bound\n",
-               rep->rows[0].tolerance);
+        printf("  err/bnd is the worst element's error over its own bound\n");
     if (rep->validation_messages)
         printf("  FAIL: the validation layer reported %u message(s)\n", rep->validation_messages);
     if (rep->error[0])

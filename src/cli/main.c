@@ -16,6 +16,7 @@ static const command commands[] = {
     {"check", cmd_check, "verify every kernel on a device against the CPU references"},
     {"bench", cmd_bench, "measure kernel bandwidth against a copy kernel on a device"},
     {"plot", cmd_plot, "render a results directory's figures (gnuplot) and report.md"},
+    {"freqs", cmd_freqs, "print a RoPE setting's effective frequencies (HF config or flags)"},
 };
 
 static void usage(FILE *out)

@@ -25,29 +25,114 @@
 #define ROPE_MAX_PAIRS (ROPE_MAX_HEAD_DIM / 2)
 #define ROPE_DEFAULT_THETA 10000.0
 
-/* A RoPE configuration. Zero fields mean "default" (see rope_desc_resolve). */
+/* Scaling types: Hugging Face transformers' `rope_type` values
+ * (modeling_rope_utils.py), plus `ntk` (fixed NTK-aware base change).
+ * Formulas, sources and HF-vs-paper differences: docs/rope.md. */
+typedef enum rope_type {
+    ROPE_TYPE_DEFAULT = 0, /* Su et al. 2021 */
+    ROPE_TYPE_LINEAR,      /* position interpolation, Chen et al. 2023 */
+    ROPE_TYPE_NTK,         /* fixed NTK-aware base change (bloc97) */
+    ROPE_TYPE_DYNAMIC,     /* dynamic NTK (emozilla), needs seq_len */
+    ROPE_TYPE_YARN,        /* Peng et al. 2023 (NTK-by-parts + attention factor) */
+    ROPE_TYPE_LLAMA3,      /* Llama 3.1 wavelength bands */
+    ROPE_TYPE_LONGROPE,    /* Ding et al. 2024 / Phi-3 short/long factors */
+    ROPE_TYPE_PROPORTIONAL,/* HF "proportional" (Gemma 4): partial rotation, exponent over head_dim */
+    ROPE_TYPE_COUNT
+} rope_type;
+
+/* Name of a type ("yarn"); NULL when out of range. */
+const char *rope_type_name(int type);
+/* Parses a rope_type name (also accepts HF's legacy "type" values); returns
+ * ROPE_TYPE_COUNT if unknown. */
+int rope_type_parse(const char *name);
+/* "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional". */
+const char *rope_type_list(void);
+
+/* A RoPE configuration. Field names follow HF's rope_scaling/rope_parameters
+ * keys. Zero fields mean "default" or "not given" (see rope_desc_resolve);
+ * keys a type requires (e.g. llama3's low_freq_factor) are errors when 0. */
 typedef struct rope_desc {
     uint32_t head_dim;     /* required, 2..ROPE_MAX_HEAD_DIM */
-    uint32_t rotary_dim;   /* 0: head_dim; else even and <= head_dim */
+    uint32_t rotary_dim;   /* 0: from partial_rotary_factor, else head_dim; even, <= head_dim */
     double theta;          /* base (HF rope_theta); 0: 10000 */
     int layout;            /* RL_ROPE_LAYOUT_HALF (default) or _INTERLEAVED */
+    int precision;         /* RL_ROPE_PREC_FP32 (default), _TABLE or _PRECISE */
+
+    int rope_type;         /* ROPE_TYPE_*; 0: default */
+    double partial_rotary_factor;  /* 0: not given; rotary_dim = int(head_dim * it) */
+    double factor;                 /* scaling factor, >= 1 (linear/ntk/dynamic/yarn/llama3/longrope/proportional) */
+    uint32_t original_max_position_embeddings; /* pre-training length L_orig */
+    uint32_t max_position_embeddings;          /* model's max length M (dynamic; yarn/longrope defaults) */
+    uint32_t seq_len;      /* sequence length in use (dynamic, longrope); 0: not given */
+    double beta_fast;      /* yarn; 0: 32 */
+    double beta_slow;      /* yarn; 0: 1 */
+    double mscale;         /* yarn; 0: not given */
+    double mscale_all_dim; /* yarn; 0: not given */
+    int truncate;          /* yarn correction range floor/ceil: 0 default (true), >0 true, <0 false */
+    double attention_factor;       /* multiplies cos and sin; 0: derived per type */
+    double low_freq_factor;        /* llama3, required */
+    double high_freq_factor;       /* llama3, required */
+    uint32_t n_short_factor, n_long_factor;   /* longrope list lengths (must be rotary_dim/2) */
+    double short_factor[ROPE_MAX_PAIRS];      /* [n_short_factor] */
+    double long_factor[ROPE_MAX_PAIRS];       /* [n_long_factor] */
 } rope_desc;
 
 /* Effective rotation: what the kernel and the reference both consume. */
 typedef struct rope_freqs {
     uint32_t head_dim, rotary_dim, n_pairs;  /* n_pairs = rotary_dim / 2 */
     int layout;
-    double theta;                            /* effective base */
-    double attention_factor;                 /* multiplies cos and sin; 1 here */
+    int precision;                           /* RL_ROPE_PREC_* */
+    int rope_type;                           /* ROPE_TYPE_* */
+    uint32_t seq_len;                        /* length used (dynamic/longrope), 0 if none */
+    double base;                             /* configured rope_theta */
+    double theta;                            /* effective base (ntk/dynamic change it) */
+    double factor;                           /* factor used (after HF's defaults), 1 if none */
+    double attention_factor;                 /* multiplies cos and sin (logits scale by its square) */
     double inv_freq[ROPE_MAX_PAIRS];         /* [n_pairs], theta_j, pair order */
+    double scale[ROPE_MAX_PAIRS];            /* [n_pairs] base^(-2j/rotary_dim) / inv_freq[j]; 0 where inv_freq is 0 */
 } rope_freqs;
 
-/* Validates d and fills defaults into *out. Errors name the key:
- * "rotary_dim 5 must be even", "rotary_dim 192 exceeds head_dim 128". */
+/* Validates d and fills defaults into *out (types' required keys, factor >= 1,
+ * finite non-negative values, list lengths). Errors name the key and the
+ * expected value: "rotary_dim 5 must be even", "yarn needs factor". */
 rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err);
 
-/* theta_j = base^(-2j/rotary_dim), j = 0..rotary_dim/2-1 (Su et al. 2021). */
+/* THE parameter -> frequency function (shared by the CPU reference and the
+ * GPU host side): inv_freq and attention factor of every scaling type, as
+ * Hugging Face transformers computes them, in double. */
 rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err);
+
+/* ---- configuration from JSON (src/pe/rope_hf.c) ----------------------- */
+
+struct json_t;
+/* Sets one key of d from a JSON value. Keys: HF's rope_scaling names
+ * (rope_type/type, factor, original_max_position_embeddings, beta_fast, ...)
+ * plus rope_theta, head_dim, rotary_dim, partial_rotary_factor,
+ * max_position_embeddings, seq_len, layout ("half"/"interleaved"), precision
+ * ("fp32"/"table"/"precise"). A JSON null leaves the default. Errors name the
+ * key and the expected value; unknown keys are errors. */
+rl_status rope_desc_set_json(rope_desc *d, const char *key, const struct json_t *value,
+                             rl_error *err);
+/* Applies every key of a JSON object (an HF rope_scaling/rope_parameters dict,
+ * optionally with rope_theta, head_dim, ...) with rope_desc_set_json. */
+rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *err);
+/* Reads a model's HF config.json: rope_theta, rope_scaling or rope_parameters,
+ * head_dim (else hidden_size / num_attention_heads), partial_rotary_factor,
+ * max_position_embeddings, original_max_position_embeddings (also inside
+ * "text_config"). Keys of rope_scaling that ropelab does not use are ignored,
+ * as HF only warns about them. Fields of d already set are overwritten. */
+rl_status rope_desc_from_hf_config(rope_desc *d, const char *path, rl_error *err);
+
+/* One settable key, for listings (`ropelab encodings` and the like). */
+typedef struct rope_param_info {
+    const char *key, *type, *def, *help;
+} rope_param_info;
+/* The table of keys rope_desc_set_json accepts; *n receives its length. */
+const rope_param_info *rope_param_table(size_t *n);
+
+/* Name of a precision mode ("fp32"); parse returns -1 if unknown. */
+const char *rope_precision_name(int precision);
+int rope_precision_parse(const char *name);
 
 /* ---- CPU reference (double) ------------------------------------------- */
 
@@ -69,12 +154,12 @@ uint32_t rope_partner(const rope_freqs *f, uint32_t i, int *is_first, uint32_t *
 
 /* ---- GPU host side ------------------------------------------------------ */
 
-/* Pipelines specialised per shape (layout, head_dim, rotary_dim, heads) and
- * variant (vec4 when head_dim % 4 == 0 and rotary_dim % 8 == 0), created on
- * first use and kept until rope_kernel_destroy. */
-#define ROPE_KERNEL_MAX_PIPES 32
+/* Pipelines specialised per shape (layout, head_dim, rotary_dim, heads),
+ * precision mode and variant (vec4 when head_dim % 4 == 0 and rotary_dim % 8
+ * == 0), created on first use and kept until rope_kernel_destroy. */
+#define ROPE_KERNEL_MAX_PIPES 96
 typedef struct rope_kernel_pipe {
-    int layout, vec4;
+    int layout, vec4, precision;
     uint32_t head_dim, rotary_dim, heads;
     rlvk_pipeline pipe;
 } rope_kernel_pipe;
@@ -94,6 +179,7 @@ typedef struct rope_gpu_io {
     const rlvk_buffer *y;    /* same shape, may equal x (in place) */
     const rlvk_buffer *pos;  /* [tokens] u32 */
     const rlvk_buffer *freq; /* [n_pairs] f32, from rope_gpu_upload_freqs */
+    const rlvk_buffer *angles; /* table/precise modes, from rope_gpu_upload_angles; NULL in fp32 */
     uint64_t tokens;
     uint32_t heads;
 } rope_gpu_io;
@@ -104,6 +190,14 @@ rl_status rope_gpu_check_shape(const rlvk_device *dev, const rope_freqs *f, uint
 /* Creates and fills the fp32 inv_freq buffer for f (padded to a vec4). */
 rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, rlvk_buffer *buf,
                                 rl_error *err);
+/* Creates and fills the buffer f's precision mode reads besides inv_freq:
+ *   table:   [tokens][n_pairs] vec2 f32 (cos, sin) * attention factor of
+ *            pos[t] * inv_freq[j], computed in double (pos: [tokens]);
+ *   precise: [n_pairs] uvec2, frac(inv_freq[j] / 2pi) as a 64-bit binary
+ *            fraction (lo word first); pos unused;
+ *   fp32:    a 16-byte placeholder. */
+rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
+                                 uint64_t tokens, rlvk_buffer *buf, rl_error *err);
 /* Records one launch into cmd (one descriptor set). */
 rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
                           const rope_gpu_io *io, rl_error *err);

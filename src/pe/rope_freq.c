@@ -1,18 +1,98 @@
 /* RoPE parameters -> frequencies. The one formula shared by the CPU
- * reference and the GPU host side. */
+ * reference and the GPU host side.
+ *
+ * Every scaling type reproduces Hugging Face transformers'
+ * modeling_rope_utils.py (_compute_*_parameters, transformers 5 layout with
+ * rope_parameters); where HF differs from the paper, HF wins and docs/rope.md
+ * says how. HF computes in float32; this file computes in double, so values
+ * agree to float32 rounding (~1e-7 relative). */
 #include <math.h>
 #include <string.h>
 
 #include "pe/rope.h"
 
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+static const char *const type_names[ROPE_TYPE_COUNT] = {
+    "default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional",
+};
+
+const char *rope_type_name(int type)
+{
+    return type >= 0 && type < ROPE_TYPE_COUNT ? type_names[type] : NULL;
+}
+
+int rope_type_parse(const char *name)
+{
+    for (int i = 0; i < ROPE_TYPE_COUNT; i++)
+        if (strcmp(name, type_names[i]) == 0)
+            return i;
+    return ROPE_TYPE_COUNT;
+}
+
+const char *rope_type_list(void)
+{
+    return "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional";
+}
+
+const char *rope_precision_name(int precision)
+{
+    switch (precision) {
+    case RL_ROPE_PREC_FP32: return "fp32";
+    case RL_ROPE_PREC_TABLE: return "table";
+    case RL_ROPE_PREC_PRECISE: return "precise";
+    }
+    return NULL;
+}
+
+int rope_precision_parse(const char *name)
+{
+    for (int p = RL_ROPE_PREC_FP32; p <= RL_ROPE_PREC_PRECISE; p++)
+        if (strcmp(name, rope_precision_name(p)) == 0)
+            return p;
+    return -1;
+}
+
+/* A value that must be finite and >= 0 (0 = not given). */
+static rl_status check_nonneg(const char *key, double v, rl_error *err)
+{
+    if (!isfinite(v) || v < 0)
+        return rl_fail(err, RL_ERR_ARG, "%s %g must be a finite number >= 0", key, v);
+    return RL_OK;
+}
+
 rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
 {
     rope_desc r = *d;
+    rl_status st;
+    if (r.rope_type < 0 || r.rope_type >= ROPE_TYPE_COUNT)
+        return rl_fail(err, RL_ERR_ARG, "rope_type %d is unknown (supported: %s)", r.rope_type,
+                       rope_type_list());
+    const char *tn = type_names[r.rope_type];
     if (r.head_dim == 0)
         return rl_fail(err, RL_ERR_ARG, "head_dim is required (got 0)");
     if (r.head_dim > ROPE_MAX_HEAD_DIM)
         return rl_fail(err, RL_ERR_ARG, "head_dim %u exceeds the supported maximum %u", r.head_dim,
                        ROPE_MAX_HEAD_DIM);
+    if ((st = check_nonneg("partial_rotary_factor", r.partial_rotary_factor, err)))
+        return st;
+    if (r.partial_rotary_factor > 1)
+        return rl_fail(err, RL_ERR_ARG, "partial_rotary_factor %g must be in (0, 1]",
+                       r.partial_rotary_factor);
+    if (r.partial_rotary_factor > 0 && r.rope_type != ROPE_TYPE_PROPORTIONAL) {
+        /* HF: dim = int(head_dim * partial_rotary_factor). */
+        uint32_t rd = (uint32_t)((double)r.head_dim * r.partial_rotary_factor);
+        if (r.rotary_dim != 0 && r.rotary_dim != rd)
+            return rl_fail(err, RL_ERR_ARG,
+                           "rotary_dim %u disagrees with partial_rotary_factor %g (head_dim %u gives %u)",
+                           r.rotary_dim, r.partial_rotary_factor, r.head_dim, rd);
+        if (rd == 0)
+            return rl_fail(err, RL_ERR_ARG, "partial_rotary_factor %g leaves no rotary dimension of head_dim %u",
+                           r.partial_rotary_factor, r.head_dim);
+        r.rotary_dim = rd;
+    }
     if (r.rotary_dim == 0)
         r.rotary_dim = r.head_dim;
     if (r.rotary_dim % 2 != 0)
@@ -26,8 +106,126 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     if (r.layout != RL_ROPE_LAYOUT_HALF && r.layout != RL_ROPE_LAYOUT_INTERLEAVED)
         return rl_fail(err, RL_ERR_ARG, "layout %d must be half (%d) or interleaved (%d)", r.layout,
                        RL_ROPE_LAYOUT_HALF, RL_ROPE_LAYOUT_INTERLEAVED);
+    if (!rope_precision_name(r.precision))
+        return rl_fail(err, RL_ERR_ARG, "precision %d must be fp32 (%d), table (%d) or precise (%d)",
+                       r.precision, RL_ROPE_PREC_FP32, RL_ROPE_PREC_TABLE, RL_ROPE_PREC_PRECISE);
+
+    const struct { const char *k; double v; } nn[] = {
+        {"factor", r.factor}, {"beta_fast", r.beta_fast}, {"beta_slow", r.beta_slow},
+        {"mscale", r.mscale}, {"mscale_all_dim", r.mscale_all_dim},
+        {"attention_factor", r.attention_factor}, {"low_freq_factor", r.low_freq_factor},
+        {"high_freq_factor", r.high_freq_factor},
+    };
+    for (size_t i = 0; i < sizeof nn / sizeof nn[0]; i++)
+        if ((st = check_nonneg(nn[i].k, nn[i].v, err)))
+            return st;
+    if (r.factor != 0 && r.factor < 1)
+        return rl_fail(err, RL_ERR_ARG, "factor %g must be >= 1", r.factor);
+
+    uint32_t M = r.max_position_embeddings, L = r.original_max_position_embeddings;
+    switch (r.rope_type) {
+    case ROPE_TYPE_DEFAULT:
+        break;
+    case ROPE_TYPE_LINEAR:
+    case ROPE_TYPE_NTK:
+        if (r.factor == 0)
+            return rl_fail(err, RL_ERR_ARG, "%s needs factor (a number >= 1)", tn);
+        break;
+    case ROPE_TYPE_DYNAMIC:
+        if (r.factor == 0)
+            return rl_fail(err, RL_ERR_ARG, "dynamic needs factor (a number >= 1)");
+        if (M == 0)
+            return rl_fail(err, RL_ERR_ARG,
+                           "dynamic needs max_position_embeddings (HF scales relative to it)");
+        if (r.rotary_dim <= 2)
+            return rl_fail(err, RL_ERR_ARG, "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
+        break;
+    case ROPE_TYPE_YARN:
+        if (L == 0)
+            L = r.original_max_position_embeddings = M; /* HF standardize_rope_params */
+        if (L == 0)
+            return rl_fail(err, RL_ERR_ARG,
+                           "yarn needs original_max_position_embeddings (or max_position_embeddings)");
+        if (r.factor == 0) {
+            if (M == 0)
+                return rl_fail(err, RL_ERR_ARG,
+                               "yarn needs factor (or max_position_embeddings to derive it from)");
+            r.factor = (double)M / (double)L; /* HF: factor None -> M / L_orig */
+            if (r.factor < 1)
+                return rl_fail(err, RL_ERR_ARG,
+                               "factor derived as max_position_embeddings/original_max_position_embeddings"
+                               " = %g must be >= 1", r.factor);
+        }
+        if ((r.beta_fast ? r.beta_fast : 32) < (r.beta_slow ? r.beta_slow : 1))
+            return rl_fail(err, RL_ERR_ARG, "beta_fast %g must be >= beta_slow %g",
+                           r.beta_fast ? r.beta_fast : 32, r.beta_slow ? r.beta_slow : 1);
+        break;
+    case ROPE_TYPE_LLAMA3:
+        if (r.factor == 0)
+            return rl_fail(err, RL_ERR_ARG, "llama3 needs factor (a number >= 1)");
+        if (r.low_freq_factor == 0)
+            return rl_fail(err, RL_ERR_ARG, "llama3 needs low_freq_factor (a number > 0)");
+        if (r.high_freq_factor == 0)
+            return rl_fail(err, RL_ERR_ARG, "llama3 needs high_freq_factor (a number > low_freq_factor)");
+        if (r.high_freq_factor <= r.low_freq_factor)
+            return rl_fail(err, RL_ERR_ARG, "high_freq_factor %g must be greater than low_freq_factor %g",
+                           r.high_freq_factor, r.low_freq_factor);
+        if (L == 0)
+            return rl_fail(err, RL_ERR_ARG, "llama3 needs original_max_position_embeddings");
+        break;
+    case ROPE_TYPE_LONGROPE:
+        if (L == 0)
+            L = r.original_max_position_embeddings = M;
+        if (L == 0)
+            return rl_fail(err, RL_ERR_ARG,
+                           "longrope needs original_max_position_embeddings (or max_position_embeddings)");
+        if (r.factor == 0) {
+            if (M == 0)
+                return rl_fail(err, RL_ERR_ARG,
+                               "longrope needs factor (or max_position_embeddings to derive it from)");
+            r.factor = (double)M / (double)L;
+        }
+        if (r.n_short_factor == 0)
+            return rl_fail(err, RL_ERR_ARG, "longrope needs short_factor (a list of %u numbers)",
+                           r.rotary_dim / 2);
+        if (r.n_long_factor == 0)
+            return rl_fail(err, RL_ERR_ARG, "longrope needs long_factor (a list of %u numbers)",
+                           r.rotary_dim / 2);
+        if (r.n_short_factor != r.rotary_dim / 2)
+            return rl_fail(err, RL_ERR_ARG, "short_factor has %u entries; expected rotary_dim/2 = %u",
+                           r.n_short_factor, r.rotary_dim / 2);
+        if (r.n_long_factor != r.rotary_dim / 2)
+            return rl_fail(err, RL_ERR_ARG, "long_factor has %u entries; expected rotary_dim/2 = %u",
+                           r.n_long_factor, r.rotary_dim / 2);
+        for (uint32_t j = 0; j < r.rotary_dim / 2; j++) {
+            if (!isfinite(r.short_factor[j]) || !(r.short_factor[j] > 0))
+                return rl_fail(err, RL_ERR_ARG, "short_factor[%u] = %g must be a finite number > 0", j,
+                               r.short_factor[j]);
+            if (!isfinite(r.long_factor[j]) || !(r.long_factor[j] > 0))
+                return rl_fail(err, RL_ERR_ARG, "long_factor[%u] = %g must be a finite number > 0", j,
+                               r.long_factor[j]);
+        }
+        break;
+    case ROPE_TYPE_PROPORTIONAL:
+        if (r.partial_rotary_factor > 0 && r.rotary_dim != r.head_dim)
+            return rl_fail(err, RL_ERR_ARG,
+                           "proportional takes partial_rotary_factor or rotary_dim, not both");
+        break;
+    }
     *out = r;
     return RL_OK;
+}
+
+/* HF yarn: get_mscale(scale, mscale) = 0.1 * mscale * ln(scale) + 1 (1 when scale <= 1). */
+static double yarn_get_mscale(double scale, double mscale)
+{
+    return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
+}
+
+/* HF yarn: find_correction_dim = dim * ln(L / (n_rot * 2 pi)) / (2 ln base). */
+static double yarn_correction_dim(double n_rot, double dim, double base, double len)
+{
+    return dim * log(len / (n_rot * 2.0 * M_PI)) / (2.0 * log(base));
 }
 
 rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
@@ -41,9 +239,117 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
     f->rotary_dim = r.rotary_dim;
     f->n_pairs = r.rotary_dim / 2;
     f->layout = r.layout;
+    f->precision = r.precision;
+    f->rope_type = r.rope_type;
+    f->base = r.theta;
     f->theta = r.theta;
+    f->factor = r.factor ? r.factor : 1.0;
     f->attention_factor = 1.0;
-    for (uint32_t j = 0; j < f->n_pairs; j++)
-        f->inv_freq[j] = pow(r.theta, -(double)(2 * j) / (double)r.rotary_dim);
+    f->seq_len = r.seq_len;
+    const double dim = r.rotary_dim, factor = f->factor;
+    const uint32_t np = f->n_pairs;
+    double base = r.theta;
+
+    switch (r.rope_type) {
+    case ROPE_TYPE_NTK:
+        base = r.theta * pow(factor, dim / (dim - 2.0));
+        break;
+    case ROPE_TYPE_DYNAMIC: {
+        /* HF: seq_len = max(seq_len, M); base * ((factor*L/M) - (factor-1))^(d/(d-2)). */
+        double M = r.max_position_embeddings;
+        double L = r.seq_len > r.max_position_embeddings ? r.seq_len : M;
+        f->seq_len = r.seq_len;
+        base = r.theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
+        break;
+    }
+    default:
+        break;
+    }
+    f->theta = base;
+    for (uint32_t j = 0; j < np; j++)
+        f->inv_freq[j] = pow(base, -(double)(2 * j) / dim);
+
+    switch (r.rope_type) {
+    case ROPE_TYPE_LINEAR:
+        for (uint32_t j = 0; j < np; j++)
+            f->inv_freq[j] /= factor;
+        break;
+    case ROPE_TYPE_YARN: {
+        if (r.attention_factor > 0)
+            f->attention_factor = r.attention_factor;
+        else if (r.mscale > 0 && r.mscale_all_dim > 0) /* HF: `if mscale and mscale_all_dim` */
+            f->attention_factor = yarn_get_mscale(factor, r.mscale) /
+                                  yarn_get_mscale(factor, r.mscale_all_dim);
+        else
+            f->attention_factor = yarn_get_mscale(factor, 1.0);
+        double bf = r.beta_fast ? r.beta_fast : 32, bs = r.beta_slow ? r.beta_slow : 1;
+        double L = r.original_max_position_embeddings;
+        double lo = yarn_correction_dim(bf, dim, base, L), hi = yarn_correction_dim(bs, dim, base, L);
+        if (r.truncate >= 0) { /* HF default truncate=True */
+            lo = floor(lo);
+            hi = ceil(hi);
+        }
+        if (lo < 0)
+            lo = 0;
+        if (hi > dim - 1)
+            hi = dim - 1;
+        if (lo == hi)
+            hi += 0.001; /* HF: prevent singularity */
+        for (uint32_t j = 0; j < np; j++) {
+            double ramp = ((double)j - lo) / (hi - lo);
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            /* extrapolation weight (1 - ramp) keeps theta_j, ramp interpolates theta_j/factor */
+            double t = f->inv_freq[j];
+            f->inv_freq[j] = (t / factor) * ramp + t * (1.0 - ramp);
+        }
+        break;
+    }
+    case ROPE_TYPE_LLAMA3: {
+        double Lo = r.original_max_position_embeddings;
+        double low_wl = Lo / r.low_freq_factor, high_wl = Lo / r.high_freq_factor;
+        for (uint32_t j = 0; j < np; j++) {
+            double t = f->inv_freq[j], wl = 2.0 * M_PI / t;
+            if (wl > low_wl) {
+                f->inv_freq[j] = t / factor;
+            } else if (!(wl < high_wl)) {
+                double s = (Lo / wl - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+                f->inv_freq[j] = (1.0 - s) * t / factor + s * t;
+            }
+        }
+        break;
+    }
+    case ROPE_TYPE_LONGROPE: {
+        double Lo = r.original_max_position_embeddings;
+        if (r.attention_factor > 0)
+            f->attention_factor = r.attention_factor;
+        else
+            f->attention_factor = factor <= 1 ? 1.0 : sqrt(1.0 + log(factor) / log(Lo));
+        int use_long = r.seq_len > r.original_max_position_embeddings;
+        f->seq_len = r.seq_len;
+        for (uint32_t j = 0; j < np; j++)
+            f->inv_freq[j] /= use_long ? r.long_factor[j] : r.short_factor[j];
+        break;
+    }
+    case ROPE_TYPE_PROPORTIONAL: {
+        /* HF: rope_angles = int(prf * head_dim // 2); theta_j = base^(-2j/head_dim)/factor for
+         * j < rope_angles, 0 (identity rotation) for the other head_dim/2 - rope_angles pairs. */
+        uint32_t angles = r.partial_rotary_factor > 0
+                              ? (uint32_t)floor(r.partial_rotary_factor * r.head_dim / 2.0)
+                              : r.rotary_dim / 2;
+        f->rotary_dim = r.head_dim;
+        f->n_pairs = r.head_dim / 2;
+        for (uint32_t j = 0; j < f->n_pairs; j++)
+            f->inv_freq[j] = j < angles ? pow(base, -(double)(2 * j) / r.head_dim) / factor : 0.0;
+        break;
+    }
+    default:
+        break;
+    }
+    for (uint32_t j = 0; j < f->n_pairs; j++) {
+        double unscaled = r.rope_type == ROPE_TYPE_PROPORTIONAL
+                              ? pow(r.theta, -(double)(2 * j) / r.head_dim)
+                              : pow(r.theta, -(double)(2 * j) / dim);
+        f->scale[j] = f->inv_freq[j] > 0 ? unscaled / f->inv_freq[j] : 0.0;
+    }
     return RL_OK;
 }

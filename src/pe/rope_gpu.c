@@ -40,7 +40,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads,
     int vec4 = use_vec4(f);
     for (uint32_t i = 0; i < k->n_pipes; i++) {
         const rope_kernel_pipe *p = &k->pipes[i];
-        if (p->layout == f->layout && p->vec4 == vec4 && p->head_dim == f->head_dim &&
+        if (p->layout == f->layout && p->vec4 == vec4 && p->precision == f->precision && p->head_dim == f->head_dim &&
             p->rotary_dim == f->rotary_dim && p->heads == heads) {
             *out = &p->pipe;
             return RL_OK;
@@ -50,19 +50,20 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads,
         return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d distinct shapes in one kernel object",
                        ROPE_KERNEL_MAX_PIPES);
     rope_kernel_pipe *p = &k->pipes[k->n_pipes];
-    uint32_t spec[4] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads};
+    uint32_t spec[5] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
+                        (uint32_t)f->precision};
     char name[48];
-    snprintf(name, sizeof name, "rope_%s%s_d%u_r%u_h%u",
-             f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "", f->head_dim,
-             f->rotary_dim, heads);
+    snprintf(name, sizeof name, "rope_%s%s_%s_d%u_r%u_h%u",
+             f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "",
+             rope_precision_name(f->precision), f->head_dim, f->rotary_dim, heads);
     rlvk_pipeline_desc pd = {
         .name = name,
         .spirv = vec4 ? rl_spv_rope_vec4 : rl_spv_rope,
         .spirv_bytes = vec4 ? sizeof rl_spv_rope_vec4 : sizeof rl_spv_rope,
-        .n_bindings = 4,
+        .n_bindings = 6,
         .push_bytes = sizeof(struct rl_rope_push),
         .local_size_x = 64,
-        .n_spec = 4,
+        .n_spec = 5,
         .spec = spec,
     };
     rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
@@ -70,6 +71,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads,
         return st;
     p->layout = f->layout;
     p->vec4 = vec4;
+    p->precision = f->precision;
     p->head_dim = f->head_dim;
     p->rotary_dim = f->rotary_dim;
     p->heads = heads;
@@ -109,6 +111,56 @@ rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, rlvk_buff
     return st;
 }
 
+rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
+                                 uint64_t tokens, rlvk_buffer *buf, rl_error *err)
+{
+    rl_status st;
+    if (f->precision == RL_ROPE_PREC_TABLE) {
+        uint64_t n = tokens * f->n_pairs * 2;
+        uint64_t bytes = n ? n * sizeof(float) : 16;
+        if ((st = rlvk_check_buffer_size(dev, bytes, "the cos/sin table", err)))
+            return st;
+        float *t = malloc(bytes);
+        if (!t)
+            return rl_fail(err, RL_ERR_NOMEM, "out of host memory for the cos/sin table");
+        memset(t, 0, bytes);
+        for (uint64_t i = 0; i < tokens; i++)
+            for (uint32_t j = 0; j < f->n_pairs; j++) {
+                double a = (double)pos[i] * f->inv_freq[j];
+                t[(i * f->n_pairs + j) * 2] = (float)(cos(a) * f->attention_factor);
+                t[(i * f->n_pairs + j) * 2 + 1] = (float)(sin(a) * f->attention_factor);
+            }
+        st = rlvk_buffer_create(dev, bytes, "cos/sin table", buf, err);
+        if (!st)
+            st = rlvk_buffer_upload(dev, buf, 0, t, bytes, err);
+        free(t);
+        return st;
+    }
+    if (f->precision == RL_ROPE_PREC_PRECISE) {
+        uint32_t w[2 * ROPE_MAX_PAIRS + 2] = {0};
+        for (uint32_t j = 0; j < f->n_pairs; j++) {
+            /* frac(theta / 2pi) in long double (64-bit mantissa on x86-64),
+             * scaled to a 64-bit fraction: pos * turns mod 2^64 is then the
+             * angle in 2^-64 turns, exactly, in the shader. */
+            long double tw = (long double)f->inv_freq[j] / 6.28318530717958647692528676655900577L;
+            tw -= floorl(tw);  /* [0, 1): the scaled value is < 2^64 */
+            uint64_t fx = (uint64_t)ldexpl(tw, 64);
+            w[2 * j] = (uint32_t)fx;
+            w[2 * j + 1] = (uint32_t)(fx >> 32);
+        }
+        uint64_t bytes = (uint64_t)(f->n_pairs ? f->n_pairs : 1) * 8;
+        st = rlvk_buffer_create(dev, bytes, "precise turns", buf, err);
+        if (!st)
+            st = rlvk_buffer_upload(dev, buf, 0, w, bytes, err);
+        return st;
+    }
+    uint32_t z[4] = {0};
+    st = rlvk_buffer_create(dev, 16, "angle placeholder", buf, err);
+    if (!st)
+        st = rlvk_buffer_upload(dev, buf, 0, z, 16, err);
+    return st;
+}
+
 rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
                           const rope_gpu_io *io, rl_error *err)
 {
@@ -127,7 +179,12 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
      * pass-through tail. */
     uint64_t items = use_vec4(f) ? f->rotary_dim / 8 + (f->head_dim - f->rotary_dim) / 4
                                  : f->rotary_dim / 2 + (f->head_dim - f->rotary_dim);
-    const rlvk_buffer *bufs[4] = {io->x, io->y, io->pos, io->freq};
+    if (f->precision != RL_ROPE_PREC_FP32 && !io->angles)
+        return rl_fail(err, RL_ERR_ARG, "rope precision %s needs its angle buffer (rope_gpu_upload_angles)",
+                       rope_precision_name(f->precision));
+    /* Unused angle bindings get a valid buffer that the mode never reads. */
+    const rlvk_buffer *ang = io->angles ? io->angles : io->freq;
+    const rlvk_buffer *bufs[6] = {io->x, io->y, io->pos, io->freq, ang, ang};
     return rlvk_cmd_dispatch(cmd, pipe, bufs, &p, rlvk_groups(p.n_rows * items, pipe->local_size_x),
                              err);
 }
@@ -146,7 +203,7 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
     uint64_t n = tokens * heads * f->head_dim;
     uint64_t bytes = n * sizeof(float);
     uint64_t guard_bytes = ROPE_GUARD_FLOATS * sizeof(uint32_t);
-    rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0};
+    rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0}, ba = {0};
     rlvk_cmd cmd = {0};
     uint32_t guard_in[ROPE_GUARD_FLOATS], guard_out[ROPE_GUARD_FLOATS];
     for (int i = 0; i < ROPE_GUARD_FLOATS; i++)
@@ -158,13 +215,15 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
         (st = rlvk_buffer_create(dev, bytes + guard_bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, tokens * sizeof(uint32_t), "positions", &bp, err)) ||
         (st = rope_gpu_upload_freqs(dev, f, &bf, err)) ||
+        (st = rope_gpu_upload_angles(dev, f, pos, tokens, &ba, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &by, bytes, guard_in, guard_bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)))
         goto done;
     if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
         goto done;
-    rope_gpu_io io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .tokens = tokens, .heads = heads};
+    rope_gpu_io io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .angles = &ba, .tokens = tokens,
+                      .heads = heads};
     rlvk_cmd_timestamp(&cmd, 0);
     if ((st = rope_gpu_record(&cmd, k, f, &io, err)))
         goto done;
@@ -180,6 +239,7 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
         *guard_ok = memcmp(guard_in, guard_out, sizeof guard_in) == 0;
 done:
     rlvk_cmd_destroy(&cmd);
+    rlvk_buffer_destroy(dev, &ba);
     rlvk_buffer_destroy(dev, &bf);
     rlvk_buffer_destroy(dev, &bp);
     rlvk_buffer_destroy(dev, &by);

@@ -1,0 +1,192 @@
+/* ropelab freqs [--hf-config FILE] [--rope-type T --factor F ...] [--seq-len N] [--json|--csv]
+ * Prints the effective rotation (rope_freqs_compute) of one RoPE setting. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/rl_util.h"
+#include "pe/rope.h"
+
+#define NOT_GIVEN_U32 UINT32_MAX
+
+/* "1,2.5,3" -> JSON array (NULL + message on a bad entry). */
+static json_t *parse_list(const char *flag, const char *s)
+{
+    json_t *a = json_array();
+    const char *p = s;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || (*end && *end != ',')) {
+            cli_error("%s: '%s' is not a comma-separated list of numbers", flag, s);
+            json_decref(a);
+            return NULL;
+        }
+        json_array_append_new(a, json_real(v));
+        p = *end ? end + 1 : end;
+    }
+    return a;
+}
+
+static int set_key(rope_desc *d, const char *flag, const char *key, json_t *v)
+{
+    rl_error err = {0};
+    rl_status st = v ? rope_desc_set_json(d, key, v, &err) : RL_ERR_ARG;
+    json_decref(v);
+    if (st) {
+        if (err.msg[0])
+            cli_error("%s: %s", flag, err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_freqs(int argc, char **argv)
+{
+    const char *hf = NULL, *type = NULL, *layout = NULL, *shortf = NULL, *longf = NULL;
+    int json = 0, csv = 0, no_truncate = 0;
+    uint32_t u_head = NOT_GIVEN_U32, u_rot = NOT_GIVEN_U32, u_orig = NOT_GIVEN_U32,
+             u_max = NOT_GIVEN_U32, u_seq = NOT_GIVEN_U32;
+    double f_theta = NAN, f_factor = NAN, f_prf = NAN, f_bf = NAN, f_bs = NAN, f_ms = NAN,
+           f_msa = NAN, f_att = NAN, f_lo = NAN, f_hi = NAN;
+    const cli_opt opts[] = {
+        {"--hf-config", CLI_STR, &hf, "FILE", "read rope_theta, rope_scaling/rope_parameters, head_dim, ... from an HF config.json"},
+        {"--rope-type", CLI_STR, &type, "T", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional"},
+        {"--head-dim", CLI_U32, &u_head, "D", "head dimension"},
+        {"--rotary-dim", CLI_U32, &u_rot, "R", "rotated dimensions (default head_dim)"},
+        {"--partial-rotary-factor", CLI_F64, &f_prf, "P", "rotary_dim = int(head_dim * P)"},
+        {"--rope-theta", CLI_F64, &f_theta, "B", "base (default 10000)"},
+        {"--factor", CLI_F64, &f_factor, "F", "scaling factor >= 1"},
+        {"--original-max-position-embeddings", CLI_U32, &u_orig, "L", "pre-training context length"},
+        {"--max-position-embeddings", CLI_U32, &u_max, "M", "model's maximum length"},
+        {"--seq-len", CLI_U32, &u_seq, "N", "sequence length in use (dynamic, longrope)"},
+        {"--beta-fast", CLI_F64, &f_bf, "X", "yarn (default 32)"},
+        {"--beta-slow", CLI_F64, &f_bs, "X", "yarn (default 1)"},
+        {"--mscale", CLI_F64, &f_ms, "X", "yarn attention factor (with --mscale-all-dim)"},
+        {"--mscale-all-dim", CLI_F64, &f_msa, "X", "yarn attention factor denominator"},
+        {"--no-truncate", CLI_FLAG, &no_truncate, NULL, "yarn: do not floor/ceil the correction range"},
+        {"--attention-factor", CLI_F64, &f_att, "A", "override the attention factor (yarn, longrope)"},
+        {"--low-freq-factor", CLI_F64, &f_lo, "X", "llama3"},
+        {"--high-freq-factor", CLI_F64, &f_hi, "X", "llama3"},
+        {"--short-factor", CLI_STR, &shortf, "LIST", "longrope: comma-separated rotary_dim/2 numbers"},
+        {"--long-factor", CLI_STR, &longf, "LIST", "longrope: comma-separated rotary_dim/2 numbers"},
+        {"--layout", CLI_STR, &layout, "L", "half (default) or interleaved: which dimensions pair up"},
+        {"--json", CLI_FLAG, &json, NULL, "print JSON (inv_freq at full double precision)"},
+        {"--csv", CLI_FLAG, &csv, NULL, "print a CSV table"},
+    };
+    int rc = cli_parse("ropelab freqs [--hf-config FILE] [--rope-type T --factor F ...] [--seq-len N] [--json|--csv]",
+                       "Prints the effective rotation of a RoPE setting: per rotary pair its inverse\n"
+                       "frequency, wavelength in tokens and the scale applied (unscaled / scaled), plus\n"
+                       "the attention factor (multiplies cos and sin) and the effective base. Semantics\n"
+                       "follow Hugging Face transformers' modeling_rope_utils.py; flags override values\n"
+                       "read by --hf-config. See docs/rope.md.",
+                       argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
+    if (rc >= 0)
+        return rc;
+    if (json && csv) {
+        cli_error("--json and --csv are exclusive");
+        return CLI_EXIT_USAGE;
+    }
+    rope_desc d = {0};
+    rl_error err = {0};
+    if (hf && rope_desc_from_hf_config(&d, hf, &err) != RL_OK) {
+        cli_error("--hf-config %s", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+    const struct { const char *flag, *key; uint32_t v; } us[] = {
+        {"--head-dim", "head_dim", u_head}, {"--rotary-dim", "rotary_dim", u_rot},
+        {"--original-max-position-embeddings", "original_max_position_embeddings", u_orig},
+        {"--max-position-embeddings", "max_position_embeddings", u_max}, {"--seq-len", "seq_len", u_seq},
+    };
+    const struct { const char *flag, *key; double v; } fs[] = {
+        {"--rope-theta", "rope_theta", f_theta}, {"--factor", "factor", f_factor},
+        {"--partial-rotary-factor", "partial_rotary_factor", f_prf}, {"--beta-fast", "beta_fast", f_bf},
+        {"--beta-slow", "beta_slow", f_bs}, {"--mscale", "mscale", f_ms},
+        {"--mscale-all-dim", "mscale_all_dim", f_msa}, {"--attention-factor", "attention_factor", f_att},
+        {"--low-freq-factor", "low_freq_factor", f_lo}, {"--high-freq-factor", "high_freq_factor", f_hi},
+    };
+    if (type && set_key(&d, "--rope-type", "rope_type", json_string(type)))
+        return CLI_EXIT_USAGE;
+    if (layout && set_key(&d, "--layout", "layout", json_string(layout)))
+        return CLI_EXIT_USAGE;
+    for (size_t i = 0; i < RL_ARRAY_LEN(us); i++)
+        if (us[i].v != NOT_GIVEN_U32 && set_key(&d, us[i].flag, us[i].key, json_integer(us[i].v)))
+            return CLI_EXIT_USAGE;
+    for (size_t i = 0; i < RL_ARRAY_LEN(fs); i++)
+        if (!isnan(fs[i].v) && set_key(&d, fs[i].flag, fs[i].key, json_real(fs[i].v)))
+            return CLI_EXIT_USAGE;
+    if (no_truncate)
+        d.truncate = -1;
+    if (shortf && set_key(&d, "--short-factor", "short_factor", parse_list("--short-factor", shortf)))
+        return CLI_EXIT_USAGE;
+    if (longf && set_key(&d, "--long-factor", "long_factor", parse_list("--long-factor", longf)))
+        return CLI_EXIT_USAGE;
+    if (d.head_dim == 0) {
+        cli_error("freqs: give --head-dim D or --hf-config FILE");
+        return CLI_EXIT_USAGE;
+    }
+    rope_freqs *f = malloc(sizeof *f);
+    if (!f) {
+        cli_error("out of host memory");
+        return CLI_EXIT_USAGE;
+    }
+    if (rope_freqs_compute(&d, f, &err) != RL_OK) {
+        cli_error("%s", err.msg);
+        free(f);
+        return CLI_EXIT_USAGE;
+    }
+    const char *tn = rope_type_name(f->rope_type);
+    uint32_t h = f->rotary_dim / 2;
+    if (json) {
+        json_t *inv = json_array(), *wl = json_array(), *sc = json_array();
+        for (uint32_t j = 0; j < f->n_pairs; j++) {
+            json_array_append_new(inv, json_real(f->inv_freq[j]));
+            json_array_append_new(wl, f->inv_freq[j] > 0 ? json_real(2 * 3.14159265358979323846 / f->inv_freq[j])
+                                                         : json_null());
+            json_array_append_new(sc, f->inv_freq[j] > 0 ? json_real(f->scale[j]) : json_null());
+        }
+        json_t *o = json_pack("{s:s,s:i,s:i,s:s,s:o,s:f,s:o,s:f,s:f,s:f,s:o,s:o}", "rope_type", tn,
+                              "head_dim", (int)f->head_dim, "rotary_dim", (int)f->rotary_dim, "layout",
+                              f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved", "inv_freq", inv,
+                              "attention_factor", f->attention_factor, "seq_len",
+                              f->seq_len ? json_integer(f->seq_len) : json_null(), "rope_theta", f->base,
+                              "effective_base", f->theta, "factor", f->factor, "wavelength", wl, "scale", sc);
+        char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17) | JSON_PRESERVE_ORDER);
+        if (s)
+            puts(s);
+        free(s);
+        json_decref(o);
+    } else if (csv) {
+        printf("pair,dim_a,dim_b,inv_freq,wavelength_tokens,scale\n");
+        for (uint32_t j = 0; j < f->n_pairs; j++) {
+            uint32_t a = f->layout == RL_ROPE_LAYOUT_HALF ? j : 2 * j;
+            uint32_t b = f->layout == RL_ROPE_LAYOUT_HALF ? j + h : 2 * j + 1;
+            printf("%u,%u,%u,%.17g,%.17g,%.17g\n", j, a, b, f->inv_freq[j],
+                   f->inv_freq[j] > 0 ? 2 * 3.14159265358979323846 / f->inv_freq[j] : INFINITY, f->scale[j]);
+        }
+    } else {
+        printf("rope_type %s, head_dim %u, rotary_dim %u (%u pairs, %s layout)\n", tn, f->head_dim,
+               f->rotary_dim, f->n_pairs, f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved");
+        printf("rope_theta %.17g, effective base %.17g, factor %.17g\n", f->base, f->theta, f->factor);
+        printf("attention factor %.17g (multiplies cos and sin; logits scale by %.9g)\n",
+               f->attention_factor, f->attention_factor * f->attention_factor);
+        if (f->seq_len)
+            printf("seq_len %u\n", f->seq_len);
+        printf("%6s %11s %25s %22s %12s\n", "pair", "dims", "inv_freq", "wavelength (tokens)", "scale");
+        for (uint32_t j = 0; j < f->n_pairs; j++) {
+            char dims[32];
+            snprintf(dims, sizeof dims, "%u,%u", f->layout == RL_ROPE_LAYOUT_HALF ? j : 2 * j,
+                     f->layout == RL_ROPE_LAYOUT_HALF ? j + h : 2 * j + 1);
+            if (f->inv_freq[j] > 0)
+                printf("%6u %11s %25.17g %22.6f %12.6f\n", j, dims, f->inv_freq[j],
+                       2 * 3.14159265358979323846 / f->inv_freq[j], f->scale[j]);
+            else
+                printf("%6u %11s %25.17g %22s %12s\n", j, dims, 0.0, "inf (not rotated)", "-");
+        }
+    }
+    free(f);
+    return CLI_EXIT_OK;
+}

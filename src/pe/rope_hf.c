@@ -1,0 +1,265 @@
+/* RoPE configuration from JSON: generic key/value setter (used by encoding
+ * registries and ropelab configs), HF rope_scaling/rope_parameters dicts and
+ * whole HF config.json files. Parsing is jansson's; this file only maps keys
+ * to rope_desc fields and names the key in every error. */
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/rl_util.h"
+#include "pe/rope.h"
+
+static const rope_param_info params[] = {
+    {"rope_type", "string", "default", "scaling type: default, linear, ntk, dynamic, yarn, llama3, longrope, proportional (alias: type)"},
+    {"rope_theta", "number", "10000", "RoPE base"},
+    {"head_dim", "integer", "(required)", "dimensions per head"},
+    {"rotary_dim", "integer", "head_dim", "rotated dimensions (even); the rest pass through"},
+    {"partial_rotary_factor", "number", "1", "rotary_dim = int(head_dim * partial_rotary_factor)"},
+    {"layout", "string", "half", "pair layout: half (rotate_half, NeoX/Llama) or interleaved (GPT-J)"},
+    {"precision", "string", "fp32", "angle precision: fp32, table or precise"},
+    {"factor", "number", "(type)", "scaling factor >= 1"},
+    {"original_max_position_embeddings", "integer", "max_position_embeddings", "pre-training context length (yarn, llama3, longrope)"},
+    {"max_position_embeddings", "integer", "(none)", "model's maximum length (dynamic; yarn/longrope factor default)"},
+    {"seq_len", "integer", "(none)", "sequence length in use (dynamic, longrope)"},
+    {"beta_fast", "number", "32", "yarn: rotations at the extrapolation end of the ramp"},
+    {"beta_slow", "number", "1", "yarn: rotations at the interpolation end of the ramp"},
+    {"mscale", "number", "(none)", "yarn: attention factor numerator coefficient (with mscale_all_dim)"},
+    {"mscale_all_dim", "number", "(none)", "yarn: attention factor denominator coefficient"},
+    {"truncate", "boolean", "true", "yarn: floor/ceil the correction range"},
+    {"attention_factor", "number", "(type)", "multiplies cos and sin (yarn, longrope)"},
+    {"low_freq_factor", "number", "(required)", "llama3: low-frequency band edge L/low_freq_factor"},
+    {"high_freq_factor", "number", "(required)", "llama3: high-frequency band edge L/high_freq_factor"},
+    {"short_factor", "number list", "(required)", "longrope: rotary_dim/2 divisors used up to original length"},
+    {"long_factor", "number list", "(required)", "longrope: rotary_dim/2 divisors used beyond it"},
+};
+
+const rope_param_info *rope_param_table(size_t *n)
+{
+    *n = RL_ARRAY_LEN(params);
+    return params;
+}
+
+static rl_status get_number(const char *key, const json_t *v, double *out, rl_error *err)
+{
+    if (!json_is_number(v))
+        return rl_fail(err, RL_ERR_ARG, "%s must be a number", key);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < 0)
+        return rl_fail(err, RL_ERR_ARG, "%s %g must be a finite number >= 0", key, x);
+    *out = x;
+    return RL_OK;
+}
+
+static rl_status get_uint(const char *key, const json_t *v, uint32_t *out, rl_error *err)
+{
+    double x;
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (i < 0 || i > (json_int_t)UINT32_MAX)
+            return rl_fail(err, RL_ERR_ARG, "%s %lld must be an integer in 0..%u", key, (long long)i,
+                           UINT32_MAX);
+        *out = (uint32_t)i;
+        return RL_OK;
+    }
+    /* HF configs sometimes write integers as 4096.0. */
+    if (json_is_real(v) && (x = json_real_value(v)) >= 0 && x <= UINT32_MAX && x == floor(x)) {
+        *out = (uint32_t)x;
+        return RL_OK;
+    }
+    return rl_fail(err, RL_ERR_ARG, "%s must be a non-negative integer", key);
+}
+
+static rl_status get_list(const char *key, const json_t *v, double *out, uint32_t *n, rl_error *err)
+{
+    if (!json_is_array(v))
+        return rl_fail(err, RL_ERR_ARG, "%s must be a list of numbers", key);
+    size_t len = json_array_size(v);
+    if (len == 0 || len > ROPE_MAX_PAIRS)
+        return rl_fail(err, RL_ERR_ARG, "%s has %zu entries; expected 1..%d (rotary_dim/2)", key, len,
+                       ROPE_MAX_PAIRS);
+    for (size_t i = 0; i < len; i++) {
+        const json_t *e = json_array_get(v, i);
+        double x = json_is_number(e) ? json_number_value(e) : NAN;
+        if (!json_is_number(e) || !isfinite(x) || !(x > 0))
+            return rl_fail(err, RL_ERR_ARG, "%s[%zu] must be a finite number > 0", key, i);
+        out[i] = x;
+    }
+    *n = (uint32_t)len;
+    return RL_OK;
+}
+
+rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_error *err)
+{
+    if (json_is_null(v))
+        return RL_OK; /* HF: None means "not given" */
+    if (strcmp(key, "rope_type") == 0 || strcmp(key, "type") == 0) {
+        if (!json_is_string(v))
+            return rl_fail(err, RL_ERR_ARG, "%s must be a string (one of: %s)", key, rope_type_list());
+        const char *s = json_string_value(v);
+        int t = rope_type_parse(s);
+        if (t == ROPE_TYPE_COUNT)
+            return rl_fail(err, RL_ERR_ARG, "%s '%s' is not supported (supported: %s)", key, s,
+                           rope_type_list());
+        d->rope_type = t;
+        return RL_OK;
+    }
+    if (strcmp(key, "layout") == 0 || strcmp(key, "precision") == 0) {
+        int is_layout = key[0] == 'l';
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        if (is_layout) {
+            if (s && strcmp(s, "half") == 0)
+                d->layout = RL_ROPE_LAYOUT_HALF;
+            else if (s && strcmp(s, "interleaved") == 0)
+                d->layout = RL_ROPE_LAYOUT_INTERLEAVED;
+            else
+                return rl_fail(err, RL_ERR_ARG, "layout must be \"half\" or \"interleaved\"");
+        } else {
+            int p = s ? rope_precision_parse(s) : -1;
+            if (p < 0)
+                return rl_fail(err, RL_ERR_ARG, "precision must be \"fp32\", \"table\" or \"precise\"");
+            d->precision = p;
+        }
+        return RL_OK;
+    }
+    if (strcmp(key, "truncate") == 0) {
+        if (!json_is_boolean(v))
+            return rl_fail(err, RL_ERR_ARG, "truncate must be true or false");
+        d->truncate = json_is_true(v) ? 1 : -1;
+        return RL_OK;
+    }
+    if (strcmp(key, "short_factor") == 0)
+        return get_list(key, v, d->short_factor, &d->n_short_factor, err);
+    if (strcmp(key, "long_factor") == 0)
+        return get_list(key, v, d->long_factor, &d->n_long_factor, err);
+
+    const struct { const char *k; uint32_t *u; } ints[] = {
+        {"head_dim", &d->head_dim},
+        {"rotary_dim", &d->rotary_dim},
+        {"original_max_position_embeddings", &d->original_max_position_embeddings},
+        {"max_position_embeddings", &d->max_position_embeddings},
+        {"seq_len", &d->seq_len},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(ints); i++)
+        if (strcmp(key, ints[i].k) == 0)
+            return get_uint(key, v, ints[i].u, err);
+
+    const struct { const char *k; double *x; } nums[] = {
+        {"rope_theta", &d->theta},
+        {"partial_rotary_factor", &d->partial_rotary_factor},
+        {"factor", &d->factor},
+        {"beta_fast", &d->beta_fast},
+        {"beta_slow", &d->beta_slow},
+        {"mscale", &d->mscale},
+        {"mscale_all_dim", &d->mscale_all_dim},
+        {"attention_factor", &d->attention_factor},
+        {"low_freq_factor", &d->low_freq_factor},
+        {"high_freq_factor", &d->high_freq_factor},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(nums); i++)
+        if (strcmp(key, nums[i].k) == 0) {
+            rl_status st = get_number(key, v, nums[i].x, err);
+            if (!st && strcmp(key, "factor") == 0 && *nums[i].x < 1)
+                return rl_fail(err, RL_ERR_ARG, "factor %g must be >= 1", *nums[i].x);
+            return st;
+        }
+    return rl_fail(err, RL_ERR_ARG, "unknown RoPE key '%s' (see rope_param_table / docs/rope.md)", key);
+}
+
+rl_status rope_desc_from_json(rope_desc *d, const json_t *obj, rl_error *err)
+{
+    if (!json_is_object(obj))
+        return rl_fail(err, RL_ERR_ARG, "RoPE settings must be a JSON object");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        rl_status st = rope_desc_set_json(d, key, v, err);
+        if (st)
+            return st;
+    }
+    return RL_OK;
+}
+
+/* The keys of an HF rope_scaling/rope_parameters dict that ropelab reads. */
+static int hf_scaling_key(const char *k)
+{
+    static const char *const keys[] = {
+        "rope_type", "type", "factor", "original_max_position_embeddings", "beta_fast",
+        "beta_slow", "mscale", "mscale_all_dim", "truncate", "attention_factor",
+        "low_freq_factor", "high_freq_factor", "short_factor", "long_factor", "rope_theta",
+        "partial_rotary_factor",
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(keys); i++)
+        if (strcmp(k, keys[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static rl_status from_hf_root(rope_desc *d, const json_t *root, rl_error *err)
+{
+    rl_status st;
+    const json_t *v;
+    /* Multimodal configs keep the language model under text_config. */
+    const json_t *tc = json_object_get(root, "text_config");
+    if (json_is_object(tc) && !json_object_get(root, "hidden_size") && !json_object_get(root, "head_dim"))
+        root = tc;
+
+    uint32_t hidden = 0, heads = 0;
+    if ((v = json_object_get(root, "head_dim")) && !json_is_null(v)) {
+        if ((st = rope_desc_set_json(d, "head_dim", v, err)))
+            return st;
+    } else {
+        const json_t *h = json_object_get(root, "hidden_size"), *n = json_object_get(root, "num_attention_heads");
+        if (!h || !n)
+            return rl_fail(err, RL_ERR_ARG,
+                           "needs head_dim, or hidden_size and num_attention_heads, to know the head size");
+        if ((st = get_uint("hidden_size", h, &hidden, err)) || (st = get_uint("num_attention_heads", n, &heads, err)))
+            return st;
+        if (heads == 0)
+            return rl_fail(err, RL_ERR_ARG, "num_attention_heads must be at least 1 (got 0)");
+        d->head_dim = hidden / heads; /* HF: hidden_size // num_attention_heads */
+    }
+    static const char *const top[] = {"rope_theta", "partial_rotary_factor", "max_position_embeddings",
+                                      "original_max_position_embeddings"};
+    for (size_t i = 0; i < RL_ARRAY_LEN(top); i++)
+        if ((v = json_object_get(root, top[i])) && (st = rope_desc_set_json(d, top[i], v, err)))
+            return st;
+    const json_t *sc = json_object_get(root, "rope_parameters");
+    if (!sc || json_is_null(sc))
+        sc = json_object_get(root, "rope_scaling");
+    if (sc && !json_is_null(sc)) {
+        if (!json_is_object(sc))
+            return rl_fail(err, RL_ERR_ARG, "rope_scaling must be an object or null");
+        /* Per-layer-type dicts (transformers 5, e.g. Gemma) are not one RoPE. */
+        const json_t *first = json_object_iter_value(json_object_iter((json_t *)sc));
+        if (json_is_object(first))
+            return rl_fail(err, RL_ERR_ARG,
+                           "rope_parameters holds one dict per layer type; ropelab reads one RoPE (pick "
+                           "one dict and pass it as rope settings)");
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)sc, key, val) {
+            if (!hf_scaling_key(key))
+                continue; /* HF itself only warns about unknown keys */
+            if ((st = rope_desc_set_json(d, key, val, err))) {
+                rl_error_prefix(err, "rope_scaling");
+                return st;
+            }
+        }
+    }
+    return RL_OK;
+}
+
+rl_status rope_desc_from_hf_config(rope_desc *d, const char *path, rl_error *err)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root)
+        return rl_fail(err, RL_ERR_PARSE, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    rl_status st;
+    if (!json_is_object(root))
+        st = rl_fail(err, RL_ERR_PARSE, "%s: an HF config must be a JSON object", path);
+    else if ((st = from_hf_root(d, root, err)))
+        rl_error_prefix(err, "%s", path);
+    json_decref(root);
+    return st;
+}

@@ -1,0 +1,220 @@
+/* RoPE angle-precision modes on the device vs the double CPU reference,
+ * under the validation layer: every scaling type x both layouts x partial
+ * rotary x each precision, and the precise mode's argument reduction at
+ * positions up to 2^24. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/chk.h"
+#include "core/rl_util.h"
+#include "pe/rope.h"
+#include "rl_test.h"
+
+/* HF-style settings of every type (partial rotary 64 of 128 except
+ * proportional, which keeps the whole head and zeroes frequencies). */
+static void type_desc(int type, rope_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->rope_type = type;
+    d->head_dim = 128;
+    d->rotary_dim = type == ROPE_TYPE_PROPORTIONAL ? 0 : 64;
+    d->factor = type == ROPE_TYPE_DEFAULT ? 0 : 4;
+    d->original_max_position_embeddings = 4096;
+    d->max_position_embeddings = 4096;
+    d->seq_len = 1u << 20;
+    if (type == ROPE_TYPE_LLAMA3) {
+        d->theta = 500000;
+        d->low_freq_factor = 1;
+        d->high_freq_factor = 4;
+        d->original_max_position_embeddings = 8192;
+    }
+    if (type == ROPE_TYPE_LONGROPE) {
+        d->n_short_factor = d->n_long_factor = 32;
+        for (uint32_t j = 0; j < 32; j++) {
+            d->short_factor[j] = 1 + 0.1 * j;
+            d->long_factor[j] = 1 + 2.0 * j;
+        }
+    }
+    if (type == ROPE_TYPE_PROPORTIONAL)
+        d->partial_rotary_factor = 0.25;
+}
+
+/* Runs f on the device at pos[] and returns the worst error / bound, where
+ * the bound is chk_rope_bounds' (4 ulp of the pair magnitude for table and
+ * precise; the derived fp32 bound otherwise). Also returns max abs error. */
+static double run(rl_gpu *g, rope_kernel *k, const rope_freqs *f, const uint32_t *pos,
+                  uint32_t tokens, uint32_t heads, double *max_abs)
+{
+    size_t n = (size_t)tokens * heads * f->head_dim;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
+           *scale = malloc(n * sizeof *scale);
+    ck_assert(x && y && ref && bound && scale);
+    rl_rng rng;
+    rl_rng_seed(&rng, 11, "precision");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)rl_rng_normal(&rng);
+    rl_error err = {0};
+    int guard_ok = 0;
+    ck_assert_msg(rope_gpu_apply(&g->dev, k, f, x, pos, tokens, heads, y, NULL, &guard_ok, &err) == RL_OK,
+                  "%s", err.msg);
+    ck_assert(guard_ok);
+    rope_ref_apply(f, x, pos, tokens, heads, ref);
+    chk_rope_bounds(f, x, pos, tokens, heads, bound, scale);
+    chk_stats s;
+    chk_compare(y, ref, bound, scale, n, &s);
+    ck_assert_uint_eq(s.n_nonfinite, 0);
+    if (max_abs)
+        *max_abs = s.max_abs;
+    free(x);
+    free(y);
+    free(ref);
+    free(bound);
+    free(scale);
+    return s.worst_ratio;
+}
+
+START_TEST(every_type_layout_and_mode_is_within_its_bound)
+{
+    int type = _i;
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rope_kernel k;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    enum { T = 37 };
+    uint32_t pos[T];
+    rl_rng rng;
+    rl_rng_seed(&rng, 5, "positions");
+    for (int t = 0; t < T; t++)
+        pos[t] = (uint32_t)(rl_rng_uniform(&rng) * (double)(1u << 20));
+    pos[0] = 0;
+    pos[T - 1] = 1u << 20;
+    for (int layout = 0; layout < 2; layout++)
+        for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE; prec++) {
+            rope_desc d;
+            type_desc(type, &d);
+            d.layout = layout;
+            d.precision = prec;
+            rope_freqs f;
+            ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s", err.msg);
+            double r = run(&g, &k, &f, pos, T, 3, NULL);
+            ck_assert_msg(r <= 1.0, "%s layout %d %s: worst error/bound %.3f",
+                          rope_type_name(type), layout, rope_precision_name(prec), r);
+        }
+    rope_kernel_destroy(&g.dev, &k);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* The scalar (non-vec4) kernel path: head_dim 66 (not a multiple of 4),
+ * rotary 22 (not a multiple of 8), for a few types, both layouts, all modes. */
+START_TEST(scalar_path_modes_are_within_their_bounds)
+{
+    static const int types[] = {ROPE_TYPE_DEFAULT, ROPE_TYPE_LINEAR, ROPE_TYPE_YARN, ROPE_TYPE_LLAMA3};
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rope_kernel k;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    enum { T = 19 };
+    uint32_t pos[T];
+    for (uint32_t t = 0; t < T; t++)
+        pos[t] = (1u << 20) - 7919u * t;
+    for (size_t i = 0; i < RL_ARRAY_LEN(types); i++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE; prec++) {
+                rope_desc d;
+                type_desc(types[i], &d);
+                d.head_dim = 66;
+                d.rotary_dim = 22;
+                d.layout = layout;
+                d.precision = prec;
+                rope_freqs f;
+                ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s", err.msg);
+                double r = run(&g, &k, &f, pos, T, 2, NULL);
+                ck_assert_msg(r <= 1.0, "%s layout %d %s: worst error/bound %.3f",
+                              rope_type_name(types[i]), layout, rope_precision_name(prec), r);
+            }
+    rope_kernel_destroy(&g.dev, &k);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* One pair with theta_0 = 1 (head_dim 2): the argument reduction sees every
+ * residue class. Positions: 0..1023, the 1024 below 2^24, and random ones up
+ * to 2^24 — precise and table stay within 4 ulp of the pair magnitude; fp32
+ * at these positions is off by far more (its angle alone is off by up to
+ * 2^24 * 2^-24 = 1 rad), which is why the modes exist. */
+START_TEST(precise_reduction_is_exact_up_to_2_pow_24)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rope_kernel k;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    enum { T = 4096 };
+    uint32_t *pos = malloc(T * sizeof *pos);
+    rl_rng rng;
+    rl_rng_seed(&rng, 9, "p24");
+    for (uint32_t t = 0; t < T; t++)
+        pos[t] = t < 1024 ? t : t < 2048 ? (1u << 24) - (t - 1024) : (uint32_t)(rl_rng_uniform(&rng) * 16777216.0);
+    double worst[3], abs_err[3];
+    for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE; prec++) {
+        rope_desc d = {.head_dim = 8, .precision = prec};
+        rope_freqs f;
+        ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_OK);
+        worst[prec] = run(&g, &k, &f, pos, T, 1, &abs_err[prec]);
+    }
+    ck_assert_msg(worst[RL_ROPE_PREC_TABLE] <= 1.0, "table: %.3f of 4 ulp", worst[RL_ROPE_PREC_TABLE]);
+    ck_assert_msg(worst[RL_ROPE_PREC_PRECISE] <= 1.0, "precise: %.3f of 4 ulp", worst[RL_ROPE_PREC_PRECISE]);
+    /* The fp32 angle at ~2^24 has an error of order 0.1..1 rad on some of
+     * 2000 positions; precise is at rounding level (pair magnitudes < ~10,
+     * 4 ulp < 4e-6). */
+    ck_assert_msg(abs_err[RL_ROPE_PREC_FP32] > 1e-2, "fp32 max abs %.3g", abs_err[RL_ROPE_PREC_FP32]);
+    ck_assert_msg(abs_err[RL_ROPE_PREC_PRECISE] < 1e-5, "precise max abs %.3g", abs_err[RL_ROPE_PREC_PRECISE]);
+    free(pos);
+    rope_kernel_destroy(&g.dev, &k);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+START_TEST(modes_other_than_fp32_need_their_angle_buffer)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rope_kernel k;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    rope_desc d = {.head_dim = 8, .precision = RL_ROPE_PREC_TABLE};
+    rope_freqs f;
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_OK);
+    rlvk_cmd cmd;
+    ck_assert_int_eq(rlvk_cmd_begin(&g.dev, 1, &cmd, &err), RL_OK);
+    rlvk_buffer b = {0};
+    ck_assert_int_eq(rlvk_buffer_create(&g.dev, 256, "t", &b, &err), RL_OK);
+    rope_gpu_io io = {.x = &b, .y = &b, .pos = &b, .freq = &b, .tokens = 1, .heads = 1};
+    ck_assert_int_eq(rope_gpu_record(&cmd, &k, &f, &io, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.msg, "rope precision table needs its angle buffer (rope_gpu_upload_angles)");
+    rlvk_cmd_destroy(&cmd);
+    rlvk_buffer_destroy(&g.dev, &b);
+    rope_kernel_destroy(&g.dev, &k);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+int main(void)
+{
+    rl_test_pin_driver();
+    rl_test_require_vulkan("rope_precision");
+    Suite *s = suite_create("rope_precision");
+    TCase *tc = tcase_create("rope_precision");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, every_type_layout_and_mode_is_within_its_bound, 0, ROPE_TYPE_COUNT);
+    tcase_add_test(tc, scalar_path_modes_are_within_their_bounds);
+    tcase_add_test(tc, precise_reduction_is_exact_up_to_2_pow_24);
+    tcase_add_test(tc, modes_other_than_fp32_need_their_angle_buffer);
+    suite_add_tcase(s, tc);
+    return rl_test_run(s);
+}

@@ -1,0 +1,407 @@
+/* pe/rope scaling types: inv_freq and attention factor against values derived
+ * by hand from HF transformers' formulas (modeling_rope_utils.py) in each test,
+ * never against rope_freqs_compute's own output; config import and every
+ * error case with its message. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rl_util.h"
+#include "pe/rope.h"
+#include "rl_test.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+#define REL(a, b, tol) ck_assert_msg(fabs((a) - (b)) <= (tol) * fabs(b), "%.17g vs %.17g", (a), (b))
+
+static rope_freqs compute(const rope_desc *d)
+{
+    rope_freqs f;
+    rl_error err = {0};
+    ck_assert_msg(rope_freqs_compute(d, &f, &err) == RL_OK, "%s", err.msg);
+    return f;
+}
+
+/* Unscaled theta_j = base^(-2j/dim). */
+static double th(double base, int j, int dim)
+{
+    return pow(base, -2.0 * j / dim);
+}
+
+START_TEST(linear_divides_every_frequency_by_factor)
+{
+    rope_freqs f = compute(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_LINEAR, .factor = 2});
+    for (int j = 0; j < 32; j++)
+        REL(f.inv_freq[j], th(10000, j, 64) / 2, 1e-15);
+    ck_assert_double_eq(f.attention_factor, 1.0);
+    ck_assert_double_eq_tol(f.scale[5], 2.0, 1e-15);
+}
+END_TEST
+
+START_TEST(ntk_changes_the_base_by_factor_to_d_over_d_minus_2)
+{
+    rope_freqs f = compute(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_NTK, .factor = 4});
+    /* base' = 10000 * 4^(64/62) = 10000 * 4.1817... */
+    double b = 10000.0 * pow(4.0, 64.0 / 62.0);
+    REL(f.theta, b, 1e-15);
+    ck_assert_double_eq(f.inv_freq[0], 1.0);
+    REL(f.inv_freq[31], pow(b, -62.0 / 64.0), 1e-14);
+    /* the lowest frequency is scaled by exactly 4^(64/62 * 62/64) = 4 */
+    REL(f.scale[31], 4.0, 1e-13);
+}
+END_TEST
+
+START_TEST(dynamic_is_unscaled_up_to_max_position_and_ntk_beyond)
+{
+    rope_desc d = {.head_dim = 128, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 4,
+                   .max_position_embeddings = 4096};
+    const uint32_t unscaled_lens[] = {0, 2048, 4096}; /* not given, under, at 1x */
+    for (size_t i = 0; i < 3; i++) {
+        d.seq_len = unscaled_lens[i];
+        rope_freqs f = compute(&d);
+        ck_assert_double_eq_tol(f.theta, 10000.0, 1e-9);
+        REL(f.inv_freq[40], th(10000, 40, 128), 1e-14);
+    }
+    /* 4x: base * (4 * 16384/4096 - 3)^(128/126) = base * 13^(64/63) */
+    d.seq_len = 16384;
+    rope_freqs f = compute(&d);
+    double b = 10000.0 * pow(13.0, 128.0 / 126.0);
+    REL(f.theta, b, 1e-14);
+    REL(f.inv_freq[63], pow(b, -126.0 / 128.0), 1e-13);
+    ck_assert_double_eq(f.attention_factor, 1.0);
+}
+END_TEST
+
+/* YaRN, factor 4, head_dim 128, base 10000, original 4096 (by hand):
+ *   corr(32) = 128 ln(4096 / (64 pi)) / (2 ln 10000) = 20.944 -> floor 20
+ *   corr(1)  = 128 ln(4096 / (2 pi))  / (2 ln 10000) = 45.027 -> ceil 46
+ * ramp_j = clamp((j - 20) / 26, 0, 1); inv = theta/4 * ramp + theta * (1 - ramp). */
+START_TEST(yarn_blends_between_the_correction_dims)
+{
+    rope_desc d = {.head_dim = 128, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                   .original_max_position_embeddings = 4096};
+    rope_freqs f = compute(&d);
+    for (int j = 0; j <= 20; j++) /* extrapolation end: unscaled */
+        REL(f.inv_freq[j], th(1e4, j, 128), 1e-14);
+    for (int j = 46; j < 64; j++) /* interpolation end: divided by factor */
+        REL(f.inv_freq[j], th(1e4, j, 128) / 4, 1e-14);
+    REL(f.inv_freq[33], th(1e4, 33, 128) * (0.5 / 4 + 0.5), 1e-14); /* ramp 13/26 */
+    REL(f.inv_freq[21], th(1e4, 21, 128) * ((1.0 / 26) / 4 + 25.0 / 26), 1e-14);
+    REL(f.inv_freq[45], th(1e4, 45, 128) * ((25.0 / 26) / 4 + 1.0 / 26), 1e-14);
+    REL(f.attention_factor, 1.0 + 0.1 * log(4.0), 1e-15); /* 1.13863 */
+}
+END_TEST
+
+START_TEST(yarn_without_truncation_uses_the_raw_correction_dims)
+{
+    rope_desc d = {.head_dim = 128, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                   .original_max_position_embeddings = 4096, .truncate = -1};
+    rope_freqs f = compute(&d);
+    double lo = 128 * log(4096 / (64 * M_PI)) / (2 * log(1e4)); /* 20.944 */
+    double hi = 128 * log(4096 / (2 * M_PI)) / (2 * log(1e4));  /* 45.027 */
+    ck_assert(lo > 20.9 && lo < 21.0 && hi > 45.0 && hi < 45.1);
+    REL(f.inv_freq[20], th(1e4, 20, 128), 1e-14);             /* still below lo */
+    double r = (33 - lo) / (hi - lo);
+    REL(f.inv_freq[33], th(1e4, 33, 128) * (r / 4 + 1 - r), 1e-13);
+    REL(f.inv_freq[46], th(1e4, 46, 128) / 4, 1e-14);
+}
+END_TEST
+
+START_TEST(yarn_attention_factor_from_mscale_pair_only)
+{
+    /* DeepSeek-style: factor 40, mscale 1, mscale_all_dim 0.707:
+     * (0.1 * 1 * ln 40 + 1) / (0.1 * 0.707 * ln 40 + 1) = 1.0857264 */
+    rope_desc d = {.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 40, .mscale = 1,
+                   .mscale_all_dim = 0.707, .original_max_position_embeddings = 4096};
+    REL(compute(&d).attention_factor, 1.0857263992561355, 1e-12);
+    d.mscale_all_dim = 0; /* HF ignores mscale alone: 0.1 ln 40 + 1 */
+    REL(compute(&d).attention_factor, 1.3688879454113936, 1e-12);
+    d.attention_factor = 0.75; /* given: used as is */
+    ck_assert_double_eq(compute(&d).attention_factor, 0.75);
+}
+END_TEST
+
+START_TEST(yarn_factor_defaults_to_max_over_original)
+{
+    rope_desc d = {.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .max_position_embeddings = 163840,
+                   .original_max_position_embeddings = 4096};
+    rope_freqs f = compute(&d);
+    ck_assert_double_eq(f.factor, 40.0);
+    /* and original defaults to max_position_embeddings (HF standardize) */
+    rope_desc e = {.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 2, .max_position_embeddings = 4096};
+    rope_freqs g = compute(&e);
+    ck_assert_double_eq(g.factor, 2.0);
+}
+END_TEST
+
+/* Values printed by Hugging Face transformers 5.17.0's own
+ * _compute_yarn_parameters (float32, "%.9e") for head_dim 256,
+ * partial_rotary_factor 0.25, rope_theta 1e7, original 262144, factor 4 and
+ * 2.5, as published in a public golden table (a Qwen3-Next port's tests).
+ * Correction range 14.24..21.12 -> pairs 14..22. These are HF's numbers, not
+ * ropelab's: agreement within 1e-6 relative is the issue's criterion. */
+START_TEST(yarn_matches_values_printed_by_transformers)
+{
+    static const struct { double factor, att; int j; double v; } hf[] = {
+        {4.0, 1.138629436111989, 1, 6.042963862e-01},  {4.0, 1.138629436111989, 14, 8.659643354e-04},
+        {4.0, 1.138629436111989, 15, 4.742398160e-04}, {4.0, 1.138629436111989, 18, 7.217386883e-05},
+        {4.0, 1.138629436111989, 21, 8.759770026e-06}, {4.0, 1.138629436111989, 22, 3.849816039e-06},
+        {4.0, 1.138629436111989, 31, 4.137042708e-08}, {2.5, 1.0916290731874154, 16, 2.687936067e-04},
+        {2.5, 1.0916290731874154, 20, 2.319330997e-05}, {2.5, 1.0916290731874154, 31, 6.619268333e-08},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(hf); i++) {
+        rope_desc d = {.head_dim = 256, .partial_rotary_factor = 0.25, .theta = 1e7,
+                       .rope_type = ROPE_TYPE_YARN, .factor = hf[i].factor,
+                       .original_max_position_embeddings = 262144, .max_position_embeddings = 262144};
+        rope_freqs f = compute(&d);
+        ck_assert_uint_eq(f.rotary_dim, 64);
+        REL(f.inv_freq[hf[i].j], hf[i].v, 1e-6);
+        REL(f.attention_factor, hf[i].att, 1e-12);
+    }
+}
+END_TEST
+
+/* Llama 3.1: factor 8, low 1, high 4, original 8192, base 500000, d 128.
+ * wavelength_j = 2 pi 500000^(j/64): j=28 -> 1956 (< 8192/4 = 2048: kept),
+ * j=29 -> 2402 and j=34 -> 6695 (between: smoothed), j=35 -> 8219 (> 8192: /8). */
+START_TEST(llama3_keeps_high_divides_low_and_smooths_between)
+{
+    rope_desc d = {.head_dim = 128, .theta = 500000, .rope_type = ROPE_TYPE_LLAMA3, .factor = 8,
+                   .low_freq_factor = 1, .high_freq_factor = 4,
+                   .original_max_position_embeddings = 8192};
+    rope_freqs f = compute(&d);
+    for (int j = 0; j <= 28; j++)
+        REL(f.inv_freq[j], th(5e5, j, 128), 1e-14);
+    for (int j = 35; j < 64; j++)
+        REL(f.inv_freq[j], th(5e5, j, 128) / 8, 1e-14);
+    const int mid[] = {29, 30, 34};
+    for (int i = 0; i < 3; i++) {
+        int j = mid[i];
+        double t = th(5e5, j, 128), wl = 2 * M_PI / t;
+        double s = (8192 / wl - 1) / 3; /* smooth factor in (0, 1) */
+        ck_assert(s > 0 && s < 1);
+        REL(f.inv_freq[j], (1 - s) * t / 8 + s * t, 1e-13);
+    }
+    ck_assert_double_eq(f.attention_factor, 1.0);
+}
+END_TEST
+
+/* LongRoPE: 4 pairs, original 4096, max 131072 -> factor 32;
+ * attention sqrt(1 + ln 32 / ln 4096) = sqrt(1 + 5/12) = sqrt(17/12). */
+START_TEST(longrope_switches_to_long_factors_past_original_length)
+{
+    rope_desc d = {.head_dim = 8, .rope_type = ROPE_TYPE_LONGROPE,
+                   .original_max_position_embeddings = 4096, .max_position_embeddings = 131072,
+                   .n_short_factor = 4, .short_factor = {1, 2, 3, 4},
+                   .n_long_factor = 4, .long_factor = {10, 20, 30, 40}};
+    d.seq_len = 4096; /* at the original length: short */
+    rope_freqs f = compute(&d);
+    for (int j = 0; j < 4; j++)
+        REL(f.inv_freq[j], th(1e4, j, 8) / (j + 1), 1e-15);
+    REL(f.attention_factor, sqrt(17.0 / 12.0), 1e-15);
+    d.seq_len = 4097; /* one past: long */
+    f = compute(&d);
+    for (int j = 0; j < 4; j++)
+        REL(f.inv_freq[j], th(1e4, j, 8) / (10 * (j + 1)), 1e-15);
+    d.seq_len = 0; /* not given: short, as HF at init */
+    REL(compute(&d).inv_freq[3], th(1e4, 3, 8) / 4, 1e-15);
+}
+END_TEST
+
+START_TEST(proportional_rotates_a_proportion_with_head_dim_exponent)
+{
+    /* Gemma-4 style: head_dim 256, proportion 0.25, theta 1e6: 32 rotated
+     * pairs with theta_j = 1e6^(-2j/256), the other 96 pairs frequency 0. */
+    rope_desc d = {.head_dim = 256, .theta = 1e6, .rope_type = ROPE_TYPE_PROPORTIONAL,
+                   .partial_rotary_factor = 0.25};
+    rope_freqs f = compute(&d);
+    ck_assert_uint_eq(f.n_pairs, 128);
+    ck_assert_uint_eq(f.rotary_dim, 256);
+    REL(f.inv_freq[31], pow(1e6, -62.0 / 256), 1e-14);
+    for (int j = 32; j < 128; j++)
+        ck_assert_double_eq(f.inv_freq[j], 0.0);
+    d.factor = 2;
+    REL(compute(&d).inv_freq[10], pow(1e6, -20.0 / 256) / 2, 1e-14);
+}
+END_TEST
+
+static void expect_error(const rope_desc *d, const char *msg)
+{
+    rope_freqs f;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_freqs_compute(d, &f, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, msg), "message '%s' lacks '%s'", err.msg, msg);
+}
+
+START_TEST(bad_settings_are_errors_naming_the_key)
+{
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_LINEAR}, "linear needs factor");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_LINEAR, .factor = 0.5},
+                 "factor 0.5 must be >= 1");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4},
+                 "yarn needs original_max_position_embeddings");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 2},
+                 "dynamic needs max_position_embeddings");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_LLAMA3, .factor = 8,
+                              .original_max_position_embeddings = 8192, .high_freq_factor = 4},
+                 "llama3 needs low_freq_factor");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                              .original_max_position_embeddings = 4096, .beta_fast = NAN},
+                 "beta_fast nan must be a finite number >= 0");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                              .original_max_position_embeddings = 4096, .mscale = -1},
+                 "mscale -1 must be a finite number >= 0");
+    expect_error(&(rope_desc){.head_dim = 8, .rope_type = ROPE_TYPE_LONGROPE, .factor = 2,
+                              .original_max_position_embeddings = 4096, .n_short_factor = 3,
+                              .n_long_factor = 4},
+                 "short_factor has 3 entries; expected rotary_dim/2 = 4");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = 42}, "supported: default, linear");
+    expect_error(&(rope_desc){.head_dim = 64, .partial_rotary_factor = 1.5},
+                 "partial_rotary_factor 1.5 must be in (0, 1]");
+}
+END_TEST
+
+static rl_status set_json(rope_desc *d, const char *text, rl_error *err)
+{
+    json_error_t je;
+    json_t *o = json_loads(text, 0, &je);
+    ck_assert_msg(o, "%s", je.text);
+    rl_status st = rope_desc_from_json(d, o, err);
+    json_decref(o);
+    return st;
+}
+
+START_TEST(json_settings_use_hf_names_and_name_bad_keys)
+{
+    rope_desc d = {0};
+    rl_error err = {0};
+    ck_assert_int_eq(set_json(&d, "{\"type\": \"yarn\", \"factor\": 4.0, \"head_dim\": 128,"
+                                  " \"original_max_position_embeddings\": 4096, \"truncate\": false,"
+                                  " \"beta_fast\": null, \"layout\": \"interleaved\","
+                                  " \"precision\": \"precise\"}", &err), RL_OK);
+    ck_assert_int_eq(d.rope_type, ROPE_TYPE_YARN);
+    ck_assert_double_eq(d.factor, 4.0);
+    ck_assert_int_eq(d.truncate, -1);
+    ck_assert_double_eq(d.beta_fast, 0.0); /* null = default */
+    ck_assert_int_eq(d.layout, RL_ROPE_LAYOUT_INTERLEAVED);
+    ck_assert_int_eq(d.precision, RL_ROPE_PREC_PRECISE);
+
+    const struct { const char *json, *msg; } bad[] = {
+        {"{\"rope_type\": \"ntk-by-parts\"}", "rope_type 'ntk-by-parts' is not supported (supported: default"},
+        {"{\"factor\": 0.5}", "factor 0.5 must be >= 1"},
+        {"{\"factor\": \"4\"}", "factor must be a number"},
+        {"{\"beta_slow\": -1}", "beta_slow -1 must be a finite number >= 0"},
+        {"{\"original_max_position_embeddings\": 4096.5}", "original_max_position_embeddings must be a non-negative integer"},
+        {"{\"short_factor\": [1, \"x\"]}", "short_factor[1] must be a finite number > 0"},
+        {"{\"truncate\": 1}", "truncate must be true or false"},
+        {"{\"precision\": \"fp64\"}", "precision must be \"fp32\", \"table\" or \"precise\""},
+        {"{\"rope_scale\": 2}", "unknown RoPE key 'rope_scale'"},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {
+        rope_desc e = {0};
+        ck_assert_int_eq(set_json(&e, bad[i].json, &err), RL_ERR_ARG);
+        ck_assert_msg(strstr(err.msg, bad[i].msg), "'%s' lacks '%s'", err.msg, bad[i].msg);
+    }
+    size_t n = 0;
+    const rope_param_info *t = rope_param_table(&n);
+    ck_assert_uint_ge(n, 20);
+    for (size_t i = 0; i < n; i++) { /* every listed key is accepted */
+        rope_desc e = {0};
+        json_t *v = strcmp(t[i].type, "string") == 0 ? json_string(strcmp(t[i].key, "rope_type") == 0 ? "linear"
+                                                                   : strcmp(t[i].key, "layout") == 0 ? "half" : "table")
+                  : strcmp(t[i].type, "boolean") == 0 ? json_true()
+                  : strcmp(t[i].type, "number list") == 0 ? json_pack("[f,f]", 1.0, 2.0)
+                  : strcmp(t[i].key, "partial_rotary_factor") == 0 ? json_real(0.5) : json_integer(2);
+        ck_assert_msg(rope_desc_set_json(&e, t[i].key, v, &err) == RL_OK, "%s: %s", t[i].key, err.msg);
+        json_decref(v);
+    }
+}
+END_TEST
+
+static const char *data_path(const char *name, char *buf, size_t cap)
+{
+    const char *dir = getenv("RL_TEST_DATA_DIR"); /* set by tests/meson.build */
+    snprintf(buf, cap, "%s/%s", dir ? dir : "tests/data", name);
+    return buf;
+}
+
+START_TEST(hf_configs_import_rope_settings)
+{
+    char p[512];
+    rl_error err = {0};
+    /* Llama-3.1-8B: hidden 4096 / 32 heads, llama3 rope_scaling. */
+    rope_desc d = {0};
+    ck_assert_msg(rope_desc_from_hf_config(&d, data_path("llama31.json", p, sizeof p), &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(d.head_dim, 128);
+    ck_assert_double_eq(d.theta, 500000.0);
+    ck_assert_int_eq(d.rope_type, ROPE_TYPE_LLAMA3);
+    ck_assert_double_eq(d.low_freq_factor, 1.0);
+    ck_assert_uint_eq(d.max_position_embeddings, 131072);
+    rope_freqs f = compute(&d);
+    REL(f.inv_freq[63], th(5e5, 63, 128) / 8, 1e-14);
+
+    /* Phi-3-mini-128k style longrope: factor from 131072 / 4096 (top-level original). */
+    d = (rope_desc){0};
+    ck_assert_msg(rope_desc_from_hf_config(&d, data_path("phi3_longrope.json", p, sizeof p), &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(d.head_dim, 96);
+    f = compute(&d);
+    REL(f.attention_factor, sqrt(17.0 / 12.0), 1e-15);
+
+    /* transformers 5 rope_parameters with rope_theta inside, partial rotary. */
+    d = (rope_desc){0};
+    ck_assert_msg(rope_desc_from_hf_config(&d, data_path("yarn_rope_parameters.json", p, sizeof p), &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(d.theta, 1e7);
+    ck_assert_uint_eq(compute(&d).rotary_dim, 64);
+
+    /* Multimodal layout: the language model under text_config. */
+    d = (rope_desc){0};
+    ck_assert_msg(rope_desc_from_hf_config(&d, data_path("text_config_ntk.json", p, sizeof p), &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(d.head_dim, 128);
+    ck_assert_int_eq(d.rope_type, ROPE_TYPE_DYNAMIC);
+    ck_assert_uint_eq(d.max_position_embeddings, 8192);
+
+    const struct { const char *file, *msg; } bad[] = {
+        {"bad_per_layer.json", "rope_parameters holds one dict per layer type"},
+        {"bad_unknown_type.json", "rope_scaling: type 'xpos' is not supported (supported: default"},
+        {"bad_yarn_no_original.json", "yarn needs original_max_position_embeddings"},
+        {"bad_longrope_length.json", "long_factor has 3 entries; expected rotary_dim/2 = 4"},
+        {"bad_factor.json", "factor 0.5 must be >= 1"},
+        {"no_such_file.json", "no_such_file.json"},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {
+        rope_desc e = {0};
+        rope_freqs g;
+        rl_status st = rope_desc_from_hf_config(&e, data_path(bad[i].file, p, sizeof p), &err);
+        if (st == RL_OK)
+            st = rope_freqs_compute(&e, &g, &err);
+        ck_assert_msg(st != RL_OK, "%s accepted", bad[i].file);
+        ck_assert_msg(strstr(err.msg, bad[i].msg), "'%s' lacks '%s'", err.msg, bad[i].msg);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("rope_scaling");
+    TCase *tc = tcase_create("rope_scaling");
+    tcase_add_test(tc, linear_divides_every_frequency_by_factor);
+    tcase_add_test(tc, ntk_changes_the_base_by_factor_to_d_over_d_minus_2);
+    tcase_add_test(tc, dynamic_is_unscaled_up_to_max_position_and_ntk_beyond);
+    tcase_add_test(tc, yarn_blends_between_the_correction_dims);
+    tcase_add_test(tc, yarn_without_truncation_uses_the_raw_correction_dims);
+    tcase_add_test(tc, yarn_attention_factor_from_mscale_pair_only);
+    tcase_add_test(tc, yarn_factor_defaults_to_max_over_original);
+    tcase_add_test(tc, yarn_matches_values_printed_by_transformers);
+    tcase_add_test(tc, llama3_keeps_high_divides_low_and_smooths_between);
+    tcase_add_test(tc, longrope_switches_to_long_factors_past_original_length);
+    tcase_add_test(tc, proportional_rotates_a_proportion_with_head_dim_exponent);
+    tcase_add_test(tc, bad_settings_are_errors_naming_the_key);
+    tcase_add_test(tc, json_settings_use_hf_names_and_name_bad_keys);
+    tcase_add_test(tc, hf_configs_import_rope_settings);
+    suite_add_tcase(s, tc);
+    return rl_test_run(s);
+}
