@@ -76,6 +76,11 @@ rl_status chk_run_device(rlvk_device *dev, const chk_options *opt, chk_report *r
 rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
                          rl_error *err);
 
+/* The encoding registry's cases (chk_pe.c): every encoding's vector
+ * transform and every logit bias (GLSL rl_bias over a grid of (h, i, j)). */
+rl_status chk_pe_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
+                       rl_error *err);
+
 /* Per-element error bound of the fp32-angle RoPE kernel and the relative
  * error's scale (pair magnitude); see chk_run.c for the derivation.
  * x: [tokens][heads][head_dim] f32; bound, scale: same shape (caller-owned). */
