@@ -133,16 +133,12 @@ static const bias_case bias_cases[] = {
 };
 static const size_t bias_quick = 3;
 
-typedef struct bias_item {
-    uint32_t h, qtok, ktok;
-    int32_t qpos, kpos, pad[3];
-} bias_item;
+typedef chk_bias_item bias_item;
 _Static_assert(sizeof(bias_item) == 32, "bias_eval.comp item layout");
 
 #define BIAS_GUARD_WORDS 64u
 
-/* Evaluates rl_bias of b's variant on the device over items. */
-static rl_status bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const bias_item *items,
+rl_status chk_pe_bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const chk_bias_item *items,
                            uint32_t n, float *out, int *guard_ok, rl_error *err)
 {
     const uint32_t *spv;
@@ -270,7 +266,7 @@ static rl_status run_bias_case(rlvk_device *dev, const bias_case *c, const chk_o
     snprintf(row.tolerance, sizeof row.tolerance, "family bound (pe_bias_bound; 0: bit-exact)");
     row.gpu_ms = -1;
     if ((st = pe_bias_gpu_create(dev, e, q, kk, T, H, KV, D, &b, err)) ||
-        (st = bias_eval(dev, &b, items, n, got, &row.guard_ok, err)))
+        (st = chk_pe_bias_eval(dev, &b, items, n, got, &row.guard_ok, err)))
         goto done;
     chk_compare(got, want, bound, NULL, n, &row.stats);
     st = chk_report_add(report, &row, err);

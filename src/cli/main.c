@@ -15,6 +15,8 @@ static const command commands[] = {
     {"devices", cmd_devices, "list Vulkan devices and their limits"},
     {"check", cmd_check, "verify every kernel on a device against the CPU references"},
     {"bench", cmd_bench, "measure kernel bandwidth against a copy kernel on a device"},
+    {"inspect", cmd_inspect, "show an encoding's biases, buckets, slopes or tables"},
+    {"encodings", cmd_encodings, "list the encoding registry and each parameter"},
 };
 
 static void usage(FILE *out)

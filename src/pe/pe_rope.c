@@ -132,7 +132,6 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     for (uint32_t j = 0; j < f->n_pairs; j++)
         json_array_append_new(a, json_real(f->inv_freq[j]));
     json_object_set_new(obj, "frequencies", a);
-    json_object_set_new(obj, "attention_factor", json_real(f->attention_factor));
     return RL_OK;
 }
 

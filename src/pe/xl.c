@@ -236,9 +236,9 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     json_t *f = json_array();
     for (uint32_t m = 0; m < s->dr / 2; m++)
         json_array_append_new(f, json_real(s->inv_freq[m]));
+    /* The bias `inspect` prints is pe_bias_ref with q = k = 0: the global
+     * position term (d), scale * v.(W_R R_{i-j}), only (docs/encodings.md). */
     json_object_set_new(obj, "frequencies", f);
-    json_object_set_new(obj, "note", json_string("bias shown for q = k = 0: the global position "
-                                                 "term (d) scale*v.(W_R R_{i-j}) only"));
     return RL_OK;
 }
 
