@@ -28,6 +28,19 @@ expect bench_bad_layout 2 "--layout 'diagonal'" -- bench rope --layout diagonal
 expect bench_zero_tokens 2 'must be at least 1' -- bench rope --tokens 0
 expect bad_number 2 "--tokens: 'abc' is not a valid" -- bench rope --tokens abc
 expect check_bad_pos 2 'max-pos-log2 30' -- check --max-pos-log2 30
+expect encodings 0 'beyond +error\|clamp\|wrap +default "error"' -- encodings
+expect encodings_json 0 '"key": "num_buckets"' -- encodings --json
+expect inspect_t5_json 0 '"bucket": \[' -- inspect t5 --from -10 --to 10 --json
+expect inspect_t5_text 0 'r=j-i bucket' -- inspect t5 --from -3 --to 3 --heads 2
+expect inspect_alibi_slopes 0 'slopes: 0.25 0.0625 0.015625 0.00390625$' -- inspect alibi --heads 4
+expect inspect_set_json 0 '"num_buckets": 64' -- inspect t5 --set num_buckets=64 --set bidirectional=false --json
+expect inspect_sin_freqs 0 'frequencies' -- inspect sinusoidal --head-dim 8
+expect inspect_unknown 2 "unknown encoding 'foo' \(known: nope, rope" -- inspect foo
+expect inspect_no_name 2 'name the encoding' -- inspect
+expect inspect_bad_param 2 "t5: unknown parameter 'buckets'" -- inspect t5 --set buckets=3
+expect inspect_bad_value 2 't5: max_distance 4 must exceed' -- inspect t5 --set max_distance=4
+expect inspect_bad_range 2 'need integers with R0 <= R1' -- inspect t5 --from 5 --to 1
+expect inspect_set_noeq 2 "--set 'alpha': expected key=value" -- inspect sinusoidal --set alpha
 if [ $have_device = 1 ]; then
   expect devices 0 'llvmpipe|\[0\]' -- devices
   expect devices_json 0 '"subgroup_size"' -- devices --json
@@ -37,6 +50,7 @@ if [ $have_device = 1 ]; then
   expect bench_rotary_big 2 'rotary_dim 256 exceeds head_dim 128' -- bench rope --tokens 16 --rotary-dim 256
   expect bench_too_big 2 'maxStorageBufferRange' -- bench rope --tokens 2000000
   expect check_quick_json 0 '"pass": true' -- check --quick --json --device all
+  expect check_quick_bias 0 'bias/t5/bidirectional.*pass' -- check --quick
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
 else
   echo "test_cli: no Vulkan device: device cases skipped" >&2
