@@ -50,7 +50,7 @@ if [ $have_device = 1 ]; then
   expect bench_rotary_big 2 'rotary_dim 256 exceeds head_dim 128' -- bench rope --tokens 16 --rotary-dim 256
   expect bench_too_big 2 'maxStorageBufferRange' -- bench rope --tokens 2000000
   expect check_quick_json 0 '"pass": true' -- check --quick --json --device all
-  expect check_quick_bias 0 'bias/t5/bidirectional.*pass' -- check --quick
+  expect check_quick_bias 0 'bias/t5/bidir .*pass' -- check --quick
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
 else
   echo "test_cli: no Vulkan device: device cases skipped" >&2

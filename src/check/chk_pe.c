@@ -92,8 +92,12 @@ static rl_status run_vec_case(rlvk_device *dev, const vec_case *c, const chk_opt
     pe_vec_bound(e, x, pos, c->tokens, c->heads, bound, scale);
     chk_row row = {0};
     snprintf(row.kernel, sizeof row.kernel, "pe/%s", c->label);
-    snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u pos<=%u", c->tokens, c->heads,
-             c->head_dim, pmax);
+    if (c->pos_cap_log2)
+        snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u pos<=%u", c->tokens, c->heads,
+                 c->head_dim, pmax);
+    else
+        snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u pos<=2^%u", c->tokens, c->heads,
+                 c->head_dim, k);
     snprintf(row.tolerance, sizeof row.tolerance, "family bound (pe_vec_bound; 0: bit-exact)");
     row.gpu_ms = -1;
     if ((st = pe_vec_gpu_create(dev, e, c->heads, &g, err)) ||
@@ -124,9 +128,9 @@ typedef struct bias_case {
 
 static const bias_case bias_cases[] = {
     {"alibi", "{}", "alibi/causal", 8, 8, 64, 48},
-    {"t5", "{}", "t5/bidirectional", 8, 8, 64, 48},
+    {"t5", "{}", "t5/bidir", 8, 8, 64, 48},
     {"xl", "{}", "xl", 4, 2, 32, 24},
-    {"alibi", "{\"bidirectional\": true}", "alibi/bidirectional", 12, 12, 64, 48},
+    {"alibi", "{\"bidirectional\": true}", "alibi/bidir", 12, 12, 64, 48},
     {"t5", "{\"bidirectional\": false, \"num_buckets\": 64, \"max_distance\": 1000}", "t5/causal",
      12, 4, 64, 48},
     {"xl", "{\"d_r\": 16, \"sigma\": 0.1}", "xl/d_r16", 8, 8, 64, 32},

@@ -169,6 +169,11 @@ static void vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos,
 static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
 {
     const learned_state *s = pe_encoding_state(g->e);
+    uint64_t n = (uint64_t)s->rows * pe_encoding_shape(g->e)->head_dim;
+    if (n > UINT32_MAX)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "learned: table of %u rows x %u dims exceeds the kernel's 32-bit index",
+                       s->rows, pe_encoding_shape(g->e)->head_dim);
     return pe_add_create(g, PE_ADD_TABLE, s->policy, s->rows, (float)s->alpha, s->table,
                          (uint64_t)s->rows * pe_encoding_shape(g->e)->head_dim, err);
 }

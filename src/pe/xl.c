@@ -195,6 +195,10 @@ static rl_status bias_gpu_create(rlvk_device *dev, const pe_encoding *e, const f
                                         "(it precomputes per-token terms)");
     uint32_t H = s->heads, group = s->heads / s->kv_heads, hf = s->dr / 2;
     uint64_t na = tokens * H * s->dr, nc = tokens * H;
+    if (na > UINT32_MAX)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "xl: %llu tokens x %u heads x d_r %u exceeds the shader's 32-bit index",
+                       (unsigned long long)tokens, H, s->dr);
     float *A = malloc(na * sizeof *A), *C = malloc(nc * sizeof *C),
           *F = malloc((hf + 1) * sizeof *F);
     double *a = malloc(s->dr * sizeof *a);
