@@ -490,6 +490,38 @@ START_TEST(xl_bias_keeps_terms_b_c_d)
 }
 END_TEST
 
+START_TEST(xl_tables_accept_hf_layouts_and_refuse_others)
+{
+    /* W_R as HF r_net.weight [heads*head_dim, d_r] = [2*2, 2] is the same
+     * memory as [heads][head_dim][d_r]; u of the wrong shape is refused. */
+    tdir d;
+    tdir_open(&d);
+    float w[8] = {1, 0, 0, 1, 2, 0, 0, 2}, u[4] = {0}, bad[6] = {0};
+    uint64_t sw[2] = {4, 2}, su[2] = {2, 2}, sb[2] = {2, 3};
+    const char *pw = tdir_npy(&d, "w.npy", "<f4", 0, sw, 2, w, sizeof w);
+    const char *pu = tdir_npy(&d, "u.npy", "<f4", 0, su, 2, u, sizeof u);
+    const char *pb = tdir_npy(&d, "b.npy", "<f4", 0, sb, 2, bad, sizeof bad);
+    char js[600];
+    pe_shape s = {.head_dim = 2, .heads = 2};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    snprintf(js, sizeof js, "{\"w_r_path\": \"%s\", \"u_path\": \"%s\", \"v_path\": \"%s\"}",
+             pw, pu, pu);
+    ck_assert_msg(make_enc("xl", js, &s, &e, &err) == RL_OK, "%s", err.msg);
+    /* u = v = 0, q = (1, 0): head 1 has W_R = 2 I, so bias at s = 0 is
+     * (q . 2 R_0) / sqrt 2 = 2 * q_1 * cos 0 / sqrt 2 (R_0 = (sin 0, cos 0)) */
+    const float q[2] = {0, 1}, k[2] = {5, 5};
+    ck_assert_double_eq_tol(pe_bias_ref(e, 1, 0, 0, 3, 3, q, k), 2 / sqrt(2.0), 1e-15);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 0, 0, 0, 3, 3, q, k), 1 / sqrt(2.0), 1e-15);
+    pe_encoding_destroy(e);
+    snprintf(js, sizeof js, "{\"u_path\": \"%s\"}", pb);
+    ck_assert_int_eq(make_enc("xl", js, &s, &e, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "xl: u_path: "));
+    ck_assert_ptr_nonnull(strstr(err.msg, "has shape (2, 3), expected (2, 2)"));
+    tdir_close(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pe_ref");
@@ -508,6 +540,7 @@ int main(void)
     tcase_add_test(tc, learned_positions_beyond_the_table_follow_the_policy);
     tcase_add_test(tc, seeded_tables_come_from_the_documented_stream);
     tcase_add_test(tc, xl_bias_keeps_terms_b_c_d);
+    tcase_add_test(tc, xl_tables_accept_hf_layouts_and_refuse_others);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }
