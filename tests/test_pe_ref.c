@@ -522,6 +522,28 @@ START_TEST(xl_tables_accept_hf_layouts_and_refuse_others)
 }
 END_TEST
 
+START_TEST(bias_ref_callback_finds_rows_with_gqa)
+{
+    /* heads 4, kv_heads 2: head 3 of token 1 reads q row (1*4+3), k row of
+     * kv head 3/2 = 1 of token 2, i.e. (2*2+1). Compared with pe_bias_ref
+     * called on those rows directly. */
+    pe_shape s = {.head_dim = 4, .heads = 4, .kv_heads = 2};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_int_eq(make_enc("xl", "{\"sigma\": 0.5}", &s, &e, &err), RL_OK);
+    float q[3 * 4 * 4], k[3 * 2 * 4];
+    for (int i = 0; i < 48; i++)
+        q[i] = (float)(i % 7) - 3;
+    for (int i = 0; i < 24; i++)
+        k[i] = (float)(i % 5) - 2;
+    pe_bias_ref_ctx c = {.e = e, .q = q, .k = k};
+    double want = pe_bias_ref(e, 3, 1, 2, 10, 4, q + (1 * 4 + 3) * 4, k + (2 * 2 + 1) * 4);
+    ck_assert_double_eq(pe_bias_ref_cb(&c, 3, 1, 2, 10, 4), want);
+    ck_assert_double_ne(pe_bias_ref_cb(&c, 3, 1, 1, 10, 4), want); /* other key row */
+    pe_encoding_destroy(e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pe_ref");
@@ -541,6 +563,7 @@ int main(void)
     tcase_add_test(tc, seeded_tables_come_from_the_documented_stream);
     tcase_add_test(tc, xl_bias_keeps_terms_b_c_d);
     tcase_add_test(tc, xl_tables_accept_hf_layouts_and_refuse_others);
+    tcase_add_test(tc, bias_ref_callback_finds_rows_with_gqa);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

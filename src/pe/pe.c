@@ -553,6 +553,17 @@ double pe_bias_ref(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t kto
     return e->fam->ops.bias_ref ? e->fam->ops.bias_ref(e, h, qtok, ktok, qpos, kpos, q_i, k_j) : 0.0;
 }
 
+double pe_bias_ref_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                      int64_t kpos)
+{
+    const pe_bias_ref_ctx *c = ctx;
+    const pe_shape *s = &c->e->shape;
+    const float *qi = c->q ? c->q + (qtok * s->heads + h) * s->head_dim : NULL;
+    const float *kj =
+        c->k ? c->k + (ktok * s->kv_heads + h / (s->heads / s->kv_heads)) * s->head_dim : NULL;
+    return pe_bias_ref(c->e, h, qtok, ktok, qpos, kpos, qi, kj);
+}
+
 double pe_bias_bound(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok,
                      int64_t qpos, int64_t kpos, const float *q_i, const float *k_j)
 {

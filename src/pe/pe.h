@@ -261,6 +261,18 @@ void pe_bias_gpu_destroy(rlvk_device *dev, pe_bias_gpu *b);
  * ([head_dim] f32); pure-position biases ignore them (may be NULL). */
 double pe_bias_ref(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
                    int64_t kpos, const float *q_i, const float *k_j);
+/* Adapter for the attention engine's CPU reference hook (bias_contract.md,
+ * attn_bias.ref / ref_ctx): ctx is a pe_bias_ref_ctx; it finds q_i and k_j
+ * in the raw [tokens][heads][head_dim] / [tokens][kv_heads][head_dim]
+ * arrays and calls pe_bias_ref. */
+typedef struct pe_bias_ref_ctx {
+    const pe_encoding *e;
+    const float *q;  /* [tokens][heads][head_dim] f32, raw */
+    const float *k;  /* [tokens][kv_heads][head_dim] f32, raw */
+} pe_bias_ref_ctx;
+double pe_bias_ref_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                      int64_t kpos);
+
 /* Absolute error bound of the GLSL rl_bias at that point (0: exact). */
 double pe_bias_bound(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok,
                      int64_t qpos, int64_t kpos, const float *q_i, const float *k_j);
