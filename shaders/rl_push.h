@@ -38,4 +38,23 @@ struct rl_copy_push {
     uint32_t n_vec4;
 };
 
+/* pe_add.comp: y = x + alpha * PE(pos) for every head; bindings 0 x
+ * [rows][head_dim] f32, 1 y (same, may alias x), 2 pos [tokens] u32, 3 aux:
+ * inv_freq [head_dim/2] f32 (sinusoid) or table [table_rows][head_dim] f32.
+ * Mode, head_dim, heads and the beyond-table policy are specialised. */
+struct rl_pe_add_push {
+    uint32_t group_base;
+    uint32_t n_elems;     /* tokens * heads * head_dim */
+    float alpha;
+    uint32_t table_rows;  /* PE_ADD_TABLE: rows of the table */
+};
+
+/* bias_eval.comp: out[n] = rl_bias(items[n]) for one bias variant; binding 0
+ * items [n_items] {h, qtok, ktok, qpos, kpos, pad x3} (32 bytes), 1 out
+ * [n_items] f32, 2..7 unused, 8.. the variant's buffers (bias_contract.md). */
+struct rl_bias_eval_push {
+    uint32_t group_base;
+    uint32_t n_items;
+};
+
 #endif

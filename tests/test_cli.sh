@@ -48,6 +48,19 @@ expect freqs_bad_factor 2 'factor 0.5 must be >= 1' -- freqs --rope-type linear 
 expect freqs_bad_list 2 'long_factor has 3 entries; expected rotary_dim/2 = 4' -- freqs --rope-type longrope --head-dim 8 --factor 2 --original-max-position-embeddings 4096 --short-factor 1,1,1,1 --long-factor 2,2,2
 expect freqs_no_file 2 'nope.json' -- freqs --hf-config nope.json
 expect bench_bad_precision 2 "--precision 'fp16'" -- bench rope --precision fp16
+expect encodings 0 'beyond +error\|clamp\|wrap +default "error"' -- encodings
+expect encodings_json 0 '"key": "num_buckets"' -- encodings --json
+expect inspect_t5_json 0 '"bucket": \[' -- inspect t5 --from -10 --to 10 --json
+expect inspect_t5_text 0 'r=j-i bucket' -- inspect t5 --from -3 --to 3 --heads 2
+expect inspect_alibi_slopes 0 'slopes: 0.25 0.0625 0.015625 0.00390625$' -- inspect alibi --heads 4
+expect inspect_set_json 0 '"num_buckets": 64' -- inspect t5 --set num_buckets=64 --set bidirectional=false --json
+expect inspect_sin_freqs 0 'frequencies' -- inspect sinusoidal --head-dim 8
+expect inspect_unknown 2 "unknown encoding 'foo' \(known: nope, rope" -- inspect foo
+expect inspect_no_name 2 'name the encoding' -- inspect
+expect inspect_bad_param 2 "t5: unknown parameter 'buckets'" -- inspect t5 --set buckets=3
+expect inspect_bad_value 2 't5: max_distance 4 must exceed' -- inspect t5 --set max_distance=4
+expect inspect_bad_range 2 'need integers with R0 <= R1' -- inspect t5 --from 5 --to 1
+expect inspect_set_noeq 2 "--set 'alpha': expected key=value" -- inspect sinusoidal --set alpha
 if [ $have_device = 1 ]; then
   expect devices 0 'llvmpipe|\[0\]' -- devices
   expect devices_json 0 '"subgroup_size"' -- devices --json
@@ -57,6 +70,7 @@ if [ $have_device = 1 ]; then
   expect bench_rotary_big 2 'rotary_dim 256 exceeds head_dim 128' -- bench rope --tokens 16 --rotary-dim 256
   expect bench_too_big 2 'maxStorageBufferRange' -- bench rope --tokens 2000000
   expect check_quick_json 0 '"pass": true' -- check --quick --json --device all
+  expect check_quick_bias 0 'bias/t5/bidir .*pass' -- check --quick
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
   expect bench_precise 0 'rope half precise' -- bench rope --tokens 4096 --reps 3 --precision precise
   expect check_quick_modes 0 'rope/half/precise' -- check --quick

@@ -76,6 +76,23 @@ rl_status chk_run_device(rlvk_device *dev, const chk_options *opt, chk_report *r
 rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
                          rl_error *err);
 
+/* The encoding registry's cases (chk_pe.c): every encoding's vector
+ * transform and every logit bias (GLSL rl_bias over a grid of (h, i, j)). */
+rl_status chk_pe_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
+                       rl_error *err);
+
+/* One point of a bias grid, as shaders/bias_eval.comp reads it. */
+typedef struct chk_bias_item {
+    uint32_t h, qtok, ktok;
+    int32_t qpos, kpos, pad[3];
+} chk_bias_item;
+/* Evaluates the GLSL rl_bias of b's variant (alibi, t5, xl) at n points on
+ * the device: out [n] f32; *guard_ok = 0 if it wrote past out. */
+struct pe_bias_gpu;
+rl_status chk_pe_bias_eval(rlvk_device *dev, const struct pe_bias_gpu *b,
+                           const chk_bias_item *items, uint32_t n, float *out, int *guard_ok,
+                           rl_error *err);
+
 /* Per-element error bound of the fp32-angle RoPE kernel and the relative
  * error's scale (pair magnitude); see chk_run.c for the derivation.
  * x: [tokens][heads][head_dim] f32; bound, scale: same shape (caller-owned). */

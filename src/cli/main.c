@@ -17,6 +17,8 @@ static const command commands[] = {
     {"bench", cmd_bench, "measure kernel bandwidth against a copy kernel on a device"},
     {"plot", cmd_plot, "render a results directory's figures (gnuplot) and report.md"},
     {"freqs", cmd_freqs, "print a RoPE setting's effective frequencies (HF config or flags)"},
+    {"inspect", cmd_inspect, "show an encoding's biases, buckets, slopes or tables"},
+    {"encodings", cmd_encodings, "list the encoding registry and each parameter"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,96 @@
+/* ropelab encodings [--json] — the encoding registry with every parameter. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/rl_util.h"
+#include "pe/pe.h"
+
+static const char *acts_str(int acts)
+{
+    switch (acts) {
+    case PE_ACTS_VECTORS: return "vectors";
+    case PE_ACTS_LOGITS: return "logits";
+    case PE_ACTS_VECTORS | PE_ACTS_LOGITS: return "both";
+    default: return "nothing";
+    }
+}
+
+static json_t *param_json(const pe_param *p)
+{
+    json_error_t je;
+    json_t *o = json_pack("{s:s,s:s,s:o,s:s}", "key", p->key, "type", pe_ptype_name(p->type),
+                          "default", json_loads(p->def, JSON_DECODE_ANY, &je), "help", p->help);
+    if (p->type == PE_INT || p->type == PE_NUM) {
+        json_object_set_new(o, "min", p->type == PE_INT ? json_integer((json_int_t)p->min)
+                                                        : json_real(p->min));
+        json_object_set_new(o, "max", p->type == PE_INT ? json_integer((json_int_t)p->max)
+                                                        : json_real(p->max));
+    }
+    if (p->type == PE_ENUM) {
+        json_t *c = json_array();
+        const char *s = p->choices;
+        while (s && *s) {
+            const char *bar = strchr(s, '|');
+            size_t n = bar ? (size_t)(bar - s) : strlen(s);
+            json_array_append_new(c, json_stringn(s, n));
+            s = bar ? bar + 1 : NULL;
+        }
+        json_object_set_new(o, "choices", c);
+    }
+    return o;
+}
+
+int cmd_encodings(int argc, char **argv)
+{
+    int json = 0;
+    const cli_opt opts[] = {
+        {"--json", CLI_FLAG, &json, NULL, "print a JSON array instead of text"},
+    };
+    int rc = cli_parse("ropelab encodings [--json]",
+                       "Lists the encoding registry: each encoding's name, title, source paper,\n"
+                       "what it acts on (q/k vectors, attention logits, both) and its parameters\n"
+                       "with type, default and help (set them with `--set key=value`).",
+                       argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
+    if (rc >= 0)
+        return rc;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < pe_family_count(); i++) {
+        const pe_family *f = pe_family_at(i);
+        json_t *ps = json_array();
+        for (size_t k = 0; k < f->n_params; k++)
+            json_array_append_new(ps, param_json(&f->params[k]));
+        if (json) {
+            json_array_append_new(
+                arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "name", f->name, "title", f->title,
+                               "paper", f->paper, "acts_on", acts_str(f->acts), "bias",
+                               f->bias_variant, "formula", f->formula, "params", ps));
+            continue;
+        }
+        printf("%-11s %s (acts on: %s)\n", f->name, f->title, acts_str(f->acts));
+        printf("            %s\n            %s\n", f->formula, f->paper);
+        for (size_t k = 0; k < f->n_params; k++) {
+            const pe_param *p = &f->params[k];
+            char ty[80];
+            if (p->type == PE_ENUM)
+                snprintf(ty, sizeof ty, "%s", p->choices);
+            else
+                snprintf(ty, sizeof ty, "%s", pe_ptype_name(p->type));
+            printf("    %-14s %-18s default %-10s %s\n", p->key, ty, p->def, p->help);
+        }
+        if (f->n_params == 0)
+            printf("    (no parameters)\n");
+        printf("\n");
+        json_decref(ps);
+    }
+    if (json) {
+        char *s = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        if (s)
+            puts(s);
+        free(s);
+    }
+    json_decref(arr);
+    return CLI_EXIT_OK;
+}

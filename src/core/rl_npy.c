@@ -1,0 +1,239 @@
+/* .npy reader/writer: the header is a Python dict literal such as
+ *   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+ * padded with spaces and a newline. We read exactly the three keys. */
+#include "core/rl_npy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+float rl_npy_half_to_float(uint16_t h)
+{
+    int sign = (h >> 15) & 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v;
+    if (e == 0)
+        v = ldexpf((float)m, -24);               /* subnormal: m * 2^-24 */
+    else if (e == 31)
+        v = m ? NAN : INFINITY;
+    else
+        v = ldexpf((float)(m | 0x400), e - 25);  /* 1.m * 2^(e-15) */
+    return sign ? -v : v;
+}
+
+/* Finds 'key' in the header dict and returns a pointer just past its ':'. */
+static const char *find_key(const char *hdr, const char *key)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "'%s'", key);
+    const char *p = strstr(hdr, pat);
+    if (!p) {
+        snprintf(pat, sizeof pat, "\"%s\"", key);
+        p = strstr(hdr, pat);
+    }
+    if (!p)
+        return NULL;
+    p += strlen(pat);
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p != ':')
+        return NULL;
+    p++;
+    while (isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+static rl_status parse_header(const char *path, const char *hdr, rl_npy *a, int *fortran,
+                              rl_error *err)
+{
+    const char *p = find_key(hdr, "descr");
+    if (!p || (*p != '\'' && *p != '"'))
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'descr' string: %s", path, hdr);
+    char q = *p++;
+    const char *end = strchr(p, q);
+    if (!end || (size_t)(end - p) >= sizeof a->descr)
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header 'descr' is malformed: %s", path, hdr);
+    memcpy(a->descr, p, (size_t)(end - p));
+    a->descr[end - p] = '\0';
+
+    p = find_key(hdr, "fortran_order");
+    if (!p)
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'fortran_order': %s", path, hdr);
+    if (strncmp(p, "True", 4) == 0)
+        *fortran = 1;
+    else if (strncmp(p, "False", 5) == 0)
+        *fortran = 0;
+    else
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'fortran_order' is neither True nor False: %s",
+                       path, hdr);
+
+    p = find_key(hdr, "shape");
+    if (!p || *p != '(')
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'shape' tuple: %s", path, hdr);
+    p++;
+    a->ndim = 0;
+    a->count = 1;
+    for (;;) {
+        while (isspace((unsigned char)*p) || *p == ',')
+            p++;
+        if (*p == ')')
+            break;
+        if (!isdigit((unsigned char)*p))
+            return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'shape' is malformed: %s", path, hdr);
+        if (a->ndim == RL_NPY_MAX_DIMS)
+            return rl_fail(err, RL_ERR_PARSE, "%s: .npy array has more than %d dimensions", path,
+                           RL_NPY_MAX_DIMS);
+        errno = 0;
+        char *e = NULL;
+        unsigned long long v = strtoull(p, &e, 10);
+        if (errno || (v && a->count > UINT64_MAX / 4 / v))
+            return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'shape' is too large: %s", path, hdr);
+        a->shape[a->ndim++] = v;
+        a->count *= v;
+        p = e;
+    }
+    return RL_OK;
+}
+
+rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
+{
+    memset(out, 0, sizeof *out);
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    rl_status st = RL_OK;
+    char *hdr = NULL;
+    void *raw = NULL;
+    unsigned char pre[10];
+    if (fread(pre, 1, 8, fp) != 8 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: not a .npy file (missing the \\x93NUMPY magic)", path);
+        goto done;
+    }
+    uint32_t major = pre[6], hlen;
+    if (major == 1) {
+        if (fread(pre + 8, 1, 2, fp) != 2)
+            goto short_read;
+        hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
+    } else if (major == 2 || major == 3) {
+        unsigned char b[4];
+        if (fread(b, 1, 4, fp) != 4)
+            goto short_read;
+        hlen = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+        if (hlen > (1u << 20)) {
+            st = rl_fail(err, RL_ERR_PARSE, "%s: .npy header length %u is implausible", path, hlen);
+            goto done;
+        }
+    } else {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: .npy format version %u.%u is not supported (1.0-3.0)",
+                     path, major, pre[7]);
+        goto done;
+    }
+    hdr = malloc(hlen + 1);
+    if (!hdr) {
+        st = rl_fail(err, RL_ERR_NOMEM, "%s: out of host memory", path);
+        goto done;
+    }
+    if (fread(hdr, 1, hlen, fp) != hlen)
+        goto short_read;
+    hdr[hlen] = '\0';
+    int fortran = 0;
+    if ((st = parse_header(path, hdr, out, &fortran, err)))
+        goto done;
+    size_t esize;
+    if (strcmp(out->descr, "<f4") == 0)
+        esize = 4;
+    else if (strcmp(out->descr, "<f2") == 0)
+        esize = 2;
+    else {
+        st = rl_fail(err, RL_ERR_PARSE,
+                     "%s: dtype '%s' is not supported (need '<f4' float32 or '<f2' float16, "
+                     "little-endian)",
+                     path, out->descr);
+        goto done;
+    }
+    if (fortran) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: array is in Fortran order; need C order "
+                                        "(save with numpy.ascontiguousarray)", path);
+        goto done;
+    }
+    uint64_t bytes = out->count * esize;
+    long here = ftell(fp);
+    if (fseek(fp, 0, SEEK_END) != 0 || here < 0) {
+        st = rl_fail(err, RL_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
+        goto done;
+    }
+    long total = ftell(fp);
+    if (total < 0 || (uint64_t)(total - here) != bytes) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: shape needs %" PRIu64 " data bytes but the file has %ld",
+                     path, bytes, total - here);
+        goto done;
+    }
+    fseek(fp, here, SEEK_SET);
+    raw = malloc(bytes ? bytes : 1);
+    out->data = malloc(out->count ? out->count * sizeof(float) : sizeof(float));
+    if (!raw || !out->data) {
+        st = rl_fail(err, RL_ERR_NOMEM, "%s: out of host memory for %" PRIu64 " bytes", path, bytes);
+        goto done;
+    }
+    if (fread(raw, 1, bytes, fp) != bytes)
+        goto short_read;
+    const unsigned char *b = raw;
+    for (uint64_t i = 0; i < out->count; i++) {
+        if (esize == 4) {
+            uint32_t u = (uint32_t)b[4 * i] | (uint32_t)b[4 * i + 1] << 8 |
+                         (uint32_t)b[4 * i + 2] << 16 | (uint32_t)b[4 * i + 3] << 24;
+            memcpy(&out->data[i], &u, 4);
+        } else {
+            out->data[i] = rl_npy_half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+        }
+    }
+    goto done;
+short_read:
+    st = rl_fail(err, RL_ERR_PARSE, "%s: file ends early (truncated .npy)", path);
+done:
+    fclose(fp);
+    free(hdr);
+    free(raw);
+    if (st)
+        rl_npy_free(out);
+    return st;
+}
+
+void rl_npy_free(rl_npy *a)
+{
+    free(a->data);
+    memset(a, 0, sizeof *a);
+}
+
+rl_status rl_npy_save_raw(const char *path, const char *descr, int fortran_order,
+                          const uint64_t *shape, uint32_t ndim, const void *data, size_t bytes,
+                          rl_error *err)
+{
+    char dict[512];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': (", descr,
+                     fortran_order ? "True" : "False");
+    for (uint32_t i = 0; i < ndim; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%" PRIu64 "%s", shape[i],
+                      ndim == 1 || i + 1 < ndim ? ", " : "");
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
+    /* Pad so that magic(6)+version(2)+len(2)+header is a multiple of 64. */
+    size_t hlen = (size_t)n + 1;
+    size_t pad = (64 - (10 + hlen) % 64) % 64;
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    uint16_t total = (uint16_t)(hlen + pad);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(total & 0xff),
+                             (unsigned char)(total >> 8)};
+    int bad = fwrite(pre, 1, 10, fp) != 10 || fwrite(dict, 1, (size_t)n, fp) != (size_t)n;
+    for (size_t i = 0; i < pad && !bad; i++)
+        bad = fputc(' ', fp) == EOF;
+    bad = bad || fputc('\n', fp) == EOF || (bytes && fwrite(data, 1, bytes, fp) != bytes);
+    if (fclose(fp) != 0 || bad)
+        return rl_fail(err, RL_ERR_IO, "%s: write failed", path);
+    return RL_OK;
+}
