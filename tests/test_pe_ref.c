@@ -8,6 +8,7 @@
 #include "core/rl_npy.h"
 #include "core/rl_util.h"
 #include "pe/pe.h"
+#include "pe/rope.h"
 #include "rl_test.h"
 #include "test_pe_util.h"
 
@@ -101,7 +102,7 @@ static const bad_param bad_params[] = {
     {"xl", "{\"d_r\": 3}", 4, 8, 0, "xl: d_r 3 must be even (sin and cos halves)"},
     {"xl", "{}", 5, 8, 0, "xl: d_r 5 must be even (sin and cos halves) (it defaults to head_dim)"},
     {"rope", "{\"rotary_dim\": 5}", 8, 1, 0, "rope: rotary_dim 5 must be even"},
-    {"rope", "{\"layout\": \"diagonal\"}", 8, 1, 0, "rope: layout 'diagonal' is not one of half|interleaved"},
+    {"rope", "{\"layout\": \"diagonal\"}", 8, 1, 0, "rope: layout must be \"half\" or \"interleaved\""},
     {"alibi", "{}", 4, 8, 3, "alibi: kv_heads 3 must divide heads 8"},
     {"alibi", "{}", 0, 8, 0, "alibi: head_dim must be at least 1"},
     {"rope9", "{}", 4, 8, 0, "unknown encoding 'rope9' (known: nope, rope, sinusoidal, learned, t5, alibi, xl)"},
@@ -122,6 +123,46 @@ START_TEST(every_parameter_error_names_the_key)
     ck_assert_ptr_null(e);
     ck_assert_msg(strncmp(err.msg, b->msg, strlen(b->msg)) == 0, "got '%s'\nwant '%s'", err.msg,
                   b->msg);
+}
+END_TEST
+
+START_TEST(rope_registry_keys_match_rope_param_table)
+{
+    /* The registry accepts exactly rope's own keys (plus the HF alias
+     * "type"); head_dim comes from the model shape, not the params. */
+    const pe_family *fam = pe_family_find("rope");
+    ck_assert_ptr_nonnull(fam);
+    size_t n;
+    const rope_param_info *t = rope_param_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(t[i].key, "head_dim") == 0)
+            continue;
+        int found = 0;
+        for (size_t k = 0; k < fam->n_params; k++)
+            found |= strcmp(fam->params[k].key, t[i].key) == 0;
+        ck_assert_msg(found, "rope key %s missing from the registry", t[i].key);
+    }
+    for (size_t k = 0; k < fam->n_params; k++) {
+        int found = strcmp(fam->params[k].key, "type") == 0;
+        for (size_t i = 0; i < n; i++)
+            found |= strcmp(fam->params[k].key, t[i].key) == 0;
+        ck_assert_msg(found, "registry key %s unknown to rope", fam->params[k].key);
+    }
+}
+END_TEST
+
+START_TEST(rope_resolved_params_record_what_was_used)
+{
+    pe_shape s = {.head_dim = 128, .heads = 1};
+    pe_encoding *e;
+    rl_error err = {0};
+    ck_assert_int_eq(make_enc("rope", "{\"type\": \"yarn\", \"factor\": 4, "
+                              "\"original_max_position_embeddings\": 4096}", &s, &e, &err), RL_OK);
+    ck_assert_str_eq(pe_param_str(e, "rope_type"), "yarn");
+    /* YaRN's default attention factor 0.1 ln(4) + 1. */
+    ck_assert_double_eq_tol(pe_param_num(e, "attention_factor"), 0.1 * log(4.0) + 1.0, 1e-15);
+    ck_assert_int_eq(pe_param_int(e, "rotary_dim"), 128);
+    pe_encoding_destroy(e);
 }
 END_TEST
 
@@ -552,6 +593,8 @@ int main(void)
     tcase_add_test(tc, registry_lists_every_encoding_once);
     tcase_add_test(tc, resolved_params_fill_every_default);
     tcase_add_loop_test(tc, every_parameter_error_names_the_key, 0, (int)RL_ARRAY_LEN(bad_params));
+    tcase_add_test(tc, rope_registry_keys_match_rope_param_table);
+    tcase_add_test(tc, rope_resolved_params_record_what_was_used);
     tcase_add_test(tc, set_parses_json_else_string);
     tcase_add_test(tc, t5_buckets_match_hand_computed_tables);
     tcase_add_test(tc, t5_bias_reads_hf_table_layout);

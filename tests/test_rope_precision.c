@@ -41,7 +41,7 @@ static void type_desc(int type, rope_desc *d)
 }
 
 /* Runs f on the device at pos[] and returns the worst error / bound, where
- * the bound is chk_rope_bounds' (4 ulp of the pair magnitude for table and
+ * the bound is rope_error_bounds' (4 ulp of the pair magnitude for table and
  * precise; the derived fp32 bound otherwise). Also returns max abs error. */
 static double run(rl_gpu *g, rope_kernel *k, const rope_freqs *f, const uint32_t *pos,
                   uint32_t tokens, uint32_t heads, double *max_abs)
@@ -61,7 +61,7 @@ static double run(rl_gpu *g, rope_kernel *k, const rope_freqs *f, const uint32_t
                   "%s", err.msg);
     ck_assert(guard_ok);
     rope_ref_apply(f, x, pos, tokens, heads, ref);
-    chk_rope_bounds(f, x, pos, tokens, heads, bound, scale);
+    rope_error_bounds(f, x, pos, tokens, heads, bound, scale);
     chk_stats s;
     chk_compare(y, ref, bound, scale, n, &s);
     ck_assert_uint_eq(s.n_nonfinite, 0);

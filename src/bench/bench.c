@@ -169,7 +169,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
         (st = rlvk_buffer_download(dev, &by, 0, y, n * sizeof(float), err)))
         goto done;
     rope_ref_apply(&f, x, pos, o.tokens, o.heads, ref);
-    chk_rope_bounds(&f, x, pos, o.tokens, o.heads, bound, scale);
+    rope_error_bounds(&f, x, pos, o.tokens, o.heads, bound, scale);
     chk_compare(y, ref, bound, scale, n, &res->verify);
     if (!res->verify.pass) {
         st = rl_fail(err, RL_ERR_MISMATCH,

@@ -41,6 +41,13 @@ static const vec_case vec_cases[] = {
     {"learned", "{}", "learned/error", 257, 2, 128, 11},
     {"learned", "{\"beyond\": \"clamp\", \"max_positions\": 512}", "learned/clamp", 64, 8, 32, 0},
     {"rope", "{\"layout\": \"interleaved\", \"rotary_dim\": 64}", "rope/interleaved", 65, 8, 128, 0},
+    /* Through the registry with HF keys: the precision modes' device data
+     * (table per launch's positions, precise per pair) must be wired up. */
+    {"rope", "{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 4096, "
+             "\"precision\": \"table\"}", "rope/yarn/table", 65, 4, 128, 0},
+    {"rope", "{\"rope_type\": \"llama3\", \"factor\": 8, \"original_max_position_embeddings\": 8192, "
+             "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"rope_theta\": 500000, "
+             "\"precision\": \"precise\"}", "rope/llama3/precise", 33, 8, 128, 0},
 };
 static const size_t vec_quick = 4;
 

@@ -61,6 +61,7 @@ const char *pe_ptype_name(pe_ptype t)
     case PE_BOOL: return "bool";
     case PE_STR: return "string";
     case PE_ENUM: return "enum";
+    case PE_JSON: return "json";
     }
     return "?";
 }
@@ -71,6 +72,9 @@ static rl_status check_value(const pe_family *fam, const pe_param *p, json_t *v,
                              rl_error *err)
 {
     switch (p->type) {
+    case PE_JSON:
+        *out = json_deep_copy(v);
+        return *out ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
     case PE_INT: {
         double x;
         if (json_is_integer(v))
@@ -288,6 +292,11 @@ const char *pe_param_str(const pe_encoding *e, const char *key)
 void pe_param_set_int(pe_encoding *e, const char *key, int64_t v)
 {
     json_object_set_new(e->params, key, json_integer((json_int_t)v));
+}
+
+void pe_param_set_json(pe_encoding *e, const char *key, json_t *v)
+{
+    json_object_set_new(e->params, key, v);
 }
 
 void pe_rng_seed(const pe_encoding *e, const char *tensor, rl_rng *rng)

@@ -37,7 +37,10 @@
 /* What an encoding acts on (bit set). */
 enum { PE_ACTS_VECTORS = 1, PE_ACTS_LOGITS = 2 };
 
-typedef enum pe_ptype { PE_INT, PE_NUM, PE_BOOL, PE_STR, PE_ENUM } pe_ptype;
+/* PE_JSON: any JSON value (lists, or keys whose default depends on other
+ * keys, default "null"), validated by the family's create() — which must
+ * name the key in its errors. */
+typedef enum pe_ptype { PE_INT, PE_NUM, PE_BOOL, PE_STR, PE_ENUM, PE_JSON } pe_ptype;
 
 /* One declared parameter. Absent or JSON null means the default; any given
  * value is taken literally and validated (numbers against [min, max],
@@ -185,6 +188,9 @@ const char *pe_param_str(const pe_encoding *e, const char *key);
 /* Records a value the create step derived (e.g. table rows read from a
  * file) in the resolved params, so --dry-run and results print it. */
 void pe_param_set_int(pe_encoding *e, const char *key, int64_t v);
+/* Records a value worked out at create time in the resolved params (takes
+ * the reference to v). */
+void pe_param_set_json(pe_encoding *e, const char *key, json_t *v);
 
 /* Seeds rng for tensor `tensor` of encoding e: stream "<name>/<tensor>". */
 void pe_rng_seed(const pe_encoding *e, const char *tensor, rl_rng *rng);

@@ -7,32 +7,60 @@
 #include "pe/pe.h"
 #include "pe/rope.h"
 
+/* RoPE's keys are HF's (rope_parameters / rope_scaling names plus
+ * rope_theta, rotary_dim, partial_rotary_factor, layout, precision); their
+ * defaults depend on rope_type, so every key is PE_JSON with default null
+ * and rope_desc_from_json validates them (its errors name the key). The list
+ * must match rope_param_table() — test_pe_ref checks it. head_dim comes from
+ * the model shape. */
+#define ROPE_KEY(k, help) {k, PE_JSON, "null", 0, 0, NULL, help}
 static const pe_param params[] = {
-    {"rotary_dim", PE_INT, "0", 0, ROPE_MAX_HEAD_DIM, NULL,
-     "dimensions rotated (even); 0: head_dim (HF partial_rotary_factor * head_dim)"},
-    {"theta", PE_NUM, "10000.0", 1.0000001, 1e12, NULL, "frequency base (HF rope_theta)"},
-    {"layout", PE_ENUM, "\"half\"", 0, 0, "half|interleaved",
-     "pairs (j, j + rot/2) as GPT-NeoX/Llama, or (2j, 2j+1) as GPT-J/RoFormer"},
+    ROPE_KEY("rope_type", "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional (alias: type)"),
+    ROPE_KEY("type", "alias of rope_type"),
+    ROPE_KEY("rope_theta", "frequency base (default 10000)"),
+    ROPE_KEY("rotary_dim", "rotated dimensions, even (default head_dim)"),
+    ROPE_KEY("partial_rotary_factor", "rotary_dim = int(head_dim * factor) (default 1)"),
+    ROPE_KEY("layout", "half (NeoX/Llama rotate_half, default) or interleaved (GPT-J)"),
+    ROPE_KEY("precision", "angle precision: fp32 (default), table or precise"),
+    ROPE_KEY("factor", "scaling factor >= 1"),
+    ROPE_KEY("original_max_position_embeddings", "pre-training context length"),
+    ROPE_KEY("max_position_embeddings", "model's maximum length (dynamic)"),
+    ROPE_KEY("seq_len", "sequence length in use (dynamic, longrope)"),
+    ROPE_KEY("beta_fast", "yarn: ramp end (default 32)"),
+    ROPE_KEY("beta_slow", "yarn: ramp start (default 1)"),
+    ROPE_KEY("mscale", "yarn: attention factor coefficient"),
+    ROPE_KEY("mscale_all_dim", "yarn: attention factor denominator coefficient"),
+    ROPE_KEY("truncate", "yarn: floor/ceil the correction range (default true)"),
+    ROPE_KEY("attention_factor", "multiplies cos and sin (yarn, longrope)"),
+    ROPE_KEY("low_freq_factor", "llama3: low-frequency band edge"),
+    ROPE_KEY("high_freq_factor", "llama3: high-frequency band edge"),
+    ROPE_KEY("short_factor", "longrope: rotary_dim/2 divisors up to the original length"),
+    ROPE_KEY("long_factor", "longrope: rotary_dim/2 divisors beyond it"),
 };
 
-/* ==== MERGE: replace by rope_desc_from_json(d, params, err) (issue 3) ==== */
-static rl_status pe_rope_desc_from_params(const pe_encoding *e, rope_desc *d, rl_error *err)
+/* The resolved params minus nulls, with head_dim from the shape, through
+ * rope's own JSON configuration. */
+static rl_status desc_from_params(const pe_encoding *e, rope_desc *d, rl_error *err)
 {
-    (void)err;
     memset(d, 0, sizeof *d);
-    d->head_dim = pe_encoding_shape(e)->head_dim;
-    d->rotary_dim = (uint32_t)pe_param_int(e, "rotary_dim");
-    d->theta = pe_param_num(e, "theta");
-    d->layout = strcmp(pe_param_str(e, "layout"), "interleaved") == 0 ? RL_ROPE_LAYOUT_INTERLEAVED
-                                                                        : RL_ROPE_LAYOUT_HALF;
-    return RL_OK;
+    json_t *obj = json_object();
+    if (!obj)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)pe_encoding_params(e), key, v)
+        if (!json_is_null(v))
+            json_object_set(obj, key, v);
+    json_object_set_new(obj, "head_dim", json_integer(pe_encoding_shape(e)->head_dim));
+    rl_status st = rope_desc_from_json(d, obj, err);
+    json_decref(obj);
+    return st;
 }
-/* ==== end MERGE ==== */
 
 static rl_status create(pe_encoding *e, rl_error *err)
 {
     rope_desc d;
-    rl_status st = pe_rope_desc_from_params(e, &d, err);
+    rl_status st = desc_from_params(e, &d, err);
     rope_freqs *f = malloc(sizeof *f);
     if (!f)
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
@@ -44,7 +72,14 @@ static rl_status create(pe_encoding *e, rl_error *err)
         return st;
     }
     pe_encoding_set_state(e, f);
+    /* Record what was really used. */
+    pe_param_set_json(e, "rope_type", json_string(rope_type_name(f->rope_type)));
     pe_param_set_int(e, "rotary_dim", f->rotary_dim);
+    pe_param_set_json(e, "rope_theta", json_real(f->base));
+    pe_param_set_json(e, "layout", json_string(f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved"));
+    pe_param_set_json(e, "precision", json_string(rope_precision_name(f->precision)));
+    pe_param_set_json(e, "attention_factor", json_real(f->attention_factor));
+    json_object_del((json_t *)pe_encoding_params(e), "type");
     return RL_OK;
 }
 
@@ -56,38 +91,23 @@ static void vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, s
     rope_ref_apply(pe_encoding_state(e), x, pos, tokens, heads, y);
 }
 
-/* Same derivation as chk_rope.c: for a pair of magnitude M = |a| + |b| and
- * attention factor s, |y - y_ref| <= s M trig_err(phi) + 4 ulp(s M) (three
- * fp32 roundings of a*c - b*s); pass-through dims bit-exact. */
+/* The kernel's bound in the encoding's precision mode (rope_bound.c). */
 static void vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                       uint32_t heads, double *bound, double *scale)
 {
-    const rope_freqs *f = pe_encoding_state(e);
-    uint32_t d = f->head_dim;
-    double s = fabs(f->attention_factor);
-    for (size_t t = 0; t < tokens; t++)
-        for (uint32_t h = 0; h < heads; h++) {
-            size_t row = (t * heads + h) * d;
-            for (uint32_t i = 0; i < d; i++) {
-                if (i >= f->rotary_dim) {
-                    bound[row + i] = 0;
-                    scale[row + i] = fabs(x[row + i]);
-                    continue;
-                }
-                int first;
-                uint32_t pair;
-                uint32_t o = rope_partner(f, i, &first, &pair);
-                double m = s * (fabs(x[row + i]) + fabs(x[row + o]));
-                bound[row + i] = m * pe_fp32_trig_err((double)pos[t] * f->inv_freq[pair]) +
-                                 4 * rl_ulp32(m);
-                scale[row + i] = m;
-            }
-        }
+    rope_error_bounds(pe_encoding_state(e), x, pos, tokens, heads, bound, scale);
 }
 
+/* Device state: the kernel, inv_freq, and the angle data of the precision
+ * mode (precise: per pair, made once; table: per recorded launch, since it
+ * depends on the positions — kept until destroy because a recorded command
+ * may not have run yet). */
+#define ROPE_PE_MAX_TABLES 16
 typedef struct rope_gpu_state {
     rope_kernel k;
     rlvk_buffer freq;
+    rlvk_buffer angles[ROPE_PE_MAX_TABLES];
+    uint32_t n_angles;
 } rope_gpu_state;
 
 static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
@@ -96,9 +116,15 @@ static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
     if (!s)
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
     g->impl = s;
+    const rope_freqs *f = pe_encoding_state(g->e);
     rl_status st = rope_kernel_create(g->dev, &s->k, err);
     if (!st)
-        st = rope_gpu_upload_freqs(g->dev, pe_encoding_state(g->e), &s->freq, err);
+        st = rope_gpu_upload_freqs(g->dev, f, &s->freq, err);
+    if (!st && f->precision != RL_ROPE_PREC_TABLE) {
+        st = rope_gpu_upload_angles(g->dev, f, NULL, 0, &s->angles[0], err);
+        if (!st)
+            s->n_angles = 1;
+    }
     return st;
 }
 
@@ -107,9 +133,27 @@ static rl_status vec_gpu_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer 
                                 rl_error *err)
 {
     rope_gpu_state *s = g->impl;
-    rope_gpu_io io = {.x = x, .y = y, .pos = pos, .freq = &s->freq, .tokens = tokens,
-                      .heads = g->heads};
-    return rope_gpu_record(cmd, &s->k, pe_encoding_state(g->e), &io, err);
+    const rope_freqs *f = pe_encoding_state(g->e);
+    const rlvk_buffer *angles = &s->angles[0];
+    if (f->precision == RL_ROPE_PREC_TABLE) {
+        /* The table is (cos, sin) of this launch's positions, in double. */
+        if (s->n_angles == ROPE_PE_MAX_TABLES)
+            return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d table-mode launches on one "
+                           "device state", ROPE_PE_MAX_TABLES);
+        uint32_t *hp = malloc((tokens ? tokens : 1) * sizeof *hp);
+        if (!hp)
+            return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+        rl_status st = rlvk_buffer_download(g->dev, pos, 0, hp, tokens * sizeof *hp, err);
+        if (!st)
+            st = rope_gpu_upload_angles(g->dev, f, hp, tokens, &s->angles[s->n_angles], err);
+        free(hp);
+        if (st)
+            return st;
+        angles = &s->angles[s->n_angles++];
+    }
+    rope_gpu_io io = {.x = x, .y = y, .pos = pos, .freq = &s->freq, .angles = angles,
+                      .tokens = tokens, .heads = g->heads};
+    return rope_gpu_record(cmd, &s->k, f, &io, err);
 }
 
 static void vec_gpu_destroy(pe_vec_gpu *g)
@@ -119,6 +163,8 @@ static void vec_gpu_destroy(pe_vec_gpu *g)
         return;
     rope_kernel_destroy(g->dev, &s->k);
     rlvk_buffer_destroy(g->dev, &s->freq);
+    for (uint32_t i = 0; i < s->n_angles; i++)
+        rlvk_buffer_destroy(g->dev, &s->angles[i]);
     free(s);
 }
 

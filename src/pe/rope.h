@@ -152,6 +152,15 @@ void rope_ref_apply_d(const rope_freqs *f, const double *x, const uint32_t *pos,
  * is the first ("a") member of its pair; pair index in *pair. */
 uint32_t rope_partner(const rope_freqs *f, uint32_t i, int *is_first, uint32_t *pair);
 
+/* Per-element bound |y_gpu - y_ref| of the kernel in f's precision mode, and
+ * the scale of the relative error (the pair magnitude s*(|x_a|+|x_b|), s the
+ * attention factor). fp32: s*M*(|phi|*2^-23 + 2^-11) + 4 ulp(s*M) (fp32
+ * angle rounding + Vulkan's 2^-11 sin/cos bound); table and precise: 4 ulp
+ * of s*M; pass-through dimensions 0 (bit-exact). Derivations in
+ * rope_bound.c. x: [tokens][heads][head_dim] f32; bound, scale: same shape. */
+void rope_error_bounds(const rope_freqs *f, const float *x, const uint32_t *pos, size_t tokens,
+                       uint32_t heads, double *bound, double *scale);
+
 /* ---- GPU host side ------------------------------------------------------ */
 
 /* Pipelines specialised per shape (layout, head_dim, rotary_dim, heads),
