@@ -15,6 +15,8 @@ static const command commands[] = {
     {"devices", cmd_devices, "list Vulkan devices and their limits"},
     {"check", cmd_check, "verify every kernel on a device against the CPU references"},
     {"bench", cmd_bench, "measure kernel bandwidth against a copy kernel on a device"},
+    {"run", cmd_run, "run a batch file of experiments (sweeps, devices, shards, resume)"},
+    {"merge", cmd_merge, "combine the outputs of sharded runs into one results directory"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,177 @@
+/* run_model.c — model shapes from presets, HF config.json files and
+ * explicit keys. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/run_int.h"
+#include "run/run_yaml.h"
+
+#ifndef RL_CONFIG_DIR
+#define RL_CONFIG_DIR "configs"
+#endif
+
+/* YAML subtree -> JSON (scalars typed like batch files). */
+static json_t *node_json(const run_node *n)
+{
+    if (n->type == RUN_NODE_SCALAR)
+        return run_scalar_json(n);
+    json_t *o = n->type == RUN_NODE_MAP ? json_object() : json_array();
+    for (size_t i = 0; o && i < n->n; i++) {
+        json_t *v = node_json(n->items[i]);
+        if (n->type == RUN_NODE_MAP)
+            json_object_set_new(o, n->keys[i], v);
+        else
+            json_array_append_new(o, v);
+    }
+    return o;
+}
+
+static int name_ok(const char *s)
+{
+    if (!*s || strlen(s) > 100)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '-' || *s == '_' || *s == '.'))
+            return 0;
+    return 1;
+}
+
+/* Loads configs/models/<name>.yaml into a JSON object. */
+static rl_status load_preset(const char *name, json_t **out, rl_error *err)
+{
+    *out = NULL;
+    if (!name_ok(name) || name[0] == '.')
+        return rl_fail(err, RL_ERR_ARG, "preset '%s': names use letters, digits, '-', '_', '.'",
+                       name);
+    const char *dir = getenv("ROPELAB_CONFIG_DIR");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/models/%s.yaml", dir && *dir ? dir : RL_CONFIG_DIR, name);
+    char *text;
+    size_t len;
+    rl_status st = run_read_file(path, 1u << 20, &text, &len, err);
+    if (st) {
+        if (st == RL_ERR_IO)
+            return rl_fail(err, RL_ERR_ARG, "no model preset '%s' (looked for %s)", name, path);
+        return st;
+    }
+    run_node *root = NULL;
+    st = run_yaml_parse(path, text, len, &root, err);
+    free(text);
+    if (st)
+        return st;
+    if (!root || root->type != RUN_NODE_MAP) {
+        run_node_free(root);
+        return rl_fail(err, RL_ERR_PARSE, "%s: a preset is a mapping of model keys", path);
+    }
+    *out = node_json(root);
+    run_node_free(root);
+    return *out ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+}
+
+static int get_u32(const json_t *o, const char *k, uint32_t *v)
+{
+    json_t *x = json_object_get(o, k);
+    if (!json_is_integer(x) || json_integer_value(x) <= 0 || json_integer_value(x) > 1 << 30)
+        return 0;
+    *v = (uint32_t)json_integer_value(x);
+    return 1;
+}
+
+/* RoPE settings of a preset or HF config as an encoding. */
+static json_t *rope_of(const json_t *cfg)
+{
+    json_t *theta = json_object_get(cfg, "rope_theta");
+    json_t *sc = json_object_get(cfg, "rope_scaling");
+    json_t *prf = json_object_get(cfg, "partial_rotary_factor");
+    if (!json_is_number(theta) && !json_is_object(sc))
+        return NULL;
+    const char *type = "rope";
+    if (json_is_object(sc)) {
+        const char *t = json_string_value(json_object_get(sc, "rope_type"));
+        if (!t)
+            t = json_string_value(json_object_get(sc, "type"));
+        if (t && strcmp(t, "default") != 0)
+            type = t;
+    }
+    json_t *e = json_pack("{s:s}", "type", type);
+    if (json_is_number(theta))
+        json_object_set(e, "rope_theta", theta);
+    if (json_is_number(prf) && json_number_value(prf) != 1.0)
+        json_object_set(e, "partial_rotary_factor", prf);
+    if (json_is_object(sc) && strcmp(type, "rope") != 0)
+        json_object_set(e, "rope_scaling", sc);
+    return e;
+}
+
+rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model *m,
+                            json_t **rope, rl_error *err)
+{
+    memset(m, 0, sizeof *m);
+    *rope = NULL;
+    const char *preset = json_string_value(json_object_get(model, "preset"));
+    const char *hf = json_string_value(json_object_get(model, "hf_config"));
+    rl_status st;
+    if (preset) {
+        json_t *p;
+        if ((st = load_preset(preset, &p, err)))
+            return st;
+        get_u32(p, "head_dim", &m->head_dim);
+        get_u32(p, "heads", &m->heads);
+        get_u32(p, "kv_heads", &m->kv_heads);
+        get_u32(p, "train_len", &m->train_len);
+        *rope = rope_of(p);
+        json_decref(p);
+    }
+    if (hf) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s%s%s", hf[0] == '/' ? "" : base_dir, hf[0] == '/' ? "" : "/",
+                 hf);
+        json_error_t je;
+        json_t *cfg = json_load_file(path, 0, &je);
+        if (!json_is_object(cfg)) {
+            json_decref(cfg);
+            json_decref(*rope);
+            *rope = NULL;
+            return rl_fail(err, RL_ERR_ARG, "hf_config %s: %s", path,
+                           cfg ? "not a JSON object" : je.text);
+        }
+        uint32_t hidden = 0;
+        get_u32(cfg, "num_attention_heads", &m->heads);
+        if (!get_u32(cfg, "num_key_value_heads", &m->kv_heads))
+            m->kv_heads = m->heads;
+        if (!get_u32(cfg, "head_dim", &m->head_dim) && get_u32(cfg, "hidden_size", &hidden) &&
+            m->heads)
+            m->head_dim = hidden / m->heads;
+        get_u32(cfg, "max_position_embeddings", &m->train_len);
+        json_t *sc = json_object_get(cfg, "rope_scaling");
+        get_u32(sc, "original_max_position_embeddings", &m->train_len);
+        json_decref(*rope);
+        *rope = rope_of(cfg);
+        json_decref(cfg);
+    }
+    get_u32(model, "head_dim", &m->head_dim);
+    get_u32(model, "heads", &m->heads);
+    get_u32(model, "kv_heads", &m->kv_heads);
+    get_u32(model, "train_len", &m->train_len);
+    if (m->heads && !m->kv_heads)
+        m->kv_heads = m->heads;
+    const char *missing = !m->head_dim ? "head_dim" : !m->heads ? "heads"
+                        : !m->train_len ? "train_len" : NULL;
+    if (missing)
+        st = rl_fail(err, RL_ERR_ARG, "%s is not given (set it, or use preset or hf_config)",
+                     missing);
+    else if (m->head_dim % 2)
+        st = rl_fail(err, RL_ERR_ARG, "head_dim %u must be even (RoPE rotates pairs)",
+                     m->head_dim);
+    else if (m->heads % m->kv_heads)
+        st = rl_fail(err, RL_ERR_ARG, "kv_heads %u does not divide heads %u", m->kv_heads,
+                     m->heads);
+    else
+        return RL_OK;
+    json_decref(*rope);
+    *rope = NULL;
+    return st;
+}
