@@ -838,14 +838,42 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
     if (!model)
         diag_add(&c, AT(r), "", "missing required key 'model' (head_dim, heads, kv_heads, "
                  "train_len, or preset, or hf_config)");
-    else
+    size_t d0 = diag->n;
+    if (model)
         parse_schema(&c, model, "model", "model", model_params, RL_ARRAY_LEN(model_params),
                      model_tmpl, max);
+    int model_clean = diag->n == d0;
     const run_node *data = run_node_get(r, "data", NULL);
+    d0 = diag->n;
     parse_schema(&c, data, "data", "data", data_params, RL_ARRAY_LEN(data_params), data_tmpl,
                  dax);
+    int data_clean = diag->n == d0;
     if (!data)
         data = r;
+    /* without model sweeps, check the model (and the data against it) now,
+     * so these errors are reported together with all others */
+    if (model && model->type == RUN_NODE_MAP && max->n == 0 && model_clean) {
+        exp_model m;
+        json_t *rope = NULL;
+        rl_error merr = {0};
+        if (run_model_resolve(model_tmpl, c.base_dir, &m, &rope, &merr)) {
+            const run_node *at = model;
+            char mp[64] = "model";
+            for (size_t i = 0; i < model->n; i++)
+                if (!strncmp(merr.msg, model->keys[i], strlen(model->keys[i])) &&
+                    merr.msg[strlen(model->keys[i])] == ' ') {
+                    at = model->items[i];
+                    snprintf(mp, sizeof mp, "model.%s", model->keys[i]);
+                }
+            diag_add(&c, AT(at), mp, "%s", merr.msg);
+        } else if (dax->n == 0 && data_clean) {
+            if (json_integer_value(json_object_get(data_tmpl, "seed")) < 0)
+                json_object_set_new(data_tmpl, "seed", json_integer((json_int_t)b->seed));
+            if (run_data_probe(data_tmpl, &m, c.base_dir, &merr))
+                diag_add(&c, AT(data), "data", "%s", merr.msg);
+        }
+        json_decref(rope);
+    }
 
     /* encodings */
     const run_node *el = run_node_get(r, "encodings", NULL);

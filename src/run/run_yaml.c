@@ -13,7 +13,7 @@ typedef struct builder {
 static rl_status parser_error(builder *b)
 {
     const yaml_parser_t *p = &b->parser;
-    yaml_mark_t m = p->problem_offset ? p->problem_mark : p->context_mark;
+    yaml_mark_t m = p->problem_mark;
     if (p->error == YAML_MEMORY_ERROR)
         return rl_fail(b->err, RL_ERR_NOMEM, "%s: out of memory while parsing", b->name);
     return rl_fail(b->err, RL_ERR_PARSE, "%s:%lu:%lu: YAML syntax error: %s%s%s", b->name,
