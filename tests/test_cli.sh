@@ -28,6 +28,15 @@ expect bench_bad_layout 2 "--layout 'diagonal'" -- bench rope --layout diagonal
 expect bench_zero_tokens 2 'must be at least 1' -- bench rope --tokens 0
 expect bad_number 2 "--tokens: 'abc' is not a valid" -- bench rope --tokens abc
 expect check_bad_pos 2 'max-pos-log2 30' -- check --max-pos-log2 30
+example="$(dirname "$0")/../experiments/example.yaml"
+runtmp=$(mktemp -d)
+printf 'model: {head_dim: 64, heads: 4, train_len: 8}\nexperiments:\n  - kind: decay\n    params: {max_distanse: 3}\n' > "$runtmp/bad.yaml"
+expect run_dry 0 '8 run\(s\) in this shard' -- run "$example" --dry-run
+expect run_dry_shard 0 'shard 1/2' -- run "$example" --dry-run --shard 1/2
+expect run_bad_key 2 "bad.yaml:4:14: experiments\[0\].params.max_distanse: unknown key; did you mean 'max_distance'\?" -- run "$runtmp/bad.yaml" --dry-run
+expect run_no_file 2 'cannot open' -- run "$runtmp/none.yaml" --dry-run
+expect run_bad_shard 2 "--shard '3/3'" -- run "$example" --dry-run --shard 3/3
+expect merge_nothing 2 'name the shard output' -- merge
 if [ $have_device = 1 ]; then
   expect devices 0 'llvmpipe|\[0\]' -- devices
   expect devices_json 0 '"subgroup_size"' -- devices --json
@@ -38,8 +47,12 @@ if [ $have_device = 1 ]; then
   expect bench_too_big 2 'maxStorageBufferRange' -- bench rope --tokens 2000000
   expect check_quick_json 0 '"pass": true' -- check --quick --json --device all
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
+  expect run_example 0 '8 run\(s\): 8 passed' -- run "$example" --out "$runtmp/out" --quiet
+  expect run_resume 0 '8 already complete' -- run "$example" --out "$runtmp/out" --quiet --resume
+  expect merge_one 0 'merged 1 of 1 shard' -- merge "$runtmp/out" --out "$runtmp/merged"
 else
   echo "test_cli: no Vulkan device: device cases skipped" >&2
 fi
+rm -rf "$runtmp"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

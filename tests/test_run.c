@@ -1,10 +1,14 @@
 /* Batch loading: sweeps, zip groups, stable ids, shards, error reports. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
 
+#include <unistd.h>
+
 #include "run/run.h"
+#include "run/run_int.h"
 #include "rl_test.h"
 
 static const char *base =
@@ -209,6 +213,37 @@ START_TEST(preset_gives_model_shape)
 }
 END_TEST
 
+START_TEST(decay_bound_at_zero_is_mean_of_one_to_half_dim)
+{
+    /* At r = 0 every e^{i r theta_k} = 1, so |S_j| = j and the bound is
+     * (1/(d/2)) sum_{j=1}^{d/2} j = (d/2 + 1) / 2: 16.5 for d = 64. The
+     * constant-vector score is 1 there (normalised by head_dim). */
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("experiments: [{kind: decay, params: {max_distance: 0}}]\n", &b, &d),
+                     RL_OK);
+    exp_run r;
+    run_item_to_exp(&b.items[0], &r);
+    char dir[] = "/tmp/rl_decay_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    exp_sink sink;
+    rl_error err = {0};
+    ck_assert_int_eq(exp_sink_init(&sink, dir, &err), RL_OK);
+    exp_ctx cx = {0};
+    ck_assert_msg(b.items[0].kind->run(&r, &cx, &sink, &err) == RL_OK, "%s", err.msg);
+    ck_assert_int_eq(exp_sink_end_table(&sink, &err), RL_OK);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(sink.metrics, "bound_r0")), 16.5, 1e-12);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(sink.metrics, "score_rmax")), 1.0, 1e-12);
+    ck_assert(!sink.failed_verification);
+    exp_sink_free(&sink);
+    char path[64];
+    snprintf(path, sizeof path, "%s/decay.csv", dir);
+    ck_assert_int_eq(remove(path), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+    run_batch_free(&b);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run");
@@ -222,6 +257,7 @@ int main(void)
     tcase_add_test(tc, model_errors_come_together_with_other_errors);
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, preset_gives_model_shape);
+    tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }
