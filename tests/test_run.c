@@ -244,6 +244,41 @@ START_TEST(decay_bound_at_zero_is_mean_of_one_to_half_dim)
 }
 END_TEST
 
+START_TEST(hf_config_gives_shape_and_rope_settings)
+{
+    /* head_dim = hidden_size / num_attention_heads = 3072 / 24 = 128;
+     * train_len from rope_scaling.original_max_position_embeddings */
+    char dir[] = "/tmp/rl_hf_XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs("{\"hidden_size\": 3072, \"num_attention_heads\": 24, \"num_key_value_heads\": 8,"
+          " \"max_position_embeddings\": 131072, \"rope_theta\": 500000.0,"
+          " \"rope_scaling\": {\"rope_type\": \"default\", \"original_max_position_embeddings\": 8192}}",
+          fp);
+    fclose(fp);
+    run_batch b;
+    run_diag d;
+    rl_error err = {0};
+    const char *t = "model: {hf_config: config.json}\nencodings: [{name: m, type: model}]\n"
+                    "experiments: [{kind: decay, params: {max_distance: 4}}]\n";
+    ck_assert_msg(run_batch_parse("h.yaml", t, strlen(t), dir, &b, &d, &err) == RL_OK, "%s",
+                  d.n ? d.msg[0] : err.msg);
+    const json_t *m = json_object_get(b.items[0].resolved, "model");
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "head_dim")), 128);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "heads")), 24);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "kv_heads")), 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "train_len")), 8192);
+    const json_t *e = json_object_get(b.items[0].resolved, "encoding");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "type")), "rope");
+    ck_assert_double_eq(json_number_value(json_object_get(e, "rope_theta")), 500000.0);
+    run_batch_free(&b);
+    ck_assert_int_eq(remove(path), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run");
@@ -258,6 +293,7 @@ int main(void)
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, preset_gives_model_shape);
     tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
+    tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }
