@@ -24,6 +24,7 @@ typedef struct job {
     int status;                  /* 0 pending, 1 passed, 2 failed, 3 skipped (complete) */
     char reason[1024];
     double wall_s;
+    double gpu_ms;               /* the kind's "gpu_ms" metric, or -1 */
 } job;
 
 typedef struct worker {
@@ -185,6 +186,9 @@ static void run_job(sched *s, worker *w, job *j)
                             j->item->swept, "wall_s", j->wall_s);
     if (st)
         json_object_set_new(sum, "reason", json_string(err.msg));
+    j->gpu_ms = -1;
+    if (sink_ok && json_is_number(json_object_get(sink.metrics, "gpu_ms")))
+        j->gpu_ms = json_number_value(json_object_get(sink.metrics, "gpu_ms"));
     if (sink_ok) {
         json_object_set(sum, "metrics", sink.metrics);
         json_object_set(sum, "verification", sink.verification);
@@ -574,10 +578,15 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
                                "device", j->device, "status", status, "wall_s", j->wall_s);
         if (j->status == 2)
             json_object_set_new(jj, "reason", json_string(j->reason));
+        if (j->status != 3 && j->gpu_ms >= 0)
+            json_object_set_new(jj, "gpu_ms", json_real(j->gpu_ms));
         if (j->status == 3) { /* take status and times from the earlier run */
             snprintf(path, sizeof path, "%s/runs/%s/summary.json", s.out, j->dir);
             json_t *sum = load_json(path);
             json_object_set(jj, "wall_s", json_object_get(sum, "wall_s"));
+            json_t *g = json_object_get(json_object_get(sum, "metrics"), "gpu_ms");
+            if (json_is_number(g))
+                json_object_set(jj, "gpu_ms", g);
             json_decref(sum);
         }
         json_array_append_new(jobs_j, jj);
