@@ -73,6 +73,7 @@ START_TEST(batch_writes_runs_results_and_manifest)
     ck_assert_msg(run_batch_execute(&b, &o, &r, &err) == RL_OK, "%s", err.msg);
     ck_assert_uint_eq(r.jobs, 5);
     ck_assert_uint_eq(r.passed, 5);
+    ck_assert_uint_eq(r.validation_messages, 0);
     for (size_t i = 0; i < b.n_items; i++)
         ck_assert(exists("%s/runs/%s/summary.json", out, b.items[i].id));
     snprintf(path, sizeof path, "%s/results.csv", out);
@@ -216,6 +217,7 @@ START_TEST(device_all_tags_rows_with_each_device)
     /* GPU kinds run on every device, CPU kinds once */
     ck_assert_uint_eq(r.jobs, 3 + 2 * n_gpu);
     ck_assert_uint_eq(r.passed, r.jobs);
+    ck_assert_uint_eq(r.validation_messages, 0);
     const char *dev0 = json_string_value(json_object_get(json_array_get(devs, 0), "name"));
     snprintf(path, sizeof path, "%s/results.csv", out);
     ck_assert_uint_eq(count_lines_with(path, dev0, NULL, 0), count_lines_with(path, ",precision,", NULL, 0) / n_gpu);

@@ -76,6 +76,9 @@ int cmd_run(int argc, char **argv)
         cli_error("%s", err.msg);
         return CLI_EXIT_USAGE;
     }
+    if (res.validation_messages)
+        fprintf(stderr, "ropelab: warning: the validation layer reported %u message(s); see "
+                        "manifest.json\n", res.validation_messages);
     printf("%zu run(s): %zu passed, %zu failed, %zu already complete%s; results in %s/results.csv\n",
            res.jobs, res.passed, res.failed, res.skipped,
            res.interrupted ? ", stopped early" : "", out);

@@ -96,6 +96,7 @@ typedef struct run_options {
 typedef struct run_outcome {
     size_t jobs, passed, failed, skipped; /* skipped: already complete (--resume) */
     int interrupted;             /* fail_after hit */
+    unsigned validation_messages;/* Vulkan validation-layer messages during the batch */
 } run_outcome;
 
 /* Runs this shard's part of the plan. RL_OK when the batch ran (failed runs

@@ -606,6 +606,14 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
         char h[17];
         snprintf(h, sizeof h, "%016llx", (unsigned long long)b->text_hash);
         json_object_set_new(json_object_get(man, "batch"), "hash", json_string(h));
+        /* validation-layer messages (counted quietly) are part of the record */
+        out->validation_messages = have_inst ? rlvk_instance_messages(&inst) : 0;
+        json_object_set_new(man, "validation_layer", json_boolean(have_inst && inst.validation));
+        json_object_set_new(man, "validation_messages",
+                            json_integer((json_int_t)out->validation_messages));
+        if (out->validation_messages && have_inst)
+            json_object_set_new(man, "first_validation_message",
+                                json_string(inst.first_message));
         snprintf(path, sizeof path, "%s/manifest.json", s.out);
         st = write_summary(path, man, err);
         json_decref(man);
