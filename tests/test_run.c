@@ -178,9 +178,11 @@ START_TEST(model_errors_come_together_with_other_errors)
     ck_assert(has_msg(&d, "did you mean 'step'?"));
     ck_assert(has_msg(&d, "unknown experiment kind 'nope'"));
     run_diag_free(&d);
-    t = "model: {head_dim: 64, heads: 8, kv_heads: 3, train_len: 10}\nexperiments: [{kind: decay}]\n";
+    t = "model: {head_dim: 63, heads: 8, kv_heads: 3, train_len: 10}\nexperiments: [{kind: decay}]\n";
     ck_assert_int_eq(run_batch_parse("m.yaml", t, strlen(t), ".", &b, &d, &err), RL_ERR_PARSE);
-    ck_assert(has_msg(&d, "kv_heads 3 does not divide heads 8"));
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert(has_msg(&d, "m.yaml:1:19: model.head_dim: head_dim 63 must be even"));
+    ck_assert(has_msg(&d, "m.yaml:1:43: model.kv_heads: kv_heads 3 does not divide heads 8"));
     run_diag_free(&d);
 }
 END_TEST

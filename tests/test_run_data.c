@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <check.h>
 
@@ -48,7 +49,8 @@ static void make_safetensors(const char *path, int truncate)
 
 START_TEST(safetensors_reads_f32_and_f16_with_shapes)
 {
-    const char *p = "/tmp/rl_test_data.safetensors";
+    char p[64];
+    snprintf(p, sizeof p, "/tmp/rl_test_data_%ld.safetensors", (long)getpid());
     make_safetensors(p, 0);
     rl_safetensors st;
     rl_error err = {0};
@@ -74,7 +76,8 @@ END_TEST
 
 START_TEST(data_files_are_checked_against_the_model)
 {
-    const char *p = "/tmp/rl_test_data.safetensors";
+    char p[64];
+    snprintf(p, sizeof p, "/tmp/rl_test_data_%ld.safetensors", (long)getpid());
     make_safetensors(p, 0);
     json_t *d = json_pack("{s:s,s:s,s:s,s:s,s:s}", "source", "safetensors", "path", p, "q", "q",
                           "k", "k", "layout", "thd");
@@ -97,7 +100,8 @@ END_TEST
 START_TEST(npy_heads_tokens_layout_is_reordered)
 {
     /* [heads=2][tokens=3][head_dim=2] float32, element value = its index */
-    const char *p = "/tmp/rl_test_q.npy";
+    char p[64];
+    snprintf(p, sizeof p, "/tmp/rl_test_q_%ld.npy", (long)getpid());
     char hdr[128];
     int n = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 2), }");
     while ((n + 10) % 64 != 63)

@@ -850,27 +850,47 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
     int data_clean = diag->n == d0;
     if (!data)
         data = r;
+    /* a model or data section with errors makes every run invalid: the plan
+     * is not expanded then (its errors would repeat these) */
+    int shape_bad = !model_clean || !data_clean || !model;
     /* without model sweeps, check the model (and the data against it) now,
      * so these errors are reported together with all others */
     if (model && model->type == RUN_NODE_MAP && max->n == 0 && model_clean) {
         exp_model m;
         json_t *rope = NULL;
         rl_error merr = {0};
-        if (run_model_resolve(model_tmpl, c.base_dir, &m, &rope, &merr)) {
+        int ms_failed = 0;
+        int ok = 1;
+        if (run_model_load(model_tmpl, c.base_dir, &m, &rope, &merr)) {
+            diag_add(&c, AT(model), "model", "%s", merr.msg);
+            ok = 0;
+            shape_bad = 1;
+        }
+        /* each shape problem at its own key */
+        for (unsigned k = 0; ok && k < RUN_MODEL_CHECKS; k++) {
+            if (run_model_check(&m, k, &merr) == RL_OK)
+                continue;
+            ok = k > 0; /* sizes missing: later checks are meaningless */
             const run_node *at = model;
             char mp[64] = "model";
-            for (size_t i = 0; i < model->n; i++)
-                if (!strncmp(merr.msg, model->keys[i], strlen(model->keys[i])) &&
-                    merr.msg[strlen(model->keys[i])] == ' ') {
+            for (size_t i = 0; i < model->n; i++) {
+                size_t kl = strlen(model->keys[i]);
+                if (!strncmp(merr.msg, model->keys[i], kl) && merr.msg[kl] == ' ') {
                     at = model->items[i];
                     snprintf(mp, sizeof mp, "model.%s", model->keys[i]);
                 }
+            }
             diag_add(&c, AT(at), mp, "%s", merr.msg);
-        } else if (dax->n == 0 && data_clean) {
+            ms_failed = 1;
+            shape_bad = 1;
+        }
+        if (ok && !ms_failed && dax->n == 0 && data_clean) {
             if (json_integer_value(json_object_get(data_tmpl, "seed")) < 0)
                 json_object_set_new(data_tmpl, "seed", json_integer((json_int_t)b->seed));
-            if (run_data_probe(data_tmpl, &m, c.base_dir, &merr))
+            if (run_data_probe(data_tmpl, &m, c.base_dir, &merr)) {
                 diag_add(&c, AT(data), "data", "%s", merr.msg);
+                shape_bad = 1;
+            }
         }
         json_decref(rope);
     }
@@ -967,7 +987,6 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
     const char *kind_names[32];
     for (size_t i = 0; i < nk && i < 32; i++)
         kind_names[i] = kinds[i]->name;
-    size_t errors_before_plan = diag->n;
     for (size_t i = 0; use_enc && xl && xl->type == RUN_NODE_SEQ && i < xl->n; i++) {
         const run_node *e = xl->items[i];
         char ep[64], kp[96];
@@ -1042,7 +1061,7 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
         const run_node *pn = run_node_get(e, "params", NULL);
         size_t before = diag->n;
         parse_schema(&c, pn, kp, "params", kind->params, kind->n_params, params, pax);
-        if (diag->n == errors_before_plan && diag->n == before)
+        if (!shape_bad && diag->n == before)
             expand_entry(&c, b, &cap, e, (uint32_t)i, kind, params, pax, encs, n_enc, use_enc,
                          model_tmpl, max, data_tmpl, dax, data);
         axes_free(pax);

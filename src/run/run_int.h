@@ -21,6 +21,16 @@ rl_status run_read_file(const char *path, size_t max, char **text, size_t *len, 
 rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model *m,
                             json_t **rope, rl_error *err);
 
+/* The loading half of run_model_resolve: preset, hf_config and explicit
+ * keys into *m without checking the shape (errors: unreadable files). */
+rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m,
+                         json_t **rope, rl_error *err);
+
+/* Check i (0 <= i < RUN_MODEL_CHECKS) of a resolved model: 0 every size
+ * given, 1 head_dim even, 2 kv_heads divides heads. */
+#define RUN_MODEL_CHECKS 3
+rl_status run_model_check(const exp_model *m, unsigned i, rl_error *err);
+
 /* Checks a data section against the model before any GPU work: files
  * exist, tensors are present with rank 3 and the declared layout matches
  * heads / kv_heads / head_dim. */

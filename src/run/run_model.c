@@ -109,6 +109,19 @@ static json_t *rope_of(const json_t *cfg)
 rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model *m,
                             json_t **rope, rl_error *err)
 {
+    rl_status st = run_model_load(model, base_dir, m, rope, err);
+    for (unsigned i = 0; !st && i < RUN_MODEL_CHECKS; i++)
+        st = run_model_check(m, i, err);
+    if (st) {
+        json_decref(*rope);
+        *rope = NULL;
+    }
+    return st;
+}
+
+rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m,
+                         json_t **rope, rl_error *err)
+{
     memset(m, 0, sizeof *m);
     *rope = NULL;
     const char *preset = json_string_value(json_object_get(model, "preset"));
@@ -158,20 +171,31 @@ rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model
     get_u32(model, "train_len", &m->train_len);
     if (m->heads && !m->kv_heads)
         m->kv_heads = m->heads;
-    const char *missing = !m->head_dim ? "head_dim" : !m->heads ? "heads"
-                        : !m->train_len ? "train_len" : NULL;
-    if (missing)
-        st = rl_fail(err, RL_ERR_ARG, "%s is not given (set it, or use preset or hf_config)",
-                     missing);
-    else if (m->head_dim % 2)
-        st = rl_fail(err, RL_ERR_ARG, "head_dim %u must be even (RoPE rotates pairs)",
-                     m->head_dim);
-    else if (m->heads % m->kv_heads)
-        st = rl_fail(err, RL_ERR_ARG, "kv_heads %u does not divide heads %u", m->kv_heads,
-                     m->heads);
-    else
+    return RL_OK;
+}
+
+rl_status run_model_check(const exp_model *m, unsigned i, rl_error *err)
+{
+    switch (i) {
+    case 0: {
+        const char *missing = !m->head_dim ? "head_dim" : !m->heads ? "heads"
+                            : !m->train_len ? "train_len" : NULL;
+        if (missing)
+            return rl_fail(err, RL_ERR_ARG, "%s is not given (set it, or use preset or hf_config)",
+                           missing);
         return RL_OK;
-    json_decref(*rope);
-    *rope = NULL;
-    return st;
+    }
+    case 1:
+        if (m->head_dim % 2)
+            return rl_fail(err, RL_ERR_ARG, "head_dim %u must be even (RoPE rotates pairs)",
+                           m->head_dim);
+        return RL_OK;
+    case 2:
+        if (m->heads && m->kv_heads && m->heads % m->kv_heads)
+            return rl_fail(err, RL_ERR_ARG, "kv_heads %u does not divide heads %u", m->kv_heads,
+                           m->heads);
+        return RL_OK;
+    default:
+        return RL_OK;
+    }
 }
