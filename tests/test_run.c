@@ -5,6 +5,7 @@
 
 #include <check.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run/run.h"
@@ -281,6 +282,44 @@ START_TEST(hf_config_gives_shape_and_rope_settings)
 }
 END_TEST
 
+START_TEST(encoding_sets_expand_and_report_their_own_file)
+{
+    char dir[] = "/tmp/rl_sets_XXXXXX", path[96];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/encodings", dir);
+    ck_assert_int_eq(mkdir(path, 0777), 0);
+    snprintf(path, sizeof path, "%s/encodings/two.yaml", dir);
+    FILE *fp = fopen(path, "w");
+    fputs("- {name: a, type: rope}\n- {name: b, type: rope, rope_theta: 500000}\n", fp);
+    fclose(fp);
+    snprintf(path, sizeof path, "%s/encodings/bad.yaml", dir);
+    fp = fopen(path, "w");
+    fputs("# a comment\n- {name: x}\n", fp);
+    fclose(fp);
+    setenv("ROPELAB_CONFIG_DIR", dir, 1);
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings: [{set: two}, {name: c, type: rope}]\n"
+                          "experiments: [{kind: decay, params: {max_distance: 4}}]\n", &b, &d),
+                     RL_OK);
+    ck_assert_uint_eq(b.n_items, 3);
+    run_batch_free(&b);
+    ck_assert_int_eq(load("encodings: [{set: bad}]\nexperiments: [{kind: decay}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert_msg(has_msg(&d, "encodings/bad.yaml:2:3: encodings[0](set bad)[0]: missing required "
+                              "key 'type'"), "%s", d.n ? d.msg[0] : "");
+    run_diag_free(&d);
+    unsetenv("ROPELAB_CONFIG_DIR");
+    snprintf(path, sizeof path, "%s/encodings/bad.yaml", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/encodings/two.yaml", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/encodings", dir);
+    rmdir(path);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run");
@@ -296,6 +335,7 @@ int main(void)
     tcase_add_test(tc, preset_gives_model_shape);
     tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
     tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);
+    tcase_add_test(tc, encoding_sets_expand_and_report_their_own_file);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -572,6 +572,32 @@ typedef struct enc_entry {
     uint32_t index;
 } enc_entry;
 
+typedef struct flat_enc {
+    const run_node *node;        /* the encoding mapping */
+    const run_node *at;          /* where plan-time errors point (the batch entry) */
+    const char *file;            /* file the node comes from */
+    char path[112];
+} flat_enc;
+
+static int flat_push(flat_enc **v, size_t *n, size_t *cap, const run_node *node,
+                     const run_node *at, const char *file, const char *path)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        flat_enc *m = realloc(*v, nc * sizeof *m);
+        if (!m)
+            return 0;
+        *v = m;
+        *cap = nc;
+    }
+    flat_enc *f = &(*v)[(*n)++];
+    f->node = node;
+    f->at = at;
+    f->file = file;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    return 1;
+}
+
 static int scalar_str(ctx *c, const run_node *n, const char *path, char *dst, size_t cap)
 {
     if (!n || n->type != RUN_NODE_SCALAR) {
@@ -798,7 +824,9 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
     static const run_node empty = {.type = RUN_NODE_MAP, .line = 1, .col = 1};
     const run_node *r = root ? root : &empty;
     enc_entry *encs = NULL;
-    size_t n_enc = 0;
+    size_t n_enc = 0, n_encs_alloc = 0, n_sets = 0;
+    run_node *sets[16];
+    char set_files[16][1100];
     json_t *model_tmpl = json_object(), *data_tmpl = json_object();
     axes *max = calloc(1, sizeof *max), *dax = calloc(1, sizeof *dax);
     if (!model_tmpl || !data_tmpl || !max || !dax) {
@@ -903,25 +931,70 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
                  run_node_kind(el));
         el = NULL;
     }
-    size_t want = el && el->n ? el->n : 1;
+    /* flatten: an entry {set: NAME} stands for the list in
+     * configs/encodings/NAME.yaml (errors there name that file) */
+    size_t n_flat = 0, cap_flat = 0;
+    flat_enc *flat = NULL;
+    for (size_t i = 0; el && i < el->n; i++) {
+        const run_node *e = el->items[i], *set = run_node_get(e, "set", NULL);
+        char ep[96];
+        snprintf(ep, sizeof ep, "encodings[%zu]", i);
+        if (!set) {
+            if (!flat_push(&flat, &n_flat, &cap_flat, e, e, c.file, ep))
+                c.oom = 1;
+            continue;
+        }
+        char sp[112];
+        snprintf(sp, sizeof sp, "%s.set", ep);
+        if (e->n != 1) {
+            diag_add(&c, AT(e), ep, "an encoding set entry holds only 'set: NAME'");
+            continue;
+        }
+        char name[128];
+        if (!scalar_str(&c, set, sp, name, sizeof name))
+            continue;
+        run_node *root = NULL;
+        rl_error serr = {0};
+        if (n_sets < RL_ARRAY_LEN(sets) &&
+            run_encoding_set_load(name, &root, set_files[n_sets], sizeof set_files[0], &serr)) {
+            diag_add(&c, AT(set), sp, "%s", serr.msg);
+            continue;
+        }
+        if (n_sets == RL_ARRAY_LEN(sets)) {
+            run_node_free(root);
+            diag_add(&c, AT(set), sp, "at most %zu encoding sets per batch", RL_ARRAY_LEN(sets));
+            continue;
+        }
+        sets[n_sets++] = root;
+        for (size_t j = 0; j < root->n; j++) {
+            snprintf(ep, sizeof ep, "encodings[%zu](set %.20s)[%zu]", i, name, j);
+            if (!flat_push(&flat, &n_flat, &cap_flat, root->items[j], e, set_files[n_sets - 1],
+                           ep))
+                c.oom = 1;
+        }
+    }
+    size_t want = n_flat ? n_flat : 1;
     encs = calloc(want, sizeof *encs);
-    if (!encs) {
+    n_encs_alloc = want;
+    if (!encs || c.oom) {
+        free(flat);
         c.oom = 1;
         goto finish;
     }
-    if (!el || el->n == 0) {
+    if (!el || n_flat == 0) {
         /* no list: base RoPE with default settings */
         encs[0].tmpl = json_pack("{s:s,s:s}", "name", "rope", "type", "rope");
         snprintf(encs[0].name, sizeof encs[0].name, "rope");
         encs[0].node = el ? el : &default_enc_list;
         n_enc = 1;
     }
-    for (size_t i = 0; el && i < el->n; i++) {
-        const run_node *e = el->items[i];
-        char ep[64];
-        snprintf(ep, sizeof ep, "encodings[%zu]", i);
+    const char *batch_file = c.file;
+    for (size_t i = 0; i < n_flat; i++) {
+        const run_node *e = flat[i].node;
+        const char *ep = flat[i].path;
+        c.file = flat[i].file;
         enc_entry *en = &encs[n_enc];
-        en->node = e;
+        en->node = flat[i].at;
         en->index = (uint32_t)i;
         if (e->type != RUN_NODE_MAP) {
             diag_add(&c, AT(e), ep, "expected a mapping {name: ..., type: ..., params}, got %s",
@@ -969,6 +1042,8 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
         json_object_set_new(en->tmpl, "type", json_string(type));
         n_enc++;
     }
+    c.file = batch_file;
+    free(flat);
 
     /* experiments */
     size_t cap = 0;
@@ -1071,7 +1146,9 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
     free(use_enc);
 
 finish:
-    for (size_t i = 0; encs && i < (el && el->n ? el->n : 1); i++) {
+    for (size_t i = 0; i < n_sets; i++)
+        run_node_free(sets[i]);
+    for (size_t i = 0; encs && i < n_encs_alloc; i++) {
         json_decref(encs[i].tmpl);
         axes_free(&encs[i].ax);
     }

@@ -31,6 +31,13 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
 #define RUN_MODEL_CHECKS 3
 rl_status run_model_check(const exp_model *m, unsigned i, rl_error *err);
 
+struct run_node;
+/* Loads the encoding set configs/encodings/<name>.yaml (a non-empty YAML
+ * list of encoding entries) into *root (caller frees with run_node_free);
+ * path receives the file's path for messages. */
+rl_status run_encoding_set_load(const char *name, struct run_node **root, char *path,
+                                size_t cap, rl_error *err);
+
 /* Checks a data section against the model before any GPU work: files
  * exist, tensors are present with rank 3 and the declared layout matches
  * heads / kv_heads / head_dim. */

@@ -39,6 +39,40 @@ static int name_ok(const char *s)
     return 1;
 }
 
+static const char *config_dir(void)
+{
+    const char *dir = getenv("ROPELAB_CONFIG_DIR");
+    return dir && *dir ? dir : RL_CONFIG_DIR;
+}
+
+rl_status run_encoding_set_load(const char *name, run_node **root, char *path, size_t cap,
+                                rl_error *err)
+{
+    *root = NULL;
+    if (!name_ok(name) || name[0] == '.')
+        return rl_fail(err, RL_ERR_ARG,
+                       "encoding set '%s': names use letters, digits, '-', '_', '.'", name);
+    snprintf(path, cap, "%s/encodings/%s.yaml", config_dir(), name);
+    char *text;
+    size_t len;
+    rl_status st = run_read_file(path, 1u << 20, &text, &len, err);
+    if (st == RL_ERR_IO)
+        return rl_fail(err, RL_ERR_ARG, "no encoding set '%s' (looked for %s)", name, path);
+    if (st)
+        return st;
+    st = run_yaml_parse(path, text, len, root, err);
+    free(text);
+    if (st)
+        return st;
+    if (!*root || (*root)->type != RUN_NODE_SEQ || (*root)->n == 0) {
+        run_node_free(*root);
+        *root = NULL;
+        return rl_fail(err, RL_ERR_PARSE, "%s: an encoding set is a non-empty list of encodings",
+                       path);
+    }
+    return RL_OK;
+}
+
 /* Loads configs/models/<name>.yaml into a JSON object. */
 static rl_status load_preset(const char *name, json_t **out, rl_error *err)
 {
@@ -46,9 +80,8 @@ static rl_status load_preset(const char *name, json_t **out, rl_error *err)
     if (!name_ok(name) || name[0] == '.')
         return rl_fail(err, RL_ERR_ARG, "preset '%s': names use letters, digits, '-', '_', '.'",
                        name);
-    const char *dir = getenv("ROPELAB_CONFIG_DIR");
     char path[1200];
-    snprintf(path, sizeof path, "%s/models/%s.yaml", dir && *dir ? dir : RL_CONFIG_DIR, name);
+    snprintf(path, sizeof path, "%s/models/%s.yaml", config_dir(), name);
     char *text;
     size_t len;
     rl_status st = run_read_file(path, 1u << 20, &text, &len, err);
