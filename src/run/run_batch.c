@@ -1002,7 +1002,7 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
             continue;
         }
         const run_node *nm = run_node_get(e, "name", NULL), *ty = run_node_get(e, "type", NULL);
-        char p2[96];
+        char p2[128];
         snprintf(p2, sizeof p2, "%s.name", ep);
         if (!nm) {
             diag_add(&c, AT(e), ep, "missing required key 'name'");
