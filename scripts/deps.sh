@@ -7,6 +7,7 @@ pkgs=(
   libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   check libjansson-dev libyaml-dev gnuplot-nox
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -61,6 +61,15 @@ expect inspect_bad_param 2 "t5: unknown parameter 'buckets'" -- inspect t5 --set
 expect inspect_bad_value 2 't5: max_distance 4 must exceed' -- inspect t5 --set max_distance=4
 expect inspect_bad_range 2 'need integers with R0 <= R1' -- inspect t5 --from 5 --to 1
 expect inspect_set_noeq 2 "--set 'alpha': expected key=value" -- inspect sinusoidal --set alpha
+example="$(dirname "$0")/../experiments/example.yaml"
+runtmp=$(mktemp -d)
+printf 'model: {head_dim: 64, heads: 4, train_len: 8}\nexperiments:\n  - kind: decay\n    params: {max_distanse: 3}\n' > "$runtmp/bad.yaml"
+expect run_dry 0 '8 run\(s\) in this shard' -- run "$example" --dry-run
+expect run_dry_shard 0 'shard 1/2' -- run "$example" --dry-run --shard 1/2
+expect run_bad_key 2 "bad.yaml:4:14: experiments\[0\].params.max_distanse: unknown key; did you mean 'max_distance'\?" -- run "$runtmp/bad.yaml" --dry-run
+expect run_no_file 2 'cannot open' -- run "$runtmp/none.yaml" --dry-run
+expect run_bad_shard 2 "--shard '3/3'" -- run "$example" --dry-run --shard 3/3
+expect merge_nothing 2 'name the shard output' -- merge
 if [ $have_device = 1 ]; then
   expect devices 0 'llvmpipe|\[0\]' -- devices
   expect devices_json 0 '"subgroup_size"' -- devices --json
@@ -74,8 +83,12 @@ if [ $have_device = 1 ]; then
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
   expect bench_precise 0 'rope half precise' -- bench rope --tokens 4096 --reps 3 --precision precise
   expect check_quick_modes 0 'rope/half/precise' -- check --quick
+  expect run_example 0 '8 run\(s\): 8 passed' -- run "$example" --out "$runtmp/out" --quiet
+  expect run_resume 0 '8 already complete' -- run "$example" --out "$runtmp/out" --quiet --resume
+  expect merge_one 0 'merged 1 of 1 shard' -- merge "$runtmp/out" --out "$runtmp/merged"
 else
   echo "test_cli: no Vulkan device: device cases skipped" >&2
 fi
+rm -rf "$runtmp"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

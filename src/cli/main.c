@@ -19,6 +19,8 @@ static const command commands[] = {
     {"freqs", cmd_freqs, "print a RoPE setting's effective frequencies (HF config or flags)"},
     {"inspect", cmd_inspect, "show an encoding's biases, buckets, slopes or tables"},
     {"encodings", cmd_encodings, "list the encoding registry and each parameter"},
+    {"run", cmd_run, "run a batch file of experiments (sweeps, devices, shards, resume)"},
+    {"merge", cmd_merge, "combine the outputs of sharded runs into one results directory"},
 };
 
 static void usage(FILE *out)

@@ -136,6 +136,11 @@ struct pe_family {
     pe_ops ops;
 };
 
+/* The frequencies of a RoPE-family encoding (family "rope"), NULL for any
+ * other family: for experiment kinds about the rotation itself. */
+struct rope_freqs;
+const struct rope_freqs *pe_rope_freqs(const pe_encoding *e);
+
 /* ---- registry ----------------------------------------------------------- */
 
 size_t pe_family_count(void);

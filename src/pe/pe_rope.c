@@ -203,3 +203,8 @@ const pe_family pe_family_rope = {
         .inspect = inspect,
     },
 };
+
+const rope_freqs *pe_rope_freqs(const pe_encoding *e)
+{
+    return pe_encoding_family(e) == &pe_family_rope ? pe_encoding_state(e) : NULL;
+}

@@ -174,6 +174,7 @@ static int parse_num(const char *s, double *v)
 
 typedef struct series {
     const char *run_id;
+    const char *device;  /* a run on several devices is one series per device */
     size_t first_row;   /* for labels: a row of this run */
     size_t *rows;
     size_t n, cap;
@@ -267,7 +268,7 @@ static rl_status run_gnuplot(const char *prog, const char *script, rl_error *err
 typedef struct ctx {
     const char *dir;
     const csv_table *t;
-    int c_run, c_dev, c_enc, c_metric, c_x, c_value, c_xl, c_yl;
+    int c_run, c_dev, c_enc, c_metric, c_x, c_value, c_xl, c_yl, c_kind, c_status;
     int *is_param;      /* [header columns] swept-parameter columns */
 } ctx;
 
@@ -290,9 +291,11 @@ static void series_label(const ctx *c, const figure *fg, size_t si, char *out, s
         int differs = 0;
         for (size_t k = 1; k < fg->n && !differs; k++)
             differs = strcmp(v0, field(c, fg->s[k].first_row, (int)col)) != 0;
-        if (differs)
+        if (differs) {
+            const char *v = field(c, fg->s[si].first_row, (int)col);
             len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "", h->f[col],
-                                    field(c, fg->s[si].first_row, (int)col));
+                                    *v ? v : "(default)");
+        }
     }
     if (len == 0)
         snprintf(out, cap, "%s", fg->s[si].run_id);
@@ -338,6 +341,8 @@ static rl_status write_figure(const ctx *c, figure *fg, const char *prog, int sv
     snprintf(pngtmp, sizeof pngtmp, "%s.tmp.%ld", png, (long)getpid());
     snprintf(svgtmp, sizeof svgtmp, "%s.tmp.%ld", svgf, (long)getpid());
 
+    /* Ranges over positive values; *_nonneg: no negative value at all (a
+     * zero, e.g. position 0 or an exact result, is left off a log axis). */
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     int x_pos = 1, y_pos = 1;
     rl_atomic_file af;
@@ -364,13 +369,17 @@ static rl_status write_figure(const ctx *c, figure *fg, const char *prog, int sv
             } else {
                 parse_num(xs, &x);
                 fprintf(af.fp, "%.17g %.17g\n", x, y);
-                xmin = fmin(xmin, x);
-                xmax = fmax(xmax, x);
-                x_pos &= x > 0;
+                if (x > 0) {
+                    xmin = fmin(xmin, x);
+                    xmax = fmax(xmax, x);
+                }
+                x_pos &= x >= 0;
             }
-            ymin = fmin(ymin, y);
-            ymax = fmax(ymax, y);
-            y_pos &= y > 0;
+            if (y > 0) {
+                ymin = fmin(ymin, y);
+                ymax = fmax(ymax, y);
+            }
+            y_pos &= y >= 0;
         }
         fputs("\n\n", af.fp);
     }
@@ -390,11 +399,11 @@ static rl_status write_figure(const ctx *c, figure *fg, const char *prog, int sv
     fputs("\nset ylabel ", fp);
     gp_quote(fp, fg->y_label);
     fputs("\nset grid\nset key outside right top\n", fp);
-    /* Log scales where the data span decades (and are positive). */
+    /* Log scales where the (non-negative) data span decades. */
     if (!fg->categorical && x_pos && xmin > 0 && xmax / xmin >= 100)
         fputs("set logscale x\n", fp);
     if (y_pos && ymin > 0 && ymax / ymin >= 1000)
-        fputs("set logscale y\n", fp);
+        fputs("set logscale y\nset format y \"%.0e\"\n", fp);
     fputs("plot ", fp);
     for (size_t si = 0; si < fg->n; si++) {
         char label[512];
@@ -439,26 +448,31 @@ static void free_figures(figure *f, size_t n)
     free(f);
 }
 
-/* Status of each run from manifest.json ("runs": [{"id"|"run_id", "status",
- * "reason"|"error"}...]), if the manifest has that shape. */
-static const char *manifest_status(json_t *m, const char *run, const char **reason)
+/* Status of a run on a device from manifest.json: the runner's "jobs"
+ * array ({run_id, device, status, reason}), or a "runs" array of the same
+ * shape ("id" accepted for run_id). NULL if the manifest does not say. */
+static const char *manifest_status(json_t *m, const char *run, const char *device,
+                                   const char **reason)
 {
     *reason = "";
-    json_t *runs = m ? json_object_get(m, "runs") : NULL;
+    json_t *runs = m ? json_object_get(m, "jobs") : NULL;
+    if (!runs && m)
+        runs = json_object_get(m, "runs");
     size_t i;
     json_t *r;
     json_array_foreach(runs, i, r) {
-        const char *id = json_string_value(json_object_get(r, "id"));
+        const char *id = json_string_value(json_object_get(r, "run_id"));
         if (!id)
-            id = json_string_value(json_object_get(r, "run_id"));
-        if (id && strcmp(id, run) == 0) {
-            const char *why = json_string_value(json_object_get(r, "reason"));
-            if (!why)
-                why = json_string_value(json_object_get(r, "error"));
-            *reason = why ? why : "";
-            const char *s = json_string_value(json_object_get(r, "status"));
-            return s ? s : "";
-        }
+            id = json_string_value(json_object_get(r, "id"));
+        const char *dev = json_string_value(json_object_get(r, "device"));
+        if (!id || strcmp(id, run) != 0 || (dev && device && *device && strcmp(dev, device) != 0))
+            continue;
+        const char *why = json_string_value(json_object_get(r, "reason"));
+        if (!why)
+            why = json_string_value(json_object_get(r, "error"));
+        *reason = why ? why : "";
+        const char *st = json_string_value(json_object_get(r, "status"));
+        return st ? st : "";
     }
     return NULL;
 }
@@ -475,7 +489,7 @@ static void md_cell(FILE *fp, const char *s)
 }
 
 typedef struct run_first {
-    const char *id;
+    const char *id, *device;
     size_t row;
 } run_first;
 
@@ -483,6 +497,8 @@ static int by_id_then_row(const void *a, const void *b)
 {
     const run_first *x = a, *y = b;
     int c = strcmp(x->id, y->id);
+    if (!c)
+        c = strcmp(x->device, y->device);
     return c ? c : (x->row > y->row) - (x->row < y->row);
 }
 
@@ -513,15 +529,16 @@ static rl_status write_report(const ctx *c, figure *figs, size_t n_figs, int svg
                 "scalar table.\n\n## Runs\n\n",
             c->dir, c->t->n - 1);
     /* One line per run: id, device, encoding, parameters, status. */
-    fputs("| run | device | encoding", fp);
+    int show_status = manifest || c->c_status >= 0;
+    fputs("| run | device | kind | encoding", fp);
     for (size_t col = 0; col < h->n; col++)
         if (c->is_param[col])
             fprintf(fp, " | %s", h->f[col]);
-    fputs(manifest ? " | status |\n|---|---|---" : " |\n|---|---|---", fp);
+    fputs(show_status ? " | status |\n|---|---|---|---" : " |\n|---|---|---|---", fp);
     for (size_t col = 0; col < h->n; col++)
         if (c->is_param[col])
             fputs("|---", fp);
-    fputs(manifest ? "|---|\n" : "|\n", fp);
+    fputs(show_status ? "|---|\n" : "|\n", fp);
     /* Distinct runs in order of first appearance: sort (id, row) pairs by id,
      * keep each id's first row, then restore row order. */
     size_t n_rows = c->t->n - 1, n_runs = 0;
@@ -532,10 +549,11 @@ static rl_status write_report(const ctx *c, figure *figs, size_t n_figs, int svg
         return rl_fail(err, RL_ERR_NOMEM, "out of memory");
     }
     for (size_t r = 1; r < c->t->n; r++)
-        rf[r - 1] = (run_first){field(c, r, c->c_run), r};
+        rf[r - 1] = (run_first){field(c, r, c->c_run), field(c, r, c->c_dev), r};
     qsort(rf, n_rows, sizeof *rf, by_id_then_row);
     for (size_t i = 0; i < n_rows; i++)
-        if (n_runs == 0 || strcmp(rf[n_runs - 1].id, rf[i].id) != 0)
+        if (n_runs == 0 || strcmp(rf[n_runs - 1].id, rf[i].id) != 0 ||
+            strcmp(rf[n_runs - 1].device, rf[i].device) != 0)
             rf[n_runs++] = rf[i];
     qsort(rf, n_runs, sizeof *rf, by_row);
     for (size_t i = 0; i < n_runs; i++) {
@@ -543,14 +561,17 @@ static rl_status write_report(const ctx *c, figure *figs, size_t n_figs, int svg
         const char *id = rf[i].id;
         md_cell(fp, id);
         md_cell(fp, field(c, r, c->c_dev));
+        md_cell(fp, field(c, r, c->c_kind));
         md_cell(fp, field(c, r, c->c_enc));
         for (size_t col = 0; col < h->n; col++)
             if (c->is_param[col])
                 md_cell(fp, field(c, r, (int)col));
-        if (manifest) {
-            const char *reason, *st_s = manifest_status(manifest, id, &reason);
+        if (show_status) {
+            const char *reason = "", *st_s = manifest_status(manifest, id, rf[i].device, &reason);
+            if (!st_s)
+                st_s = c->c_status >= 0 ? field(c, r, c->c_status) : "?";
             char buf[600];
-            snprintf(buf, sizeof buf, "%s%s%s", st_s ? st_s : "?", *reason ? ": " : "", reason);
+            snprintf(buf, sizeof buf, "%s%s%s", st_s, *reason ? ": " : "", reason);
             md_cell(fp, buf);
         }
         fputs("|\n", fp);
@@ -621,6 +642,8 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     c.c_value = col_index(h, "value");
     c.c_xl = col_index(h, "x_label");
     c.c_yl = col_index(h, "y_label");
+    c.c_kind = col_index(h, "kind");
+    c.c_status = col_index(h, "status");
     c.is_param = calloc(h->n, sizeof *c.is_param);
     if (!c.is_param) {
         csv_free(&t);
@@ -629,7 +652,8 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     for (size_t col = 0; col < h->n; col++) {
         int k = (int)col;
         c.is_param[col] = k != c.c_run && k != c.c_dev && k != c.c_enc && k != c.c_metric &&
-                          k != c.c_x && k != c.c_value && k != c.c_xl && k != c.c_yl;
+                          k != c.c_x && k != c.c_value && k != c.c_xl && k != c.c_yl &&
+                          k != c.c_kind && k != c.c_status;
     }
     for (size_t r = 1; r < t.n; r++)
         if (t.rows[r].n != h->n) {
@@ -673,8 +697,9 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
         if (!parse_num(xs, &xv))
             fg->categorical = 1;
         series *s = NULL;
+        const char *dev = field(&c, r, c.c_dev);
         for (size_t i = 0; i < fg->n && !s; i++)
-            if (strcmp(fg->s[i].run_id, run) == 0)
+            if (strcmp(fg->s[i].run_id, run) == 0 && strcmp(fg->s[i].device, dev) == 0)
                 s = &fg->s[i];
         if (!s) {
             if (fg->n == fg->cap) {
@@ -690,6 +715,7 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
             s = &fg->s[fg->n++];
             memset(s, 0, sizeof *s);
             s->run_id = run;
+            s->device = dev;
             s->first_row = r;
         }
         if (push_idx(&s->rows, &s->n, &s->cap, r) != 0)

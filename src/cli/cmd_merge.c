@@ -1,0 +1,38 @@
+/* ropelab merge DIR... --out DIR */
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "core/rl_util.h"
+#include "run/run.h"
+
+int cmd_merge(int argc, char **argv)
+{
+    const char *out = "merged", *pos[256];
+    int n_pos = 0;
+    const cli_opt opts[] = {
+        {"--out", CLI_STR, &out, "DIR", "merged output directory (default ./merged)"},
+    };
+    int rc = cli_parse("ropelab merge DIR... [--out DIR]",
+                       "Combines the outputs of `ropelab run --shard I/N` into one results.csv and\n"
+                       "manifest.json; reports missing shards and missing or duplicated runs\n"
+                       "(exit code 1 when the merged plan is incomplete).",
+                       argc, argv, opts, RL_ARRAY_LEN(opts), pos, 256, &n_pos);
+    if (rc >= 0)
+        return rc;
+    if (n_pos < 1) {
+        cli_error("name the shard output directories (ropelab merge DIR...)");
+        return CLI_EXIT_USAGE;
+    }
+    run_merge_report rep;
+    rl_error err = {0};
+    if (run_merge(pos, (size_t)n_pos, out, &rep, stderr, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+    if (rep.shards_seen < rep.shard_count)
+        fprintf(stderr, "ropelab: missing shard(s) %s of %u\n", rep.missing_shards, rep.shard_count);
+    printf("merged %u of %u shard(s): %zu of %zu run(s) present, %zu missing, %zu duplicated; "
+           "results in %s/results.csv\n", rep.shards_seen, rep.shard_count, rep.present, rep.plan,
+           rep.missing, rep.duplicated, out);
+    return rep.missing || rep.duplicated ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}

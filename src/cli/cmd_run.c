@@ -1,0 +1,99 @@
+/* ropelab run FILE [--out DIR] [--device D|all] [--resume] [--shard I/N] [--dry-run] [--quiet] */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "plot/plot.h"
+#include "core/rl_util.h"
+#include "run/run.h"
+
+int cmd_run(int argc, char **argv)
+{
+    const char *out = NULL, *device = NULL, *shard = NULL, *pos[1];
+    int resume = 0, dry = 0, quiet = 0, no_validate = 0, no_plot = 0, n_pos = 0;
+    uint32_t fail_after = 0;
+    const cli_opt opts[] = {
+        {"--out", CLI_STR, &out, "DIR", "output directory (default: the batch's `output`)"},
+        {"--device", CLI_STR, &device, "D", "device: index, name substring, auto or all"},
+        {"--resume", CLI_FLAG, &resume, NULL, "skip runs already complete in DIR"},
+        {"--shard", CLI_STR, &shard, "I/N",
+         "run shard I of N (default SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT)"},
+        {"--dry-run", CLI_FLAG, &dry, NULL, "print the expanded plan and exit"},
+        {"--quiet", CLI_FLAG, &quiet, NULL, "no progress on stderr"},
+        {"--no-validate", CLI_FLAG, &no_validate, NULL, "do not enable the validation layer"},
+        {"--no-plot", CLI_FLAG, &no_plot, NULL, "do not render figures and report.md at the end"},
+        {"--stop-after", CLI_U32, &fail_after, "K", "testing: stop as if killed after K runs"},
+    };
+    int rc = cli_parse("ropelab run FILE [--out DIR] [--device D|all] [--resume] [--shard I/N] "
+                       "[--dry-run] [--quiet]",
+                       "Runs a batch file (docs/runner.md): validates it completely, expands its\n"
+                       "sweeps into runs with stable ids, runs them on the chosen devices and writes\n"
+                       "OUT/runs/<id>/, OUT/results.csv and OUT/manifest.json. Exit code 1 if any\n"
+                       "run failed, 2 if the batch is invalid.",
+                       argc, argv, opts, RL_ARRAY_LEN(opts), pos, 1, &n_pos);
+    if (rc >= 0)
+        return rc;
+    if (n_pos != 1) {
+        cli_error("name the batch file (ropelab run FILE)");
+        return CLI_EXIT_USAGE;
+    }
+    rl_error err = {0};
+    uint32_t si = 0, sn = 1;
+    if (run_shard_parse(shard, &si, &sn, &err)) {
+        cli_error("%s", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+    run_batch b;
+    run_diag diag;
+    if (run_batch_load(pos[0], &b, &diag, &err)) {
+        if (diag.n) {
+            for (size_t i = 0; i < diag.n; i++)
+                fprintf(stderr, "%s\n", diag.msg[i]);
+            fprintf(stderr, "ropelab: %s: %zu error(s); nothing was run\n", pos[0], diag.n);
+        } else {
+            cli_error("%s", err.msg);
+        }
+        run_diag_free(&diag);
+        return CLI_EXIT_USAGE;
+    }
+    if (dry) {
+        run_plan_print(&b, si, sn, stdout);
+        run_batch_free(&b);
+        return CLI_EXIT_OK;
+    }
+    char out_buf[1024];
+    if (!out && b.output[0]) {
+        snprintf(out_buf, sizeof out_buf, "%s", b.output); /* outlives run_batch_free */
+        out = out_buf;
+    }
+    if (!out) {
+        cli_error("no output directory: give --out DIR or `output:` in the batch");
+        run_batch_free(&b);
+        return CLI_EXIT_USAGE;
+    }
+    run_options o = {.out = out, .device = device, .resume = resume, .shard_index = si,
+                     .shard_count = sn, .quiet = quiet, .validation = !no_validate,
+                     .fail_after = (int)fail_after};
+    run_outcome res;
+    rl_status st = run_batch_execute(&b, &o, &res, &err);
+    run_batch_free(&b);
+    if (st) {
+        cli_error("%s", err.msg);
+        return CLI_EXIT_USAGE;
+    }
+    if (res.validation_messages)
+        fprintf(stderr, "ropelab: warning: the validation layer reported %u message(s); see "
+                        "manifest.json\n", res.validation_messages);
+    printf("%zu run(s): %zu passed, %zu failed, %zu already complete%s; results in %s/results.csv\n",
+           res.jobs, res.passed, res.failed, res.skipped,
+           res.interrupted ? ", stopped early" : "", out);
+    if (!no_plot) {
+        plot_result pr;
+        if (plot_dir(out, NULL, &pr, &err) == RL_OK)
+            printf("plot: %zu figure%s; report: %s/report.md\n", pr.n_figures,
+                   pr.n_figures == 1 ? "" : "s", out);
+        else
+            cli_error("results are complete, but plotting failed: %s", err.msg);
+    }
+    return res.failed || res.interrupted ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}

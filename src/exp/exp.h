@@ -1,0 +1,156 @@
+/* exp.h — experiment kinds and their registry (prefix exp_).
+ *
+ * An experiment kind turns one resolved run (model shape, one encoding, the
+ * kind's parameters, a data source) into CSV tables and summary metrics,
+ * written through an exp_sink, and records how its numbers were verified.
+ * Adding a kind = one new file exp_<name>.c defining a `const exp_kind` and
+ * one line in exp_registry.c. The runner (src/run/) validates every parameter
+ * against the kind's exp_param table before any GPU work, calls the kind's
+ * check() on every resolved run of the plan, then run() on a device.
+ *
+ * This module knows nothing of YAML or batch files: a run arrives as plain
+ * structs and jansson objects. */
+#ifndef EXP_H
+#define EXP_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/rl_status.h"
+#include "pe/rope.h"
+#include "vk/rlvk.h"
+
+/* ---- parameters --------------------------------------------------------- */
+
+typedef enum exp_ptype { EXP_P_INT, EXP_P_NUM, EXP_P_STR, EXP_P_BOOL } exp_ptype;
+
+/* One parameter of a kind (also used by the runner for its own sections).
+ * INT/NUM: value must lie in [min, max]. STR: if choices is non-NULL (a
+ * NULL-terminated list) the value must be one of them. A parameter with
+ * required = 0 takes def_num / def_str when absent. */
+typedef struct exp_param {
+    const char *name;
+    exp_ptype type;
+    double min, max;
+    double def_num;
+    const char *def_str;
+    const char *const *choices;
+    int required;
+    const char *help;
+} exp_param;
+
+/* ---- a resolved run ----------------------------------------------------- */
+
+typedef struct exp_model {
+    uint32_t head_dim;   /* per-head dimension, even */
+    uint32_t heads;      /* query heads */
+    uint32_t kv_heads;   /* key/value heads, divides heads */
+    uint32_t train_len;  /* context length the model was trained for */
+} exp_model;
+
+/* Source of Q/K/V for kinds that use data: fills out with `tokens` rows of
+ * tensor `which` ('q', 'k' or 'v'): out is [tokens][heads][head_dim] f32
+ * (heads = model.heads for q, model.kv_heads for k and v). */
+typedef rl_status (*exp_data_fn)(void *user, char which, uint64_t tokens, float *out,
+                                 rl_error *err);
+
+typedef struct exp_run {
+    const char *id;              /* stable run id (16 hex digits) */
+    exp_model model;
+    const char *encoding_name;   /* the batch's name for the encoding */
+    const char *encoding_type;   /* registry type ("rope", ...) */
+    const json_t *encoding;      /* encoding parameters (HF-style keys), borrowed */
+    const json_t *params;        /* the kind's parameters, every one present, borrowed */
+    uint64_t seed;
+    exp_data_fn data;            /* NULL unless the kind uses data */
+    void *data_user;
+} exp_run;
+
+/* ---- output sink -------------------------------------------------------- */
+
+#define EXP_MAX_COLS 16
+
+/* Where a run's results go: CSV tables in `dir` (one file per table, first
+ * column is the x axis), summary metrics and verification records collected
+ * as JSON for summary.json. Owned by the runner; kinds only call the
+ * functions below. */
+typedef struct exp_sink {
+    char dir[1024];
+    FILE *fp;                    /* the open table, or NULL */
+    char table[64];
+    uint32_t n_cols;
+    json_t *metrics;             /* {name: number} */
+    json_t *verification;        /* [{what, max_error, bound, pass, detail}] */
+    json_t *tables;              /* [{name, columns:[...], rows}] */
+    uint64_t rows;
+    int failed_verification;
+} exp_sink;
+
+/* Prepares a sink writing into directory dir (which must exist). */
+rl_status exp_sink_init(exp_sink *s, const char *dir, rl_error *err);
+/* Closes the open table and frees the JSON. */
+void exp_sink_free(exp_sink *s);
+/* Starts table `name` (file dir/name.csv) with n_cols column names; the
+ * first column is the x axis. Closes the previous table. */
+rl_status exp_sink_table(exp_sink *s, const char *name, uint32_t n_cols,
+                         const char *const *cols, rl_error *err);
+/* Appends one row of n_cols numbers to the open table. */
+rl_status exp_sink_row(exp_sink *s, const double *vals, rl_error *err);
+/* Ends the open table (also done by the next exp_sink_table or by close). */
+rl_status exp_sink_end_table(exp_sink *s, rl_error *err);
+/* Records a summary metric. */
+void exp_sink_metric(exp_sink *s, const char *name, double value);
+/* Records one verification: `what` was compared, worst error and its bound;
+ * pass = 0 marks the run's verification as failed. */
+void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bound, int pass,
+                     const char *detail);
+
+/* ---- kinds -------------------------------------------------------------- */
+
+typedef struct exp_ctx {
+    rlvk_device *dev;            /* the worker's device; NULL for CPU-only kinds */
+} exp_ctx;
+
+typedef struct exp_kind {
+    const char *name;
+    const char *about;
+    const exp_param *params;
+    size_t n_params;
+    int uses_data;               /* run->data is set; the data section is part of the run */
+    int needs_gpu;               /* runs once per device; else once, on the CPU */
+    /* Semantic check of a resolved run, before any GPU work: encoding
+     * supported, sizes coherent. err names the parameter. */
+    rl_status (*check)(const exp_run *run, rl_error *err);
+    /* Host + device bytes one run needs (for --dry-run). */
+    uint64_t (*estimate_bytes)(const exp_run *run);
+    /* Runs it: tables and metrics into sink. RL_ERR_MISMATCH when a
+     * verification failed (already recorded in the sink). */
+    rl_status (*run)(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err);
+} exp_kind;
+
+/* The registry, in a fixed order. */
+const exp_kind *const *exp_kinds(size_t *n);
+/* Kind by name, or NULL. */
+const exp_kind *exp_find(const char *name);
+
+/* Parameter helpers for kinds (the runner guarantees presence and type). */
+double exp_num(const exp_run *run, const char *name);
+const char *exp_str(const exp_run *run, const char *name);
+
+/* The run's encoding from the registry (src/pe/pe.h), created for the
+ * run's model shape and seed; seq_len (0: none) is the length the run uses:
+ * it bounds the positions and is given to RoPE scalings that depend on it
+ * (dynamic, longrope) unless the encoding sets seq_len itself. A type that
+ * names a RoPE scaling ("yarn", "llama3", ...) means family rope with that
+ * rope_type. Errors name the encoding. Destroy with pe_encoding_destroy. */
+struct pe_encoding;
+rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, struct pe_encoding **e,
+                              rl_error *err);
+
+/* The rotation of a RoPE-family run encoding (error otherwise, naming the
+ * kind's need). */
+rl_status exp_rope_freqs(const exp_run *run, uint64_t seq_len, rope_freqs *f, rl_error *err);
+
+#endif

@@ -1,0 +1,89 @@
+/* exp_registry.c — the experiment kinds, one line each, and helpers. */
+#include <math.h>
+#include <string.h>
+
+#include "exp/exp.h"
+#include "pe/pe.h"
+
+extern const exp_kind exp_kind_decay;
+extern const exp_kind exp_kind_precision;
+
+static const exp_kind *const kinds[] = {
+    &exp_kind_decay,
+    &exp_kind_precision,
+};
+
+const exp_kind *const *exp_kinds(size_t *n)
+{
+    *n = sizeof kinds / sizeof kinds[0];
+    return kinds;
+}
+
+const exp_kind *exp_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i]->name, name) == 0)
+            return kinds[i];
+    return NULL;
+}
+
+double exp_num(const exp_run *run, const char *name)
+{
+    const json_t *v = json_object_get(run->params, name);
+    return json_is_number(v) ? json_number_value(v) : json_is_true(v) ? 1.0 : 0.0;
+}
+
+const char *exp_str(const exp_run *run, const char *name)
+{
+    const char *s = json_string_value(json_object_get(run->params, name));
+    return s ? s : "";
+}
+
+rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, pe_encoding **e,
+                              rl_error *err)
+{
+    *e = NULL;
+    const char *type = run->encoding_type ? run->encoding_type : "";
+    json_t *p = run->encoding ? json_deep_copy(run->encoding) : json_object();
+    if (!p)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    const char *family = type;
+    if (!pe_family_find(type) && rope_type_parse(type) >= 0) {
+        /* `type: yarn` is RoPE with rope_type yarn. */
+        family = "rope";
+        if (!json_object_get(p, "rope_type") && !json_object_get(p, "type"))
+            json_object_set_new(p, "rope_type", json_string(type));
+    }
+    if (!strcmp(family, "rope") && seq_len && !json_object_get(p, "seq_len"))
+        json_object_set_new(p, "seq_len", json_integer((json_int_t)seq_len));
+    pe_shape shape = {
+        .head_dim = run->model.head_dim,
+        .heads = run->model.heads,
+        .kv_heads = run->model.kv_heads,
+        .seed = run->seed,
+        .max_positions = seq_len,
+    };
+    rl_status st = pe_encoding_create(family, p, &shape, e, err);
+    json_decref(p);
+    if (st)
+        rl_error_prefix(err, "encoding '%s'", run->encoding_name);
+    return st;
+}
+
+rl_status exp_rope_freqs(const exp_run *run, uint64_t seq_len, rope_freqs *f, rl_error *err)
+{
+    pe_encoding *e;
+    rl_status st = exp_encoding_create(run, seq_len, &e, err);
+    if (st)
+        return st;
+    const rope_freqs *rf = pe_rope_freqs(e);
+    if (rf)
+        *f = *rf;
+    else
+        st = rl_fail(err, RL_ERR_ARG,
+                     "encoding '%s': this kind studies the rotation itself and needs a RoPE-family "
+                     "encoding (type rope or a scaling name such as yarn), not '%s'",
+                     run->encoding_name, run->encoding_type);
+    pe_encoding_destroy(e);
+    return st;
+}

@@ -1,0 +1,126 @@
+/* run.h — batch files, sweeps, plans, execution, outputs, shards and merge
+ * (module run, prefix run_). See docs/runner.md for the batch schema.
+ *
+ * Loading (run_batch_load / run_batch_parse) parses the YAML with libyaml
+ * (run_yaml.h), validates every section against its schema and collects ALL
+ * problems in one pass as "file:line:col: key.path: message" lines (unknown
+ * keys get the nearest valid key as a suggestion), expands sweeps (a list
+ * where a scalar is expected; `zip:` groups pair lists element-wise) into a
+ * plan of resolved runs, and gives each a stable id: the FNV-1a hash of its
+ * resolved parameters as canonical JSON (sorted keys, compact). Every
+ * resolved run is also checked by its experiment kind before any GPU work.
+ *
+ * Executing (run_batch_execute) runs this shard's part of the plan on the
+ * chosen devices (one worker thread per device, each with its own
+ * rlvk_device; CPU-only kinds run once, on a CPU worker), writes each run to
+ * OUT/runs/<dir>/ atomically (built under OUT/runs/.tmp-<dir>, renamed when
+ * complete), then OUT/results.csv and OUT/manifest.json. */
+#ifndef RUN_H
+#define RUN_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rl_status.h"
+#include "exp/exp.h"
+
+#define RUN_MAX_PLAN 100000
+
+/* Collected validation errors, one complete line each. */
+typedef struct run_diag {
+    char **msg;
+    size_t n, cap;
+} run_diag;
+
+void run_diag_free(run_diag *d);
+
+/* One resolved run of the plan. */
+typedef struct run_item {
+    char id[17];                 /* 16 hex digits */
+    uint64_t hash;
+    const exp_kind *kind;
+    uint32_t entry;              /* index in experiments[] */
+    json_t *resolved;            /* {kind, seed, model{}, encoding{name,type,..}, params{}, data{}?} */
+    json_t *swept;               /* {"params.max_distance": value, ...} this run's swept values */
+    json_t *enc_params;          /* the encoding's parameters without name and type */
+    uint64_t est_bytes;          /* the kind's estimate for one run */
+} run_item;
+
+typedef struct run_batch {
+    char file[1024];             /* path as given */
+    char base_dir[1024];         /* directory of the batch file (relative paths) */
+    char *text;                  /* the file's text (owned) */
+    size_t text_len;
+    uint64_t text_hash;
+    char name[128];
+    char output[1024];           /* "" when not given */
+    char device[128];            /* "auto" when not given */
+    uint64_t seed;
+    run_item *items;             /* [n_items] the plan, in file order */
+    size_t n_items;
+    size_t n_duplicates;         /* points that resolved to an existing run */
+    json_t *swept_keys;          /* ["params.max_distance", ...] in first-seen order */
+} run_batch;
+
+/* Reads and validates `path`. RL_OK: b holds the plan. RL_ERR_PARSE: every
+ * problem is in diag (b freed). Other statuses: err says why (unreadable). */
+rl_status run_batch_load(const char *path, run_batch *b, run_diag *diag, rl_error *err);
+/* The same from text in memory; `name` is used in messages, base_dir for
+ * relative paths (NULL: "."). */
+rl_status run_batch_parse(const char *name, const char *text, size_t len, const char *base_dir,
+                          run_batch *b, run_diag *diag, rl_error *err);
+void run_batch_free(run_batch *b);
+
+/* Edit distance (Levenshtein) between two strings, for suggestions. */
+size_t run_edit_distance(const char *a, const char *b);
+
+/* True when run `id` belongs to shard index of count: hash % count == index.
+ * The shards of 0..count-1 partition any plan. */
+int run_in_shard(const run_item *it, uint32_t index, uint32_t count);
+
+/* Reads --shard "I/N" (or, when spec is NULL, SLURM_ARRAY_TASK_ID and
+ * SLURM_ARRAY_TASK_COUNT; neither set: 0/1). */
+rl_status run_shard_parse(const char *spec, uint32_t *index, uint32_t *count, rl_error *err);
+
+typedef struct run_options {
+    const char *out;             /* output directory (required) */
+    const char *device;          /* device spec; NULL: the batch's */
+    int resume;                  /* skip runs already complete (and passed) */
+    uint32_t shard_index, shard_count;
+    int quiet;                   /* no progress output */
+    int validation;              /* enable the Vulkan validation layer */
+    int fail_after;              /* testing: stop (as if killed) after this many runs; 0: never */
+} run_options;
+
+typedef struct run_outcome {
+    size_t jobs, passed, failed, skipped; /* skipped: already complete (--resume) */
+    int interrupted;             /* fail_after hit */
+    unsigned validation_messages;/* Vulkan validation-layer messages during the batch */
+} run_outcome;
+
+/* Runs this shard's part of the plan. RL_OK when the batch ran (failed runs
+ * are counted in out); an error when the batch could not run at all (no
+ * Vulkan, bad device, unwritable output). */
+rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outcome *out,
+                            rl_error *err);
+
+/* Prints the plan (run id, kind, encoding, swept values, memory estimate)
+ * and its size to fp. */
+void run_plan_print(const run_batch *b, uint32_t shard_index, uint32_t shard_count, FILE *fp);
+
+/* Merge report. */
+typedef struct run_merge_report {
+    size_t plan, present, missing, duplicated;
+    uint32_t shard_count, shards_seen;
+    char missing_shards[256];    /* "1, 3" */
+} run_merge_report;
+
+/* Combines shard output directories into out_dir (results.csv and
+ * manifest.json over all runs). Fills rep; fp receives one line per missing
+ * or duplicated run. RL_OK when the inputs could be read (completeness is in
+ * rep). */
+rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
+                    run_merge_report *rep, FILE *fp, rl_error *err);
+
+#endif

@@ -1,0 +1,342 @@
+/* run_data.c — Q/K/V sources: synthetic generators and tensor files. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rl_safetensors.h"
+#include "core/rl_util.h"
+#include "run/run_int.h"
+
+/* ---- .npy (TODO(lead): unify with src/core/rl_npy.c when it lands) ------ */
+
+rl_status run_npy_header(const char *path, run_npy *h, rl_error *err)
+{
+    memset(h, 0, sizeof *h);
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char pre[12];
+    char hdr[4096];
+    rl_status st = RL_OK;
+    size_t got = fread(pre, 1, 10, fp);
+    if (got != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: not a .npy file (bad magic)", path);
+        goto done;
+    }
+    uint32_t hl;
+    uint64_t off;
+    if (pre[6] == 1) {
+        hl = pre[8] | (uint32_t)pre[9] << 8;
+        off = 10;
+    } else if (pre[6] == 2 || pre[6] == 3) {
+        if (fread(pre + 10, 1, 2, fp) != 2) {
+            st = rl_fail(err, RL_ERR_PARSE, "%s: truncated .npy header", path);
+            goto done;
+        }
+        hl = pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
+        off = 12;
+    } else {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: unsupported .npy version %u", path, pre[6]);
+        goto done;
+    }
+    if (hl >= sizeof hdr || fread(hdr, 1, hl, fp) != hl) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: .npy header too long or truncated", path);
+        goto done;
+    }
+    hdr[hl] = '\0';
+    h->data_offset = off + hl;
+    const char *d = strstr(hdr, "'descr':");
+    const char *fo = strstr(hdr, "'fortran_order':");
+    const char *sh = strstr(hdr, "'shape':");
+    if (!d || !fo || !sh) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: .npy header lacks descr/fortran_order/shape", path);
+        goto done;
+    }
+    d += 8;
+    while (*d == ' ')
+        d++;
+    if (!strncmp(d, "'<f4'", 5))
+        h->f16 = 0;
+    else if (!strncmp(d, "'<f2'", 5))
+        h->f16 = 1;
+    else {
+        st = rl_fail(err, RL_ERR_UNSUPPORTED, "%s: dtype %.8s is not read (only '<f4' and "
+                     "'<f2')", path, d);
+        goto done;
+    }
+    fo += 16;
+    while (*fo == ' ')
+        fo++;
+    if (strncmp(fo, "False", 5) != 0) {
+        st = rl_fail(err, RL_ERR_UNSUPPORTED, "%s: Fortran-order arrays are not read", path);
+        goto done;
+    }
+    sh = strchr(sh, '(');
+    if (!sh) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: malformed shape", path);
+        goto done;
+    }
+    sh++;
+    for (;;) {
+        while (*sh == ' ' || *sh == ',')
+            sh++;
+        if (*sh == ')')
+            break;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(sh, &end, 10);
+        if (end == sh || errno || h->rank == 8 || v > (1ull << 40)) {
+            st = rl_fail(err, RL_ERR_PARSE, "%s: malformed shape", path);
+            goto done;
+        }
+        h->shape[h->rank++] = v;
+        sh = end;
+    }
+done:
+    fclose(fp);
+    return st;
+}
+
+/* ---- tensor files --------------------------------------------------------- */
+
+typedef struct tfile {
+    int is_npy;
+    char path[1200];
+    run_npy npy;
+    rl_safetensors st;
+    const rl_st_tensor *t;
+    uint32_t rank;
+    const uint64_t *shape;
+} tfile;
+
+static void tfile_close(tfile *f)
+{
+    if (!f->is_npy)
+        rl_safetensors_close(&f->st);
+}
+
+static void join_path(char *dst, size_t cap, const char *base, const char *p)
+{
+    if (p[0] == '/')
+        snprintf(dst, cap, "%s", p);
+    else
+        snprintf(dst, cap, "%s/%s", base, p);
+}
+
+static rl_status tfile_open(const json_t *d, const char *base, char which, tfile *f,
+                            rl_error *err)
+{
+    memset(f, 0, sizeof *f);
+    const char *src = json_string_value(json_object_get(d, "source"));
+    char key[2] = {which, 0};
+    const char *name = json_string_value(json_object_get(d, key));
+    f->is_npy = !strcmp(src, "npy");
+    rl_status st;
+    if (f->is_npy) {
+        if (!name)
+            return rl_fail(err, RL_ERR_ARG, "source npy needs '%s: file.npy'", key);
+        join_path(f->path, sizeof f->path, base, name);
+        if ((st = run_npy_header(f->path, &f->npy, err)))
+            return st;
+        f->rank = f->npy.rank;
+        f->shape = f->npy.shape;
+        return RL_OK;
+    }
+    const char *path = json_string_value(json_object_get(d, "path"));
+    if (!path)
+        return rl_fail(err, RL_ERR_ARG, "source safetensors needs 'path: file.safetensors'");
+    if (!name)
+        return rl_fail(err, RL_ERR_ARG, "source safetensors needs '%s: <tensor name>'", key);
+    join_path(f->path, sizeof f->path, base, path);
+    if ((st = rl_safetensors_open(f->path, &f->st, err)))
+        return st;
+    f->t = rl_safetensors_find(&f->st, name);
+    if (!f->t) {
+        rl_safetensors_close(&f->st);
+        return rl_fail(err, RL_ERR_ARG, "%s: no tensor named '%s'", f->path, name);
+    }
+    if (strcmp(f->t->dtype, "F32") && strcmp(f->t->dtype, "F16")) {
+        rl_status s2 = rl_fail(err, RL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32 or "
+                               "F16 needed)", f->path, name, f->t->dtype);
+        rl_safetensors_close(&f->st);
+        return s2;
+    }
+    f->rank = f->t->rank;
+    f->shape = f->t->shape;
+    return RL_OK;
+}
+
+/* Checks rank 3 and the declared layout against heads and head_dim;
+ * *tokens receives the token count. */
+static rl_status tfile_check(const tfile *f, const char *layout, uint32_t heads,
+                             uint32_t head_dim, char which, uint64_t *tokens, rl_error *err)
+{
+    int htd = !strcmp(layout, "htd");
+    if (f->rank != 3)
+        return rl_fail(err, RL_ERR_ARG, "%s: tensor %c has rank %u, expected 3 (%s)", f->path,
+                       which, f->rank, htd ? "[heads][tokens][head_dim]" : "[tokens][heads][head_dim]");
+    uint64_t h = htd ? f->shape[0] : f->shape[1], t = htd ? f->shape[1] : f->shape[0];
+    if (h != heads || f->shape[2] != head_dim)
+        return rl_fail(err, RL_ERR_ARG, "%s: tensor %c has shape [%llu, %llu, %llu] but layout "
+                       "%s and the model need %s=%u, head_dim=%u", f->path, which,
+                       (unsigned long long)f->shape[0], (unsigned long long)f->shape[1],
+                       (unsigned long long)f->shape[2], layout, htd ? "dim 0 heads" : "dim 1 heads",
+                       heads, head_dim);
+    if (t == 0)
+        return rl_fail(err, RL_ERR_ARG, "%s: tensor %c has no tokens", f->path, which);
+    *tokens = t;
+    return RL_OK;
+}
+
+rl_status run_data_probe(const json_t *d, const exp_model *m, const char *base, rl_error *err)
+{
+    const char *src = json_string_value(json_object_get(d, "source"));
+    if (strcmp(src, "npy") && strcmp(src, "safetensors"))
+        return RL_OK;
+    const char *layout = json_string_value(json_object_get(d, "layout"));
+    int any = 0;
+    for (const char *w = "qkv"; *w; w++) {
+        char key[2] = {*w, 0};
+        if (!json_object_get(d, key) && *w != 'q')
+            continue;
+        any = 1;
+        tfile f;
+        uint64_t t;
+        rl_status st = tfile_open(d, base, *w, &f, err);
+        if (!st) {
+            st = tfile_check(&f, layout, *w == 'q' ? m->heads : m->kv_heads, m->head_dim, *w, &t,
+                             err);
+            tfile_close(&f);
+        }
+        if (st)
+            return st;
+    }
+    (void)any;
+    return RL_OK;
+}
+
+/* ---- filling ------------------------------------------------------------- */
+
+static rl_status fill_file(const run_data *rd, char which, uint64_t tokens, float *out,
+                           rl_error *err)
+{
+    char key[2] = {which, 0};
+    if (!json_object_get(rd->desc, key))
+        return rl_fail(err, RL_ERR_ARG, "data: this run needs tensor '%s', which the data "
+                       "section does not name", key);
+    tfile f;
+    uint64_t avail;
+    uint32_t heads = which == 'q' ? rd->model.heads : rd->model.kv_heads, hd = rd->model.head_dim;
+    const char *layout = json_string_value(json_object_get(rd->desc, "layout"));
+    rl_status st = tfile_open(rd->desc, rd->base_dir, which, &f, err);
+    if (st)
+        return st;
+    if ((st = tfile_check(&f, layout, heads, hd, which, &avail, err)))
+        goto done;
+    if (tokens > avail) {
+        st = rl_fail(err, RL_ERR_LIMIT, "%s: this run needs %llu tokens, tensor %c has %llu",
+                     f.path, (unsigned long long)tokens, which, (unsigned long long)avail);
+        goto done;
+    }
+    int htd = !strcmp(layout, "htd");
+    /* read [tokens][heads][hd] rows; htd files are read head by head */
+    for (uint32_t h = 0; h < (htd ? heads : 1) && !st; h++) {
+        for (uint64_t t = 0; t < (htd ? tokens : 1) && !st; t++) {
+            uint64_t first = htd ? ((uint64_t)h * avail + t) * hd : 0;
+            uint64_t count = htd ? hd : tokens * heads * hd;
+            float *dst = htd ? out + (t * heads + h) * hd : out;
+            if (f.is_npy) {
+                FILE *fp = fopen(f.path, "rb");
+                if (!fp) {
+                    st = rl_fail(err, RL_ERR_IO, "%s: cannot open", f.path);
+                    break;
+                }
+                uint64_t es = f.npy.f16 ? 2 : 4;
+                if (fseek(fp, (long)(f.npy.data_offset + first * es), SEEK_SET) != 0)
+                    st = rl_fail(err, RL_ERR_IO, "%s: cannot seek", f.path);
+                for (uint64_t i = 0; i < count && !st; i++) {
+                    unsigned char b[4];
+                    if (fread(b, 1, es, fp) != es) {
+                        st = rl_fail(err, RL_ERR_IO, "%s: file shorter than its shape", f.path);
+                    } else if (es == 2) {
+                        dst[i] = rl_half_to_float((uint16_t)(b[0] | b[1] << 8));
+                    } else {
+                        uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 |
+                                     (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+                        memcpy(&dst[i], &u, 4);
+                    }
+                }
+                fclose(fp);
+            } else {
+                st = rl_safetensors_read_f32(&f.st, f.t, first, count, dst, err);
+            }
+        }
+    }
+done:
+    tfile_close(&f);
+    return st;
+}
+
+rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_error *err)
+{
+    const run_data *rd = user;
+    const json_t *d = rd->desc;
+    const char *src = json_string_value(json_object_get(d, "source"));
+    if (!strcmp(src, "npy") || !strcmp(src, "safetensors"))
+        return fill_file(rd, which, tokens, out, err);
+    uint64_t seed = (uint64_t)json_integer_value(json_object_get(d, "seed"));
+    double scale = json_number_value(json_object_get(d, "scale"));
+    double noise = json_number_value(json_object_get(d, "noise"));
+    uint32_t hd = rd->model.head_dim, hq = rd->model.heads, hk = rd->model.kv_heads;
+    uint32_t heads = which == 'q' ? hq : hk;
+    uint64_t n = tokens * heads * hd;
+    if (!strcmp(src, "ones")) {
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = (float)scale;
+        return RL_OK;
+    }
+    rl_rng rng;
+    char stream[16] = "data.?";
+    stream[5] = which;
+    rl_rng_seed(&rng, seed, stream);
+    if (!strcmp(src, "gaussian") || which == 'q' || which == 'v') {
+        /* rows are drawn in order, so the first T rows do not depend on how
+         * many are asked for */
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = (float)(scale * rl_rng_normal(&rng));
+        return RL_OK;
+    }
+    /* shared: k_j = q_{perm(j)} + noise * N(0, 1), kv head g taking query
+     * head g * (heads / kv_heads), so each key has exactly one matching
+     * query and retrieval is meaningful */
+    float *q = malloc(tokens * hq * hd * sizeof *q);
+    uint64_t *perm = malloc(tokens * sizeof *perm);
+    if (!q || !perm) {
+        free(q), free(perm);
+        return rl_fail(err, RL_ERR_NOMEM, "data: out of host memory for %llu tokens",
+                       (unsigned long long)tokens);
+    }
+    rl_status st = run_data_fill(user, 'q', tokens, q, err);
+    if (!st) {
+        rl_rng pr;
+        rl_rng_seed(&pr, seed, "data.perm");
+        for (uint64_t i = 0; i < tokens; i++)
+            perm[i] = i;
+        for (uint64_t i = tokens; i > 1; i--) {
+            uint64_t j = rl_rng_u64(&pr) % i;
+            uint64_t t = perm[i - 1];
+            perm[i - 1] = perm[j];
+            perm[j] = t;
+        }
+        uint32_t group = hq / hk;
+        for (uint64_t t = 0; t < tokens; t++)
+            for (uint32_t g = 0; g < hk; g++)
+                for (uint32_t i = 0; i < hd; i++)
+                    out[(t * hk + g) * hd + i] =
+                        (float)(q[(perm[t] * hq + (uint64_t)g * group) * hd + i] +
+                                noise * rl_rng_normal(&rng));
+    }
+    free(q), free(perm);
+    return st;
+}

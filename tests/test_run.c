@@ -1,0 +1,341 @@
+/* Batch loading: sweeps, zip groups, stable ids, shards, error reports. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "run/run.h"
+#include "run/run_int.h"
+#include "rl_test.h"
+
+static const char *base =
+    "model: {head_dim: 64, heads: 4, kv_heads: 2, train_len: 1024}\n";
+
+/* Loads text (prefixed by base); returns the status, fills b and d. */
+static rl_status load(const char *body, run_batch *b, run_diag *d)
+{
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", base, body);
+    rl_error err = {0};
+    return run_batch_parse("t.yaml", text, strlen(text), ".", b, d, &err);
+}
+
+static int has_msg(const run_diag *d, const char *needle)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (strstr(d->msg[i], needle))
+            return 1;
+    return 0;
+}
+
+START_TEST(lists_expand_to_cartesian_product)
+{
+    run_batch b;
+    run_diag d;
+    /* 3 distances x 2 steps x 2 encodings(1 + 1) = 12 */
+    ck_assert_int_eq(load("encodings:\n  - {name: a, type: rope}\n"
+                          "  - {name: b, type: rope, rope_theta: 500000}\n"
+                          "experiments:\n  - kind: decay\n    params: {max_distance: [8, 16, 32], "
+                          "step: [1, 2]}\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 12);
+    ck_assert_uint_eq(json_array_size(b.swept_keys), 2);
+    run_batch_free(&b);
+}
+END_TEST
+
+START_TEST(zip_pairs_lists_elementwise)
+{
+    run_batch b;
+    run_diag d;
+    /* zip of 3 pairs x a 2-list = 6, not 3 x 3 x 2 */
+    ck_assert_int_eq(load("experiments:\n  - kind: decay\n    params:\n      step: [1, 2]\n"
+                          "      zip: {max_distance: [10, 20, 30]}\n"
+                          "  - kind: precision\n    params:\n      zip:\n        tokens: [4, 8, 16]\n"
+                          "        max_pos_log2: [4, 8, 12]\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 6 + 3);
+    size_t seen = 0;
+    for (size_t i = 0; i < b.n_items; i++) {
+        const json_t *p = json_object_get(b.items[i].resolved, "params");
+        if (strcmp(b.items[i].kind->name, "precision"))
+            continue;
+        json_int_t t = json_integer_value(json_object_get(p, "tokens"));
+        json_int_t l = json_integer_value(json_object_get(p, "max_pos_log2"));
+        ck_assert_msg((t == 4 && l == 4) || (t == 8 && l == 8) || (t == 16 && l == 12),
+                      "unpaired tokens=%lld max_pos_log2=%lld", (long long)t, (long long)l);
+        seen++;
+    }
+    ck_assert_uint_eq(seen, 3);
+    run_batch_free(&b);
+}
+END_TEST
+
+START_TEST(run_ids_are_stable_and_depend_only_on_parameters)
+{
+    run_batch a, b, c;
+    run_diag d;
+    /* the same run written differently (key order, 1e4 vs 10000, a comment)
+     * has the same id; another value has another */
+    ck_assert_int_eq(load("encodings: [{name: r, type: rope, rope_theta: 10000}]\n"
+                          "experiments: [{kind: decay, params: {step: 2, max_distance: 8}}]\n",
+                          &a, &d), RL_OK);
+    ck_assert_int_eq(load("# comment\nexperiments:\n  - params: {max_distance: 8, step: 2}\n"
+                          "    kind: decay\nencodings: [{type: rope, rope_theta: 1e4, name: r}]\n",
+                          &b, &d), RL_OK);
+    ck_assert_int_eq(load("encodings: [{name: r, type: rope, rope_theta: 10000}]\n"
+                          "experiments: [{kind: decay, params: {step: 2, max_distance: 9}}]\n",
+                          &c, &d), RL_OK);
+    ck_assert_str_eq(a.items[0].id, b.items[0].id);
+    ck_assert_str_ne(a.items[0].id, c.items[0].id);
+    ck_assert_uint_eq(strlen(a.items[0].id), 16);
+    run_batch_free(&a);
+    run_batch_free(&b);
+    run_batch_free(&c);
+}
+END_TEST
+
+START_TEST(shards_partition_the_plan)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("experiments:\n  - kind: decay\n    params: {max_distance: [1, 2, 3, 4, 5, "
+                          "6, 7, 8, 9, 10, 11, 12, 13], step: [1, 2, 3]}\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 39);
+    for (uint32_t n = 1; n <= 5; n++)
+        for (size_t i = 0; i < b.n_items; i++) {
+            int owners = 0;
+            for (uint32_t s = 0; s < n; s++)
+                owners += run_in_shard(&b.items[i], s, n);
+            ck_assert_int_eq(owners, 1);
+        }
+    run_batch_free(&b);
+    uint32_t si, sn;
+    rl_error err = {0};
+    ck_assert_int_eq(run_shard_parse("2/4", &si, &sn, &err), RL_OK);
+    ck_assert_uint_eq(si, 2);
+    ck_assert_uint_eq(sn, 4);
+    ck_assert_int_ne(run_shard_parse("4/4", &si, &sn, &err), RL_OK);
+    ck_assert_int_ne(run_shard_parse("x", &si, &sn, &err), RL_OK);
+    setenv("SLURM_ARRAY_TASK_ID", "1", 1);
+    setenv("SLURM_ARRAY_TASK_COUNT", "3", 1);
+    ck_assert_int_eq(run_shard_parse(NULL, &si, &sn, &err), RL_OK);
+    ck_assert_uint_eq(si, 1);
+    ck_assert_uint_eq(sn, 3);
+    unsetenv("SLURM_ARRAY_TASK_ID");
+    unsetenv("SLURM_ARRAY_TASK_COUNT");
+}
+END_TEST
+
+/* Each bad input, the position and key path reported, and the message. */
+static const struct {
+    const char *body, *where, *msg;
+} bad[] = {
+    {"experiments: [{kind: decay, params: {max_distanse: 4}}]\n", "t.yaml:2:38: experiments[0].params.max_distanse",
+     "did you mean 'max_distance'?"},
+    {"experiments: [{kind: decai}]\n", "experiments[0].kind", "did you mean 'decay'?"},
+    {"experiments:\n  - kind: precision\n    params: {tokens: -3}\n", "t.yaml:4:22: experiments[0].params.tokens",
+     "out of range"},
+    {"experiments:\n  - kind: precision\n    params: {tokens: abc}\n", "experiments[0].params.tokens",
+     "expected an integer"},
+    {"data: {source: gausian}\nexperiments: [{kind: decay}]\n", "data.source", "did you mean 'gaussian'?"},
+    {"experimnets: []\n", "experimnets", "did you mean 'experiments'?"},
+    {"experiments: [{kind: decay, params: {zip: {max_distance: [1, 2], step: [1]}}}]\n",
+     "params.zip.step", "equal lengths"},
+    {"experiments: [{kind: decay, params: {max_distance: []}}]\n", "max_distance", "empty list"},
+    {"experiments: [{kind: decay, encodings: [ropee]}]\n", "experiments[0].encodings",
+     "no encoding named 'ropee'; did you mean 'rope'?"},
+    {"encodings: [{name: y, type: yarn, factor: 4}]\nexperiments: [{kind: decay}]\n",
+     "experiments[0]", "encoding 'y': rope: yarn needs original_max_position_embeddings"},
+    {"data: {source: npy, q: /nonexistent/q.npy}\nexperiments: [{kind: precision}]\n", "data",
+     "cannot open"},
+    {"experiments: [{kind: decay}\n", "t.yaml:3:1", "YAML syntax error"},
+};
+
+START_TEST(each_error_is_reported_with_position_path_and_message)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load(bad[_i].body, &b, &d), RL_ERR_PARSE);
+    ck_assert_msg(has_msg(&d, bad[_i].where) && has_msg(&d, bad[_i].msg),
+                  "case %d: want '%s' ... '%s', got: %s", _i, bad[_i].where, bad[_i].msg,
+                  d.n ? d.msg[0] : "(nothing)");
+    run_diag_free(&d);
+}
+END_TEST
+
+START_TEST(model_errors_come_together_with_other_errors)
+{
+    run_batch b;
+    run_diag d;
+    rl_error err = {0};
+    const char *t = "model: {head_dim: 63, heads: 8, train_len: 10}\n"
+                    "experiments: [{kind: decay, params: {stepp: 1}}, {kind: nope}]\n";
+    ck_assert_int_eq(run_batch_parse("m.yaml", t, strlen(t), ".", &b, &d, &err), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 3);
+    ck_assert(has_msg(&d, "m.yaml:1:19: model.head_dim: head_dim 63 must be even"));
+    ck_assert(has_msg(&d, "did you mean 'step'?"));
+    ck_assert(has_msg(&d, "unknown experiment kind 'nope'"));
+    run_diag_free(&d);
+    t = "model: {head_dim: 63, heads: 8, kv_heads: 3, train_len: 10}\nexperiments: [{kind: decay}]\n";
+    ck_assert_int_eq(run_batch_parse("m.yaml", t, strlen(t), ".", &b, &d, &err), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert(has_msg(&d, "m.yaml:1:19: model.head_dim: head_dim 63 must be even"));
+    ck_assert(has_msg(&d, "m.yaml:1:43: model.kv_heads: kv_heads 3 does not divide heads 8"));
+    run_diag_free(&d);
+}
+END_TEST
+
+START_TEST(edit_distance_counts_single_edits)
+{
+    ck_assert_uint_eq(run_edit_distance("kitten", "sitting"), 3);
+    ck_assert_uint_eq(run_edit_distance("", "abc"), 3);
+    ck_assert_uint_eq(run_edit_distance("same", "same"), 0);
+}
+END_TEST
+
+START_TEST(preset_gives_model_shape)
+{
+    run_batch b;
+    run_diag d;
+    rl_error err = {0};
+    const char *t = "model: {preset: llama-2-7b}\nexperiments: [{kind: decay, params: {max_distance: 4}}]\n";
+    ck_assert_int_eq(run_batch_parse("p.yaml", t, strlen(t), ".", &b, &d, &err), RL_OK);
+    const json_t *m = json_object_get(b.items[0].resolved, "model");
+    /* Llama-2-7B: hidden 4096 / 32 heads = 128, 32 kv heads, 4096 positions */
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "head_dim")), 128);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "kv_heads")), 32);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "train_len")), 4096);
+    run_batch_free(&b);
+    t = "model: {preset: no-such-model}\nexperiments: [{kind: decay}]\n";
+    ck_assert_int_eq(run_batch_parse("p.yaml", t, strlen(t), ".", &b, &d, &err), RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "no model preset 'no-such-model'"));
+    run_diag_free(&d);
+}
+END_TEST
+
+START_TEST(decay_bound_at_zero_is_mean_of_one_to_half_dim)
+{
+    /* At r = 0 every e^{i r theta_k} = 1, so |S_j| = j and the bound is
+     * (1/(d/2)) sum_{j=1}^{d/2} j = (d/2 + 1) / 2: 16.5 for d = 64. The
+     * constant-vector score is 1 there (normalised by head_dim). */
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("experiments: [{kind: decay, params: {max_distance: 0}}]\n", &b, &d),
+                     RL_OK);
+    exp_run r;
+    run_item_to_exp(&b.items[0], &r);
+    char dir[] = "/tmp/rl_decay_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    exp_sink sink;
+    rl_error err = {0};
+    ck_assert_int_eq(exp_sink_init(&sink, dir, &err), RL_OK);
+    exp_ctx cx = {0};
+    ck_assert_msg(b.items[0].kind->run(&r, &cx, &sink, &err) == RL_OK, "%s", err.msg);
+    ck_assert_int_eq(exp_sink_end_table(&sink, &err), RL_OK);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(sink.metrics, "bound_r0")), 16.5, 1e-12);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(sink.metrics, "score_rmax")), 1.0, 1e-12);
+    ck_assert(!sink.failed_verification);
+    exp_sink_free(&sink);
+    char path[64];
+    snprintf(path, sizeof path, "%s/decay.csv", dir);
+    ck_assert_int_eq(remove(path), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+    run_batch_free(&b);
+}
+END_TEST
+
+START_TEST(hf_config_gives_shape_and_rope_settings)
+{
+    /* head_dim = hidden_size / num_attention_heads = 3072 / 24 = 128;
+     * train_len from rope_scaling.original_max_position_embeddings */
+    char dir[] = "/tmp/rl_hf_XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs("{\"hidden_size\": 3072, \"num_attention_heads\": 24, \"num_key_value_heads\": 8,"
+          " \"max_position_embeddings\": 131072, \"rope_theta\": 500000.0,"
+          " \"rope_scaling\": {\"rope_type\": \"default\", \"original_max_position_embeddings\": 8192}}",
+          fp);
+    fclose(fp);
+    run_batch b;
+    run_diag d;
+    rl_error err = {0};
+    const char *t = "model: {hf_config: config.json}\nencodings: [{name: m, type: model}]\n"
+                    "experiments: [{kind: decay, params: {max_distance: 4}}]\n";
+    ck_assert_msg(run_batch_parse("h.yaml", t, strlen(t), dir, &b, &d, &err) == RL_OK, "%s",
+                  d.n ? d.msg[0] : err.msg);
+    const json_t *m = json_object_get(b.items[0].resolved, "model");
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "head_dim")), 128);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "heads")), 24);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "kv_heads")), 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "train_len")), 8192);
+    const json_t *e = json_object_get(b.items[0].resolved, "encoding");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "type")), "rope");
+    ck_assert_double_eq(json_number_value(json_object_get(e, "rope_theta")), 500000.0);
+    run_batch_free(&b);
+    ck_assert_int_eq(remove(path), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+START_TEST(encoding_sets_expand_and_report_their_own_file)
+{
+    char dir[] = "/tmp/rl_sets_XXXXXX", path[96];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/encodings", dir);
+    ck_assert_int_eq(mkdir(path, 0777), 0);
+    snprintf(path, sizeof path, "%s/encodings/two.yaml", dir);
+    FILE *fp = fopen(path, "w");
+    fputs("- {name: a, type: rope}\n- {name: b, type: rope, rope_theta: 500000}\n", fp);
+    fclose(fp);
+    snprintf(path, sizeof path, "%s/encodings/bad.yaml", dir);
+    fp = fopen(path, "w");
+    fputs("# a comment\n- {name: x}\n", fp);
+    fclose(fp);
+    setenv("ROPELAB_CONFIG_DIR", dir, 1);
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings: [{set: two}, {name: c, type: rope}]\n"
+                          "experiments: [{kind: decay, params: {max_distance: 4}}]\n", &b, &d),
+                     RL_OK);
+    ck_assert_uint_eq(b.n_items, 3);
+    run_batch_free(&b);
+    ck_assert_int_eq(load("encodings: [{set: bad}]\nexperiments: [{kind: decay}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert_msg(has_msg(&d, "encodings/bad.yaml:2:3: encodings[0](set bad)[0]: missing required "
+                              "key 'type'"), "%s", d.n ? d.msg[0] : "");
+    run_diag_free(&d);
+    unsetenv("ROPELAB_CONFIG_DIR");
+    snprintf(path, sizeof path, "%s/encodings/bad.yaml", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/encodings/two.yaml", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/encodings", dir);
+    rmdir(path);
+    rmdir(dir);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("run");
+    TCase *tc = tcase_create("batch");
+    tcase_add_test(tc, lists_expand_to_cartesian_product);
+    tcase_add_test(tc, zip_pairs_lists_elementwise);
+    tcase_add_test(tc, run_ids_are_stable_and_depend_only_on_parameters);
+    tcase_add_test(tc, shards_partition_the_plan);
+    tcase_add_loop_test(tc, each_error_is_reported_with_position_path_and_message, 0,
+                        (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, model_errors_come_together_with_other_errors);
+    tcase_add_test(tc, edit_distance_counts_single_edits);
+    tcase_add_test(tc, preset_gives_model_shape);
+    tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
+    tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);
+    tcase_add_test(tc, encoding_sets_expand_and_report_their_own_file);
+    suite_add_tcase(s, tc);
+    return rl_test_run(s);
+}

@@ -1,0 +1,245 @@
+/* Executing batches: outputs, resume after a kill, failed runs, shards and
+ * merge, --device all. Runs on the Vulkan device (lavapipe in CI). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "run/run.h"
+#include "rl_test.h"
+
+static const char *batch_text =
+    "model: {head_dim: 16, heads: 2, kv_heads: 1, train_len: 64}\n"
+    "data: {source: shared}\n"
+    "experiments:\n"
+    "  - kind: decay\n"
+    "    params: {max_distance: [4, 8, 12], step: 4}\n"
+    "  - kind: precision\n"
+    "    params: {tokens: [3, 5], max_pos_log2: 6}\n";
+
+static void load(const char *text, run_batch *b)
+{
+    run_diag d;
+    rl_error err = {0};
+    ck_assert_msg(run_batch_parse("e.yaml", text, strlen(text), ".", b, &d, &err) == RL_OK, "%s",
+                  d.n ? d.msg[0] : err.msg);
+}
+
+static void tmpdir(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "/tmp/rl_run_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+static void rmrf(const char *d)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static int exists(const char *fmt, const char *a, const char *b)
+{
+    char p[1200];
+    struct stat st;
+    snprintf(p, sizeof p, fmt, a, b);
+    return stat(p, &st) == 0;
+}
+
+static size_t count_lines_with(const char *path, const char *needle, char *first, size_t cap)
+{
+    FILE *fp = fopen(path, "r");
+    ck_assert_ptr_nonnull(fp);
+    char line[4096];
+    size_t n = 0;
+    if (first && fgets(line, sizeof line, fp))
+        snprintf(first, cap, "%.500s", line);
+    while (fgets(line, sizeof line, fp))
+        n += strstr(line, needle) != NULL;
+    fclose(fp);
+    return n;
+}
+
+START_TEST(batch_writes_runs_results_and_manifest)
+{
+    run_batch b;
+    load(batch_text, &b);
+    ck_assert_uint_eq(b.n_items, 5);
+    char out[64], path[1200], header[512];
+    tmpdir(out, sizeof out);
+    run_options o = {.out = out, .device = "auto", .shard_count = 1, .quiet = 1, .validation = 1};
+    run_outcome r;
+    rl_error err = {0};
+    ck_assert_msg(run_batch_execute(&b, &o, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(r.jobs, 5);
+    ck_assert_uint_eq(r.passed, 5);
+    ck_assert_uint_eq(r.validation_messages, 0);
+    for (size_t i = 0; i < b.n_items; i++)
+        ck_assert(exists("%s/runs/%s/summary.json", out, b.items[i].id));
+    snprintf(path, sizeof path, "%s/results.csv", out);
+    /* decay: 3 runs x (4 metrics + r rows x 3 value columns) */
+    size_t decay_bound_rows = count_lines_with(path, ",decay.bound,", header, sizeof header);
+    ck_assert_str_eq(header, "run_id,device,kind,encoding,status,params.max_distance,"
+                             "params.tokens,metric,x,value,x_label,y_label\n");
+    ck_assert_uint_eq(decay_bound_rows, 2 + 3 + 4); /* r = 0,4 / 0,4,8 / 0,4,8,12 */
+    ck_assert_uint_eq(count_lines_with(path, ",precision.max_abs_error,", NULL, 0), 3 + 5);
+    snprintf(path, sizeof path, "%s/manifest.json", out);
+    json_t *m = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(json_array_size(json_object_get(m, "plan")), 5);
+    ck_assert_uint_eq(json_array_size(json_object_get(m, "jobs")), 5);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "batch"), "text")),
+                     batch_text);
+    json_decref(m);
+    rmrf(out);
+    run_batch_free(&b);
+}
+END_TEST
+
+START_TEST(resume_redoes_only_runs_without_completion)
+{
+    run_batch b;
+    load(batch_text, &b);
+    char out[64];
+    tmpdir(out, sizeof out);
+    run_options o = {.out = out, .device = "auto", .shard_count = 1, .quiet = 1, .fail_after = 2};
+    run_outcome r;
+    rl_error err = {0};
+    ck_assert_int_eq(run_batch_execute(&b, &o, &r, &err), RL_OK);
+    ck_assert(r.interrupted);
+    ck_assert_uint_eq(r.passed, 2);
+    /* a run killed mid-write: its temporary directory exists, never renamed */
+    size_t victim = 4;
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "%s/runs/.tmp-%s", out, b.items[victim].id);
+    ck_assert_int_eq(mkdir(tmp, 0777), 0);
+    o.fail_after = 0;
+    o.resume = 1;
+    ck_assert_int_eq(run_batch_execute(&b, &o, &r, &err), RL_OK);
+    ck_assert_uint_eq(r.skipped, 2);
+    ck_assert_uint_eq(r.passed, 3);
+    ck_assert(!r.interrupted);
+    ck_assert(exists("%s/runs/%s/summary.json", out, b.items[victim].id));
+    ck_assert(!exists("%s/runs/.tmp-%s", out, b.items[victim].id));
+    rmrf(out);
+    run_batch_free(&b);
+}
+END_TEST
+
+START_TEST(failed_run_is_recorded_and_batch_continues)
+{
+    run_batch b;
+    /* 2^24 tokens x 64 heads x 128 dims of fp32 is 512 GiB: beyond any
+     * device's storage-buffer range, refused before allocation */
+    load("model: {head_dim: 128, heads: 64, train_len: 64}\nexperiments:\n"
+         "  - kind: precision\n    params: {tokens: [16777216, 4], max_pos_log2: 4}\n", &b);
+    char out[64], path[1200];
+    tmpdir(out, sizeof out);
+    run_options o = {.out = out, .device = "auto", .shard_count = 1, .quiet = 1};
+    run_outcome r;
+    rl_error err = {0};
+    ck_assert_int_eq(run_batch_execute(&b, &o, &r, &err), RL_OK);
+    ck_assert_uint_eq(r.failed, 1);
+    ck_assert_uint_eq(r.passed, 1);
+    size_t big = json_integer_value(json_object_get(json_object_get(b.items[0].resolved, "params"),
+                                                    "tokens")) == 4 ? 1 : 0;
+    snprintf(path, sizeof path, "%s/runs/%s/summary.json", out, b.items[big].id);
+    json_t *s = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(json_string_value(json_object_get(s, "status")), "failed");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(s, "reason")), "exceeds"));
+    json_decref(s);
+    rmrf(out);
+    run_batch_free(&b);
+}
+END_TEST
+
+START_TEST(merge_combines_shards_and_detects_a_missing_one)
+{
+    run_batch b;
+    load(batch_text, &b);
+    char s0[64], s1[64], m[64], path[1200];
+    tmpdir(s0, sizeof s0);
+    tmpdir(s1, sizeof s1);
+    tmpdir(m, sizeof m);
+    run_outcome r;
+    rl_error err = {0};
+    size_t total = 0;
+    run_options o = {.out = s0, .device = "auto", .shard_index = 0, .shard_count = 2, .quiet = 1};
+    ck_assert_int_eq(run_batch_execute(&b, &o, &r, &err), RL_OK);
+    total += r.jobs;
+    o.out = s1;
+    o.shard_index = 1;
+    ck_assert_int_eq(run_batch_execute(&b, &o, &r, &err), RL_OK);
+    total += r.jobs;
+    ck_assert_uint_eq(total, 5);
+    const char *both[] = {s0, s1};
+    run_merge_report rep;
+    FILE *devnull = fopen("/dev/null", "w");
+    ck_assert_int_eq(run_merge(both, 2, m, &rep, devnull, &err), RL_OK);
+    ck_assert_uint_eq(rep.plan, 5);
+    ck_assert_uint_eq(rep.present, 5);
+    ck_assert_uint_eq(rep.missing, 0);
+    ck_assert_uint_eq(rep.duplicated, 0);
+    snprintf(path, sizeof path, "%s/results.csv", m);
+    ck_assert_uint_eq(count_lines_with(path, ",precision.max_abs_error,", NULL, 0), 8);
+    const char *one[] = {s0};
+    ck_assert_int_eq(run_merge(one, 1, m, &rep, devnull, &err), RL_OK);
+    ck_assert_uint_eq(rep.shards_seen, 1);
+    ck_assert_str_eq(rep.missing_shards, "1");
+    ck_assert_uint_gt(rep.missing, 0);
+    const char *twice[] = {s0, s0};
+    ck_assert_int_eq(run_merge(twice, 2, m, &rep, devnull, &err), RL_OK);
+    ck_assert_uint_gt(rep.duplicated, 0);
+    fclose(devnull);
+    rmrf(s0);
+    rmrf(s1);
+    rmrf(m);
+    run_batch_free(&b);
+}
+END_TEST
+
+START_TEST(device_all_tags_rows_with_each_device)
+{
+    run_batch b;
+    load(batch_text, &b);
+    char out[64], path[1200];
+    tmpdir(out, sizeof out);
+    run_options o = {.out = out, .device = "all", .shard_count = 1, .quiet = 1, .validation = 1};
+    run_outcome r;
+    rl_error err = {0};
+    ck_assert_int_eq(run_batch_execute(&b, &o, &r, &err), RL_OK);
+    snprintf(path, sizeof path, "%s/manifest.json", out);
+    json_t *m = json_load_file(path, 0, NULL);
+    json_t *devs = json_object_get(m, "devices");
+    size_t n_gpu = json_array_size(devs) - 1; /* plus the CPU worker for decay */
+    ck_assert_uint_ge(n_gpu, 1);
+    /* GPU kinds run on every device, CPU kinds once */
+    ck_assert_uint_eq(r.jobs, 3 + 2 * n_gpu);
+    ck_assert_uint_eq(r.passed, r.jobs);
+    ck_assert_uint_eq(r.validation_messages, 0);
+    const char *dev0 = json_string_value(json_object_get(json_array_get(devs, 0), "name"));
+    snprintf(path, sizeof path, "%s/results.csv", out);
+    ck_assert_uint_eq(count_lines_with(path, dev0, NULL, 0), count_lines_with(path, ",precision,", NULL, 0) / n_gpu);
+    ck_assert_uint_gt(count_lines_with(path, ",cpu,decay,", NULL, 0), 0);
+    json_decref(m);
+    rmrf(out);
+    run_batch_free(&b);
+}
+END_TEST
+
+int main(void)
+{
+    rl_test_pin_driver();
+    rl_test_require_vulkan("run_exec");
+    Suite *s = suite_create("run_exec");
+    TCase *tc = tcase_create("exec");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, batch_writes_runs_results_and_manifest);
+    tcase_add_test(tc, resume_redoes_only_runs_without_completion);
+    tcase_add_test(tc, failed_run_is_recorded_and_batch_continues);
+    tcase_add_test(tc, merge_combines_shards_and_detects_a_missing_one);
+    tcase_add_test(tc, device_all_tags_rows_with_each_device);
+    suite_add_tcase(s, tc);
+    return rl_test_run(s);
+}
