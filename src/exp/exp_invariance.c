@@ -35,9 +35,8 @@ static const exp_param params[] = {
     {.name = "max_shift_log2", .type = EXP_P_INT, .min = 0, .max = 23, .def_num = 20,
      .help = "shifts t = 1, 2, 4, ..., 2^max_shift_log2"},
 };
-
-/* Positions stay exact in fp32 (the kernels convert them): <= 2^24. */
-#define INV_MAX_POS 16777216.0
+/* The ranges keep max(m, n) + 2^max_shift_log2 <= 2^24: every position is
+ * exact in fp32, as the kernels take it. */
 
 static uint64_t inv_maxpos(const exp_run *run)
 {
@@ -63,10 +62,6 @@ static rl_status inv_encoding(const exp_run *run, pe_encoding **e, rl_error *err
 
 static rl_status inv_check(const exp_run *run, rl_error *err)
 {
-    if ((double)inv_maxpos(run) > INV_MAX_POS)
-        return rl_fail(err, RL_ERR_LIMIT,
-                       "max(m, n) + 2^max_shift_log2 = %llu exceeds 2^24, the largest position "
-                       "exact in fp32", (unsigned long long)inv_maxpos(run));
     pe_encoding *e;
     rl_status st = inv_encoding(run, &e, err);
     pe_encoding_destroy(e);
