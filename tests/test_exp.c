@@ -1,4 +1,4 @@
-/* Experiment kinds `invariance` and `coverage` on small sizes, against
+/* Experiment kinds `invariance`, `coverage` and `interpolation` on small sizes, against
  * values derived by hand in each test (never the kinds' own output). The
  * invariance kind runs on the Vulkan device (lavapipe in CI). */
 #include <math.h>
@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_util.h"
 #include "exp/exp.h"
 #include "rl_test.h"
 
@@ -219,6 +220,42 @@ START_TEST(invariance_refuses_logit_bias_encodings)
 }
 END_TEST
 
+/* ---- interpolation ----------------------------------------------------------- */
+
+/* head_dim 2: one pair, theta_0 = base^0 = 1, a(s) = c cos s - d sin s.
+ * The test draws the kind's documented targets (rl_rng, seed + draw *
+ * 0x9E3779B97F4A7C15, stream "interpolation/targets", 2u - 1) and solves
+ * the 2 x 2 normal equations by Cramer's rule — an independent solver —
+ * then evaluates the fit at half-integers inside [0, L] and at integers in
+ * (L, 2L]. The problem is well conditioned (s = 0..8 spans more than a
+ * turn), so both solutions agree to rounding. */
+START_TEST(interpolation_matches_a_hand_solved_one_pair_fit)
+{
+    fixture f;
+    fx_init(&f, "rope", "{}", "{\"eval_factor\": 2, \"step\": 1, \"draw\": 3, \"rcond_exp\": 0}",
+            2, 8, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "interpolation", NULL, &err) == RL_OK, "%s", err.msg);
+    rl_rng rng;
+    rl_rng_seed(&rng, 1 + 3 * 0x9E3779B97F4A7C15ull, "interpolation/targets");
+    double cc = 0, ss = 0, cs = 0, cy = 0, sy = 0;
+    for (int s = 0; s <= 8; s++) {
+        double y = 2.0 * rl_rng_uniform(&rng) - 1.0, c = cos(s), sn = -sin(s);
+        cc += c * c, ss += sn * sn, cs += c * sn, cy += c * y, sy += sn * y;
+    }
+    double det = cc * ss - cs * cs, hc = (cy * ss - sy * cs) / det, hs = (cc * sy - cs * cy) / det;
+    double interp = 0, extrap = 0;
+    for (int s = 0; s < 8; s++)
+        interp = fmax(interp, fabs(hc * cos(s + 0.5) - hs * sin(s + 0.5)));
+    for (int s = 9; s <= 16; s++)
+        extrap = fmax(extrap, fabs(hc * cos(s) - hs * sin(s)));
+    ck_assert_double_eq_tol(metric(&f, "interpolation_max_abs"), interp, 1e-12);
+    ck_assert_double_eq_tol(metric(&f, "extrapolation_max_abs"), extrap, 1e-12);
+    ck_assert_double_eq(metric(&f, "rank"), 2);
+    fx_free(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("exp");
@@ -226,6 +263,7 @@ int main(void)
     tcase_add_test(c, coverage_marks_no_pair_out_of_distribution_within_train_len);
     tcase_add_test(c, coverage_llama2_critical_dimension_and_ood_pairs_at_4x);
     tcase_add_test(c, coverage_refuses_non_rope_encodings);
+    tcase_add_test(c, interpolation_matches_a_hand_solved_one_pair_fit);
     suite_add_tcase(s, c);
     TCase *i = tcase_create("invariance");
     tcase_add_test(i, invariance_refuses_logit_bias_encodings);
