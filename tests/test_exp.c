@@ -216,7 +216,6 @@ START_TEST(invariance_refuses_logit_bias_encodings)
     ck_assert_int_ne(exp_find("invariance")->check(&f.run, &err), RL_OK);
     ck_assert_ptr_nonnull(strstr(err.msg, "logits"));
     fx_free(&f);
-    fx_free(&f);
 }
 END_TEST
 
