@@ -7,10 +7,16 @@
 
 extern const exp_kind exp_kind_decay;
 extern const exp_kind exp_kind_precision;
+extern const exp_kind exp_kind_invariance;
+extern const exp_kind exp_kind_coverage;
+extern const exp_kind exp_kind_interpolation;
 
 static const exp_kind *const kinds[] = {
     &exp_kind_decay,
     &exp_kind_precision,
+    &exp_kind_invariance,
+    &exp_kind_coverage,
+    &exp_kind_interpolation,
 };
 
 const exp_kind *const *exp_kinds(size_t *n)

@@ -1,0 +1,120 @@
+/* exp_coverage.c — which rotation angles a model saw in training.
+ *
+ * Pair j of RoPE rotates by p * theta_j. The pre-trained model (the
+ * unscaled frequencies theta0_j = base^(-2j/rotary_dim), recovered from the
+ * registry's rope_freqs as inv_freq[j] * scale[j]) saw relative distances
+ * positions in [0, train_len) (Chen et al. 2023 write the pre-trained range
+ * as the half-open [0, L)), i.e. angles in
+ *     [0, phi_train_j),  phi_train_j = theta0_j * train_len.
+ * At the evaluation length the (possibly scaled) encoding produces angles in
+ *     [0, phi_eval_j),   phi_eval_j = theta_j * eval_len,
+ * so Position Interpolation with factor eval_len / train_len maps the range
+ * exactly onto the trained one (theta_j = theta0_j / factor).
+ * A pair whose training angles covered a whole turn (phi_train_j >= 2 pi,
+ * i.e. wavelength 2 pi / theta0_j <= train_len) has seen every angle
+ * modulo 2 pi; any other pair is pushed out of distribution when
+ * phi_eval_j > phi_train_j (1 + 1e-12) (the 1e-12 absorbs the rounding of
+ * theta_j = theta0_j / factor in double for factors that are not powers of
+ * two) (Chen et al. 2023 §2.3 on extrapolated angles; Liu
+ * et al. 2023, "Scaling Laws of RoPE-based Extrapolation", arXiv:2310.05209,
+ * §3: dimensions whose period exceeds the training length are the ones that
+ * fail to extrapolate; Peng et al. 2023 (YaRN) §3.3 use the same wavelength
+ * test). The critical dimension of Liu et al. is
+ *     d_extra = 2 ceil((d/2) log_base(train_len / (2 pi)))
+ * (d = rotary_dim, base = the configured rope_theta): the number of
+ * dimensions whose period fits into train_len. It is reported from the
+ * formula and, independently, counted from the unscaled frequencies (2 x the
+ * pairs with 2 pi / theta0_j <= train_len); the two must agree (verified).
+ * CPU only, double precision. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "exp/exp.h"
+
+#define COV_PI 3.14159265358979323846
+
+static const exp_param params[] = {
+    {.name = "eval_len", .type = EXP_P_INT, .min = 1, .max = 2147483647.0, .def_num = 8192,
+     .help = "evaluation sequence length (also the seq_len of dynamic/longrope scalings)"},
+};
+
+static rl_status cov_check(const exp_run *run, rl_error *err)
+{
+    rope_freqs f;
+    return exp_rope_freqs(run, (uint64_t)exp_num(run, "eval_len"), &f, err);
+}
+
+static uint64_t cov_bytes(const exp_run *run)
+{
+    return (uint64_t)run->model.head_dim * 8 * sizeof(double);
+}
+
+static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
+{
+    (void)ctx;
+    rope_freqs f;
+    uint64_t eval = (uint64_t)exp_num(run, "eval_len");
+    rl_status st = exp_rope_freqs(run, eval, &f, err);
+    if (st)
+        return st;
+    double L = run->model.train_len, E = (double)eval, two_pi = 2.0 * COV_PI;
+    /* Column names are identifiers (exp_sink); units are suffixes. */
+    const char *cols[] = {"rotary_pair_j",         "wavelength_tokens",
+                          "unscaled_wavelength_tokens", "train_len_tokens",
+                          "angle_range_at_eval_len_rad", "angle_range_in_training_rad",
+                          "out_of_distribution"};
+    if ((st = exp_sink_table(sink, "coverage", 7, cols, err)))
+        return st;
+    uint32_t ood = 0, counted = 0;
+    double first_ood = -1;
+    for (uint32_t j = 0; j < f.n_pairs && !st; j++) {
+        double th = f.inv_freq[j], th0 = f.scale[j] > 0 ? f.inv_freq[j] * f.scale[j]
+                                                    : pow(f.base, -2.0 * j / f.rotary_dim);
+        double lam = th > 0 ? two_pi / th : INFINITY, lam0 = th0 > 0 ? two_pi / th0 : INFINITY;
+        double pe = th * E, pt = th0 * L;
+        int full_turn = pt >= two_pi;
+        int out = !full_turn && pe > pt * (1.0 + 1e-12);
+        ood += (uint32_t)out;
+        if (out && first_ood < 0)
+            first_ood = j;
+        counted += lam0 <= L;
+        double row[7] = {j, lam, lam0, L, pe, pt, out};
+        st = exp_sink_row(sink, row, err);
+    }
+    if (st)
+        return st;
+    double lg = log(L / two_pi) / log(f.base);
+    double formula = 2.0 * ceil((f.rotary_dim / 2.0) * lg);
+    formula = fmin(fmax(formula, 0.0), f.rotary_dim);
+    exp_sink_metric(sink, "ood_pairs", ood);
+    exp_sink_metric(sink, "ood_fraction", f.n_pairs ? (double)ood / f.n_pairs : 0.0);
+    exp_sink_metric(sink, "first_ood_pair", first_ood);
+    exp_sink_metric(sink, "critical_dim_formula", formula);
+    exp_sink_metric(sink, "critical_dim_counted", 2.0 * counted);
+    exp_sink_metric(sink, "eval_over_train", E / L);
+    /* The formula's ceil and the count differ only when (d/2) log_base(L/2pi)
+     * is an integer (a pair whose wavelength is exactly train_len) or when
+     * the configured base is not the one of the unscaled frequencies
+     * (proportional's exponent over head_dim): reported, not hidden. */
+    int pass = formula == 2.0 * counted;
+    exp_sink_verify(sink, "critical dimension: Liu et al. formula vs pairs counted",
+                    fabs(formula - 2.0 * counted), 0, pass,
+                    "2 ceil((d/2) log_base(train_len/2pi)) vs 2 #{j: 2pi/theta0_j <= train_len}");
+    if (!pass)
+        return rl_fail(err, RL_ERR_MISMATCH,
+                       "coverage: critical dimension %.0f by the formula but %u dimensions "
+                       "counted with wavelength <= train_len", formula, 2 * counted);
+    return RL_OK;
+}
+
+const exp_kind exp_kind_coverage = {
+    .name = "coverage",
+    .about = "per rotary pair: wavelength and largest angle at eval_len vs training; OOD pairs",
+    .params = params,
+    .n_params = sizeof params / sizeof params[0],
+    .uses_data = 0,
+    .needs_gpu = 0,
+    .check = cov_check,
+    .estimate_bytes = cov_bytes,
+    .run = cov_run,
+};

@@ -1,0 +1,274 @@
+/* Experiment kinds `invariance`, `coverage` and `interpolation` on small sizes, against
+ * values derived by hand in each test (never the kinds' own output). The
+ * invariance kind runs on the Vulkan device (lavapipe in CI). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rl_util.h"
+#include "exp/exp.h"
+#include "rl_test.h"
+
+/* Data sources: 0 = smooth pseudo-random rows, 1 = q = e_0 and k = 0. */
+static rl_status data_fn(void *user, char which, uint64_t tokens, float *out, rl_error *err)
+{
+    (void)err;
+    const uint32_t *shape = user; /* {mode, heads, kv_heads, head_dim} */
+    uint32_t heads = which == 'q' ? shape[1] : shape[2], hd = shape[3];
+    uint64_t n = tokens * heads * hd;
+    for (uint64_t i = 0; i < n; i++) {
+        if (shape[0] == 1)
+            out[i] = which == 'q' && i % hd == 0 ? 1.0f : 0.0f;
+        else
+            out[i] = (float)sin(1.37 * (double)i + (which == 'q' ? 0.3 : 1.1));
+    }
+    return RL_OK;
+}
+
+typedef struct fixture {
+    exp_run run;
+    json_t *enc, *params;
+    uint32_t shape[4];
+    char dir[64];
+    exp_sink sink;
+} fixture;
+
+static void fx_init(fixture *f, const char *type, const char *enc_json, const char *params_json,
+                    uint32_t head_dim, uint32_t train_len, uint32_t mode)
+{
+    memset(f, 0, sizeof *f);
+    json_error_t je;
+    f->enc = json_loads(enc_json, 0, &je);
+    f->params = json_loads(params_json, 0, &je);
+    ck_assert_ptr_nonnull(f->enc);
+    ck_assert_ptr_nonnull(f->params);
+    f->shape[0] = mode, f->shape[1] = 1, f->shape[2] = 1, f->shape[3] = head_dim;
+    f->run = (exp_run){.id = "0000000000000000",
+                       .model = {.head_dim = head_dim, .heads = 1, .kv_heads = 1,
+                                 .train_len = train_len},
+                       .encoding_name = type, .encoding_type = type, .encoding = f->enc,
+                       .params = f->params, .seed = 1, .data = data_fn, .data_user = f->shape};
+    snprintf(f->dir, sizeof f->dir, "/tmp/rl_exp_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(f->dir));
+    rl_error err = {0};
+    ck_assert_int_eq(exp_sink_init(&f->sink, f->dir, &err), RL_OK);
+}
+
+static void fx_free(fixture *f)
+{
+    exp_sink_free(&f->sink);
+    json_decref(f->enc);
+    json_decref(f->params);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static rl_status fx_run(fixture *f, const char *kind, rlvk_device *dev, rl_error *err)
+{
+    const exp_kind *k = exp_find(kind);
+    ck_assert_ptr_nonnull(k);
+    rl_status st = k->check(&f->run, err);
+    if (st)
+        return st;
+    exp_ctx ctx = {.dev = dev};
+    st = k->run(&f->run, &ctx, &f->sink, err);
+    exp_sink_end_table(&f->sink, err);
+    return st;
+}
+
+static double metric(const fixture *f, const char *name)
+{
+    const json_t *v = json_object_get(f->sink.metrics, name);
+    ck_assert_msg(json_is_number(v), "metric %s missing", name);
+    return json_number_value(v);
+}
+
+/* ---- coverage ------------------------------------------------------------ */
+
+START_TEST(coverage_marks_no_pair_out_of_distribution_within_train_len)
+{
+    const char *lens[] = {"{\"eval_len\": 2048}", "{\"eval_len\": 1000}", "{\"eval_len\": 1}"};
+    for (int i = 0; i < 3; i++) {
+        fixture f;
+        fx_init(&f, "rope", "{}", lens[i], 64, 2048, 0);
+        rl_error err = {0};
+        ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+        ck_assert_double_eq(metric(&f, "ood_pairs"), 0);
+        ck_assert_double_eq(metric(&f, "ood_fraction"), 0);
+        fx_free(&f);
+    }
+}
+END_TEST
+
+/* Llama 2: base 10000, d = 128, train 4096. (d/2) log_10000(4096 / 2 pi) =
+ * 64 * ln(651.90) / ln(10000) = 64 * 6.47990 / 9.21034 = 45.03, ceil 46,
+ * d_extra = 92 (Liu et al. 2023 report 92 for LLaMA2). Pairs 46..63 have
+ * wavelength 2 pi 10000^(2j/128) >= 2 pi 10000^(92/128) = 4683 > 4096 and
+ * never turned fully in training: at 4x the length, 64 - 46 = 18 pairs are
+ * out of distribution; Position Interpolation by 4 keeps them all inside. */
+START_TEST(coverage_llama2_critical_dimension_and_ood_pairs_at_4x)
+{
+    fixture f;
+    fx_init(&f, "rope", "{\"rope_theta\": 10000}", "{\"eval_len\": 16384}", 128, 4096, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(metric(&f, "critical_dim_formula"), 92);
+    ck_assert_double_eq(metric(&f, "critical_dim_counted"), 92);
+    ck_assert_double_eq(metric(&f, "ood_pairs"), 18);
+    ck_assert_double_eq(metric(&f, "first_ood_pair"), 46);
+    ck_assert_double_eq_tol(metric(&f, "ood_fraction"), 18.0 / 64.0, 1e-15);
+    fx_free(&f);
+
+    fx_init(&f, "linear", "{\"factor\": 4}", "{\"eval_len\": 16384}", 128, 4096, 0);
+    ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(metric(&f, "ood_pairs"), 0);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(coverage_refuses_non_rope_encodings)
+{
+    fixture f;
+    fx_init(&f, "sinusoidal", "{}", "{\"eval_len\": 100}", 16, 64, 0);
+    rl_error err = {0};
+    ck_assert_int_ne(fx_run(&f, "coverage", NULL, &err), RL_OK);
+    ck_assert_ptr_nonnull(strstr(err.msg, "RoPE-family"));
+    fx_free(&f);
+}
+END_TEST
+
+/* ---- invariance ------------------------------------------------------------ */
+
+static const json_t *find_verification(const fixture *f, const char *needle)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(f->sink.verification, i, v)
+    {
+        const char *w = json_string_value(json_object_get(v, "what"));
+        if (w && strstr(w, needle))
+            return v;
+    }
+    return NULL;
+}
+
+/* RoPE: R(m)^T R(n) = R(n - m) (Su et al. 2021 eq. 16), so in double the
+ * score changes only by rounding: with shifts up to 2^12 and angles below
+ * 2^13 rad, each angle's rounding is below 2^13 * 2^-53 ~ 1e-12 of the score
+ * scale in the worst case (and far less on average) -> <= 1e-12 relative. */
+START_TEST(invariance_rope_double_is_rounding_level_and_device_is_verified)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    fixture f;
+    fx_init(&f, "rope", "{}", "{\"pairs\": 4, \"m\": 64, \"n\": 5, \"max_shift_log2\": 12}", 32,
+            64, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "invariance", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_le(metric(&f, "reference_max_rel_change"), 1e-12);
+    ck_assert_double_le(metric(&f, "vector_worst_error_over_bound"), 1.0);
+    const json_t *v = find_verification(&f, "device vs double reference");
+    ck_assert_ptr_nonnull(v);
+    ck_assert(json_is_true(json_object_get(v, "pass")));
+    ck_assert_ptr_nonnull(find_verification(&f, "relative encoding"));
+    fx_free(&f);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* Sinusoidal (interleaved, dim 0 = sin(p * base^0) = sin p), alpha 1, with
+ * q = e_0 and k = 0 and m = n = 0: <q + P(m+t), P(n+t)> = sin(t) + <P(t),
+ * P(t)>, and <P(t), P(t)> = d/2 for every t, so the change against t = 0 is
+ * |sin t|: for t in {1, 2, 4} the largest is |sin 2| = 0.909297426825682 —
+ * order one, where RoPE would give 0. nope: identity, exactly 0. */
+START_TEST(invariance_sinusoidal_shows_its_cross_term_nope_is_exact)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    fixture f;
+    fx_init(&f, "sinusoidal", "{}", "{\"pairs\": 1, \"m\": 0, \"n\": 0, \"max_shift_log2\": 2}",
+            16, 64, 1);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "invariance", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(metric(&f, "reference_max_abs_change"), 0.909297426825682, 1e-12);
+    /* device: fp32 sin/cos within 2^-11 + angle rounding, times d = 16
+     * terms of the score, well below 0.05 */
+    ck_assert_double_eq_tol(metric(&f, "device_max_abs_change"), 0.909297426825682, 0.05);
+    ck_assert_ptr_null(find_verification(&f, "relative encoding"));
+    fx_free(&f);
+
+    fx_init(&f, "nope", "{}", "{\"pairs\": 3, \"max_shift_log2\": 20}", 16, 64, 0);
+    ck_assert_msg(fx_run(&f, "invariance", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(metric(&f, "reference_max_abs_change"), 0);
+    ck_assert_double_eq(metric(&f, "device_max_abs_change"), 0);
+    fx_free(&f);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+START_TEST(invariance_refuses_logit_bias_encodings)
+{
+    fixture f;
+    fx_init(&f, "alibi", "{}", "{\"pairs\": 1, \"max_shift_log2\": 2}", 16, 64, 0);
+    rl_error err = {0};
+    ck_assert_int_ne(exp_find("invariance")->check(&f.run, &err), RL_OK);
+    ck_assert_ptr_nonnull(strstr(err.msg, "logits"));
+    fx_free(&f);
+}
+END_TEST
+
+/* ---- interpolation ----------------------------------------------------------- */
+
+/* head_dim 2: one pair, theta_0 = base^0 = 1, a(s) = c cos s - d sin s.
+ * The test draws the kind's documented targets (rl_rng, seed + draw *
+ * 0x9E3779B97F4A7C15, stream "interpolation/targets", 2u - 1) and solves
+ * the 2 x 2 normal equations by Cramer's rule — an independent solver —
+ * then evaluates the fit at half-integers inside [0, L] and at integers in
+ * (L, 2L]. The problem is well conditioned (s = 0..8 spans more than a
+ * turn), so both solutions agree to rounding. */
+START_TEST(interpolation_matches_a_hand_solved_one_pair_fit)
+{
+    fixture f;
+    fx_init(&f, "rope", "{}", "{\"eval_factor\": 2, \"step\": 1, \"draw\": 3, \"rcond_exp\": 0}",
+            2, 8, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "interpolation", NULL, &err) == RL_OK, "%s", err.msg);
+    rl_rng rng;
+    rl_rng_seed(&rng, 1 + 3 * 0x9E3779B97F4A7C15ull, "interpolation/targets");
+    double cc = 0, ss = 0, cs = 0, cy = 0, sy = 0;
+    for (int s = 0; s <= 8; s++) {
+        double y = 2.0 * rl_rng_uniform(&rng) - 1.0, c = cos(s), sn = -sin(s);
+        cc += c * c, ss += sn * sn, cs += c * sn, cy += c * y, sy += sn * y;
+    }
+    double det = cc * ss - cs * cs, hc = (cy * ss - sy * cs) / det, hs = (cc * sy - cs * cy) / det;
+    double interp = 0, extrap = 0;
+    for (int s = 0; s < 8; s++)
+        interp = fmax(interp, fabs(hc * cos(s + 0.5) - hs * sin(s + 0.5)));
+    for (int s = 9; s <= 16; s++)
+        extrap = fmax(extrap, fabs(hc * cos(s) - hs * sin(s)));
+    ck_assert_double_eq_tol(metric(&f, "interpolation_max_abs"), interp, 1e-12);
+    ck_assert_double_eq_tol(metric(&f, "extrapolation_max_abs"), extrap, 1e-12);
+    ck_assert_double_eq(metric(&f, "rank"), 2);
+    fx_free(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("exp");
+    TCase *c = tcase_create("coverage");
+    tcase_add_test(c, coverage_marks_no_pair_out_of_distribution_within_train_len);
+    tcase_add_test(c, coverage_llama2_critical_dimension_and_ood_pairs_at_4x);
+    tcase_add_test(c, coverage_refuses_non_rope_encodings);
+    tcase_add_test(c, interpolation_matches_a_hand_solved_one_pair_fit);
+    suite_add_tcase(s, c);
+    TCase *i = tcase_create("invariance");
+    tcase_add_test(i, invariance_refuses_logit_bias_encodings);
+    tcase_add_test(i, invariance_rope_double_is_rounding_level_and_device_is_verified);
+    tcase_add_test(i, invariance_sinusoidal_shows_its_cross_term_nope_is_exact);
+    suite_add_tcase(s, i);
+    rl_test_require_vulkan("exp");
+    return rl_test_run(s);
+}
