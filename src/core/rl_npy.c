@@ -99,15 +99,18 @@ static rl_status parse_header(const char *path, const char *hdr, rl_npy *a, int 
     return RL_OK;
 }
 
-rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
+/* Opens path and validates its header; on success fp is positioned at the
+ * data, *esize is 2 or 4 and out holds shape/descr/count (no data). */
+static rl_status open_header(const char *path, rl_npy *out, FILE **fpp, size_t *esize,
+                             rl_error *err)
 {
     memset(out, 0, sizeof *out);
+    *fpp = NULL;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     rl_status st = RL_OK;
     char *hdr = NULL;
-    void *raw = NULL;
     unsigned char pre[10];
     if (fread(pre, 1, 8, fp) != 8 || memcmp(pre, "\x93NUMPY", 6) != 0) {
         st = rl_fail(err, RL_ERR_PARSE, "%s: not a .npy file (missing the \\x93NUMPY magic)", path);
@@ -143,11 +146,10 @@ rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
     int fortran = 0;
     if ((st = parse_header(path, hdr, out, &fortran, err)))
         goto done;
-    size_t esize;
     if (strcmp(out->descr, "<f4") == 0)
-        esize = 4;
+        *esize = 4;
     else if (strcmp(out->descr, "<f2") == 0)
-        esize = 2;
+        *esize = 2;
     else {
         st = rl_fail(err, RL_ERR_PARSE,
                      "%s: dtype '%s' is not supported (need '<f4' float32 or '<f2' float16, "
@@ -160,7 +162,7 @@ rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
                                         "(save with numpy.ascontiguousarray)", path);
         goto done;
     }
-    uint64_t bytes = out->count * esize;
+    uint64_t bytes = out->count * *esize;
     long here = ftell(fp);
     if (fseek(fp, 0, SEEK_END) != 0 || here < 0) {
         st = rl_fail(err, RL_ERR_IO, "%s: cannot seek: %s", path, strerror(errno));
@@ -173,30 +175,56 @@ rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
         goto done;
     }
     fseek(fp, here, SEEK_SET);
-    raw = malloc(bytes ? bytes : 1);
-    out->data = malloc(out->count ? out->count * sizeof(float) : sizeof(float));
-    if (!raw || !out->data) {
-        st = rl_fail(err, RL_ERR_NOMEM, "%s: out of host memory for %" PRIu64 " bytes", path, bytes);
-        goto done;
-    }
-    if (fread(raw, 1, bytes, fp) != bytes)
-        goto short_read;
-    const unsigned char *b = raw;
-    for (uint64_t i = 0; i < out->count; i++) {
-        if (esize == 4) {
-            uint32_t u = (uint32_t)b[4 * i] | (uint32_t)b[4 * i + 1] << 8 |
-                         (uint32_t)b[4 * i + 2] << 16 | (uint32_t)b[4 * i + 3] << 24;
-            memcpy(&out->data[i], &u, 4);
-        } else {
-            out->data[i] = rl_npy_half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
-        }
-    }
+    out->data_offset = (uint64_t)here;
     goto done;
 short_read:
     st = rl_fail(err, RL_ERR_PARSE, "%s: file ends early (truncated .npy)", path);
 done:
-    fclose(fp);
     free(hdr);
+    if (st)
+        fclose(fp);
+    else
+        *fpp = fp;
+    return st;
+}
+
+rl_status rl_npy_header(const char *path, rl_npy *out, rl_error *err)
+{
+    FILE *fp;
+    size_t esize;
+    rl_status st = open_header(path, out, &fp, &esize, err);
+    if (!st)
+        fclose(fp);
+    return st;
+}
+
+rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
+{
+    FILE *fp;
+    size_t esize;
+    rl_status st = open_header(path, out, &fp, &esize, err);
+    if (st)
+        return st;
+    uint64_t bytes = out->count * esize;
+    void *raw = malloc(bytes ? bytes : 1);
+    out->data = malloc(out->count ? out->count * sizeof(float) : sizeof(float));
+    if (!raw || !out->data) {
+        st = rl_fail(err, RL_ERR_NOMEM, "%s: out of host memory for %" PRIu64 " bytes", path, bytes);
+    } else if (fread(raw, 1, bytes, fp) != bytes) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: file ends early (truncated .npy)", path);
+    } else {
+        const unsigned char *b = raw;
+        for (uint64_t i = 0; i < out->count; i++) {
+            if (esize == 4) {
+                uint32_t u = (uint32_t)b[4 * i] | (uint32_t)b[4 * i + 1] << 8 |
+                             (uint32_t)b[4 * i + 2] << 16 | (uint32_t)b[4 * i + 3] << 24;
+                memcpy(&out->data[i], &u, 4);
+            } else {
+                out->data[i] = rl_npy_half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+            }
+        }
+    }
+    fclose(fp);
     free(raw);
     if (st)
         rl_npy_free(out);

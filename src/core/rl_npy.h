@@ -22,6 +22,7 @@ typedef struct rl_npy {
     uint64_t shape[RL_NPY_MAX_DIMS];
     uint64_t count;          /* product of shape (1 for a 0-d array) */
     char descr[16];          /* the file's dtype string, e.g. "<f2" */
+    uint64_t data_offset;    /* byte offset of the data in the file */
     float *data;             /* [shape...] float32, C order; owned, rl_npy_free */
 } rl_npy;
 
@@ -31,6 +32,9 @@ typedef struct rl_npy {
  * was found). On failure *out holds nothing to free. */
 rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err);
 void rl_npy_free(rl_npy *a);
+/* The same checks as rl_npy_load (dtype, order, data size) without reading
+ * the data: out->data stays NULL; out->data_offset locates it. */
+rl_status rl_npy_header(const char *path, rl_npy *out, rl_error *err);
 
 /* Writes a version 1.0 .npy file with the given descr (e.g. "<f4", "<f2",
  * or any other string — tests use it to write files the reader must

@@ -6,104 +6,15 @@
 
 #include "core/rl_safetensors.h"
 #include "core/rl_util.h"
+#include "core/rl_npy.h"
 #include "run/run_int.h"
-
-/* ---- .npy (TODO(lead): unify with src/core/rl_npy.c when it lands) ------ */
-
-rl_status run_npy_header(const char *path, run_npy *h, rl_error *err)
-{
-    memset(h, 0, sizeof *h);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char pre[12];
-    char hdr[4096];
-    rl_status st = RL_OK;
-    size_t got = fread(pre, 1, 10, fp);
-    if (got != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) {
-        st = rl_fail(err, RL_ERR_PARSE, "%s: not a .npy file (bad magic)", path);
-        goto done;
-    }
-    uint32_t hl;
-    uint64_t off;
-    if (pre[6] == 1) {
-        hl = pre[8] | (uint32_t)pre[9] << 8;
-        off = 10;
-    } else if (pre[6] == 2 || pre[6] == 3) {
-        if (fread(pre + 10, 1, 2, fp) != 2) {
-            st = rl_fail(err, RL_ERR_PARSE, "%s: truncated .npy header", path);
-            goto done;
-        }
-        hl = pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
-        off = 12;
-    } else {
-        st = rl_fail(err, RL_ERR_PARSE, "%s: unsupported .npy version %u", path, pre[6]);
-        goto done;
-    }
-    if (hl >= sizeof hdr || fread(hdr, 1, hl, fp) != hl) {
-        st = rl_fail(err, RL_ERR_PARSE, "%s: .npy header too long or truncated", path);
-        goto done;
-    }
-    hdr[hl] = '\0';
-    h->data_offset = off + hl;
-    const char *d = strstr(hdr, "'descr':");
-    const char *fo = strstr(hdr, "'fortran_order':");
-    const char *sh = strstr(hdr, "'shape':");
-    if (!d || !fo || !sh) {
-        st = rl_fail(err, RL_ERR_PARSE, "%s: .npy header lacks descr/fortran_order/shape", path);
-        goto done;
-    }
-    d += 8;
-    while (*d == ' ')
-        d++;
-    if (!strncmp(d, "'<f4'", 5))
-        h->f16 = 0;
-    else if (!strncmp(d, "'<f2'", 5))
-        h->f16 = 1;
-    else {
-        st = rl_fail(err, RL_ERR_UNSUPPORTED, "%s: dtype %.8s is not read (only '<f4' and "
-                     "'<f2')", path, d);
-        goto done;
-    }
-    fo += 16;
-    while (*fo == ' ')
-        fo++;
-    if (strncmp(fo, "False", 5) != 0) {
-        st = rl_fail(err, RL_ERR_UNSUPPORTED, "%s: Fortran-order arrays are not read", path);
-        goto done;
-    }
-    sh = strchr(sh, '(');
-    if (!sh) {
-        st = rl_fail(err, RL_ERR_PARSE, "%s: malformed shape", path);
-        goto done;
-    }
-    sh++;
-    for (;;) {
-        while (*sh == ' ' || *sh == ',')
-            sh++;
-        if (*sh == ')')
-            break;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(sh, &end, 10);
-        if (end == sh || errno || h->rank == 8 || v > (1ull << 40)) {
-            st = rl_fail(err, RL_ERR_PARSE, "%s: malformed shape", path);
-            goto done;
-        }
-        h->shape[h->rank++] = v;
-        sh = end;
-    }
-done:
-    fclose(fp);
-    return st;
-}
 
 /* ---- tensor files --------------------------------------------------------- */
 
 typedef struct tfile {
     int is_npy;
     char path[1200];
-    run_npy npy;
+    rl_npy npy;    /* header only (data read per slice) */
     rl_safetensors st;
     const rl_st_tensor *t;
     uint32_t rank;
@@ -137,9 +48,9 @@ static rl_status tfile_open(const json_t *d, const char *base, char which, tfile
         if (!name)
             return rl_fail(err, RL_ERR_ARG, "source npy needs '%s: file.npy'", key);
         join_path(f->path, sizeof f->path, base, name);
-        if ((st = run_npy_header(f->path, &f->npy, err)))
+        if ((st = rl_npy_header(f->path, &f->npy, err)))
             return st;
-        f->rank = f->npy.rank;
+        f->rank = f->npy.ndim;
         f->shape = f->npy.shape;
         return RL_OK;
     }
@@ -252,7 +163,7 @@ static rl_status fill_file(const run_data *rd, char which, uint64_t tokens, floa
                     st = rl_fail(err, RL_ERR_IO, "%s: cannot open", f.path);
                     break;
                 }
-                uint64_t es = f.npy.f16 ? 2 : 4;
+                uint64_t es = strcmp(f.npy.descr, "<f2") == 0 ? 2 : 4;
                 if (fseek(fp, (long)(f.npy.data_offset + first * es), SEEK_SET) != 0)
                     st = rl_fail(err, RL_ERR_IO, "%s: cannot seek", f.path);
                 for (uint64_t i = 0; i < count && !st; i++) {

@@ -54,15 +54,6 @@ typedef struct run_data {
 /* exp_data_fn over a run_data: fills [tokens][heads][head_dim] of q, k or v. */
 rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_error *err);
 
-/* .npy header of a little-endian float32/float16 C-order array.
- * TODO(lead): unify with src/core/rl_npy.c when it lands. */
-typedef struct run_npy {
-    int f16;
-    uint32_t rank;
-    uint64_t shape[8];
-    uint64_t data_offset;
-} run_npy;
-rl_status run_npy_header(const char *path, run_npy *h, rl_error *err);
 
 struct run_node;
 /* A plain YAML scalar as JSON: null, boolean, integer (also integral reals
