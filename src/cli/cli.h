@@ -46,5 +46,6 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cmd_devices(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_bench_attention(int argc, char **argv); /* argv[0] = "attention" */
 
 #endif

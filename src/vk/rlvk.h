@@ -19,7 +19,7 @@
 #include "core/rl_status.h"
 
 #define RLVK_MAX_HEAPS 16
-#define RLVK_MAX_BINDINGS 8
+#define RLVK_MAX_BINDINGS 12 /* attention: 8 own + 4 bias buffers */
 #define RLVK_MAX_TIMESTAMPS 64
 
 /* ---- instance ---------------------------------------------------------- */
