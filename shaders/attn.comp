@@ -2,6 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_control_flow_attributes : require
 #ifdef RL_ATTN_FP16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -100,7 +101,7 @@ void main()
 
     vec4 q[D4];
     vec4 q2[PAIRED ? D4 : 1u];
-    for (uint32_t d = 0u; d < D4; d++)
+    [[unroll]] for (uint32_t d = 0u; d < D4; d++)
         q[d] = vec4(qa[(qrow * HEADS + head) * D4 + d]);
     if (PAIRED)
         for (uint32_t d = 0u; d < D4; d++)
@@ -138,7 +139,7 @@ void main()
         float s2[PAIRED ? TILE_K : 1u];
         for (uint32_t c = 0u; c < TILE_K; c += 4u) {
             vec4 a0 = vec4(0.0), a1 = vec4(0.0), a2 = vec4(0.0), a3 = vec4(0.0);
-            for (uint32_t d = 0u; d < D4; d++) {
+            [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
                 vec4 qv = q[d];
                 a0 = fma(qv, ks_a[(c + 0u) * D4 + d], a0);
                 a1 = fma(qv, ks_a[(c + 1u) * D4 + d], a1);
