@@ -54,6 +54,7 @@ typedef struct bench_attn_opts {
     int causal, fp16;
     int with_output;      /* also O = softmax(QK^T) V (random V) */
     uint32_t reps;        /* timed runs, 0: 3 */
+    int single;           /* 1: time the verified run itself, no extra runs (long inputs) */
 } bench_attn_opts;
 
 typedef struct bench_attn_result {

@@ -117,14 +117,19 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
         goto done;
     }
     res->tile_k = r.tile_k;
+    res->submissions = r.submissions;
+    res->wall_ms = r.wall_ms;
+    times[0] = r.gpu_ms;
     d.no_verify = 1;
-    for (uint32_t i = 0; i < o.reps; i++) {
+    for (uint32_t i = 0; !o.single && i < o.reps; i++) {
         if ((st = attn_run(&e, &d, &in, &ou, &r, err)))
             goto done;
         times[i] = r.gpu_ms;
         res->submissions = r.submissions;
         res->wall_ms = r.wall_ms;
     }
+    if (o.single)
+        o.reps = res->opts.reps = 1;
     res->gpu_ms = bench_median(times, o.reps);
     /* QK^T is 2 N^2 d flops (one multiply-add per key, query and dim); PV
      * doubles it; causal halves both. */

@@ -11,7 +11,7 @@
 int cmd_bench_attention(int argc, char **argv)
 {
     const char *device = "auto";
-    int json = 0, validate = 0, causal = 0, fp16 = 0, with_o = 0;
+    int json = 0, validate = 0, causal = 0, fp16 = 0, with_o = 0, single = 0;
     uint64_t tokens = 16384;
     uint32_t heads = 1, head_dim = 128, reps = 3;
     const cli_opt opts[] = {
@@ -23,6 +23,7 @@ int cmd_bench_attention(int argc, char **argv)
         {"--fp16", CLI_FLAG, &fp16, NULL, "Q/K/V stored as fp16 (fp32 accumulation)"},
         {"--output", CLI_FLAG, &with_o, NULL, "also compute O = softmax(QK^T)V (default: statistics only)"},
         {"--reps", CLI_U32, &reps, "N", "timed runs, median reported (default 3)"},
+        {"--single", CLI_FLAG, &single, NULL, "time the verified run itself, no extra runs (long inputs)"},
         {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},
         {"--validate", CLI_FLAG, &validate, NULL, "enable the Khronos validation layer"},
     };
@@ -49,7 +50,8 @@ int cmd_bench_attention(int argc, char **argv)
         rl_error err = {0};
         bench_attn_result r;
         bench_attn_opts o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
-                             .causal = causal, .fp16 = fp16, .with_output = with_o, .reps = reps};
+                             .causal = causal, .fp16 = fp16, .with_output = with_o, .reps = reps,
+                             .single = single};
         rl_status st = rlvk_device_create(&d.inst, d.index[k], &dev, &err);
         if (st == RL_OK) {
             st = bench_attention(&dev, &o, &r, &err);
@@ -69,8 +71,8 @@ int cmd_bench_attention(int argc, char **argv)
                        heads, head_dim, causal ? "causal" : "bidirectional", fp16 ? "fp16" : "fp32",
                        r.tile_k, r.submissions);
                 printf("  verified first: worst error/bound %.3f\n", r.verify.worst_ratio);
-                printf("  GPU time     : %10.3f ms median of %u (wall %.3f ms)\n", r.gpu_ms, reps,
-                       r.wall_ms);
+                printf("  GPU time     : %10.3f ms median of %u (wall %.3f ms, upload to download)\n",
+                       r.gpu_ms, r.opts.reps, r.wall_ms);
                 printf("  attention    : %10.2f GFLOP/s (%.3f GFLOP counted)\n", r.gflops, r.flops * 1e-9);
                 printf("  FMA peak     : %10.2f GFLOP/s (fma_peak kernel, same run)\n", r.fma_gflops);
                 printf("  ratio to FMA peak: %.3f\n", r.ratio);
