@@ -57,4 +57,52 @@ struct rl_bias_eval_push {
     uint32_t n_items;
 };
 
+/* attn.comp (streaming attention, see src/attn/attn.h and docs/attention.md).
+ * Bindings: 0 Q_a [tokens][heads][head_dim], 1 K_a [tokens][kv_heads][head_dim],
+ * 2 Q_b, 3 K_b (paired mode), 4 V [tokens][kv_heads][head_dim] (f32 or f16),
+ * 5 idx u32 [2][tokens] (positions, then target keys), 6 out f32 (stats at 0,
+ * buckets at off_buckets, O at off_out, logit dump at off_dump), 7 unused;
+ * 8..11 the bias function's own buffers (bias_NAME.glsl). Flags are a
+ * specialization constant, so statistics not asked for cost nothing. */
+#define RL_ATTN_F_ENTROPY 1u     /* entropy of p (nats) */
+#define RL_ATTN_F_ARGMAX 2u      /* argmax key and its probability */
+#define RL_ATTN_F_TARGET 4u      /* probability of idx[tokens + i] */
+#define RL_ATTN_F_BUCKETS 8u     /* mass per distance bucket */
+#define RL_ATTN_F_OUT 16u        /* O = softmax(QK^T) V */
+#define RL_ATTN_F_PAIRED 32u     /* second logit definition, KL(p_a || p_b) */
+#define RL_ATTN_F_DUMP 64u       /* write every logit (small problems only) */
+#define RL_ATTN_F_CAUSAL 128u    /* keys j <= i only (token order) */
+#define RL_ATTN_F_NO_BIAS_A 256u /* logits a without the bias function */
+#define RL_ATTN_F_NO_BIAS_B 512u /* logits b without the bias function */
+
+/* Per-query statistic slots of the stats block [tokens][heads][RL_ATTN_NSTAT]. */
+#define RL_ATTN_S_LSE 0          /* log sum_j exp(logit_a) */
+#define RL_ATTN_S_MAX 1          /* max_j logit_a */
+#define RL_ATTN_S_ENTROPY 2      /* -sum_j p_j log p_j */
+#define RL_ATTN_S_ARGMAX 3       /* index of the first maximal key, as uint bits */
+#define RL_ATTN_S_ARGMAX_P 4     /* its probability */
+#define RL_ATTN_S_TARGET_P 5     /* probability of the target key (0 if masked) */
+#define RL_ATTN_S_KL 6           /* KL(p_a || p_b) (paired) */
+#define RL_ATTN_S_LSE_B 7        /* log-sum-exp of logits b (paired) */
+#define RL_ATTN_NSTAT 8
+
+struct rl_attn_push {
+    uint32_t group_base;
+    uint32_t qblock_base; /* first query block of this submission */
+    uint32_t n_tokens;
+    float scale_a;        /* logit = scale * <q, k> + bias */
+    float scale_b;
+    uint32_t off_buckets; /* float offsets into the out buffer */
+    uint32_t off_out;
+    uint32_t off_dump;
+};
+
+/* fma_peak.comp: a long chain of independent vec4 FMAs per invocation. */
+struct rl_fma_push {
+    uint32_t group_base;
+    uint32_t iters;
+    float seed;
+    uint32_t pad0;
+};
+
 #endif

@@ -18,7 +18,7 @@ START_TEST(check_cases_pass_on_device)
     chk_report rep = {0};
     rl_error err = {0};
     chk_options opt = {0};
-    ck_assert_msg(chk_run_device(&g.dev, &opt, &rep, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(chk_rope_cases(&g.dev, &opt, &rep, &err) == RL_OK, "%s", err.msg);
     ck_assert_uint_ge(rep.n_rows, 16);
     for (size_t i = 0; i < rep.n_rows; i++) {
         const chk_row *r = &rep.rows[i];

@@ -46,6 +46,36 @@ rl_status bench_copy_create(rlvk_device *dev, rlvk_pipeline *pipe, rl_error *err
 rl_status bench_copy_record(rlvk_cmd *cmd, const rlvk_pipeline *pipe, const rlvk_buffer *x,
                             const rlvk_buffer *y, uint32_t n_vec4, rl_error *err);
 
+/* `ropelab bench attention`: streaming attention statistics (QK^T and the
+ * online softmax; O as well with with_output). */
+typedef struct bench_attn_opts {
+    uint64_t tokens;      /* 0: 16384 */
+    uint32_t heads;       /* 0: 1 */
+    uint32_t head_dim;    /* 0: 128 */
+    int causal, fp16;
+    int with_output;      /* also O = softmax(QK^T) V (random V) */
+    uint32_t reps;        /* timed runs, 0: 3 */
+    int single;           /* 1: time the verified run itself, no extra runs (long inputs) */
+} bench_attn_opts;
+
+typedef struct bench_attn_result {
+    bench_attn_opts opts;       /* resolved */
+    double gpu_ms;              /* median GPU time of one full pass (all submissions) */
+    double wall_ms;             /* host wall time of the last timed run */
+    double flops;               /* 2 N^2 d (x2 with O, /2 causal) x heads */
+    double gflops;              /* flops / gpu time */
+    double fma_gflops;          /* fma_peak.comp on the same device */
+    double ratio;               /* gflops / fma_gflops */
+    uint32_t submissions, tile_k;
+    chk_stats verify;           /* worst statistic error/bound before timing */
+} bench_attn_result;
+
+/* Verifies, then times the attention kernel and the FMA yardstick.
+ * RL_ERR_MISMATCH if verification fails; RL_ERR_UNSUPPORTED without
+ * timestamps or (fp16) 16-bit storage; RL_ERR_LIMIT beyond the device. */
+rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_attn_result *res,
+                          rl_error *err);
+
 /* Median of n doubles (sorts v in place). */
 double bench_median(double *v, uint32_t n);
 

@@ -93,17 +93,34 @@ rl_status chk_pe_bias_eval(rlvk_device *dev, const struct pe_bias_gpu *b,
                            const chk_bias_item *items, uint32_t n, float *out, int *guard_ok,
                            rl_error *err);
 
-/* Per-element error bound of the fp32-angle RoPE kernel and the relative
- * error's scale (pair magnitude); see chk_run.c for the derivation.
- * x: [tokens][heads][head_dim] f32; bound, scale: same shape (caller-owned). */
-struct rope_freqs;
-void chk_rope_fp32_bounds(const struct rope_freqs *f, const float *x, const uint32_t *pos,
-                          size_t tokens, uint32_t heads, double *bound, double *scale);
 
-/* Per-element bound for f's precision mode: fp32 as above; table and precise
- * 4 fp32 ulps of the pair magnitude s*(|x_a| + |x_b|) (s: attention factor);
- * pass-through dimensions bit-exact. Same shapes as chk_rope_fp32_bounds. */
-void chk_rope_bounds(const struct rope_freqs *f, const float *x, const uint32_t *pos,
-                     size_t tokens, uint32_t heads, double *bound, double *scale);
+/* The attention engine's case table (chk_attn.c). */
+rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
+                         rl_error *err);
+/* Tolerance per verified attention statistic (tol[ATTN_V_COUNT]) derived
+ * from the problem and the sampled rows' numbers (see chk_attn.c), and the
+ * verdict: fills s (worst error/bound over statistics), names the worst
+ * statistic, returns 1 on pass. */
+struct attn_desc;
+struct attn_verify;
+void chk_attn_tolerances(const struct attn_desc *d, const struct attn_verify *v, double *tol);
+int chk_attn_judge(const struct attn_desc *d, const struct attn_verify *v, chk_stats *s,
+                   char *worst_name, size_t cap);
+/* One random attention problem (q, k, v ~ N(0,1), q_b/k_b = q/k + 0.1 N(0,1),
+ * consecutive positions, random targets) run and verified into row;
+ * unsupported (fp16 without 16-bit storage) is a skip. */
+typedef struct chk_attn_case {
+    uint32_t tokens, heads, kv_heads, head_dim;
+    int causal, fp16, bias;   /* bias: 0 none, 1 alibi_test */
+    uint32_t flags;           /* ATTN_* statistics */
+} chk_attn_case;
+struct attn_engine;
+rl_status chk_attn_run_case(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,
+                            uint64_t seed, chk_row *row, rl_error *err);
+/* The temporary alibi_test bias (bias_alibi_test.glsl): CPU reference
+ * (ctx: const uint32_t *heads) and its slope buffer [heads] f32. */
+double chk_alibi_test_ref(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                          int64_t kpos);
+rl_status chk_alibi_test_slopes(rlvk_device *dev, uint32_t heads, rlvk_buffer *buf, rl_error *err);
 
 #endif

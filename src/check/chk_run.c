@@ -13,6 +13,7 @@ typedef struct chk_suite {
 static const chk_suite suites[] = {
     {"rope", chk_rope_cases},
     {"pe", chk_pe_cases},
+    {"attn", chk_attn_cases},
 };
 
 rl_status chk_run_device(rlvk_device *dev, const chk_options *opt, chk_report *report,

@@ -52,5 +52,6 @@ int cmd_inspect(int argc, char **argv);
 int cmd_encodings(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_bench_attention(int argc, char **argv); /* argv[0] = "attention" */
 
 #endif

@@ -12,6 +12,8 @@
 
 int cmd_bench(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "attention") == 0)
+        return cmd_bench_attention(argc - 1, argv + 1);
     const char *device = "auto", *layout = "half", *precision = "fp32";
     int json = 0, validate = 0;
     uint64_t tokens = 65536;
@@ -40,7 +42,7 @@ int cmd_bench(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (n_pos != 1 || strcmp(pos[0], "rope") != 0) {
-        cli_error("bench: name the kernel to measure: `ropelab bench rope` (only rope exists yet)");
+        cli_error("bench: name the kernel to measure: `ropelab bench rope` (or `ropelab bench attention`)");
         return CLI_EXIT_USAGE;
     }
     int lay;

@@ -1,0 +1,211 @@
+/* attn.h — streaming attention statistics on Vulkan (prefix attn_).
+ *
+ * One pass per query block over all keys, flash-attention style online
+ * softmax (Dao et al. 2022): memory stays O(tokens * head_dim), and the
+ * kernel returns per-query statistics of the attention distribution instead
+ * of (or besides) the output O. Definitions (docs/attention.md):
+ *
+ *   logit(h, i, j) = scale * <q[i,h], k[j,kvh]> + bias(h, i, j)
+ *   kvh = h / (heads / kv_heads)                    (grouped-query attention)
+ *   keys j: all tokens (bidirectional) or j <= i (causal, token order)
+ *   p_j = exp(logit_j - lse),  lse = log sum_j exp(logit_j)
+ *
+ * Q and K arrive already transformed by the encoding's vector part (RoPE,
+ * additive embeddings); the engine adds the encoding's logit bias inside the
+ * kernel through bias_NAME.glsl (see struct attn_bias).
+ *
+ * Two parts kept apart: the CPU reference (attn_ref.c, double precision,
+ * straight from the definitions, no Vulkan) and the GPU host side
+ * (attn_gpu.c: limits, buffers, pipelines, split submissions, verification of
+ * sampled rows against the reference). */
+#ifndef ATTN_H
+#define ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rl_status.h"
+#include "rl_push.h" /* RL_ATTN_F_*, RL_ATTN_S_*, RL_ATTN_NSTAT */
+#include "vk/rlvk.h"
+
+/* Statistics the caller may ask for (attn_desc.flags); log-sum-exp and the
+ * max logit are always produced. */
+#define ATTN_ENTROPY RL_ATTN_F_ENTROPY
+#define ATTN_ARGMAX RL_ATTN_F_ARGMAX
+#define ATTN_TARGET RL_ATTN_F_TARGET
+#define ATTN_BUCKETS RL_ATTN_F_BUCKETS
+#define ATTN_OUT RL_ATTN_F_OUT
+#define ATTN_PAIRED RL_ATTN_F_PAIRED
+#define ATTN_DUMP RL_ATTN_F_DUMP
+#define ATTN_NO_BIAS_A RL_ATTN_F_NO_BIAS_A
+#define ATTN_NO_BIAS_B RL_ATTN_F_NO_BIAS_B
+#define ATTN_USER_FLAGS                                                                     \
+    (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED |   \
+     ATTN_DUMP | ATTN_NO_BIAS_A | ATTN_NO_BIAS_B)
+
+#define ATTN_MAX_HEAD_DIM 512
+#define ATTN_MAX_BUCKETS 34        /* distances up to 2^32 - 1 */
+#define ATTN_DUMP_MAX 4194304u     /* heads * tokens^2 logits at most (16 MiB) */
+#define ATTN_DEFAULT_VERIFY_ROWS 32
+#define ATTN_WG 64                 /* queries per workgroup */
+
+/* The logit bias of an encoding: shader variant + its buffers (bindings
+ * 8..8+n_buffers-1) + its CPU reference. Filled by the caller (the encoding
+ * registry); a NULL attn_bias pointer means no bias. */
+typedef struct attn_bias {
+    const char *variant;                 /* "none", "alibi", "t5", "xl", "alibi_test" */
+    uint32_t n_buffers;                  /* bound at bindings 8.. */
+    const rlvk_buffer *buffers[4];
+    double (*ref)(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                  int64_t kpos);         /* CPU reference of bias; NULL = 0 */
+    void *ref_ctx;
+} attn_bias;
+
+/* Problem shape and options. Zero fields mean defaults where stated. */
+typedef struct attn_desc {
+    uint64_t tokens;        /* >= 1 */
+    uint32_t heads;         /* >= 1 */
+    uint32_t kv_heads;      /* 0: heads; must divide heads */
+    uint32_t head_dim;      /* multiple of 4, <= ATTN_MAX_HEAD_DIM */
+    int causal;             /* 1: keys j <= i only */
+    int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
+    uint32_t flags;         /* ATTN_* statistics */
+    float scale;            /* logit scale of definition a (e.g. 1/sqrt(head_dim)) */
+    float scale_b;          /* paired mode: scale of definition b */
+    uint32_t verify_rows;   /* sampled query tokens verified (all heads); 0: 32 */
+    int no_verify;          /* 1: skip the CPU verification */
+    uint64_t work_per_submit; /* key*query*dim MACs per submission; 0: 2^31 */
+} attn_desc;
+
+/* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */
+typedef struct attn_inputs {
+    const void *q;          /* [tokens][heads][head_dim] */
+    const void *k;          /* [tokens][kv_heads][head_dim] */
+    const void *v;          /* [tokens][kv_heads][head_dim], needed for ATTN_OUT */
+    const void *q_b;        /* paired: [tokens][heads][head_dim]; NULL: q */
+    const void *k_b;        /* paired: [tokens][kv_heads][head_dim]; NULL: k */
+    const uint32_t *pos;    /* [tokens] positions; NULL: 0, 1, ... */
+    const uint32_t *target; /* [tokens] target key per query, for ATTN_TARGET */
+    const attn_bias *bias;  /* NULL: no bias */
+} attn_inputs;
+
+/* Host outputs (caller-owned; NULL where not asked for). */
+typedef struct attn_outputs {
+    float *stats;           /* [tokens][heads][RL_ATTN_NSTAT], slots RL_ATTN_S_* (argmax as uint bits) */
+    float *buckets;         /* [tokens][heads][attn_n_buckets()] masses */
+    float *out;             /* [tokens][heads][head_dim] O, for ATTN_OUT */
+    float *dump;            /* [heads][tokens][tokens] logits (-inf masked), for ATTN_DUMP */
+} attn_outputs;
+
+/* Verified statistics (index into attn_verify arrays). */
+enum {
+    ATTN_V_LSE, ATTN_V_MAX, ATTN_V_ENTROPY, ATTN_V_ARGMAX_GAP, ATTN_V_ARGMAX_P,
+    ATTN_V_TARGET_P, ATTN_V_BUCKETS, ATTN_V_OUT, ATTN_V_KL, ATTN_V_DUMP, ATTN_V_COUNT
+};
+/* Name of a verified statistic ("lse", "entropy", ...). */
+const char *attn_stat_name(int v);
+
+/* Errors of sampled rows against the CPU reference. Relative errors divide
+ * by: max(|ref|, 1) for lse, max, entropy, KL, dump; the argmax gap is
+ * ref_max - ref_logit[gpu argmax] (0 when the GPU picked a maximal key);
+ * probabilities by max(ref, 1e-30); bucket masses by 1 (total mass);
+ * O by sum_j p_j |v_jd|. */
+typedef struct attn_verify {
+    uint32_t rows;                  /* (token, head) rows verified */
+    int checked[ATTN_V_COUNT];      /* 1 where the statistic was produced */
+    double max_abs[ATTN_V_COUNT];
+    double max_rel[ATTN_V_COUNT];
+    int n_nonfinite;                /* NaN/Inf where the reference is finite */
+    /* Quantities tolerances are derived from (over the sampled rows): */
+    double max_abs_dot;             /* max_j |scale| * sum_d |q_d k_d| (either definition) */
+    double max_abs_bias;            /* max |bias| */
+    double max_range;               /* max over rows of (max logit - min valid logit) */
+    uint64_t max_keys;              /* most keys of a row */
+} attn_verify;
+
+typedef struct attn_result {
+    uint32_t n_buckets;     /* buckets per row (when asked) */
+    uint32_t tile_k;        /* keys per shared-memory tile used */
+    uint32_t submissions;
+    double gpu_ms;          /* sum of the submissions' GPU time (-1 without timestamps) */
+    double wall_ms;         /* host wall time of the GPU part (upload to download) */
+    attn_verify verify;
+} attn_result;
+
+/* Pipelines, created on first use per (variant, precision, shape, flags). */
+#define ATTN_MAX_PIPES 32
+typedef struct attn_pipe {
+    char key[96];
+    rlvk_pipeline pipe;
+} attn_pipe;
+
+typedef struct attn_engine {
+    rlvk_device *dev;
+    uint32_t n_pipes;
+    attn_pipe pipes[ATTN_MAX_PIPES];
+} attn_engine;
+
+rl_status attn_engine_create(rlvk_device *dev, attn_engine *e, rl_error *err);
+void attn_engine_destroy(attn_engine *e);
+
+/* Buckets for distances up to max_distance: 1 + floor(log2(max_distance))
+ * for max_distance >= 1, else 1. Bucket of d: 0 for d = 0, else
+ * floor(log2 d) + 1 (0 | 1 | 2-3 | 4-7 | ...). Distance = |pos_j - pos_i|. */
+uint32_t attn_n_buckets(uint64_t max_distance);
+uint32_t attn_bucket_of(uint64_t distance);
+
+/* Refuses shapes beyond limits before anything is allocated: the message
+ * names the limit (maxStorageBufferRange, heap size, 32-bit index, shared
+ * memory, dump size) and the largest token count that fits. */
+rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error *err);
+
+/* Runs the engine: uploads inputs, records the kernel in query-block
+ * submissions of at most d->work_per_submit MACs, downloads the asked
+ * outputs, then (unless no_verify) verifies d->verify_rows sampled query
+ * tokens (always first and last, all heads) against the CPU reference and
+ * fills res->verify. RL_ERR_UNSUPPORTED for fp16 without 16-bit storage or
+ * an unknown bias variant; RL_ERR_LIMIT for sizes the device cannot hold. */
+rl_status attn_run(attn_engine *e, const attn_desc *d, const attn_inputs *in,
+                   const attn_outputs *out, attn_result *res, rl_error *err);
+
+/* ---- CPU reference (attn_ref.c, double) ------------------------------- */
+
+/* A problem as the reference sees it: float tensors (fp16 inputs are
+ * converted exactly to float first). */
+typedef struct attn_ref_problem {
+    uint64_t tokens;
+    uint32_t heads, kv_heads, head_dim;
+    int causal;
+    double scale, scale_b;
+    int paired, bias_a, bias_b;      /* bias_a/b: apply the bias to definition a/b */
+    const float *q, *k, *v, *q_b, *k_b; /* shapes as attn_inputs; v may be NULL */
+    const uint32_t *pos;             /* [tokens] */
+    const attn_bias *bias;           /* may be NULL */
+} attn_ref_problem;
+
+/* Statistics of one query row, from the definitions. */
+typedef struct attn_ref_row {
+    double lse, max, entropy, argmax_p, target_p, kl, lse_b;
+    uint64_t argmax;                 /* first maximal key */
+    uint64_t n_keys;
+    double min_logit;                /* smallest valid logit */
+    double max_abs_dot, max_abs_bias;
+} attn_ref_row;
+
+/* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf
+ * when j is masked. */
+double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j);
+
+/* Statistics of row (i, h). target: key for target_p (UINT64_MAX: none).
+ * buckets: [n_buckets] or NULL; out: [head_dim] or NULL (needs v);
+ * out_scale: [head_dim] sum_j p_j |v_jd| or NULL. Needs O(tokens) doubles of
+ * scratch: logits [2][tokens] (caller-owned). */
+void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint64_t target,
+                        uint32_t n_buckets, double *scratch, attn_ref_row *r, double *buckets,
+                        double *out, double *out_scale);
+
+/* IEEE half <-> float (round to nearest even; exact half -> float). */
+uint16_t attn_f32_to_f16(float f);
+float attn_f16_to_f32(uint16_t h);
+
+#endif

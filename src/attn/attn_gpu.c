@@ -1,0 +1,545 @@
+/* Streaming attention, GPU host side: limits checked before any allocation,
+ * buffers, pipelines per (bias variant, precision, shape, flags), the kernel
+ * split into query-block submissions, and verification of sampled rows
+ * against the CPU reference (attn_ref.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/attn.h"
+#include "core/rl_util.h"
+
+#include "attn_alibi_test.spv.h"
+#include "attn_alibi_test_f16.spv.h"
+#include "attn_none.spv.h"
+#include "attn_none_f16.spv.h"
+
+_Static_assert(sizeof(struct rl_attn_push) == 32, "rl_attn_push layout");
+_Static_assert(offsetof(struct rl_attn_push, group_base) == 0, "group_base first");
+_Static_assert(offsetof(struct rl_attn_push, scale_a) == 12, "rl_attn_push layout");
+_Static_assert(offsetof(struct rl_attn_push, off_dump) == 28, "rl_attn_push layout");
+
+/* One SPIR-V variant per bias encoding and precision (shaders/meson.build).
+ * Adding a bias = one line here + one variant pair there. */
+typedef struct attn_variant {
+    const char *name;
+    const uint32_t *spv32, *spv16;
+    size_t bytes32, bytes16;
+} attn_variant;
+
+#define ATTN_VARIANT(n) {#n, rl_spv_attn_##n, rl_spv_attn_##n##_f16, sizeof rl_spv_attn_##n, \
+                         sizeof rl_spv_attn_##n##_f16}
+static const attn_variant variants[] = {
+    ATTN_VARIANT(none),
+    ATTN_VARIANT(alibi_test),
+};
+
+static const attn_variant *find_variant(const char *name)
+{
+    for (size_t i = 0; i < RL_ARRAY_LEN(variants); i++)
+        if (strcmp(variants[i].name, name) == 0)
+            return &variants[i];
+    return NULL;
+}
+
+static const char *const stat_names[ATTN_V_COUNT] = {
+    "lse", "max_logit", "entropy", "argmax_gap", "argmax_p", "target_p", "buckets", "out", "kl",
+    "dump"};
+
+const char *attn_stat_name(int v)
+{
+    return v >= 0 && v < ATTN_V_COUNT ? stat_names[v] : "?";
+}
+
+rl_status attn_engine_create(rlvk_device *dev, attn_engine *e, rl_error *err)
+{
+    (void)err;
+    memset(e, 0, sizeof *e);
+    e->dev = dev;
+    return RL_OK;
+}
+
+void attn_engine_destroy(attn_engine *e)
+{
+    for (uint32_t i = 0; i < e->n_pipes; i++)
+        rlvk_pipeline_destroy(e->dev, &e->pipes[i].pipe);
+    e->n_pipes = 0;
+}
+
+/* Resolved desc with defaults. */
+static attn_desc resolve(const attn_desc *d)
+{
+    attn_desc r = *d;
+    if (!r.kv_heads)
+        r.kv_heads = r.heads;
+    if (!r.verify_rows)
+        r.verify_rows = ATTN_DEFAULT_VERIFY_ROWS;
+    if (!r.work_per_submit)
+        r.work_per_submit = 1ull << 31;
+    return r;
+}
+
+/* Keys per shared tile: K_a (+ K_b paired, + V with O) as vec4 plus one u32
+ * position per key must fit maxComputeSharedMemorySize; multiple of 4, <= 32. */
+static uint32_t tile_keys(const rlvk_device *dev, const attn_desc *d)
+{
+    uint32_t per_key = d->head_dim * 4u *
+                           (1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u)) +
+                       4u;
+    /* The +1 vec4 of the unused arrays (shader sizes them n*PAIRED_N + 1). */
+    uint32_t avail = dev->info.max_shared_memory > 64 ? dev->info.max_shared_memory - 64 : 0;
+    uint32_t t = avail / per_key;
+    if (t > 32)
+        t = 32;
+    return t & ~3u;
+}
+
+/* Bytes per token of each device buffer (for limits) and the out layout. */
+typedef struct attn_layout {
+    uint64_t q_bytes, k_bytes, out_floats;
+    uint64_t off_buckets, off_out, off_dump;
+    uint32_t n_buckets;
+} attn_layout;
+
+static void layout_of(const attn_desc *d, uint32_t n_buckets, attn_layout *L)
+{
+    uint64_t n = d->tokens, esz = d->fp16 ? 2 : 4;
+    L->n_buckets = n_buckets;
+    L->q_bytes = n * d->heads * d->head_dim * esz;
+    L->k_bytes = n * d->kv_heads * d->head_dim * esz;
+    uint64_t off = n * d->heads * RL_ATTN_NSTAT;
+    L->off_buckets = off;
+    if (d->flags & ATTN_BUCKETS)
+        off += n * d->heads * n_buckets;
+    L->off_out = off;
+    if (d->flags & ATTN_OUT)
+        off += n * d->heads * d->head_dim;
+    L->off_dump = off;
+    if (d->flags & ATTN_DUMP)
+        off += n * n * d->heads;
+    L->out_floats = off;
+}
+
+/* Largest token count whose per-token bytes fit `limit` (dump excluded). */
+static uint64_t largest_fit(const attn_desc *d, uint64_t limit)
+{
+    uint64_t esz = d->fp16 ? 2 : 4;
+    uint64_t per_q = (uint64_t)d->heads * d->head_dim * esz;
+    uint64_t per_out = (uint64_t)d->heads * 4 *
+                       (RL_ATTN_NSTAT + ((d->flags & ATTN_BUCKETS) ? ATTN_MAX_BUCKETS : 0) +
+                        ((d->flags & ATTN_OUT) ? d->head_dim : 0));
+    uint64_t worst = per_q > per_out ? per_q : per_out;
+    return limit / worst;
+}
+
+static uint64_t total_fit(const attn_desc *d, uint64_t heap)
+{
+    uint64_t esz = d->fp16 ? 2 : 4, paired = (d->flags & ATTN_PAIRED) ? 2 : 1;
+    uint64_t per = paired * ((uint64_t)d->heads + d->kv_heads) * d->head_dim * esz + 8 +
+                   (uint64_t)d->heads * 4 *
+                       (RL_ATTN_NSTAT + ((d->flags & ATTN_BUCKETS) ? ATTN_MAX_BUCKETS : 0) +
+                        ((d->flags & ATTN_OUT) ? d->head_dim : 0));
+    if (d->flags & ATTN_OUT)
+        per += (uint64_t)d->kv_heads * d->head_dim * esz;
+    return heap / per;
+}
+
+rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_error *err)
+{
+    attn_desc d = resolve(din);
+    if (d.tokens == 0 || d.heads == 0)
+        return rl_fail(err, RL_ERR_ARG, "attention: tokens and heads must be at least 1 (got %llu, %u)",
+                       (unsigned long long)d.tokens, d.heads);
+    if (d.heads % d.kv_heads)
+        return rl_fail(err, RL_ERR_ARG, "attention: kv_heads %u must divide heads %u", d.kv_heads,
+                       d.heads);
+    if (d.head_dim == 0 || d.head_dim % 4 || d.head_dim > ATTN_MAX_HEAD_DIM)
+        return rl_fail(err, RL_ERR_ARG,
+                       "attention: head_dim %u must be a positive multiple of 4 up to %u", d.head_dim,
+                       ATTN_MAX_HEAD_DIM);
+    if (d.flags & ~ATTN_USER_FLAGS)
+        return rl_fail(err, RL_ERR_ARG, "attention: unknown statistic flags 0x%x",
+                       d.flags & ~ATTN_USER_FLAGS);
+    if (tile_keys(dev, &d) < 4)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "attention: head_dim %u with these outputs needs more than %s's "
+                       "maxComputeSharedMemorySize (%u bytes) for a 4-key tile",
+                       d.head_dim, dev->info.name, dev->info.max_shared_memory);
+    if ((d.flags & ATTN_DUMP) && d.tokens * d.tokens * d.heads > ATTN_DUMP_MAX) {
+        uint64_t t = (uint64_t)floor(sqrt((double)ATTN_DUMP_MAX / d.heads));
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "attention: a logit dump of %llu tokens x %u heads exceeds the dump limit "
+                       "of %u values; the largest length that fits is %llu tokens",
+                       (unsigned long long)d.tokens, d.heads, ATTN_DUMP_MAX, (unsigned long long)t);
+    }
+    attn_layout L;
+    layout_of(&d, ATTN_MAX_BUCKETS, &L);
+    /* 32-bit indices in the shader: vec4 index of Q, float index of out. */
+    uint64_t idx_limit = 1ull << 32;
+    if (L.q_bytes / (d.fp16 ? 2 : 4) / 4 >= idx_limit || L.out_floats >= idx_limit ||
+        d.tokens >= (1ull << 31))
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "attention: %llu tokens exceed the kernel's 32-bit indices; the largest "
+                       "length that fits is %llu tokens",
+                       (unsigned long long)d.tokens,
+                       (unsigned long long)largest_fit(&d, (idx_limit - 1) * 2));
+    uint64_t range = dev->info.max_storage_buffer_range;
+    uint64_t worst = L.q_bytes > L.out_floats * 4 ? L.q_bytes : L.out_floats * 4;
+    if (worst > range)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "attention: %llu tokens need a %llu-byte buffer, beyond %s's "
+                       "maxStorageBufferRange (%llu bytes); the largest length that fits is %llu tokens",
+                       (unsigned long long)d.tokens, (unsigned long long)worst, dev->info.name,
+                       (unsigned long long)range, (unsigned long long)largest_fit(&d, range));
+    uint64_t heap = 0;
+    for (uint32_t i = 0; i < dev->info.n_heaps; i++)
+        if (dev->info.heaps[i].device_local && dev->info.heaps[i].size > heap)
+            heap = dev->info.heaps[i].size;
+    uint64_t paired = (d.flags & ATTN_PAIRED) ? 2 : 1;
+    uint64_t total = paired * (L.q_bytes + L.k_bytes) + ((d.flags & ATTN_OUT) ? L.k_bytes : 0) +
+                     d.tokens * 8 + L.out_floats * 4;
+    if (heap && total > heap)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "attention: %llu tokens need %llu bytes of device memory, beyond %s's largest "
+                       "device-local heap (%llu bytes); the largest length that fits is %llu tokens",
+                       (unsigned long long)d.tokens, (unsigned long long)total, dev->info.name,
+                       (unsigned long long)heap, (unsigned long long)total_fit(&d, heap));
+    return RL_OK;
+}
+
+static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d,
+                          uint32_t tile_k, uint32_t n_buckets, const rlvk_pipeline **out,
+                          rl_error *err)
+{
+    uint32_t flags = d->flags;
+    if (d->causal)
+        flags |= RL_ATTN_F_CAUSAL;
+    char key[96];
+    snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_t%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
+             d->head_dim, d->heads, d->heads / d->kv_heads, tile_k, flags, n_buckets);
+    for (uint32_t i = 0; i < e->n_pipes; i++)
+        if (strcmp(e->pipes[i].key, key) == 0) {
+            *out = &e->pipes[i].pipe;
+            return RL_OK;
+        }
+    if (e->n_pipes == ATTN_MAX_PIPES) {
+        /* Recycle the oldest: callers sweeping many shapes stay bounded. */
+        rlvk_pipeline_destroy(e->dev, &e->pipes[0].pipe);
+        memmove(&e->pipes[0], &e->pipes[1], (ATTN_MAX_PIPES - 1) * sizeof e->pipes[0]);
+        e->n_pipes--;
+    }
+    attn_pipe *p = &e->pipes[e->n_pipes];
+    uint32_t spec[8] = {d->head_dim, d->heads, d->heads / d->kv_heads, tile_k, flags, n_buckets,
+                        (flags & ATTN_PAIRED) ? 1u : 0u, (flags & ATTN_OUT) ? 1u : 0u};
+    rlvk_pipeline_desc pd = {
+        .name = key,
+        .spirv = d->fp16 ? v->spv16 : v->spv32,
+        .spirv_bytes = d->fp16 ? v->bytes16 : v->bytes32,
+        .n_bindings = 12,
+        .push_bytes = sizeof(struct rl_attn_push),
+        .local_size_x = ATTN_WG,
+        .n_spec = 8,
+        .spec = spec,
+    };
+    rl_status st = rlvk_pipeline_create(e->dev, &pd, &p->pipe, err);
+    if (st)
+        return st;
+    snprintf(p->key, sizeof p->key, "%s", key);
+    e->n_pipes++;
+    *out = &p->pipe;
+    return RL_OK;
+}
+
+/* Converts a host tensor to float for the reference (fp16 exactly). */
+static float *as_float(const void *src, uint64_t n, int fp16)
+{
+    float *f = malloc(n * sizeof *f);
+    if (!f)
+        return NULL;
+    if (fp16)
+        for (uint64_t i = 0; i < n; i++)
+            f[i] = attn_f16_to_f32(((const uint16_t *)src)[i]);
+    else
+        memcpy(f, src, n * sizeof *f);
+    return f;
+}
+
+static void note(attn_verify *v, int s, double got, double want, double denom)
+{
+    v->checked[s] = 1;
+    if (!isfinite(got) && isfinite(want)) {
+        v->n_nonfinite++;
+        return;
+    }
+    if (!isfinite(want) && got == want)
+        return;
+    double a = fabs(got - want);
+    if (!(a <= INFINITY))
+        a = INFINITY;
+    if (a > v->max_abs[s])
+        v->max_abs[s] = a;
+    double r = a / denom;
+    if (r > v->max_rel[s])
+        v->max_rel[s] = r;
+}
+
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+/* Verifies sampled rows; stats/buckets/o/dump are the downloaded outputs. */
+static rl_status verify(const attn_desc *d, const attn_inputs *in, const uint32_t *pos,
+                        uint32_t n_buckets, const float *stats, const float *buckets,
+                        const float *o, const float *dump, attn_verify *v, rl_error *err)
+{
+    memset(v, 0, sizeof *v);
+    uint64_t n = d->tokens;
+    uint64_t nq = n * d->heads * d->head_dim, nk = n * d->kv_heads * d->head_dim;
+    int paired = (d->flags & ATTN_PAIRED) != 0;
+    float *q = as_float(in->q, nq, d->fp16), *k = as_float(in->k, nk, d->fp16);
+    float *vv = (d->flags & ATTN_OUT) ? as_float(in->v, nk, d->fp16) : NULL;
+    float *qb = paired ? as_float(in->q_b ? in->q_b : in->q, nq, d->fp16) : NULL;
+    float *kb = paired ? as_float(in->k_b ? in->k_b : in->k, nk, d->fp16) : NULL;
+    double *scratch = malloc(2 * n * sizeof *scratch);
+    double *rb = malloc((n_buckets + 1) * sizeof *rb);
+    double *ro = malloc(2 * d->head_dim * sizeof *ro);
+    rl_status st = RL_OK;
+    if (!q || !k || !scratch || !rb || !ro || ((d->flags & ATTN_OUT) && !vv) ||
+        (paired && (!qb || !kb))) {
+        st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for verification");
+        goto done;
+    }
+    attn_ref_problem P = {
+        .tokens = n, .heads = d->heads, .kv_heads = d->kv_heads, .head_dim = d->head_dim,
+        .causal = d->causal, .scale = d->scale, .scale_b = d->scale_b, .paired = paired,
+        .bias_a = !(d->flags & ATTN_NO_BIAS_A), .bias_b = !(d->flags & ATTN_NO_BIAS_B),
+        .q = q, .k = k, .v = vv, .q_b = qb, .k_b = kb, .pos = pos, .bias = in->bias,
+    };
+    uint64_t rows = d->verify_rows < n ? d->verify_rows : n;
+    for (uint64_t r = 0; r < rows; r++) {
+        /* Evenly spread, first and last always included. */
+        uint64_t i = rows == 1 ? 0 : (uint64_t)((double)r * (double)(n - 1) / (double)(rows - 1) + 0.5);
+        for (uint32_t h = 0; h < d->heads; h++) {
+            attn_ref_row R;
+            uint64_t target = (d->flags & ATTN_TARGET) ? in->target[i] : UINT64_MAX;
+            attn_ref_row_stats(&P, h, i, target, n_buckets, scratch, &R,
+                               (d->flags & ATTN_BUCKETS) ? rb : NULL,
+                               (d->flags & ATTN_OUT) ? ro : NULL, ro + d->head_dim);
+            v->rows++;
+            v->max_abs_dot = dmax(v->max_abs_dot, R.max_abs_dot);
+            v->max_abs_bias = dmax(v->max_abs_bias, R.max_abs_bias);
+            v->max_range = dmax(v->max_range, R.max - R.min_logit);
+            if (R.n_keys > v->max_keys)
+                v->max_keys = R.n_keys;
+            uint64_t row = i * d->heads + h;
+            const float *s = stats + row * RL_ATTN_NSTAT;
+            note(v, ATTN_V_LSE, s[RL_ATTN_S_LSE], R.lse, dmax(fabs(R.lse), 1));
+            note(v, ATTN_V_MAX, s[RL_ATTN_S_MAX], R.max, dmax(fabs(R.max), 1));
+            if (d->flags & ATTN_ENTROPY)
+                note(v, ATTN_V_ENTROPY, s[RL_ATTN_S_ENTROPY], R.entropy, dmax(fabs(R.entropy), 1));
+            if (d->flags & ATTN_ARGMAX) {
+                uint32_t am;
+                memcpy(&am, &s[RL_ATTN_S_ARGMAX], 4);
+                double gap = am < R.n_keys ? R.max - attn_ref_logit(&P, 0, h, i, am) : INFINITY;
+                note(v, ATTN_V_ARGMAX_GAP, gap, 0, 1);
+                note(v, ATTN_V_ARGMAX_P, s[RL_ATTN_S_ARGMAX_P], R.argmax_p, dmax(R.argmax_p, 1e-30));
+            }
+            if (d->flags & ATTN_TARGET)
+                note(v, ATTN_V_TARGET_P, s[RL_ATTN_S_TARGET_P], R.target_p, dmax(R.target_p, 1e-30));
+            if (paired)
+                note(v, ATTN_V_KL, s[RL_ATTN_S_KL], R.kl, dmax(fabs(R.kl), 1));
+            if (d->flags & ATTN_BUCKETS)
+                for (uint32_t b = 0; b < n_buckets; b++)
+                    note(v, ATTN_V_BUCKETS, buckets[row * n_buckets + b], rb[b], 1);
+            if (d->flags & ATTN_OUT)
+                for (uint32_t e = 0; e < d->head_dim; e++)
+                    note(v, ATTN_V_OUT, o[row * d->head_dim + e], ro[e],
+                         dmax(ro[d->head_dim + e], 1e-30));
+            if (d->flags & ATTN_DUMP)
+                for (uint64_t j = 0; j < n; j++) {
+                    double want = attn_ref_logit(&P, 0, h, i, j);
+                    note(v, ATTN_V_DUMP, dump[(h * n + i) * n + j], want, dmax(fabs(want), 1));
+                }
+        }
+    }
+done:
+    free(ro);
+    free(rb);
+    free(scratch);
+    free(kb);
+    free(qb);
+    free(vv);
+    free(k);
+    free(q);
+    return st;
+}
+
+rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
+                   const attn_outputs *out, attn_result *res, rl_error *err)
+{
+    rlvk_device *dev = e->dev;
+    memset(res, 0, sizeof *res);
+    attn_desc d = resolve(din);
+    rl_status st = attn_check_shape(dev, &d, err);
+    if (st)
+        return st;
+    const char *vname = in->bias && in->bias->variant ? in->bias->variant : "none";
+    const attn_variant *var = find_variant(vname);
+    if (!var)
+        return rl_fail(err, RL_ERR_UNSUPPORTED,
+                       "attention: no shader variant for bias '%s' (built: none, alibi_test)", vname);
+    if (d.fp16 && !dev->feat_storage16)
+        return rl_fail(err, RL_ERR_UNSUPPORTED,
+                       "attention: fp16 storage needs storageBuffer16BitAccess, which %s lacks",
+                       dev->info.name);
+    if (!in->q || !in->k || ((d.flags & ATTN_OUT) && !in->v) ||
+        ((d.flags & ATTN_TARGET) && !in->target))
+        return rl_fail(err, RL_ERR_ARG, "attention: missing input (Q, K, V for O, or targets)");
+    if (((d.flags & ATTN_BUCKETS) && !out->buckets) || ((d.flags & ATTN_OUT) && !out->out) ||
+        ((d.flags & ATTN_DUMP) && !out->dump))
+        return rl_fail(err, RL_ERR_ARG, "attention: an asked-for output array is NULL");
+    if (in->bias && in->bias->n_buffers > 4)
+        return rl_fail(err, RL_ERR_ARG, "attention: bias '%s' has %u buffers (at most 4)", vname,
+                       in->bias->n_buffers);
+
+    uint64_t n = d.tokens;
+    uint32_t *idx = malloc(2 * n * sizeof *idx);
+    float *stats = out->stats ? out->stats : malloc(n * d.heads * RL_ATTN_NSTAT * sizeof(float));
+    rlvk_buffer bqa = {0}, bka = {0}, bqb = {0}, bkb = {0}, bv = {0}, bidx = {0}, bout = {0},
+                dummy = {0};
+    rlvk_cmd cmd = {0};
+    if (!idx || !stats) {
+        st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for %llu tokens",
+                     (unsigned long long)n);
+        goto done;
+    }
+    uint32_t pmin = UINT32_MAX, pmax = 0;
+    for (uint64_t t = 0; t < n; t++) {
+        idx[t] = in->pos ? in->pos[t] : (uint32_t)t;
+        idx[n + t] = (d.flags & ATTN_TARGET) ? in->target[t] : 0;
+        pmin = idx[t] < pmin ? idx[t] : pmin;
+        pmax = idx[t] > pmax ? idx[t] : pmax;
+        if (idx[t] > INT32_MAX) {
+            st = rl_fail(err, RL_ERR_ARG, "attention: position %u of token %llu exceeds 2^31 - 1",
+                         idx[t], (unsigned long long)t);
+            goto done;
+        }
+    }
+    uint32_t nb = (d.flags & ATTN_BUCKETS) ? attn_n_buckets(pmax - pmin) : 1;
+    /* The kernel keeps 16 or ATTN_MAX_BUCKETS buckets (fewer pipelines to
+     * build); rows are compacted to nb after download. */
+    uint32_t nb_k = (d.flags & ATTN_BUCKETS) ? (nb <= 16 ? 16 : ATTN_MAX_BUCKETS) : 1;
+    uint32_t tile = tile_keys(dev, &d);
+    attn_layout L;
+    layout_of(&d, nb_k, &L);
+    res->n_buckets = nb;
+    res->tile_k = tile;
+
+    double t_start = rl_now();
+    int paired = (d.flags & ATTN_PAIRED) != 0;
+    int own_b = paired && (in->q_b || in->k_b);
+    if ((st = rlvk_buffer_create(dev, 16, "attn dummy", &dummy, err)) ||
+        (st = rlvk_buffer_create(dev, L.q_bytes, "Q", &bqa, err)) ||
+        (st = rlvk_buffer_create(dev, L.k_bytes, "K", &bka, err)) ||
+        (st = rlvk_buffer_create(dev, 2 * n * 4, "positions+targets", &bidx, err)) ||
+        (st = rlvk_buffer_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
+        (st = rlvk_buffer_upload(dev, &bqa, 0, in->q, L.q_bytes, err)) ||
+        (st = rlvk_buffer_upload(dev, &bka, 0, in->k, L.k_bytes, err)) ||
+        (st = rlvk_buffer_upload(dev, &bidx, 0, idx, 2 * n * 4, err)))
+        goto done;
+    if (own_b &&
+        ((st = rlvk_buffer_create(dev, L.q_bytes, "Q_b", &bqb, err)) ||
+         (st = rlvk_buffer_create(dev, L.k_bytes, "K_b", &bkb, err)) ||
+         (st = rlvk_buffer_upload(dev, &bqb, 0, in->q_b ? in->q_b : in->q, L.q_bytes, err)) ||
+         (st = rlvk_buffer_upload(dev, &bkb, 0, in->k_b ? in->k_b : in->k, L.k_bytes, err))))
+        goto done;
+    if ((d.flags & ATTN_OUT) &&
+        ((st = rlvk_buffer_create(dev, L.k_bytes, "V", &bv, err)) ||
+         (st = rlvk_buffer_upload(dev, &bv, 0, in->v, L.k_bytes, err))))
+        goto done;
+
+    const rlvk_pipeline *pipe;
+    if ((st = get_pipe(e, var, &d, tile, nb_k, &pipe, err)))
+        goto done;
+    const rlvk_buffer *bufs[12] = {
+        &bqa, &bka, own_b ? &bqb : (paired ? &bqa : &dummy), own_b ? &bkb : (paired ? &bka : &dummy),
+        (d.flags & ATTN_OUT) ? &bv : &dummy, &bidx, &bout, &dummy, &dummy, &dummy, &dummy, &dummy};
+    for (uint32_t b = 0; in->bias && b < in->bias->n_buffers; b++)
+        bufs[8 + b] = in->bias->buffers[b];
+
+    /* Query blocks per submission: keep each submission's work bounded so
+     * no single submission runs for seconds on a desktop GPU. */
+    uint64_t n_qb = (n + ATTN_WG - 1) / ATTN_WG;
+    uint64_t per_block = (uint64_t)ATTN_WG * n * d.head_dim * d.heads * (paired ? 2 : 1);
+    if (d.causal)
+        per_block /= 2;
+    uint64_t blocks_per = d.work_per_submit / (per_block ? per_block : 1);
+    if (blocks_per < 1)
+        blocks_per = 1;
+    struct rl_attn_push push = {
+        .group_base = 0, .n_tokens = (uint32_t)n, .scale_a = d.scale, .scale_b = d.scale_b,
+        .off_buckets = (uint32_t)L.off_buckets, .off_out = (uint32_t)L.off_out,
+        .off_dump = (uint32_t)L.off_dump};
+    res->gpu_ms = 0;
+    for (uint64_t qb0 = 0; qb0 < n_qb; qb0 += blocks_per) {
+        uint64_t nblk = n_qb - qb0 < blocks_per ? n_qb - qb0 : blocks_per;
+        push.qblock_base = (uint32_t)qb0;
+        if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
+            goto done;
+        rlvk_cmd_timestamp(&cmd, 0);
+        if ((st = rlvk_cmd_dispatch(&cmd, pipe, bufs, &push, nblk * d.heads, err)))
+            goto done;
+        rlvk_cmd_timestamp(&cmd, 1);
+        if ((st = rlvk_cmd_submit_wait(&cmd, err)))
+            goto done;
+        double ns;
+        if (res->gpu_ms >= 0 && dev->query_pool && rlvk_cmd_elapsed_ns(&cmd, 0, 1, &ns, NULL) == RL_OK)
+            res->gpu_ms += ns * 1e-6;
+        else
+            res->gpu_ms = -1;
+        rlvk_cmd_destroy(&cmd);
+        memset(&cmd, 0, sizeof cmd);
+        res->submissions++;
+    }
+    if ((st = rlvk_buffer_download(dev, &bout, 0, stats, n * d.heads * RL_ATTN_NSTAT * 4, err)))
+        goto done;
+    if (d.flags & ATTN_BUCKETS) {
+        float *tmp = malloc(n * d.heads * nb_k * sizeof *tmp);
+        if (!tmp) {
+            st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for bucket masses");
+            goto done;
+        }
+        st = rlvk_buffer_download(dev, &bout, L.off_buckets * 4, tmp, n * d.heads * nb_k * 4, err);
+        for (uint64_t r = 0; !st && r < n * d.heads; r++)
+            memcpy(out->buckets + r * nb, tmp + r * nb_k, nb * sizeof *tmp);
+        free(tmp);
+        if (st)
+            goto done;
+    }
+    if ((d.flags & ATTN_OUT) &&
+        (st = rlvk_buffer_download(dev, &bout, L.off_out * 4, out->out,
+                                   n * d.heads * d.head_dim * 4, err)))
+        goto done;
+    if ((d.flags & ATTN_DUMP) &&
+        (st = rlvk_buffer_download(dev, &bout, L.off_dump * 4, out->dump, n * n * d.heads * 4, err)))
+        goto done;
+    res->wall_ms = (rl_now() - t_start) * 1e3;
+    if (!d.no_verify)
+        st = verify(&d, in, idx, nb, stats, out->buckets, out->out, out->dump, &res->verify, err);
+done:
+    rlvk_cmd_destroy(&cmd);
+    rlvk_buffer_destroy(dev, &dummy);
+    rlvk_buffer_destroy(dev, &bout);
+    rlvk_buffer_destroy(dev, &bidx);
+    rlvk_buffer_destroy(dev, &bv);
+    rlvk_buffer_destroy(dev, &bkb);
+    rlvk_buffer_destroy(dev, &bqb);
+    rlvk_buffer_destroy(dev, &bka);
+    rlvk_buffer_destroy(dev, &bqa);
+    if (stats != out->stats)
+        free(stats);
+    free(idx);
+    return st;
+}

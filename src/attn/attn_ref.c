@@ -1,0 +1,188 @@
+/* Attention statistics, CPU reference in double, straight from the
+ * definitions (no online rescaling, no tiles): all logits of a row first,
+ * then the max, the log-sum-exp, the probabilities and every statistic from
+ * them. Never touches Vulkan; shares no code with attn.comp. */
+#include <math.h>
+#include <string.h>
+
+#include "attn/attn.h"
+
+double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
+{
+    if (p->causal && j > i)
+        return -INFINITY;
+    uint32_t d = p->head_dim;
+    uint32_t kvh = h / (p->heads / p->kv_heads);
+    const float *q = which ? p->q_b : p->q;
+    const float *k = which ? p->k_b : p->k;
+    const float *qi = q + (i * p->heads + h) * d;
+    const float *kj = k + (j * p->kv_heads + kvh) * d;
+    double dot = 0;
+    for (uint32_t e = 0; e < d; e++)
+        dot += (double)qi[e] * (double)kj[e];
+    double s = (which ? p->scale_b : p->scale) * dot;
+    int use_bias = which ? p->bias_b : p->bias_a;
+    if (use_bias && p->bias && p->bias->ref)
+        s += p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i], (int64_t)p->pos[j]);
+    return s;
+}
+
+static double abs_dot(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
+{
+    uint32_t d = p->head_dim;
+    uint32_t kvh = h / (p->heads / p->kv_heads);
+    const float *qi = (which ? p->q_b : p->q) + (i * p->heads + h) * d;
+    const float *kj = (which ? p->k_b : p->k) + (j * p->kv_heads + kvh) * d;
+    double s = 0;
+    for (uint32_t e = 0; e < d; e++)
+        s += fabs((double)qi[e] * (double)kj[e]);
+    return s * fabs(which ? p->scale_b : p->scale);
+}
+
+void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint64_t target,
+                        uint32_t n_buckets, double *scratch, attn_ref_row *r, double *buckets,
+                        double *out, double *out_scale)
+{
+    memset(r, 0, sizeof *r);
+    uint64_t n = p->tokens;
+    uint64_t nk = p->causal ? i + 1 : n;   /* keys 0..nk-1 are valid */
+    double *sa = scratch, *sb = scratch + n;
+    double m = -INFINITY, mn = INFINITY;
+    r->argmax = 0;
+    for (uint64_t j = 0; j < nk; j++) {
+        sa[j] = attn_ref_logit(p, 0, h, i, j);
+        if (sa[j] > m) {
+            m = sa[j];
+            r->argmax = j;
+        }
+        if (sa[j] < mn)
+            mn = sa[j];
+        double ad = abs_dot(p, 0, h, i, j);
+        if (p->paired) {
+            sb[j] = attn_ref_logit(p, 1, h, i, j);
+            double adb = abs_dot(p, 1, h, i, j);
+            if (adb > ad)
+                ad = adb;
+        }
+        if (ad > r->max_abs_dot)
+            r->max_abs_dot = ad;
+        if (p->bias && p->bias->ref) {
+            double b = fabs(p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i],
+                                         (int64_t)p->pos[j]));
+            if (b > r->max_abs_bias)
+                r->max_abs_bias = b;
+        }
+    }
+    r->n_keys = nk;
+    r->max = m;
+    r->min_logit = mn;
+    double sum = 0;
+    for (uint64_t j = 0; j < nk; j++)
+        sum += exp(sa[j] - m);
+    r->lse = m + log(sum);
+    double lse_b = 0;
+    if (p->paired) {
+        double mb = -INFINITY, sumb = 0;
+        for (uint64_t j = 0; j < nk; j++)
+            mb = sb[j] > mb ? sb[j] : mb;
+        for (uint64_t j = 0; j < nk; j++)
+            sumb += exp(sb[j] - mb);
+        lse_b = mb + log(sumb);
+        r->lse_b = lse_b;
+    }
+    if (buckets)
+        for (uint32_t b = 0; b < n_buckets; b++)
+            buckets[b] = 0;
+    if (out)
+        for (uint32_t e = 0; e < p->head_dim; e++)
+            out[e] = out_scale[e] = 0;
+    uint32_t kvh = h / (p->heads / p->kv_heads);
+    double ent = 0, kl = 0;
+    for (uint64_t j = 0; j < nk; j++) {
+        double lp = sa[j] - r->lse;          /* log p_j */
+        double pj = exp(lp);
+        if (pj > 0)
+            ent -= pj * lp;                   /* H = -sum p log p */
+        if (p->paired && pj > 0)
+            kl += pj * (lp - (sb[j] - lse_b)); /* sum p_a (log p_a - log p_b) */
+        if (j == target)
+            r->target_p = pj;
+        if (buckets) {
+            int64_t dd = (int64_t)p->pos[j] - (int64_t)p->pos[i];
+            buckets[attn_bucket_of((uint64_t)(dd < 0 ? -dd : dd))] += pj;
+        }
+        if (out) {
+            const float *vj = p->v + (j * p->kv_heads + kvh) * p->head_dim;
+            for (uint32_t e = 0; e < p->head_dim; e++) {
+                out[e] += pj * vj[e];
+                out_scale[e] += pj * fabs((double)vj[e]);
+            }
+        }
+    }
+    r->entropy = ent;
+    r->kl = kl;
+    r->argmax_p = exp(m - r->lse);
+}
+
+uint32_t attn_bucket_of(uint64_t distance)
+{
+    uint32_t b = 0;
+    while (distance) {   /* floor(log2 d) + 1 for d >= 1 */
+        distance >>= 1;
+        b++;
+    }
+    return b;
+}
+
+uint32_t attn_n_buckets(uint64_t max_distance)
+{
+    return attn_bucket_of(max_distance) + 1;
+}
+
+uint16_t attn_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ex = (x >> 23) & 0xffu;
+    uint32_t man = x & 0x7fffffu;
+    if (ex == 0xffu)
+        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+    int e = (int)ex - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t h = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (h & 1u)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+        h++;                                  /* may carry into the exponent: correct */
+    return (uint16_t)(sign | h);
+}
+
+float attn_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t ex = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    float f;
+    if (ex == 0)
+        f = ldexpf((float)man, -24);
+    else if (ex == 31)
+        f = man ? NAN : INFINITY;
+    else
+        f = ldexpf((float)(man | 0x400u), (int)ex - 25);
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    x |= sign;
+    memcpy(&f, &x, 4);
+    return f;
+}

@@ -1,0 +1,163 @@
+/* The attention CPU reference against hand-computed statistics. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn/attn.h"
+#include "rl_test.h"
+
+static attn_ref_problem problem(uint64_t n, uint32_t heads, uint32_t kv, uint32_t d, int causal,
+                                const float *q, const float *k, const uint32_t *pos)
+{
+    attn_ref_problem p = {.tokens = n, .heads = heads, .kv_heads = kv, .head_dim = d,
+                          .causal = causal, .scale = 1, .scale_b = 1, .bias_a = 1, .bias_b = 1,
+                          .q = q, .k = k, .q_b = q, .k_b = k, .pos = pos};
+    return p;
+}
+
+START_TEST(uniform_logits_give_log_n_entropy_and_first_argmax)
+{
+    /* q = 0: every logit is 0, so p = 1/N, lse = H = log N, argmax = 0. */
+    enum { N = 10, D = 4 };
+    float q[N * D] = {0}, k[N * D];
+    uint32_t pos[N];
+    for (int i = 0; i < N * D; i++)
+        k[i] = (float)(i % 7) - 3;
+    for (int i = 0; i < N; i++)
+        pos[i] = (uint32_t)i;
+    attn_ref_problem p = problem(N, 1, 1, D, 0, q, k, pos);
+    double scratch[2 * N];
+    attn_ref_row r;
+    attn_ref_row_stats(&p, 0, 3, 5, 0, scratch, &r, NULL, NULL, NULL);
+    ck_assert_double_eq_tol(r.lse, log(10.0), 1e-14);
+    ck_assert_double_eq_tol(r.entropy, log(10.0), 1e-14);
+    ck_assert_double_eq(r.max, 0);
+    ck_assert_uint_eq(r.argmax, 0);
+    ck_assert_double_eq_tol(r.argmax_p, 0.1, 1e-15);
+    ck_assert_double_eq_tol(r.target_p, 0.1, 1e-15);
+}
+END_TEST
+
+START_TEST(two_keys_match_closed_form)
+{
+    /* logits 0 and 2 (scale 1): lse = log(1 + e^2), p1 = e^2 / (1 + e^2). */
+    float q[2 * 4] = {1, 0, 0, 0, 1, 0, 0, 0}, k[2 * 4] = {0, 5, 0, 0, 2, 0, 0, 0};
+    uint32_t pos[2] = {0, 1};
+    attn_ref_problem p = problem(2, 1, 1, 4, 0, q, k, pos);
+    double scratch[4];
+    attn_ref_row r;
+    attn_ref_row_stats(&p, 0, 0, 0, 0, scratch, &r, NULL, NULL, NULL);
+    double e2 = exp(2.0), p1 = e2 / (1 + e2), p0 = 1 / (1 + e2);
+    ck_assert_double_eq_tol(r.lse, log(1 + e2), 1e-14);
+    ck_assert_double_eq(r.max, 2);
+    ck_assert_uint_eq(r.argmax, 1);
+    ck_assert_double_eq_tol(r.argmax_p, p1, 1e-15);
+    ck_assert_double_eq_tol(r.target_p, p0, 1e-15);
+    ck_assert_double_eq_tol(r.entropy, -(p0 * log(p0) + p1 * log(p1)), 1e-14);
+    /* Paired with scale_b = 0: p_b uniform, KL = sum p log(2 p). */
+    p.paired = 1;
+    p.scale_b = 0;
+    attn_ref_row_stats(&p, 0, 0, 0, 0, scratch, &r, NULL, NULL, NULL);
+    ck_assert_double_eq_tol(r.kl, p0 * log(2 * p0) + p1 * log(2 * p1), 1e-14);
+    ck_assert_double_eq_tol(r.lse_b, log(2.0), 1e-15);
+}
+END_TEST
+
+START_TEST(causal_first_row_sees_only_itself)
+{
+    float q[3 * 4], k[3 * 4];
+    for (int i = 0; i < 12; i++)
+        q[i] = k[i] = (float)i * 0.25f;
+    uint32_t pos[3] = {0, 1, 2};
+    attn_ref_problem p = problem(3, 1, 1, 4, 1, q, k, pos);
+    double scratch[6];
+    attn_ref_row r;
+    attn_ref_row_stats(&p, 0, 0, 2, 0, scratch, &r, NULL, NULL, NULL);
+    ck_assert_uint_eq(r.n_keys, 1);
+    /* <q0, k0> = 0^2 + .25^2 + .5^2 + .75^2 = 0.875 */
+    ck_assert_double_eq_tol(r.lse, 0.875, 1e-15);
+    ck_assert_double_eq(r.entropy, 0);
+    ck_assert_double_eq(r.argmax_p, 1);
+    ck_assert_double_eq(r.target_p, 0); /* key 2 is in the future */
+    ck_assert(isinf(attn_ref_logit(&p, 0, 0, 0, 1)));
+}
+END_TEST
+
+START_TEST(bucket_masses_of_uniform_causal_row)
+{
+    /* Row 7 of 8, causal, uniform: distances 7..0, each mass 1/8:
+     * bucket 0 {0}, 1 {1}, 2 {2,3}, 3 {4..7} -> 1/8, 1/8, 2/8, 4/8. */
+    enum { N = 8, D = 4 };
+    float q[N * D] = {0}, k[N * D] = {0};
+    uint32_t pos[N];
+    for (int i = 0; i < N; i++)
+        pos[i] = 100 + (uint32_t)i;
+    attn_ref_problem p = problem(N, 1, 1, D, 1, q, k, pos);
+    double scratch[2 * N], b[4];
+    attn_ref_row r;
+    ck_assert_uint_eq(attn_n_buckets(7), 4);
+    attn_ref_row_stats(&p, 0, 7, UINT64_MAX, 4, scratch, &r, b, NULL, NULL);
+    ck_assert_double_eq_tol(b[0], 0.125, 1e-15);
+    ck_assert_double_eq_tol(b[1], 0.125, 1e-15);
+    ck_assert_double_eq_tol(b[2], 0.25, 1e-15);
+    ck_assert_double_eq_tol(b[3], 0.5, 1e-15);
+}
+END_TEST
+
+START_TEST(output_is_probability_weighted_values_and_gqa_shares_kv)
+{
+    /* 2 heads over 1 KV head; head 1's query selects key 1 with logit 2. */
+    enum { N = 2, H = 2, D = 4 };
+    float q[N * H * D] = {0}, k[N * D] = {0, 0, 0, 0, 2, 0, 0, 0}, v[N * D] = {1, 2, 3, 4, -1, 0, 1, 0};
+    q[(1 * H + 1) * D + 0] = 1; /* token 1, head 1: q = e0 */
+    uint32_t pos[N] = {0, 1};
+    attn_ref_problem p = problem(N, H, 1, D, 0, q, k, pos);
+    p.v = v;
+    double scratch[2 * N], o[D], os[D];
+    attn_ref_row r;
+    attn_ref_row_stats(&p, 1, 1, UINT64_MAX, 0, scratch, &r, NULL, o, os);
+    double e2 = exp(2.0), p0 = 1 / (1 + e2), p1 = e2 / (1 + e2);
+    ck_assert_double_eq_tol(o[0], p0 * 1 + p1 * -1, 1e-15);
+    ck_assert_double_eq_tol(o[3], p0 * 4, 1e-15);
+    ck_assert_double_eq_tol(os[0], 1, 1e-15);
+    /* head 0 of token 1 has q = 0: uniform. */
+    attn_ref_row_stats(&p, 0, 1, UINT64_MAX, 0, scratch, &r, NULL, o, os);
+    ck_assert_double_eq_tol(o[1], 1, 1e-15);
+}
+END_TEST
+
+START_TEST(buckets_and_halves_follow_their_definitions)
+{
+    ck_assert_uint_eq(attn_bucket_of(0), 0);
+    ck_assert_uint_eq(attn_bucket_of(1), 1);
+    ck_assert_uint_eq(attn_bucket_of(3), 2);
+    ck_assert_uint_eq(attn_bucket_of(4), 3);
+    ck_assert_uint_eq(attn_bucket_of(8), 4);
+    ck_assert_uint_eq(attn_n_buckets(0), 1);
+    ck_assert_uint_eq(attn_n_buckets(4096), 14);
+    ck_assert_uint_eq(attn_f32_to_f16(1.0f), 0x3c00);
+    ck_assert_uint_eq(attn_f32_to_f16(65504.0f), 0x7bff);
+    ck_assert_uint_eq(attn_f32_to_f16(0.1f), 0x2e66);       /* 0.0999755859375 */
+    ck_assert_uint_eq(attn_f32_to_f16(-2.0f), 0xc000);
+    ck_assert_uint_eq(attn_f32_to_f16(1e-8f), 0x0000);      /* below half's subnormals */
+    ck_assert_uint_eq(attn_f32_to_f16(5.9604645e-8f), 0x0001); /* smallest subnormal */
+    ck_assert_float_eq(attn_f16_to_f32(0x2e66), 0.0999755859375f);
+    ck_assert_float_eq(attn_f16_to_f32(0x0001), 5.9604644775390625e-8f);
+    ck_assert_float_eq(attn_f16_to_f32(0xfbff), -65504.0f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("attn_ref");
+    TCase *tc = tcase_create("reference");
+    tcase_add_test(tc, uniform_logits_give_log_n_entropy_and_first_argmax);
+    tcase_add_test(tc, two_keys_match_closed_form);
+    tcase_add_test(tc, causal_first_row_sees_only_itself);
+    tcase_add_test(tc, bucket_masses_of_uniform_causal_row);
+    tcase_add_test(tc, output_is_probability_weighted_values_and_gqa_shares_kv);
+    tcase_add_test(tc, buckets_and_halves_follow_their_definitions);
+    suite_add_tcase(s, tc);
+    return rl_test_run(s);
+}
