@@ -27,9 +27,7 @@
 #include "rl_common.glsl"
 #include "attn_softmax.glsl"
 
-#if defined(RL_BIAS_ALIBI_TEST)
-#include "bias_alibi_test.glsl"
-#elif defined(RL_BIAS_ALIBI)
+#if defined(RL_BIAS_ALIBI)
 #include "bias_alibi.glsl"
 #elif defined(RL_BIAS_T5)
 #include "bias_t5.glsl"

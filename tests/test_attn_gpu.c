@@ -58,28 +58,30 @@ START_TEST(gpu_uniform_logits_give_log_n)
 }
 END_TEST
 
-/* alibi_test hook with q = 0: logit(h, i, j) = -slope_h |i - j|, slope_h =
- * 2^(-8 (h+1) / H). H = 2: slopes 1/16 and 1/256. Causal row 2 of head 0:
- * logits -1/8, -1/16, 0. Bound: slope and |d| exact in fp32, products exact
- * (powers of two), so only exp/log error: 1e-6. */
-START_TEST(gpu_bias_hook_adds_alibi_test_logits)
+/* The registry's ALiBi (causal) with q = 0: logit(h, i, j) = -m_h (i - j),
+ * m_h = 2^(-8 (h+1) / H) (Press et al. 2022). H = 2: slopes 1/16 and 1/256.
+ * Causal row 2 of head 0: logits -1/8, -1/16, 0. Bound: slopes and distances
+ * exact in fp32, products exact (powers of two), so only exp/log error: 1e-6. */
+START_TEST(gpu_bias_hook_adds_alibi_logits)
 {
     rl_gpu g;
     rl_gpu_open(&g);
     enum { N = 3, H = 2, D = 4 };
     float q[N * H * D] = {0}, k[N * D] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3};
     float stats[N * H * RL_ATTN_NSTAT];
-    rlvk_buffer slopes = {0};
     rl_error err = {0};
-    ck_assert(chk_alibi_test_slopes(&g.dev, H, &slopes, &err) == RL_OK);
-    uint32_t heads = H;
-    attn_bias bias = {.variant = "alibi_test", .n_buffers = 1, .buffers = {&slopes},
-                      .ref = chk_alibi_test_ref, .ref_ctx = &heads};
+    pe_shape shape = {.head_dim = D, .heads = H, .kv_heads = 1};
+    pe_encoding *enc;
+    ck_assert_msg(pe_encoding_create("alibi", NULL, &shape, &enc, &err) == RL_OK, "%s", err.msg);
+    attn_pe_bias pb;
+    ck_assert_msg(attn_pe_bias_create(&g.dev, enc, q, k, N, H, 1, D, &pb, &err) == RL_OK, "%s",
+                  err.msg);
+    ck_assert_str_eq(pb.bias.variant, "alibi");
     attn_engine e;
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     attn_desc d = {.tokens = N, .heads = H, .kv_heads = 1, .head_dim = D, .causal = 1,
                    .flags = ATTN_ARGMAX, .scale = 1};
-    attn_inputs in = {.q = q, .k = k, .bias = &bias};
+    attn_inputs in = {.q = q, .k = k, .bias = &pb.bias};
     attn_outputs out = {.stats = stats};
     attn_result res;
     ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
@@ -90,11 +92,12 @@ START_TEST(gpu_bias_hook_adds_alibi_test_logits)
     uint32_t am;
     memcpy(&am, &stats[(2 * H + 0) * RL_ATTN_NSTAT + RL_ATTN_S_ARGMAX], 4);
     ck_assert_uint_eq(am, 2); /* the nearest key has the largest logit */
-    /* The engine's own verification used the same hook's CPU reference. */
+    /* The engine's own verification used the registry's CPU reference. */
     ck_assert_uint_eq(res.verify.rows, N * H);
     ck_assert(res.verify.max_abs[ATTN_V_LSE] < 1e-6);
     attn_engine_destroy(&e);
-    rlvk_buffer_destroy(&g.dev, &slopes);
+    attn_pe_bias_destroy(&g.dev, &pb);
+    pe_encoding_destroy(enc);
     rl_gpu_close(&g);
 }
 END_TEST
@@ -102,10 +105,11 @@ END_TEST
 /* Random problems through the check harness: every statistic within the
  * derived per-statistic bounds of chk_attn.c (see there). */
 static const chk_attn_case random_cases[] = {
-    {65, 4, 2, 64, 1, 0, 0,
+    {65, 4, 2, 64, 1, 0, NULL,
      ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED},
-    {130, 2, 1, 32, 0, 1, 0, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS},
-    {97, 2, 2, 32, 1, 0, 1, ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B},
+    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS},
+    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B},
+    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B},
 };
 
 START_TEST(gpu_random_problems_match_reference)
@@ -205,7 +209,7 @@ int main(void)
     TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, gpu_uniform_logits_give_log_n);
-    tcase_add_test(tc, gpu_bias_hook_adds_alibi_test_logits);
+    tcase_add_test(tc, gpu_bias_hook_adds_alibi_logits);
     tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
     tcase_add_test(tc, gpu_split_submissions_and_dump);

@@ -26,6 +26,7 @@
 
 #include "core/rl_status.h"
 #include "rl_push.h" /* RL_ATTN_F_*, RL_ATTN_S_*, RL_ATTN_NSTAT */
+#include "pe/pe.h"
 #include "vk/rlvk.h"
 
 /* Statistics the caller may ask for (attn_desc.flags); log-sum-exp and the
@@ -53,7 +54,7 @@
  * 8..8+n_buffers-1) + its CPU reference. Filled by the caller (the encoding
  * registry); a NULL attn_bias pointer means no bias. */
 typedef struct attn_bias {
-    const char *variant;                 /* "none", "alibi", "t5", "xl", "alibi_test" */
+    const char *variant;                 /* "none", "alibi", "t5", "xl" */
     uint32_t n_buffers;                  /* bound at bindings 8.. */
     const rlvk_buffer *buffers[4];
     double (*ref)(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
@@ -167,6 +168,22 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error 
  * an unknown bias variant; RL_ERR_LIMIT for sizes the device cannot hold. */
 rl_status attn_run(attn_engine *e, const attn_desc *d, const attn_inputs *in,
                    const attn_outputs *out, attn_result *res, rl_error *err);
+
+/* An encoding's logit bias wired for the engine: the registry's device
+ * buffers (pe_bias_gpu) and its CPU reference over the raw q/k
+ * (pe_bias_ref_cb). `bias` points into the struct itself: create it where
+ * it will stay (do not copy it). q: [tokens][heads][head_dim] f32 raw,
+ * k: [tokens][kv_heads][head_dim] f32 raw; both must outlive the struct. */
+typedef struct attn_pe_bias {
+    pe_bias_gpu gpu;
+    pe_bias_ref_ctx ctx;
+    attn_bias bias;
+} attn_pe_bias;
+
+rl_status attn_pe_bias_create(rlvk_device *dev, const pe_encoding *e, const float *q,
+                              const float *k, uint64_t tokens, uint32_t heads, uint32_t kv_heads,
+                              uint32_t head_dim, attn_pe_bias *out, rl_error *err);
+void attn_pe_bias_destroy(rlvk_device *dev, attn_pe_bias *b);
 
 /* ---- CPU reference (attn_ref.c, double) ------------------------------- */
 

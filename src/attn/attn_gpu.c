@@ -10,10 +10,14 @@
 #include "attn/attn.h"
 #include "core/rl_util.h"
 
-#include "attn_alibi_test.spv.h"
-#include "attn_alibi_test_f16.spv.h"
+#include "attn_alibi.spv.h"
+#include "attn_alibi_f16.spv.h"
 #include "attn_none.spv.h"
 #include "attn_none_f16.spv.h"
+#include "attn_t5.spv.h"
+#include "attn_t5_f16.spv.h"
+#include "attn_xl.spv.h"
+#include "attn_xl_f16.spv.h"
 
 _Static_assert(sizeof(struct rl_attn_push) == 32, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, group_base) == 0, "group_base first");
@@ -32,7 +36,9 @@ typedef struct attn_variant {
                          sizeof rl_spv_attn_##n##_f16}
 static const attn_variant variants[] = {
     ATTN_VARIANT(none),
-    ATTN_VARIANT(alibi_test),
+    ATTN_VARIANT(alibi),
+    ATTN_VARIANT(t5),
+    ATTN_VARIANT(xl),
 };
 
 static const attn_variant *find_variant(const char *name)
@@ -389,7 +395,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     const attn_variant *var = find_variant(vname);
     if (!var)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
-                       "attention: no shader variant for bias '%s' (built: none, alibi_test)", vname);
+                       "attention: no shader variant for bias '%s' (built: none, alibi, t5, xl)", vname);
     if (d.fp16 && !dev->feat_storage16)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "attention: fp16 storage needs storageBuffer16BitAccess, which %s lacks",
@@ -542,4 +548,31 @@ done:
         free(stats);
     free(idx);
     return st;
+}
+
+/* ---- an encoding's logit bias ---------------------------------------------- */
+
+rl_status attn_pe_bias_create(rlvk_device *dev, const pe_encoding *e, const float *q,
+                              const float *k, uint64_t tokens, uint32_t heads, uint32_t kv_heads,
+                              uint32_t head_dim, attn_pe_bias *out, rl_error *err)
+{
+    memset(out, 0, sizeof *out);
+    rl_status st = pe_bias_gpu_create(dev, e, q, k, tokens, heads, kv_heads, head_dim, &out->gpu,
+                                      err);
+    if (st)
+        return st;
+    out->ctx = (pe_bias_ref_ctx){.e = e, .q = q, .k = k};
+    out->bias.variant = out->gpu.variant;
+    out->bias.n_buffers = out->gpu.n_buffers;
+    for (uint32_t i = 0; i < out->gpu.n_buffers; i++)
+        out->bias.buffers[i] = &out->gpu.buffers[i];
+    out->bias.ref = pe_bias_ref_cb;
+    out->bias.ref_ctx = &out->ctx;
+    return RL_OK;
+}
+
+void attn_pe_bias_destroy(rlvk_device *dev, attn_pe_bias *b)
+{
+    pe_bias_gpu_destroy(dev, &b->gpu);
+    memset(b, 0, sizeof *b);
 }

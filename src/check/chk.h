@@ -111,16 +111,12 @@ int chk_attn_judge(const struct attn_desc *d, const struct attn_verify *v, chk_s
  * unsupported (fp16 without 16-bit storage) is a skip. */
 typedef struct chk_attn_case {
     uint32_t tokens, heads, kv_heads, head_dim;
-    int causal, fp16, bias;   /* bias: 0 none, 1 alibi_test */
+    int causal, fp16;
+    const char *bias;         /* registry encoding of the logit bias ("alibi", "t5", "xl"); NULL: none */
     uint32_t flags;           /* ATTN_* statistics */
 } chk_attn_case;
 struct attn_engine;
 rl_status chk_attn_run_case(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,
                             uint64_t seed, chk_row *row, rl_error *err);
-/* The temporary alibi_test bias (bias_alibi_test.glsl): CPU reference
- * (ctx: const uint32_t *heads) and its slope buffer [heads] f32. */
-double chk_alibi_test_ref(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
-                          int64_t kpos);
-rl_status chk_alibi_test_slopes(rlvk_device *dev, uint32_t heads, rlvk_buffer *buf, rl_error *err);
 
 #endif

@@ -1,7 +1,7 @@
 /* Attention engine's `ropelab check` cases: lengths 1, 2, 63, 64, 65 (around
  * the 64-query workgroup), 1000 and 4097 (odd tail of the key tiles), causal
  * and bidirectional, fp32 and fp16 storage, grouped-query attention, with
- * and without a logit bias (the alibi_test hook), every statistic at once
+ * and with the registry's logit biases (alibi, t5, xl), every statistic at once
  * (entropy, argmax, target, distance buckets, O, paired KL). Sampled rows
  * (32, first and last included, all heads) are compared with the double CPU
  * reference; the tolerances are derived in chk_attn_tolerances. */
@@ -104,31 +104,6 @@ typedef chk_attn_case attn_case;
  * pipeline takes lavapipe ~10 s to build. */
 #define ALL_STATS (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED)
 
-/* The alibi_test hook's CPU reference: -slope_h |kpos - qpos|, slope_h =
- * 2^(-8 (h + 1) / H) (Press et al. 2022's geometric slopes), in double. */
-double chk_alibi_test_ref(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
-                          int64_t kpos)
-{
-    (void)qtok;
-    (void)ktok;
-    uint32_t heads = *(const uint32_t *)ctx;
-    double slope = pow(2.0, -8.0 * (h + 1) / heads);
-    return -slope * (double)llabs(kpos - qpos);
-}
-
-rl_status chk_alibi_test_slopes(rlvk_device *dev, uint32_t heads, rlvk_buffer *buf, rl_error *err)
-{
-    float s[256];
-    if (heads > 256)
-        return rl_fail(err, RL_ERR_ARG, "alibi_test: at most 256 heads (got %u)", heads);
-    for (uint32_t h = 0; h < heads; h++)
-        s[h] = (float)pow(2.0, -8.0 * (h + 1) / heads);
-    rl_status st = rlvk_buffer_create(dev, heads * 4, "alibi_test slopes", buf, err);
-    if (!st)
-        st = rlvk_buffer_upload(dev, buf, 0, s, heads * 4, err);
-    return st;
-}
-
 /* Random test problem: q, k, v ~ N(0, 1) (rounded to half for fp16), q_b/k_b
  * a perturbed copy (paired mode: KL of a small distortion), positions
  * consecutive from an offset, random targets. Arrays owned by the caller. */
@@ -192,7 +167,7 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
                             chk_row *row, rl_error *err)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->kernel, sizeof row->kernel, "attn_%s%s", c->bias ? "alibi_test" : "none",
+    snprintf(row->kernel, sizeof row->kernel, "attn_%s%s", c->bias ? c->bias : "none",
              c->fp16 ? "_f16" : "");
     snprintf(row->shape, sizeof row->shape, "%ux%u/%ux%u %s%s", c->tokens, c->heads, c->kv_heads,
              c->head_dim, c->causal ? "causal" : "bidir",
@@ -209,23 +184,29 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
     float *stats = malloc(nrow * RL_ATTN_NSTAT * sizeof *stats);
     float *buckets = malloc(nrow * nb_max * sizeof *buckets);
     float *o = malloc(nrow * c->head_dim * sizeof *o);
-    rlvk_buffer slopes = {0};
+    attn_pe_bias pb = {0};
+    pe_encoding *enc = NULL;
     rl_status st = RL_OK;
     if (!data_make(c, seed, &x) || !stats || !buckets || !o) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the attention case");
         goto done;
     }
-    uint32_t actx = c->heads;
-    attn_bias bias = {.variant = "alibi_test", .n_buffers = 1, .buffers = {&slopes},
-                      .ref = chk_alibi_test_ref, .ref_ctx = &actx};
-    if (c->bias && (st = chk_alibi_test_slopes(dev, c->heads, &slopes, err)))
-        goto done;
+    if (c->bias) {
+        /* The registry's bias with its default parameters (bias cases are
+         * fp32, so the raw q/k the reference reads are these floats). */
+        pe_shape shape = {.head_dim = c->head_dim, .heads = c->heads, .kv_heads = c->kv_heads,
+                          .seed = seed, .max_positions = 5 + c->tokens};
+        if ((st = pe_encoding_create(c->bias, NULL, &shape, &enc, err)) ||
+            (st = attn_pe_bias_create(dev, enc, x.q, x.k, c->tokens, c->heads, c->kv_heads,
+                                      c->head_dim, &pb, err)))
+            goto done;
+    }
     attn_desc d = {.tokens = c->tokens, .heads = c->heads, .kv_heads = c->kv_heads,
                    .head_dim = c->head_dim, .causal = c->causal, .fp16 = c->fp16,
                    .flags = c->flags, .scale = (float)(1.0 / sqrt(c->head_dim)),
                    .scale_b = (float)(1.25 / sqrt(c->head_dim))};
     attn_inputs in = {.q = x.q, .k = x.k, .v = x.v, .q_b = x.qb, .k_b = x.kb, .pos = x.pos,
-                      .target = x.target, .bias = c->bias ? &bias : NULL};
+                      .target = x.target, .bias = c->bias ? &pb.bias : NULL};
     attn_outputs out = {.stats = stats, .buckets = buckets, .out = o};
     attn_result res;
     st = attn_run(e, &d, &in, &out, &res, err);
@@ -243,7 +224,9 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
     snprintf(row->tolerance, sizeof row->tolerance,
              "attn: per-statistic fp32 bounds (chk_attn.c); worst here: %s", worst);
 done:
-    rlvk_buffer_destroy(dev, &slopes);
+    if (enc)
+        attn_pe_bias_destroy(dev, &pb);
+    pe_encoding_destroy(enc);
     data_free(&x);
     free(o);
     free(buckets);
@@ -267,12 +250,16 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
             continue;
         for (int causal = 0; causal < 2 && !st; causal++) {
             /* GQA (4 heads over 2 KV heads), every statistic, fp32 and fp16,
-             * no bias; then the bias hook with 2 heads over 1 KV head. */
+             * no bias; then the registry's biases (one per length, in turn:
+             * alibi, t5, xl) with 2 heads over 1 KV head, paired against the
+             * same logits without the bias. */
+            static const char *const biases[] = {"alibi", "t5", "xl"};
+            const char *bias = biases[(li + (size_t)causal) % RL_ARRAY_LEN(biases)];
             attn_case cs[4] = {
-                {n, 4, 2, 64, causal, 0, 0, ALL_STATS},
-                {n, 4, 2, 64, causal, 1, 0, ALL_STATS},
-                {n, 2, 1, 32, causal, 0, 1, ALL_STATS | ATTN_NO_BIAS_B},
-                {n, 4, 2, 64, causal, 0, 0, ATTN_OUT | ATTN_ENTROPY},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS},
+                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B},
+                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY},
             };
             /* O on 65 tokens causal (tail of a workgroup) and 1000 bidirectional. */
             int with_o = (n == 65 && causal) || (n == 1000 && !causal && !opt->quick);

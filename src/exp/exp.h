@@ -19,6 +19,8 @@
 #include <stdio.h>
 
 #include "core/rl_status.h"
+#include "attn/attn.h"
+#include "check/chk.h"
 #include "pe/rope.h"
 #include "vk/rlvk.h"
 
@@ -152,5 +154,48 @@ rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, struct pe_en
 /* The rotation of a RoPE-family run encoding (error otherwise, naming the
  * kind's need). */
 rl_status exp_rope_freqs(const exp_run *run, uint64_t seq_len, rope_freqs *f, rl_error *err);
+
+/* ---- attention of a run's encoding (exp_attn.c) ------------------------- */
+
+/* Raw inputs of one attention problem for exp_attn_run. */
+typedef struct exp_attn_io {
+    uint64_t tokens;
+    const float *q;          /* [tokens][heads][head_dim] f32, raw (before the encoding) */
+    const float *k;          /* [tokens][kv_heads][head_dim] f32, raw */
+    const float *v;          /* [tokens][kv_heads][head_dim] f32 for ATTN_OUT, else NULL */
+    const uint32_t *pos;     /* [tokens] positions */
+    const uint32_t *target;  /* [tokens] target key per query for ATTN_TARGET, else NULL */
+    int causal;
+    uint32_t flags;          /* ATTN_* statistics */
+    uint32_t verify_rows;    /* sampled rows verified; 0: 32 */
+    int no_attention_factor; /* 1: logit scale 1/sqrt(d) even if the RoPE scaling has a factor */
+    const struct pe_encoding *paired;   /* definition b (vector-only encoding) or NULL */
+    int paired_no_attention_factor;
+} exp_attn_io;
+
+typedef struct exp_attn_result {
+    attn_desc desc;          /* what ran */
+    attn_result attn;        /* engine result and sampled-row errors */
+    double scale, scale_b;   /* logit scales used */
+    chk_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors vs reference (n = 0: none) */
+    chk_stats attn_stats;    /* worst statistic against its derived tolerance */
+    char worst[32];          /* name of that statistic */
+    int pass;                /* every verification within its bound */
+} exp_attn_result;
+
+/* Runs attention of encoding e (created for the run's shape) over io: the
+ * encoding's vector transform on the device (verified against pe_vec_ref
+ * within pe_vec_bound), its logit bias in the kernel, logit scale
+ * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise), then attn_run with
+ * sampled-row verification judged by chk_attn_judge. A verification beyond
+ * tolerance is not an error here: r->pass says it (record it with
+ * exp_attn_record and fail the run). */
+struct attn_engine;
+rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encoding *e,
+                       const exp_attn_io *io, const attn_outputs *out, exp_attn_result *r,
+                       rl_error *err);
+/* Records r's verifications (transformed q/k, attention statistics) in the
+ * sink under label; returns r->pass. */
+int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r);
 
 #endif
