@@ -24,6 +24,7 @@ expect unknown_flag 2 "unknown option '--bogus'" -- check --bogus
 expect check_help 0 'positions up to 2\^20' -- check --help
 expect bench_help 0 'median of --reps' -- bench --help
 expect bench_no_kernel 2 'name the kernel' -- bench
+expect bench_attn_help 0 'FMA peak' -- bench attention --help
 expect bench_bad_layout 2 "--layout 'diagonal'" -- bench rope --layout diagonal
 expect bench_zero_tokens 2 'must be at least 1' -- bench rope --tokens 0
 expect bad_number 2 "--tokens: 'abc' is not a valid" -- bench rope --tokens abc
@@ -86,6 +87,9 @@ if [ $have_device = 1 ]; then
   expect run_example 0 '8 run\(s\): 8 passed' -- run "$example" --out "$runtmp/out" --quiet
   expect run_resume 0 '8 already complete' -- run "$example" --out "$runtmp/out" --quiet --resume
   expect merge_one 0 'merged 1 of 1 shard' -- merge "$runtmp/out" --out "$runtmp/merged"
+  expect bench_attn_too_big 2 'largest length that fits' -- bench attention --tokens 100000000
+  expect bench_attn_bad_dim 2 'multiple of 4' -- bench attention --tokens 16 --head-dim 6
+  expect bench_attn_small 0 'ratio to FMA peak' -- bench attention --tokens 256 --head-dim 32 --causal --reps 1
 else
   echo "test_cli: no Vulkan device: device cases skipped" >&2
 fi
