@@ -197,5 +197,9 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encod
 /* Records r's verifications (transformed q/k, attention statistics) in the
  * sink under label; returns r->pass. */
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r);
+/* Records every verified statistic of r separately (its worst error and its
+ * own fp32 tolerance, chk_attn_tolerances) plus the transformed q/k checks,
+ * under label; returns 1 when all pass (exp_attn_verify.c). */
+int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_result *r);
 
 #endif
