@@ -309,10 +309,14 @@ END_TEST
 START_TEST(distortion_of_rope_against_itself_is_zero)
 {
     kfix f;
-    kf_init(&f, "rope", "{}", "{\"length\": 0}", 2, 2, 96, 0);
+    kf_init(&f, "rope", "{}", "{\"length\": 64}", 2, 2, 96, 0);
     rl_error err = {0};
     ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
     ck_assert_double_eq_tol(kmetric(&f, "kl_max"), 0.0, 1e-6);
+    /* 64 tokens: distances 0..63, buckets 0 | 1 | 2-3 | ... | 32-63 (7); the
+     * farthest holds keys 32..63 of rows 32..63: a mass in [0, 1/2]. */
+    ck_assert(kmetric(&f, "mass_farthest_bucket_rope") >= 0);
+    ck_assert(kmetric(&f, "mass_farthest_bucket_rope") <= 0.5 + 1e-6);
     ck_assert_double_eq_tol(kmetric(&f, "mass_farthest_bucket_scaled"),
                             kmetric(&f, "mass_farthest_bucket_rope"), 1e-6);
     ck_assert_double_eq(kmetric(&f, "logit_scale_ratio"), 1.0);

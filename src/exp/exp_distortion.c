@@ -19,6 +19,7 @@
  * accumulation over N keys; derivation in exp_attn_verify.c and
  * chk_attn.c). Every statistic's error and tolerance is recorded; any
  * excess fails the run. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,12 +141,16 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
         goto done;
     pass &= exp_attn_record_stats(sink, "scaled vs plain RoPE (paired)", &r);
     double scale_a = r.scale, scale_b = r.scale_b;
+    /* The engine's bucket count: 1 + floor(log2(T - 1)) for the largest
+     * distance T - 1 (nb above is an upper bound for the allocation). */
+    nb = r.attn.n_buckets;
     /* Pass 2: plain RoPE alone: its masses. */
     exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS};
     attn_outputs out_b = {.buckets = bk_b};
     if ((st = exp_attn_run(ctx->dev, &eng, b, &io_b, &out_b, &r, err)))
         goto done;
     pass &= exp_attn_record_stats(sink, "plain RoPE", &r);
+    assert(r.attn.n_buckets == nb); /* same T, same count */
 
     /* KL against query position, rows grouped by key count in [2^g, 2^(g+1)). */
     const char *kcols[] = {"query_keys_tokens", "kl_nats"};
