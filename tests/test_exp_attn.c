@@ -61,10 +61,10 @@ START_TEST(encoding_attention_is_verified_end_to_end)
                   r.attn_stats.worst_ratio, r.vec_q.worst_ratio, r.vec_k.worst_ratio);
     ck_assert_uint_eq(r.attn.verify.rows, 32 * H);
     if (_i == 0) {
-        /* YaRN factor 4: attention factor 0.1 ln 4 + 1 multiplies cos and sin,
-         * so logits scale by its square. */
-        double af = 0.1 * log(4.0) + 1.0;
-        ck_assert_double_eq_tol(r.scale, af * af / sqrt(D), 1e-6);
+        /* YaRN factor 4: attention factor 0.1 ln 4 + 1 multiplies cos and sin
+         * in the rotated vectors, so logits already scale by its square and
+         * the kernel scale stays 1/sqrt(d). */
+        ck_assert_double_eq_tol(r.scale, 1.0 / sqrt(D), 1e-6);
         ck_assert_uint_eq(r.vec_q.n, T * H * D);
     }
     /* Entropy of a causal row lies in [0, ln(keys)]. */
@@ -111,6 +111,42 @@ START_TEST(paired_encoding_against_itself_has_zero_kl)
     attn_engine_destroy(&eng);
     pe_encoding_destroy(a);
     pe_encoding_destroy(b);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* YaRN x4 at position 0 (no rotation): q' = af q, k' = af k. q = e_0,
+ * k_0 = 2 e_0, k_1 = 0, d = 4: logits af^2 * 2 / sqrt(4) = af^2 and 0, so
+ * lse = ln(1 + e^{af^2}) with the factor (applied once, not af^4) and
+ * ln(1 + e^1) without it. fp32: a few ulp of values near 1.6. */
+START_TEST(attention_factor_scales_logits_by_its_square_once)
+{
+    enum { T = 2, D = 4 };
+    rl_gpu g;
+    rl_gpu_open(&g);
+    pe_shape s = {.head_dim = D, .heads = 1, .kv_heads = 1, .max_positions = 8};
+    pe_encoding *e = make("rope", "{\"rope_type\": \"yarn\", \"factor\": 4, "
+                                  "\"original_max_position_embeddings\": 8}", &s);
+    float q[T * D] = {1, 0, 0, 0, 1, 0, 0, 0}, k[T * D] = {2, 0, 0, 0, 0, 0, 0, 0};
+    uint32_t pos[T] = {0, 0};
+    float stats[T * RL_ATTN_NSTAT];
+    attn_engine eng;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    double af = 0.1 * log(4.0) + 1.0;
+    for (int nf = 0; nf <= 1; nf++) {
+        exp_attn_io io = {.tokens = T, .q = q, .k = k, .pos = pos, .no_attention_factor = nf};
+        attn_outputs out = {.stats = stats};
+        exp_attn_result r;
+        ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &out, &r, &err) == RL_OK, "%s",
+                      err.msg);
+        ck_assert(r.pass);
+        double l0 = nf ? 1.0 : af * af;
+        ck_assert_double_eq_tol(stats[RL_ATTN_S_MAX], l0, 1e-6);
+        ck_assert_double_eq_tol(stats[RL_ATTN_S_LSE], log(1.0 + exp(l0)), 1e-6);
+    }
+    attn_engine_destroy(&eng);
+    pe_encoding_destroy(e);
     rl_gpu_close(&g);
 }
 END_TEST
@@ -343,7 +379,7 @@ START_TEST(distortion_of_yarn_applies_its_temperature)
     kf_init(&f, "yarn", "{\"factor\": 4, \"original_max_position_embeddings\": 64}",
             "{\"attention_factor\": false}", 1, 1, 64, 0);
     ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
-    ck_assert_double_eq(kmetric(&f, "logit_scale_ratio"), 1.0);
+    ck_assert_double_eq_tol(kmetric(&f, "logit_scale_ratio"), 1.0, 1e-12);
     kf_free(&f);
 }
 END_TEST
@@ -369,6 +405,7 @@ int main(void)
     tcase_add_loop_test(tc, encoding_attention_is_verified_end_to_end, 0,
                         (int)(sizeof encodings / sizeof encodings[0]));
     tcase_add_test(tc, paired_encoding_against_itself_has_zero_kl);
+    tcase_add_test(tc, attention_factor_scales_logits_by_its_square_once);
     tcase_add_test(tc, entropy_of_identical_keys_is_ln_n);
     tcase_add_test(tc, entropy_of_zero_queries_is_ln_n_with_and_without_the_factor);
     tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);

@@ -185,8 +185,10 @@ typedef struct exp_attn_result {
 
 /* Runs attention of encoding e (created for the run's shape) over io: the
  * encoding's vector transform on the device (verified against pe_vec_ref
- * within pe_vec_bound), its logit bias in the kernel, logit scale
- * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise), then attn_run with
+ * within pe_vec_bound), its logit bias in the kernel, effective logit scale
+ * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise; the rotation puts af
+ * on cos and sin, so the kernel scale r->scale is 1/sqrt(d), and
+ * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then attn_run with
  * sampled-row verification judged by chk_attn_judge. A verification beyond
  * tolerance is not an error here: r->pass says it (record it with
  * exp_attn_record and fail the run). */

@@ -196,7 +196,10 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     exp_sink_metric(sink, "kl_mean", kl_sum / (double)(T * H));
     exp_sink_metric(sink, "kl_max", kl_max);
     exp_sink_metric(sink, "attention_factor", no_af ? 1.0 : f->attention_factor);
-    exp_sink_metric(sink, "logit_scale_ratio", scale_a / scale_b);
+    /* Effective logit scales: the rotation of a carries af on cos and sin
+     * (af^2 on the logits); plain RoPE's af is 1. */
+    exp_sink_metric(sink, "logit_scale_ratio",
+                    scale_a * f->attention_factor * f->attention_factor / scale_b);
     exp_sink_metric(sink, "mass_farthest_bucket_scaled", far_a);
     exp_sink_metric(sink, "mass_farthest_bucket_rope", far_b);
     if (!pass)
