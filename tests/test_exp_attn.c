@@ -1,5 +1,6 @@
 /* exp/exp_attn.c: attention of a registry encoding, verified end to end. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,10 +61,10 @@ START_TEST(encoding_attention_is_verified_end_to_end)
                   r.attn_stats.worst_ratio, r.vec_q.worst_ratio, r.vec_k.worst_ratio);
     ck_assert_uint_eq(r.attn.verify.rows, 32 * H);
     if (_i == 0) {
-        /* YaRN factor 4: attention factor 0.1 ln 4 + 1 multiplies cos and sin,
-         * so logits scale by its square. */
-        double af = 0.1 * log(4.0) + 1.0;
-        ck_assert_double_eq_tol(r.scale, af * af / sqrt(D), 1e-6);
+        /* YaRN factor 4: attention factor 0.1 ln 4 + 1 multiplies cos and sin
+         * in the rotated vectors, so logits already scale by its square and
+         * the kernel scale stays 1/sqrt(d). */
+        ck_assert_double_eq_tol(r.scale, 1.0 / sqrt(D), 1e-6);
         ck_assert_uint_eq(r.vec_q.n, T * H * D);
     }
     /* Entropy of a causal row lies in [0, ln(keys)]. */
@@ -114,6 +115,286 @@ START_TEST(paired_encoding_against_itself_has_zero_kl)
 }
 END_TEST
 
+/* YaRN x4 at position 0 (no rotation): q' = af q, k' = af k. q = e_0,
+ * k_0 = 2 e_0, k_1 = 0, d = 4: logits af^2 * 2 / sqrt(4) = af^2 and 0, so
+ * lse = ln(1 + e^{af^2}) with the factor (applied once, not af^4) and
+ * ln(1 + e^1) without it. fp32: a few ulp of values near 1.6. */
+START_TEST(attention_factor_scales_logits_by_its_square_once)
+{
+    enum { T = 2, D = 4 };
+    rl_gpu g;
+    rl_gpu_open(&g);
+    pe_shape s = {.head_dim = D, .heads = 1, .kv_heads = 1, .max_positions = 8};
+    pe_encoding *e = make("rope", "{\"rope_type\": \"yarn\", \"factor\": 4, "
+                                  "\"original_max_position_embeddings\": 8}", &s);
+    float q[T * D] = {1, 0, 0, 0, 1, 0, 0, 0}, k[T * D] = {2, 0, 0, 0, 0, 0, 0, 0};
+    uint32_t pos[T] = {0, 0};
+    float stats[T * RL_ATTN_NSTAT];
+    attn_engine eng;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    double af = 0.1 * log(4.0) + 1.0;
+    for (int nf = 0; nf <= 1; nf++) {
+        exp_attn_io io = {.tokens = T, .q = q, .k = k, .pos = pos, .no_attention_factor = nf};
+        attn_outputs out = {.stats = stats};
+        exp_attn_result r;
+        ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &out, &r, &err) == RL_OK, "%s",
+                      err.msg);
+        ck_assert(r.pass);
+        double l0 = nf ? 1.0 : af * af;
+        ck_assert_double_eq_tol(stats[RL_ATTN_S_MAX], l0, 1e-6);
+        ck_assert_double_eq_tol(stats[RL_ATTN_S_LSE], log(1.0 + exp(l0)), 1e-6);
+    }
+    attn_engine_destroy(&eng);
+    pe_encoding_destroy(e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* ---- attention kinds (entropy, retrieval, distortion) through a sink ---- */
+
+/* Data modes: 0 = smooth pseudo-random rows; 1 = q as 0, every k row the
+ * same vector; 2 = q all zero, k as 0. */
+static rl_status kdata_fn(void *user, char which, uint64_t tokens, float *out, rl_error *err)
+{
+    (void)err;
+    const uint32_t *shape = user; /* {mode, heads, kv_heads, head_dim} */
+    uint32_t heads = which == 'q' ? shape[1] : shape[2], hd = shape[3];
+    uint64_t n = tokens * heads * hd;
+    for (uint64_t i = 0; i < n; i++) {
+        double v = sin(1.37 * (double)i + (which == 'q' ? 0.3 : 1.1));
+        if (shape[0] == 1 && which == 'k')
+            v = cos(0.7 * (double)(i % hd));
+        if (shape[0] == 2 && which == 'q')
+            v = 0;
+        out[i] = (float)v;
+    }
+    return RL_OK;
+}
+
+typedef struct kfix {
+    exp_run run;
+    json_t *enc, *params;
+    uint32_t shape[4];
+    char dir[64];
+    exp_sink sink;
+    rl_gpu g;
+} kfix;
+
+static void kf_init(kfix *f, const char *type, const char *enc, const char *params,
+                    uint32_t heads, uint32_t kv_heads, uint32_t train_len, uint32_t mode)
+{
+    memset(f, 0, sizeof *f);
+    json_error_t je;
+    f->enc = json_loads(enc, 0, &je);
+    f->params = json_loads(params, 0, &je);
+    ck_assert_ptr_nonnull(f->enc);
+    ck_assert_ptr_nonnull(f->params);
+    f->shape[0] = mode, f->shape[1] = heads, f->shape[2] = kv_heads, f->shape[3] = 16;
+    f->run = (exp_run){.id = "0000000000000000",
+                       .model = {.head_dim = 16, .heads = heads, .kv_heads = kv_heads,
+                                 .train_len = train_len},
+                       .encoding_name = type, .encoding_type = type, .encoding = f->enc,
+                       .params = f->params, .seed = 1, .data = kdata_fn, .data_user = f->shape};
+    snprintf(f->dir, sizeof f->dir, "/tmp/rl_expattn_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(f->dir));
+    rl_error err = {0};
+    ck_assert_int_eq(exp_sink_init(&f->sink, f->dir, &err), RL_OK);
+    rl_gpu_open(&f->g);
+}
+
+/* Fills defaults the runner would (the kind's parameter table), checks and runs. */
+static rl_status kf_run(kfix *f, const char *kind, rl_error *err)
+{
+    const exp_kind *k = exp_find(kind);
+    ck_assert_ptr_nonnull(k);
+    for (size_t i = 0; i < k->n_params; i++) {
+        const exp_param *p = &k->params[i];
+        if (json_object_get(f->params, p->name))
+            continue;
+        json_object_set_new(f->params, p->name,
+                            p->type == EXP_P_STR    ? json_string(p->def_str)
+                            : p->type == EXP_P_BOOL ? json_boolean(p->def_num != 0)
+                                                    : json_real(p->def_num));
+    }
+    rl_status st = k->check(&f->run, err);
+    if (st)
+        return st;
+    exp_ctx ctx = {.dev = &f->g.dev};
+    st = k->run(&f->run, &ctx, &f->sink, err);
+    exp_sink_end_table(&f->sink, err);
+    return st;
+}
+
+static void kf_free(kfix *f)
+{
+    rl_gpu_close(&f->g);
+    exp_sink_free(&f->sink);
+    json_decref(f->enc);
+    json_decref(f->params);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static double kmetric(const kfix *f, const char *name)
+{
+    const json_t *v = json_object_get(f->sink.metrics, name);
+    ck_assert_msg(json_is_number(v), "metric %s missing", name);
+    return json_number_value(v);
+}
+
+/* Every verification record passed, and one names `stat`. */
+static void assert_verified(const kfix *f, const char *stat)
+{
+    size_t i, n = json_array_size(f->sink.verification), named = 0;
+    json_t *v;
+    ck_assert_uint_gt(n, 0);
+    json_array_foreach(f->sink.verification, i, v) {
+        const char *what = json_string_value(json_object_get(v, "what"));
+        ck_assert_msg(json_is_true(json_object_get(v, "pass")), "%s failed", what);
+        double e = json_number_value(json_object_get(v, "max_error")),
+               b = json_number_value(json_object_get(v, "bound"));
+        ck_assert_msg(e >= 0 && e <= b, "%s: error %g bound %g", what, e, b);
+        if (what && strstr(what, stat))
+            named++;
+    }
+    ck_assert_msg(named > 0, "no verification record of %s", stat);
+    ck_assert_int_eq(f->sink.failed_verification, 0);
+}
+
+/* All keys equal (nope, no bias): every logit of a row is the same, p is
+ * uniform over the N keys and H = ln N. fp32: the kernel's normaliser sums N
+ * exact ones (exact below 2^24) and log adds <= 2^-21, so 1e-5 is ample. */
+START_TEST(entropy_of_identical_keys_is_ln_n)
+{
+    kfix f;
+    kf_init(&f, "nope", "{}", "{\"min_len\": 8, \"max_len\": 96}", 2, 1, 64, 1);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), log(96.0), 1e-5);
+    ck_assert_double_eq_tol(kmetric(&f, "ln_max_len"), log(96.0), 1e-12);
+    /* lengths 8 and 96: (ln 96 - ln 8) / ln(96 / 8) = 1 */
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_growth_per_ln_n"), 1.0, 1e-5);
+    ck_assert_double_eq(kmetric(&f, "attention_factor"), 1.0);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+}
+END_TEST
+
+/* Zero queries: every logit is 0 whatever the rotation or the scale, so
+ * YaRN's entropy is ln N with and without its temperature; the temperature
+ * itself is 0.1 ln 4 + 1 for factor 4 and the logit scale af^2 / sqrt(16). */
+START_TEST(entropy_of_zero_queries_is_ln_n_with_and_without_the_factor)
+{
+    kfix f;
+    kf_init(&f, "yarn", "{\"factor\": 4, \"original_max_position_embeddings\": 32}",
+            "{\"min_len\": 16, \"max_len\": 64}", 1, 1, 32, 2);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    double af = 0.1 * log(4.0) + 1.0;
+    ck_assert_double_eq_tol(kmetric(&f, "attention_factor"), af, 1e-12);
+    ck_assert_double_eq_tol(kmetric(&f, "logit_scale"), af * af / 4.0, 1e-12);
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), log(64.0), 1e-5);
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_no_factor_at_max_len"), log(64.0), 1e-5);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+}
+END_TEST
+
+/* Needle = query scaled by 4, no distractors (zero keys): the needle's logit
+ * is 4 |q|^2 / sqrt(d) > 0 and every other logit is exactly 0, so the
+ * argmax is the needle for every scored query, at every distance and length
+ * (2 query heads share one kv head: the group's heads share the query). */
+START_TEST(retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors)
+{
+    kfix f;
+    kf_init(&f, "nope", "{}",
+            "{\"min_len\": 32, \"max_len\": 128, \"needle_scale\": 4, \"distractors\": "
+            "\"none\"}", 2, 1, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(kmetric(&f, "accuracy_within_train"), 1.0);
+    ck_assert_double_eq(kmetric(&f, "accuracy_beyond_train"), 1.0); /* r = 96 > 64 at N = 128 */
+    ck_assert_double_eq(kmetric(&f, "accuracy_at_max_len"), 1.0);
+    assert_verified(&f, "target_p");
+    kf_free(&f);
+}
+END_TEST
+
+/* The needle orthogonal to its query at scale 0 is the zero key: every
+ * logit of a row is 0, the first key (token 0) is the argmax, and the
+ * needle's probability is 1 / (i + 1) — never above 1 / (3N/4 + 1). */
+START_TEST(retrieval_fails_when_the_needle_is_a_zero_key)
+{
+    kfix f;
+    kf_init(&f, "nope", "{}",
+            "{\"min_len\": 64, \"max_len\": 64, \"needle_scale\": 0, \"distractors\": "
+            "\"none\"}", 1, 1, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+    /* 16 queries; only a needle at token 0 (query 48 at r = 48) can be hit. */
+    ck_assert(kmetric(&f, "accuracy_at_max_len") <= 1.0 / 16.0);
+    ck_assert(kmetric(&f, "needle_p_within_train") <= 1.0 / 49.0 + 1e-6);
+    kf_free(&f);
+}
+END_TEST
+
+/* Plain RoPE paired with its own twin: identical logits, KL = 0 up to the
+ * fp32 rounding of two identical sums, equal bucket masses. */
+START_TEST(distortion_of_rope_against_itself_is_zero)
+{
+    kfix f;
+    kf_init(&f, "rope", "{}", "{\"length\": 64}", 2, 2, 96, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "kl_max"), 0.0, 1e-6);
+    /* 64 tokens: distances 0..63, buckets 0 | 1 | 2-3 | ... | 32-63 (7); the
+     * farthest holds keys 32..63 of rows 32..63: a mass in [0, 1/2]. */
+    ck_assert(kmetric(&f, "mass_farthest_bucket_rope") >= 0);
+    ck_assert(kmetric(&f, "mass_farthest_bucket_rope") <= 0.5 + 1e-6);
+    ck_assert_double_eq_tol(kmetric(&f, "mass_farthest_bucket_scaled"),
+                            kmetric(&f, "mass_farthest_bucket_rope"), 1e-6);
+    ck_assert_double_eq(kmetric(&f, "logit_scale_ratio"), 1.0);
+    assert_verified(&f, "kl");
+    kf_free(&f);
+}
+END_TEST
+
+/* YaRN x4 against plain RoPE: its temperature scales logits by
+ * (0.1 ln 4 + 1)^2 relative to RoPE's, and it changes the distribution
+ * (KL > 0); without the factor the ratio is 1. */
+START_TEST(distortion_of_yarn_applies_its_temperature)
+{
+    kfix f;
+    kf_init(&f, "yarn", "{\"factor\": 4, \"original_max_position_embeddings\": 64}", "{}", 1, 1,
+            64, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    double af = 0.1 * log(4.0) + 1.0;
+    ck_assert_double_eq_tol(kmetric(&f, "logit_scale_ratio"), af * af, 1e-6);
+    ck_assert(kmetric(&f, "kl_mean") > 1e-3);
+    assert_verified(&f, "buckets");
+    kf_free(&f);
+    kf_init(&f, "yarn", "{\"factor\": 4, \"original_max_position_embeddings\": 64}",
+            "{\"attention_factor\": false}", 1, 1, 64, 0);
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "logit_scale_ratio"), 1.0, 1e-12);
+    kf_free(&f);
+}
+END_TEST
+
+START_TEST(distortion_refuses_non_rope_encodings)
+{
+    kfix f;
+    kf_init(&f, "alibi", "{}", "{}", 1, 1, 64, 0);
+    rl_error err = {0};
+    ck_assert_int_ne(kf_run(&f, "distortion", &err), RL_OK);
+    ck_assert_ptr_nonnull(strstr(err.msg, "RoPE-family"));
+    kf_free(&f);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -124,6 +405,14 @@ int main(void)
     tcase_add_loop_test(tc, encoding_attention_is_verified_end_to_end, 0,
                         (int)(sizeof encodings / sizeof encodings[0]));
     tcase_add_test(tc, paired_encoding_against_itself_has_zero_kl);
+    tcase_add_test(tc, attention_factor_scales_logits_by_its_square_once);
+    tcase_add_test(tc, entropy_of_identical_keys_is_ln_n);
+    tcase_add_test(tc, entropy_of_zero_queries_is_ln_n_with_and_without_the_factor);
+    tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);
+    tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);
+    tcase_add_test(tc, distortion_of_rope_against_itself_is_zero);
+    tcase_add_test(tc, distortion_of_yarn_applies_its_temperature);
+    tcase_add_test(tc, distortion_refuses_non_rope_encodings);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

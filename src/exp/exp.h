@@ -185,8 +185,10 @@ typedef struct exp_attn_result {
 
 /* Runs attention of encoding e (created for the run's shape) over io: the
  * encoding's vector transform on the device (verified against pe_vec_ref
- * within pe_vec_bound), its logit bias in the kernel, logit scale
- * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise), then attn_run with
+ * within pe_vec_bound), its logit bias in the kernel, effective logit scale
+ * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise; the rotation puts af
+ * on cos and sin, so the kernel scale r->scale is 1/sqrt(d), and
+ * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then attn_run with
  * sampled-row verification judged by chk_attn_judge. A verification beyond
  * tolerance is not an error here: r->pass says it (record it with
  * exp_attn_record and fail the run). */
@@ -197,5 +199,9 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encod
 /* Records r's verifications (transformed q/k, attention statistics) in the
  * sink under label; returns r->pass. */
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r);
+/* Records every verified statistic of r separately (its worst error and its
+ * own fp32 tolerance, chk_attn_tolerances) plus the transformed q/k checks,
+ * under label; returns 1 when all pass (exp_attn_verify.c). */
+int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_result *r);
 
 #endif

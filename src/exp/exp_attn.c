@@ -14,14 +14,18 @@
 #include "pe/pe.h"
 #include "pe/rope.h"
 
-/* Logit scale of an encoding: 1/sqrt(d), times af^2 for RoPE scalings with
- * an attention factor unless asked not to. */
+/* Logit scale handed to the kernel. The RoPE transform already multiplies
+ * cos and sin by the attention factor af (HF; rope_ref.c, rope_gpu.c), so
+ * <q', k'> of rotated vectors carries af^2 and the effective logit scale is
+ * af^2/sqrt(d) with the kernel scale 1/sqrt(d). Without the factor the
+ * kernel scale is 1/(af^2 sqrt(d)), which cancels it: effective 1/sqrt(d).
+ * (Multiplying the kernel scale by af^2 as well would apply it twice.) */
 static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
 {
     double s = 1.0 / sqrt((double)head_dim);
     const rope_freqs *f = pe_rope_freqs(e);
-    if (f && !no_af)
-        s *= f->attention_factor * f->attention_factor;
+    if (f && no_af && f->attention_factor > 0)
+        s /= f->attention_factor * f->attention_factor;
     return s;
 }
 

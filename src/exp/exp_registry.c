@@ -10,6 +10,9 @@ extern const exp_kind exp_kind_precision;
 extern const exp_kind exp_kind_invariance;
 extern const exp_kind exp_kind_coverage;
 extern const exp_kind exp_kind_interpolation;
+extern const exp_kind exp_kind_entropy;
+extern const exp_kind exp_kind_retrieval;
+extern const exp_kind exp_kind_distortion;
 
 static const exp_kind *const kinds[] = {
     &exp_kind_decay,
@@ -17,6 +20,9 @@ static const exp_kind *const kinds[] = {
     &exp_kind_invariance,
     &exp_kind_coverage,
     &exp_kind_interpolation,
+    &exp_kind_entropy,
+    &exp_kind_retrieval,
+    &exp_kind_distortion,
 };
 
 const exp_kind *const *exp_kinds(size_t *n)

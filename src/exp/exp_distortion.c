@@ -1,0 +1,228 @@
+/* exp_distortion.c — how much a RoPE scaling disturbs attention within the
+ * original context.
+ *
+ * The same raw Q/K (the run's data source, `length` tokens at positions
+ * 0..length-1, length <= train_len by default) are transformed twice: by the
+ * run's encoding (a scaled RoPE: PI, NTK-aware, YaRN, ...) and by plain RoPE
+ * with the same base, rotary dims, layout and precision (b). The kernel's
+ * paired mode (ATTN_PAIRED) computes, per causal query row, the KL
+ * divergence KL(p_scaled || p_rope) in nats in one pass; a second pass of
+ * plain RoPE alone gives its attention mass per distance bucket (0 | 1 | 2-3
+ * | 4-7 | ..., ATTN_BUCKETS) next to the scaled encoding's.
+ *
+ * The scaled side uses its attention factor (logits * af^2, YaRN's
+ * temperature) unless attention_factor is false; plain RoPE has none.
+ *
+ * Each pass goes through exp_attn_run: device transforms verified against
+ * the double reference (pe_vec_bound), the sampled rows' KL within
+ * (2R + 4) eps + 4 E_s and bucket masses within tol_p + N u (fp32
+ * accumulation over N keys; derivation in exp_attn_verify.c and
+ * chk_attn.c). Every statistic's error and tolerance is recorded; any
+ * excess fails the run. */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exp/exp.h"
+#include "pe/pe.h"
+
+static const exp_param params[] = {
+    {.name = "length", .type = EXP_P_INT, .min = 0, .max = 1048576, .def_num = 0,
+     .help = "tokens (0: the model's train_len, the original context)"},
+    {.name = "attention_factor", .type = EXP_P_BOOL, .def_num = 1,
+     .help = "apply the scaled encoding's attention factor (af^2 on the logits)"},
+};
+
+static uint64_t dist_len(const exp_run *run)
+{
+    uint64_t n = (uint64_t)exp_num(run, "length");
+    return n ? n : run->model.train_len;
+}
+
+/* The plain RoPE twin of a RoPE-family run encoding. */
+static rl_status plain_rope(const exp_run *run, const rope_freqs *f, pe_encoding **b,
+                            rl_error *err)
+{
+    json_t *p = json_pack("{s:f, s:i, s:s, s:s}", "rope_theta", f->base, "rotary_dim",
+                          (json_int_t)f->rotary_dim, "layout",
+                          f->layout == RL_ROPE_LAYOUT_INTERLEAVED ? "interleaved" : "half",
+                          "precision", rope_precision_name(f->precision));
+    if (!p)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    pe_shape shape = {.head_dim = run->model.head_dim, .heads = run->model.heads,
+                      .kv_heads = run->model.kv_heads, .seed = run->seed,
+                      .max_positions = dist_len(run)};
+    rl_status st = pe_encoding_create("rope", p, &shape, b, err);
+    json_decref(p);
+    if (st)
+        rl_error_prefix(err, "distortion: plain RoPE twin of '%s'", run->encoding_name);
+    return st;
+}
+
+static rl_status dist_encodings(const exp_run *run, pe_encoding **a, pe_encoding **b,
+                                rl_error *err)
+{
+    *a = *b = NULL;
+    rl_status st = exp_encoding_create(run, dist_len(run), a, err);
+    if (st)
+        return st;
+    const rope_freqs *f = pe_rope_freqs(*a);
+    if (!f) {
+        st = rl_fail(err, RL_ERR_ARG,
+                     "encoding '%s': distortion compares a RoPE scaling with plain RoPE and "
+                     "needs a RoPE-family encoding (type rope or a scaling name such as yarn), "
+                     "not '%s'", run->encoding_name, run->encoding_type);
+    } else {
+        st = plain_rope(run, f, b, err);
+    }
+    if (st) {
+        pe_encoding_destroy(*a);
+        *a = NULL;
+    }
+    return st;
+}
+
+static rl_status dist_check(const exp_run *run, rl_error *err)
+{
+    if (run->model.head_dim % 4)
+        return rl_fail(err, RL_ERR_ARG, "head_dim %u: the attention kernel needs a multiple of 4",
+                       run->model.head_dim);
+    if (dist_len(run) < 1)
+        return rl_fail(err, RL_ERR_ARG, "length: 0 and the model has no train_len");
+    pe_encoding *a, *b;
+    rl_status st = dist_encodings(run, &a, &b, err);
+    pe_encoding_destroy(a);
+    pe_encoding_destroy(b);
+    return st;
+}
+
+static uint64_t dist_bytes(const exp_run *run)
+{
+    uint64_t T = dist_len(run);
+    uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
+    uint64_t nb = attn_n_buckets(T);
+    return T * row * (4 + 8 + 24 + 8) + T * run->model.heads * (RL_ATTN_NSTAT + 2 * nb) * 4;
+}
+
+static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
+{
+    if (!ctx->dev)
+        return rl_fail(err, RL_ERR_ARG, "distortion: needs a device");
+    uint64_t T = dist_len(run);
+    uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
+    uint32_t nb = attn_n_buckets(T);
+    pe_encoding *a = NULL, *b = NULL;
+    attn_engine eng;
+    int have_eng = 0, pass = 1;
+    float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
+    float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
+    float *bk_a = malloc(T * H * nb * sizeof *bk_a), *bk_b = malloc(T * H * nb * sizeof *bk_b);
+    rl_status st = RL_OK;
+    if (!q || !k || !stats || !bk_a || !bk_b) {
+        st = rl_fail(err, RL_ERR_NOMEM, "distortion: out of host memory for %llu tokens",
+                     (unsigned long long)T);
+        goto done;
+    }
+    if ((st = dist_encodings(run, &a, &b, err)) ||
+        (st = run->data(run->data_user, 'q', T, q, err)) ||
+        (st = run->data(run->data_user, 'k', T, k, err)) ||
+        (st = attn_engine_create(ctx->dev, &eng, err)))
+        goto done;
+    have_eng = 1;
+    int no_af = !exp_num(run, "attention_factor");
+    exp_attn_result r;
+    /* Pass 1: scaled (a) paired with plain RoPE (b): KL and a's masses. */
+    exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS,
+                      .no_attention_factor = no_af, .paired = b};
+    attn_outputs out = {.stats = stats, .buckets = bk_a};
+    if ((st = exp_attn_run(ctx->dev, &eng, a, &io, &out, &r, err)))
+        goto done;
+    pass &= exp_attn_record_stats(sink, "scaled vs plain RoPE (paired)", &r);
+    double scale_a = r.scale, scale_b = r.scale_b;
+    /* The engine's bucket count: 1 + floor(log2(T - 1)) for the largest
+     * distance T - 1 (nb above is an upper bound for the allocation). */
+    nb = r.attn.n_buckets;
+    /* Pass 2: plain RoPE alone: its masses. */
+    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS};
+    attn_outputs out_b = {.buckets = bk_b};
+    if ((st = exp_attn_run(ctx->dev, &eng, b, &io_b, &out_b, &r, err)))
+        goto done;
+    pass &= exp_attn_record_stats(sink, "plain RoPE", &r);
+    assert(r.attn.n_buckets == nb); /* same T, same count */
+
+    /* KL against query position, rows grouped by key count in [2^g, 2^(g+1)). */
+    const char *kcols[] = {"query_keys_tokens", "kl_nats"};
+    if ((st = exp_sink_table(sink, "kl_position", 2, kcols, err)))
+        goto done;
+    double kl_sum = 0, kl_max = 0;
+    for (uint64_t g = 1; g <= T && !st; g *= 2) {
+        uint64_t t0 = g - 1, t1 = g * 2 - 1 < T ? g * 2 - 1 : T;
+        double keys = 0, kl = 0;
+        for (uint64_t t = t0; t < t1; t++) {
+            keys += (double)(t + 1);
+            for (uint32_t h = 0; h < H; h++) {
+                double v = stats[(t * H + h) * RL_ATTN_NSTAT + RL_ATTN_S_KL];
+                kl += v, kl_sum += v, kl_max = fmax(kl_max, v);
+            }
+        }
+        double n = (double)(t1 - t0);
+        double row[2] = {keys / n, kl / (n * H)};
+        st = exp_sink_row(sink, row, err);
+    }
+    if (st || (st = exp_sink_end_table(sink, err)))
+        goto done;
+
+    /* Mass per distance bucket, averaged over query rows and heads; x is
+     * the bucket's smallest distance (0, 1, 2, 4, ...). */
+    const char *bcols[] = {"distance_tokens", "mass_scaled", "mass_rope", "mass_difference"};
+    if ((st = exp_sink_table(sink, "mass_buckets", 4, bcols, err)))
+        goto done;
+    double far_a = 0, far_b = 0;
+    for (uint32_t bi = 0; bi < nb && !st; bi++) {
+        double ma = 0, mb = 0;
+        for (uint64_t i = 0; i < T * H; i++)
+            ma += bk_a[i * nb + bi], mb += bk_b[i * nb + bi];
+        ma /= (double)(T * H), mb /= (double)(T * H);
+        if (bi + 1 == nb)
+            far_a = ma, far_b = mb;
+        double row[4] = {bi ? ldexp(1.0, (int)bi - 1) : 0.0, ma, mb, ma - mb};
+        st = exp_sink_row(sink, row, err);
+    }
+    if (st || (st = exp_sink_end_table(sink, err)))
+        goto done;
+    const rope_freqs *f = pe_rope_freqs(a);
+    exp_sink_metric(sink, "kl_mean", kl_sum / (double)(T * H));
+    exp_sink_metric(sink, "kl_max", kl_max);
+    exp_sink_metric(sink, "attention_factor", no_af ? 1.0 : f->attention_factor);
+    /* Effective logit scales: the rotation of a carries af on cos and sin
+     * (af^2 on the logits); plain RoPE's af is 1. */
+    exp_sink_metric(sink, "logit_scale_ratio",
+                    scale_a * f->attention_factor * f->attention_factor / scale_b);
+    exp_sink_metric(sink, "mass_farthest_bucket_scaled", far_a);
+    exp_sink_metric(sink, "mass_farthest_bucket_rope", far_b);
+    if (!pass)
+        st = rl_fail(err, RL_ERR_MISMATCH, "distortion: a verification exceeded its tolerance "
+                                           "(see the verification records)");
+done:
+    if (have_eng)
+        attn_engine_destroy(&eng);
+    pe_encoding_destroy(a);
+    pe_encoding_destroy(b);
+    free(q), free(k), free(stats), free(bk_a), free(bk_b);
+    return st;
+}
+
+const exp_kind exp_kind_distortion = {
+    .name = "distortion",
+    .about = "KL divergence of a RoPE scaling's attention from plain RoPE's within the original "
+             "length, and attention mass per distance bucket",
+    .params = params,
+    .n_params = sizeof params / sizeof params[0],
+    .uses_data = 1,
+    .needs_gpu = 1,
+    .check = dist_check,
+    .estimate_bytes = dist_bytes,
+    .run = dist_run,
+};

@@ -1,0 +1,201 @@
+/* exp_entropy.c — attention entropy against sequence length and query
+ * position, with and without the encoding's attention factor.
+ *
+ * Q/K rows come from the run's data source. For each length N = min_len,
+ * 2 min_len, ..., max_len the first N rows (positions 0..N-1) are attended
+ * bidirectionally, so every query sees N keys, and the entropy
+ * H = -sum_j p_j ln p_j (nats) is averaged over all query rows and heads;
+ * ln N, the entropy of uniform attention, is the reference line. A causal
+ * pass at max_len gives entropy against query position (query i sees i + 1
+ * keys), averaged over power-of-two groups of key counts.
+ *
+ * The attention factor: RoPE scalings with one (YaRN: 0.1 ln s + 1, Peng et
+ * al. 2023 §3.4; LongRoPE) multiply cos and sin by it, so logits scale by
+ * its square: scale = af^2 / sqrt(d). The "no factor" columns use
+ * 1 / sqrt(d). Encodings without a factor (af = 1) give equal columns and
+ * run once.
+ *
+ * Every pass runs through exp_attn_run: the device transform is verified
+ * against the double reference, the entropy of sampled rows against the
+ * double CPU attention within (R + 2) eps + 2 E_s (derivation in
+ * exp_attn_verify.c / chk_attn.c: fp32 accumulation over N keys); each
+ * statistic's error and tolerance is recorded and any excess fails the run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exp/exp.h"
+#include "pe/pe.h"
+
+static const exp_param params[] = {
+    {.name = "min_len", .type = EXP_P_INT, .min = 1, .max = 1048576, .def_num = 64,
+     .help = "shortest sequence (tokens); lengths double up to max_len"},
+    {.name = "max_len", .type = EXP_P_INT, .min = 1, .max = 1048576, .def_num = 1024,
+     .help = "longest sequence (tokens); also the causal pass's length"},
+};
+
+static rl_status ent_check(const exp_run *run, rl_error *err)
+{
+    uint64_t lo = (uint64_t)exp_num(run, "min_len"), hi = (uint64_t)exp_num(run, "max_len");
+    if (lo > hi)
+        return rl_fail(err, RL_ERR_ARG, "min_len %llu exceeds max_len %llu",
+                       (unsigned long long)lo, (unsigned long long)hi);
+    if (run->model.head_dim % 4)
+        return rl_fail(err, RL_ERR_ARG, "head_dim %u: the attention kernel needs a multiple of 4",
+                       run->model.head_dim);
+    pe_encoding *e;
+    rl_status st = exp_encoding_create(run, hi, &e, err);
+    pe_encoding_destroy(e);
+    return st;
+}
+
+static uint64_t ent_bytes(const exp_run *run)
+{
+    uint64_t T = (uint64_t)exp_num(run, "max_len");
+    uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
+    /* raw + transformed Q/K on host (f32), reference/bounds (3 f64) while
+     * transforming, device copies, stats */
+    return T * row * (4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2;
+}
+
+/* Lengths lo, 2 lo, 4 lo, ..., then max_len itself; 0 ends. */
+static uint64_t next_len(uint64_t N, uint64_t T)
+{
+    return N >= T ? 0 : N * 2 > T ? T : N * 2;
+}
+
+/* Mean entropy of rows [t0, t1) over all heads. */
+static double mean_entropy(const float *stats, uint64_t t0, uint64_t t1, uint32_t H)
+{
+    double s = 0;
+    for (uint64_t t = t0; t < t1; t++)
+        for (uint32_t h = 0; h < H; h++)
+            s += stats[(t * H + h) * RL_ATTN_NSTAT + RL_ATTN_S_ENTROPY];
+    return s / ((double)(t1 - t0) * H);
+}
+
+static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
+{
+    if (!ctx->dev)
+        return rl_fail(err, RL_ERR_ARG, "entropy: needs a device");
+    uint64_t lo = (uint64_t)exp_num(run, "min_len"), T = (uint64_t)exp_num(run, "max_len");
+    uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
+    pe_encoding *e = NULL;
+    attn_engine eng;
+    int have_eng = 0, pass = 1;
+    float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
+    float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
+    float *stats_nf = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats_nf);
+    rl_status st = RL_OK;
+    if (!q || !k || !stats || !stats_nf) {
+        st = rl_fail(err, RL_ERR_NOMEM, "entropy: out of host memory for %llu tokens",
+                     (unsigned long long)T);
+        goto done;
+    }
+    if ((st = exp_encoding_create(run, T, &e, err)) ||
+        (st = run->data(run->data_user, 'q', T, q, err)) ||
+        (st = run->data(run->data_user, 'k', T, k, err)) ||
+        (st = attn_engine_create(ctx->dev, &eng, err)))
+        goto done;
+    have_eng = 1;
+    const rope_freqs *f = pe_rope_freqs(e);
+    double af = f ? f->attention_factor : 1.0;
+    int two = af != 1.0;
+    exp_attn_result r;
+    char label[64];
+
+    /* Entropy against length: bidirectional passes over the first N rows. */
+    const char *cols[] = {"length_tokens", "entropy_nats", "entropy_no_factor_nats", "ln_n_nats"};
+    if ((st = exp_sink_table(sink, "entropy_length", 4, cols, err)))
+        goto done;
+    double h_lo = NAN, h_hi = NAN, hn_lo = NAN, hn_hi = NAN;
+    uint64_t n_lo = 0, n_hi = 0;
+    for (uint64_t N = lo; N && !st; N = next_len(N, T)) {
+        double hv[2];
+        for (int nf = 0; nf <= two; nf++) {
+            exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .flags = ATTN_ENTROPY,
+                              .no_attention_factor = nf};
+            attn_outputs out = {.stats = nf ? stats_nf : stats};
+            if ((st = exp_attn_run(ctx->dev, &eng, e, &io, &out, &r, err)))
+                goto done;
+            snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
+                     nf ? ", no attention factor" : "");
+            pass &= exp_attn_record_stats(sink, label, &r);
+            hv[nf] = mean_entropy(nf ? stats_nf : stats, 0, N, H);
+        }
+        if (!two)
+            hv[1] = hv[0];
+        double row[4] = {(double)N, hv[0], hv[1], log((double)N)};
+        if ((st = exp_sink_row(sink, row, err)))
+            goto done;
+        if (!n_lo)
+            n_lo = N, h_lo = hv[0], hn_lo = hv[1];
+        n_hi = N, h_hi = hv[0], hn_hi = hv[1];
+    }
+    if ((st = exp_sink_end_table(sink, err)))
+        goto done;
+
+    /* Entropy against query position: one causal pass at max_len; rows
+     * grouped by key count i + 1 in [2^b, 2^(b+1)). */
+    for (int nf = 0; nf <= two; nf++) {
+        exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY,
+                          .no_attention_factor = nf};
+        attn_outputs out = {.stats = nf ? stats_nf : stats};
+        if ((st = exp_attn_run(ctx->dev, &eng, e, &io, &out, &r, err)))
+            goto done;
+        snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,
+                 nf ? ", no attention factor" : "");
+        pass &= exp_attn_record_stats(sink, label, &r);
+    }
+    const char *pcols[] = {"query_keys_tokens", "entropy_nats", "entropy_no_factor_nats",
+                           "ln_keys_nats"};
+    if ((st = exp_sink_table(sink, "entropy_position", 4, pcols, err)))
+        goto done;
+    for (uint64_t a = 1; a <= T && !st; a *= 2) {
+        uint64_t t0 = a - 1, t1 = a * 2 - 1 < T ? a * 2 - 1 : T; /* rows with i+1 in [a, 2a) */
+        double keys = 0, lnk = 0;
+        for (uint64_t t = t0; t < t1; t++)
+            keys += (double)(t + 1), lnk += log((double)(t + 1));
+        double n = (double)(t1 - t0);
+        double hf = mean_entropy(stats, t0, t1, H);
+        double row[4] = {keys / n, hf, two ? mean_entropy(stats_nf, t0, t1, H) : hf, lnk / n};
+        st = exp_sink_row(sink, row, err);
+    }
+    if (st || (st = exp_sink_end_table(sink, err)))
+        goto done;
+
+    exp_sink_metric(sink, "attention_factor", af);
+    exp_sink_metric(sink, "logit_scale", af * af / sqrt((double)D));
+    exp_sink_metric(sink, "entropy_at_max_len", h_hi);
+    exp_sink_metric(sink, "entropy_no_factor_at_max_len", hn_hi);
+    exp_sink_metric(sink, "ln_max_len", log((double)n_hi));
+    /* Growth of entropy per unit of ln N between the shortest and longest
+     * length (1 = grows like uniform attention's ln N; 0 = flat). */
+    double span = log((double)n_hi / (double)n_lo);
+    exp_sink_metric(sink, "entropy_growth_per_ln_n", span > 0 ? (h_hi - h_lo) / span : NAN);
+    exp_sink_metric(sink, "entropy_no_factor_growth_per_ln_n",
+                    span > 0 ? (hn_hi - hn_lo) / span : NAN);
+    if (!pass)
+        st = rl_fail(err, RL_ERR_MISMATCH, "entropy: a verification exceeded its tolerance "
+                                           "(see the verification records)");
+done:
+    if (have_eng)
+        attn_engine_destroy(&eng);
+    pe_encoding_destroy(e);
+    free(q), free(k), free(stats), free(stats_nf);
+    return st;
+}
+
+const exp_kind exp_kind_entropy = {
+    .name = "entropy",
+    .about = "attention entropy against length and query position, with and without the "
+             "attention factor, against ln N",
+    .params = params,
+    .n_params = sizeof params / sizeof params[0],
+    .uses_data = 1,
+    .needs_gpu = 1,
+    .check = ent_check,
+    .estimate_bytes = ent_bytes,
+    .run = ent_run,
+};
