@@ -54,6 +54,8 @@ static const char *results =
     "a1,llvmpipe,rope,1,decay.bound,32,8.0,relative distance r (tokens),bound\n"
     "b2,llvmpipe,\"yarn, x4\",4,decay.bound,1,20.5,relative distance r (tokens),bound\n"
     "b2,llvmpipe,\"yarn, x4\",4,decay.bound,1024,5.5,relative distance r (tokens),bound\n"
+    "a1,llvmpipe,rope,1,decay.ref_one_over_r,1,1,relative distance r (tokens),ref\n"
+    "a1,llvmpipe,rope,1,decay.ref_one_over_r,1024,0.0009765625,relative distance r (tokens),ref\n"
     "a1,llvmpipe,rope,1,mass,0,0.5,distance bucket,attention mass\n"
     "a1,llvmpipe,rope,1,mass,2-3,0.25,distance bucket,attention mass\n"
     "a1,llvmpipe,rope,1,verify.max_abs_error,,1.5e-07,,\n"
@@ -99,6 +101,10 @@ START_TEST(renders_png_svg_and_report)
     ck_assert_ptr_nonnull(strstr(gp, "title \"rope factor=1\""));
     ck_assert_ptr_nonnull(strstr(gp, "title \"yarn, x4 factor=4\""));
     ck_assert_ptr_nonnull(strstr(gp, "set xlabel \"relative distance r (tokens)\""));
+    /* The table's ref_ column is a dashed reference inside the figure, not a
+     * figure of its own (n_figures stays 2). */
+    ck_assert_ptr_nonnull(strstr(gp, "index 2 using 1:2 with lines dt 2"));
+    ck_assert_ptr_nonnull(strstr(gp, "title \"ref_one_over_r\""));
     free(gp);
     /* Data sorted by x within a run. */
     snprintf(path, sizeof path, "%s/plots/decay.bound.dat", dir);

@@ -106,7 +106,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     char label[64];
 
     /* Entropy against length: bidirectional passes over the first N rows. */
-    const char *cols[] = {"length_tokens", "entropy_nats", "entropy_no_factor_nats", "ln_n_nats"};
+    const char *cols[] = {"length_tokens", "entropy_nats", "entropy_no_factor_nats", "ref_ln_n_nats"};
     if ((st = exp_sink_table(sink, "entropy_length", 4, cols, err)))
         goto done;
     double h_lo = NAN, h_hi = NAN, hn_lo = NAN, hn_hi = NAN;
@@ -149,7 +149,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         pass &= exp_attn_record_stats(sink, label, &r);
     }
     const char *pcols[] = {"query_keys_tokens", "entropy_nats", "entropy_no_factor_nats",
-                           "ln_keys_nats"};
+                           "ref_ln_keys_nats"};
     if ((st = exp_sink_table(sink, "entropy_position", 4, pcols, err)))
         goto done;
     for (uint64_t a = 1; a <= T && !st; a *= 2) {

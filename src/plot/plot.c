@@ -184,9 +184,24 @@ typedef struct figure {
     const char *metric;
     series *s;
     size_t n, cap;
+    int is_ref;         /* a "<table>.ref_*" column: drawn in the table's other figures */
     int categorical;    /* some x is not a number */
     const char *x_label, *y_label;
 } figure;
+
+/* "<table>.ref_<name>" metrics are reference curves (ln N, a bound...). */
+static int is_ref_metric(const char *m)
+{
+    const char *dot = strrchr(m, '.');
+    return dot && strncmp(dot + 1, "ref_", 4) == 0;
+}
+
+/* Same table: the metrics share the text before their last '.'. */
+static int same_table(const char *a, const char *b)
+{
+    const char *da = strrchr(a, '.'), *db = strrchr(b, '.');
+    return da && db && da - a == db - b && strncmp(a, b, (size_t)(da - a)) == 0;
+}
 
 static int push_idx(size_t **a, size_t *n, size_t *cap, size_t v)
 {
@@ -330,7 +345,8 @@ static rl_status sort_series(const ctx *c, series *s, rl_error *err)
     return RL_OK;
 }
 
-static rl_status write_figure(const ctx *c, figure *fg, const char *prog, int svg, rl_error *err)
+static rl_status write_figure(const ctx *c, figure *fg, const figure *figs, size_t n_figs,
+                              const char *prog, int svg, rl_error *err)
 {
     char name[128], dat[1200], gp[1200], png[1200], pngtmp[1300], svgf[1200], svgtmp[1300];
     safe_name(fg->metric, name, sizeof name);
@@ -349,8 +365,24 @@ static rl_status write_figure(const ctx *c, figure *fg, const char *prog, int sv
     rl_status st = rl_atomic_open(&af, dat, err);
     if (st)
         return st;
-    for (size_t si = 0; si < fg->n; si++) {
-        series *s = &fg->s[si];
+    /* Reference curves of the same table ("<table>.ref_*"): the run with the
+     * most points of each, drawn dashed after the runs' series. */
+    series *refs[4];
+    const char *ref_names[4];
+    size_t n_refs = 0;
+    for (size_t i = 0; i < n_figs && n_refs < 4 && !fg->categorical; i++) {
+        if (!figs[i].is_ref || figs[i].categorical || !same_table(figs[i].metric, fg->metric) ||
+            figs[i].n == 0)
+            continue;
+        series *best = &figs[i].s[0];
+        for (size_t k = 1; k < figs[i].n; k++)
+            if (figs[i].s[k].n > best->n)
+                best = &figs[i].s[k];
+        refs[n_refs] = best;
+        ref_names[n_refs++] = strrchr(figs[i].metric, '.') + 1;
+    }
+    for (size_t si = 0; si < fg->n + n_refs; si++) {
+        series *s = si < fg->n ? &fg->s[si] : refs[si - fg->n];
         if (!fg->categorical && (st = sort_series(c, s, err))) {
             rl_atomic_abort(&af);
             return st;
@@ -369,6 +401,8 @@ static rl_status write_figure(const ctx *c, figure *fg, const char *prog, int sv
             } else {
                 parse_num(xs, &x);
                 fprintf(af.fp, "%.17g %.17g\n", x, y);
+                if (si >= fg->n)
+                    continue; /* references do not choose the axes */
                 if (x > 0) {
                     xmin = fmin(xmin, x);
                     xmax = fmax(xmax, x);
@@ -399,8 +433,9 @@ static rl_status write_figure(const ctx *c, figure *fg, const char *prog, int sv
     fputs("\nset ylabel ", fp);
     gp_quote(fp, fg->y_label);
     fputs("\nset grid\nset key outside right top\n", fp);
-    /* Log scales where the (non-negative) data span decades. */
-    if (!fg->categorical && x_pos && xmin > 0 && xmax / xmin >= 100)
+    /* Log scales where the (non-negative) data span decades (x: 32x, e.g.
+     * lengths doubling six times; y: 1000x). */
+    if (!fg->categorical && x_pos && xmin > 0 && xmax / xmin >= 32)
         fputs("set logscale x\n", fp);
     if (y_pos && ymin > 0 && ymax / ymin >= 1000)
         fputs("set logscale y\nset format y \"%.0e\"\n", fp);
@@ -417,6 +452,11 @@ static rl_status write_figure(const ctx *c, figure *fg, const char *prog, int sv
         fprintf(fp, " index %zu using %s with linespoints pt 7 ps 0.5 title ", si,
                 fg->categorical ? "2:xtic(1)" : "1:2");
         gp_quote(fp, label);
+    }
+    for (size_t r = 0; r < n_refs; r++) {
+        fprintf(fp, ", \\\n     \"\" index %zu using 1:2 with lines dt 2 lw 1.5 lc rgb \"black\" "
+                    "title ", fg->n + r);
+        gp_quote(fp, ref_names[r]);
     }
     fputs("\n", fp);
     if (svg) {
@@ -690,6 +730,7 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
             fg = &figs[n_figs++];
             memset(fg, 0, sizeof *fg);
             fg->metric = m;
+            fg->is_ref = is_ref_metric(m);
             fg->x_label = c.c_xl >= 0 && *field(&c, r, c.c_xl) ? field(&c, r, c.c_xl) : "x";
             fg->y_label = c.c_yl >= 0 && *field(&c, r, c.c_yl) ? field(&c, r, c.c_yl) : m;
         }
@@ -738,7 +779,9 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
             st = rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", pd, strerror(errno));
     }
     for (size_t i = 0; i < n_figs && !st; i++) {
-        st = write_figure(&c, &figs[i], prog, !o.no_svg, err);
+        if (figs[i].is_ref)
+            continue; /* drawn inside its table's figures */
+        st = write_figure(&c, &figs[i], figs, n_figs, prog, !o.no_svg, err);
         if (!st)
             res->n_figures++;
     }
