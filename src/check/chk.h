@@ -25,6 +25,7 @@ typedef struct chk_stats {
     double max_rel;            /* max |got - want| / scale */
     double worst_ratio;        /* max |got - want| / bound (<= 1 passes) */
     double bound_at_worst;     /* the bound of that element */
+    double err_at_worst;       /* its error (the pair a record shows: error, bound) */
     double nmse;               /* sum (got-want)^2 / sum want^2 */
     int pass;
 } chk_stats;

@@ -89,6 +89,7 @@ int chk_attn_judge(const attn_desc *d, const attn_verify *v, chk_stats *s, char 
         if (ratio >= s->worst_ratio) {
             s->worst_ratio = ratio;
             s->bound_at_worst = tol[k];
+            s->err_at_worst = e;
             s->max_abs = v->max_abs[k];
             s->max_rel = v->max_rel[k];
             snprintf(worst_name, cap, "%s", attn_stat_name(k));

@@ -32,6 +32,7 @@ void chk_compare(const float *got, const double *want, const double *bound, cons
         if (ratio > s->worst_ratio || (i == 0 && s->bound_at_worst == 0)) {
             s->worst_ratio = ratio;
             s->bound_at_worst = bound[i];
+            s->err_at_worst = e;
         }
         if (e > bound[i]) {
             s->n_over++;

@@ -104,8 +104,10 @@ rl_status exp_sink_row(exp_sink *s, const double *vals, rl_error *err);
 rl_status exp_sink_end_table(exp_sink *s, rl_error *err);
 /* Records a summary metric. */
 void exp_sink_metric(exp_sink *s, const char *name, double value);
-/* Records one verification: `what` was compared, worst error and its bound;
- * pass = 0 marks the run's verification as failed. */
+/* Records one verification: `what` was compared; max_error and bound are
+ * the error and bound of the element with the largest error/bound (so the
+ * pair read together says how close it came; the overall max abs error
+ * belongs in the detail); pass = 0 marks the run's verification as failed. */
 void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bound, int pass,
                      const char *detail);
 

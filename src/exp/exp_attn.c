@@ -148,7 +148,7 @@ int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
             continue;
         snprintf(what, sizeof what, "%s: transformed %s, device vs double reference", label,
                  names[i]);
-        exp_sink_verify(sink, what, v[i]->max_abs, v[i]->bound_at_worst, v[i]->pass,
+        exp_sink_verify(sink, what, v[i]->err_at_worst, v[i]->bound_at_worst, v[i]->pass,
                         "per element within the encoding's bound (pe_vec_bound)");
     }
     snprintf(what, sizeof what, "%s: attention statistics of %u sampled rows vs double reference",
@@ -156,7 +156,7 @@ int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
     char detail[128];
     snprintf(detail, sizeof detail, "per-statistic fp32 bounds (chk_attn.c); worst: %s, "
                                     "error/bound %.3g", r->worst, r->attn_stats.worst_ratio);
-    exp_sink_verify(sink, what, r->attn_stats.max_abs, r->attn_stats.bound_at_worst,
+    exp_sink_verify(sink, what, r->attn_stats.err_at_worst, r->attn_stats.bound_at_worst,
                     r->attn_stats.pass, detail);
     return r->pass;
 }

@@ -237,7 +237,7 @@ static rl_status inv_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     snprintf(what, sizeof what, "transformed q/k: device vs double reference (%s%s%s)",
              pe_encoding_family(e)->name,
              rf ? ", " : "", rf ? rope_precision_name(rf->precision) : "");
-    exp_sink_verify(sink, what, cs.max_abs, cs.bound_at_worst, vpass,
+    exp_sink_verify(sink, what, cs.err_at_worst, cs.bound_at_worst, vpass,
                     guard_ok ? "per element: the registry's bound (pe_vec_bound)"
                              : "kernel wrote past its output");
     int rpass = 1;

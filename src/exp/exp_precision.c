@@ -113,11 +113,14 @@ static rl_status precision_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink,
     char what[96];
     snprintf(what, sizeof what, "rotated q: device (%s angles) vs double reference",
              rope_precision_name(f.precision));
-    exp_sink_verify(sink, what, s.max_abs, s.bound_at_worst, pass,
-                    !guard_ok ? "kernel wrote past its output"
-                    : f.precision == RL_ROPE_PREC_FP32
-                        ? "per element: s*M*(|phi|*2^-23 + 2^-11) + 4 ulp(s*M), M = |x_a|+|x_b|"
-                        : "per element: 4 ulp(s*M), M = |x_a|+|x_b|");
+    char detail[200];
+    snprintf(detail, sizeof detail, "%s; max abs error over all elements %.3g",
+             !guard_ok ? "kernel wrote past its output"
+             : f.precision == RL_ROPE_PREC_FP32
+                 ? "per element: s*M*(|phi|*2^-23 + 2^-11) + 4 ulp(s*M), M = |x_a|+|x_b|"
+                 : "per element: 4 ulp(s*M), M = |x_a|+|x_b|",
+             s.max_abs);
+    exp_sink_verify(sink, what, s.err_at_worst, s.bound_at_worst, pass, detail);
     if (!pass)
         st = rl_fail(err, RL_ERR_MISMATCH,
                      "precision: %zu of %zu elements over bound (first at %zu, worst error/bound "

@@ -2,6 +2,7 @@
 #include "plot/plot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <spawn.h>
@@ -263,11 +264,17 @@ int plot_find_program(const char *name, char *out, size_t cap)
     return 0;
 }
 
-static rl_status run_gnuplot(const char *prog, const char *script, rl_error *err)
+/* Runs prog script with its messages (gnuplot's warnings) appended to log. */
+static rl_status run_gnuplot(const char *prog, const char *script, const char *log,
+                             rl_error *err)
 {
     pid_t pid;
     char *argv[] = {(char *)prog, (char *)script, NULL};
-    int rc = posix_spawn(&pid, prog, NULL, NULL, argv, environ);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         return rl_fail(err, RL_ERR_IO, "cannot run %s: %s", prog, strerror(rc));
     int status;
@@ -275,8 +282,8 @@ static rl_status run_gnuplot(const char *prog, const char *script, rl_error *err
         if (errno != EINTR)
             return rl_fail(err, RL_ERR_IO, "waiting for %s: %s", prog, strerror(errno));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return rl_fail(err, RL_ERR_IO, "%s %s failed (exit status %d)", prog, script,
-                       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return rl_fail(err, RL_ERR_IO, "%s %s failed (exit status %d; its messages are in %s)",
+                       prog, script, WIFEXITED(status) ? WEXITSTATUS(status) : -1, log);
     return RL_OK;
 }
 
@@ -467,7 +474,9 @@ static rl_status write_figure(const ctx *c, figure *fg, const figure *figs, size
     fputs("unset output\n", fp);
     if ((st = rl_atomic_commit(&af, err)))
         return st;
-    if ((st = run_gnuplot(prog, gp, err))) {
+    char log[1200];
+    snprintf(log, sizeof log, "%s/plots/gnuplot.log", c->dir);
+    if ((st = run_gnuplot(prog, gp, log, err))) {
         remove(pngtmp);
         remove(svgtmp);
         return st;
@@ -627,6 +636,63 @@ static rl_status write_report(const ctx *c, figure *figs, size_t n_figs, int svg
         fprintf(fp, "\n### %s\n\n![%s](plots/%s.png)\n", figs[i].metric, figs[i].metric, name);
         if (svg)
             fprintf(fp, "\n[SVG](plots/%s.svg) · [data](plots/%s.dat)\n", name, name);
+    }
+
+    /* Verification: every run's records (summary.json) — the error of each
+     * device figure against the CPU reference next to its bound. */
+    json_t *jobs = manifest ? json_object_get(manifest, "jobs") : NULL;
+    if (json_array_size(jobs)) {
+        fputs("\n## Verification\n\nEach run's device results against the double-precision "
+              "CPU reference: how many records, how many failed, and the worst one (largest "
+              "error/bound).\n\n| run | device | kind | records | failed | worst check | error "
+              "| bound |\n|---|---|---|---|---|---|---|---|\n", fp);
+        size_t ji;
+        json_t *job;
+        json_array_foreach(jobs, ji, job) {
+            const char *dirn = json_string_value(json_object_get(job, "dir"));
+            if (!dirn)
+                continue;
+            char sp[1400];
+            snprintf(sp, sizeof sp, "%s/runs/%s/summary.json", c->dir, dirn);
+            json_t *sum = json_load_file(sp, 0, NULL);
+            json_t *ver = json_object_get(sum, "verification");
+            size_t n = json_array_size(ver), failed = 0, vi;
+            json_t *rec, *worst = NULL;
+            double worst_ratio = -1;
+            json_array_foreach(ver, vi, rec) {
+                double e = json_number_value(json_object_get(rec, "max_error"));
+                double b = json_number_value(json_object_get(rec, "bound"));
+                double ratio = b > 0 ? e / b : (e > 0 ? INFINITY : 0);
+                if (!json_is_true(json_object_get(rec, "pass")))
+                    failed++;
+                if (ratio > worst_ratio) {
+                    worst_ratio = ratio;
+                    worst = rec;
+                }
+            }
+            char e[32] = "", b[32] = "";
+            if (worst) {
+                snprintf(e, sizeof e, "%.3g", json_number_value(json_object_get(worst, "max_error")));
+                snprintf(b, sizeof b, "%.3g", json_number_value(json_object_get(worst, "bound")));
+            }
+            char nb[32], fb[32];
+            snprintf(nb, sizeof nb, "%zu", n);
+            snprintf(fb, sizeof fb, "%zu", failed);
+            md_cell(fp, json_string_value(json_object_get(job, "run_id")) ?
+                            json_string_value(json_object_get(job, "run_id")) : dirn);
+            md_cell(fp, json_string_value(json_object_get(job, "device")) ?
+                            json_string_value(json_object_get(job, "device")) : "");
+            md_cell(fp, json_string_value(json_object_get(sum, "kind")) ?
+                            json_string_value(json_object_get(sum, "kind")) : "");
+            md_cell(fp, sum ? nb : "no summary");
+            md_cell(fp, fb);
+            md_cell(fp, worst && json_string_value(json_object_get(worst, "what")) ?
+                            json_string_value(json_object_get(worst, "what")) : "");
+            md_cell(fp, e);
+            md_cell(fp, b);
+            fputs("|\n", fp);
+            json_decref(sum);
+        }
     }
 
     fputs("\n## Scalar figures\n\n| run | encoding | metric | value |\n|---|---|---|---|\n", fp);
