@@ -118,9 +118,14 @@ void main()
 
     /* Causal: a block's last query bounds its keys. */
     uint32_t kend = CAUSAL ? min(n, qblock * WG + WG) : n;
+    /* Every loop inside the tile loop is unrolled except the 4-key block loop
+     * (and O's head_dim loop): lavapipe's gallivm stops a shader after 65535
+     * loop iterations in total per invocation (LP_MAX_TGSI_LOOP_ITERATIONS,
+     * shared by all loops), so iterations per tile must stay few; the host
+     * refuses lengths beyond that on llvmpipe (attn_check_shape). */
     for (uint32_t t0 = 0u; t0 < kend; t0 += TILE_K) {
         barrier();
-        for (uint32_t e = lid; e < TILE_K * D4; e += WG) {
+        [[unroll]] for (uint32_t e = lid; e < TILE_K * D4; e += WG) {
             uint32_t key = t0 + e / D4;
             uint32_t src = (min(key, n - 1u) * KV_HEADS + kvh) * D4 + e % D4;
             ks_a[e] = key < n ? vec4(ka[src]) : vec4(0.0);
@@ -129,7 +134,7 @@ void main()
             if (WANT_O)
                 vs[e] = key < n ? vec4(vv[src]) : vec4(0.0);
         }
-        for (uint32_t c = lid; c < TILE_K; c += WG)
+        [[unroll]] for (uint32_t c = lid; c < TILE_K; c += WG)
             kpos_s[c] = idx[min(t0 + c, n - 1u)];
         barrier();
 
@@ -151,7 +156,7 @@ void main()
             s[c + 3u] = dot(a3, one) * pc.p.scale_a;
             if (PAIRED) {
                 a0 = vec4(0.0); a1 = vec4(0.0); a2 = vec4(0.0); a3 = vec4(0.0);
-                for (uint32_t d = 0u; d < D4; d++) {
+                [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
                     vec4 qv = q2[d];
                     a0 = fma(qv, ks_b[(c + 0u) * D4 + d], a0);
                     a1 = fma(qv, ks_b[(c + 1u) * D4 + d], a1);
@@ -167,7 +172,7 @@ void main()
 
         /* Mask, bias, tile max. */
         float mt = NEG_INF, mtb = NEG_INF;
-        for (uint32_t c = 0u; c < TILE_K; c++) {
+        [[unroll]] for (uint32_t c = 0u; c < TILE_K; c++) {
             uint32_t j = t0 + c;
             bool valid = j < n && (!CAUSAL || j <= qi);
 #ifndef RL_ATTN_NO_BIAS
@@ -203,13 +208,13 @@ void main()
             }
             l *= alpha;
             if (WANT_BUCKETS)
-                for (uint32_t b = 0u; b < N_BUCKETS; b++)
+                [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
                     mass[b] *= alpha;
             if (WANT_ARGMAX && mt > m) {
-                for (uint32_t c = 0u; c < TILE_K; c++) /* first maximal key wins */
+                [[unroll]] for (uint32_t c = 0u; c < TILE_K; c++) /* first maximal key wins */
                     amax = s[TILE_K - 1u - c] == mt ? t0 + TILE_K - 1u - c : amax;
             }
-            for (uint32_t c = 0u; c < TILE_K; c++) {
+            [[unroll]] for (uint32_t c = 0u; c < TILE_K; c++) {
                 float t = s[c] - m_new;
                 float pj = exp(t);                     /* 0 for masked keys */
                 l += pj;
@@ -225,7 +230,7 @@ void main()
                     /* Constant indices only: a private array indexed per lane
                      * would become a scatter on SIMD-across-lanes devices. */
                     uint32_t bk = rl_attn_bucket(uint32_t(abs(int32_t(kpos_s[c]) - qpos)));
-                    for (uint32_t b = 0u; b < N_BUCKETS; b++)
+                    [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
                         mass[b] += bk == b ? pj : 0.0;
                 }
                 s[c] = pj;                             /* s becomes p for O below */
@@ -235,7 +240,7 @@ void main()
             if (WANT_O)
                 for (uint32_t d = 0u; d < D4; d++) {
                     vec4 acc = o[d] * alpha;
-                    for (uint32_t c = 0u; c < TILE_K; c++)
+                    [[unroll]] for (uint32_t c = 0u; c < TILE_K; c++)
                         acc = fma(vec4(s[c]), vs[c * D4 + d], acc);
                     o[d] = acc;
                 }

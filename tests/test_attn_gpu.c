@@ -195,6 +195,13 @@ START_TEST(gpu_refuses_sizes_beyond_limits)
     attn_desc dump = {.tokens = 3000, .heads = 1, .head_dim = 16, .flags = ATTN_DUMP, .scale = 1};
     ck_assert(attn_check_shape(&g.dev, &dump, &err) == RL_ERR_LIMIT);
     ck_assert_msg(strstr(err.msg, "2048 tokens"), "%s", err.msg); /* floor(sqrt(2^22)) */
+    if (strstr(g.dev.info.driver_name, "llvmpipe")) {
+        /* 2^20 keys x (1 + 32/4) loop iterations per 32-key tile > 65535. */
+        attn_desc longer = {.tokens = 1u << 20, .heads = 1, .head_dim = 16, .scale = 1};
+        ck_assert(attn_check_shape(&g.dev, &longer, &err) == RL_ERR_LIMIT);
+        ck_assert_msg(strstr(err.msg, "loop limit") && strstr(err.msg, "largest length"), "%s",
+                      err.msg);
+    }
     attn_desc bad = {.tokens = 4, .heads = 3, .kv_heads = 2, .head_dim = 16, .scale = 1};
     ck_assert(attn_check_shape(&g.dev, &bad, &err) == RL_ERR_ARG);
     rl_gpu_close(&g);

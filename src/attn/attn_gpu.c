@@ -179,6 +179,23 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
                        "of %u values; the largest length that fits is %llu tokens",
                        (unsigned long long)d.tokens, d.heads, ATTN_DUMP_MAX, (unsigned long long)t);
     }
+    /* lavapipe (llvmpipe) ends every shader after 65535 loop iterations in
+     * total per invocation (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, shared by
+     * all loops). attn.comp runs 1 + TILE_K/4 loop iterations per key tile
+     * (+ head_dim/4 with O); refuse what would be cut short. */
+    if (strstr(dev->info.driver_name, "llvmpipe")) {
+        uint32_t tile = tile_keys(dev, &d);
+        uint64_t per_tile = 1 + tile / 4 + ((d.flags & ATTN_OUT) ? d.head_dim / 4 : 0);
+        uint64_t budget = 65535 - 64; /* a few iterations outside the tile loop */
+        uint64_t tiles = (d.tokens + tile - 1) / tile;
+        if (tiles * per_tile > budget)
+            return rl_fail(err, RL_ERR_LIMIT,
+                           "attention: %llu tokens exceed %s's shader loop limit (65535 loop "
+                           "iterations per invocation, LP_MAX_TGSI_LOOP_ITERATIONS); the largest "
+                           "length that fits is %llu tokens",
+                           (unsigned long long)d.tokens, dev->info.name,
+                           (unsigned long long)(budget / per_tile * tile));
+    }
     attn_layout L;
     layout_of(&d, ATTN_MAX_BUCKETS, &L);
     /* 32-bit indices in the shader: vec4 index of Q, float index of out. */
