@@ -198,6 +198,11 @@ struct attn_engine;
 rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encoding *e,
                        const exp_attn_io *io, const attn_outputs *out, exp_attn_result *r,
                        rl_error *err);
+/* Checks, before any GPU work, what every attention kind needs: min_len <=
+ * max_len, head_dim a multiple of 4, and an encoding the registry accepts
+ * for max_len positions. Errors name the parameter. */
+rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, rl_error *err);
+
 /* Records r's verifications (transformed q/k, attention statistics) in the
  * sink under label; returns r->pass. */
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r);

@@ -160,3 +160,17 @@ int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
                     r->attn_stats.pass, detail);
     return r->pass;
 }
+
+rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, rl_error *err)
+{
+    if (min_len > max_len)
+        return rl_fail(err, RL_ERR_ARG, "min_len %llu exceeds max_len %llu",
+                       (unsigned long long)min_len, (unsigned long long)max_len);
+    if (run->model.head_dim % 4)
+        return rl_fail(err, RL_ERR_ARG, "head_dim %u: the attention kernel needs a multiple of 4",
+                       run->model.head_dim);
+    pe_encoding *e;
+    rl_status st = exp_encoding_create(run, max_len, &e, err);
+    pe_encoding_destroy(e);
+    return st;
+}

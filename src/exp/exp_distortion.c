@@ -86,13 +86,13 @@ static rl_status dist_encodings(const exp_run *run, pe_encoding **a, pe_encoding
 
 static rl_status dist_check(const exp_run *run, rl_error *err)
 {
-    if (run->model.head_dim % 4)
-        return rl_fail(err, RL_ERR_ARG, "head_dim %u: the attention kernel needs a multiple of 4",
-                       run->model.head_dim);
     if (dist_len(run) < 1)
         return rl_fail(err, RL_ERR_ARG, "length: 0 and the model has no train_len");
+    rl_status st = exp_attn_check(run, 1, dist_len(run), err);
+    if (st)
+        return st;
     pe_encoding *a, *b;
-    rl_status st = dist_encodings(run, &a, &b, err);
+    st = dist_encodings(run, &a, &b, err);
     pe_encoding_destroy(a);
     pe_encoding_destroy(b);
     return st;

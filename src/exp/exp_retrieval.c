@@ -73,17 +73,8 @@ static uint32_t distances(uint64_t N, uint64_t *r)
 
 static rl_status ret_check(const exp_run *run, rl_error *err)
 {
-    uint64_t lo = (uint64_t)exp_num(run, "min_len"), hi = (uint64_t)exp_num(run, "max_len");
-    if (lo > hi)
-        return rl_fail(err, RL_ERR_ARG, "min_len %llu exceeds max_len %llu",
-                       (unsigned long long)lo, (unsigned long long)hi);
-    if (run->model.head_dim % 4)
-        return rl_fail(err, RL_ERR_ARG, "head_dim %u: the attention kernel needs a multiple of 4",
-                       run->model.head_dim);
-    pe_encoding *e;
-    rl_status st = exp_encoding_create(run, hi, &e, err);
-    pe_encoding_destroy(e);
-    return st;
+    return exp_attn_check(run, (uint64_t)exp_num(run, "min_len"), (uint64_t)exp_num(run, "max_len"),
+                          err);
 }
 
 static uint64_t ret_bytes(const exp_run *run)
