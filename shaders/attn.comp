@@ -140,33 +140,38 @@ void main()
 
         float s[TILE_K];
         float s2[PAIRED ? TILE_K : 1u];
-        for (uint32_t c = 0u; c < TILE_K; c += 4u) {
-            vec4 a0 = vec4(0.0), a1 = vec4(0.0), a2 = vec4(0.0), a3 = vec4(0.0);
+        /* Logits 4 keys at a time; one scalar accumulator per key (a
+         * register per key across SIMD lanes), the 4 components of each
+         * q.k product chained through FMAs. */
+        const vec4 one = vec4(1.0);
+        [[unroll]] for (uint32_t c = 0u; c < TILE_K; c += 4u) {
+            float a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
             [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
                 vec4 qv = q[d];
-                a0 = fma(qv, ks_a[(c + 0u) * D4 + d], a0);
-                a1 = fma(qv, ks_a[(c + 1u) * D4 + d], a1);
-                a2 = fma(qv, ks_a[(c + 2u) * D4 + d], a2);
-                a3 = fma(qv, ks_a[(c + 3u) * D4 + d], a3);
+                vec4 k0 = ks_a[(c + 0u) * D4 + d], k1 = ks_a[(c + 1u) * D4 + d];
+                vec4 k2 = ks_a[(c + 2u) * D4 + d], k3 = ks_a[(c + 3u) * D4 + d];
+                a0 = fma(qv.x, k0.x, fma(qv.y, k0.y, fma(qv.z, k0.z, fma(qv.w, k0.w, a0))));
+                a1 = fma(qv.x, k1.x, fma(qv.y, k1.y, fma(qv.z, k1.z, fma(qv.w, k1.w, a1))));
+                a2 = fma(qv.x, k2.x, fma(qv.y, k2.y, fma(qv.z, k2.z, fma(qv.w, k2.w, a2))));
+                a3 = fma(qv.x, k3.x, fma(qv.y, k3.y, fma(qv.z, k3.z, fma(qv.w, k3.w, a3))));
             }
-            const vec4 one = vec4(1.0);
-            s[c + 0u] = dot(a0, one) * pc.p.scale_a;
-            s[c + 1u] = dot(a1, one) * pc.p.scale_a;
-            s[c + 2u] = dot(a2, one) * pc.p.scale_a;
-            s[c + 3u] = dot(a3, one) * pc.p.scale_a;
+            s[c + 0u] = a0 * pc.p.scale_a;
+            s[c + 1u] = a1 * pc.p.scale_a;
+            s[c + 2u] = a2 * pc.p.scale_a;
+            s[c + 3u] = a3 * pc.p.scale_a;
             if (PAIRED) {
-                a0 = vec4(0.0); a1 = vec4(0.0); a2 = vec4(0.0); a3 = vec4(0.0);
+                vec4 b0 = vec4(0.0), b1 = vec4(0.0), b2 = vec4(0.0), b3 = vec4(0.0);
                 [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
                     vec4 qv = q2[d];
-                    a0 = fma(qv, ks_b[(c + 0u) * D4 + d], a0);
-                    a1 = fma(qv, ks_b[(c + 1u) * D4 + d], a1);
-                    a2 = fma(qv, ks_b[(c + 2u) * D4 + d], a2);
-                    a3 = fma(qv, ks_b[(c + 3u) * D4 + d], a3);
+                    b0 = fma(qv, ks_b[(c + 0u) * D4 + d], b0);
+                    b1 = fma(qv, ks_b[(c + 1u) * D4 + d], b1);
+                    b2 = fma(qv, ks_b[(c + 2u) * D4 + d], b2);
+                    b3 = fma(qv, ks_b[(c + 3u) * D4 + d], b3);
                 }
-                s2[c + 0u] = dot(a0, one) * pc.p.scale_b;
-                s2[c + 1u] = dot(a1, one) * pc.p.scale_b;
-                s2[c + 2u] = dot(a2, one) * pc.p.scale_b;
-                s2[c + 3u] = dot(a3, one) * pc.p.scale_b;
+                s2[c + 0u] = dot(b0, one) * pc.p.scale_b;
+                s2[c + 1u] = dot(b1, one) * pc.p.scale_b;
+                s2[c + 2u] = dot(b2, one) * pc.p.scale_b;
+                s2[c + 3u] = dot(b3, one) * pc.p.scale_b;
             }
         }
 
