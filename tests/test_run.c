@@ -185,6 +185,14 @@ START_TEST(model_errors_come_together_with_other_errors)
     ck_assert(has_msg(&d, "m.yaml:1:19: model.head_dim: head_dim 63 must be even"));
     ck_assert(has_msg(&d, "m.yaml:1:43: model.kv_heads: kv_heads 3 does not divide heads 8"));
     run_diag_free(&d);
+    /* A missing size does not hide the other shape errors. */
+    t = "model: {head_dim: 63, heads: 8, kv_heads: 3}\nexperiments: [{kind: decay}]\n";
+    ck_assert_int_eq(run_batch_parse("m.yaml", t, strlen(t), ".", &b, &d, &err), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 3);
+    ck_assert(has_msg(&d, "train_len is not given"));
+    ck_assert(has_msg(&d, "model.head_dim: head_dim 63 must be even"));
+    ck_assert(has_msg(&d, "model.kv_heads: kv_heads 3 does not divide heads 8"));
+    run_diag_free(&d);
 }
 END_TEST
 

@@ -898,7 +898,7 @@ rl_status run_batch_parse(const char *name, const char *text, size_t len, const 
         for (unsigned k = 0; ok && k < RUN_MODEL_CHECKS; k++) {
             if (run_model_check(&m, k, &merr) == RL_OK)
                 continue;
-            ok = k > 0; /* sizes missing: later checks are meaningless */
+            /* every check guards its own fields, so all are reported */
             const run_node *at = model;
             char mp[64] = "model";
             for (size_t i = 0; i < model->n; i++) {
