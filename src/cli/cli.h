@@ -40,6 +40,17 @@ typedef struct cli_devices {
 int cli_open(const char *spec, int validation, cli_devices *d);
 void cli_close(cli_devices *d);
 
+/* Per-device work of a subcommand: runs on an open device; appends its
+ * result to arr (JSON mode, arr non-NULL) or prints it. */
+struct json_t;
+typedef rl_status (*cli_device_fn)(rlvk_device *dev, void *ctx, struct json_t *arr,
+                                   rl_error *err);
+/* Creates each selected device in turn, calls fn, destroys it; prints every
+ * error. With arr, prints the array as JSON at the end and releases it.
+ * Returns the exit code: 0, 1 if a verification failed (RL_ERR_MISMATCH),
+ * else 2 for bad input or an unusable device. */
+int cli_each_device(cli_devices *d, cli_device_fn fn, void *ctx, struct json_t *arr);
+
 /* Prints "ropelab: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

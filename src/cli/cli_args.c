@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cli/cli.h"
 
 void cli_error(const char *fmt, ...)
@@ -145,4 +147,32 @@ int cli_open(const char *spec, int validation, cli_devices *d)
 void cli_close(cli_devices *d)
 {
     rlvk_instance_destroy(&d->inst);
+}
+
+int cli_each_device(cli_devices *d, cli_device_fn fn, void *ctx, json_t *arr)
+{
+    int failed = CLI_EXIT_OK;
+    for (uint32_t k = 0; k < d->n; k++) {
+        rlvk_device dev;
+        rl_error err = {0};
+        rl_status st = rlvk_device_create(&d->inst, d->index[k], &dev, &err);
+        if (st == RL_OK) {
+            st = fn(&dev, ctx, arr, &err);
+            rlvk_device_destroy(&dev);
+        }
+        if (st != RL_OK) {
+            cli_error("%s", err.msg);
+            /* A verification failure is a failed measurement (1); anything
+             * else is bad input or an unusable device (2). */
+            failed = st == RL_ERR_MISMATCH ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
+        }
+    }
+    if (arr) {
+        char *s = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        if (s)
+            puts(s);
+        free(s);
+        json_decref(arr);
+    }
+    return failed;
 }

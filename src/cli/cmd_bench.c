@@ -10,6 +10,49 @@
 #include "pe/rope.h"
 #include "rl_push.h"
 
+typedef struct rope_bench_ctx {
+    bench_rope_opts o;
+    const char *layout, *precision;
+} rope_bench_ctx;
+
+static rl_status bench_rope_on(rlvk_device *dev, void *p, json_t *arr, rl_error *err)
+{
+    const rope_bench_ctx *c = p;
+    bench_rope_result r;
+    rl_status st = bench_rope(dev, &c->o, &r, err);
+    if (st)
+        return st;
+    if (arr) {
+        json_array_append_new(arr, json_pack(
+            "{s:s,s:s,s:I,s:i,s:i,s:i,s:s,s:s,s:I,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+            "device", dev->info.name, "kernel", "rope", "tokens", (json_int_t)r.opts.tokens,
+            "heads", (int)r.opts.heads, "head_dim", (int)r.opts.head_dim, "rotary_dim",
+            (int)(r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim), "layout", c->layout,
+            "precision", c->precision,
+            "bytes", (json_int_t)r.bytes, "reps", (int)r.opts.reps, "rope_ms_median", r.rope_ms,
+            "copy_ms_median", r.copy_ms, "rope_ms_min", r.rope_ms_min, "copy_ms_min",
+            r.copy_ms_min, "rope_gb_per_s", r.rope_gbs, "copy_gb_per_s", r.copy_gbs,
+            "ratio", r.ratio, "verify_max_abs_error", r.verify.max_abs,
+            "verify_worst_error_over_bound", r.verify.worst_ratio));
+    } else {
+        char b[32];
+        printf("device %u: %s\n", dev->info.index, dev->info.name);
+        printf("  rope %s %s, %llu tokens x %u heads x %u dims (rotary %u), %s moved per run\n",
+               c->layout, c->precision, (unsigned long long)r.opts.tokens, r.opts.heads, r.opts.head_dim,
+               r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim,
+               rl_fmt_bytes(r.bytes, b, sizeof b));
+        printf("  verified first: max abs error %.3e, worst error/bound %.3f\n",
+               r.verify.max_abs, r.verify.worst_ratio);
+        printf("  rope kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.rope_ms,
+               r.rope_ms_min, r.rope_gbs);
+        printf("  copy kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.copy_ms,
+               r.copy_ms_min, r.copy_gbs);
+        printf("  ratio rope/copy bandwidth: %.3f (GPU timestamps, median of %u runs after %u warm-up)\n",
+               r.ratio, r.opts.reps, r.opts.warmup);
+    }
+    return RL_OK;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "attention") == 0)
@@ -66,62 +109,11 @@ int cmd_bench(int argc, char **argv)
     cli_devices d;
     if ((rc = cli_open(device, validate, &d)) >= 0)
         return rc;
-    int failed = 0;
-    json_t *arr = json_array();
-    for (uint32_t k = 0; k < d.n; k++) {
-        rlvk_device dev;
-        rl_error err = {0};
-        bench_rope_result r;
-        bench_rope_opts o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
+    rope_bench_ctx c = {.o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
                              .rotary_dim = rotary_dim, .layout = lay,
-                             .precision = prec, .reps = reps, .warmup = warmup};
-        rl_status st = rlvk_device_create(&d.inst, d.index[k], &dev, &err);
-        if (st == RL_OK) {
-            st = bench_rope(&dev, &o, &r, &err);
-            if (st == RL_OK && json) {
-                json_array_append_new(arr, json_pack(
-                    "{s:s,s:s,s:I,s:i,s:i,s:i,s:s,s:s,s:I,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-                    "device", dev.info.name, "kernel", "rope", "tokens", (json_int_t)r.opts.tokens,
-                    "heads", (int)r.opts.heads, "head_dim", (int)r.opts.head_dim, "rotary_dim",
-                    (int)(r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim), "layout", layout,
-                    "precision", precision,
-                    "bytes", (json_int_t)r.bytes, "reps", (int)r.opts.reps, "rope_ms_median", r.rope_ms,
-                    "copy_ms_median", r.copy_ms, "rope_ms_min", r.rope_ms_min, "copy_ms_min",
-                    r.copy_ms_min, "rope_gb_per_s", r.rope_gbs, "copy_gb_per_s", r.copy_gbs,
-                    "ratio", r.ratio, "verify_max_abs_error", r.verify.max_abs,
-                    "verify_worst_error_over_bound", r.verify.worst_ratio));
-            } else if (st == RL_OK) {
-                char b[32];
-                printf("device %u: %s\n", dev.info.index, dev.info.name);
-                printf("  rope %s %s, %llu tokens x %u heads x %u dims (rotary %u), %s moved per run\n",
-                       layout, precision, (unsigned long long)r.opts.tokens, r.opts.heads, r.opts.head_dim,
-                       r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim,
-                       rl_fmt_bytes(r.bytes, b, sizeof b));
-                printf("  verified first: max abs error %.3e, worst error/bound %.3f\n",
-                       r.verify.max_abs, r.verify.worst_ratio);
-                printf("  rope kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.rope_ms,
-                       r.rope_ms_min, r.rope_gbs);
-                printf("  copy kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.copy_ms,
-                       r.copy_ms_min, r.copy_gbs);
-                printf("  ratio rope/copy bandwidth: %.3f (GPU timestamps, median of %u runs after %u warm-up)\n",
-                       r.ratio, r.opts.reps, r.opts.warmup);
-            }
-            rlvk_device_destroy(&dev);
-        }
-        if (st != RL_OK) {
-            cli_error("%s", err.msg);
-            /* A verification failure is a failed measurement (1); anything
-             * else is bad input or an unusable device (2). */
-            failed = st == RL_ERR_MISMATCH ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
-        }
-    }
-    if (json) {
-        char *s = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        if (s)
-            puts(s);
-        free(s);
-    }
-    json_decref(arr);
+                             .precision = prec, .reps = reps, .warmup = warmup},
+                         .layout = layout, .precision = precision};
+    rc = cli_each_device(&d, bench_rope_on, &c, json ? json_array() : NULL);
     cli_close(&d);
-    return failed;
+    return rc;
 }

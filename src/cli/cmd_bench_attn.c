@@ -8,6 +8,38 @@
 #include "cli/cli.h"
 #include "core/rl_util.h"
 
+static rl_status bench_attention_on(rlvk_device *dev, void *p, json_t *arr, rl_error *err)
+{
+    const bench_attn_opts *c = p;
+    bench_attn_result r;
+    rl_status st = bench_attention(dev, c, &r, err);
+    if (st)
+        return st;
+    if (arr) {
+        json_array_append_new(arr, json_pack(
+            "{s:s,s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:f}",
+            "device", dev->info.name, "kernel", "attention", "tokens", (json_int_t)c->tokens,
+            "heads", (int)c->heads, "head_dim", (int)c->head_dim, "causal", c->causal, "fp16", c->fp16,
+            "output", c->with_output, "gpu_ms_median", r.gpu_ms, "wall_ms", r.wall_ms, "gflop",
+            r.flops * 1e-9, "gflop_per_s", r.gflops, "fma_peak_gflop_per_s", r.fma_gflops,
+            "ratio_to_fma_peak", r.ratio, "submissions", (int)r.submissions,
+            "verify_worst_error_over_bound", r.verify.worst_ratio));
+    } else {
+        printf("device %u: %s\n", dev->info.index, dev->info.name);
+        printf("  attention %s, %llu tokens x %u heads x %u dims, %s, %s, tile %u keys, %u submission(s)\n",
+               c->with_output ? "statistics + O" : "statistics only", (unsigned long long)c->tokens,
+               c->heads, c->head_dim, c->causal ? "causal" : "bidirectional", c->fp16 ? "fp16" : "fp32",
+               r.tile_k, r.submissions);
+        printf("  verified first: worst error/bound %.3f\n", r.verify.worst_ratio);
+        printf("  GPU time     : %10.3f ms median of %u (wall %.3f ms, upload to download)\n",
+               r.gpu_ms, r.opts.reps, r.wall_ms);
+        printf("  attention    : %10.2f GFLOP/s (%.3f GFLOP counted)\n", r.gflops, r.flops * 1e-9);
+        printf("  FMA peak     : %10.2f GFLOP/s (fma_peak kernel, same run)\n", r.fma_gflops);
+        printf("  ratio to FMA peak: %.3f\n", r.ratio);
+    }
+    return RL_OK;
+}
+
 int cmd_bench_attention(int argc, char **argv)
 {
     const char *device = "auto";
@@ -43,54 +75,10 @@ int cmd_bench_attention(int argc, char **argv)
     cli_devices d;
     if ((rc = cli_open(device, validate, &d)) >= 0)
         return rc;
-    int failed = 0;
-    json_t *arr = json_array();
-    for (uint32_t k = 0; k < d.n; k++) {
-        rlvk_device dev;
-        rl_error err = {0};
-        bench_attn_result r;
-        bench_attn_opts o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
+    bench_attn_opts o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
                              .causal = causal, .fp16 = fp16, .with_output = with_o, .reps = reps,
                              .single = single};
-        rl_status st = rlvk_device_create(&d.inst, d.index[k], &dev, &err);
-        if (st == RL_OK) {
-            st = bench_attention(&dev, &o, &r, &err);
-            if (st == RL_OK && json) {
-                json_array_append_new(arr, json_pack(
-                    "{s:s,s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:f}",
-                    "device", dev.info.name, "kernel", "attention", "tokens", (json_int_t)tokens,
-                    "heads", (int)heads, "head_dim", (int)head_dim, "causal", causal, "fp16", fp16,
-                    "output", with_o, "gpu_ms_median", r.gpu_ms, "wall_ms", r.wall_ms, "gflop",
-                    r.flops * 1e-9, "gflop_per_s", r.gflops, "fma_peak_gflop_per_s", r.fma_gflops,
-                    "ratio_to_fma_peak", r.ratio, "submissions", (int)r.submissions,
-                    "verify_worst_error_over_bound", r.verify.worst_ratio));
-            } else if (st == RL_OK) {
-                printf("device %u: %s\n", dev.info.index, dev.info.name);
-                printf("  attention %s%s, %llu tokens x %u heads x %u dims, %s, %s, tile %u keys, %u submission(s)\n",
-                       with_o ? "statistics + O" : "statistics only", "", (unsigned long long)tokens,
-                       heads, head_dim, causal ? "causal" : "bidirectional", fp16 ? "fp16" : "fp32",
-                       r.tile_k, r.submissions);
-                printf("  verified first: worst error/bound %.3f\n", r.verify.worst_ratio);
-                printf("  GPU time     : %10.3f ms median of %u (wall %.3f ms, upload to download)\n",
-                       r.gpu_ms, r.opts.reps, r.wall_ms);
-                printf("  attention    : %10.2f GFLOP/s (%.3f GFLOP counted)\n", r.gflops, r.flops * 1e-9);
-                printf("  FMA peak     : %10.2f GFLOP/s (fma_peak kernel, same run)\n", r.fma_gflops);
-                printf("  ratio to FMA peak: %.3f\n", r.ratio);
-            }
-            rlvk_device_destroy(&dev);
-        }
-        if (st != RL_OK) {
-            cli_error("%s", err.msg);
-            failed = st == RL_ERR_MISMATCH ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
-        }
-    }
-    if (json) {
-        char *s = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        if (s)
-            puts(s);
-        free(s);
-    }
-    json_decref(arr);
+    rc = cli_each_device(&d, bench_attention_on, &o, json ? json_array() : NULL);
     cli_close(&d);
-    return failed;
+    return rc;
 }
