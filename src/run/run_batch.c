@@ -251,6 +251,26 @@ static axis *axis_new(ctx *c, axes *x, const run_node *at, const char *path)
     return a;
 }
 
+/* A list given where a scalar is expected: one swept axis of its values,
+ * named key (validated against p when given). Errors are reported. */
+static json_t *sweep_values(ctx *c, const run_node *n, const exp_param *p, const char *path);
+static void list_axis(ctx *c, axes *ax, const run_node *v, const exp_param *p, const char *path,
+                      const char *key)
+{
+    json_t *vals = sweep_values(c, v, p, path);
+    if (!vals)
+        return;
+    axis *a = axis_new(c, ax, v, path);
+    if (!a) {
+        json_decref(vals);
+        return;
+    }
+    a->n_keys = 1;
+    snprintf(a->key[0], sizeof a->key[0], "%s", key);
+    a->vals[0] = vals;
+    a->len = json_array_size(vals);
+}
+
 static void join(char *dst, size_t cap, const char *a, const char *b)
 {
     snprintf(dst, cap, "%s%s%s", a, *a ? "." : "", b);
@@ -392,18 +412,9 @@ static void parse_schema(ctx *c, const run_node *map, const char *path, const ch
             continue;
         }
         if (v->type == RUN_NODE_SEQ) {
-            json_t *vals = sweep_values(c, v, p, kp);
-            if (!vals)
-                continue;
-            axis *a = axis_new(c, ax, v, kp);
-            if (!a) {
-                json_decref(vals);
-                continue;
-            }
-            a->n_keys = 1;
-            join(a->key[0], sizeof a->key[0], section, key);
-            a->vals[0] = vals;
-            a->len = json_array_size(vals);
+            char full[sizeof ax->a[0].key[0]];
+            join(full, sizeof full, section, key);
+            list_axis(c, ax, v, p, kp, full);
             continue;
         }
         json_t *val = typed_value(c, v, p, kp);
@@ -495,18 +506,7 @@ static void parse_free(ctx *c, const run_node *map, const char *path, const char
             parse_free(c, v, kp, q, sub, ax, depth + 1);
             json_object_set_new(obj, key, sub);
         } else {
-            json_t *vals = sweep_values(c, v, NULL, kp);
-            if (!vals)
-                continue;
-            axis *a = axis_new(c, ax, v, kp);
-            if (!a) {
-                json_decref(vals);
-                continue;
-            }
-            a->n_keys = 1;
-            snprintf(a->key[0], sizeof a->key[0], "%s", q);
-            a->vals[0] = vals;
-            a->len = json_array_size(vals);
+            list_axis(c, ax, v, NULL, kp, q);
         }
     }
 }
