@@ -2,7 +2,6 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_EXT_control_flow_attributes : require
 #ifdef RL_ATTN_FP16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -10,17 +9,31 @@
 /* Streaming attention statistics (flash-attention style online softmax,
  * Dao et al. 2022) over [tokens][heads][head_dim] Q and K (and V).
  *
- * One invocation owns one query row (token i, head h); a workgroup owns
- * WG consecutive query tokens of one head, so group g -> head g % HEADS and
- * query block qblock_base + g / HEADS (divisions by specialization constants).
- * Keys stream through shared memory in tiles of TILE_K keys (vec4 loads,
- * every invocation reads the same shared address -> a broadcast); logits are
- * formed 4 keys at a time with vec4 FMA accumulators, then folded into the
- * running statistics once per tile (one rescale per tile).
+ * One invocation owns one query row (token i, head h); a workgroup owns WG
+ * consecutive query tokens of one head. One dispatch covers one chunk of
+ * N_BLOCKS * KB keys, [key_base, key_base + N_BLOCKS * KB), of one KV head
+ * (push constants), for every query block that sees them. A row's running
+ * statistics (m, l, entropy and KL accumulators, argmax, target logit,
+ * bucket masses, O) stay in its output slots between chunks and are
+ * finished in the row's last chunk.
+ *
+ * The kernel is straight-line code once specialized: every loop is
+ * [[unroll]] with a trip count fixed by the specialization constants (keys
+ * per block, blocks per dispatch, head_dim / 4, buckets), and the running
+ * statistics are updated with selects, not branches. The block's keys are
+ * staged in shared memory by the workgroup, then every invocation reads
+ * them at constant addresses: the same address in all invocations, outside
+ * any control flow, which SIMD-across-lanes CPU drivers (lavapipe) turn into
+ * one scalar load and a broadcast (inside a loop or branch they fall back to
+ * a per-lane gather), and GPUs serve as a shared-memory broadcast. Each
+ * invocation also runs a bounded amount of work per dispatch whatever the
+ * length (no driver loop limit, no multi-second dispatch).
  *
  *   logit_a(h, i, j) = scale_a <q_a[i,h], k_a[j,kvh]> + bias(h, i, j, pos_i, pos_j)
  *   logit_b likewise with q_b, k_b, scale_b (paired mode)
  *   kvh = h / KV_GROUP (grouped-query attention)
+ * <q, k> is one fp32 chain per key over the head dimensions (multiply-add,
+ * dimension order), then one multiply by the scale.
  *
  * Bias: bias_NAME.glsl chosen at compile time (one SPIR-V variant per bias). */
 #include "rl_push.h"
@@ -38,17 +51,20 @@
 #define RL_ATTN_NO_BIAS 1
 #endif
 
-layout(constant_id = 1) const uint32_t HEAD_DIM = 128;
+/* Specialization constants (defaults are placeholders). */
+layout(constant_id = 1) const uint32_t HEAD_DIM = 128;  /* multiple of 4, <= 512 */
 layout(constant_id = 2) const uint32_t HEADS = 1;
-layout(constant_id = 3) const uint32_t KV_GROUP = 1;   /* heads / kv_heads */
-layout(constant_id = 4) const uint32_t TILE_K = 32;    /* keys per shared tile, % 4 == 0 */
-layout(constant_id = 5) const uint32_t FLAGS = 0;      /* RL_ATTN_F_* */
-layout(constant_id = 6) const uint32_t N_BUCKETS = 1;  /* distance buckets (>= 1) */
-layout(constant_id = 7) const uint32_t PAIRED_N = 0;   /* 1 in paired mode (sizes shared arrays) */
-layout(constant_id = 8) const uint32_t HAS_V_N = 0;    /* 1 when O is computed */
+layout(constant_id = 3) const uint32_t KV_GROUP = 1;    /* heads / kv_heads */
+layout(constant_id = 4) const uint32_t FLAGS = 0;       /* RL_ATTN_F_* */
+layout(constant_id = 5) const uint32_t N_BUCKETS = 1;   /* distance buckets (>= 1) */
+layout(constant_id = 6) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS; /* key blocks per dispatch */
+layout(constant_id = 7) const uint32_t KB = RL_ATTN_KB; /* keys per block: 4, 8 or 16 */
 
 const uint32_t D4 = HEAD_DIM / 4u;
 const uint32_t KV_HEADS = HEADS / KV_GROUP;
+/* Elements each invocation copies when staging a block (a plain trip count,
+ * so the driver can unroll the loop). */
+const uint32_t STAGE_ROUNDS = (KB * D4 + gl_WorkGroupSize.x - 1u) / gl_WorkGroupSize.x;
 const bool CAUSAL = (FLAGS & RL_ATTN_F_CAUSAL) != 0u;
 const bool WANT_H = (FLAGS & RL_ATTN_F_ENTROPY) != 0u;
 const bool WANT_ARGMAX = (FLAGS & RL_ATTN_F_ARGMAX) != 0u;
@@ -59,6 +75,11 @@ const bool PAIRED = (FLAGS & RL_ATTN_F_PAIRED) != 0u;
 const bool DUMP = (FLAGS & RL_ATTN_F_DUMP) != 0u;
 const bool BIAS_A = (FLAGS & RL_ATTN_F_NO_BIAS_A) == 0u;
 const bool BIAS_B = (FLAGS & RL_ATTN_F_NO_BIAS_B) == 0u;
+#ifdef RL_ATTN_NO_BIAS
+const bool NEED_KPOS = WANT_BUCKETS;
+#else
+const bool NEED_KPOS = true;
+#endif
 
 layout(push_constant) uniform Push { rl_attn_push p; } pc;
 
@@ -70,216 +91,270 @@ layout(push_constant) uniform Push { rl_attn_push p; } pc;
 layout(std430, binding = 0) readonly buffer QA { VEC4_T qa[]; };  /* [tokens][heads][D4] */
 layout(std430, binding = 1) readonly buffer KA { VEC4_T ka[]; };  /* [tokens][kv_heads][D4] */
 layout(std430, binding = 2) readonly buffer QB { VEC4_T qb[]; };  /* paired: like qa */
-layout(std430, binding = 3) readonly buffer KB { VEC4_T kb[]; };  /* paired: like ka */
+layout(std430, binding = 3) readonly buffer KB_ { VEC4_T kb[]; }; /* paired: like ka */
 layout(std430, binding = 4) readonly buffer VV { VEC4_T vv[]; };  /* [tokens][kv_heads][D4] */
 layout(std430, binding = 5) readonly buffer IDX { uint32_t idx[]; }; /* [2][tokens]: pos, target */
 layout(std430, binding = 6) buffer OUT { float outv[]; };         /* see rl_push.h */
 
-shared vec4 ks_a[TILE_K * D4];
-shared vec4 ks_b[TILE_K * D4 * PAIRED_N + 1u];
-shared vec4 vs[TILE_K * D4 * HAS_V_N + 1u];
-shared uint32_t kpos_s[TILE_K];
+/* The current block's keys (and K_b, V rows, positions), staged by the
+ * workgroup. Element d of key k of the block sits at a constant address. */
+shared vec4 ks_a[KB * D4];
+shared vec4 ks_b[KB * D4 * (PAIRED ? 1u : 0u) + 1u];
+shared vec4 vs[KB * D4 * (WANT_O ? 1u : 0u) + 1u];
+shared int32_t kpos_s[KB];
+#define KEY_AT(arr, key, d) arr[(key) * D4 + (d)]
 
 const float NEG_INF = -1.0 / 0.0;
+
+/* Per-invocation state (private globals; the helpers below are inlined and
+ * every index is a constant after unrolling). */
+vec4 q[D4];
+vec4 q2[PAIRED ? D4 : 1u];
+vec4 o[WANT_O ? D4 : 1u];
+float mass[N_BUCKETS];
+float s[KB];
+float s2[PAIRED ? KB : 1u];
+float m, l, ent, mb, lb, kl, s_target, mt, mtb, m_new, mb_new;
+uint32_t amax;
+uint32_t n, qi, qrow, head, target;
+int32_t qpos;
+bool live;
+
+/* Logits of the block's KB keys: s[k] = <q, k_k>, one chain per key over the
+ * dimensions in order (vec4 d: x, y, z, w), scaled in rl_mask. */
+void rl_qk()
+{
+    [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
+        s[k] = 0.0;
+        if (PAIRED)
+            s2[k] = 0.0;
+    }
+    [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
+        vec4 qv = q[d];
+        [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
+            vec4 kv = KEY_AT(ks_a, k, d);
+            s[k] = fma(qv.w, kv.w, fma(qv.z, kv.z, fma(qv.y, kv.y, fma(qv.x, kv.x, s[k]))));
+        }
+        if (PAIRED) {
+            vec4 qv2 = q2[d];
+            [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
+                vec4 kv = KEY_AT(ks_b, k, d);
+                s2[k] = fma(qv2.w, kv.w, fma(qv2.z, kv.z, fma(qv2.y, kv.y, fma(qv2.x, kv.x, s2[k]))));
+            }
+        }
+    }
+}
+
+/* Key k of the block starting at key t0 (relative to key_base): mask,
+ * bias, block max, logit dump. */
+void rl_mask(uint32_t t0, uint32_t k)
+{
+    uint32_t j = pc.p.key_base + t0 + k;
+    bool valid = j < n && (!CAUSAL || j <= qi);
+    s[k] *= pc.p.scale_a;
+    if (PAIRED)
+        s2[k] *= pc.p.scale_b;
+#ifndef RL_ATTN_NO_BIAS
+    if (BIAS_A || (PAIRED && BIAS_B)) {
+        float bias = rl_bias(head, qrow, min(j, n - 1u), qpos, kpos_s[k]);
+        if (BIAS_A)
+            s[k] += bias;
+        if (PAIRED && BIAS_B)
+            s2[k] += bias;
+    }
+#endif
+    s[k] = valid ? s[k] : NEG_INF;
+    mt = max(mt, s[k]);
+    if (PAIRED) {
+        s2[k] = valid ? s2[k] : NEG_INF;
+        mtb = max(mtb, s2[k]);
+    }
+    if (DUMP && live && j < n)
+        outv[pc.p.off_dump + (head * n + qi) * n + j] = s[k];
+}
+
+/* Key k: its term in l, entropy, KL, target, buckets; s[k] becomes p_k
+ * (relative to m_new) for O. Masked keys give p = 0 and add nothing. */
+void rl_accum(uint32_t t0, uint32_t k)
+{
+    float t = s[k] - m_new;
+    float pj = exp(t);
+    bool pos = pj > 0.0;
+    l += pj;
+    if (WANT_H)
+        ent += pos ? pj * t : 0.0;
+    if (PAIRED) {
+        kl += pos ? pj * (t - (s2[k] - mb_new)) : 0.0;
+        lb += exp(s2[k] - mb_new);
+    }
+    if (WANT_TARGET)
+        s_target = pc.p.key_base + t0 + k == target ? s[k] : s_target;
+    if (WANT_BUCKETS) {
+        uint32_t bk = rl_attn_bucket(uint32_t(abs(kpos_s[k] - qpos)));
+        [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
+            mass[b] += bk == b ? pj : 0.0;
+    }
+    s[k] = pj;
+}
+
+/* O: o_d = o_d alpha + sum_k p_k v_{k,d} over the block's keys. */
+void rl_pv(float alpha)
+{
+    [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
+        vec4 acc = o[d] * alpha;
+        [[unroll]] for (uint32_t k = 0u; k < KB; k++)
+            acc = fma(vec4(s[k]), KEY_AT(vs, k, d), acc);
+        o[d] = acc;
+    }
+}
+
+/* Copies keys key_base + t0 .. + KB - 1 (K_a, K_b, V rows of this KV head,
+ * positions) into shared memory, the workgroup's invocations taking
+ * elements in turn; keys past the end repeat the last one (masked later). */
+void rl_stage(uint32_t t0)
+{
+    const uint32_t WG = gl_WorkGroupSize.x;
+    uint32_t lid = gl_LocalInvocationID.x;
+    barrier();
+    [[unroll]] for (uint32_t r = 0u; r < STAGE_ROUNDS; r++) {
+        uint32_t e = r * WG + lid;
+        if (e < KB * D4) {
+            uint32_t j = min(pc.p.key_base + t0 + e / D4, n - 1u);
+            uint32_t src = (j * KV_HEADS + pc.p.kv_head) * D4 + e % D4;
+            ks_a[e] = vec4(ka[src]);
+            if (PAIRED)
+                ks_b[e] = vec4(kb[src]);
+            if (WANT_O)
+                vs[e] = vec4(vv[src]);
+        }
+    }
+    if (NEED_KPOS && lid < KB)
+        kpos_s[lid] = int32_t(idx[min(pc.p.key_base + t0 + lid, n - 1u)]);
+    barrier();
+}
+
+/* Key block b (keys key_base + KB b ...): staging, logits, then the
+ * online-softmax update, without branches around the shared reads. */
+void rl_block(uint32_t b)
+{
+    uint32_t t0 = b * KB;
+    rl_stage(t0);
+    rl_qk();
+    mt = NEG_INF;
+    mtb = NEG_INF;
+    [[unroll]] for (uint32_t k = 0u; k < KB; k++)
+        rl_mask(t0, k);
+    /* A block wholly masked for this row (mt = -inf) leaves it unchanged:
+     * m_new = m, alpha = 1, every p = 0. */
+    m_new = max(m, mt);
+    float alpha = rl_attn_alpha(m, m_new);
+    alpha = mt == NEG_INF ? 1.0 : alpha;
+    float delta = (m == NEG_INF || mt == NEG_INF) ? 0.0 : m - m_new;
+    if (WANT_H)
+        ent = alpha * (ent + delta * l);
+    if (PAIRED) {
+        mb_new = max(mb, mtb);
+        float alpha_b = mtb == NEG_INF ? 1.0 : rl_attn_alpha(mb, mb_new);
+        float delta_b = (mb == NEG_INF || mtb == NEG_INF) ? 0.0 : mb - mb_new;
+        kl = alpha * (kl + (delta - delta_b) * l);
+        lb *= alpha_b;
+    }
+    l *= alpha;
+    if (WANT_BUCKETS) {
+        [[unroll]] for (uint32_t bb = 0u; bb < N_BUCKETS; bb++)
+            mass[bb] *= alpha;
+    }
+    if (WANT_ARGMAX) {
+        /* First maximal key of the block, kept only if it beats the max so
+         * far (the earlier key wins ties). */
+        uint32_t cand = 0u;
+        [[unroll]] for (uint32_t k = 0u; k < KB; k++)
+            cand = s[KB - 1u - k] == mt ? pc.p.key_base + t0 + KB - 1u - k : cand;
+        amax = mt > m ? cand : amax;
+    }
+    /* Masked keys: s = -inf, so t = -inf and p = 0 (m_new is finite for a
+     * live row from its first key on). */
+    [[unroll]] for (uint32_t k = 0u; k < KB; k++)
+        rl_accum(t0, k);
+    if (WANT_O)
+        rl_pv(alpha);
+    m = m_new;
+    if (PAIRED)
+        mb = mb_new;
+}
 
 void main()
 {
     const uint32_t WG = gl_WorkGroupSize.x;
     uint32_t lid = gl_LocalInvocationID.x;
     uint32_t g = RL_GROUP_ID;
-    uint32_t head = g % HEADS;
-    uint32_t qblock = pc.p.qblock_base + g / HEADS;
-    uint32_t n = pc.p.n_tokens;
-    uint32_t qi = qblock * WG + lid;
-    bool live = qi < n;
-    uint32_t qrow = live ? qi : n - 1u;          /* inactive lanes compute a copy, write nothing */
-    uint32_t kvh = head / KV_GROUP;
-    int32_t qpos = int32_t(idx[qrow]);
-    uint32_t target = WANT_TARGET ? idx[n + qrow] : 0u;
-
-    vec4 q[D4];
-    vec4 q2[PAIRED ? D4 : 1u];
-    [[unroll]] for (uint32_t d = 0u; d < D4; d++)
-        q[d] = vec4(qa[(qrow * HEADS + head) * D4 + d]);
-    if (PAIRED)
-        for (uint32_t d = 0u; d < D4; d++)
-            q2[d] = vec4(qb[(qrow * HEADS + head) * D4 + d]);
-
-    float m = NEG_INF, l = 0.0, ent = 0.0;
-    float mb = NEG_INF, lb = 0.0, kl = 0.0;
-    uint32_t amax = 0u;
-    float s_target = NEG_INF;
-    float mass[N_BUCKETS];
-    for (uint32_t b = 0u; b < N_BUCKETS; b++)
-        mass[b] = 0.0;
-    vec4 o[WANT_O ? D4 : 1u];
-    for (uint32_t d = 0u; d < (WANT_O ? D4 : 1u); d++)
-        o[d] = vec4(0.0);
-
-    /* Causal: a block's last query bounds its keys. */
-    uint32_t kend = CAUSAL ? min(n, qblock * WG + WG) : n;
-    /* Every loop inside the tile loop is unrolled except the 4-key block loop
-     * (and O's head_dim loop): lavapipe's gallivm stops a shader after 65535
-     * loop iterations in total per invocation (LP_MAX_TGSI_LOOP_ITERATIONS,
-     * shared by all loops), so iterations per tile must stay few; the host
-     * refuses lengths beyond that on llvmpipe (attn_check_shape). */
-    for (uint32_t t0 = 0u; t0 < kend; t0 += TILE_K) {
-        barrier();
-        [[unroll]] for (uint32_t e = lid; e < TILE_K * D4; e += WG) {
-            uint32_t key = t0 + e / D4;
-            uint32_t src = (min(key, n - 1u) * KV_HEADS + kvh) * D4 + e % D4;
-            ks_a[e] = key < n ? vec4(ka[src]) : vec4(0.0);
-            if (PAIRED)
-                ks_b[e] = key < n ? vec4(kb[src]) : vec4(0.0);
-            if (WANT_O)
-                vs[e] = key < n ? vec4(vv[src]) : vec4(0.0);
-        }
-        [[unroll]] for (uint32_t c = lid; c < TILE_K; c += WG)
-            kpos_s[c] = idx[min(t0 + c, n - 1u)];
-        barrier();
-
-        float s[TILE_K];
-        float s2[PAIRED ? TILE_K : 1u];
-        /* Logits 4 keys at a time; one scalar accumulator per key (a
-         * register per key across SIMD lanes), the 4 components of each
-         * q.k product chained through FMAs. */
-        const vec4 one = vec4(1.0);
-        [[unroll]] for (uint32_t c = 0u; c < TILE_K; c += 4u) {
-            float a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-            [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
-                vec4 qv = q[d];
-                vec4 k0 = ks_a[(c + 0u) * D4 + d], k1 = ks_a[(c + 1u) * D4 + d];
-                vec4 k2 = ks_a[(c + 2u) * D4 + d], k3 = ks_a[(c + 3u) * D4 + d];
-                a0 = fma(qv.x, k0.x, fma(qv.y, k0.y, fma(qv.z, k0.z, fma(qv.w, k0.w, a0))));
-                a1 = fma(qv.x, k1.x, fma(qv.y, k1.y, fma(qv.z, k1.z, fma(qv.w, k1.w, a1))));
-                a2 = fma(qv.x, k2.x, fma(qv.y, k2.y, fma(qv.z, k2.z, fma(qv.w, k2.w, a2))));
-                a3 = fma(qv.x, k3.x, fma(qv.y, k3.y, fma(qv.z, k3.z, fma(qv.w, k3.w, a3))));
-            }
-            s[c + 0u] = a0 * pc.p.scale_a;
-            s[c + 1u] = a1 * pc.p.scale_a;
-            s[c + 2u] = a2 * pc.p.scale_a;
-            s[c + 3u] = a3 * pc.p.scale_a;
-            if (PAIRED) {
-                vec4 b0 = vec4(0.0), b1 = vec4(0.0), b2 = vec4(0.0), b3 = vec4(0.0);
-                [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
-                    vec4 qv = q2[d];
-                    b0 = fma(qv, ks_b[(c + 0u) * D4 + d], b0);
-                    b1 = fma(qv, ks_b[(c + 1u) * D4 + d], b1);
-                    b2 = fma(qv, ks_b[(c + 2u) * D4 + d], b2);
-                    b3 = fma(qv, ks_b[(c + 3u) * D4 + d], b3);
-                }
-                s2[c + 0u] = dot(b0, one) * pc.p.scale_b;
-                s2[c + 1u] = dot(b1, one) * pc.p.scale_b;
-                s2[c + 2u] = dot(b2, one) * pc.p.scale_b;
-                s2[c + 3u] = dot(b3, one) * pc.p.scale_b;
-            }
-        }
-
-        /* Mask, bias, tile max. */
-        float mt = NEG_INF, mtb = NEG_INF;
-        [[unroll]] for (uint32_t c = 0u; c < TILE_K; c++) {
-            uint32_t j = t0 + c;
-            bool valid = j < n && (!CAUSAL || j <= qi);
-#ifndef RL_ATTN_NO_BIAS
-            if (valid && (BIAS_A || (PAIRED && BIAS_B))) {
-                float bias = rl_bias(head, qrow, j, qpos, int32_t(kpos_s[c]));
-                if (BIAS_A)
-                    s[c] += bias;
-                if (PAIRED && BIAS_B)
-                    s2[c] += bias;
-            }
-#endif
-            s[c] = valid ? s[c] : NEG_INF;
-            mt = max(mt, s[c]);
-            if (PAIRED) {
-                s2[c] = valid ? s2[c] : NEG_INF;
-                mtb = max(mtb, s2[c]);
-            }
-            if (DUMP && live && j < n)
-                outv[pc.p.off_dump + (head * n + qi) * n + j] = s[c];
-        }
-
-        if (mt > NEG_INF) {
-            float m_new = max(m, mt);
-            float alpha = rl_attn_alpha(m, m_new);
-            float delta = m == NEG_INF ? 0.0 : m - m_new;
-            float mb_new = PAIRED ? max(mb, mtb) : 0.0;
-            float delta_b = (!PAIRED || mb == NEG_INF) ? 0.0 : mb - mb_new;
-            if (WANT_H)
-                ent = alpha * (ent + delta * l);
-            if (PAIRED) {
-                kl = alpha * (kl + (delta - delta_b) * l);
-                lb *= rl_attn_alpha(mb, mb_new);
-            }
-            l *= alpha;
-            if (WANT_BUCKETS)
-                [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
-                    mass[b] *= alpha;
-            if (WANT_ARGMAX && mt > m) {
-                [[unroll]] for (uint32_t c = 0u; c < TILE_K; c++) /* first maximal key wins */
-                    amax = s[TILE_K - 1u - c] == mt ? t0 + TILE_K - 1u - c : amax;
-            }
-            [[unroll]] for (uint32_t c = 0u; c < TILE_K; c++) {
-                float t = s[c] - m_new;
-                float pj = exp(t);                     /* 0 for masked keys */
-                l += pj;
-                if (WANT_H && pj > 0.0)
-                    ent += pj * t;
-                if (PAIRED && pj > 0.0)
-                    kl += pj * (t - (s2[c] - mb_new));
-                if (PAIRED)
-                    lb += exp(s2[c] - mb_new);
-                if (WANT_TARGET && t0 + c == target)
-                    s_target = s[c];
-                if (WANT_BUCKETS) {
-                    /* Constant indices only: a private array indexed per lane
-                     * would become a scatter on SIMD-across-lanes devices. */
-                    uint32_t bk = rl_attn_bucket(uint32_t(abs(int32_t(kpos_s[c]) - qpos)));
-                    [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
-                        mass[b] += bk == b ? pj : 0.0;
-                }
-                s[c] = pj;                             /* s becomes p for O below */
-            }
-            /* O: one accumulator per output vec4, keys innermost, so the
-             * per-invocation array is touched once per tile. */
-            if (WANT_O)
-                for (uint32_t d = 0u; d < D4; d++) {
-                    vec4 acc = o[d] * alpha;
-                    [[unroll]] for (uint32_t c = 0u; c < TILE_K; c++)
-                        acc = fma(vec4(s[c]), vs[c * D4 + d], acc);
-                    o[d] = acc;
-                }
-            m = m_new;
-            if (PAIRED)
-                mb = mb_new;
-        }
-    }
-
-    if (!live)
-        return;
-    uint32_t row = qi * HEADS + head;
-    float logl = log(l);
+    head = pc.p.kv_head * KV_GROUP + g % KV_GROUP;
+    uint32_t qblock = pc.p.qblock_base + g / KV_GROUP;
+    n = pc.p.n_tokens;
+    uint32_t j0 = pc.p.key_base;
+    qi = qblock * WG + lid;
+    live = qi < n;
+    qrow = live ? qi : n - 1u;          /* inactive lanes compute a copy, write nothing */
+    qpos = int32_t(idx[qrow]);
+    target = WANT_TARGET ? idx[n + qrow] : 0u;
+    uint32_t row = qrow * HEADS + head;
     uint32_t so = row * RL_ATTN_NSTAT;
-    outv[so + RL_ATTN_S_LSE] = m + logl;
-    outv[so + RL_ATTN_S_MAX] = m;
-    if (WANT_H)
-        outv[so + RL_ATTN_S_ENTROPY] = logl - ent / l;
-    if (WANT_ARGMAX) {
-        outv[so + RL_ATTN_S_ARGMAX] = uintBitsToFloat(amax);
-        outv[so + RL_ATTN_S_ARGMAX_P] = 1.0 / l;
+
+    [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
+        q[d] = vec4(qa[row * D4 + d]);
+        if (PAIRED)
+            q2[d] = vec4(qb[row * D4 + d]);
     }
-    if (WANT_TARGET)
-        outv[so + RL_ATTN_S_TARGET_P] = exp(s_target - (m + logl));
-    if (PAIRED) {
-        outv[so + RL_ATTN_S_KL] = kl / l - logl + log(lb);
-        outv[so + RL_ATTN_S_LSE_B] = mb + log(lb);
-    }
+
+    /* Running state: fresh in the first chunk, else the row's output slots
+     * (see the write-back at the end). */
+    bool first = j0 == 0u;
+    m = first ? NEG_INF : outv[so + RL_ATTN_S_MAX];
+    l = first ? 0.0 : outv[so + RL_ATTN_S_LSE];
+    ent = (first || !WANT_H) ? 0.0 : outv[so + RL_ATTN_S_ENTROPY];
+    mb = (first || !PAIRED) ? NEG_INF : outv[so + RL_ATTN_S_ARGMAX_P];
+    lb = (first || !PAIRED) ? 0.0 : outv[so + RL_ATTN_S_LSE_B];
+    kl = (first || !PAIRED) ? 0.0 : outv[so + RL_ATTN_S_KL];
+    amax = (first || !WANT_ARGMAX) ? 0u : floatBitsToUint(outv[so + RL_ATTN_S_ARGMAX]);
+    s_target = (first || !WANT_TARGET) ? NEG_INF : outv[so + RL_ATTN_S_TARGET_P];
     if (WANT_BUCKETS)
-        for (uint32_t b = 0u; b < N_BUCKETS; b++)
-            outv[pc.p.off_buckets + row * N_BUCKETS + b] = mass[b] / l;
+        [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
+            mass[b] = first ? 0.0 : outv[pc.p.off_buckets + row * N_BUCKETS + b];
     if (WANT_O)
-        for (uint32_t d = 0u; d < D4; d++) {
-            vec4 r = o[d] / l;
+        [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
+            uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * d;
+            o[d] = first ? vec4(0.0)
+                         : vec4(outv[base], outv[base + 1u], outv[base + 2u], outv[base + 3u]);
+        }
+
+    [[unroll]] for (uint32_t b = 0u; b < N_BLOCKS; b++)
+        rl_block(b);
+
+    /* Causal rows before this chunk are finished: leave them alone. */
+    if (!live || (CAUSAL && qi < j0))
+        return;
+    bool last = CAUSAL ? qi < j0 + N_BLOCKS * KB : j0 + N_BLOCKS * KB >= n;
+    float logl = log(l);
+    outv[so + RL_ATTN_S_MAX] = m;
+    outv[so + RL_ATTN_S_LSE] = last ? m + logl : l;
+    if (WANT_H)
+        outv[so + RL_ATTN_S_ENTROPY] = last ? logl - ent / l : ent;
+    if (WANT_ARGMAX)
+        outv[so + RL_ATTN_S_ARGMAX] = uintBitsToFloat(amax);
+    if (WANT_TARGET)
+        outv[so + RL_ATTN_S_TARGET_P] = last ? exp(s_target - (m + logl)) : s_target;
+    if (PAIRED) {
+        outv[so + RL_ATTN_S_KL] = last ? kl / l - logl + log(lb) : kl;
+        outv[so + RL_ATTN_S_LSE_B] = last ? mb + log(lb) : lb;
+    }
+    if (WANT_ARGMAX || PAIRED) /* the argmax's p when finished; mb in between */
+        outv[so + RL_ATTN_S_ARGMAX_P] = last ? (WANT_ARGMAX ? 1.0 / l : 0.0) : mb;
+    if (WANT_BUCKETS)
+        [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
+            outv[pc.p.off_buckets + row * N_BUCKETS + b] = last ? mass[b] / l : mass[b];
+    if (WANT_O)
+        [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
+            vec4 r = last ? o[d] / l : o[d];
             uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * d;
             outv[base] = r.x; outv[base + 1u] = r.y; outv[base + 2u] = r.z; outv[base + 3u] = r.w;
         }

@@ -61,9 +61,13 @@ struct rl_bias_eval_push {
  * Bindings: 0 Q_a [tokens][heads][head_dim], 1 K_a [tokens][kv_heads][head_dim],
  * 2 Q_b, 3 K_b (paired mode), 4 V [tokens][kv_heads][head_dim] (f32 or f16),
  * 5 idx u32 [2][tokens] (positions, then target keys), 6 out f32 (stats at 0,
- * buckets at off_buckets, O at off_out, logit dump at off_dump), 7 unused;
- * 8..11 the bias function's own buffers (bias_NAME.glsl). Flags are a
+ * buckets at off_buckets, O at off_out, logit dump at off_dump; rows not yet
+ * finished hold their running state there), 7 unused; 8..11 the bias
+ * function's own buffers (bias_NAME.glsl). One dispatch covers one chunk of
+ * RL_ATTN_KB * n_blocks keys of one KV head (key_base, kv_head). Flags are a
  * specialization constant, so statistics not asked for cost nothing. */
+#define RL_ATTN_KB 16u           /* keys per block (unrolled in the shader) */
+#define RL_ATTN_MAX_BLOCKS 8u    /* blocks per dispatch the shader can unroll */
 #define RL_ATTN_F_ENTROPY 1u     /* entropy of p (nats) */
 #define RL_ATTN_F_ARGMAX 2u      /* argmax key and its probability */
 #define RL_ATTN_F_TARGET 4u      /* probability of idx[tokens + i] */
@@ -88,21 +92,26 @@ struct rl_bias_eval_push {
 
 struct rl_attn_push {
     uint32_t group_base;
-    uint32_t qblock_base; /* first query block of this submission */
+    uint32_t qblock_base; /* first query block of this dispatch */
     uint32_t n_tokens;
     float scale_a;        /* logit = scale * <q, k> + bias */
     float scale_b;
     uint32_t off_buckets; /* float offsets into the out buffer */
     uint32_t off_out;
     uint32_t off_dump;
+    uint32_t key_base;    /* first key of this dispatch's chunk */
+    uint32_t kv_head;     /* the KV head of this dispatch */
+    uint32_t pad0, pad1;
 };
 
-/* fma_peak.comp: a long chain of independent vec4 FMAs per invocation. */
+/* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 independent vec4 FMA
+ * chains per invocation (64 flops per round). */
+#define RL_FMA_ROUNDS 256u
 struct rl_fma_push {
     uint32_t group_base;
-    uint32_t iters;
-    float seed;
     uint32_t pad0;
+    float seed;
+    uint32_t pad1;
 };
 
 #endif

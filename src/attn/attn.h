@@ -1,9 +1,10 @@
 /* attn.h — streaming attention statistics on Vulkan (prefix attn_).
  *
- * One pass per query block over all keys, flash-attention style online
- * softmax (Dao et al. 2022): memory stays O(tokens * head_dim), and the
- * kernel returns per-query statistics of the attention distribution instead
- * of (or besides) the output O. Definitions (docs/attention.md):
+ * Flash-attention style online softmax (Dao et al. 2022), streamed over key
+ * chunks (one dispatch per chunk and KV head, the running statistics kept
+ * in the output slots between chunks): memory stays O(tokens * head_dim),
+ * and the kernel returns per-query statistics of the attention distribution
+ * instead of (or besides) the output O. Definitions (docs/attention.md):
  *
  *   logit(h, i, j) = scale * <q[i,h], k[j,kvh]> + bias(h, i, j)
  *   kvh = h / (heads / kv_heads)                    (grouped-query attention)
@@ -16,8 +17,8 @@
  *
  * Two parts kept apart: the CPU reference (attn_ref.c, double precision,
  * straight from the definitions, no Vulkan) and the GPU host side
- * (attn_gpu.c: limits, buffers, pipelines, split submissions, verification of
- * sampled rows against the reference). */
+ * (attn_gpu.c: limits, buffers, pipelines, chunked dispatches grouped into
+ * submissions, verification of sampled rows against the reference). */
 #ifndef ATTN_H
 #define ATTN_H
 
@@ -75,7 +76,8 @@ typedef struct attn_desc {
     float scale_b;          /* paired mode: scale of definition b */
     uint32_t verify_rows;   /* sampled query tokens verified (all heads); 0: 32 */
     int no_verify;          /* 1: skip the CPU verification */
-    uint64_t work_per_submit; /* key*query*dim MACs per submission; 0: 2^31 */
+    uint64_t work_per_submit; /* key*query*dim MACs per submission (at least one
+                                 dispatch = one key chunk of one KV head); 0: 2^31 */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */
@@ -126,7 +128,7 @@ typedef struct attn_verify {
 
 typedef struct attn_result {
     uint32_t n_buckets;     /* buckets per row (when asked) */
-    uint32_t tile_k;        /* keys per shared-memory tile used */
+    uint32_t chunk_keys;    /* keys per dispatch (one chunk of one KV head) */
     uint32_t submissions;
     double gpu_ms;          /* sum of the submissions' GPU time (-1 without timestamps) */
     double wall_ms;         /* host wall time of the GPU part (upload to download) */
@@ -160,8 +162,8 @@ uint32_t attn_bucket_of(uint64_t distance);
  * memory, dump size) and the largest token count that fits. */
 rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error *err);
 
-/* Runs the engine: uploads inputs, records the kernel in query-block
- * submissions of at most d->work_per_submit MACs, downloads the asked
+/* Runs the engine: uploads inputs, records one dispatch per (key chunk, KV
+ * head) in submissions of at most d->work_per_submit MACs, downloads the asked
  * outputs, then (unless no_verify) verifies d->verify_rows sampled query
  * tokens (always first and last, all heads) against the CPU reference and
  * fills res->verify. RL_ERR_UNSUPPORTED for fp16 without 16-bit storage or

@@ -19,7 +19,8 @@
 #include "attn_xl.spv.h"
 #include "attn_xl_f16.spv.h"
 
-_Static_assert(sizeof(struct rl_attn_push) == 32, "rl_attn_push layout");
+_Static_assert(sizeof(struct rl_attn_push) == 48, "rl_attn_push layout");
+_Static_assert(offsetof(struct rl_attn_push, key_base) == 32, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, group_base) == 0, "group_base first");
 _Static_assert(offsetof(struct rl_attn_push, scale_a) == 12, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, off_dump) == 28, "rl_attn_push layout");
@@ -86,19 +87,29 @@ static attn_desc resolve(const attn_desc *d)
     return r;
 }
 
-/* Keys per shared tile: K_a (+ K_b paired, + V with O) as vec4 plus one u32
- * position per key must fit maxComputeSharedMemorySize; multiple of 4, <= 32. */
-static uint32_t tile_keys(const rlvk_device *dev, const attn_desc *d)
+/* Keys per block: the block's K_a (+ K_b paired, + V with O) rows as fp32
+ * vec4 plus one position per key must fit maxComputeSharedMemorySize
+ * (16, 8 or 4 keys; 0 when not even 4 fit). */
+static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
 {
-    uint32_t per_key = d->head_dim * 4u *
-                           (1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u)) +
-                       4u;
-    /* The +1 vec4 of the unused arrays (shader sizes them n*PAIRED_N + 1). */
-    uint32_t avail = dev->info.max_shared_memory > 64 ? dev->info.max_shared_memory - 64 : 0;
-    uint32_t t = avail / per_key;
-    if (t > 32)
-        t = 32;
-    return t & ~3u;
+    uint32_t ops = 1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u);
+    for (uint32_t kb = RL_ATTN_KB; kb >= 4; kb /= 2) {
+        uint64_t bytes = (uint64_t)kb * d->head_dim * 4u * ops + 2 * 16 + kb * 4u;
+        if (bytes <= dev->info.max_shared_memory)
+            return kb;
+    }
+    return 0;
+}
+
+/* Blocks per dispatch: the shader unrolls them all, so the count shrinks as
+ * head_dim grows, keeping the code near 4096 vec4 multiply-adds per
+ * invocation and dispatch (128 keys at head_dim 128). */
+static uint32_t key_blocks(const attn_desc *d, uint32_t kb)
+{
+    uint32_t b = 4096u / (kb * (d->head_dim / 4u ? d->head_dim / 4u : 1u));
+    if (b > RL_ATTN_MAX_BLOCKS)
+        b = RL_ATTN_MAX_BLOCKS;
+    return b ? b : 1u;
 }
 
 /* Bytes per token of each device buffer (for limits) and the out layout. */
@@ -167,10 +178,10 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
     if (d.flags & ~ATTN_USER_FLAGS)
         return rl_fail(err, RL_ERR_ARG, "attention: unknown statistic flags 0x%x",
                        d.flags & ~ATTN_USER_FLAGS);
-    if (tile_keys(dev, &d) < 4)
+    if (block_keys(dev, &d) == 0)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: head_dim %u with these outputs needs more than %s's "
-                       "maxComputeSharedMemorySize (%u bytes) for a 4-key tile",
+                       "maxComputeSharedMemorySize (%u bytes) for a 4-key block",
                        d.head_dim, dev->info.name, dev->info.max_shared_memory);
     if ((d.flags & ATTN_DUMP) && d.tokens * d.tokens * d.heads > ATTN_DUMP_MAX) {
         uint64_t t = (uint64_t)floor(sqrt((double)ATTN_DUMP_MAX / d.heads));
@@ -178,23 +189,6 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
                        "attention: a logit dump of %llu tokens x %u heads exceeds the dump limit "
                        "of %u values; the largest length that fits is %llu tokens",
                        (unsigned long long)d.tokens, d.heads, ATTN_DUMP_MAX, (unsigned long long)t);
-    }
-    /* lavapipe (llvmpipe) ends every shader after 65535 loop iterations in
-     * total per invocation (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, shared by
-     * all loops). attn.comp runs 1 + TILE_K/4 loop iterations per key tile
-     * (+ head_dim/4 with O); refuse what would be cut short. */
-    if (strstr(dev->info.driver_name, "llvmpipe")) {
-        uint32_t tile = tile_keys(dev, &d);
-        uint64_t per_tile = 1 + tile / 4 + ((d.flags & ATTN_OUT) ? d.head_dim / 4 : 0);
-        uint64_t budget = 65535 - 64; /* a few iterations outside the tile loop */
-        uint64_t tiles = (d.tokens + tile - 1) / tile;
-        if (tiles * per_tile > budget)
-            return rl_fail(err, RL_ERR_LIMIT,
-                           "attention: %llu tokens exceed %s's shader loop limit (65535 loop "
-                           "iterations per invocation, LP_MAX_TGSI_LOOP_ITERATIONS); the largest "
-                           "length that fits is %llu tokens",
-                           (unsigned long long)d.tokens, dev->info.name,
-                           (unsigned long long)(budget / per_tile * tile));
     }
     attn_layout L;
     layout_of(&d, ATTN_MAX_BUCKETS, &L);
@@ -232,15 +226,15 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
 }
 
 static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d,
-                          uint32_t tile_k, uint32_t n_buckets, const rlvk_pipeline **out,
+                          uint32_t kb, uint32_t blocks, uint32_t n_buckets, const rlvk_pipeline **out,
                           rl_error *err)
 {
     uint32_t flags = d->flags;
     if (d->causal)
         flags |= RL_ATTN_F_CAUSAL;
     char key[96];
-    snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_t%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
-             d->head_dim, d->heads, d->heads / d->kv_heads, tile_k, flags, n_buckets);
+    snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
+             d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
     for (uint32_t i = 0; i < e->n_pipes; i++)
         if (strcmp(e->pipes[i].key, key) == 0) {
             *out = &e->pipes[i].pipe;
@@ -253,8 +247,7 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
         e->n_pipes--;
     }
     attn_pipe *p = &e->pipes[e->n_pipes];
-    uint32_t spec[8] = {d->head_dim, d->heads, d->heads / d->kv_heads, tile_k, flags, n_buckets,
-                        (flags & ATTN_PAIRED) ? 1u : 0u, (flags & ATTN_OUT) ? 1u : 0u};
+    uint32_t spec[7] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets, blocks, kb};
     rlvk_pipeline_desc pd = {
         .name = key,
         .spirv = d->fp16 ? v->spv16 : v->spv32,
@@ -262,7 +255,7 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
         .local_size_x = ATTN_WG,
-        .n_spec = 8,
+        .n_spec = 7,
         .spec = spec,
     };
     rl_status st = rlvk_pipeline_create(e->dev, &pd, &p->pipe, err);
@@ -454,11 +447,11 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     /* The kernel keeps 16 or ATTN_MAX_BUCKETS buckets (fewer pipelines to
      * build); rows are compacted to nb after download. */
     uint32_t nb_k = (d.flags & ATTN_BUCKETS) ? (nb <= 16 ? 16 : ATTN_MAX_BUCKETS) : 1;
-    uint32_t tile = tile_keys(dev, &d);
+    uint32_t kb = block_keys(dev, &d), blocks = key_blocks(&d, kb);
     attn_layout L;
     layout_of(&d, nb_k, &L);
     res->n_buckets = nb;
-    res->tile_k = tile;
+    res->chunk_keys = blocks * kb;
 
     double t_start = rl_now();
     int paired = (d.flags & ATTN_PAIRED) != 0;
@@ -484,7 +477,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         goto done;
 
     const rlvk_pipeline *pipe;
-    if ((st = get_pipe(e, var, &d, tile, nb_k, &pipe, err)))
+    if ((st = get_pipe(e, var, &d, kb, blocks, nb_k, &pipe, err)))
         goto done;
     const rlvk_buffer *bufs[12] = {
         &bqa, &bka, own_b ? &bqb : (paired ? &bqa : &dummy), own_b ? &bkb : (paired ? &bka : &dummy),
@@ -492,28 +485,42 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     for (uint32_t b = 0; in->bias && b < in->bias->n_buffers; b++)
         bufs[8 + b] = in->bias->buffers[b];
 
-    /* Query blocks per submission: keep each submission's work bounded so
-     * no single submission runs for seconds on a desktop GPU. */
+    /* Dispatches: one per (key chunk, KV head), over the query blocks that
+     * see the chunk (causal: from the block holding the chunk's first key
+     * on); submissions gather dispatches up to d.work_per_submit MACs each,
+     * so no single submission runs for seconds on a desktop GPU. A chunk's
+     * dispatch reads the running state the previous one wrote (barrier in
+     * rlvk_cmd_dispatch). */
+    uint64_t chunk = (uint64_t)blocks * kb;
+    uint64_t n_chunks = (n + chunk - 1) / chunk;
     uint64_t n_qb = (n + ATTN_WG - 1) / ATTN_WG;
-    uint64_t per_block = (uint64_t)ATTN_WG * n * d.head_dim * d.heads * (paired ? 2 : 1);
-    if (d.causal)
-        per_block /= 2;
-    uint64_t blocks_per = d.work_per_submit / (per_block ? per_block : 1);
-    if (blocks_per < 1)
-        blocks_per = 1;
+    uint32_t group = d.heads / d.kv_heads;
     struct rl_attn_push push = {
         .group_base = 0, .n_tokens = (uint32_t)n, .scale_a = d.scale, .scale_b = d.scale_b,
         .off_buckets = (uint32_t)L.off_buckets, .off_out = (uint32_t)L.off_out,
         .off_dump = (uint32_t)L.off_dump};
     res->gpu_ms = 0;
-    for (uint64_t qb0 = 0; qb0 < n_qb; qb0 += blocks_per) {
-        uint64_t nblk = n_qb - qb0 < blocks_per ? n_qb - qb0 : blocks_per;
-        push.qblock_base = (uint32_t)qb0;
-        if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
+    uint64_t next = 0, total = n_chunks * d.kv_heads; /* dispatch x: chunk x / kv, head x % kv */
+    while (next < total) {
+        uint64_t work = 0, end = next;
+        while (end < total && (end == next || work < d.work_per_submit)) {
+            uint64_t qb0 = d.causal ? end / d.kv_heads * chunk / ATTN_WG : 0;
+            work += (n_qb - qb0) * ATTN_WG * group * chunk * d.head_dim * (paired ? 2 : 1);
+            end++;
+        }
+        if ((st = rlvk_cmd_begin(dev, (uint32_t)(end - next), &cmd, err)))
             goto done;
+        if (next == 0) /* statistics not asked for read 0, not stale memory */
+            rlvk_cmd_zero(&cmd, &bout);
         rlvk_cmd_timestamp(&cmd, 0);
-        if ((st = rlvk_cmd_dispatch(&cmd, pipe, bufs, &push, nblk * d.heads, err)))
-            goto done;
+        for (uint64_t x = next; x < end; x++) {
+            uint64_t key0 = x / d.kv_heads * chunk, qb0 = d.causal ? key0 / ATTN_WG : 0;
+            push.qblock_base = (uint32_t)qb0;
+            push.key_base = (uint32_t)key0;
+            push.kv_head = (uint32_t)(x % d.kv_heads);
+            if ((st = rlvk_cmd_dispatch(&cmd, pipe, bufs, &push, (n_qb - qb0) * group, err)))
+                goto done;
+        }
         rlvk_cmd_timestamp(&cmd, 1);
         if ((st = rlvk_cmd_submit_wait(&cmd, err)))
             goto done;
@@ -525,6 +532,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         rlvk_cmd_destroy(&cmd);
         memset(&cmd, 0, sizeof cmd);
         res->submissions++;
+        next = end;
     }
     if ((st = rlvk_buffer_download(dev, &bout, 0, stats, n * d.heads * RL_ATTN_NSTAT * 4, err)))
         goto done;

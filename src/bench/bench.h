@@ -66,7 +66,7 @@ typedef struct bench_attn_result {
     double gflops;              /* flops / gpu time */
     double fma_gflops;          /* fma_peak.comp on the same device */
     double ratio;               /* gflops / fma_gflops */
-    uint32_t submissions, tile_k;
+    uint32_t submissions, chunk_keys;
     chk_stats verify;           /* worst statistic error/bound before timing */
 } bench_attn_result;
 

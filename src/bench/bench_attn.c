@@ -12,17 +12,16 @@
 
 _Static_assert(sizeof(struct rl_fma_push) == 16, "rl_fma_push layout");
 
-/* FMA peak: groups x local invocations x iters rounds of 32 FMAs (64 flops),
- * timed with timestamps; median over reps. Many groups so every core (or
- * compute unit) is busy. */
+/* FMA peak: groups x local invocations x RL_FMA_ROUNDS rounds of 32 FMAs
+ * (64 flops), timed with timestamps; median over reps. Many groups so every
+ * core (or compute unit) is busy for tens of milliseconds or more. */
 static rl_status fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_error *err)
 {
     rlvk_pipeline pipe = {0};
     rlvk_buffer y = {0};
     rlvk_cmd cmd = {0};
     const uint32_t local = 64;
-    uint32_t groups = 1024;
-    uint32_t iters = dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 4096 : 65536;
+    uint32_t groups = dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 4096 : 262144;
     double *t = malloc(reps * sizeof *t);
     rlvk_pipeline_desc pd = {.name = "fma_peak", .spirv = rl_spv_fma_peak,
                              .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
@@ -33,7 +32,7 @@ static rl_status fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_er
     if (!st)
         st = rlvk_buffer_create(dev, (uint64_t)groups * local * 16, "fma_peak out", &y, err);
     for (uint32_t r = 0; !st && r <= reps; r++) { /* r = 0 is the warm-up */
-        struct rl_fma_push push = {.group_base = 0, .iters = iters, .seed = 0.5f};
+        struct rl_fma_push push = {.group_base = 0, .seed = 0.5f};
         const rlvk_buffer *bufs[1] = {&y};
         if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
             break;
@@ -51,7 +50,7 @@ static rl_status fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_er
     }
     if (!st) {
         double ns = bench_median(t, reps);
-        *gflops = (double)groups * local * iters * 64.0 / ns;
+        *gflops = (double)groups * local * RL_FMA_ROUNDS * 64.0 / ns;
     }
     rlvk_buffer_destroy(dev, &y);
     rlvk_pipeline_destroy(dev, &pipe);
@@ -116,7 +115,7 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
                      res->verify.worst_ratio);
         goto done;
     }
-    res->tile_k = r.tile_k;
+    res->chunk_keys = r.chunk_keys;
     res->submissions = r.submissions;
     res->wall_ms = r.wall_ms;
     times[0] = r.gpu_ms;

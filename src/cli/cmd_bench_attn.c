@@ -26,10 +26,10 @@ static rl_status bench_attention_on(rlvk_device *dev, void *p, json_t *arr, rl_e
             "verify_worst_error_over_bound", r.verify.worst_ratio));
     } else {
         printf("device %u: %s\n", dev->info.index, dev->info.name);
-        printf("  attention %s, %llu tokens x %u heads x %u dims, %s, %s, tile %u keys, %u submission(s)\n",
+        printf("  attention %s, %llu tokens x %u heads x %u dims, %s, %s, chunks of %u keys, %u submission(s)\n",
                c->with_output ? "statistics + O" : "statistics only", (unsigned long long)c->tokens,
                c->heads, c->head_dim, c->causal ? "causal" : "bidirectional", c->fp16 ? "fp16" : "fp32",
-               r.tile_k, r.submissions);
+               r.chunk_keys, r.submissions);
         printf("  verified first: worst error/bound %.3f\n", r.verify.worst_ratio);
         printf("  GPU time     : %10.3f ms median of %u (wall %.3f ms, upload to download)\n",
                r.gpu_ms, r.opts.reps, r.wall_ms);

@@ -64,6 +64,21 @@ rl_status rlvk_cmd_begin(rlvk_device *dev, uint32_t max_dispatches, rlvk_cmd *cm
     return RL_OK;
 }
 
+/* Makes writes of `stage` visible to later compute dispatches and copies. */
+static void barrier_after(rlvk_cmd *cmd, VkPipelineStageFlags stage, VkAccessFlags access)
+{
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = access,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                         VK_ACCESS_TRANSFER_READ_BIT,
+    };
+    cmd->dev->vk.vkCmdPipelineBarrier(cmd->cb, stage,
+                                      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+                                          VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                      0, 1, &mb, 0, NULL, 0, NULL);
+}
+
 rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
                             const rlvk_buffer *const *bufs, const void *push,
                             uint64_t n_groups, rl_error *err)
@@ -119,16 +134,14 @@ rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
         /* Leave the caller's push block as given for a later reuse. */
         dev->vk.vkCmdPushConstants(cmd->cb, pipe->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, push);
     }
-    VkMemoryBarrier mb = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                         VK_ACCESS_TRANSFER_READ_BIT,
-    };
-    dev->vk.vkCmdPipelineBarrier(cmd->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                                 0, 1, &mb, 0, NULL, 0, NULL);
+    barrier_after(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
     return RL_OK;
+}
+
+void rlvk_cmd_zero(rlvk_cmd *cmd, const rlvk_buffer *buf)
+{
+    cmd->dev->vk.vkCmdFillBuffer(cmd->cb, buf->buffer, 0, VK_WHOLE_SIZE, 0);
+    barrier_after(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
 }
 
 void rlvk_cmd_timestamp(rlvk_cmd *cmd, uint32_t slot)
