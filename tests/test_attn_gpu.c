@@ -106,10 +106,15 @@ END_TEST
  * derived per-statistic bounds of chk_attn.c (see there). */
 static const chk_attn_case random_cases[] = {
     {65, 4, 2, 64, 1, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED},
-    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS},
-    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B},
-    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0},
+    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0},
+    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0},
+    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0},
+    /* 4-key blocks, 3 per dispatch: 12-key chunks start inside the 64-query
+     * workgroups (causal rows before a chunk must be left alone) and rows
+     * are finished mid-workgroup. */
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3},
+    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1},
 };
 
 START_TEST(gpu_random_problems_match_reference)
@@ -143,7 +148,7 @@ START_TEST(gpu_rows_beyond_65535_keys)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     const chk_attn_case c = {70001, 1, 1, 8, 1, 0, NULL,
-                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS};
+                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0};
     chk_row row;
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &c, 11, &row, &err) == RL_OK, "%s", err.msg);
     ck_assert(!row.skipped);

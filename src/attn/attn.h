@@ -78,6 +78,10 @@ typedef struct attn_desc {
     int no_verify;          /* 1: skip the CPU verification */
     uint64_t work_per_submit; /* key*query*dim MACs per submission (at least one
                                  dispatch = one key chunk of one KV head); 0: 2^31 */
+    uint32_t block_keys;    /* keys per staged block: 0 automatic (16, or 8/4 when
+                               shared memory is short), else 4, 8 or 16 */
+    uint32_t chunk_blocks;  /* blocks per dispatch: 0 automatic (see attn_gpu.c),
+                               else 1..RL_ATTN_MAX_BLOCKS */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */

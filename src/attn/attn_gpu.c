@@ -90,23 +90,33 @@ static attn_desc resolve(const attn_desc *d)
 /* Keys per block: the block's K_a (+ K_b paired, + V with O) rows as fp32
  * vec4 plus one position per key must fit maxComputeSharedMemorySize
  * (16, 8 or 4 keys; 0 when not even 4 fit). */
-static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
+static uint64_t block_bytes(const attn_desc *d, uint32_t kb)
 {
     uint32_t ops = 1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u);
-    for (uint32_t kb = RL_ATTN_KB; kb >= 4; kb /= 2) {
-        uint64_t bytes = (uint64_t)kb * d->head_dim * 4u * ops + 2 * 16 + kb * 4u;
-        if (bytes <= dev->info.max_shared_memory)
+    return (uint64_t)kb * d->head_dim * 4u * ops + 2 * 16 + kb * 4u;
+}
+
+static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
+{
+    if (d->block_keys)
+        return block_bytes(d, d->block_keys) <= dev->info.max_shared_memory ? d->block_keys : 0;
+    for (uint32_t kb = RL_ATTN_KB; kb >= 4; kb /= 2)
+        if (block_bytes(d, kb) <= dev->info.max_shared_memory)
             return kb;
-    }
     return 0;
 }
 
 /* Blocks per dispatch: the shader unrolls them all, so the count shrinks as
- * head_dim grows, keeping the code near 4096 vec4 multiply-adds per
- * invocation and dispatch (128 keys at head_dim 128). */
+ * the work per key grows (head_dim, paired logits, O), keeping the code near
+ * RL_ATTN_UNROLL_BUDGET vec4 multiply-adds per invocation and dispatch (128
+ * keys at head_dim 128 for statistics alone). */
+#define RL_ATTN_UNROLL_BUDGET 4096u
 static uint32_t key_blocks(const attn_desc *d, uint32_t kb)
 {
-    uint32_t b = 4096u / (kb * (d->head_dim / 4u ? d->head_dim / 4u : 1u));
+    if (d->chunk_blocks)
+        return d->chunk_blocks;
+    uint32_t ops = 1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u);
+    uint32_t b = RL_ATTN_UNROLL_BUDGET / (kb * ops * (d->head_dim / 4u ? d->head_dim / 4u : 1u));
     if (b > RL_ATTN_MAX_BLOCKS)
         b = RL_ATTN_MAX_BLOCKS;
     return b ? b : 1u;
@@ -178,6 +188,11 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
     if (d.flags & ~ATTN_USER_FLAGS)
         return rl_fail(err, RL_ERR_ARG, "attention: unknown statistic flags 0x%x",
                        d.flags & ~ATTN_USER_FLAGS);
+    if ((d.block_keys && d.block_keys != 4 && d.block_keys != 8 && d.block_keys != 16) ||
+        d.chunk_blocks > RL_ATTN_MAX_BLOCKS)
+        return rl_fail(err, RL_ERR_ARG,
+                       "attention: block_keys %u must be 0, 4, 8 or 16 and chunk_blocks %u at most %u",
+                       d.block_keys, d.chunk_blocks, RL_ATTN_MAX_BLOCKS);
     if (block_keys(dev, &d) == 0)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: head_dim %u with these outputs needs more than %s's "

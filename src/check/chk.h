@@ -115,6 +115,7 @@ typedef struct chk_attn_case {
     int causal, fp16;
     const char *bias;         /* registry encoding of the logit bias ("alibi", "t5", "xl"); NULL: none */
     uint32_t flags;           /* ATTN_* statistics */
+    uint32_t block_keys, chunk_blocks; /* attn_desc tuning; 0: automatic */
 } chk_attn_case;
 struct attn_engine;
 rl_status chk_attn_run_case(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,

@@ -1,5 +1,5 @@
 /* Attention engine's `ropelab check` cases: lengths 1, 2, 63, 64, 65 (around
- * the 64-query workgroup), 1000 and 4097 (odd tail of the key tiles), causal
+ * the 64-query workgroup), 1000 and 4097 (odd tail of the key chunks), causal
  * and bidirectional, fp32 and fp16 storage, grouped-query attention, with
  * and with the registry's logit biases (alibi, t5, xl), every statistic at once
  * (entropy, argmax, target, distance buckets, O, paired KL). Sampled rows
@@ -206,7 +206,8 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
     attn_desc d = {.tokens = c->tokens, .heads = c->heads, .kv_heads = c->kv_heads,
                    .head_dim = c->head_dim, .causal = c->causal, .fp16 = c->fp16,
                    .flags = c->flags, .scale = (float)(1.0 / sqrt(c->head_dim)),
-                   .scale_b = (float)(1.25 / sqrt(c->head_dim))};
+                   .scale_b = (float)(1.25 / sqrt(c->head_dim)),
+                   .block_keys = c->block_keys, .chunk_blocks = c->chunk_blocks};
     attn_inputs in = {.q = x.q, .k = x.k, .v = x.v, .q_b = x.qb, .k_b = x.kb, .pos = x.pos,
                       .target = x.target, .bias = c->bias ? &pb.bias : NULL};
     attn_outputs out = {.stats = stats, .buckets = buckets, .out = o};
@@ -258,10 +259,10 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
             static const char *const biases[] = {"alibi", "t5", "xl"};
             const char *bias = biases[(li + (size_t)causal) % RL_ARRAY_LEN(biases)];
             attn_case cs[4] = {
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS},
-                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B},
-                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0},
+                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0},
             };
             /* O on 65 tokens causal (tail of a workgroup) and 1000 bidirectional. */
             int with_o = (n == 65 && causal) || (n == 1000 && !causal && !opt->quick);

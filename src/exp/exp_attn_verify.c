@@ -6,12 +6,13 @@
  * own worst error and its own tolerance from chk_attn_tolerances
  * (src/check/chk_attn.c). Those tolerances are worst-case fp32 sums derived
  * from the sampled rows' own numbers (u = 2^-24):
- *   logit  E_s = (D/4 + 4) u A + 3 u B   (D-term dot product in 4 FMA chains,
- *               A = |scale| sum |q_d k_d|, B = max |bias|),
+ *   logit  E_s = (D + 2) u A + 3 u B     (D-term dot product in one fp32 chain
+ *               per key, then the scale; A = |scale| sum |q_d k_d|,
+ *               B = max |bias|),
  *   exp    rho = (3 + 2R) 2^-23          (Vulkan's exp bound over the range R),
  *   sum    eps = 2 E_s + rho + N u + 3 (N/4 + 1) 2^-23 + 2^-21
  *               (N fp32 additions over the N keys of a row, one rescale per
- *               tile, log's absolute 2^-21),
+ *               key block, log's absolute 2^-21),
  *   entropy (R + 2) eps + 2 E_s; probabilities (argmax, target) relative
  *   E_s + tol_lse + rho + 2^-22; bucket masses that + N u; KL (2R + 4) eps +
  *   4 E_s; argmax: the picked key's true logit within 2 E_s of the maximum.
