@@ -17,12 +17,13 @@ static rl_status bench_attention_on(rlvk_device *dev, void *p, json_t *arr, rl_e
         return st;
     if (arr) {
         json_array_append_new(arr, json_pack(
-            "{s:s,s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:f}",
+            "{s:s,s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:f}",
             "device", dev->info.name, "kernel", "attention", "tokens", (json_int_t)c->tokens,
             "heads", (int)c->heads, "head_dim", (int)c->head_dim, "causal", c->causal, "fp16", c->fp16,
             "output", c->with_output, "gpu_ms_median", r.gpu_ms, "wall_ms", r.wall_ms, "gflop",
             r.flops * 1e-9, "gflop_per_s", r.gflops, "fma_peak_gflop_per_s", r.fma_gflops,
             "ratio_to_fma_peak", r.ratio, "submissions", (int)r.submissions,
+            "chunk_keys", (int)r.chunk_keys,
             "verify_worst_error_over_bound", r.verify.worst_ratio));
     } else {
         printf("device %u: %s\n", dev->info.index, dev->info.name);
