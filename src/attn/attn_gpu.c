@@ -90,10 +90,15 @@ static attn_desc resolve(const attn_desc *d)
 /* Keys per block: the block's K_a (+ K_b paired, + V with O) rows as fp32
  * vec4 plus one position per key must fit maxComputeSharedMemorySize
  * (16, 8 or 4 keys; 0 when not even 4 fit). */
+/* Key-side operands read per key: K_a, plus K_b (paired) and V (with O). */
+static uint32_t key_operands(const attn_desc *d)
+{
+    return 1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u);
+}
+
 static uint64_t block_bytes(const attn_desc *d, uint32_t kb)
 {
-    uint32_t ops = 1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u);
-    return (uint64_t)kb * d->head_dim * 4u * ops + 2 * 16 + kb * 4u;
+    return (uint64_t)kb * d->head_dim * 4u * key_operands(d) + 2 * 16 + kb * 4u;
 }
 
 static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
@@ -115,8 +120,7 @@ static uint32_t key_blocks(const attn_desc *d, uint32_t kb)
 {
     if (d->chunk_blocks)
         return d->chunk_blocks;
-    uint32_t ops = 1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u);
-    uint32_t b = RL_ATTN_UNROLL_BUDGET / (kb * ops * (d->head_dim / 4u ? d->head_dim / 4u : 1u));
+    uint32_t b = RL_ATTN_UNROLL_BUDGET / (kb * key_operands(d) * (d->head_dim / 4u ? d->head_dim / 4u : 1u));
     if (b > RL_ATTN_MAX_BLOCKS)
         b = RL_ATTN_MAX_BLOCKS;
     return b ? b : 1u;
@@ -310,7 +314,9 @@ static void note(attn_verify *v, int s, double got, double want, double denom)
         a = INFINITY;
     if (a > v->max_abs[s])
         v->max_abs[s] = a;
-    double r = a / denom;
+    /* An infinite error stays infinite relative to an infinite reference
+     * (inf / inf would be NaN and slip past every comparison). */
+    double r = isinf(a) ? INFINITY : a / denom;
     if (r > v->max_rel[s])
         v->max_rel[s] = r;
 }
@@ -515,25 +521,33 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         .off_buckets = (uint32_t)L.off_buckets, .off_out = (uint32_t)L.off_out,
         .off_dump = (uint32_t)L.off_dump};
     res->gpu_ms = 0;
-    uint64_t next = 0, total = n_chunks * d.kv_heads; /* dispatch x: chunk x / kv, head x % kv */
+    /* Dispatch x: chunk x / kv_heads, KV head x % kv_heads; its first key and
+     * first query block (causal: the block holding that key). */
+#define KEY0(x) ((x) / d.kv_heads * chunk)
+#define QB0(x) (d.causal ? KEY0(x) / ATTN_WG : 0)
+    uint64_t next = 0, total = n_chunks * d.kv_heads;
     while (next < total) {
         uint64_t work = 0, end = next;
         while (end < total && (end == next || work < d.work_per_submit)) {
-            uint64_t qb0 = d.causal ? end / d.kv_heads * chunk / ATTN_WG : 0;
-            work += (n_qb - qb0) * ATTN_WG * group * chunk * d.head_dim * (paired ? 2 : 1);
+            work += (n_qb - QB0(end)) * ATTN_WG * group * chunk * d.head_dim * (paired ? 2 : 1);
             end++;
         }
         if ((st = rlvk_cmd_begin(dev, (uint32_t)(end - next), &cmd, err)))
             goto done;
-        if (next == 0) /* statistics not asked for read 0, not stale memory */
-            rlvk_cmd_zero(&cmd, &bout);
+        if (next == 0) {
+            /* Statistics not asked for read 0, not stale memory; the dump
+             * starts all -inf, since a row's workgroup skips the chunks past
+             * its last key (causal) and masked logits are -inf. */
+            rlvk_cmd_fill(&cmd, &bout, 0, L.off_dump * 4, 0);
+            if (d.flags & ATTN_DUMP)
+                rlvk_cmd_fill(&cmd, &bout, L.off_dump * 4, 0, 0xff800000u);
+        }
         rlvk_cmd_timestamp(&cmd, 0);
         for (uint64_t x = next; x < end; x++) {
-            uint64_t key0 = x / d.kv_heads * chunk, qb0 = d.causal ? key0 / ATTN_WG : 0;
-            push.qblock_base = (uint32_t)qb0;
-            push.key_base = (uint32_t)key0;
+            push.qblock_base = (uint32_t)QB0(x);
+            push.key_base = (uint32_t)KEY0(x);
             push.kv_head = (uint32_t)(x % d.kv_heads);
-            if ((st = rlvk_cmd_dispatch(&cmd, pipe, bufs, &push, (n_qb - qb0) * group, err)))
+            if ((st = rlvk_cmd_dispatch(&cmd, pipe, bufs, &push, (n_qb - QB0(x)) * group, err)))
                 goto done;
         }
         rlvk_cmd_timestamp(&cmd, 1);
@@ -549,6 +563,8 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         res->submissions++;
         next = end;
     }
+#undef QB0
+#undef KEY0
     if ((st = rlvk_buffer_download(dev, &bout, 0, stats, n * d.heads * RL_ATTN_NSTAT * 4, err)))
         goto done;
     if (d.flags & ATTN_BUCKETS) {

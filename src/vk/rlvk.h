@@ -207,9 +207,11 @@ rl_status rlvk_cmd_begin(rlvk_device *dev, uint32_t max_dispatches, rlvk_cmd *cm
 rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
                             const rlvk_buffer *const *bufs, const void *push,
                             uint64_t n_groups, rl_error *err);
-/* Records a fill of the whole buffer with zero bytes, then a barrier so
+/* Records a fill of `bytes` bytes of `buf` from `offset` (both multiples of
+ * 4; bytes 0 = to the end) with the 32-bit word `word`, then a barrier so
  * later dispatches and copies see it. */
-void rlvk_cmd_zero(rlvk_cmd *cmd, const rlvk_buffer *buf);
+void rlvk_cmd_fill(rlvk_cmd *cmd, const rlvk_buffer *buf, uint64_t offset, uint64_t bytes,
+                   uint32_t word);
 /* Writes timestamp slot `slot` (< RLVK_MAX_TIMESTAMPS) after all prior work. */
 void rlvk_cmd_timestamp(rlvk_cmd *cmd, uint32_t slot);
 /* Ends, submits, waits (bounded; a timeout is an error) and reads timestamps. */

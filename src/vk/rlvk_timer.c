@@ -138,9 +138,11 @@ rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
     return RL_OK;
 }
 
-void rlvk_cmd_zero(rlvk_cmd *cmd, const rlvk_buffer *buf)
+void rlvk_cmd_fill(rlvk_cmd *cmd, const rlvk_buffer *buf, uint64_t offset, uint64_t bytes,
+                   uint32_t word)
 {
-    cmd->dev->vk.vkCmdFillBuffer(cmd->cb, buf->buffer, 0, VK_WHOLE_SIZE, 0);
+    cmd->dev->vk.vkCmdFillBuffer(cmd->cb, buf->buffer, offset, bytes ? bytes : VK_WHOLE_SIZE,
+                                 word);
     barrier_after(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
 }
 
