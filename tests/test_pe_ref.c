@@ -35,7 +35,8 @@ START_TEST(registry_lists_every_encoding_once)
     ck_assert_ptr_null(pe_family_find("rope2"));
     ck_assert_int_eq(pe_family_find("t5")->acts, PE_ACTS_LOGITS);
     ck_assert_int_eq(pe_family_find("sinusoidal")->acts, PE_ACTS_VECTORS);
-    ck_assert_str_eq(pe_family_find("xl")->bias_variant, "xl");
+    ck_assert_str_eq(pe_bias_variant(pe_family_find("xl")), "xl");
+    ck_assert_str_eq(pe_bias_variant(pe_family_find("rope")), "none");
 }
 END_TEST
 

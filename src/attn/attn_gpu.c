@@ -9,15 +9,8 @@
 
 #include "attn/attn.h"
 #include "core/rl_util.h"
-
-#include "attn_alibi.spv.h"
-#include "attn_alibi_f16.spv.h"
-#include "attn_none.spv.h"
-#include "attn_none_f16.spv.h"
-#include "attn_t5.spv.h"
-#include "attn_t5_f16.spv.h"
-#include "attn_xl.spv.h"
-#include "attn_xl_f16.spv.h"
+/* embedded SPIR-V (after <stdint.h>) */
+#include "attn_variants.spv.h"
 
 _Static_assert(sizeof(struct rl_attn_push) == 48, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, key_base) == 32, "rl_attn_push layout");
@@ -25,8 +18,8 @@ _Static_assert(offsetof(struct rl_attn_push, group_base) == 0, "group_base first
 _Static_assert(offsetof(struct rl_attn_push, scale_a) == 12, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, off_dump) == 28, "rl_attn_push layout");
 
-/* One SPIR-V variant per bias encoding and precision (shaders/meson.build).
- * Adding a bias = one line here + one variant pair there. */
+/* One SPIR-V variant per bias encoding and precision, generated from the
+ * encoding registry (src/pe/meson.build -> shaders/meson.build). */
 typedef struct attn_variant {
     const char *name;
     const uint32_t *spv32, *spv16;
@@ -34,13 +27,8 @@ typedef struct attn_variant {
 } attn_variant;
 
 #define ATTN_VARIANT(n) {#n, rl_spv_attn_##n, rl_spv_attn_##n##_f16, sizeof rl_spv_attn_##n, \
-                         sizeof rl_spv_attn_##n##_f16}
-static const attn_variant variants[] = {
-    ATTN_VARIANT(none),
-    ATTN_VARIANT(alibi),
-    ATTN_VARIANT(t5),
-    ATTN_VARIANT(xl),
-};
+                         sizeof rl_spv_attn_##n##_f16},
+static const attn_variant variants[] = {RL_ATTN_VARIANTS(ATTN_VARIANT)};
 
 static const attn_variant *find_variant(const char *name)
 {
@@ -424,9 +412,15 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         return st;
     const char *vname = in->bias && in->bias->variant ? in->bias->variant : "none";
     const attn_variant *var = find_variant(vname);
-    if (!var)
+    if (!var) {
+        char built[256] = "";
+        size_t n = 0;
+        for (size_t i = 0; i < RL_ARRAY_LEN(variants) && n < sizeof built; i++)
+            n += (size_t)snprintf(built + n, sizeof built - n, "%s%s", i ? ", " : "",
+                                  variants[i].name);
         return rl_fail(err, RL_ERR_UNSUPPORTED,
-                       "attention: no shader variant for bias '%s' (built: none, alibi, t5, xl)", vname);
+                       "attention: no shader variant for bias '%s' (built: %s)", vname, built);
+    }
     if (d.fp16 && !dev->feat_storage16)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "attention: fp16 storage needs storageBuffer16BitAccess, which %s lacks",

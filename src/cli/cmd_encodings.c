@@ -66,7 +66,7 @@ int cmd_encodings(int argc, char **argv)
             json_array_append_new(
                 arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "name", f->name, "title", f->title,
                                "paper", f->paper, "acts_on", acts_str(f->acts), "bias",
-                               f->bias_variant, "formula", f->formula, "params", ps));
+                               pe_bias_variant(f), "formula", f->formula, "params", ps));
             continue;
         }
         printf("%-11s %s (acts on: %s)\n", f->name, f->title, acts_str(f->acts));

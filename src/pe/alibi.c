@@ -103,13 +103,19 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case bias_checks[] = {
+    {"alibi/causal", "{}", 48, 8, 8, 64, 0, 1},
+    {"alibi/bidir", "{\"bidirectional\": true}", 48, 12, 12, 64, 0, 0},
+};
+
 const pe_family pe_family_alibi = {
     .name = "alibi",
     .title = "attention with linear biases",
     .paper = "Press et al. 2022, Train Short, Test Long: Attention with Linear Biases Enables "
              "Input Length Extrapolation, ICLR, arXiv:2108.12409",
     .acts = PE_ACTS_LOGITS,
-    .bias_variant = "alibi",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = -m_h*(i - j) (causal) or -m_h*|i - j|; m_h = 2^(-8(h+1)/n), "
@@ -122,4 +128,6 @@ const pe_family pe_family_alibi = {
         .bias_gpu_create = bias_gpu_create,
         .inspect = inspect,
     },
+    .bias_checks = bias_checks,
+    .n_bias_checks = RL_ARRAY_LEN(bias_checks),
 };

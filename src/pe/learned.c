@@ -197,12 +197,19 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case vec_checks[] = {
+    {"learned/wrap", "{\"beyond\": \"wrap\", \"max_positions\": 1000}", 33, 4, 0, 64, 0, 1},
+    {"learned/error", "{}", 257, 2, 0, 128, 11, 0},
+    {"learned/clamp", "{\"beyond\": \"clamp\", \"max_positions\": 512}", 64, 8, 0, 32, 0, 0},
+};
+
 const pe_family pe_family_learned = {
     .name = "learned",
     .title = "learned absolute position table, added to q and k",
     .paper = "Devlin et al. 2019 (BERT), arXiv:1810.04805; Radford et al. 2019 (GPT-2)",
     .acts = PE_ACTS_VECTORS,
-    .bias_variant = "none",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "q' = q + alpha*T[i], k' = k + alpha*T[j]; T [max_positions][head_dim]",
@@ -217,4 +224,6 @@ const pe_family pe_family_learned = {
         .vec_gpu_destroy = pe_add_destroy,
         .inspect = inspect,
     },
+    .vec_checks = vec_checks,
+    .n_vec_checks = RL_ARRAY_LEN(vec_checks),
 };

@@ -10,21 +10,18 @@
 
 #include "core/rl_npy.h"
 #include "pe_add.spv.h"
+#include "pe/pe_families.h" /* generated from src/pe/meson.build */
 #include "rl_push.h"
 
-extern const pe_family pe_family_nope, pe_family_rope, pe_family_sinusoidal,
-    pe_family_learned, pe_family_t5, pe_family_alibi, pe_family_xl;
-
-/* The registry. Adding an encoding = one src/pe/<name>.c + one line here. */
-static const pe_family *const families[] = {
-    &pe_family_nope,
-    &pe_family_rope,
-    &pe_family_sinusoidal,
-    &pe_family_learned,
-    &pe_family_t5,
-    &pe_family_alibi,
-    &pe_family_xl,
-};
+/* The registry, generated from the one list in src/pe/meson.build (adding
+ * an encoding = one src/pe/<name>.c defining pe_family_<name> + one line
+ * there). */
+#define X(name) extern const pe_family pe_family_##name;
+PE_FAMILY_LIST(X)
+#undef X
+#define X(name) &pe_family_##name,
+static const pe_family *const families[] = {PE_FAMILY_LIST(X)};
+#undef X
 
 struct pe_encoding {
     const pe_family *fam;
@@ -50,7 +47,16 @@ const pe_family *pe_family_find(const char *name)
 
 const char *pe_family_names(void)
 {
-    return "nope, rope, sinusoidal, learned, t5, alibi, xl";
+    /* ", nope, rope, ..." at compile time from the same list; skip the first ", ". */
+#define X(name) ", " #name
+    static const char names[] = PE_FAMILY_LIST(X);
+#undef X
+    return names + 2;
+}
+
+const char *pe_bias_variant(const pe_family *fam)
+{
+    return (fam->acts & PE_ACTS_LOGITS) ? fam->name : "none";
 }
 
 const char *pe_ptype_name(pe_ptype t)
@@ -533,7 +539,7 @@ rl_status pe_bias_gpu_create(rlvk_device *dev, const pe_encoding *e, const float
                              uint32_t head_dim, pe_bias_gpu *out, rl_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->variant = e->fam->bias_variant;
+    out->variant = pe_bias_variant(e->fam);
     if (heads != e->shape.heads || (kv_heads ? kv_heads : heads) != e->shape.kv_heads ||
         head_dim != e->shape.head_dim)
         return rl_fail(err, RL_ERR_ARG,

@@ -70,7 +70,7 @@ typedef struct pe_family pe_family;
  * bound at 8..8+n_buffers-1. Filled by pe_bias_gpu_create, freed by
  * pe_bias_gpu_destroy. (bias_contract.md) */
 typedef struct pe_bias_gpu {
-    const char *variant;          /* "none", "alibi", "t5", "xl" */
+    const char *variant;          /* pe_bias_variant(): "none" or the family name */
     uint32_t n_buffers;           /* 0..4 */
     rlvk_buffer buffers[4];       /* bound at bindings 8.. */
 } pe_bias_gpu;
@@ -123,17 +123,34 @@ typedef struct pe_ops {
                          rl_error *err);
 } pe_ops;
 
+/* One `ropelab check` case of a family (its check rows are the family's
+ * own; src/check iterates the registry). Vector cases compare the GPU
+ * transform with vec_ref element-wise; bias cases evaluate the GLSL rl_bias
+ * over a grid of (h, i, j) against bias_ref. */
+typedef struct pe_check_case {
+    const char *label;      /* row name after "pe/" or "bias/", e.g. "alibi/causal" */
+    const char *params;     /* the encoding's parameters as JSON object text */
+    uint32_t tokens, heads, kv_heads, head_dim;  /* kv_heads 0: heads */
+    uint32_t pos_cap_log2;  /* vector cases: 0 = positions up to 2^max_pos_log2,
+                               else up to 2^this - 1 (a table's length) */
+    int quick;              /* also run by `check --quick` */
+} pe_check_case;
+
 /* A registry entry. */
 struct pe_family {
     const char *name;         /* "t5" */
     const char *title;        /* "T5 relative position buckets" */
     const char *paper;        /* "Raffel et al. 2020, JMLR 21(140), arXiv:1910.10683" */
     int acts;                 /* PE_ACTS_* bits; 0 for nope */
-    const char *bias_variant; /* "none", "alibi", "t5", "xl" */
     const pe_param *params;
     size_t n_params;
     const char *formula;      /* one line for `ropelab encodings` */
+    const char *inspect_note; /* printed under `ropelab inspect`'s table, or NULL */
     pe_ops ops;
+    const pe_check_case *vec_checks;   /* vector transform cases (PE_ACTS_VECTORS or identity) */
+    size_t n_vec_checks;
+    const pe_check_case *bias_checks;  /* logit-bias cases (PE_ACTS_LOGITS) */
+    size_t n_bias_checks;
 };
 
 /* The frequencies of a RoPE-family encoding (family "rope"), NULL for any
@@ -149,6 +166,9 @@ const pe_family *pe_family_at(size_t i);
 const pe_family *pe_family_find(const char *name);
 /* Comma-separated list of names, for messages. */
 const char *pe_family_names(void);
+/* The attention / bias_eval shader variant of fam's bias: its name for a
+ * family that acts on logits (shaders/bias_NAME.glsl), else "none". */
+const char *pe_bias_variant(const pe_family *fam);
 
 /* ---- parameters ----------------------------------------------------------- */
 

@@ -181,13 +181,30 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case vec_checks[] = {
+    {"rope/half", "{}", 33, 8, 0, 64, 0, 1},
+    {"rope/interleaved", "{\"layout\": \"interleaved\", \"rotary_dim\": 64}", 65, 8, 0, 128, 0, 0},
+    /* Through the registry with HF keys: the precision modes' device data
+     * (table per launch's positions, precise per pair) must be wired up. */
+    {"rope/yarn/table",
+     "{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 4096, "
+     "\"precision\": \"table\"}",
+     65, 4, 0, 128, 0, 0},
+    {"rope/llama3/precise",
+     "{\"rope_type\": \"llama3\", \"factor\": 8, \"original_max_position_embeddings\": 8192, "
+     "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"rope_theta\": 500000, "
+     "\"precision\": \"precise\"}",
+     33, 8, 0, 128, 0, 0},
+};
+
 const pe_family pe_family_rope = {
     .name = "rope",
     .title = "rotary position embedding",
     .paper = "Su et al. 2021, RoFormer: Enhanced Transformer with Rotary Position Embedding, "
              "arXiv:2104.09864",
     .acts = PE_ACTS_VECTORS,
-    .bias_variant = "none",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "(y_a, y_b) = (x_a cos p*t_j - x_b sin p*t_j, x_b cos p*t_j + x_a sin p*t_j), "
@@ -202,6 +219,8 @@ const pe_family pe_family_rope = {
         .vec_gpu_destroy = vec_gpu_destroy,
         .inspect = inspect,
     },
+    .vec_checks = vec_checks,
+    .n_vec_checks = RL_ARRAY_LEN(vec_checks),
 };
 
 const rope_freqs *pe_rope_freqs(const pe_encoding *e)

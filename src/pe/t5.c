@@ -176,13 +176,19 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case bias_checks[] = {
+    {"t5/bidir", "{}", 48, 8, 8, 64, 0, 1},
+    {"t5/causal", "{\"bidirectional\": false, \"num_buckets\": 64, \"max_distance\": 1000}", 48, 12, 4, 64, 0, 0},
+};
+
 const pe_family pe_family_t5 = {
     .name = "t5",
     .title = "T5 relative position buckets",
     .paper = "Raffel et al. 2020, Exploring the Limits of Transfer Learning with a Unified "
              "Text-to-Text Transformer, JMLR 21(140), arXiv:1910.10683",
     .acts = PE_ACTS_LOGITS,
-    .bias_variant = "t5",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = B[h][bucket(j - i)]; half the buckets exact, the rest logarithmic up to "
@@ -194,4 +200,6 @@ const pe_family pe_family_t5 = {
         .bias_gpu_create = bias_gpu_create,
         .inspect = inspect,
     },
+    .bias_checks = bias_checks,
+    .n_bias_checks = RL_ARRAY_LEN(bias_checks),
 };
