@@ -87,7 +87,7 @@ typedef struct chk_bias_item {
     uint32_t h, qtok, ktok;
     int32_t qpos, kpos, pad[3];
 } chk_bias_item;
-/* Evaluates the GLSL rl_bias of b's variant (alibi, t5, xl) at n points on
+/* Evaluates the GLSL rl_bias of b's variant (any registry bias) at n points on
  * the device: out [n] f32; *guard_ok = 0 if it wrote past out. */
 struct pe_bias_gpu;
 rl_status chk_pe_bias_eval(rlvk_device *dev, const struct pe_bias_gpu *b,
