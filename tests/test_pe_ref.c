@@ -18,10 +18,16 @@ static const pe_shape shape8 = {.head_dim = 4, .heads = 8};
 
 START_TEST(registry_lists_every_encoding_once)
 {
-    const char *want[] = {"nope", "rope", "sinusoidal", "learned", "t5", "alibi", "xl"};
-    ck_assert_uint_eq(pe_family_count(), 7);
-    for (size_t i = 0; i < 7; i++) {
+    const char *want[] = {"nope", "rope", "sinusoidal", "learned", "t5", "alibi", "xl", "kerple"};
+    ck_assert_uint_eq(pe_family_count(), RL_ARRAY_LEN(want));
+    for (size_t i = 0; i < RL_ARRAY_LEN(want); i++) {
         const pe_family *f = pe_family_find(want[i]);
+        ck_assert_ptr_eq(pe_family_at(i), f); /* registry order */
+        /* every family brings its own check rows, of the kind it acts on */
+        if (f->acts & PE_ACTS_LOGITS)
+            ck_assert_uint_gt(f->n_bias_checks, 0);
+        else
+            ck_assert_uint_gt(f->n_vec_checks, 0);
         ck_assert_ptr_nonnull(f);
         ck_assert_str_eq(f->name, want[i]);
         ck_assert_ptr_nonnull(f->paper);
@@ -106,7 +112,17 @@ static const bad_param bad_params[] = {
     {"rope", "{\"layout\": \"diagonal\"}", 8, 1, 0, "rope: layout must be \"half\" or \"interleaved\""},
     {"alibi", "{}", 4, 8, 3, "alibi: kv_heads 3 must divide heads 8"},
     {"alibi", "{}", 0, 8, 0, "alibi: head_dim must be at least 1"},
-    {"rope9", "{}", 4, 8, 0, "unknown encoding 'rope9' (known: nope, rope, sinusoidal, learned, t5, alibi, xl)"},
+    {"rope9", "{}", 4, 8, 0,
+     "unknown encoding 'rope9' (known: nope, rope, sinusoidal, learned, t5, alibi, xl, kerple)"},
+    {"kerple", "{\"r2\": 0}", 4, 2, 0,
+     "kerple: r2 must be a finite number > 0 (the kernel needs r1, r2 > 0)"},
+    {"kerple", "{\"r1\": [1, -2]}", 4, 2, 0,
+     "kerple: r1[...] must be a finite number > 0 (the kernel needs r1, r2 > 0)"},
+    {"kerple", "{\"r2\": 1e-50}", 4, 2, 0,
+     "kerple: r2 must be a finite number > 0"}, /* 0 in fp32 */
+    {"kerple", "{\"r1\": [1, 2, 3]}", 4, 2, 0, "kerple: r1 has 3 values but the model has 2 heads"},
+    {"kerple", "{\"r1\": \"1\"}", 4, 2, 0, "kerple: r1 must be a number or a list of 2 numbers"},
+    {"kerple", "{\"r3\": 1}", 4, 2, 0, "kerple: unknown parameter 'r3' (known: r1, r2)"},
     {"t5", "[1, 2]", 4, 8, 0, "t5: parameters must be a JSON object"},
 };
 
@@ -498,6 +514,59 @@ START_TEST(seeded_tables_come_from_the_documented_stream)
 }
 END_TEST
 
+/* ---- KERPLE -------------------------------------------------------------------------- */
+
+START_TEST(kerple_log_bias_matches_hand_values)
+{
+    /* -r1 log(1 + r2 |i - j|): r1 = 2, r2 = 0.5 at distance 6 is -2 ln 4;
+     * head 1 (r1 = 3, r2 = 0.25) at distance 4 is -3 ln 2; symmetric in
+     * i - j; 0 at distance 0. */
+    pe_shape s = {.head_dim = 4, .heads = 2};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_int_eq(make_enc("kerple", "{\"r1\": [2, 3], \"r2\": [0.5, 0.25]}", &s, &e, &err),
+                     RL_OK);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 0, 0, 0, 10, 4, NULL, NULL), -2.7725887222397812, 1e-15);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 0, 0, 0, 4, 10, NULL, NULL), -2.7725887222397812, 1e-15);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 1, 0, 0, 104, 100, NULL, NULL), -2.0794415416798359,
+                            1e-15);
+    ck_assert_double_eq(pe_bias_ref(e, 1, 0, 0, 7, 7, NULL, NULL), 0.0);
+    ck_assert_double_eq(pe_bias_bound(e, 1, 0, 0, 7, 7, NULL, NULL), 0.0);
+    /* the bound covers at least the fp32 rounding of the result */
+    double b = pe_bias_ref(e, 0, 0, 0, 1 << 20, 0, NULL, NULL);
+    ck_assert(pe_bias_bound(e, 0, 0, 0, 1 << 20, 0, NULL, NULL) >= rl_ulp32(fabs(b)));
+    pe_encoding_destroy(e);
+    /* one number applies to every head */
+    ck_assert_int_eq(make_enc("kerple", "{\"r1\": 1, \"r2\": 1}", &s, &e, &err), RL_OK);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 1, 0, 0, 0, 1, NULL, NULL), -0.69314718055994531, 1e-15);
+    pe_encoding_destroy(e);
+}
+END_TEST
+
+START_TEST(kerple_draws_from_the_documented_streams)
+{
+    /* r1 ~ U(0.01, 2) from "kerple/r1", r2 ~ U(0.01, 1) from "kerple/r2",
+     * stored as fp32; resolved params record the values in use. */
+    pe_shape s = {.head_dim = 4, .heads = 3, .seed = 5};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_int_eq(make_enc("kerple", "{}", &s, &e, &err), RL_OK);
+    rl_rng g1, g2;
+    rl_rng_seed(&g1, 5, "kerple/r1");
+    rl_rng_seed(&g2, 5, "kerple/r2");
+    const json_t *p1 = json_object_get(pe_encoding_params(e), "r1");
+    ck_assert_uint_eq(json_array_size(p1), 3);
+    for (uint32_t h = 0; h < 3; h++) {
+        double r1 = (float)(0.01 + 1.99 * rl_rng_uniform(&g1));
+        double r2 = (float)(0.01 + 0.99 * rl_rng_uniform(&g2));
+        ck_assert_double_eq(json_real_value(json_array_get(p1, h)), r1);
+        ck_assert_double_eq_tol(pe_bias_ref(e, h, 0, 0, 0, 9, NULL, NULL), -r1 * log1p(9 * r2),
+                                1e-15);
+    }
+    pe_encoding_destroy(e);
+}
+END_TEST
+
 /* ---- Transformer-XL ------------------------------------------------------------------- */
 
 START_TEST(xl_bias_keeps_terms_b_c_d)
@@ -608,6 +677,8 @@ int main(void)
     tcase_add_test(tc, xl_bias_keeps_terms_b_c_d);
     tcase_add_test(tc, xl_tables_accept_hf_layouts_and_refuse_others);
     tcase_add_test(tc, bias_ref_callback_finds_rows_with_gqa);
+    tcase_add_test(tc, kerple_log_bias_matches_hand_values);
+    tcase_add_test(tc, kerple_draws_from_the_documented_streams);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }
