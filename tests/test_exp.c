@@ -139,6 +139,38 @@ START_TEST(coverage_refuses_non_rope_encodings)
 }
 END_TEST
 
+/* ---- typed parameters -------------------------------------------------------- */
+
+START_TEST(hand_built_runs_see_the_kinds_defaults)
+{
+    /* No parameters given: decay's documented defaults max_distance 1024,
+     * step 1 give rows r = 0..1024; coverage's eval_len 8192 at 4x a
+     * train_len of 2048 leaves pairs out of distribution (with eval_len
+     * read as 0, none would be). */
+    fixture f;
+    fx_init(&f, "rope", "{}", "{}", 64, 2048, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "decay", NULL, &err) == RL_OK, "%s", err.msg);
+    const json_t *t = json_array_get(f.sink.tables, 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(t, "rows")), 1025);
+    fx_free(&f);
+    fx_init(&f, "rope", "{}", "{}", 64, 2048, 0);
+    ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_gt(metric(&f, "ood_pairs"), 0);
+    fx_free(&f);
+    /* a given value of the wrong type or outside the range is refused by the
+     * kind itself, naming the key */
+    fx_init(&f, "rope", "{}", "{\"step\": \"2\"}", 64, 2048, 0);
+    ck_assert_int_eq(fx_run(&f, "decay", NULL, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.msg, "decay: step must be an integer");
+    fx_free(&f);
+    fx_init(&f, "rope", "{}", "{\"step\": 0}", 64, 2048, 0);
+    ck_assert_int_eq(fx_run(&f, "decay", NULL, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.msg, "decay: step 0 is outside [1, 16777216]");
+    fx_free(&f);
+}
+END_TEST
+
 /* ---- invariance ------------------------------------------------------------ */
 
 static const json_t *find_verification(const fixture *f, const char *needle)
@@ -264,6 +296,9 @@ int main(void)
     tcase_add_test(c, coverage_refuses_non_rope_encodings);
     tcase_add_test(c, interpolation_matches_a_hand_solved_one_pair_fit);
     suite_add_tcase(s, c);
+    TCase *tp = tcase_create("params");
+    tcase_add_test(tp, hand_built_runs_see_the_kinds_defaults);
+    suite_add_tcase(s, tp);
     TCase *i = tcase_create("invariance");
     tcase_add_test(i, invariance_refuses_logit_bias_encodings);
     tcase_add_test(i, invariance_rope_double_is_rounding_level_and_device_is_verified);

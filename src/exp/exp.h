@@ -139,9 +139,23 @@ const exp_kind *const *exp_kinds(size_t *n);
 /* Kind by name, or NULL. */
 const exp_kind *exp_find(const char *name);
 
-/* Parameter helpers for kinds (the runner guarantees presence and type). */
-double exp_num(const exp_run *run, const char *name);
-const char *exp_str(const exp_run *run, const char *name);
+/* One resolved parameter value: num for INT / NUM / BOOL (0 or 1), str
+ * for STR (borrowed from run->params or the table's default). */
+typedef struct exp_value {
+    double num;
+    const char *str;
+} exp_value;
+
+/* The typed-parameter step every kind runs first, in check(), run() and
+ * estimate_bytes() alike, so a run built by hand (tests) sees the same
+ * defaults as one planned by the runner: out[i] is run->params' value of
+ * ps[i] or, when absent (or null), ps[i]'s default; a given value of the
+ * wrong JSON type, or a missing required one, is RL_ERR_ARG naming the
+ * kind and key. The runner validates ranges and choices before planning;
+ * this re-checks them too (a hand-built run gets the same refusal).
+ * Each kind wraps it in its own typed struct (see exp_decay.c). */
+rl_status exp_params_get(const char *kind, const exp_param *ps, size_t n, const exp_run *run,
+                         exp_value *out, rl_error *err);
 
 /* The run's encoding from the registry (src/pe/pe.h), created for the
  * run's model shape and seed; seq_len (0: none) is the length the run uses:

@@ -16,22 +16,47 @@
 #include "check/chk.h"
 #include "exp/exp.h"
 
-static const exp_param params[] = {
-    {.name = "tokens", .type = EXP_P_INT, .min = 1, .max = 16777216, .def_num = 64,
-     .help = "rows (positions) rotated"},
-    {.name = "max_pos_log2", .type = EXP_P_INT, .min = 0, .max = 24, .def_num = 20,
-     .help = "largest position is 2^max_pos_log2 (fp32 positions are exact up to 2^24)"},
+enum { P_TOKENS, P_MAX_POS_LOG2, P_COUNT };
+static const exp_param params[P_COUNT] = {
+    [P_TOKENS] = {.name = "tokens", .type = EXP_P_INT, .min = 1, .max = 16777216, .def_num = 64,
+                  .help = "rows (positions) rotated"},
+    [P_MAX_POS_LOG2] = {.name = "max_pos_log2", .type = EXP_P_INT, .min = 0, .max = 24,
+                        .def_num = 20,
+                        .help = "largest position is 2^max_pos_log2 (fp32 positions are exact "
+                                "up to 2^24)"},
 };
+
+/* The kind's typed parameters, defaults applied (exp_params_get). */
+typedef struct precision_params {
+    uint64_t tokens;
+    uint32_t max_pos_log2;
+} precision_params;
+
+static rl_status precision_params_of(const exp_run *run, precision_params *p, rl_error *err)
+{
+    exp_value v[P_COUNT];
+    rl_status st = exp_params_get("precision", params, P_COUNT, run, v, err);
+    if (!st)
+        *p = (precision_params){.tokens = (uint64_t)v[P_TOKENS].num,
+                                .max_pos_log2 = (uint32_t)v[P_MAX_POS_LOG2].num};
+    return st;
+}
 
 static rl_status precision_check(const exp_run *run, rl_error *err)
 {
     rope_freqs f;
-    return exp_rope_freqs(run, (uint64_t)exp_num(run, "tokens"), &f, err);
+    precision_params p;
+    rl_status st = precision_params_of(run, &p, err);
+    return st ? st : exp_rope_freqs(run, p.tokens, &f, err);
 }
 
 static uint64_t precision_bytes(const exp_run *run)
 {
-    uint64_t n = (uint64_t)exp_num(run, "tokens") * run->model.heads * run->model.head_dim;
+    precision_params p;
+    rl_error err;
+    if (precision_params_of(run, &p, &err))
+        return 0; /* refused by precision_check before any estimate is used */
+    uint64_t n = p.tokens * run->model.heads * run->model.head_dim;
     /* host: x, y (f32), ref, bound, scale (f64); device: x, y */
     return n * (4 + 4 + 8 + 8 + 8) + n * 8;
 }
@@ -48,13 +73,14 @@ static uint32_t row_pos(uint64_t t, uint64_t T, uint32_t L)
 static rl_status precision_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
 {
     rope_freqs f;
+    precision_params p;
     rl_status st;
-    if ((st = exp_rope_freqs(run, (uint64_t)exp_num(run, "tokens"), &f, err)))
+    if ((st = precision_params_of(run, &p, err)) || (st = exp_rope_freqs(run, p.tokens, &f, err)))
         return st;
     if (!ctx->dev)
         return rl_fail(err, RL_ERR_ARG, "precision: needs a device");
-    uint64_t T = (uint64_t)exp_num(run, "tokens");
-    uint32_t L = (uint32_t)exp_num(run, "max_pos_log2"), H = run->model.heads;
+    uint64_t T = p.tokens;
+    uint32_t L = p.max_pos_log2, H = run->model.heads;
     if ((st = rope_gpu_check_shape(ctx->dev, &f, T, H, err)))
         return st;
     uint64_t row = (uint64_t)H * f.head_dim, n = T * row;
