@@ -141,6 +141,22 @@ END_TEST
 
 /* ---- typed parameters -------------------------------------------------------- */
 
+START_TEST(kinds_registry_lists_every_kind_once)
+{
+    const char *want[] = {"decay", "precision", "invariance", "coverage", "interpolation",
+                          "entropy", "retrieval", "distortion"};
+    size_t n;
+    const exp_kind *const *k = exp_kinds(&n);
+    ck_assert_uint_eq(n, RL_ARRAY_LEN(want));
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_str_eq(k[i]->name, want[i]);
+        ck_assert_ptr_eq(exp_find(want[i]), k[i]);
+    }
+    ck_assert_str_eq(exp_kind_names(), "decay, precision, invariance, coverage, interpolation, "
+                                       "entropy, retrieval, distortion");
+}
+END_TEST
+
 START_TEST(hand_built_runs_see_the_kinds_defaults)
 {
     /* No parameters given: decay's documented defaults max_distance 1024,
@@ -297,6 +313,7 @@ int main(void)
     tcase_add_test(c, interpolation_matches_a_hand_solved_one_pair_fit);
     suite_add_tcase(s, c);
     TCase *tp = tcase_create("params");
+    tcase_add_test(tp, kinds_registry_lists_every_kind_once);
     tcase_add_test(tp, hand_built_runs_see_the_kinds_defaults);
     suite_add_tcase(s, tp);
     TCase *i = tcase_create("invariance");

@@ -4,7 +4,7 @@
  * kind's parameters, a data source) into CSV tables and summary metrics,
  * written through an exp_sink, and records how its numbers were verified.
  * Adding a kind = one new file exp_<name>.c defining a `const exp_kind` and
- * one line in exp_registry.c. The runner (src/run/) validates every parameter
+ * one line in src/exp/meson.build (the one list of kinds). The runner (src/run/) validates every parameter
  * against the kind's exp_param table before any GPU work, calls the kind's
  * check() on every resolved run of the plan, then run() on a device.
  *
@@ -138,6 +138,8 @@ typedef struct exp_kind {
 const exp_kind *const *exp_kinds(size_t *n);
 /* Kind by name, or NULL. */
 const exp_kind *exp_find(const char *name);
+/* "decay, precision, ...": every kind, for messages. */
+const char *exp_kind_names(void);
 
 /* One resolved parameter value: num for INT / NUM / BOOL (0 or 1), str
  * for STR (borrowed from run->params or the table's default). */
