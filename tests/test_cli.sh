@@ -27,7 +27,19 @@ expect bench_no_kernel 2 'name the kernel' -- bench
 expect bench_attn_help 0 'FMA peak' -- bench attention --help
 expect bench_bad_layout 2 "--layout 'diagonal'" -- bench rope --layout diagonal
 expect bench_zero_tokens 2 'must be at least 1' -- bench rope --tokens 0
-expect bad_number 2 "--tokens: 'abc' is not a valid" -- bench rope --tokens abc
+expect bad_number 2 "--tokens: 'abc' is not a decimal integer" -- bench rope --tokens abc
+# Numbers: decimal digits only, the whole string, within the type; never
+# octal, hex, a wrapped negative or a silent default (issue 13).
+expect octal_refused 2 "--heads: '010' is not a decimal integer" -- bench rope --heads 010
+expect hex_refused 2 "--tokens: '0x10' is not a decimal integer" -- bench rope --tokens 0x10
+expect negative_refused 2 "--tokens: ' -5' is not a decimal integer" -- bench rope --tokens " -5"
+expect minus_refused 2 "--tokens: '-5' is not a decimal integer" -- bench rope --tokens=-5
+expect u32_overflow 2 "--heads: 4294967296 is outside the allowed range" -- bench rope --heads 4294967296
+expect u64_overflow 2 "--tokens: 99999999999999999999 is outside" -- bench rope --tokens 99999999999999999999
+expect reps_zero 2 "--reps 0: must be between 1 and 63" -- bench rope --reps 0
+expect empty_device 2 "--device: empty" -- bench rope --device ""
+expect float_hex 2 "--from: '0x10' is not a decimal number" -- inspect alibi --from 0x10
+expect float_space 2 "--to: ' 3' is not a decimal number" -- inspect alibi --to " 3"
 expect check_bad_pos 2 'max-pos-log2 30' -- check --max-pos-log2 30
 # No driver at all: a clear message and exit 2, never a crash.
 nodrv() { VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json "$@"; }

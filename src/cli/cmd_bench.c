@@ -106,6 +106,10 @@ int cmd_bench(int argc, char **argv)
         cli_error("--tokens, --heads and --head-dim must be at least 1");
         return CLI_EXIT_USAGE;
     }
+    if (reps < 1 || reps > 63) {
+        cli_error("--reps %u: must be between 1 and 63 (timestamp slots)", reps);
+        return CLI_EXIT_USAGE;
+    }
     cli_devices d;
     if ((rc = cli_open(device, validate, &d)) >= 0)
         return rc;
