@@ -41,6 +41,15 @@ expect empty_device 2 "--device: empty" -- bench rope --device ""
 expect float_hex 2 "--from: '0x10' is not a decimal number" -- inspect alibi --from 0x10
 expect float_space 2 "--to: ' 3' is not a decimal number" -- inspect alibi --to " 3"
 expect check_bad_pos 2 'max-pos-log2 30' -- check --max-pos-log2 30
+# The validation layer is required where the suites run the GPU: with it
+# hidden from the loader, check refuses instead of passing unvalidated, and
+# with it present check --json says it was on.
+if [ "$have_device" = 1 ]; then
+  RL_REQUIRE_VALIDATION=1 VK_LOADER_LAYERS_DISABLE=VK_LAYER_KHRONOS_validation \
+    expect validation_required 2 'VK_LAYER_KHRONOS_validation is not installed or not loadable' \
+    -- check --quick
+  expect validation_was_on 0 '"validation": true' -- check --quick --json
+fi
 # No driver at all: a clear message and exit 2, never a crash.
 nodrv() { VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json "$@"; }
 out=$(nodrv "$bin" check 2>&1); rc=$?
