@@ -58,6 +58,12 @@ if [ $rc -eq 2 ] && grep -q 'found no driver\|no Vulkan loader\|found no device'
 else
   fail=$((fail + 1)); printf 'FAIL no_driver: exit %d, output:\n%s\n' "$rc" "$out" >&2
 fi
+# A driver manifest that is not JSON: the loader's VK_ERROR_OUT_OF_HOST_MEMORY
+# is explained as the manifest it could not load, exit 2.
+garbage=$(mktemp); echo '{garbage' >"$garbage"
+VK_DRIVER_FILES=$garbage VK_ICD_FILENAMES=$garbage \
+  expect garbage_icd 2 "driver or layer manifest cannot be loaded.*$garbage" -- devices
+rm -f "$garbage"
 d=$(dirname "$0")/data
 expect freqs_yarn 0 'attention factor 1.13862943611198' -- freqs --rope-type yarn --factor 4 --original-max-position-embeddings 4096 --head-dim 128
 expect freqs_json_17 0 '0.86596432336006535' -- freqs --head-dim 128 --json

@@ -186,6 +186,23 @@ rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *in
                        "the Vulkan loader found no driver (VK_ERROR_INCOMPATIBLE_DRIVER); install "
                        "one, e.g. `apt-get install mesa-vulkan-drivers` for the lavapipe CPU device");
     }
+    if (r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+        /* The loader answers a driver or layer manifest it cannot parse
+         * with this code, long before memory could run out. */
+        inst->instance = VK_NULL_HANDLE;
+        const char *files = getenv("VK_DRIVER_FILES");
+        if (!files)
+            files = getenv("VK_ICD_FILENAMES");
+        return rl_fail(err, RL_ERR_NO_VULKAN,
+                       "the Vulkan loader could not create an instance "
+                       "(VK_ERROR_OUT_OF_HOST_MEMORY, which the loader returns when a driver or "
+                       "layer manifest cannot be loaded): check %s%s%s (VK_LOADER_DEBUG=error "
+                       "shows which file)",
+                       files ? "the driver manifest(s) " : "the manifests in "
+                                                           "/usr/share/vulkan/icd.d and "
+                                                           "explicit_layer.d",
+                       files ? files : "", files ? " named by VK_DRIVER_FILES/VK_ICD_FILENAMES" : "");
+    }
     if (r != VK_SUCCESS) {
         inst->instance = VK_NULL_HANDLE;
         return rlvk_fail(err, r, "creating the Vulkan instance");
