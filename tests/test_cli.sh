@@ -60,7 +60,7 @@ else
 fi
 # A driver manifest that is not JSON: the loader's VK_ERROR_OUT_OF_HOST_MEMORY
 # is explained as the manifest it could not load, exit 2.
-garbage=$(mktemp); echo '{garbage' >"$garbage"
+garbage=$(mktemp --suffix=.json); echo '{garbage' >"$garbage"
 VK_DRIVER_FILES=$garbage VK_ICD_FILENAMES=$garbage \
   expect garbage_icd 2 "driver or layer manifest cannot be loaded.*$garbage" -- devices
 rm -f "$garbage"
