@@ -10,6 +10,7 @@
 
 #include "run/run.h"
 #include "run/run_int.h"
+#include "run/run_yaml.h"
 #include "rl_test.h"
 
 static const char *base =
@@ -196,6 +197,38 @@ START_TEST(model_errors_come_together_with_other_errors)
 }
 END_TEST
 
+START_TEST(large_mappings_find_every_key_and_the_duplicate)
+{
+    /* 20000 keys: every key found at its own index (hashed index, not a
+     * scan), and a repeated key reported with its position. */
+    enum { N = 20000 };
+    size_t cap = (size_t)N * 24 + 64, len = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(text + len, cap - len, "key%d: %d\n", i, i);
+    run_node *root = NULL;
+    rl_error err = {0};
+    ck_assert_msg(run_yaml_parse("big.yaml", text, len, &root, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(root->n, N);
+    for (int i = 0; i < N; i += 997) {
+        char k[16];
+        snprintf(k, sizeof k, "key%d", i);
+        size_t at = 0;
+        const run_node *v = run_node_get(root, k, &at);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_uint_eq(at, (size_t)i);
+        ck_assert_int_eq(atoi(v->text), i);
+    }
+    ck_assert_ptr_null(run_node_get(root, "key20000", NULL));
+    run_node_free(root);
+    len += (size_t)snprintf(text + len, cap - len, "key123: again\n");
+    ck_assert_int_eq(run_yaml_parse("big.yaml", text, len, &root, &err), RL_ERR_PARSE);
+    ck_assert_str_eq(err.msg, "big.yaml:20001:1: duplicate key 'key123'");
+    free(text);
+}
+END_TEST
+
 START_TEST(edit_distance_counts_single_edits)
 {
     ck_assert_uint_eq(run_edit_distance("kitten", "sitting"), 3);
@@ -340,6 +373,7 @@ int main(void)
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, model_errors_come_together_with_other_errors);
     tcase_add_test(tc, edit_distance_counts_single_edits);
+    tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);
     tcase_add_test(tc, preset_gives_model_shape);
     tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
     tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);

@@ -1,5 +1,7 @@
 #include "run/run_yaml.h"
 
+#include "core/rl_util.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -38,6 +40,35 @@ static run_node *node_new(run_node_type t, const yaml_event_t *ev)
         n->col = (uint32_t)ev->start_mark.column + 1;
     }
     return n;
+}
+
+/* ---- key index of a mapping (duplicate detection and run_node_get) ---- */
+
+static size_t key_slot(const run_node *n, const char *key)
+{
+    size_t mask = n->n_slots - 1, i = (size_t)rl_hash64(key, strlen(key), 0) & mask;
+    while (n->slots[i] && strcmp(n->keys[n->slots[i] - 1], key) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Indexes key n->n - 1 (just appended); grows the table to keep it at most
+ * half full. -1 when out of memory. */
+static int index_last_key(run_node *n)
+{
+    if (2 * n->n >= n->n_slots) {
+        size_t ns = n->n_slots ? 2 * n->n_slots : 16;
+        size_t *sl = calloc(ns, sizeof *sl);
+        if (!sl)
+            return -1;
+        free(n->slots);
+        n->slots = sl;
+        n->n_slots = ns;
+        for (size_t i = 0; i + 1 < n->n; i++)
+            n->slots[key_slot(n, n->keys[i])] = i + 1;
+    }
+    n->slots[key_slot(n, n->keys[n->n - 1])] = n->n;
+    return 0;
 }
 
 static int grow(run_node *n, size_t *cap)
@@ -163,6 +194,10 @@ static rl_status build(builder *b, yaml_event_t *ev, int depth, run_node **out)
                 n->key_line[n->n] = kl;
                 n->key_col[n->n] = kc;
                 n->items[n->n++] = val;
+                if (index_last_key(n)) {
+                    st = rl_fail(b->err, RL_ERR_NOMEM, "%s: out of memory", b->name);
+                    break;
+                }
             } else {
                 run_node *item = NULL;
                 if ((st = build(b, &e, depth + 1, &item)))
@@ -251,6 +286,7 @@ void run_node_free(run_node *n)
     free(n->keys);
     free(n->key_line);
     free(n->key_col);
+    free(n->slots);
     free(n->text);
     free(n);
 }
@@ -259,6 +295,12 @@ const run_node *run_node_get(const run_node *map, const char *key, size_t *index
 {
     if (!map || map->type != RUN_NODE_MAP)
         return NULL;
+    if (map->n_slots) {
+        size_t k = map->slots[key_slot(map, key)];
+        if (k && index)
+            *index = k - 1;
+        return k ? map->items[k - 1] : NULL;
+    }
     for (size_t i = 0; i < map->n; i++)
         if (strcmp(map->keys[i], key) == 0) {
             if (index)

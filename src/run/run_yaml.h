@@ -27,6 +27,9 @@ typedef struct run_node {
     struct run_node **items;     /* seq: [n] items; map: [n] values (owned) */
     char **keys;                 /* map: [n] keys (owned) */
     uint32_t *key_line, *key_col;/* map: [n] position of each key */
+    size_t *slots;               /* map from the parser: open-addressing index of keys
+                                    (key index + 1, 0 empty), so lookups stay O(1) */
+    size_t n_slots;              /* a power of two > 2n, or 0 (linear lookup) */
 } run_node;
 
 /* Parses the first document of text[0..len) into *root (NULL for an empty
