@@ -139,6 +139,7 @@ typedef struct attn_verify {
     /* Judged by the verification layer (verify/vf.h): */
     vf_acc acc[ATTN_V_COUNT];       /* per statistic, bound tol[k] * scale (abs: 1) */
     double tol[ATTN_V_COUNT];       /* attn_tolerances */
+    double gate_fraction;           /* attn_gate_fraction: NMSE gate f of every statistic */
     vf_stats verdict;               /* all statistics (vf_merge) and the output guard */
     char worst[32];                 /* statistic with the worst error/bound */
 } attn_verify;
@@ -151,8 +152,13 @@ int attn_stat_relative(int v);
  * the sampled rows' numbers (attn_tol.c, derivation there). */
 void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol);
 
+/* NMSE gate fraction of the attention statistics: VF_GATE_ATTN_C / (head_dim
+ * + 2) (attn_tol.c, vf.h). */
+double attn_gate_fraction(const attn_desc *d);
+
 /* Judges v (its accumulators against attn_tolerances, NMSE gate
- * VF_GATE_ATTN) into v->tol, v->verdict and v->worst; guard_ok = 0 fails it. */
+ * attn_gate_fraction) into v->tol, v->gate_fraction, v->verdict and
+ * v->worst; guard_ok = 0 fails it. */
 void attn_judge(const attn_desc *d, attn_verify *v, int guard_ok);
 
 typedef struct attn_result {

@@ -564,7 +564,8 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
              * its last key (causal) and masked logits are -inf. */
             rlvk_cmd_fill(&cmd, &bout, 0, L.off_dump * 4, 0);
             if (d.flags & ATTN_DUMP)
-                rlvk_cmd_fill(&cmd, &bout, L.off_dump * 4, 0, 0xff800000u);
+                rlvk_cmd_fill(&cmd, &bout, L.off_dump * 4, (L.out_floats - L.off_dump) * 4,
+                              0xff800000u); /* not to the end: the guard follows */
         }
         rlvk_cmd_timestamp(&cmd, 0);
         for (uint64_t x = next; x < end; x++) {

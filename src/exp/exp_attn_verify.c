@@ -5,7 +5,7 @@
  * Each statistic the engine verified on its sampled rows is recorded with its
  * own worst error, its own tolerance (attn_tolerances, derived in
  * src/attn/attn_tol.c: worst-case fp32 sums from the sampled rows' own
- * numbers) and its NMSE against the gate VF_GATE_ATTN of the verification
+ * numbers) and its NMSE against the gate attn_gate_fraction of the verification
  * layer (verify/vf.h). A statistic beyond its tolerance or gate, a
  * non-finite mismatch or a written guard marks the run's verification
  * failed. */
@@ -39,7 +39,7 @@ int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_resu
             continue;
         int rel = attn_stat_relative(k);
         vf_stats sk;
-        vf_acc_judge(&av->acc[k], av->tol[k], VF_GATE_ATTN, &sk);
+        vf_acc_judge(&av->acc[k], av->tol[k], av->gate_fraction, &sk);
         snprintf(what, sizeof what, "%s: %s of %u sampled rows vs double reference", label,
                  attn_stat_name(k), av->rows);
         snprintf(detail, sizeof detail,
