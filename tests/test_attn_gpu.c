@@ -105,7 +105,8 @@ START_TEST(gpu_bias_hook_adds_alibi_logits)
 END_TEST
 
 /* Random problems through the check harness: every statistic within the
- * derived per-statistic bounds of chk_attn.c (see there). */
+ * derived per-statistic bounds of attn/attn_tol.c (see there) and
+ * the NMSE gate of verify/vf.h. */
 static const chk_attn_case random_cases[] = {
     {65, 4, 2, 64, 1, 0, NULL,
      ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0},
@@ -163,7 +164,7 @@ END_TEST
 
 /* Splitting the dispatches over several submissions changes nothing: each
  * row's arithmetic is the same, so the statistics are bit-identical. The
- * logit dump is verified against the reference logits (bound E_s, chk_attn.c). */
+ * logit dump is verified against the reference logits (bound E_s, attn_tol.c). */
 START_TEST(gpu_split_submissions_and_dump)
 {
     rl_gpu g;
