@@ -242,23 +242,57 @@ END_TEST
 
 /* ---- the verdict of `ropelab check` on broken results ------------------- */
 
-/* One random problem for the verdict tests: q, k ~ N(0, 1), positions
- * pos0 + stride * t. Arrays owned by the caller (free). */
-static void random_qk(uint64_t n, uint32_t h, uint32_t kvh, uint32_t dim, uint32_t stride,
-                      float **q, float **k, uint32_t **pos)
+/* Fixture of the verdict tests: device, engine, q, k ~ N(0, 1) ([n][h][dim]
+ * and [n][kvh][dim]), positions 0, 1, ... and room for the statistics. */
+typedef struct vfx {
+    rl_gpu g;
+    attn_engine e;
+    float *q, *k, *stats;
+    uint32_t *pos;
+    rl_error err;
+} vfx;
+
+static void vfx_open(vfx *x, uint64_t n, uint32_t h, uint32_t kvh, uint32_t dim)
 {
-    *q = malloc(n * h * dim * sizeof **q);
-    *k = malloc(n * kvh * dim * sizeof **k);
-    *pos = malloc(n * sizeof **pos);
-    ck_assert(*q && *k && *pos);
+    memset(x, 0, sizeof *x);
+    rl_gpu_open(&x->g);
+    ck_assert(attn_engine_create(&x->g.dev, &x->e, &x->err) == RL_OK);
+    x->q = malloc(n * h * dim * sizeof *x->q);
+    x->k = malloc(n * kvh * dim * sizeof *x->k);
+    x->stats = malloc(n * h * RL_ATTN_NSTAT * sizeof *x->stats);
+    x->pos = malloc(n * sizeof *x->pos);
+    ck_assert(x->q && x->k && x->stats && x->pos);
     rl_rng rng;
     rl_rng_seed(&rng, 21, "test/attn/verdict");
     for (uint64_t i = 0; i < n * h * dim; i++)
-        (*q)[i] = (float)rl_rng_normal(&rng);
+        x->q[i] = (float)rl_rng_normal(&rng);
     for (uint64_t i = 0; i < n * kvh * dim; i++)
-        (*k)[i] = (float)rl_rng_normal(&rng);
+        x->k[i] = (float)rl_rng_normal(&rng);
     for (uint64_t t = 0; t < n; t++)
-        (*pos)[t] = (uint32_t)(t * stride);
+        x->pos[t] = (uint32_t)t;
+}
+
+static void vfx_close(vfx *x)
+{
+    attn_engine_destroy(&x->e);
+    free(x->stats);
+    free(x->pos);
+    free(x->k);
+    free(x->q);
+    rl_gpu_close(&x->g);
+}
+
+/* 1 when `ropelab check`'s report fails a row carrying this verdict. */
+static int check_fails(const vf_stats *s, int guard_ok)
+{
+    chk_report rep = {0};
+    rl_error err = {0};
+    chk_row row = {.guard_ok = guard_ok, .stats = *s};
+    snprintf(row.kernel, sizeof row.kernel, "attn_none");
+    ck_assert(chk_report_add(&rep, &row, &err) == RL_OK);
+    int failed = rep.failed;
+    chk_report_free(&rep);
+    return failed;
 }
 
 /* A kernel that writes past its output tensor: the test hook overwrites the
@@ -266,40 +300,23 @@ static void random_qk(uint64_t n, uint32_t h, uint32_t kvh, uint32_t dim, uint32
  * are right, so only the guard can fail the row, and check must fail it. */
 START_TEST(gpu_check_fails_a_write_past_the_attention_outputs)
 {
-    rl_gpu g;
-    rl_gpu_open(&g);
     enum { N = 70, H = 2, D = 32 };
-    float *q, *k;
-    uint32_t *pos;
-    random_qk(N, H, H, D, 1, &q, &k, &pos);
-    float *stats = malloc(N * H * RL_ATTN_NSTAT * sizeof *stats);
-    attn_engine e;
-    rl_error err = {0};
-    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    vfx x;
+    vfx_open(&x, N, H, H, D);
     attn_desc d = {.tokens = N, .heads = H, .head_dim = D, .flags = ATTN_ENTROPY,
                    .scale = (float)(1 / sqrt(D))};
-    attn_inputs in = {.q = q, .k = k, .pos = pos};
-    attn_outputs out = {.stats = stats};
-    chk_report rep = {0};
+    attn_inputs in = {.q = x.q, .k = x.k, .pos = x.pos};
+    attn_outputs out = {.stats = x.stats};
     for (int hook = 0; hook < 2; hook++) {
         attn_result res;
         d.test_write_past = hook;
-        ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(attn_run(&x.e, &d, &in, &out, &res, &x.err) == RL_OK, "%s", x.err.msg);
         ck_assert_int_eq(res.guard_ok, !hook);
         ck_assert_int_eq(res.verify.verdict.pass, !hook);
         ck_assert_uint_eq(res.verify.verdict.n_over, 0); /* the numbers are fine */
-        chk_row row = {.guard_ok = res.guard_ok, .stats = res.verify.verdict};
-        snprintf(row.kernel, sizeof row.kernel, "attn_none");
-        ck_assert(chk_report_add(&rep, &row, &err) == RL_OK);
-        ck_assert_int_eq(rep.failed, hook);
+        ck_assert_int_eq(check_fails(&res.verify.verdict, res.guard_ok), hook);
     }
-    chk_report_free(&rep);
-    attn_engine_destroy(&e);
-    free(stats);
-    free(pos);
-    free(k);
-    free(q);
-    rl_gpu_close(&g);
+    vfx_close(&x);
 }
 END_TEST
 
@@ -308,38 +325,22 @@ END_TEST
  * the reference NaN is reported), where comparing got == want would pass. */
 START_TEST(gpu_check_fails_nan_against_nan_reference)
 {
-    rl_gpu g;
-    rl_gpu_open(&g);
     enum { N = 40, H = 1, D = 16 };
-    float *q, *k;
-    uint32_t *pos;
-    random_qk(N, H, H, D, 1, &q, &k, &pos);
-    q[(N - 1) * H * D + 3] = NAN; /* the last token is always verified */
-    float *stats = malloc(N * H * RL_ATTN_NSTAT * sizeof *stats);
-    attn_engine e;
-    rl_error err = {0};
-    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    vfx x;
+    vfx_open(&x, N, H, H, D);
+    x.q[(N - 1) * H * D + 3] = NAN; /* the last token is always verified */
     attn_desc d = {.tokens = N, .heads = H, .head_dim = D, .causal = 1, .flags = ATTN_ENTROPY,
                    .scale = 0.25f};
-    attn_inputs in = {.q = q, .k = k, .pos = pos};
-    attn_outputs out = {.stats = stats};
+    attn_inputs in = {.q = x.q, .k = x.k, .pos = x.pos};
+    attn_outputs out = {.stats = x.stats};
     attn_result res;
-    ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
-    ck_assert(isnan(stats[(N - 1) * H * RL_ATTN_NSTAT + RL_ATTN_S_LSE]));
+    ck_assert_msg(attn_run(&x.e, &d, &in, &out, &res, &x.err) == RL_OK, "%s", x.err.msg);
+    ck_assert(isnan(x.stats[(N - 1) * H * RL_ATTN_NSTAT + RL_ATTN_S_LSE]));
     ck_assert(res.guard_ok);
     ck_assert(!res.verify.verdict.pass);
     ck_assert_uint_gt(res.verify.verdict.n_ref_nan, 0);
-    chk_report rep = {0};
-    chk_row row = {.guard_ok = 1, .stats = res.verify.verdict};
-    ck_assert(chk_report_add(&rep, &row, &err) == RL_OK);
-    ck_assert(rep.failed);
-    chk_report_free(&rep);
-    attn_engine_destroy(&e);
-    free(stats);
-    free(pos);
-    free(k);
-    free(q);
-    rl_gpu_close(&g);
+    ck_assert(check_fails(&res.verify.verdict, 1));
+    vfx_close(&x);
 }
 END_TEST
 
@@ -349,57 +350,42 @@ END_TEST
  * fails the row. The unaltered result passes the same re-verification. */
 START_TEST(gpu_check_fails_a_tenfold_error_inside_the_bounds)
 {
-    rl_gpu g;
-    rl_gpu_open(&g);
     enum { N = 300, H = 2, D = 64 };
-    float *q, *k;
-    uint32_t *pos;
-    random_qk(N, H, H, D, 1, &q, &k, &pos);
-    float *stats = malloc(N * H * RL_ATTN_NSTAT * sizeof *stats);
+    vfx x;
+    vfx_open(&x, N, H, H, D);
     double *scratch = malloc(2 * N * sizeof *scratch);
-    attn_engine e;
-    rl_error err = {0};
-    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     attn_desc d = {.tokens = N, .heads = H, .head_dim = D, .flags = ATTN_ENTROPY | ATTN_ARGMAX,
                    .scale = (float)(1 / sqrt(D))};
-    attn_inputs in = {.q = q, .k = k, .pos = pos};
-    attn_outputs out = {.stats = stats};
+    attn_inputs in = {.q = x.q, .k = x.k, .pos = x.pos};
+    attn_outputs out = {.stats = x.stats};
     attn_result res;
-    ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(attn_run(&x.e, &d, &in, &out, &res, &x.err) == RL_OK, "%s", x.err.msg);
     ck_assert(res.verify.verdict.pass);
     attn_verify v;
-    ck_assert(attn_verify_outputs(&d, &in, &out, 1, 1, &v, &err) == RL_OK);
+    ck_assert(attn_verify_outputs(&d, &in, &out, 1, 1, &v, &x.err) == RL_OK);
     ck_assert_msg(v.verdict.pass, "unaltered: nmse %g gate %g", v.verdict.nmse,
                   v.verdict.nmse_gate);
+    ck_assert(!check_fails(&v.verdict, 1));
     attn_ref_problem P = {.tokens = N, .heads = H, .kv_heads = H, .head_dim = D,
-                          .scale = d.scale, .q = q, .k = k, .pos = pos};
+                          .scale = d.scale, .q = x.q, .k = x.k, .pos = x.pos};
     for (uint64_t i = 0; i < N; i++)
         for (uint32_t h = 0; h < H; h++) {
             attn_ref_row R;
             attn_ref_row_stats(&P, h, i, UINT64_MAX, 0, scratch, &R, NULL, NULL, NULL);
-            float *s = stats + (i * H + h) * RL_ATTN_NSTAT;
+            float *s = x.stats + (i * H + h) * RL_ATTN_NSTAT;
             s[RL_ATTN_S_LSE] = (float)(R.lse + 10 * (s[RL_ATTN_S_LSE] - R.lse));
             s[RL_ATTN_S_MAX] = (float)(R.max + 10 * (s[RL_ATTN_S_MAX] - R.max));
             s[RL_ATTN_S_ENTROPY] = (float)(R.entropy + 10 * (s[RL_ATTN_S_ENTROPY] - R.entropy));
         }
-    ck_assert(attn_verify_outputs(&d, &in, &out, 1, 1, &v, &err) == RL_OK);
+    ck_assert(attn_verify_outputs(&d, &in, &out, 1, 1, &v, &x.err) == RL_OK);
     ck_assert_uint_eq(v.verdict.n_over, 0);
     ck_assert_uint_eq(v.verdict.n_nonfinite, 0);
     ck_assert_msg(v.verdict.worst_ratio < 1, "worst %g", v.verdict.worst_ratio);
     ck_assert_msg(!v.verdict.nmse_ok, "10x: nmse %g gate %g", v.verdict.nmse, v.verdict.nmse_gate);
     ck_assert(!v.verdict.pass);
-    chk_report rep = {0};
-    chk_row row = {.guard_ok = 1, .stats = v.verdict};
-    ck_assert(chk_report_add(&rep, &row, &err) == RL_OK);
-    ck_assert(rep.failed);
-    chk_report_free(&rep);
-    attn_engine_destroy(&e);
+    ck_assert(check_fails(&v.verdict, 1));
     free(scratch);
-    free(stats);
-    free(pos);
-    free(k);
-    free(q);
-    rl_gpu_close(&g);
+    vfx_close(&x);
 }
 END_TEST
 
@@ -410,39 +396,32 @@ END_TEST
  * the bias's bound in the tolerance it fails (the bug this guards). */
 START_TEST(gpu_xl_sigma_03_verifies_up_to_2_pow_20)
 {
-    rl_gpu g;
-    rl_gpu_open(&g);
     enum { N = 64, H = 2, KV = 1, D = 32 };
-    float *q, *k;
-    uint32_t *pos;
-    random_qk(N, H, KV, D, 1, &q, &k, &pos);
+    vfx x;
+    vfx_open(&x, N, H, KV, D);
     for (uint64_t t = 0; t < N; t++)
-        pos[t] = (uint32_t)(t * (1u << 20) / (N - 1));
-    ck_assert_uint_eq(pos[N - 1], 1u << 20);
-    rl_error err = {0};
+        x.pos[t] = (uint32_t)(t * (1u << 20) / (N - 1));
+    ck_assert_uint_eq(x.pos[N - 1], 1u << 20);
     json_t *p = json_pack("{s:f}", "sigma", 0.3);
     pe_shape shape = {.head_dim = D, .heads = H, .kv_heads = KV, .seed = 3,
                       .max_positions = (1u << 20) + 1};
     pe_encoding *enc = NULL;
-    ck_assert_msg(pe_encoding_create("xl", p, &shape, &enc, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(pe_encoding_create("xl", p, &shape, &enc, &x.err) == RL_OK, "%s", x.err.msg);
     json_decref(p);
     attn_pe_bias pb;
-    ck_assert_msg(attn_pe_bias_create(&g.dev, enc, q, k, N, H, KV, D, &pb, &err) == RL_OK, "%s",
-                  err.msg);
-    float *stats = malloc(N * H * RL_ATTN_NSTAT * sizeof *stats);
+    ck_assert_msg(attn_pe_bias_create(&x.g.dev, enc, x.q, x.k, N, H, KV, D, &pb, &x.err) == RL_OK,
+                  "%s", x.err.msg);
     float *buckets = malloc(N * H * ATTN_MAX_BUCKETS * sizeof *buckets);
     uint32_t *target = malloc(N * sizeof *target);
     for (uint32_t t = 0; t < N; t++)
         target[t] = (t * 7) % N;
-    attn_engine e;
-    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     attn_desc d = {.tokens = N, .heads = H, .kv_heads = KV, .head_dim = D, .causal = 1,
                    .flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS,
                    .scale = (float)(1 / sqrt(D)), .verify_rows = N};
-    attn_inputs in = {.q = q, .k = k, .pos = pos, .target = target, .bias = &pb.bias};
-    attn_outputs out = {.stats = stats, .buckets = buckets};
+    attn_inputs in = {.q = x.q, .k = x.k, .pos = x.pos, .target = target, .bias = &pb.bias};
+    attn_outputs out = {.stats = x.stats, .buckets = buckets};
     attn_result res;
-    ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(attn_run(&x.e, &d, &in, &out, &res, &x.err) == RL_OK, "%s", x.err.msg);
     ck_assert(res.verify.max_bias_err > 0);
     ck_assert_msg(res.verify.verdict.pass, "xl sigma 0.3: worst %s err/bound %.3g, nmse %g gate %g",
                   res.verify.worst, res.verify.verdict.worst_ratio, res.verify.verdict.nmse,
@@ -452,19 +431,14 @@ START_TEST(gpu_xl_sigma_03_verifies_up_to_2_pow_20)
     nobound.bound = NULL;
     in.bias = &nobound;
     attn_verify v;
-    ck_assert(attn_verify_outputs(&d, &in, &out, res.n_buckets, 1, &v, &err) == RL_OK);
+    ck_assert(attn_verify_outputs(&d, &in, &out, res.n_buckets, 1, &v, &x.err) == RL_OK);
     ck_assert_msg(!v.verdict.pass, "without the bias bound: worst %s %.3g", v.worst,
                   v.verdict.worst_ratio);
-    attn_engine_destroy(&e);
-    attn_pe_bias_destroy(&g.dev, &pb);
+    attn_pe_bias_destroy(&x.g.dev, &pb);
     pe_encoding_destroy(enc);
     free(target);
     free(buckets);
-    free(stats);
-    free(pos);
-    free(k);
-    free(q);
-    rl_gpu_close(&g);
+    vfx_close(&x);
 }
 END_TEST
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "core/rl_util.h"
+#include "rl_test.h"
 #include "verify/vf.h"
 
 enum { N = 1000 };
@@ -167,9 +168,5 @@ int main(void)
     tcase_add_test(tc, element_over_bound_reports_first_index_and_worst_pair);
     tcase_add_test(tc, guard_and_merge_fold_into_the_verdict);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return rl_test_run(s);
 }

@@ -5,20 +5,24 @@
 
 #include "verify/vf.h"
 
-/* Non-finite rule of one element: 0 both finite (compare numbers), 1 equal
- * infinities (nothing to compare), 2 mismatch (a failure). A NaN reference
- * is always a mismatch: NaN never equals NaN. */
-static int nonfinite_rule(double dev, double ref, size_t *n_ref_nan)
+/* Non-finite rule of element i: 1 when both values are finite (compare the
+ * numbers); 0 when there is nothing more to compare: equal infinities, or a
+ * mismatch, counted in *n_nonfinite (first index into *first_bad). A NaN
+ * reference is always a mismatch, counted in *n_ref_nan too: NaN never
+ * equals NaN. */
+static int finite_pair(double dev, double ref, size_t i, size_t *n_nonfinite, size_t *n_ref_nan,
+                       size_t *first_bad)
 {
-    if (isnan(ref)) {
-        (*n_ref_nan)++;
-        return 2;
-    }
     if (isfinite(dev) && isfinite(ref))
-        return 0;
-    if (isinf(ref) && dev == ref)
         return 1;
-    return 2;
+    if (isinf(ref) && dev == ref)
+        return 0;
+    if (isnan(ref))
+        (*n_ref_nan)++;
+    (*n_nonfinite)++;
+    if (*first_bad == VF_NONE)
+        *first_bad = i;
+    return 0;
 }
 
 static void gate(vf_stats *s, double se, double sr, double sb, double f)
@@ -46,15 +50,8 @@ void vf_compare(const float *dev, const double *ref, const double *bound, const 
     int have_worst = 0;
     for (size_t i = 0; i < n; i++) {
         double g = dev[i], w = ref[i];
-        int rule = nonfinite_rule(g, w, &s->n_ref_nan);
-        if (rule == 1)
+        if (!finite_pair(g, w, i, &s->n_nonfinite, &s->n_ref_nan, &s->first_bad))
             continue;
-        if (rule == 2) {
-            s->n_nonfinite++;
-            if (s->first_bad == VF_NONE)
-                s->first_bad = i;
-            continue;
-        }
         double e = fabs(g - w);
         double sc = scale ? scale[i] : fabs(w);
         if (sc < 1e-30)
@@ -138,15 +135,8 @@ void vf_acc_add(vf_acc *a, double dev, double ref, double scale)
     if (a->n == 0 && a->n_nonfinite == 0)
         a->first_bad = VF_NONE;
     size_t i = a->n++;
-    int rule = nonfinite_rule(dev, ref, &a->n_ref_nan);
-    if (rule == 1)
+    if (!finite_pair(dev, ref, i, &a->n_nonfinite, &a->n_ref_nan, &a->first_bad))
         return;
-    if (rule == 2) {
-        a->n_nonfinite++;
-        if (a->first_bad == VF_NONE)
-            a->first_bad = i;
-        return;
-    }
     double e = fabs(dev - ref);
     if (e > a->max_abs)
         a->max_abs = e;
