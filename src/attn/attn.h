@@ -28,6 +28,7 @@
 #include "core/rl_status.h"
 #include "rl_push.h" /* RL_ATTN_F_*, RL_ATTN_S_*, RL_ATTN_NSTAT */
 #include "pe/pe.h"
+#include "verify/vf.h"
 #include "vk/rlvk.h"
 
 /* Statistics the caller may ask for (attn_desc.flags); log-sum-exp and the
@@ -60,7 +61,11 @@ typedef struct attn_bias {
     const rlvk_buffer *buffers[4];
     double (*ref)(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
                   int64_t kpos);         /* CPU reference of bias; NULL = 0 */
-    void *ref_ctx;
+    double (*bound)(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                    int64_t kpos);       /* absolute error bound of the device's bias
+                                            (its own fp32 arithmetic, e.g. XL's trig);
+                                            NULL: exact up to the 3 u |bias| of E_s */
+    void *ref_ctx;                       /* ctx of ref and bound */
 } attn_bias;
 
 /* Problem shape and options. Zero fields mean defaults where stated. */
@@ -82,6 +87,8 @@ typedef struct attn_desc {
                                shared memory is short), else 4, 8 or 16 */
     uint32_t chunk_blocks;  /* blocks per dispatch: 0 automatic (see attn_gpu.c),
                                else 1..RL_ATTN_MAX_BLOCKS */
+    int test_write_past;    /* test hook: 1 writes one word past the output tensor
+                               (into its guard) after the kernel ran */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */
@@ -128,7 +135,31 @@ typedef struct attn_verify {
     double max_abs_bias;            /* max |bias| */
     double max_range;               /* max over rows of (max logit - min valid logit) */
     uint64_t max_keys;              /* most keys of a row */
+    double max_bias_err;            /* max over valid keys of the bias's own bound (attn_bias.bound) */
+    /* Judged by the verification layer (verify/vf.h): */
+    vf_acc acc[ATTN_V_COUNT];       /* per statistic, bound tol[k] * scale (abs: 1) */
+    double tol[ATTN_V_COUNT];       /* attn_tolerances */
+    double gate_fraction;           /* attn_gate_fraction: NMSE gate f of every statistic */
+    vf_stats verdict;               /* all statistics (vf_merge) and the output guard */
+    char worst[32];                 /* statistic with the worst error/bound */
 } attn_verify;
+
+/* 1 where statistic v is judged relative to its reference (argmax/target p,
+ * O, dump), else absolute. */
+int attn_stat_relative(int v);
+
+/* Tolerance per verified statistic (tol[ATTN_V_COUNT]) from the problem and
+ * the sampled rows' numbers (attn_tol.c, derivation there). */
+void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol);
+
+/* NMSE gate fraction of the attention statistics: VF_GATE_ATTN_C / (head_dim
+ * + 2) (attn_tol.c, vf.h). */
+double attn_gate_fraction(const attn_desc *d);
+
+/* Judges v (its accumulators against attn_tolerances, NMSE gate
+ * attn_gate_fraction) into v->tol, v->gate_fraction, v->verdict and
+ * v->worst; guard_ok = 0 fails it. */
+void attn_judge(const attn_desc *d, attn_verify *v, int guard_ok);
 
 typedef struct attn_result {
     uint32_t n_buckets;     /* buckets per row (when asked) */
@@ -136,7 +167,8 @@ typedef struct attn_result {
     uint32_t submissions;
     double gpu_ms;          /* sum of the submissions' GPU time (-1 without timestamps) */
     double wall_ms;         /* host wall time of the GPU part (upload to download) */
-    attn_verify verify;
+    int guard_ok;           /* the guard words after the output tensor are untouched */
+    attn_verify verify;     /* verify.verdict: the verdict (guard included) */
 } attn_result;
 
 /* Pipelines, created on first use per (variant, precision, shape, flags). */
@@ -174,6 +206,13 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error 
  * an unknown bias variant; RL_ERR_LIMIT for sizes the device cannot hold. */
 rl_status attn_run(attn_engine *e, const attn_desc *d, const attn_inputs *in,
                    const attn_outputs *out, attn_result *res, rl_error *err);
+
+/* The sampled-row verification of attn_run on host outputs (as attn_run
+ * downloaded them, out->stats required; buckets with n_buckets per row):
+ * fills v and judges it (attn_judge with guard_ok). For tests that alter a
+ * downloaded result and for re-judging. */
+rl_status attn_verify_outputs(const attn_desc *d, const attn_inputs *in, const attn_outputs *out,
+                              uint32_t n_buckets, int guard_ok, attn_verify *v, rl_error *err);
 
 /* An encoding's logit bias wired for the engine: the registry's device
  * buffers (pe_bias_gpu) and its CPU reference over the raw q/k
@@ -213,6 +252,7 @@ typedef struct attn_ref_row {
     uint64_t n_keys;
     double min_logit;                /* smallest valid logit */
     double max_abs_dot, max_abs_bias;
+    double max_bias_err;             /* max attn_bias.bound over the row's keys (0: none) */
 } attn_ref_row;
 
 /* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf

@@ -209,26 +209,27 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
                        (unsigned long long)d.tokens,
                        (unsigned long long)largest_fit(&d, (idx_limit - 1) * 2));
     uint64_t range = dev->info.max_storage_buffer_range;
-    uint64_t worst = L.q_bytes > L.out_floats * 4 ? L.q_bytes : L.out_floats * 4;
+    uint64_t out_bytes = L.out_floats * 4 + VF_GUARD_BYTES; /* guarded (verify/vf.h) */
+    uint64_t worst = L.q_bytes > out_bytes ? L.q_bytes : out_bytes;
     if (worst > range)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: %llu tokens need a %llu-byte buffer, beyond %s's "
                        "maxStorageBufferRange (%llu bytes); the largest length that fits is %llu tokens",
                        (unsigned long long)d.tokens, (unsigned long long)worst, dev->info.name,
-                       (unsigned long long)range, (unsigned long long)largest_fit(&d, range));
+                       (unsigned long long)range, (unsigned long long)largest_fit(&d, range - VF_GUARD_BYTES));
     uint64_t heap = 0;
     for (uint32_t i = 0; i < dev->info.n_heaps; i++)
         if (dev->info.heaps[i].device_local && dev->info.heaps[i].size > heap)
             heap = dev->info.heaps[i].size;
     uint64_t paired = (d.flags & ATTN_PAIRED) ? 2 : 1;
     uint64_t total = paired * (L.q_bytes + L.k_bytes) + ((d.flags & ATTN_OUT) ? L.k_bytes : 0) +
-                     d.tokens * 8 + L.out_floats * 4;
+                     d.tokens * 8 + out_bytes;
     if (heap && total > heap)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: %llu tokens need %llu bytes of device memory, beyond %s's largest "
                        "device-local heap (%llu bytes); the largest length that fits is %llu tokens",
                        (unsigned long long)d.tokens, (unsigned long long)total, dev->info.name,
-                       (unsigned long long)heap, (unsigned long long)total_fit(&d, heap));
+                       (unsigned long long)heap, (unsigned long long)total_fit(&d, heap - VF_GUARD_BYTES));
     return RL_OK;
 }
 
@@ -288,23 +289,25 @@ static float *as_float(const void *src, uint64_t n, int fp16)
     return f;
 }
 
+/* One sampled value of statistic s: into the verification layer's
+ * accumulator (non-finite rules, bound tol[s] * scale: scale = denom for
+ * relatively judged statistics, 1 otherwise), plus the displayed max
+ * abs/rel errors. */
 static void note(attn_verify *v, int s, double got, double want, double denom)
 {
     v->checked[s] = 1;
-    if (!isfinite(got) && isfinite(want)) {
+    size_t before = v->acc[s].n_nonfinite;
+    vf_acc_add(&v->acc[s], got, want, attn_stat_relative(s) ? denom : 1.0);
+    if (v->acc[s].n_nonfinite != before) {
         v->n_nonfinite++;
         return;
     }
-    if (!isfinite(want) && got == want)
+    if (isinf(want)) /* the same infinity on both sides */
         return;
     double a = fabs(got - want);
-    if (!(a <= INFINITY))
-        a = INFINITY;
     if (a > v->max_abs[s])
         v->max_abs[s] = a;
-    /* An infinite error stays infinite relative to an infinite reference
-     * (inf / inf would be NaN and slip past every comparison). */
-    double r = isinf(a) ? INFINITY : a / denom;
+    double r = a / denom;
     if (r > v->max_rel[s])
         v->max_rel[s] = r;
 }
@@ -355,6 +358,8 @@ static rl_status verify(const attn_desc *d, const attn_inputs *in, const uint32_
             v->rows++;
             v->max_abs_dot = dmax(v->max_abs_dot, R.max_abs_dot);
             v->max_abs_bias = dmax(v->max_abs_bias, R.max_abs_bias);
+            if (!(R.max_bias_err <= v->max_bias_err))
+                v->max_bias_err = R.max_bias_err;
             v->max_range = dmax(v->max_range, R.max - R.min_logit);
             if (R.n_keys > v->max_keys)
                 v->max_keys = R.n_keys;
@@ -398,6 +403,25 @@ done:
     free(vv);
     free(k);
     free(q);
+    return st;
+}
+
+rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const attn_outputs *out,
+                              uint32_t n_buckets, int guard_ok, attn_verify *v, rl_error *err)
+{
+    attn_desc d = resolve(din);
+    if (!out->stats || !in->q || !in->k)
+        return rl_fail(err, RL_ERR_ARG, "attention verification: missing Q, K or statistics");
+    uint32_t *pos = malloc(d.tokens * sizeof *pos);
+    if (!pos)
+        return rl_fail(err, RL_ERR_NOMEM, "attention verification: out of host memory");
+    for (uint64_t t = 0; t < d.tokens; t++)
+        pos[t] = in->pos ? in->pos[t] : (uint32_t)t;
+    rl_status st = verify(&d, in, pos, n_buckets, out->stats, out->buckets, out->out, out->dump,
+                          v, err);
+    if (!st)
+        attn_judge(&d, v, guard_ok);
+    free(pos);
     return st;
 }
 
@@ -475,7 +499,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         (st = rlvk_buffer_create(dev, L.q_bytes, "Q", &bqa, err)) ||
         (st = rlvk_buffer_create(dev, L.k_bytes, "K", &bka, err)) ||
         (st = rlvk_buffer_create(dev, 2 * n * 4, "positions+targets", &bidx, err)) ||
-        (st = rlvk_buffer_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
+        (st = vf_guarded_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
         (st = rlvk_buffer_upload(dev, &bqa, 0, in->q, L.q_bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bka, 0, in->k, L.k_bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bidx, 0, idx, 2 * n * 4, err)))
@@ -534,7 +558,8 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
              * its last key (causal) and masked logits are -inf. */
             rlvk_cmd_fill(&cmd, &bout, 0, L.off_dump * 4, 0);
             if (d.flags & ATTN_DUMP)
-                rlvk_cmd_fill(&cmd, &bout, L.off_dump * 4, 0, 0xff800000u);
+                rlvk_cmd_fill(&cmd, &bout, L.off_dump * 4, (L.out_floats - L.off_dump) * 4,
+                              0xff800000u); /* not to the end: the guard follows */
         }
         rlvk_cmd_timestamp(&cmd, 0);
         for (uint64_t x = next; x < end; x++) {
@@ -559,6 +584,13 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     }
 #undef QB0
 #undef KEY0
+    if (d.test_write_past) {
+        uint32_t word = 0;
+        if ((st = rlvk_buffer_upload(dev, &bout, L.out_floats * 4, &word, 4, err)))
+            goto done;
+    }
+    if ((st = vf_guard_check(dev, &bout, L.out_floats * 4, &res->guard_ok, err)))
+        goto done;
     if ((st = rlvk_buffer_download(dev, &bout, 0, stats, n * d.heads * RL_ATTN_NSTAT * 4, err)))
         goto done;
     if (d.flags & ATTN_BUCKETS) {
@@ -582,8 +614,9 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         (st = rlvk_buffer_download(dev, &bout, L.off_dump * 4, out->dump, n * n * d.heads * 4, err)))
         goto done;
     res->wall_ms = (rl_now() - t_start) * 1e3;
-    if (!d.no_verify)
-        st = verify(&d, in, idx, nb, stats, out->buckets, out->out, out->dump, &res->verify, err);
+    if (!d.no_verify &&
+        !(st = verify(&d, in, idx, nb, stats, out->buckets, out->out, out->dump, &res->verify, err)))
+        attn_judge(&d, &res->verify, res->guard_ok);
 done:
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &dummy);
@@ -617,6 +650,7 @@ rl_status attn_pe_bias_create(rlvk_device *dev, const pe_encoding *e, const floa
     for (uint32_t i = 0; i < out->gpu.n_buffers; i++)
         out->bias.buffers[i] = &out->gpu.buffers[i];
     out->bias.ref = pe_bias_ref_cb;
+    out->bias.bound = pe_bias_bound_cb;
     out->bias.ref_ctx = &out->ctx;
     return RL_OK;
 }

@@ -66,11 +66,23 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
         }
         if (ad > r->max_abs_dot)
             r->max_abs_dot = ad;
+        double b = 0;
         if (p->bias && p->bias->ref) {
-            double b = fabs(p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i],
-                                         (int64_t)p->pos[j]));
+            b = fabs(p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i],
+                                  (int64_t)p->pos[j]));
             if (b > r->max_abs_bias)
                 r->max_abs_bias = b;
+        }
+        if (p->bias && p->bias->bound && (p->bias_a || p->bias_b)) {
+            /* The device bias's own error beyond two fp32 roundings of its
+             * value ((2u + u^2)|b|, already inside the tolerance's 3 u B). */
+            const double u = 0x1p-24;
+            double eb = p->bias->bound(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i],
+                                       (int64_t)p->pos[j]) - (2 * u + u * u) * b;
+            if (eb < 0)
+                eb = 0;
+            if (!(eb <= r->max_bias_err)) /* NaN/inf bounds propagate */
+                r->max_bias_err = eb;
         }
     }
     r->n_keys = nk;

@@ -89,7 +89,8 @@ static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_c
     if ((st = pe_vec_gpu_create(dev, e, c->heads, &g, err)) ||
         (st = pe_vec_gpu_apply(dev, &g, x, pos, c->tokens, y, &row.guard_ok, err)))
         goto done;
-    chk_compare(y, ref, bound, scale, n, &row.stats);
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &row.stats);
+    vf_set_guard(&row.stats, row.guard_ok);
     st = chk_report_add(report, &row, err);
 done:
     pe_vec_gpu_destroy(&g);
@@ -108,8 +109,6 @@ done:
 typedef chk_bias_item bias_item;
 _Static_assert(sizeof(bias_item) == 32, "bias_eval.comp item layout");
 
-#define BIAS_GUARD_WORDS 64u
-
 rl_status chk_pe_bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const chk_bias_item *items,
                            uint32_t n, float *out, int *guard_ok, rl_error *err)
 {
@@ -124,10 +123,7 @@ rl_status chk_pe_bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const chk_bia
     rlvk_pipeline pipe = {0};
     rlvk_buffer bi = {0}, bo = {0};
     rlvk_cmd cmd = {0};
-    uint32_t gin[BIAS_GUARD_WORDS], gout[BIAS_GUARD_WORDS];
-    for (uint32_t i = 0; i < BIAS_GUARD_WORDS; i++)
-        gin[i] = 0x7fc0b1a5u;
-    uint64_t ob = (uint64_t)n * sizeof(float), gb = sizeof gin;
+    uint64_t ob = (uint64_t)n * sizeof(float);
     char name[48];
     snprintf(name, sizeof name, "bias_eval_%s", b->variant);
     rlvk_pipeline_desc pd = {
@@ -141,9 +137,8 @@ rl_status chk_pe_bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const chk_bia
     rl_status st;
     if ((st = rlvk_pipeline_create(dev, &pd, &pipe, err)) ||
         (st = rlvk_buffer_create(dev, (uint64_t)n * sizeof *items, "bias items", &bi, err)) ||
-        (st = rlvk_buffer_create(dev, ob + gb, "bias out", &bo, err)) ||
+        (st = vf_guarded_create(dev, ob, "bias out", &bo, err)) ||
         (st = rlvk_buffer_upload(dev, &bi, 0, items, (uint64_t)n * sizeof *items, err)) ||
-        (st = rlvk_buffer_upload(dev, &bo, ob, gin, gb, err)) ||
         (st = rlvk_cmd_begin(dev, 1, &cmd, err)))
         goto done;
     const rlvk_buffer *bufs[12] = {&bi, &bo, &bi, &bi, &bi, &bi, &bi, &bi};
@@ -152,10 +147,8 @@ rl_status chk_pe_bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const chk_bia
     struct rl_bias_eval_push p = {.group_base = 0, .n_items = n};
     if ((st = rlvk_cmd_dispatch(&cmd, &pipe, bufs, &p, rlvk_groups(n, pipe.local_size_x), err)) ||
         (st = rlvk_cmd_submit_wait(&cmd, err)) ||
-        (st = rlvk_buffer_download(dev, &bo, 0, out, ob, err)) ||
-        (st = rlvk_buffer_download(dev, &bo, ob, gout, gb, err)))
+        (st = vf_guarded_download(dev, &bo, ob, out, guard_ok, err)))
         goto done;
-    *guard_ok = memcmp(gin, gout, sizeof gin) == 0;
 done:
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &bo);
@@ -234,7 +227,8 @@ static rl_status run_bias_case(rlvk_device *dev, const pe_family *fam, const pe_
     if ((st = pe_bias_gpu_create(dev, e, q, kk, T, H, KV, D, &b, err)) ||
         (st = chk_pe_bias_eval(dev, &b, items, n, got, &row.guard_ok, err)))
         goto done;
-    chk_compare(got, want, bound, NULL, n, &row.stats);
+    vf_compare(got, want, bound, NULL, n, VF_GATE_ELEM, &row.stats);
+    vf_set_guard(&row.stats, row.guard_ok);
     st = chk_report_add(report, &row, err);
 done:
     pe_bias_gpu_destroy(dev, &b);

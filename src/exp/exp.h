@@ -20,7 +20,7 @@
 
 #include "core/rl_status.h"
 #include "attn/attn.h"
-#include "check/chk.h"
+#include "verify/vf.h"
 #include "pe/rope.h"
 #include "vk/rlvk.h"
 
@@ -110,6 +110,10 @@ void exp_sink_metric(exp_sink *s, const char *name, double value);
  * belongs in the detail); pass = 0 marks the run's verification as failed. */
 void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bound, int pass,
                      const char *detail);
+/* Records the verification layer's tolerance record v (vf_stats: the
+ * worst element's error and bound, NMSE and its gate, verdict) under what;
+ * adds nmse and nmse_gate to the record's fields. Returns v->pass. */
+int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, const char *detail);
 
 /* ---- kinds -------------------------------------------------------------- */
 
@@ -195,8 +199,8 @@ typedef struct exp_attn_result {
     attn_desc desc;          /* what ran */
     attn_result attn;        /* engine result and sampled-row errors */
     double scale, scale_b;   /* logit scales used */
-    chk_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors vs reference (n = 0: none) */
-    chk_stats attn_stats;    /* worst statistic against its derived tolerance */
+    vf_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors vs reference (n = 0: none) */
+    vf_stats attn_stats;     /* the engine's verdict (attn.verify.verdict) */
     char worst[32];          /* name of that statistic */
     int pass;                /* every verification within its bound */
 } exp_attn_result;
@@ -207,7 +211,7 @@ typedef struct exp_attn_result {
  * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise; the rotation puts af
  * on cos and sin, so the kernel scale r->scale is 1/sqrt(d), and
  * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then attn_run with
- * sampled-row verification judged by chk_attn_judge. A verification beyond
+ * sampled-row verification judged by the verification layer (vf_*). A verification beyond
  * tolerance is not an error here: r->pass says it (record it with
  * exp_attn_record and fail the run). */
 struct attn_engine;
@@ -223,7 +227,7 @@ rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len,
  * sink under label; returns r->pass. */
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r);
 /* Records every verified statistic of r separately (its worst error and its
- * own fp32 tolerance, chk_attn_tolerances) plus the transformed q/k checks,
+ * own fp32 tolerance, attn_tolerances, and NMSE gate) plus the transformed q/k checks,
  * under label; returns 1 when all pass (exp_attn_verify.c). */
 int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_result *r);
 

@@ -4,7 +4,8 @@
  * inside the streaming kernel (registry buffers + CPU reference), the logit
  * scale 1/sqrt(d) times the RoPE attention factor squared (HF: the factor
  * multiplies cos and sin), and the engine's sampled-row verification judged
- * against the per-statistic tolerances derived in check/chk_attn.c. */
+ * by the verification layer against the per-statistic tolerances of
+ * attn/attn_tol.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,13 +34,15 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
  * x: [tokens][heads][head_dim] f32 raw; y: same shape (caller-owned). */
 static rl_status transform(rlvk_device *dev, const pe_encoding *e, const float *x,
                            const uint32_t *pos, uint64_t tokens, uint32_t heads, float *y,
-                           chk_stats *s, rl_error *err)
+                           vf_stats *s, rl_error *err)
 {
     size_t n = (size_t)tokens * heads * pe_encoding_shape(e)->head_dim;
     if (!pe_has_vectors(e)) {
         memcpy(y, x, n * sizeof *y);
         memset(s, 0, sizeof *s);
         s->n = n;
+        s->first_bad = VF_NONE;
+        s->nmse_ok = 1;
         s->pass = 1;
         return RL_OK;
     }
@@ -58,9 +61,8 @@ static rl_status transform(rlvk_device *dev, const pe_encoding *e, const float *
         st = pe_vec_ref(e, x, pos, tokens, heads, ref, err);
     if (!st) {
         pe_vec_bound(e, x, pos, tokens, heads, bound, scale);
-        chk_compare(y, ref, bound, scale, n, s);
-        if (!guard_ok)
-            s->pass = 0;
+        vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, s);
+        vf_set_guard(s, guard_ok);
     }
     pe_vec_gpu_destroy(&g);
     free(ref);
@@ -124,7 +126,8 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
                       .target = io->target, .bias = have_bias ? &pb.bias : NULL};
     if ((st = attn_run(eng, &r->desc, &in, out, &r->attn, err)))
         goto done;
-    chk_attn_judge(&r->desc, &r->attn.verify, &r->attn_stats, r->worst, sizeof r->worst);
+    r->attn_stats = r->attn.verify.verdict;
+    snprintf(r->worst, sizeof r->worst, "%s", r->attn.verify.worst);
     r->pass = r->vec_q.pass && r->vec_k.pass && r->attn_stats.pass &&
               (!io->paired || (r->vec_qb.pass && r->vec_kb.pass));
 done:
@@ -141,23 +144,23 @@ done:
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
 {
     char what[160];
-    const chk_stats *v[4] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb};
+    const vf_stats *v[4] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb};
     static const char *const names[4] = {"q", "k", "q (paired)", "k (paired)"};
     for (int i = 0; i < 4; i++) {
         if (v[i]->n == 0)
             continue;
         snprintf(what, sizeof what, "%s: transformed %s, device vs double reference", label,
                  names[i]);
-        exp_sink_verify(sink, what, v[i]->err_at_worst, v[i]->bound_at_worst, v[i]->pass,
-                        "per element within the encoding's bound (pe_vec_bound)");
+        exp_sink_verify_stats(sink, what, v[i],
+                              "per element within the encoding's bound (pe_vec_bound), NMSE gate");
     }
     snprintf(what, sizeof what, "%s: attention statistics of %u sampled rows vs double reference",
              label, r->attn.verify.rows);
-    char detail[128];
-    snprintf(detail, sizeof detail, "per-statistic fp32 bounds (chk_attn.c); worst: %s, "
-                                    "error/bound %.3g", r->worst, r->attn_stats.worst_ratio);
-    exp_sink_verify(sink, what, r->attn_stats.err_at_worst, r->attn_stats.bound_at_worst,
-                    r->attn_stats.pass, detail);
+    char detail[200];
+    snprintf(detail, sizeof detail, "per-statistic fp32 bounds (attn_tol.c); worst: %s, "
+                                    "error/bound %.3g%s", r->worst, r->attn_stats.worst_ratio,
+             r->attn.guard_ok ? "" : "; kernel wrote past its output");
+    exp_sink_verify_stats(sink, what, &r->attn_stats, detail);
     return r->pass;
 }
 

@@ -16,8 +16,8 @@
  * Each pass goes through exp_attn_run: device transforms verified against
  * the double reference (pe_vec_bound), the sampled rows' KL within
  * (2R + 4) eps + 4 E_s and bucket masses within tol_p + N u (fp32
- * accumulation over N keys; derivation in exp_attn_verify.c and
- * chk_attn.c). Every statistic's error and tolerance is recorded; any
+ * accumulation over N keys; derivation in attn/attn_tol.c). Every
+ * statistic's error, tolerance, NMSE and gate are recorded; any
  * excess fails the run. */
 #include <assert.h>
 #include <math.h>

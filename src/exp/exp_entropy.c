@@ -18,7 +18,7 @@
  * Every pass runs through exp_attn_run: the device transform is verified
  * against the double reference, the entropy of sampled rows against the
  * double CPU attention within (R + 2) eps + 2 E_s (derivation in
- * exp_attn_verify.c / chk_attn.c: fp32 accumulation over N keys); each
+ * exp_attn_verify.c / attn_tol.c: fp32 accumulation over N keys); each
  * statistic's error and tolerance is recorded and any excess fails the run. */
 #include <math.h>
 #include <stdio.h>

@@ -62,14 +62,16 @@ static double bias_ref(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t
     return -s->slope[h] * d;
 }
 
-/* GPU: -fl(m) * float(d): d is exact (|d| < 2^24), fl(m) is off by at most
- * 2^-24 relative, the product rounds by half an ulp: |err| <= |b| 2^-24 +
- * ulp(|b|)/2 <= 2 ulp32(|b|) (|b| 2^-24 <= ulp32(b)). */
+/* GPU: -fl(m) * float(d): d is exact (|d| < 2^24), fl(m) = m (1 + d1) and
+ * the (correctly rounded) product fl(m) d (1 + d2), |d1|, |d2| <= u = 2^-24:
+ * |err| <= ((1 + u)^2 - 1) |b| = (2u + u^2) |b|, two roundings of the value
+ * (the attention tolerance's 3 u B holds them; see attn_tol.c). */
 static double bias_bound(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok,
                          int64_t qpos, int64_t kpos, const float *q_i, const float *k_j)
 {
+    const double u = 0x1p-24;
     double b = fabs(bias_ref(e, h, qtok, ktok, qpos, kpos, q_i, k_j));
-    return b == 0 ? 0 : 2 * rl_ulp32(b);
+    return (2 * u + u * u) * b;
 }
 
 static rl_status bias_gpu_create(rlvk_device *dev, const pe_encoding *e, const float *q,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/rl_npy.h"
+#include "verify/vf.h"
 #include "pe_add.spv.h"
 #include "pe/pe_families.h" /* generated from src/pe/meson.build */
 #include "rl_push.h"
@@ -425,9 +426,6 @@ void pe_vec_gpu_destroy(pe_vec_gpu *g)
     g->impl = NULL;
 }
 
-#define PE_GUARD_WORDS 64
-#define PE_GUARD_BITS 0x7fc0beefu
-
 rl_status pe_vec_gpu_apply(rlvk_device *dev, pe_vec_gpu *g, const float *x, const uint32_t *pos,
                            uint64_t tokens, float *y, int *guard_ok, rl_error *err)
 {
@@ -435,27 +433,19 @@ rl_status pe_vec_gpu_apply(rlvk_device *dev, pe_vec_gpu *g, const float *x, cons
     if (st)
         return st;
     uint64_t n = tokens * g->heads * g->e->shape.head_dim, bytes = n * sizeof(float);
-    uint64_t gbytes = PE_GUARD_WORDS * sizeof(uint32_t);
-    uint32_t gin[PE_GUARD_WORDS], gout[PE_GUARD_WORDS];
-    for (int i = 0; i < PE_GUARD_WORDS; i++)
-        gin[i] = PE_GUARD_BITS;
     rlvk_buffer bx = {0}, by = {0}, bp = {0};
     rlvk_cmd cmd = {0};
-    if ((st = rlvk_check_buffer_size(dev, bytes + gbytes, "the Q/K tensor", err)) ||
+    if ((st = rlvk_check_buffer_size(dev, bytes + VF_GUARD_BYTES, "the Q/K tensor", err)) ||
         (st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
-        (st = rlvk_buffer_create(dev, bytes + gbytes, "y", &by, err)) ||
+        (st = vf_guarded_create(dev, bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, tokens * sizeof(uint32_t), "positions", &bp, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
-        (st = rlvk_buffer_upload(dev, &by, bytes, gin, gbytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)) ||
         (st = rlvk_cmd_begin(dev, 2, &cmd, err)) ||
         (st = pe_vec_gpu_record(&cmd, g, &bx, &by, &bp, tokens, err)) ||
         (st = rlvk_cmd_submit_wait(&cmd, err)) ||
-        (st = rlvk_buffer_download(dev, &by, 0, y, bytes, err)) ||
-        (st = rlvk_buffer_download(dev, &by, bytes, gout, gbytes, err)))
+        (st = vf_guarded_download(dev, &by, bytes, y, guard_ok, err)))
         goto done;
-    if (guard_ok)
-        *guard_ok = memcmp(gin, gout, sizeof gin) == 0;
 done:
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &bp);
@@ -568,15 +558,31 @@ double pe_bias_ref(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t kto
     return e->fam->ops.bias_ref ? e->fam->ops.bias_ref(e, h, qtok, ktok, qpos, kpos, q_i, k_j) : 0.0;
 }
 
+/* q_i and k_j of (h, qtok, ktok) in the raw arrays of ctx. */
+static void bias_operands(const pe_bias_ref_ctx *c, uint32_t h, uint64_t qtok, uint64_t ktok,
+                          const float **qi, const float **kj)
+{
+    const pe_shape *s = &c->e->shape;
+    *qi = c->q ? c->q + (qtok * s->heads + h) * s->head_dim : NULL;
+    *kj = c->k ? c->k + (ktok * s->kv_heads + h / (s->heads / s->kv_heads)) * s->head_dim : NULL;
+}
+
 double pe_bias_ref_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
                       int64_t kpos)
 {
     const pe_bias_ref_ctx *c = ctx;
-    const pe_shape *s = &c->e->shape;
-    const float *qi = c->q ? c->q + (qtok * s->heads + h) * s->head_dim : NULL;
-    const float *kj =
-        c->k ? c->k + (ktok * s->kv_heads + h / (s->heads / s->kv_heads)) * s->head_dim : NULL;
+    const float *qi, *kj;
+    bias_operands(c, h, qtok, ktok, &qi, &kj);
     return pe_bias_ref(c->e, h, qtok, ktok, qpos, kpos, qi, kj);
+}
+
+double pe_bias_bound_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                        int64_t kpos)
+{
+    const pe_bias_ref_ctx *c = ctx;
+    const float *qi, *kj;
+    bias_operands(c, h, qtok, ktok, &qi, &kj);
+    return pe_bias_bound(c->e, h, qtok, ktok, qpos, kpos, qi, kj);
 }
 
 double pe_bias_bound(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok,

@@ -307,6 +307,10 @@ double pe_bias_ref_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64
 /* Absolute error bound of the GLSL rl_bias at that point (0: exact). */
 double pe_bias_bound(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok,
                      int64_t qpos, int64_t kpos, const float *q_i, const float *k_j);
+/* The same bound through the engine's hook (attn_bias.bound; ctx as
+ * pe_bias_ref_cb): the attention tolerance adds it to the logit error. */
+double pe_bias_bound_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                        int64_t kpos);
 
 /* Family helper: a storage buffer holding `bytes` bytes copied from data. */
 rl_status pe_buffer_from(rlvk_device *dev, const char *name, const void *data, uint64_t bytes,
