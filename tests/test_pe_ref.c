@@ -470,14 +470,19 @@ START_TEST(learned_positions_beyond_the_table_follow_the_policy)
         }
         pe_encoding_destroy(e);
     }
-    /* beyond=error also refuses a declared max position up front */
+    /* beyond=error also refuses declared positions up front: max_positions
+     * is a count, so the 3-row table serves 3 positions (0, 1, 2: an N-token
+     * run with an N-row table) and refuses 4. */
     pe_shape s2 = {.head_dim = 4, .heads = 1, .max_positions = 3};
     char js[300];
     snprintf(js, sizeof js, "{\"path\": \"%s\"}", path);
     pe_encoding *e = NULL;
     rl_error err = {0};
+    ck_assert_msg(make_enc("learned", js, &s2, &e, &err) == RL_OK, "%s", err.msg);
+    pe_encoding_destroy(e);
+    s2.max_positions = 4;
     ck_assert_int_eq(make_enc("learned", js, &s2, &e, &err), RL_ERR_ARG);
-    ck_assert_ptr_nonnull(strstr(err.msg, "positions up to 3 need more than the table's 3 rows"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "positions 0..3 need more than the table's 3 rows"));
     tdir_close(&d);
 }
 END_TEST

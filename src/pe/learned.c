@@ -103,11 +103,13 @@ static rl_status create(pe_encoding *e, rl_error *err)
             s->table[i] = (float)(sigma * rl_rng_normal(&rng));
     }
     pe_param_set_int(e, "max_positions", s->rows);
-    if (s->policy == BEYOND_ERROR && sh->max_positions >= s->rows)
+    /* max_positions of the shape is a count: positions 0 .. max_positions - 1,
+     * so a table of exactly N rows serves an N-token run. */
+    if (s->policy == BEYOND_ERROR && sh->max_positions > s->rows)
         return rl_fail(err, RL_ERR_ARG,
-                       "learned: positions up to %llu need more than the table's %u rows "
+                       "learned: positions 0..%llu need more than the table's %u rows "
                        "(max_positions); set beyond=clamp or beyond=wrap to study that",
-                       (unsigned long long)sh->max_positions, s->rows);
+                       (unsigned long long)sh->max_positions - 1, s->rows);
     return RL_OK;
 }
 

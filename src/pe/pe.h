@@ -60,7 +60,8 @@ typedef struct pe_shape {
     uint32_t heads;          /* 0: 1 */
     uint32_t kv_heads;       /* 0: heads; must divide heads */
     uint64_t seed;           /* of random tables; 0: 1 */
-    uint64_t max_positions;  /* largest position the caller will use; 0: unknown */
+    uint64_t max_positions;  /* positions the caller will use are 0 .. max_positions - 1
+                                (a count, e.g. the sequence length); 0: unknown */
 } pe_shape;
 
 typedef struct pe_encoding pe_encoding;  /* opaque resolved encoding */
