@@ -187,8 +187,9 @@ typedef struct attn_engine {
 rl_status attn_engine_create(rlvk_device *dev, attn_engine *e, rl_error *err);
 void attn_engine_destroy(attn_engine *e);
 
-/* Buckets for distances up to max_distance: 1 + floor(log2(max_distance))
- * for max_distance >= 1, else 1. Bucket of d: 0 for d = 0, else
+/* Buckets for distances up to max_distance: floor(log2(max_distance)) + 2
+ * for max_distance >= 1 (bucket 0 holds distance 0), else 1. Bucket of d:
+ * 0 for d = 0, else
  * floor(log2 d) + 1 (0 | 1 | 2-3 | 4-7 | ...). Distance = |pos_j - pos_i|. */
 uint32_t attn_n_buckets(uint64_t max_distance);
 uint32_t attn_bucket_of(uint64_t distance);
