@@ -13,9 +13,9 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"bidirectional", PE_BOOL, "false", 0, 0, NULL,
+    {"bidirectional", RL_P_BOOL, "false", 0, 0, NULL,
      "false: -m (i - j) for causal attention; true: -m |i - j|"},
-    {"max_bias", PE_NUM, "8.0", 1e-6, 1024, NULL,
+    {"max_bias", RL_P_NUM, "8.0", 1e-6, 1024, NULL,
      "slopes are 2^(-max_bias k / n) (8 in the paper)"},
 };
 

@@ -19,9 +19,9 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"r1", PE_JSON, "null", 0, 0, NULL,
+    {"r1", RL_P_JSON, "null", 0, 0, NULL,
      "bias scale r1 > 0: a number, a list per head, or null (seeded U(0.01, 2))"},
-    {"r2", PE_JSON, "null", 0, 0, NULL,
+    {"r2", RL_P_JSON, "null", 0, 0, NULL,
      "distance scale r2 > 0: a number, a list per head, or null (seeded U(0.01, 1))"},
 };
 

@@ -17,13 +17,13 @@
 enum { BEYOND_ERROR = 0, BEYOND_CLAMP = 1, BEYOND_WRAP = 2 };
 
 static const pe_param params[] = {
-    {"path", PE_STR, "\"\"", 0, 0, NULL,
+    {"path", RL_P_STR, "\"\"", 0, 0, NULL,
      ".npy table [max_positions, head_dim] (float32/float16); empty: seeded N(0, sigma^2)"},
-    {"max_positions", PE_INT, "0", 0, 16777216, NULL,
+    {"max_positions", RL_P_INT, "0", 0, 16777216, NULL,
      "rows of the table; 0: 2048 when seeded, the file's rows with path"},
-    {"sigma", PE_NUM, "0.02", 0, 1e6, NULL, "standard deviation of the seeded table"},
-    {"alpha", PE_NUM, "1.0", -1e6, 1e6, NULL, "scale of the added row (q' = q + alpha*T[pos])"},
-    {"beyond", PE_ENUM, "\"error\"", 0, 0, "error|clamp|wrap",
+    {"sigma", RL_P_NUM, "0.02", 0, 1e6, NULL, "standard deviation of the seeded table"},
+    {"alpha", RL_P_NUM, "1.0", -1e6, 1e6, NULL, "scale of the added row (q' = q + alpha*T[pos])"},
+    {"beyond", RL_P_ENUM, "\"error\"", 0, 0, "error|clamp|wrap",
      "positions >= max_positions: refuse, use the last row, or wrap around"},
 };
 

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/rl_param.h"
 #include "core/rl_status.h"
 #include "core/rl_util.h"
 #include "vk/rlvk.h"
@@ -37,22 +38,9 @@
 /* What an encoding acts on (bit set). */
 enum { PE_ACTS_VECTORS = 1, PE_ACTS_LOGITS = 2 };
 
-/* PE_JSON: any JSON value (lists, or keys whose default depends on other
- * keys, default "null"), validated by the family's create() — which must
- * name the key in its errors. */
-typedef enum pe_ptype { PE_INT, PE_NUM, PE_BOOL, PE_STR, PE_ENUM, PE_JSON } pe_ptype;
-
-/* One declared parameter. Absent or JSON null means the default; any given
- * value is taken literally and validated (numbers against [min, max],
- * enums against `choices`, "a|b|c"). */
-typedef struct pe_param {
-    const char *key;
-    pe_ptype type;
-    const char *def;       /* default as JSON text: "32", "true", "\"error\"" */
-    double min, max;       /* PE_INT / PE_NUM: inclusive range */
-    const char *choices;   /* PE_ENUM: "error|clamp|wrap" */
-    const char *help;
-} pe_param;
+/* Parameters are the house schema (core/rl_param.h): one type and one
+ * validator for encodings, experiment kinds and runner sections. */
+typedef rl_param pe_param;
 
 /* The model shape an encoding is created for. */
 typedef struct pe_shape {
@@ -185,8 +173,6 @@ rl_status pe_params_resolve(const pe_family *fam, const json_t *params, json_t *
  * string. RL_ERR_ARG for a missing '=' or an empty key. */
 rl_status pe_set_parse(json_t *obj, const char *kv, rl_error *err);
 
-/* JSON-text name of a parameter type ("int", "number", "bool", "string", "enum"). */
-const char *pe_ptype_name(pe_ptype t);
 
 /* ---- encodings ------------------------------------------------------------ */
 

@@ -9,11 +9,11 @@
 
 /* RoPE's keys are HF's (rope_parameters / rope_scaling names plus
  * rope_theta, rotary_dim, partial_rotary_factor, layout, precision); their
- * defaults depend on rope_type, so every key is PE_JSON with default null
+ * defaults depend on rope_type, so every key is RL_P_JSON with default null
  * and rope_desc_from_json validates them (its errors name the key). The list
  * must match rope_param_table() — test_pe_ref checks it. head_dim comes from
  * the model shape. */
-#define ROPE_KEY(k, help) {k, PE_JSON, "null", 0, 0, NULL, help}
+#define ROPE_KEY(k, help) {k, RL_P_JSON, "null", 0, 0, NULL, help}
 static const pe_param params[] = {
     ROPE_KEY("rope_type", "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional (alias: type)"),
     ROPE_KEY("type", "alias of rope_type"),

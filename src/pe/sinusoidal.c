@@ -12,8 +12,8 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"alpha", PE_NUM, "1.0", -1e6, 1e6, NULL, "scale of the added table (q' = q + alpha*PE)"},
-    {"base", PE_NUM, "10000.0", 1.0000001, 1e12, NULL, "wavelength base (10000 in the paper)"},
+    {"alpha", RL_P_NUM, "1.0", -1e6, 1e6, NULL, "scale of the added table (q' = q + alpha*PE)"},
+    {"base", RL_P_NUM, "10000.0", 1.0000001, 1e12, NULL, "wavelength base (10000 in the paper)"},
 };
 
 typedef struct sin_state {

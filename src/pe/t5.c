@@ -12,14 +12,14 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"bidirectional", PE_BOOL, "true", 0, 0, NULL,
+    {"bidirectional", RL_P_BOOL, "true", 0, 0, NULL,
      "true: encoder (both signs, half the buckets each); false: decoder (causal)"},
-    {"num_buckets", PE_INT, "32", 2, 4096, NULL, "buckets (HF relative_attention_num_buckets)"},
-    {"max_distance", PE_INT, "128", 1, 1073741824, NULL,
+    {"num_buckets", RL_P_INT, "32", 2, 4096, NULL, "buckets (HF relative_attention_num_buckets)"},
+    {"max_distance", RL_P_INT, "128", 1, 1073741824, NULL,
      "distance where the last logarithmic bucket starts (HF relative_attention_max_distance)"},
-    {"path", PE_STR, "\"\"", 0, 0, NULL,
+    {"path", RL_P_STR, "\"\"", 0, 0, NULL,
      ".npy bias table [num_buckets, heads] (float32/float16); empty: seeded N(0, sigma^2)"},
-    {"sigma", PE_NUM, "0.02", 0, 1e6, NULL, "standard deviation of the seeded table"},
+    {"sigma", RL_P_NUM, "0.02", 0, 1e6, NULL, "standard deviation of the seeded table"},
 };
 
 int64_t pe_t5_bucket(int64_t r, int bidirectional, uint32_t num_buckets, uint32_t max_distance)

@@ -27,12 +27,12 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"d_r", PE_INT, "0", 0, 4096, NULL, "dimension of the sinusoid R (even); 0: head_dim"},
-    {"base", PE_NUM, "10000.0", 1.0000001, 1e12, NULL, "wavelength base of R"},
-    {"sigma", PE_NUM, "0.02", 0, 1e6, NULL, "standard deviation of seeded u, v, W_R"},
-    {"u_path", PE_STR, "\"\"", 0, 0, NULL, ".npy u [heads, head_dim]; empty: seeded"},
-    {"v_path", PE_STR, "\"\"", 0, 0, NULL, ".npy v [heads, head_dim]; empty: seeded"},
-    {"w_r_path", PE_STR, "\"\"", 0, 0, NULL,
+    {"d_r", RL_P_INT, "0", 0, 4096, NULL, "dimension of the sinusoid R (even); 0: head_dim"},
+    {"base", RL_P_NUM, "10000.0", 1.0000001, 1e12, NULL, "wavelength base of R"},
+    {"sigma", RL_P_NUM, "0.02", 0, 1e6, NULL, "standard deviation of seeded u, v, W_R"},
+    {"u_path", RL_P_STR, "\"\"", 0, 0, NULL, ".npy u [heads, head_dim]; empty: seeded"},
+    {"v_path", RL_P_STR, "\"\"", 0, 0, NULL, ".npy v [heads, head_dim]; empty: seeded"},
+    {"w_r_path", RL_P_STR, "\"\"", 0, 0, NULL,
      ".npy W_R [heads, head_dim, d_r] or [heads*head_dim, d_r]; empty: seeded"},
 };
 
