@@ -115,34 +115,6 @@ static const char *suggest(const char *key, const char *const *valid, size_t n, 
     return buf;
 }
 
-/* ---- scalars ------------------------------------------------------------ */
-
-/* Plain YAML scalars become null, booleans, integers or reals; quoted ones
- * stay strings. Integral reals below 2^53 become integers so that 10000 and
- * 10000.0 give the same run id. */
-json_t *run_scalar_json(const run_node *n)
-{
-    const char *t = n->text;
-    if (!n->quoted) {
-        if (!*t || !strcmp(t, "~") || !strcmp(t, "null"))
-            return json_null();
-        if (!strcmp(t, "true") || !strcmp(t, "True"))
-            return json_true();
-        if (!strcmp(t, "false") || !strcmp(t, "False"))
-            return json_false();
-        char *end;
-        errno = 0;
-        double v = strtod(t, &end);
-        if (*end == '\0' && end != t && errno == 0 && isfinite(v) &&
-            strspn(t, "0123456789+-.eE") == strlen(t)) {
-            if (v == floor(v) && fabs(v) < 9007199254740992.0)
-                return json_integer((json_int_t)v);
-            return json_real(v);
-        }
-    }
-    return json_string(t);
-}
-
 static const char *type_name(exp_ptype t)
 {
     switch (t) {
@@ -1239,44 +1211,5 @@ rl_status run_shard_parse(const char *spec, uint32_t *index, uint32_t *count, rl
                        spec);
     *index = (uint32_t)i;
     *count = (uint32_t)n;
-    return RL_OK;
-}
-
-rl_status run_read_file(const char *path, size_t max, char **text, size_t *len, rl_error *err)
-{
-    *text = NULL;
-    *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (n < cap)
-            break;
-        if (cap >= max) {
-            free(buf);
-            fclose(fp);
-            return rl_fail(err, RL_ERR_LIMIT, "%s: larger than %zu bytes", path, max);
-        }
-        cap *= 2;
-        char *nb = realloc(buf, cap + 1);
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    if (!buf)
-        return rl_fail(err, RL_ERR_NOMEM, "%s: out of host memory", path);
-    if (bad) {
-        free(buf);
-        return rl_fail(err, RL_ERR_IO, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
     return RL_OK;
 }

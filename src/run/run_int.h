@@ -9,8 +9,29 @@
 #include "exp/exp.h"
 #include "run/run.h"
 
-/* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
+/* ---- run_files.c: files and directories --------------------------------- */
+
+/* Reads a whole file (at most max bytes) into a NUL-terminated buffer the
+ * caller frees. RL_ERR_IO (cannot open, read error), RL_ERR_LIMIT (larger
+ * than max), RL_ERR_NOMEM. */
 rl_status run_read_file(const char *path, size_t max, char **text, size_t *len, rl_error *err);
+
+/* ---- run_config.c: the configuration directory ---------------------------- */
+/* $ROPELAB_CONFIG_DIR when set, else the source tree's configs/ (compiled in
+ * as RL_CONFIG_DIR). Names use letters, digits, '-', '_', '.'. */
+
+/* Loads the model preset models/<name>.yaml as a JSON object (*out, caller
+ * decrefs). RL_ERR_ARG for a bad or unknown name. */
+rl_status run_preset_load(const char *name, json_t **out, rl_error *err);
+
+struct run_node;
+/* Loads the encoding set encodings/<name>.yaml (a non-empty YAML list of
+ * encoding entries) into *root (caller frees with run_node_free); path
+ * receives the file's path for messages. */
+rl_status run_encoding_set_load(const char *name, struct run_node **root, char *path,
+                                size_t cap, rl_error *err);
+
+/* ---- run_model.c: model shapes --------------------------------------------- */
 
 /* Resolves a model section {head_dim, heads, kv_heads, train_len, preset,
  * hf_config} into numbers: preset values first, then the HF config.json,
@@ -31,12 +52,6 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
 #define RUN_MODEL_CHECKS 3
 rl_status run_model_check(const exp_model *m, unsigned i, rl_error *err);
 
-struct run_node;
-/* Loads the encoding set configs/encodings/<name>.yaml (a non-empty YAML
- * list of encoding entries) into *root (caller frees with run_node_free);
- * path receives the file's path for messages. */
-rl_status run_encoding_set_load(const char *name, struct run_node **root, char *path,
-                                size_t cap, rl_error *err);
 
 /* Checks a data section against the model before any GPU work: files
  * exist, tensors are present with rank 3 and the declared layout matches
@@ -54,11 +69,6 @@ typedef struct run_data {
 /* exp_data_fn over a run_data: fills [tokens][heads][head_dim] of q, k or v. */
 rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_error *err);
 
-
-struct run_node;
-/* A plain YAML scalar as JSON: null, boolean, integer (also integral reals
- * below 2^53), real or string; quoted scalars are strings. */
-json_t *run_scalar_json(const struct run_node *n);
 
 /* exp_run view of a plan item (borrowing its JSON). */
 void run_item_to_exp(const run_item *it, exp_run *r);
