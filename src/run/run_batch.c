@@ -1,6 +1,6 @@
 /* run_batch.c — a whole batch file: its top-level keys, the model and data
  * sections (checked at once when they are not swept), the encodings and
- * the experiment entries, expanded into the plan (run_plan.c). */
+ * the experiment entries, expanded into the plan (run_expand.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,7 +303,7 @@ static int parse_experiment(loader *L, const run_node *e, size_t i, int *use_enc
         run_sections s = {.model_tmpl = L->model_tmpl, .model_ax = L->model_ax,
                           .data_tmpl = L->data_tmpl, .data_ax = L->data_ax,
                           .data_node = L->data, .encs = &L->encs};
-        run_plan_expand(c, L->b, &L->cap, &s, e, (uint32_t)i, kind, params, pax, use_enc);
+        run_expand_entry(c, L->b, &L->cap, &s, e, (uint32_t)i, kind, params, pax, use_enc);
     }
     run_axes_free(pax);
     free(pax);

@@ -8,7 +8,7 @@
  *   run_schema.c     a section's mapping against a parameter table, or kept
  *                    free-form (encoding parameters)
  *   run_encodings.c  the batch's encoding list, `set:` entries flattened
- *   run_plan.c       experiment entries expanded into resolved, checked runs
+ *   run_expand.c     experiment entries expanded into resolved, checked runs
  *   run_batch.c      the whole file: top-level keys, sections, experiments
  *
  * Each layer calls only the layers above it in this list. Every function
@@ -154,7 +154,7 @@ typedef struct run_enc_list {
 void run_encodings_parse(run_pctx *c, const run_node *root, run_enc_list *l);
 void run_enc_list_free(run_enc_list *l);
 
-/* ---- run_plan.c ------------------------------------------------------------ */
+/* ---- run_expand.c ---------------------------------------------------------- */
 
 /* The batch-wide sections every experiment entry is expanded over. */
 typedef struct run_sections {
@@ -173,8 +173,8 @@ typedef struct run_sections {
  * checked against the model), given its id, checked by the kind and
  * appended to b->items (capacity *cap) unless an equal run exists; points
  * with problems are reported instead. */
-void run_plan_expand(run_pctx *c, run_batch *b, size_t *cap, const run_sections *s,
-                     const run_node *entry, uint32_t ei, const exp_kind *kind,
-                     const json_t *params, const run_axes *pax, const int *use_enc);
+void run_expand_entry(run_pctx *c, run_batch *b, size_t *cap, const run_sections *s,
+                      const run_node *entry, uint32_t ei, const exp_kind *kind,
+                      const json_t *params, const run_axes *pax, const int *use_enc);
 
 #endif
