@@ -107,7 +107,7 @@ static void results_rows(FILE *fp, const char *run_dir, const json_t *sum, const
 }
 
 rl_status run_results_write(const char *out, const json_t *keys, const json_t *dirs,
-                               rl_error *err)
+                            rl_error *err)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/results.csv", out);
