@@ -1,9 +1,25 @@
 /* plot_gnuplot.c — one figure drawn by gnuplot: its data file (.dat), its
- * script (.gp), and gnuplot run on the script without a shell. */
+ * script (.gp), and gnuplot run on the script without a shell.
+ *
+ * No byte of input reaches gnuplot as code (results.csv may come from
+ * someone else; the directory is whatever the user named):
+ *   - every string taken from results.csv (title, axis labels, legend
+ *     titles) is written as a single-quoted gnuplot string: inside single
+ *     quotes gnuplot does no backquote command substitution, no @macro
+ *     expansion and no backslash escapes; a ' is written doubled (''), and
+ *     control characters (a newline would end the command) become spaces;
+ *   - no path is written into the script: gnuplot runs in DIR/plots and
+ *     names its files by the metric's safe name (letters, digits, '-', '.',
+ *     '_'), so nothing user-given can form gnuplot's '<command' (input
+ *     pipe) or '|command' (output pipe) file names either;
+ *   - gnuplot is started with fork and execv on an argument vector: no
+ *     shell parses any of it;
+ *   - the data file holds numbers and, for categorical axes, x values as
+ *     data strings (data is never executed), with " and control characters
+ *     replaced. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +28,6 @@
 
 #include "core/rl_util.h"
 #include "plot/plot_int.h"
-
-extern char **environ;
 
 void plot_safe_name(const char *in, char *out, size_t cap)
 {
@@ -26,69 +40,119 @@ void plot_safe_name(const char *in, char *out, size_t cap)
     out[i] = '\0';
 }
 
-/* Writes s into a gnuplot double-quoted string (escaping " and \). */
-static void gp_quote(FILE *fp, const char *s)
+static int is_control(unsigned char ch)
 {
-    fputc('"', fp);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', fp);
-        fputc(*s, fp);
-    }
-    fputc('"', fp);
+    return ch < 0x20 || ch == 0x7f;
 }
 
-/* Runs prog script with its messages (gnuplot's warnings) appended to log. */
-static rl_status run_gnuplot(const char *prog, const char *script, const char *log,
-                             rl_error *err)
+/* Writes s as a single-quoted gnuplot string: ' doubled, control
+ * characters as spaces; nothing else inside single quotes is special. */
+static void gp_string(FILE *fp, const char *s)
 {
-    pid_t pid;
-    char *argv[] = {(char *)prog, (char *)script, NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        return rl_fail(err, RL_ERR_IO, "cannot run %s: %s", prog, strerror(rc));
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return rl_fail(err, RL_ERR_IO, "waiting for %s: %s", prog, strerror(errno));
+    fputc('\'', fp);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\'')
+            fputs("''", fp);
+        else
+            fputc(is_control(*p) ? ' ' : *p, fp);
+    }
+    fputc('\'', fp);
+}
+
+/* Text in the data file (a comment, or a double-quoted data string): one
+ * line, no '"'. */
+static void dat_text(FILE *fp, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        fputc(*p == '"' ? '\'' : is_control(*p) ? ' ' : *p, fp);
+}
+
+/* Runs `prog ./script` in directory dir (fork, chdir, execv: no shell), its
+ * messages (gnuplot's warnings) appended to log. where: the script's path
+ * for messages. */
+static rl_status run_gnuplot(const char *prog, const char *dir, const char *script,
+                             const char *where, const char *log, rl_error *err)
+{
+    /* prog may be relative to our directory, the child runs in dir */
+    char exe[2200], cwd[1024];
+    if (prog[0] == '/')
+        snprintf(exe, sizeof exe, "%s", prog);
+    else if (getcwd(cwd, sizeof cwd))
+        snprintf(exe, sizeof exe, "%s/%s", cwd, prog);
+    else
+        return rl_fail(err, RL_ERR_IO, "cannot run %s: %s", prog, strerror(errno));
+    char arg[200];
+    snprintf(arg, sizeof arg, "./%s", script); /* never read as an option */
+    char *argv[] = {exe, arg, NULL};
+    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int pfd[2] = {-1, -1};
+    rl_status st = RL_OK;
+    if (logfd < 0) {
+        st = rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", log, strerror(errno));
+    } else if (pipe(pfd) != 0 || fcntl(pfd[0], F_SETFD, FD_CLOEXEC) != 0 ||
+               fcntl(pfd[1], F_SETFD, FD_CLOEXEC) != 0) {
+        st = rl_fail(err, RL_ERR_IO, "cannot run %s: %s", prog, strerror(errno));
+    }
+    pid_t pid = st ? -1 : fork();
+    if (pid == 0) {
+        /* child: only async-signal-safe calls; a failure's errno goes back
+         * through the pipe (closed on a successful exec) */
+        int e = 0;
+        if (chdir(dir) != 0 || dup2(logfd, 2) < 0)
+            e = errno;
+        else if (execv(exe, argv) != 0)
+            e = errno;
+        ssize_t w = write(pfd[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    if (!st && pid < 0)
+        st = rl_fail(err, RL_ERR_IO, "cannot run %s: %s", prog, strerror(errno));
+    if (logfd >= 0)
+        close(logfd);
+    if (pfd[1] >= 0)
+        close(pfd[1]);
+    int e = 0;
+    ssize_t got = 0;
+    if (pid > 0)
+        while ((got = read(pfd[0], &e, sizeof e)) < 0 && errno == EINTR)
+            ;
+    if (pfd[0] >= 0)
+        close(pfd[0]);
+    int status = 0;
+    if (pid > 0)
+        while (waitpid(pid, &status, 0) < 0)
+            if (errno != EINTR) {
+                st = rl_fail(err, RL_ERR_IO, "waiting for %s: %s", prog, strerror(errno));
+                break;
+            }
+    if (st)
+        return st;
+    if (got == (ssize_t)sizeof e)
+        return rl_fail(err, RL_ERR_IO, "cannot run %s in %s: %s", prog, dir, strerror(e));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return rl_fail(err, RL_ERR_IO, "%s %s failed (exit status %d; its messages are in %s)",
-                       prog, script, WIFEXITED(status) ? WEXITSTATUS(status) : -1, log);
+                       prog, where, WIFEXITED(status) ? WEXITSTATUS(status) : -1, log);
     return RL_OK;
 }
 
-rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
-                             size_t n_figs, const char *prog, int svg, rl_error *err)
-{
-    char name[128], dat[1200], gp[1200], png[1200], pngtmp[1300], svgf[1200], svgtmp[1300];
-    plot_safe_name(fg->metric, name, sizeof name);
-    snprintf(dat, sizeof dat, "%s/plots/%s.dat", c->dir, name);
-    snprintf(gp, sizeof gp, "%s/plots/%s.gp", c->dir, name);
-    snprintf(png, sizeof png, "%s/plots/%s.png", c->dir, name);
-    snprintf(svgf, sizeof svgf, "%s/plots/%s.svg", c->dir, name);
-    snprintf(pngtmp, sizeof pngtmp, "%s.tmp.%ld", png, (long)getpid());
-    snprintf(svgtmp, sizeof svgtmp, "%s.tmp.%ld", svgf, (long)getpid());
+/* Ranges of a figure's data over positive values; *_pos: no negative value
+ * at all (a zero, e.g. position 0 or an exact result, is left off a log
+ * axis). */
+typedef struct ranges {
+    double xmin, xmax, ymin, ymax;
+    int x_pos, y_pos;
+} ranges;
 
-    /* Ranges over positive values; *_nonneg: no negative value at all (a
-     * zero, e.g. position 0 or an exact result, is left off a log axis). */
-    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
-    int x_pos = 1, y_pos = 1;
-    rl_atomic_file af;
-    rl_status st = rl_atomic_open(&af, dat, err);
-    if (st)
-        return st;
-    /* Reference curves of the same table ("<table>.ref_*"): the run with the
-     * most points of each, drawn dashed after the runs' series. */
-    plot_series *refs[4];
-    const char *ref_names[4];
+/* Reference curves of fg's table ("<table>.ref_*") among figs: the run with
+ * the most points of each, drawn dashed after the runs' series. */
+static size_t find_refs(const plot_figure *fg, const plot_figure *figs, size_t n_figs,
+                        plot_series **refs, const char **ref_names, size_t cap)
+{
     size_t n_refs = 0;
-    for (size_t i = 0; i < n_figs && n_refs < 4 && !fg->categorical; i++) {
-        if (!figs[i].is_ref || figs[i].categorical || !plot_same_table(figs[i].metric, fg->metric) ||
-            figs[i].n == 0)
+    for (size_t i = 0; i < n_figs && n_refs < cap && !fg->categorical; i++) {
+        if (!figs[i].is_ref || figs[i].categorical ||
+            !plot_same_table(figs[i].metric, fg->metric) || figs[i].n == 0)
             continue;
         plot_series *best = &figs[i].s[0];
         for (size_t k = 1; k < figs[i].n; k++)
@@ -97,13 +161,29 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
         refs[n_refs] = best;
         ref_names[n_refs++] = strrchr(figs[i].metric, '.') + 1;
     }
+    return n_refs;
+}
+
+/* Writes the data file: one block per series (sorted by x unless
+ * categorical), the references last; fills the ranges of the runs'
+ * series. */
+static rl_status write_data(const plot_ctx *c, const plot_figure *fg, plot_series *const *refs,
+                            size_t n_refs, const char *path, ranges *rg, rl_error *err)
+{
+    *rg = (ranges){INFINITY, -INFINITY, INFINITY, -INFINITY, 1, 1};
+    rl_atomic_file af;
+    rl_status st = rl_atomic_open(&af, path, err);
+    if (st)
+        return st;
     for (size_t si = 0; si < fg->n + n_refs; si++) {
         plot_series *s = si < fg->n ? &fg->s[si] : refs[si - fg->n];
         if (!fg->categorical && (st = plot_sort_series(c, s, err))) {
             rl_atomic_abort(&af);
             return st;
         }
-        fprintf(af.fp, "# %s\n", s->run_id);
+        fputs("# ", af.fp);
+        dat_text(af.fp, s->run_id);
+        fputc('\n', af.fp);
         for (size_t k = 0; k < s->n; k++) {
             double x = 0, y;
             const char *xs = plot_field(c, s->rows[k], c->c_x);
@@ -111,8 +191,7 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
                 continue; /* NaN/empty values are skipped, not plotted as 0 */
             if (fg->categorical) {
                 fputc('"', af.fp);
-                for (const char *q = xs; *q; q++)
-                    fputc(*q == '"' ? '\'' : *q, af.fp);
+                dat_text(af.fp, xs);
                 fprintf(af.fp, "\" %.17g\n", y);
             } else {
                 plot_parse_num(xs, &x);
@@ -120,40 +199,50 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
                 if (si >= fg->n)
                     continue; /* references do not choose the axes */
                 if (x > 0) {
-                    xmin = fmin(xmin, x);
-                    xmax = fmax(xmax, x);
+                    rg->xmin = fmin(rg->xmin, x);
+                    rg->xmax = fmax(rg->xmax, x);
                 }
-                x_pos &= x >= 0;
+                rg->x_pos &= x >= 0;
             }
             if (y > 0) {
-                ymin = fmin(ymin, y);
-                ymax = fmax(ymax, y);
+                rg->ymin = fmin(rg->ymin, y);
+                rg->ymax = fmax(rg->ymax, y);
             }
-            y_pos &= y >= 0;
+            rg->y_pos &= y >= 0;
         }
         fputs("\n\n", af.fp);
     }
-    if ((st = rl_atomic_commit(&af, err)))
-        return st;
+    return rl_atomic_commit(&af, err);
+}
 
-    if ((st = rl_atomic_open(&af, gp, err)))
+/* Writes the script (path) drawing name.dat into name.png.tmp.<pid> (and
+ * name.svg.tmp.<pid>), file names relative to DIR/plots. */
+static rl_status write_script(const plot_ctx *c, const plot_figure *fg, const char *name,
+                              const char *const *ref_names, size_t n_refs, const ranges *rg,
+                              int svg, const char *path, rl_error *err)
+{
+    char file[200];
+    rl_atomic_file af;
+    rl_status st = rl_atomic_open(&af, path, err);
+    if (st)
         return st;
     FILE *fp = af.fp;
-    fprintf(fp, "# ropelab plot: %s\nset terminal pngcairo size 1000,620 font \"sans,11\"\n", fg->metric);
+    fprintf(fp, "# ropelab plot: %s\nset terminal pngcairo size 1000,620 font \"sans,11\"\n", name);
     fputs("set termoption noenhanced\nset output ", fp);
-    gp_quote(fp, pngtmp);
+    snprintf(file, sizeof file, "%s.png.tmp.%ld", name, (long)getpid());
+    gp_string(fp, file);
     fputs("\nset title ", fp);
-    gp_quote(fp, fg->metric);
+    gp_string(fp, fg->metric);
     fputs("\nset xlabel ", fp);
-    gp_quote(fp, fg->x_label);
+    gp_string(fp, fg->x_label);
     fputs("\nset ylabel ", fp);
-    gp_quote(fp, fg->y_label);
+    gp_string(fp, fg->y_label);
     fputs("\nset grid\nset key outside right top\n", fp);
     /* Log scales where the (non-negative) data span decades (x: 32x, e.g.
      * lengths doubling six times; y: 1000x). */
-    if (!fg->categorical && x_pos && xmin > 0 && xmax / xmin >= 32)
+    if (!fg->categorical && rg->x_pos && rg->xmin > 0 && rg->xmax / rg->xmin >= 32)
         fputs("set logscale x\n", fp);
-    if (y_pos && ymin > 0 && ymax / ymin >= 1000)
+    if (rg->y_pos && rg->ymin > 0 && rg->ymax / rg->ymin >= 1000)
         fputs("set logscale y\nset format y \"%.0e\"\n", fp);
     fputs("plot ", fp);
     for (size_t si = 0; si < fg->n; si++) {
@@ -161,31 +250,57 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
         plot_series_label(c, fg, si, label, sizeof label);
         if (si)
             fputs(", \\\n     ", fp);
-        if (si == 0)
-            gp_quote(fp, dat);
-        else
+        if (si == 0) {
+            snprintf(file, sizeof file, "%s.dat", name);
+            gp_string(fp, file);
+        } else {
             fputs("\"\"", fp);
+        }
         fprintf(fp, " index %zu using %s with linespoints pt 7 ps 0.5 title ", si,
                 fg->categorical ? "2:xtic(1)" : "1:2");
-        gp_quote(fp, label);
+        gp_string(fp, label);
     }
     for (size_t r = 0; r < n_refs; r++) {
         fprintf(fp, ", \\\n     \"\" index %zu using 1:2 with lines dt 2 lw 1.5 lc rgb \"black\" "
                     "title ", fg->n + r);
-        gp_quote(fp, ref_names[r]);
+        gp_string(fp, ref_names[r]);
     }
     fputs("\n", fp);
     if (svg) {
-        fputs("set terminal svg size 1000,620 dynamic font \"sans,11\"\nset termoption noenhanced\nset output ", fp);
-        gp_quote(fp, svgtmp);
+        fputs("set terminal svg size 1000,620 dynamic font \"sans,11\"\n"
+              "set termoption noenhanced\nset output ", fp);
+        snprintf(file, sizeof file, "%s.svg.tmp.%ld", name, (long)getpid());
+        gp_string(fp, file);
         fputs("\nreplot\n", fp);
     }
     fputs("unset output\n", fp);
-    if ((st = rl_atomic_commit(&af, err)))
+    return rl_atomic_commit(&af, err);
+}
+
+rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
+                             size_t n_figs, const char *prog, int svg, rl_error *err)
+{
+    char name[128], pd[1100], dat[1300], gp[1300], script[160], log[1200];
+    char png[1300], pngtmp[1400], svgf[1300], svgtmp[1400];
+    plot_safe_name(fg->metric, name, sizeof name);
+    snprintf(pd, sizeof pd, "%s/plots", c->dir);
+    snprintf(dat, sizeof dat, "%s/%s.dat", pd, name);
+    snprintf(gp, sizeof gp, "%s/%s.gp", pd, name);
+    snprintf(script, sizeof script, "%s.gp", name);
+    snprintf(log, sizeof log, "%s/gnuplot.log", pd);
+    snprintf(png, sizeof png, "%s/%s.png", pd, name);
+    snprintf(svgf, sizeof svgf, "%s/%s.svg", pd, name);
+    snprintf(pngtmp, sizeof pngtmp, "%s.tmp.%ld", png, (long)getpid());
+    snprintf(svgtmp, sizeof svgtmp, "%s.tmp.%ld", svgf, (long)getpid());
+    plot_series *refs[4];
+    const char *ref_names[4];
+    size_t n_refs = find_refs(fg, figs, n_figs, refs, ref_names, 4);
+    ranges rg;
+    rl_status st;
+    if ((st = write_data(c, fg, refs, n_refs, dat, &rg, err)) ||
+        (st = write_script(c, fg, name, ref_names, n_refs, &rg, svg, gp, err)))
         return st;
-    char log[1200];
-    snprintf(log, sizeof log, "%s/plots/gnuplot.log", c->dir);
-    if ((st = run_gnuplot(prog, gp, log, err))) {
+    if ((st = run_gnuplot(prog, pd, script, gp, log, err))) {
         remove(pngtmp);
         remove(svgtmp);
         return st;
