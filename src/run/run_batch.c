@@ -10,8 +10,6 @@
 #include "run/run_int.h"
 #include "run/run_parse.h"
 
-#define FNV_OFFSET 0xcbf29ce484222325ull
-
 /* ---- schemas of the runner's own sections ------------------------------ */
 
 static const char *const top_keys[] = {"name", "output", "device", "seed", "model",
@@ -76,7 +74,7 @@ static rl_status batch_init(run_batch *b, const char *name, const char *text, si
     memcpy(b->text, text, len);
     b->text[len] = '\0';
     b->text_len = len;
-    b->text_hash = rl_hash64(text, len, FNV_OFFSET);
+    b->text_hash = rl_hash64(text, len, RUN_FNV_OFFSET);
     return RL_OK;
 }
 

@@ -9,8 +9,6 @@
 #include "run/run_int.h"
 #include "run/run_parse.h"
 
-#define FNV_OFFSET 0xcbf29ce484222325ull
-
 static void item_release(run_item *it)
 {
     json_decref(it->resolved);
@@ -96,7 +94,7 @@ static int probe_data(run_pctx *c, const run_batch *b, json_t *res, const run_se
 static int check_item(run_pctx *c, run_item *it, const run_node *entry, const char *ep)
 {
     char *txt = json_dumps(it->resolved, JSON_SORT_KEYS | JSON_COMPACT);
-    it->hash = txt ? rl_hash64(txt, strlen(txt), FNV_OFFSET) : 0;
+    it->hash = txt ? rl_hash64(txt, strlen(txt), RUN_FNV_OFFSET) : 0;
     free(txt);
     snprintf(it->id, sizeof it->id, "%016llx", (unsigned long long)it->hash);
     /* the kind sees the encoding's parameters without name and type */

@@ -1,15 +1,15 @@
 /* run_int.h — functions shared between the files of module run (prefix
  * run_); not part of its public API. The batch loader's own layers are in
  * run_parse.h; this header holds what the loader and the executor share,
- * lowest layer first:
+ * lowest layer first (a file calls only files before it):
  *
  *   run_files.c    whole-file reads, directory trees, JSON written atomically
  *   run_config.c   the configuration directory: model presets, encoding sets
  *   run_model.c    model shapes from presets, HF config.json, explicit keys
  *   run_data.c     data sections: checked before the run, read during it
+ *   run_results.c  results.csv
  *   run_plan.c     views of the plan: exp_run, --dry-run text, manifest JSON,
  *                  shards
- *   run_results.c  results.csv
  *   run_job.c      one job: a run directory built and renamed into place
  *   run_sched.c    the scheduler (run_batch_execute), manifest.json
  *   run_merge.c    shard outputs combined (run_merge) */
@@ -24,6 +24,9 @@
 #include "run/run.h"
 
 #define RUN_VERSION "0.1.0"      /* ropelab_version in manifest.json */
+
+/* FNV-1a offset basis: run ids and the batch text hash (rl_hash64). */
+#define RUN_FNV_OFFSET 0xcbf29ce484222325ull
 
 /* ---- run_files.c: files and directories --------------------------------- */
 
@@ -94,15 +97,6 @@ typedef struct run_data {
 /* exp_data_fn over a run_data: fills [tokens][heads][head_dim] of q, k or v. */
 rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_error *err);
 
-/* ---- run_plan.c: views of the plan ------------------------------------------ */
-
-/* exp_run view of a plan item (borrowing its JSON). */
-void run_item_to_exp(const run_item *it, exp_run *r);
-
-/* The plan as manifest.json records it: [{id, kind, swept, resolved,
- * estimated_bytes}] (new reference). */
-json_t *run_plan_json(const run_batch *b);
-
 /* ---- run_results.c: results.csv -------------------------------------------- */
 
 /* A JSON scalar as results.csv writes it (strings as is, reals with 17
@@ -114,6 +108,15 @@ void run_json_text(const json_t *v, char *buf, size_t cap);
  * swept key in keys. */
 rl_status run_results_write(const char *out, const json_t *keys, const json_t *dirs,
                             rl_error *err);
+
+/* ---- run_plan.c: views of the plan ------------------------------------------ */
+
+/* exp_run view of a plan item (borrowing its JSON). */
+void run_item_to_exp(const run_item *it, exp_run *r);
+
+/* The plan as manifest.json records it: [{id, kind, swept, resolved,
+ * estimated_bytes}] (new reference). */
+json_t *run_plan_json(const run_batch *b);
 
 /* ---- run_job.c: one job ----------------------------------------------------- */
 
