@@ -31,9 +31,9 @@ static int push_field(plot_csv_row *r, size_t *cap, char *f)
     return 0;
 }
 
-rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err)
+/* The whole file into *buf (NUL-terminated, caller frees). */
+static rl_status read_all(const char *path, char **buf_out, size_t *len_out, rl_error *err)
 {
-    memset(t, 0, sizeof *t);
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -57,59 +57,83 @@ rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err)
     if (!buf)
         return rl_fail(err, RL_ERR_NOMEM, "%s: out of memory reading", path);
     buf[len] = '\0';
-    t->text = buf;
-    /* Parse in place: fields are NUL-terminated inside buf. */
-    char *p = buf, *end = buf + len;
+    *buf_out = buf;
+    *len_out = len;
+    return RL_OK;
+}
+
+/* One row from *pp (advanced past it; *line counts newlines, also those
+ * inside quoted fields), fields NUL-terminated in place. On error row->f is
+ * freed. */
+static rl_status parse_row(char **pp, char *end, size_t *line, plot_csv_row *row,
+                           const char *path, rl_error *err)
+{
+    char *p = *pp;
+    size_t fcap = 0;
+    for (;;) {
+        char *out = p, *start = p;
+        if (*p == '"') {
+            p++;
+            start = out = p;
+            for (;;) {
+                if (p >= end) {
+                    free(row->f);
+                    return rl_fail(err, RL_ERR_PARSE, "%s:%zu: unterminated quoted field", path,
+                                   row->line);
+                }
+                if (*p == '"' && p[1] == '"') {
+                    *out++ = '"';
+                    p += 2;
+                } else if (*p == '"') {
+                    p++;
+                    break;
+                } else {
+                    if (*p == '\n')
+                        (*line)++;
+                    *out++ = *p++;
+                }
+            }
+        } else {
+            while (p < end && *p != ',' && *p != '\n' && *p != '\r')
+                p++;
+            out = p;
+        }
+        char term = p < end ? *p : '\n';
+        if (term == '\r' && p + 1 < end && p[1] == '\n')
+            p++;
+        if (term != ',' && term != '\n' && term != '\r') {
+            free(row->f);
+            return rl_fail(err, RL_ERR_PARSE, "%s:%zu: unexpected character after a quoted field",
+                           path, row->line);
+        }
+        *out = '\0';
+        if (p < end)
+            p++;
+        if (push_field(row, &fcap, start) != 0) {
+            free(row->f);
+            return rl_fail(err, RL_ERR_NOMEM, "%s: out of memory", path);
+        }
+        if (term != ',')
+            break;
+    }
+    *pp = p;
+    return RL_OK;
+}
+
+rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err)
+{
+    memset(t, 0, sizeof *t);
+    size_t len = 0;
+    rl_status st = read_all(path, &t->text, &len, err);
+    if (st)
+        return st;
+    /* Parse in place: fields are NUL-terminated inside the text. */
+    char *p = t->text, *end = t->text + len;
     size_t line = 1;
     while (p < end) {
         plot_csv_row row = {.line = line};
-        size_t fcap = 0;
-        for (;;) {
-            char *out = p, *start = p;
-            if (*p == '"') {
-                p++;
-                start = out = p;
-                for (;;) {
-                    if (p >= end) {
-                        free(row.f);
-                        return rl_fail(err, RL_ERR_PARSE, "%s:%zu: unterminated quoted field", path,
-                                       row.line);
-                    }
-                    if (*p == '"' && p[1] == '"') {
-                        *out++ = '"';
-                        p += 2;
-                    } else if (*p == '"') {
-                        p++;
-                        break;
-                    } else {
-                        if (*p == '\n')
-                            line++;
-                        *out++ = *p++;
-                    }
-                }
-            } else {
-                while (p < end && *p != ',' && *p != '\n' && *p != '\r')
-                    p++;
-                out = p;
-            }
-            char term = p < end ? *p : '\n';
-            if (term == '\r' && p + 1 < end && p[1] == '\n')
-                p++;
-            if (term != ',' && term != '\n' && term != '\r') {
-                free(row.f);
-                return rl_fail(err, RL_ERR_PARSE, "%s:%zu: unexpected character after a quoted field",
-                               path, row.line);
-            }
-            *out = '\0';
-            if (p < end)
-                p++;
-            if (push_field(&row, &fcap, start) != 0) {
-                free(row.f);
-                return rl_fail(err, RL_ERR_NOMEM, "%s: out of memory", path);
-            }
-            if (term != ',')
-                break;
-        }
+        if ((st = parse_row(&p, end, &line, &row, path, err)))
+            return st;
         line++;
         if (row.n == 1 && row.f[0][0] == '\0') { /* blank line */
             free(row.f);

@@ -70,28 +70,10 @@ static int by_row(const void *a, const void *b)
     return (x->row > y->row) - (x->row < y->row);
 }
 
-rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs, int svg,
-                            plot_result *res, rl_error *err)
+/* "| run | device | kind | encoding | <params> [| status] |" and its rule. */
+static void runs_header(FILE *fp, const plot_ctx *c, int show_status)
 {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/report.md", c->dir);
-    char mpath[1100];
-    snprintf(mpath, sizeof mpath, "%s/manifest.json", c->dir);
-    json_t *manifest = access(mpath, R_OK) == 0 ? json_load_file(mpath, 0, NULL) : NULL;
-    rl_atomic_file af;
-    rl_status st = rl_atomic_open(&af, path, err);
-    if (st) {
-        json_decref(manifest);
-        return st;
-    }
-    FILE *fp = af.fp;
     const plot_csv_row *h = &c->t->rows[0];
-    fprintf(fp, "# ropelab results\n\nFrom `%s/results.csv` (%zu rows). Every GPU figure below was "
-                "verified against the double-precision CPU reference; verification errors are in the "
-                "scalar table.\n\n## Runs\n\n",
-            c->dir, c->t->n - 1);
-    /* One line per run: id, device, encoding, parameters, status. */
-    int show_status = manifest || c->c_status >= 0;
     fputs("| run | device | kind | encoding", fp);
     for (size_t col = 0; col < h->n; col++)
         if (c->is_param[col])
@@ -101,15 +83,22 @@ rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n
         if (c->is_param[col])
             fputs("|---", fp);
     fputs(show_status ? "|---|\n" : "|\n", fp);
+}
+
+/* One line per run (and device): id, device, kind, encoding, parameters,
+ * status (from the manifest, else the status column). */
+static rl_status runs_table(FILE *fp, const plot_ctx *c, json_t *manifest, plot_result *res,
+                            rl_error *err)
+{
+    const plot_csv_row *h = &c->t->rows[0];
+    int show_status = manifest || c->c_status >= 0;
+    runs_header(fp, c, show_status);
     /* Distinct runs in order of first appearance: sort (id, row) pairs by id,
      * keep each id's first row, then restore row order. */
     size_t n_rows = c->t->n - 1, n_runs = 0;
     run_first *rf = malloc((n_rows ? n_rows : 1) * sizeof *rf);
-    if (!rf) {
-        rl_atomic_abort(&af);
-        json_decref(manifest);
+    if (!rf)
         return rl_fail(err, RL_ERR_NOMEM, "out of memory");
-    }
     for (size_t r = 1; r < c->t->n; r++)
         rf[r - 1] = (run_first){plot_field(c, r, c->c_run), plot_field(c, r, c->c_dev), r};
     qsort(rf, n_rows, sizeof *rf, by_id_then_row);
@@ -140,7 +129,11 @@ rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n
     }
     free(rf);
     res->n_runs = n_runs;
+    return RL_OK;
+}
 
+static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, int svg)
+{
     if (n_figs)
         fputs("\n## Figures\n", fp);
     for (size_t i = 0; i < n_figs; i++) {
@@ -150,64 +143,79 @@ rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n
         if (svg)
             fprintf(fp, "\n[SVG](plots/%s.svg) · [data](plots/%s.dat)\n", name, name);
     }
+}
 
-    /* Verification: every run's records (summary.json) — the error of each
-     * device figure against the CPU reference next to its bound. */
-    json_t *jobs = manifest ? json_object_get(manifest, "jobs") : NULL;
-    if (json_array_size(jobs)) {
-        fputs("\n## Verification\n\nEach run's device results against the double-precision "
-              "CPU reference: how many records, how many failed, and the worst one (largest "
-              "error/bound).\n\n| run | device | kind | records | failed | worst check | error "
-              "| bound |\n|---|---|---|---|---|---|---|---|\n", fp);
-        size_t ji;
-        json_t *job;
-        json_array_foreach(jobs, ji, job) {
-            const char *dirn = json_string_value(json_object_get(job, "dir"));
-            if (!dirn)
-                continue;
-            char sp[1400];
-            snprintf(sp, sizeof sp, "%s/runs/%s/summary.json", c->dir, dirn);
-            json_t *sum = json_load_file(sp, 0, NULL);
-            json_t *ver = json_object_get(sum, "verification");
-            size_t n = json_array_size(ver), failed = 0, vi;
-            json_t *rec, *worst = NULL;
-            double worst_ratio = -1;
-            json_array_foreach(ver, vi, rec) {
-                double e = json_number_value(json_object_get(rec, "max_error"));
-                double b = json_number_value(json_object_get(rec, "bound"));
-                double ratio = b > 0 ? e / b : (e > 0 ? INFINITY : 0);
-                if (!json_is_true(json_object_get(rec, "pass")))
-                    failed++;
-                if (ratio > worst_ratio) {
-                    worst_ratio = ratio;
-                    worst = rec;
-                }
-            }
-            char e[32] = "", b[32] = "";
-            if (worst) {
-                snprintf(e, sizeof e, "%.3g", json_number_value(json_object_get(worst, "max_error")));
-                snprintf(b, sizeof b, "%.3g", json_number_value(json_object_get(worst, "bound")));
-            }
-            char nb[32], fb[32];
-            snprintf(nb, sizeof nb, "%zu", n);
-            snprintf(fb, sizeof fb, "%zu", failed);
-            md_cell(fp, json_string_value(json_object_get(job, "run_id")) ?
-                            json_string_value(json_object_get(job, "run_id")) : dirn);
-            md_cell(fp, json_string_value(json_object_get(job, "device")) ?
-                            json_string_value(json_object_get(job, "device")) : "");
-            md_cell(fp, json_string_value(json_object_get(sum, "kind")) ?
-                            json_string_value(json_object_get(sum, "kind")) : "");
-            md_cell(fp, sum ? nb : "no summary");
-            md_cell(fp, fb);
-            md_cell(fp, worst && json_string_value(json_object_get(worst, "what")) ?
-                            json_string_value(json_object_get(worst, "what")) : "");
-            md_cell(fp, e);
-            md_cell(fp, b);
-            fputs("|\n", fp);
-            json_decref(sum);
+static const char *str_or(const json_t *o, const char *key, const char *fallback)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : fallback;
+}
+
+/* One job's verification records (its summary.json): how many, how many
+ * failed, and the worst one (largest error/bound). */
+static void verification_row(FILE *fp, const plot_ctx *c, const json_t *job, const char *dirn)
+{
+    char sp[1400];
+    snprintf(sp, sizeof sp, "%s/runs/%s/summary.json", c->dir, dirn);
+    json_t *sum = json_load_file(sp, 0, NULL);
+    json_t *ver = json_object_get(sum, "verification");
+    size_t n = json_array_size(ver), failed = 0, vi;
+    json_t *rec, *worst = NULL;
+    double worst_ratio = -1;
+    json_array_foreach(ver, vi, rec) {
+        double e = json_number_value(json_object_get(rec, "max_error"));
+        double b = json_number_value(json_object_get(rec, "bound"));
+        double ratio = b > 0 ? e / b : (e > 0 ? INFINITY : 0);
+        if (!json_is_true(json_object_get(rec, "pass")))
+            failed++;
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            worst = rec;
         }
     }
+    char e[32] = "", b[32] = "";
+    if (worst) {
+        snprintf(e, sizeof e, "%.3g", json_number_value(json_object_get(worst, "max_error")));
+        snprintf(b, sizeof b, "%.3g", json_number_value(json_object_get(worst, "bound")));
+    }
+    char nb[32], fb[32];
+    snprintf(nb, sizeof nb, "%zu", n);
+    snprintf(fb, sizeof fb, "%zu", failed);
+    md_cell(fp, str_or(job, "run_id", dirn));
+    md_cell(fp, str_or(job, "device", ""));
+    md_cell(fp, str_or(sum, "kind", ""));
+    md_cell(fp, sum ? nb : "no summary");
+    md_cell(fp, fb);
+    md_cell(fp, worst ? str_or(worst, "what", "") : "");
+    md_cell(fp, e);
+    md_cell(fp, b);
+    fputs("|\n", fp);
+    json_decref(sum);
+}
 
+/* Verification: every job's records — the error of each device figure
+ * against the CPU reference next to its bound. */
+static void verification_table(FILE *fp, const plot_ctx *c, const json_t *manifest)
+{
+    json_t *jobs = manifest ? json_object_get(manifest, "jobs") : NULL;
+    if (!json_array_size(jobs))
+        return;
+    fputs("\n## Verification\n\nEach run's device results against the double-precision "
+          "CPU reference: how many records, how many failed, and the worst one (largest "
+          "error/bound).\n\n| run | device | kind | records | failed | worst check | error "
+          "| bound |\n|---|---|---|---|---|---|---|---|\n", fp);
+    size_t ji;
+    json_t *job;
+    json_array_foreach(jobs, ji, job) {
+        const char *dirn = json_string_value(json_object_get(job, "dir"));
+        if (dirn)
+            verification_row(fp, c, job, dirn);
+    }
+}
+
+/* Rows without x: summaries and verification errors. */
+static void scalars_table(FILE *fp, const plot_ctx *c, plot_result *res)
+{
     fputs("\n## Scalar figures\n\n| run | encoding | metric | value |\n|---|---|---|---|\n", fp);
     size_t n_scalars = 0;
     for (size_t r = 1; r < c->t->n; r++) {
@@ -221,6 +229,34 @@ rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n
         n_scalars++;
     }
     res->n_scalars = n_scalars;
+}
+
+rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs, int svg,
+                            plot_result *res, rl_error *err)
+{
+    char path[1100], mpath[1100];
+    snprintf(path, sizeof path, "%s/report.md", c->dir);
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", c->dir);
+    json_t *manifest = access(mpath, R_OK) == 0 ? json_load_file(mpath, 0, NULL) : NULL;
+    rl_atomic_file af;
+    rl_status st = rl_atomic_open(&af, path, err);
+    if (st) {
+        json_decref(manifest);
+        return st;
+    }
+    FILE *fp = af.fp;
+    fprintf(fp, "# ropelab results\n\nFrom `%s/results.csv` (%zu rows). Every GPU figure below was "
+                "verified against the double-precision CPU reference; verification errors are in the "
+                "scalar table.\n\n## Runs\n\n",
+            c->dir, c->t->n - 1);
+    if ((st = runs_table(fp, c, manifest, res, err))) {
+        rl_atomic_abort(&af);
+        json_decref(manifest);
+        return st;
+    }
+    figures_list(fp, figs, n_figs, svg);
+    verification_table(fp, c, manifest);
+    scalars_table(fp, c, res);
     json_decref(manifest);
     return rl_atomic_commit(&af, err);
 }
