@@ -15,8 +15,8 @@
  *   - gnuplot is started with fork and execv on an argument vector: no
  *     shell parses any of it;
  *   - the data file holds numbers and, for categorical axes, x values as
- *     data strings (data is never executed), with " and control characters
- *     replaced. */
+ *     data strings (data is never executed), with " written as ', control
+ *     characters as spaces and backslashes doubled. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -59,12 +59,16 @@ static void gp_string(FILE *fp, const char *s)
     fputc('\'', fp);
 }
 
-/* Text in the data file (a comment, or a double-quoted data string): one
- * line, no '"'. */
-static void dat_text(FILE *fp, const char *s)
+/* Text in the data file (a comment, or with quoted set a double-quoted
+ * data string, in which gnuplot reads backslash escapes): one line, no '"',
+ * backslashes in a data string doubled so that they stay as written. */
+static void dat_text(FILE *fp, const char *s, int quoted)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (quoted && *p == '\\')
+            fputc('\\', fp);
         fputc(*p == '"' ? '\'' : is_control(*p) ? ' ' : *p, fp);
+    }
 }
 
 /* Runs `prog ./script` in directory dir (fork, chdir, execv: no shell), its
@@ -182,7 +186,7 @@ static rl_status write_data(const plot_ctx *c, const plot_figure *fg, plot_serie
             return st;
         }
         fputs("# ", af.fp);
-        dat_text(af.fp, s->run_id);
+        dat_text(af.fp, s->run_id, 0);
         fputc('\n', af.fp);
         for (size_t k = 0; k < s->n; k++) {
             double x = 0, y;
@@ -191,7 +195,7 @@ static rl_status write_data(const plot_ctx *c, const plot_figure *fg, plot_serie
                 continue; /* NaN/empty values are skipped, not plotted as 0 */
             if (fg->categorical) {
                 fputc('"', af.fp);
-                dat_text(af.fp, xs);
+                dat_text(af.fp, xs, 1);
                 fprintf(af.fp, "\" %.17g\n", y);
             } else {
                 plot_parse_num(xs, &x);
