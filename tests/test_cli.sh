@@ -89,6 +89,46 @@ expect inspect_bad_param 2 "t5: unknown parameter 'buckets'" -- inspect t5 --set
 expect inspect_bad_value 2 't5: max_distance 4 must exceed' -- inspect t5 --set max_distance=4
 expect inspect_bad_range 2 'need integers with R0 <= R1' -- inspect t5 --from 5 --to 1
 expect inspect_set_noeq 2 "--set 'alpha': expected key=value" -- inspect sinusoidal --set alpha
+# No input becomes gnuplot code: encoding names, a batch's output directory
+# and a received results.csv full of backquotes, $(...), quotes, @macros and
+# newlines are drawn as text, and none of their commands runs (each would
+# create a file in $gpt/m). decay runs on the CPU: no device needed.
+gpt=$(mktemp -d /tmp/rlXXXX)
+mkdir -p "$gpt/m"
+cat > "$gpt/batch.yaml" <<'YAML'
+output: "MK/o`touch MK/m/out` $(touch MK/m/out2) 'q' \"d\" @GPVAL_PWD"
+model: {head_dim: 16, heads: 1, train_len: 64}
+encodings:
+  - {name: "a`touch MK/m/a` 'q' \"d\" @GPVAL_PWD", type: rope}
+  - {name: "b$(touch MK/m/b)x';system 'touch MK/m/b2';'", type: rope}
+  - {name: "c\nsystem 'touch MK/m/c'\n", type: rope, rope_theta: 500000}
+experiments:
+  - {kind: decay, params: {max_distance: 16, step: 4}}
+YAML
+sed -i "s#MK#$gpt#g" "$gpt/batch.yaml"
+expect gnuplot_quoting_run 0 'plot: [1-9][0-9]* figure' -- run "$gpt/batch.yaml" --quiet
+gpout="$gpt/o\`touch $gpt/m/out\` \$(touch $gpt/m/out2) 'q' \"d\" @GPVAL_PWD"
+mkdir -p "$gpt/r\`touch $gpt/m/r\`"
+cat > "$gpt/r\`touch $gpt/m/r\`/results.csv" <<'CSV'
+run_id,device,encoding,metric,x,value,x_label,y_label
+r1,cpu,"e`touch MK/m/e` $(touch MK/m/e2) x' ; system 'touch MK/m/e3' ; ' ""d"" @GPVAL_PWD",t.m,1,2,"x`touch MK/m/x`","y
+system 'touch MK/m/y'"
+r1,cpu,"e`touch MK/m/e` $(touch MK/m/e2) x' ; system 'touch MK/m/e3' ; ' ""d"" @GPVAL_PWD",t.m,2,3,x,y
+r2,cpu,rope,t.m,1,1,x,y
+CSV
+sed -i "s#MK#$gpt#g" "$gpt/r\`touch $gpt/m/r\`/results.csv"
+expect gnuplot_quoting_plot 0 'plot: 1 figure for 2 runs' -- plot "$gpt/r\`touch $gpt/m/r\`"
+if [ -z "$(ls -A "$gpt/m")" ] && [ -s "$gpout/plots/decay.bound.png" ] &&
+   grep -qF "a\`touch $gpt/m/a\`" "$gpout/plots/decay.bound.svg" &&
+   grep -qF "b\$(touch $gpt/m/b)x" "$gpout/plots/decay.bound.svg" &&
+   grep -qF "e\`touch $gpt/m/e\` \$(touch $gpt/m/e2) x" "$gpt/r\`touch $gpt/m/r\`/plots/t.m.svg" &&
+   grep -qF "system 'touch $gpt/m/y'" "$gpt/r\`touch $gpt/m/r\`/plots/t.m.svg"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  printf 'FAIL gnuplot_quoting: commands ran (%s) or labels not drawn\n' "$(ls -A "$gpt/m")" >&2
+fi
+rm -rf "$gpt"
 example="$(dirname "$0")/../experiments/example.yaml"
 runtmp=$(mktemp -d)
 printf 'model: {head_dim: 64, heads: 4, train_len: 8}\nexperiments:\n  - kind: decay\n    params: {max_distanse: 3}\n' > "$runtmp/bad.yaml"

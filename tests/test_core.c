@@ -1,4 +1,4 @@
-/* core/: status messages, RNG determinism, ulp helpers, atomic files. */
+/* core/: status messages, RNG determinism, ulp helpers, half -> float, atomic files. */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,6 +90,26 @@ START_TEST(ulp_helpers_count_representable_floats)
     ck_assert_double_eq(rl_ulp32(1.5), 0x1p-23);
     ck_assert_double_eq(rl_ulp32(0.75), 0x1p-24);
     ck_assert_double_eq(rl_ulp32(0.0), 0x1p-149);
+}
+END_TEST
+
+/* Values from the binary16 definition: (-1)^s 2^(e-15) 1.m, subnormals
+ * 2^-14 0.m, e = 31 inf/NaN. */
+START_TEST(half_to_float_is_exact_for_every_class)
+{
+    ck_assert_float_eq(rl_half_to_float(0x3c00), 1.0f);
+    ck_assert_float_eq(rl_half_to_float(0xc000), -2.0f);
+    ck_assert_float_eq(rl_half_to_float(0x3555), 0x1.554p-2f);
+    ck_assert_float_eq(rl_half_to_float(0x7bff), 65504.0f);
+    ck_assert_float_eq(rl_half_to_float(0x0400), 0x1p-14f);
+    ck_assert_float_eq(rl_half_to_float(0x03ff), 0x3ffp-24f);
+    ck_assert_float_eq(rl_half_to_float(0x8001), -0x1p-24f);
+    ck_assert(rl_half_to_float(0x0000) == 0.0f && !signbit(rl_half_to_float(0x0000)));
+    ck_assert(rl_half_to_float(0x8000) == 0.0f && signbit(rl_half_to_float(0x8000)));
+    ck_assert(isinf(rl_half_to_float(0x7c00)) && rl_half_to_float(0x7c00) > 0);
+    ck_assert(isinf(rl_half_to_float(0xfc00)) && rl_half_to_float(0xfc00) < 0);
+    ck_assert(isnan(rl_half_to_float(0x7e00)));
+    ck_assert(isnan(rl_half_to_float(0xfc01)));
 }
 END_TEST
 
@@ -217,6 +237,7 @@ int main(void)
     tcase_add_test(tc, fail_records_status_and_message);
     tcase_add_test(tc, rng_is_deterministic_and_stream_separated);
     tcase_add_test(tc, ulp_helpers_count_representable_floats);
+    tcase_add_test(tc, half_to_float_is_exact_for_every_class);
     tcase_add_test(tc, atomic_file_appears_only_on_commit);
     tcase_add_test(tc, npy_header_is_exactly_numpys_dict);
     tcase_add_test(tc, non_finite_inputs_are_refused_at_load);

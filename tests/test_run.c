@@ -74,6 +74,38 @@ START_TEST(zip_pairs_lists_elementwise)
 }
 END_TEST
 
+/* An encoding's zip group pairs its lists like a params zip does, and its
+ * bad members are all reported, each at its own key (one zip parser). */
+START_TEST(encoding_zip_pairs_and_reports_every_bad_member)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings:\n  - name: a\n    type: rope\n"
+                          "    zip: {rope_theta: [10000, 500000], partial_rotary_factor: [1, 0.5]}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 2);
+    for (size_t i = 0; i < b.n_items; i++) {
+        const json_t *e = json_object_get(b.items[i].resolved, "encoding");
+        double t = json_number_value(json_object_get(e, "rope_theta"));
+        double f = json_number_value(json_object_get(e, "partial_rotary_factor"));
+        ck_assert_msg((t == 10000 && f == 1) || (t == 500000 && f == 0.5), "unpaired %g %g", t, f);
+    }
+    run_batch_free(&b);
+    ck_assert_int_eq(load("encodings:\n  - name: a\n    type: rope\n"
+                          "    zip: {rope_theta: 5, partial_rotary_factor: [[1], 2], factor: []}\n"
+                          "  - name: b\n    type: rope\n"
+                          "    zip: {a1: [1], a2: [1], a3: [1], a4: [1], a5: [1], a6: [1], a7: [1],"
+                          " a8: [1], a9: [1]}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 4);
+    ck_assert(has_msg(&d, "t.yaml:5:23: encodings[0].zip.rope_theta: a zip member must be a list"));
+    ck_assert(has_msg(&d, "encodings[0].zip.partial_rotary_factor[0]: a swept value must be a scalar"));
+    ck_assert(has_msg(&d, "encodings[0].zip.factor: an empty list sweeps over nothing"));
+    ck_assert(has_msg(&d, "encodings[1].zip.a9: at most 8 keys per zip group"));
+    run_diag_free(&d);
+}
+END_TEST
+
 START_TEST(run_ids_are_stable_and_depend_only_on_parameters)
 {
     run_batch a, b, c;
@@ -367,6 +399,7 @@ int main(void)
     TCase *tc = tcase_create("batch");
     tcase_add_test(tc, lists_expand_to_cartesian_product);
     tcase_add_test(tc, zip_pairs_lists_elementwise);
+    tcase_add_test(tc, encoding_zip_pairs_and_reports_every_bad_member);
     tcase_add_test(tc, run_ids_are_stable_and_depend_only_on_parameters);
     tcase_add_test(tc, shards_partition_the_plan);
     tcase_add_loop_test(tc, each_error_is_reported_with_position_path_and_message, 0,

@@ -268,8 +268,8 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
                         uint32_t n_buckets, double *scratch, attn_ref_row *r, double *buckets,
                         double *out, double *out_scale);
 
-/* IEEE half <-> float (round to nearest even; exact half -> float). */
+/* IEEE float -> half (round to nearest even); half -> float is
+ * rl_half_to_float (core/rl_util.h). */
 uint16_t attn_f32_to_f16(float f);
-float attn_f16_to_f32(uint16_t h);
 
 #endif

@@ -283,7 +283,7 @@ static float *as_float(const void *src, uint64_t n, int fp16)
         return NULL;
     if (fp16)
         for (uint64_t i = 0; i < n; i++)
-            f[i] = attn_f16_to_f32(((const uint16_t *)src)[i]);
+            f[i] = rl_half_to_float(((const uint16_t *)src)[i]);
     else
         memcpy(f, src, n * sizeof *f);
     return f;

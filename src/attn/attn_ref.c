@@ -180,21 +180,3 @@ uint16_t attn_f32_to_f16(float f)
         h++;                                  /* may carry into the exponent: correct */
     return (uint16_t)(sign | h);
 }
-
-float attn_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t ex = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    float f;
-    if (ex == 0)
-        f = ldexpf((float)man, -24);
-    else if (ex == 31)
-        f = man ? NAN : INFINITY;
-    else
-        f = ldexpf((float)(man | 0x400u), (int)ex - 25);
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x |= sign;
-    memcpy(&f, &x, 4);
-    return f;
-}

@@ -64,7 +64,7 @@ static int data_make(const attn_case *c, uint64_t seed, attn_data *x)
             /* b = a + 0.1 N(0,1): q_b/k_b follow q/k with a small distortion. */
             float val = (float)rl_rng_normal(&rng);
             if (a == 1 || a == 3) {
-                float base = c->fp16 ? attn_f16_to_f32(((uint16_t *)arrs[a - 1])[i])
+                float base = c->fp16 ? rl_half_to_float(((uint16_t *)arrs[a - 1])[i])
                                      : ((float *)arrs[a - 1])[i];
                 val = base + 0.1f * val;
             }

@@ -11,18 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-float rl_npy_half_to_float(uint16_t h)
-{
-    int sign = (h >> 15) & 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    float v;
-    if (e == 0)
-        v = ldexpf((float)m, -24);               /* subnormal: m * 2^-24 */
-    else if (e == 31)
-        v = m ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(m | 0x400), e - 25);  /* 1.m * 2^(e-15) */
-    return sign ? -v : v;
-}
+#include "core/rl_util.h"
 
 static const char *skip_ws(const char *p)
 {
@@ -266,7 +255,7 @@ rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
                              (uint32_t)b[4 * i + 2] << 16 | (uint32_t)b[4 * i + 3] << 24;
                 memcpy(&out->data[i], &u, 4);
             } else {
-                out->data[i] = rl_npy_half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+                out->data[i] = rl_half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
             }
         }
     }

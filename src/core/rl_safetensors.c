@@ -7,20 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RL_ST_MAX_HEADER (100u << 20)
+#include "core/rl_util.h"
 
-float rl_half_to_float(uint16_t h)
-{
-    uint32_t s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-    float v;
-    if (e == 0)
-        v = ldexpf((float)m, -24);
-    else if (e == 31)
-        v = m ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(m | 1024), (int)e - 25);
-    return s ? -v : v;
-}
+#define RL_ST_MAX_HEADER (100u << 20)
 
 static uint64_t dtype_size(const char *d)
 {

@@ -1,10 +1,12 @@
 #include "run/run_yaml.h"
 
-#include "core/rl_util.h"
-
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+
+#include "core/rl_util.h"
 
 typedef struct builder {
     yaml_parser_t parser;
@@ -323,4 +325,45 @@ const char *run_node_kind(const run_node *n)
         return "a mapping";
     }
     return "a node";
+}
+
+/* Plain YAML scalars become null, booleans, integers or reals; quoted ones
+ * stay strings. Integral reals below 2^53 become integers so that 10000 and
+ * 10000.0 give the same run id. */
+json_t *run_scalar_json(const run_node *n)
+{
+    const char *t = n->text;
+    if (!n->quoted) {
+        if (!*t || !strcmp(t, "~") || !strcmp(t, "null"))
+            return json_null();
+        if (!strcmp(t, "true") || !strcmp(t, "True"))
+            return json_true();
+        if (!strcmp(t, "false") || !strcmp(t, "False"))
+            return json_false();
+        char *end;
+        errno = 0;
+        double v = strtod(t, &end);
+        if (*end == '\0' && end != t && errno == 0 && isfinite(v) &&
+            strspn(t, "0123456789+-.eE") == strlen(t)) {
+            if (v == floor(v) && fabs(v) < 9007199254740992.0)
+                return json_integer((json_int_t)v);
+            return json_real(v);
+        }
+    }
+    return json_string(t);
+}
+
+json_t *run_node_json(const run_node *n)
+{
+    if (n->type == RUN_NODE_SCALAR)
+        return run_scalar_json(n);
+    json_t *o = n->type == RUN_NODE_MAP ? json_object() : json_array();
+    for (size_t i = 0; o && i < n->n; i++) {
+        json_t *v = run_node_json(n->items[i]);
+        if (n->type == RUN_NODE_MAP)
+            json_object_set_new(o, n->keys[i], v);
+        else
+            json_array_append_new(o, v);
+    }
+    return o;
 }

@@ -9,6 +9,7 @@
 #ifndef RUN_YAML_H
 #define RUN_YAML_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +49,14 @@ const run_node *run_node_get(const run_node *map, const char *key, size_t *index
 
 /* Readable kind of a node for messages: "a string", "a list", "a mapping". */
 const char *run_node_kind(const run_node *n);
+
+/* A plain YAML scalar as JSON: null, boolean, integer (also integral reals
+ * below 2^53, so that 10000 and 10000.0 give the same run id), real or
+ * string; quoted scalars are strings. New reference (NULL: out of memory). */
+json_t *run_scalar_json(const run_node *n);
+
+/* A whole subtree as JSON (scalars as run_scalar_json, mappings as objects,
+ * sequences as arrays). New reference. */
+json_t *run_node_json(const run_node *n);
 
 #endif
