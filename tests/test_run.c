@@ -169,6 +169,9 @@ static const struct {
     {"experiments: [{kind: decay, params: {max_distanse: 4}}]\n", "t.yaml:2:38: experiments[0].params.max_distanse",
      "did you mean 'max_distance'?"},
     {"experiments: [{kind: decai}]\n", "experiments[0].kind", "did you mean 'decay'?"},
+    {"experiments: [{kind: qqqqqqqqqq}]\n", "experiments[0].kind",
+     "known kinds: decay, precision, invariance, coverage, interpolation, entropy, retrieval, "
+     "distortion"},
     {"experiments:\n  - kind: precision\n    params: {tokens: -3}\n", "t.yaml:4:22: experiments[0].params.tokens",
      "out of range"},
     {"experiments:\n  - kind: precision\n    params: {tokens: abc}\n", "experiments[0].params.tokens",

@@ -252,12 +252,16 @@ static const exp_kind *entry_kind(loader *L, const run_node *e, const char *ep)
         size_t nk;
         const exp_kind *const *kinds = exp_kinds(&nk);
         const char *kind_names[32];
-        for (size_t i = 0; i < nk && i < 32; i++)
+        if (nk > 32)
+            nk = 32;
+        for (size_t i = 0; i < nk; i++)
             kind_names[i] = kinds[i]->name;
         char buf[512];
         run_suggest(kname, kind_names, nk, buf, sizeof buf);
-        run_diag_add(&L->c, RUN_AT(kn), kp, "unknown experiment kind '%s'%s", kname,
-                     strstr(buf, "valid keys") ? "; known kinds: decay, precision" : buf);
+        /* a close name is suggested; otherwise every kind from the registry */
+        if (strstr(buf, "valid keys"))
+            snprintf(buf, sizeof buf, "; known kinds: %s", exp_kind_names());
+        run_diag_add(&L->c, RUN_AT(kn), kp, "unknown experiment kind '%s'%s", kname, buf);
     }
     return kind;
 }
