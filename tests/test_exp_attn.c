@@ -203,20 +203,11 @@ static void kf_init(kfix *f, const char *type, const char *enc, const char *para
     rl_gpu_open(&f->g);
 }
 
-/* Fills defaults the runner would (the kind's parameter table), checks and runs. */
+/* Checks and runs (the kind itself applies its defaults, as in real runs). */
 static rl_status kf_run(kfix *f, const char *kind, rl_error *err)
 {
     const exp_kind *k = exp_find(kind);
     ck_assert_ptr_nonnull(k);
-    for (size_t i = 0; i < k->n_params; i++) {
-        const exp_param *p = &k->params[i];
-        if (json_object_get(f->params, p->name))
-            continue;
-        json_object_set_new(f->params, p->name,
-                            p->type == EXP_P_STR    ? json_string(p->def_str)
-                            : p->type == EXP_P_BOOL ? json_boolean(p->def_num != 0)
-                                                    : json_real(p->def_num));
-    }
     rl_status st = k->check(&f->run, err);
     if (st)
         return st;

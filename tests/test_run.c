@@ -173,9 +173,9 @@ static const struct {
      "known kinds: decay, precision, invariance, coverage, interpolation, entropy, retrieval, "
      "distortion"},
     {"experiments:\n  - kind: precision\n    params: {tokens: -3}\n", "t.yaml:4:22: experiments[0].params.tokens",
-     "out of range"},
+     "-3 is below the minimum 1"},
     {"experiments:\n  - kind: precision\n    params: {tokens: abc}\n", "experiments[0].params.tokens",
-     "expected an integer"},
+     "must be an integer (got 'abc')"},
     {"data: {source: gausian}\nexperiments: [{kind: decay}]\n", "data.source", "did you mean 'gaussian'?"},
     {"experimnets: []\n", "experimnets", "did you mean 'experiments'?"},
     {"experiments: [{kind: decay, params: {zip: {max_distance: [1, 2], step: [1]}}}]\n",

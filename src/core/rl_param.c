@@ -31,10 +31,15 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
                          rl_error *err)
 {
     *out = NULL;
+    /* "<owner>: <key> " before each message; nothing when the caller (the
+     * batch loader) names the place itself. */
+    char pre[160] = "";
+    if (owner)
+        snprintf(pre, sizeof pre, "%s: %s ", owner, p->key);
     switch (p->type) {
     case RL_P_JSON:
         *out = json_deep_copy(v);
-        return *out ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+        break;
     case RL_P_INT: {
         double x;
         if (json_is_integer(v))
@@ -42,61 +47,59 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
         else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)))
             x = json_real_value(v);
         else
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be an integer", owner, p->key);
+            return rl_fail(err, RL_ERR_ARG, "%smust be an integer", pre);
         if (x < p->min)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g is below the minimum %.17g", owner,
-                           p->key, x, p->min);
+            return rl_fail(err, RL_ERR_ARG, "%s%.17g is below the minimum %.17g", pre, x, p->min);
         if (x > p->max)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g exceeds the maximum %.17g", owner,
-                           p->key, x, p->max);
+            return rl_fail(err, RL_ERR_ARG, "%s%.17g exceeds the maximum %.17g", pre, x, p->max);
         *out = json_integer((json_int_t)x);
         break;
     }
     case RL_P_NUM: {
         if (!json_is_number(v))
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be a number", owner, p->key);
+            return rl_fail(err, RL_ERR_ARG, "%smust be a number", pre);
         double x = json_number_value(v);
         if (!isfinite(x) || x < p->min)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g is below the minimum %.17g", owner,
-                           p->key, x, p->min);
+            return rl_fail(err, RL_ERR_ARG, "%s%.17g is below the minimum %.17g", pre, x, p->min);
         if (x > p->max)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g exceeds the maximum %.17g", owner,
-                           p->key, x, p->max);
+            return rl_fail(err, RL_ERR_ARG, "%s%.17g exceeds the maximum %.17g", pre, x, p->max);
         *out = json_real(x);
         break;
     }
     case RL_P_BOOL:
         if (!json_is_boolean(v))
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be true or false", owner, p->key);
+            return rl_fail(err, RL_ERR_ARG, "%smust be true or false", pre);
         *out = json_boolean(json_is_true(v));
         break;
     case RL_P_STR:
         if (!json_is_string(v))
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be a string", owner, p->key);
+            return rl_fail(err, RL_ERR_ARG, "%smust be a string", pre);
         *out = json_string(json_string_value(v));
         break;
     case RL_P_ENUM: {
         if (!json_is_string(v))
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be one of %s", owner, p->key,
-                           p->choices);
-        const char *s = json_string_value(v), *c = p->choices;
-        size_t n = strlen(s);
-        while (c && *c) {
-            const char *bar = strchr(c, '|');
-            size_t len = bar ? (size_t)(bar - c) : strlen(c);
-            if (len == n && strncmp(c, s, n) == 0) {
-                *out = json_string(s);
-                break;
-            }
-            c = bar ? bar + 1 : NULL;
-        }
-        if (!*out)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s '%s' is not one of %s", owner, p->key, s,
-                           p->choices);
+            return rl_fail(err, RL_ERR_ARG, "%smust be one of %s", pre, p->choices);
+        const char *s = json_string_value(v);
+        if (!rl_param_choice_ok(p, s))
+            return rl_fail(err, RL_ERR_ARG, "%s'%s' is not one of %s", pre, s, p->choices);
+        *out = json_string(s);
         break;
     }
     }
     return *out ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+}
+
+int rl_param_choice_ok(const rl_param *p, const char *s)
+{
+    size_t n = strlen(s);
+    for (const char *c = p->choices; c && *c;) {
+        const char *bar = strchr(c, '|');
+        size_t len = bar ? (size_t)(bar - c) : strlen(c);
+        if (len == n && strncmp(c, s, n) == 0)
+            return 1;
+        c = bar ? bar + 1 : NULL;
+    }
+    return 0;
 }
 
 rl_status rl_params_resolve(const char *owner, const rl_param *ps, size_t n, const json_t *given,

@@ -31,7 +31,9 @@ typedef struct rl_param {
 const char *rl_ptype_name(rl_ptype t);
 
 /* Validates one given value v of p (not NULL, not null) for owner (the
- * encoding, kind or section named in messages: "<owner>: <key> ..."). *out
+ * encoding, kind or section named in messages: "<owner>: <key> ..."; NULL:
+ * the message is the bare rule, "must be an integer", for callers that name
+ * the place themselves). *out
  * (new reference) is the typed value (integers as JSON integers). Errors
  * are RL_ERR_ARG. */
 rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, json_t **out,
@@ -43,6 +45,9 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
  * with its value or default, in declaration order. */
 rl_status rl_params_resolve(const char *owner, const rl_param *ps, size_t n, const json_t *given,
                             json_t **out, rl_error *err);
+
+/* 1 when s is one of p's choices ("a|b|c"). */
+int rl_param_choice_ok(const rl_param *p, const char *s);
 
 /* Index of key in ps[0..n), or -1. */
 long rl_param_find(const rl_param *ps, size_t n, const char *key);

@@ -5,7 +5,7 @@
  * written through an exp_sink, and records how its numbers were verified.
  * Adding a kind = one new file exp_<name>.c defining a `const exp_kind` and
  * one line in src/exp/meson.build (the one list of kinds). The runner (src/run/) validates every parameter
- * against the kind's exp_param table before any GPU work, calls the kind's
+ * against the kind's rl_param table before any GPU work, calls the kind's
  * check() on every resolved run of the plan, then run() on a device.
  *
  * This module knows nothing of YAML or batch files: a run arrives as plain
@@ -26,22 +26,9 @@
 
 /* ---- parameters --------------------------------------------------------- */
 
-typedef enum exp_ptype { EXP_P_INT, EXP_P_NUM, EXP_P_STR, EXP_P_BOOL } exp_ptype;
-
-/* One parameter of a kind (also used by the runner for its own sections).
- * INT/NUM: value must lie in [min, max]. STR: if choices is non-NULL (a
- * NULL-terminated list) the value must be one of them. A parameter with
- * required = 0 takes def_num / def_str when absent. */
-typedef struct exp_param {
-    const char *name;
-    exp_ptype type;
-    double min, max;
-    double def_num;
-    const char *def_str;
-    const char *const *choices;
-    int required;
-    const char *help;
-} exp_param;
+/* A kind's parameters are the house schema (core/rl_param.h: one type and
+ * one validator for encodings, kinds and runner sections). */
+#include "core/rl_param.h"
 
 /* ---- a resolved run ----------------------------------------------------- */
 
@@ -124,7 +111,7 @@ typedef struct exp_ctx {
 typedef struct exp_kind {
     const char *name;
     const char *about;
-    const exp_param *params;
+    const rl_param *params;
     size_t n_params;
     int uses_data;               /* run->data is set; the data section is part of the run */
     int needs_gpu;               /* runs once per device; else once, on the CPU */
@@ -146,21 +133,21 @@ const exp_kind *exp_find(const char *name);
 const char *exp_kind_names(void);
 
 /* One resolved parameter value: num for INT / NUM / BOOL (0 or 1), str
- * for STR (borrowed from run->params or the table's default). */
+ * for STR / ENUM (a copy). */
 typedef struct exp_value {
     double num;
-    const char *str;
+    char str[64];
 } exp_value;
 
 /* The typed-parameter step every kind runs first, in check(), run() and
  * estimate_bytes() alike, so a run built by hand (tests) sees the same
  * defaults as one planned by the runner: out[i] is run->params' value of
- * ps[i] or, when absent (or null), ps[i]'s default; a given value of the
- * wrong JSON type, or a missing required one, is RL_ERR_ARG naming the
- * kind and key. The runner validates ranges and choices before planning;
- * this re-checks them too (a hand-built run gets the same refusal).
+ * ps[i] or, when absent (or null), ps[i]'s default, through the house
+ * validator rl_params_resolve (unknown keys, wrong types, ranges and
+ * choices are RL_ERR_ARG naming the kind and key — the same rules the
+ * runner applies to the batch file).
  * Each kind wraps it in its own typed struct (see exp_decay.c). */
-rl_status exp_params_get(const char *kind, const exp_param *ps, size_t n, const exp_run *run,
+rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const exp_run *run,
                          exp_value *out, rl_error *err);
 
 /* The run's encoding from the registry (src/pe/pe.h), created for the

@@ -34,9 +34,9 @@
 #define COV_PI 3.14159265358979323846
 
 enum { P_EVAL_LEN, P_COUNT };
-static const exp_param params[P_COUNT] = {
-    [P_EVAL_LEN] = {.name = "eval_len", .type = EXP_P_INT, .min = 1, .max = 2147483647.0,
-                    .def_num = 8192,
+static const rl_param params[P_COUNT] = {
+    [P_EVAL_LEN] = {.key = "eval_len", .type = RL_P_INT, .min = 1, .max = 2147483647.0,
+                    .def = "8192",
                     .help = "evaluation sequence length (also the seq_len of dynamic/longrope "
                             "scalings)"},
 };

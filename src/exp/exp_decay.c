@@ -16,11 +16,11 @@
 #include "exp/exp.h"
 
 enum { P_MAX_DISTANCE, P_STEP, P_COUNT };
-static const exp_param params[P_COUNT] = {
-    [P_MAX_DISTANCE] = {.name = "max_distance", .type = EXP_P_INT, .min = 0, .max = 16777216,
-                        .def_num = 1024,
+static const rl_param params[P_COUNT] = {
+    [P_MAX_DISTANCE] = {.key = "max_distance", .type = RL_P_INT, .min = 0, .max = 16777216,
+                        .def = "1024",
                         .help = "largest relative distance r (r = 0, step, 2*step, ...)"},
-    [P_STEP] = {.name = "step", .type = EXP_P_INT, .min = 1, .max = 16777216, .def_num = 1,
+    [P_STEP] = {.key = "step", .type = RL_P_INT, .min = 1, .max = 16777216, .def = "1",
                 .help = "distance between consecutive r"},
 };
 

@@ -29,10 +29,10 @@
 #include "pe/pe.h"
 
 enum { P_LENGTH, P_ATTENTION_FACTOR, P_COUNT };
-static const exp_param params[P_COUNT] = {
-    [P_LENGTH] = {.name = "length", .type = EXP_P_INT, .min = 0, .max = 1048576, .def_num = 0,
+static const rl_param params[P_COUNT] = {
+    [P_LENGTH] = {.key = "length", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                   .help = "tokens (0: the model's train_len, the original context)"},
-    [P_ATTENTION_FACTOR] = {.name = "attention_factor", .type = EXP_P_BOOL, .def_num = 1,
+    [P_ATTENTION_FACTOR] = {.key = "attention_factor", .type = RL_P_BOOL, .def = "true",
                             .help = "apply the scaled encoding's attention factor (af^2 on the "
                                     "logits)"},
 };

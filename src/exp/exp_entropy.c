@@ -29,11 +29,11 @@
 #include "pe/pe.h"
 
 enum { P_MIN_LEN, P_MAX_LEN, P_COUNT };
-static const exp_param params[P_COUNT] = {
-    [P_MIN_LEN] = {.name = "min_len", .type = EXP_P_INT, .min = 1, .max = 1048576, .def_num = 64,
+static const rl_param params[P_COUNT] = {
+    [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
                    .help = "shortest sequence (tokens); lengths double up to max_len"},
-    [P_MAX_LEN] = {.name = "max_len", .type = EXP_P_INT, .min = 1, .max = 1048576,
-                   .def_num = 1024, .help = "longest sequence (tokens); also the causal pass's length"},
+    [P_MAX_LEN] = {.key = "max_len", .type = RL_P_INT, .min = 1, .max = 1048576,
+                   .def = "1024", .help = "longest sequence (tokens); also the causal pass's length"},
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */

@@ -30,16 +30,16 @@
 #include "exp/exp.h"
 
 enum { P_EVAL_FACTOR, P_STEP, P_RCOND_EXP, P_DRAW, P_COUNT };
-static const exp_param params[P_COUNT] = {
-    [P_EVAL_FACTOR] = {.name = "eval_factor", .type = EXP_P_NUM, .min = 1, .max = 64,
-                       .def_num = 2, .help = "extrapolate the fit to eval_factor * train_len"},
-    [P_STEP] = {.name = "step", .type = EXP_P_INT, .min = 1, .max = 1048576, .def_num = 1,
+static const rl_param params[P_COUNT] = {
+    [P_EVAL_FACTOR] = {.key = "eval_factor", .type = RL_P_NUM, .min = 1, .max = 64,
+                       .def = "2", .help = "extrapolate the fit to eval_factor * train_len"},
+    [P_STEP] = {.key = "step", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "1",
                 .help = "distance between tabulated integer positions"},
-    [P_RCOND_EXP] = {.name = "rcond_exp", .type = EXP_P_INT, .min = 0, .max = 15, .def_num = 0,
+    [P_RCOND_EXP] = {.key = "rcond_exp", .type = RL_P_INT, .min = 0, .max = 15, .def = "0",
                      .help = "rcond = 10^-rcond_exp: singular values below rcond * largest are "
                              "dropped; 0: numpy.linalg.lstsq's default rcond max(L+1, d) * "
                              "2^-52"},
-    [P_DRAW] = {.name = "draw", .type = EXP_P_INT, .min = 0, .max = 1000000, .def_num = 0,
+    [P_DRAW] = {.key = "draw", .type = RL_P_INT, .min = 0, .max = 1000000, .def = "0",
                 .help = "which random target set (sweep it for several independent fits)"},
 };
 

@@ -26,16 +26,16 @@
 #include "pe/pe.h"
 
 enum { P_PAIRS, P_M, P_N, P_MAX_SHIFT_LOG2, P_COUNT };
-static const exp_param params[P_COUNT] = {
-    [P_PAIRS] = {.name = "pairs", .type = EXP_P_INT, .min = 1, .max = 4096, .def_num = 16,
+static const rl_param params[P_COUNT] = {
+    [P_PAIRS] = {.key = "pairs", .type = RL_P_INT, .min = 1, .max = 4096, .def = "16",
                  .help = "q/k pairs (rows of the data source); every query head of each pair is "
                          "scored"},
-    [P_M] = {.name = "m", .type = EXP_P_INT, .min = 0, .max = 8388608, .def_num = 64,
+    [P_M] = {.key = "m", .type = RL_P_INT, .min = 0, .max = 8388608, .def = "64",
              .help = "query position before the shift"},
-    [P_N] = {.name = "n", .type = EXP_P_INT, .min = 0, .max = 8388608, .def_num = 0,
+    [P_N] = {.key = "n", .type = RL_P_INT, .min = 0, .max = 8388608, .def = "0",
              .help = "key position before the shift"},
-    [P_MAX_SHIFT_LOG2] = {.name = "max_shift_log2", .type = EXP_P_INT, .min = 0, .max = 23,
-                          .def_num = 20, .help = "shifts t = 1, 2, 4, ..., 2^max_shift_log2"},
+    [P_MAX_SHIFT_LOG2] = {.key = "max_shift_log2", .type = RL_P_INT, .min = 0, .max = 23,
+                          .def = "20", .help = "shifts t = 1, 2, 4, ..., 2^max_shift_log2"},
 };
 /* The ranges keep max(m, n) + 2^max_shift_log2 <= 2^24: every position is
  * exact in fp32, as the kernels take it. */

@@ -17,11 +17,11 @@
 #include "exp/exp.h"
 
 enum { P_TOKENS, P_MAX_POS_LOG2, P_COUNT };
-static const exp_param params[P_COUNT] = {
-    [P_TOKENS] = {.name = "tokens", .type = EXP_P_INT, .min = 1, .max = 16777216, .def_num = 64,
+static const rl_param params[P_COUNT] = {
+    [P_TOKENS] = {.key = "tokens", .type = RL_P_INT, .min = 1, .max = 16777216, .def = "64",
                   .help = "rows (positions) rotated"},
-    [P_MAX_POS_LOG2] = {.name = "max_pos_log2", .type = EXP_P_INT, .min = 0, .max = 24,
-                        .def_num = 20,
+    [P_MAX_POS_LOG2] = {.key = "max_pos_log2", .type = RL_P_INT, .min = 0, .max = 24,
+                        .def = "20",
                         .help = "largest position is 2^max_pos_log2 (fp32 positions are exact "
                                 "up to 2^24)"},
 };

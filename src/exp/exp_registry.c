@@ -1,6 +1,7 @@
 /* exp_registry.c — the experiment kinds (listed once, in src/exp/meson.build)
  * and their shared helpers. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "exp/exp.h"
@@ -29,50 +30,19 @@ const exp_kind *exp_find(const char *name)
     return NULL;
 }
 
-rl_status exp_params_get(const char *kind, const exp_param *ps, size_t n, const exp_run *run,
+rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const exp_run *run,
                          exp_value *out, rl_error *err)
 {
+    json_t *res = NULL;
+    rl_status st = rl_params_resolve(kind, ps, n, run->params, &res, err);
+    if (st)
+        return st;
     for (size_t i = 0; i < n; i++) {
-        const exp_param *p = &ps[i];
-        const json_t *v = run->params ? json_object_get(run->params, p->name) : NULL;
-        exp_value x = {.num = p->def_num, .str = p->def_str};
-        if (v && !json_is_null(v)) {
-            switch (p->type) {
-            case EXP_P_BOOL:
-                if (!json_is_boolean(v))
-                    return rl_fail(err, RL_ERR_ARG, "%s: %s must be true or false", kind, p->name);
-                x.num = json_is_true(v);
-                break;
-            case EXP_P_INT:
-            case EXP_P_NUM:
-                if (!json_is_number(v) ||
-                    (p->type == EXP_P_INT && json_number_value(v) != floor(json_number_value(v))))
-                    return rl_fail(err, RL_ERR_ARG, "%s: %s must be %s", kind, p->name,
-                                   p->type == EXP_P_INT ? "an integer" : "a number");
-                x.num = json_number_value(v);
-                if (!(x.num >= p->min && x.num <= p->max))
-                    return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g is outside [%.17g, %.17g]", kind,
-                                   p->name, x.num, p->min, p->max);
-                break;
-            case EXP_P_STR:
-                if (!json_is_string(v))
-                    return rl_fail(err, RL_ERR_ARG, "%s: %s must be a string", kind, p->name);
-                x.str = json_string_value(v);
-                break;
-            }
-        } else if (p->required) {
-            return rl_fail(err, RL_ERR_ARG, "%s: %s is required", kind, p->name);
-        }
-        if (p->type == EXP_P_STR && p->choices && x.str) {
-            size_t k = 0;
-            while (p->choices[k] && strcmp(p->choices[k], x.str) != 0)
-                k++;
-            if (!p->choices[k])
-                return rl_fail(err, RL_ERR_ARG, "%s: %s '%s' is not one of the choices", kind,
-                               p->name, x.str);
-        }
-        out[i] = x;
+        const json_t *v = json_object_get(res, ps[i].key);
+        out[i].num = json_is_number(v) ? json_number_value(v) : json_is_true(v) ? 1.0 : 0.0;
+        snprintf(out[i].str, sizeof out[i].str, "%s", json_is_string(v) ? json_string_value(v) : "");
     }
+    json_decref(res);
     return RL_OK;
 }
 

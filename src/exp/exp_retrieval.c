@@ -33,28 +33,26 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-static const char *const distractor_choices[] = {"data", "gaussian", "none", NULL};
-
 enum {
     P_MIN_LEN, P_MAX_LEN, P_SIMILARITY, P_NEEDLE_SCALE, P_NOISE, P_DISTRACTORS,
     P_DISTRACTOR_SCALE, P_COUNT
 };
-static const exp_param params[P_COUNT] = {
-    [P_MIN_LEN] = {.name = "min_len", .type = EXP_P_INT, .min = 4, .max = 1048576, .def_num = 256,
+static const rl_param params[P_COUNT] = {
+    [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 4, .max = 1048576, .def = "256",
                    .help = "shortest sequence (tokens); lengths double up to max_len"},
-    [P_MAX_LEN] = {.name = "max_len", .type = EXP_P_INT, .min = 4, .max = 1048576,
-                   .def_num = 2048, .help = "longest sequence (tokens)"},
-    [P_SIMILARITY] = {.name = "similarity", .type = EXP_P_NUM, .min = -1, .max = 1, .def_num = 1,
+    [P_MAX_LEN] = {.key = "max_len", .type = RL_P_INT, .min = 4, .max = 1048576,
+                   .def = "2048", .help = "longest sequence (tokens)"},
+    [P_SIMILARITY] = {.key = "similarity", .type = RL_P_NUM, .min = -1, .max = 1, .def = "1",
                       .help = "cosine between the needle (before noise) and its query"},
-    [P_NEEDLE_SCALE] = {.name = "needle_scale", .type = EXP_P_NUM, .min = 0, .max = 1e4,
-                        .def_num = 1, .help = "needle norm relative to the query's"},
-    [P_NOISE] = {.name = "noise", .type = EXP_P_NUM, .min = 0, .max = 1e4, .def_num = 0,
+    [P_NEEDLE_SCALE] = {.key = "needle_scale", .type = RL_P_NUM, .min = 0, .max = 1e4,
+                        .def = "1", .help = "needle norm relative to the query's"},
+    [P_NOISE] = {.key = "noise", .type = RL_P_NUM, .min = 0, .max = 1e4, .def = "0",
                  .help = "standard deviation of the gaussian noise added to each needle element"},
-    [P_DISTRACTORS] = {.name = "distractors", .type = EXP_P_STR, .def_str = "gaussian",
-                       .choices = distractor_choices,
+    [P_DISTRACTORS] = {.key = "distractors", .type = RL_P_ENUM, .def = "\"gaussian\"",
+                       .choices = "data|gaussian|none",
                        .help = "other keys: data source k, gaussian or none (zero)"},
-    [P_DISTRACTOR_SCALE] = {.name = "distractor_scale", .type = EXP_P_NUM, .min = 0, .max = 1e4,
-                            .def_num = 1,
+    [P_DISTRACTOR_SCALE] = {.key = "distractor_scale", .type = RL_P_NUM, .min = 0, .max = 1e4,
+                            .def = "1",
                             .help = "gaussian distractors: standard deviation per element"},
 };
 
@@ -62,21 +60,22 @@ static const exp_param params[P_COUNT] = {
 typedef struct ret_params {
     uint64_t min_len, max_len;
     double similarity, needle_scale, noise, distractor_scale;
-    const char *distractors;
+    char distractors[64];
 } ret_params;
 
 static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
 {
     exp_value v[P_COUNT];
     rl_status st = exp_params_get("retrieval", params, P_COUNT, run, v, err);
-    if (!st)
+    if (!st) {
         *p = (ret_params){.min_len = (uint64_t)v[P_MIN_LEN].num,
                           .max_len = (uint64_t)v[P_MAX_LEN].num,
                           .similarity = v[P_SIMILARITY].num,
                           .needle_scale = v[P_NEEDLE_SCALE].num,
                           .noise = v[P_NOISE].num,
-                          .distractor_scale = v[P_DISTRACTOR_SCALE].num,
-                          .distractors = v[P_DISTRACTORS].str};
+                          .distractor_scale = v[P_DISTRACTOR_SCALE].num};
+        snprintf(p->distractors, sizeof p->distractors, "%s", v[P_DISTRACTORS].str);
+    }
     return st;
 }
 

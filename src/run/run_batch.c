@@ -15,29 +15,29 @@
 static const char *const top_keys[] = {"name", "output", "device", "seed", "model",
                                        "encodings", "data", "experiments"};
 
-static const exp_param model_params[] = {
-    {.name = "head_dim", .type = EXP_P_INT, .min = 2, .max = ROPE_MAX_HEAD_DIM},
-    {.name = "heads", .type = EXP_P_INT, .min = 1, .max = 4096},
-    {.name = "kv_heads", .type = EXP_P_INT, .min = 1, .max = 4096},
-    {.name = "train_len", .type = EXP_P_INT, .min = 1, .max = 1 << 30},
-    {.name = "preset", .type = EXP_P_STR},
-    {.name = "hf_config", .type = EXP_P_STR},
+/* Runner sections use the house schema (core/rl_param.h); def "null": optional
+ * with no default (the model shape may come from a preset or hf_config). */
+static const rl_param model_params[] = {
+    {.key = "head_dim", .type = RL_P_INT, .def = "null", .min = 2, .max = ROPE_MAX_HEAD_DIM},
+    {.key = "heads", .type = RL_P_INT, .def = "null", .min = 1, .max = 4096},
+    {.key = "kv_heads", .type = RL_P_INT, .def = "null", .min = 1, .max = 4096},
+    {.key = "train_len", .type = RL_P_INT, .def = "null", .min = 1, .max = 1 << 30},
+    {.key = "preset", .type = RL_P_STR, .def = "null"},
+    {.key = "hf_config", .type = RL_P_STR, .def = "null"},
 };
 
-static const char *const data_sources[] = {"gaussian", "ones", "shared", "npy", "safetensors",
-                                           NULL};
-static const char *const data_layouts[] = {"thd", "htd", NULL};
-
-static const exp_param data_params[] = {
-    {.name = "source", .type = EXP_P_STR, .def_str = "gaussian", .choices = data_sources},
-    {.name = "seed", .type = EXP_P_INT, .min = 0, .max = 9007199254740991.0, .def_num = -1},
-    {.name = "scale", .type = EXP_P_NUM, .min = 0, .max = 1e30, .def_num = 1},
-    {.name = "noise", .type = EXP_P_NUM, .min = 0, .max = 1e30, .def_num = 0.1},
-    {.name = "path", .type = EXP_P_STR},
-    {.name = "q", .type = EXP_P_STR},
-    {.name = "k", .type = EXP_P_STR},
-    {.name = "v", .type = EXP_P_STR},
-    {.name = "layout", .type = EXP_P_STR, .def_str = "thd", .choices = data_layouts},
+/* seed -1: the batch's seed (filled in after parsing). */
+static const rl_param data_params[] = {
+    {.key = "source", .type = RL_P_ENUM, .def = "\"gaussian\"",
+     .choices = "gaussian|ones|shared|npy|safetensors"},
+    {.key = "seed", .type = RL_P_INT, .min = 0, .max = 9007199254740991.0, .def = "-1"},
+    {.key = "scale", .type = RL_P_NUM, .min = 0, .max = 1e30, .def = "1"},
+    {.key = "noise", .type = RL_P_NUM, .min = 0, .max = 1e30, .def = "0.1"},
+    {.key = "path", .type = RL_P_STR, .def = "null"},
+    {.key = "q", .type = RL_P_STR, .def = "null"},
+    {.key = "k", .type = RL_P_STR, .def = "null"},
+    {.key = "v", .type = RL_P_STR, .def = "null"},
+    {.key = "layout", .type = RL_P_ENUM, .def = "\"thd\"", .choices = "thd|htd"},
 };
 
 static const char *const exp_entry_keys[] = {"kind", "params", "encodings"};
@@ -112,7 +112,7 @@ static void parse_top(loader *L)
     if ((n = run_node_get(r, "device", NULL)))
         run_scalar_str(c, n, "device", b->device, sizeof b->device);
     if ((n = run_node_get(r, "seed", NULL))) {
-        static const exp_param sp = {.name = "seed", .type = EXP_P_INT, .min = 0,
+        static const rl_param sp = {.key = "seed", .type = RL_P_INT, .min = 0,
                                      .max = 9007199254740991.0};
         json_t *v = run_typed_value(c, n, &sp, "seed");
         if (v)

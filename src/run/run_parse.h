@@ -60,13 +60,13 @@ void run_path_join(char *dst, size_t cap, const char *a, const char *b);
 
 /* Converts scalar node n under spec p (type, range, choices) into a new JSON
  * value; NULL after reporting the problem at path. */
-json_t *run_typed_value(run_pctx *c, const run_node *n, const exp_param *p, const char *path);
+json_t *run_typed_value(run_pctx *c, const run_node *n, const rl_param *p, const char *path);
 
 /* The parameter called key in ps[0..np), or NULL. */
-const exp_param *run_find_param(const exp_param *ps, size_t np, const char *key);
+const rl_param *run_find_param(const rl_param *ps, size_t np, const char *key);
 
 /* The names of ps[0..np), at most cap of them, into valid; returns how many. */
-size_t run_param_names(const exp_param *ps, size_t np, const char **valid, size_t cap);
+size_t run_param_names(const rl_param *ps, size_t np, const char **valid, size_t cap);
 
 /* Copies a string scalar into dst[cap]; 0 after reporting a non-scalar or a
  * too long one. */
@@ -95,7 +95,7 @@ void run_axes_free(run_axes *x);
 
 /* A list v given where a scalar is expected: a new axis named key, its
  * values typed under p (NULL: any scalar). Problems are reported at path. */
-void run_sweep_list(run_pctx *c, run_axes *ax, const run_node *v, const exp_param *p,
+void run_sweep_list(run_pctx *c, run_axes *ax, const run_node *v, const rl_param *p,
                     const char *path, const char *key);
 
 /* A `zip:` mapping {key: [list], ...}: one axis whose keys ("<qual>.<key>")
@@ -105,7 +105,7 @@ void run_sweep_list(run_pctx *c, run_axes *ax, const run_node *v, const exp_para
  * key is taken with scalar values. Every problem is reported at
  * "<path>.<key>"; a group with a problem adds no axis. */
 void run_sweep_zip(run_pctx *c, run_axes *ax, const run_node *zip, const char *path,
-                   const char *qual, const exp_param *ps, size_t np, const run_node *outer);
+                   const char *qual, const rl_param *ps, size_t np, const run_node *outer);
 
 /* Sets one point of the axes lists[0..nl) (idx: one index per axis, in
  * order) into resolved (at each dotted key) and swept (flat key -> value). */
@@ -119,7 +119,7 @@ void run_sweep_apply(json_t *resolved, json_t *swept, const run_axes *const *lis
  * missing optional parameters take their defaults, missing required ones
  * are reported. */
 void run_schema_parse(run_pctx *c, const run_node *map, const char *path, const char *section,
-                      const exp_param *ps, size_t np, json_t *tmpl, run_axes *ax);
+                      const rl_param *ps, size_t np, json_t *tmpl, run_axes *ax);
 
 /* Free-form mapping (encoding parameters, checked later by the encoding):
  * scalars and nested mappings kept as JSON in obj, lists of scalars become

@@ -20,31 +20,33 @@ static int is_swept(const run_axes *ax, const char *section, const char *name)
 /* Parameters neither given nor swept: defaults, or a report when required
  * (map NULL: the section is absent and its requirements were reported). */
 static void fill_defaults(run_pctx *c, const run_node *map, const char *path,
-                          const char *section, const exp_param *ps, size_t np, json_t *tmpl,
+                          const char *section, const rl_param *ps, size_t np, json_t *tmpl,
                           const run_axes *ax)
 {
     for (size_t i = 0; i < np; i++) {
-        const exp_param *p = &ps[i];
-        if (is_swept(ax, section, p->name) || json_object_get(tmpl, p->name))
+        const rl_param *p = &ps[i];
+        if (is_swept(ax, section, p->key) || json_object_get(tmpl, p->key))
             continue;
-        if (p->required) {
+        if (!p->def) { /* required */
             if (map)
-                run_diag_add(c, RUN_AT(map), path, "missing required key '%s'", p->name);
+                run_diag_add(c, RUN_AT(map), path, "missing required key '%s'", p->key);
             continue;
         }
-        if (p->type == EXP_P_STR && p->def_str)
-            json_object_set_new(tmpl, p->name, json_string(p->def_str));
-        else if (p->type == EXP_P_INT)
-            json_object_set_new(tmpl, p->name, json_integer((json_int_t)p->def_num));
-        else if (p->type == EXP_P_NUM)
-            json_object_set_new(tmpl, p->name, json_real(p->def_num));
-        else if (p->type == EXP_P_BOOL)
-            json_object_set_new(tmpl, p->name, json_boolean(p->def_num != 0));
+        json_error_t je;
+        json_t *d = json_loads(p->def, JSON_DECODE_ANY, &je);
+        if (!d) {
+            c->oom = 1; /* a default is valid JSON by construction */
+            continue;
+        }
+        if (json_is_null(d)) /* optional, no default: stays absent */
+            json_decref(d);
+        else
+            json_object_set_new(tmpl, p->key, d);
     }
 }
 
 void run_schema_parse(run_pctx *c, const run_node *map, const char *path, const char *section,
-                      const exp_param *ps, size_t np, json_t *tmpl, run_axes *ax)
+                      const rl_param *ps, size_t np, json_t *tmpl, run_axes *ax)
 {
     const char *valid[64];
     size_t nv = run_param_names(ps, np, valid, 63);
@@ -62,7 +64,7 @@ void run_schema_parse(run_pctx *c, const run_node *map, const char *path, const 
             run_sweep_zip(c, ax, v, kp, section, ps, np, map);
             continue;
         }
-        const exp_param *p = run_find_param(ps, np, key);
+        const rl_param *p = run_find_param(ps, np, key);
         if (!p) {
             run_unknown_key(c, map, i, path, valid, nv);
             continue;

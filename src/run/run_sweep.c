@@ -28,7 +28,7 @@ static run_axis *axis_new(run_pctx *c, run_axes *x, const run_node *at, const ch
 
 /* The values of list n as a JSON array, typed under p (NULL: any scalar);
  * NULL after reporting every bad item. */
-static json_t *sweep_values(run_pctx *c, const run_node *n, const exp_param *p, const char *path)
+static json_t *sweep_values(run_pctx *c, const run_node *n, const rl_param *p, const char *path)
 {
     if (n->n == 0) {
         run_diag_add(c, RUN_AT(n), path, "an empty list sweeps over nothing");
@@ -60,7 +60,7 @@ static json_t *sweep_values(run_pctx *c, const run_node *n, const exp_param *p, 
     return arr;
 }
 
-void run_sweep_list(run_pctx *c, run_axes *ax, const run_node *v, const exp_param *p,
+void run_sweep_list(run_pctx *c, run_axes *ax, const run_node *v, const rl_param *p,
                     const char *path, const char *key)
 {
     json_t *vals = sweep_values(c, v, p, path);
@@ -79,10 +79,10 @@ void run_sweep_list(run_pctx *c, run_axes *ax, const run_node *v, const exp_para
 
 /* Member k of zip group z: its values, or NULL after reporting. */
 static json_t *zip_member(run_pctx *c, const run_node *z, size_t k, const char *zp,
-                          const char *path, const exp_param *ps, size_t np,
+                          const char *path, const rl_param *ps, size_t np,
                           const run_node *outer)
 {
-    const exp_param *p = NULL;
+    const rl_param *p = NULL;
     if (ps) {
         p = run_find_param(ps, np, z->keys[k]);
         if (!p) {
@@ -106,7 +106,7 @@ static json_t *zip_member(run_pctx *c, const run_node *z, size_t k, const char *
 }
 
 void run_sweep_zip(run_pctx *c, run_axes *ax, const run_node *z, const char *path,
-                   const char *qual, const exp_param *ps, size_t np, const run_node *outer)
+                   const char *qual, const rl_param *ps, size_t np, const run_node *outer)
 {
     if (z->type != RUN_NODE_MAP || z->n == 0) {
         run_diag_add(c, RUN_AT(z), path, "zip: expects a mapping of key: [list] pairs");

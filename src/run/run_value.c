@@ -5,38 +5,28 @@
 
 #include "run/run_parse.h"
 
-static const char *type_name(exp_ptype t)
+static const char *type_name(rl_ptype t)
 {
     switch (t) {
-    case EXP_P_INT:
+    case RL_P_INT:
         return "an integer";
-    case EXP_P_NUM:
+    case RL_P_NUM:
         return "a number";
-    case EXP_P_STR:
+    case RL_P_STR:
+    case RL_P_ENUM:
         return "a string";
-    case EXP_P_BOOL:
+    case RL_P_BOOL:
         return "true or false";
+    case RL_P_JSON:
+        break;
     }
     return "a value";
 }
 
-/* A string that must be one of p->choices; 0 after reporting. */
-static int check_choice(run_pctx *c, const run_node *n, const exp_param *p, const char *path)
-{
-    int ok = 0;
-    size_t nc = 0;
-    for (; p->choices[nc]; nc++)
-        ok |= strcmp(p->choices[nc], n->text) == 0;
-    if (ok)
-        return 1;
-    char buf[512];
-    run_suggest(n->text, p->choices, nc, buf, sizeof buf);
-    run_diag_add(c, RUN_AT(n), path, "'%s' is not one of the choices%s", n->text,
-                 strstr(buf, "valid keys") ? strstr(buf, ":") : buf);
-    return 0;
-}
-
-json_t *run_typed_value(run_pctx *c, const run_node *n, const exp_param *p, const char *path)
+/* The one validator (rl_param_check) on the scalar's JSON value; a string
+ * parameter takes any scalar's text (`name: 123` is the string "123"). An
+ * enum outside its choices gets a suggestion. */
+json_t *run_typed_value(run_pctx *c, const run_node *n, const rl_param *p, const char *path)
 {
     if (n->type != RUN_NODE_SCALAR) {
         run_diag_add(c, RUN_AT(n), path, "expected %s, got %s", type_name(p->type),
@@ -44,62 +34,53 @@ json_t *run_typed_value(run_pctx *c, const run_node *n, const exp_param *p, cons
         return NULL;
     }
     json_t *v = run_scalar_json(n);
+    if (v && (p->type == RL_P_STR || p->type == RL_P_ENUM) && !json_is_string(v)) {
+        json_decref(v);
+        v = json_string(n->text);
+    }
     if (!v) {
         c->oom = 1;
         return NULL;
     }
-    switch (p->type) {
-    case EXP_P_INT:
-    case EXP_P_NUM: {
-        if (!json_is_number(v)) {
-            run_diag_add(c, RUN_AT(n), path, "expected %s, got '%s'", type_name(p->type),
-                         n->text);
-            break;
+    json_t *out = NULL;
+    rl_error err = {0};
+    if (rl_param_check(NULL, p, v, &out, &err) != RL_OK) {
+        if (p->type == RL_P_ENUM) {
+            const char *valid[32];
+            char names[512];
+            size_t nv = 0;
+            snprintf(names, sizeof names, "%s", p->choices);
+            for (char *t = strtok(names, "|"); t && nv < 32; t = strtok(NULL, "|"))
+                valid[nv++] = t;
+            char buf[600];
+            run_suggest(n->text, valid, nv, buf, sizeof buf);
+            run_diag_add(c, RUN_AT(n), path, "'%s' is not one of the choices%s", n->text,
+                         strstr(buf, "valid keys") ? strstr(buf, ":") : buf);
+        } else {
+            /* a type error shows what was written; a range error has the value */
+            if (strncmp(err.msg, "must be", 7) == 0)
+                run_diag_add(c, RUN_AT(n), path, "%s (got '%s')", err.msg, n->text);
+            else
+                run_diag_add(c, RUN_AT(n), path, "%s", err.msg);
         }
-        double x = json_number_value(v);
-        if (p->type == EXP_P_INT && !json_is_integer(v)) {
-            run_diag_add(c, RUN_AT(n), path, "expected an integer, got %s", n->text);
-            break;
-        }
-        if (x < p->min || x > p->max) {
-            run_diag_add(c, RUN_AT(n), path, "%s is out of range [%.15g, %.15g]", n->text, p->min,
-                         p->max);
-            break;
-        }
-        json_decref(v);
-        return p->type == EXP_P_INT ? json_integer((json_int_t)x) : json_real(x);
-    }
-    case EXP_P_STR:
-        if (!json_is_string(v)) {
-            json_decref(v);
-            v = json_string(n->text);
-        }
-        if (p->choices && !check_choice(c, n, p, path))
-            break;
-        return v;
-    case EXP_P_BOOL:
-        if (json_is_boolean(v))
-            return v;
-        run_diag_add(c, RUN_AT(n), path, "expected true or false, got '%s'", n->text);
-        break;
     }
     json_decref(v);
-    return NULL;
+    return out;
 }
 
-const exp_param *run_find_param(const exp_param *ps, size_t np, const char *key)
+const rl_param *run_find_param(const rl_param *ps, size_t np, const char *key)
 {
     for (size_t i = 0; i < np; i++)
-        if (strcmp(ps[i].name, key) == 0)
+        if (strcmp(ps[i].key, key) == 0)
             return &ps[i];
     return NULL;
 }
 
-size_t run_param_names(const exp_param *ps, size_t np, const char **valid, size_t cap)
+size_t run_param_names(const rl_param *ps, size_t np, const char **valid, size_t cap)
 {
     size_t n = 0;
     for (size_t i = 0; i < np && n < cap; i++)
-        valid[n++] = ps[i].name;
+        valid[n++] = ps[i].key;
     return n;
 }
 
