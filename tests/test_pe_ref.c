@@ -143,27 +143,37 @@ START_TEST(every_parameter_error_names_the_key)
 }
 END_TEST
 
-START_TEST(rope_registry_keys_match_rope_param_table)
+START_TEST(rope_registry_keys_are_ropes_own_list)
 {
-    /* The registry accepts exactly rope's own keys (plus the HF alias
-     * "type"); head_dim comes from the model shape, not the params. */
+    /* The registry declares exactly rope's one key list (rope_params), and
+     * every key in it is accepted by rope's own setter (a sample value per
+     * key; a key without a sample here fails the test). */
     const pe_family *fam = pe_family_find("rope");
     ck_assert_ptr_nonnull(fam);
-    size_t n;
-    const rope_param_info *t = rope_param_table(&n);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(t[i].key, "head_dim") == 0)
-            continue;
-        int found = 0;
-        for (size_t k = 0; k < fam->n_params; k++)
-            found |= strcmp(fam->params[k].key, t[i].key) == 0;
-        ck_assert_msg(found, "rope key %s missing from the registry", t[i].key);
-    }
-    for (size_t k = 0; k < fam->n_params; k++) {
-        int found = strcmp(fam->params[k].key, "type") == 0;
-        for (size_t i = 0; i < n; i++)
-            found |= strcmp(fam->params[k].key, t[i].key) == 0;
-        ck_assert_msg(found, "registry key %s unknown to rope", fam->params[k].key);
+    ck_assert_ptr_eq(fam->params, rope_params);
+    ck_assert_uint_eq(fam->n_params, ROPE_N_PARAMS);
+    static const struct { const char *key, *json; } sample[] = {
+        {"rope_type", "\"linear\""}, {"type", "\"linear\""}, {"rope_theta", "500000"},
+        {"rotary_dim", "2"}, {"partial_rotary_factor", "0.5"}, {"layout", "\"half\""},
+        {"precision", "\"table\""}, {"factor", "2"}, {"original_max_position_embeddings", "2"},
+        {"max_position_embeddings", "2"}, {"seq_len", "2"}, {"beta_fast", "2"},
+        {"beta_slow", "2"}, {"mscale", "2"}, {"mscale_all_dim", "2"}, {"truncate", "true"},
+        {"attention_factor", "2"}, {"low_freq_factor", "2"}, {"high_freq_factor", "2"},
+        {"short_factor", "[1, 2]"}, {"long_factor", "[1, 2]"},
+    };
+    for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
+        const char *js = NULL;
+        for (size_t k = 0; k < RL_ARRAY_LEN(sample); k++)
+            if (!strcmp(sample[k].key, rope_params[i].key))
+                js = sample[k].json;
+        ck_assert_msg(js != NULL, "no sample for rope key %s", rope_params[i].key);
+        json_error_t je;
+        json_t *v = json_loads(js, JSON_DECODE_ANY, &je);
+        rope_desc d = {0};
+        rl_error err = {0};
+        ck_assert_msg(rope_desc_set_json(&d, rope_params[i].key, v, &err) == RL_OK, "%s: %s",
+                      rope_params[i].key, err.msg);
+        json_decref(v);
     }
 }
 END_TEST
@@ -668,7 +678,7 @@ int main(void)
     tcase_add_test(tc, registry_lists_every_encoding_once);
     tcase_add_test(tc, resolved_params_fill_every_default);
     tcase_add_loop_test(tc, every_parameter_error_names_the_key, 0, (int)RL_ARRAY_LEN(bad_params));
-    tcase_add_test(tc, rope_registry_keys_match_rope_param_table);
+    tcase_add_test(tc, rope_registry_keys_are_ropes_own_list);
     tcase_add_test(tc, rope_resolved_params_record_what_was_used);
     tcase_add_test(tc, set_parses_json_else_string);
     tcase_add_test(tc, t5_buckets_match_hand_computed_tables);

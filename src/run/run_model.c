@@ -41,15 +41,12 @@ static json_t *rope_of(const json_t *cfg)
             json_object_set(e, top[i], v);
     }
     if (json_is_object(sc)) {
-        size_t n;
-        const rope_param_info *known = rope_param_table(&n);
         const char *key;
         json_t *v;
         json_object_foreach(sc, key, v) {
             const char *k = strcmp(key, "type") == 0 ? "rope_type" : key;
-            for (size_t i = 0; i < n; i++)
-                if (strcmp(known[i].key, k) == 0 && strcmp(k, "head_dim") != 0)
-                    json_object_set(e, k, v);
+            if (rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0)
+                json_object_set(e, k, v);
         }
     }
     return e;
