@@ -1,11 +1,36 @@
 /* ropelab run FILE [--out DIR] [--device D|all] [--resume] [--shard I/N] [--dry-run] [--quiet] */
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "cli/cli.h"
 #include "plot/plot.h"
 #include "core/rl_util.h"
 #include "run/run.h"
+
+/* SIGINT / SIGTERM: the first one asks the runner to stop at its next safe
+ * point (between runs: the run in flight finishes and is written whole,
+ * then results.csv and manifest.json are written for the complete runs);
+ * SA_RESETHAND makes a second one end the process at once (its half-built
+ * run directory is cleaned by the next run on that output). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
 
 int cmd_run(int argc, char **argv)
 {
@@ -73,10 +98,26 @@ int cmd_run(int argc, char **argv)
     }
     run_options o = {.out = out, .device = device, .resume = resume, .shard_index = si,
                      .shard_count = sn, .quiet = quiet, .validation = !no_validate,
-                     .fail_after = (int)fail_after};
+                     .fail_after = (int)fail_after, .stop = &stop_signal};
     run_outcome res;
+    char file_buf[1024];
+    snprintf(file_buf, sizeof file_buf, "%s", pos[0]);
+    catch_stop_signals();
     rl_status st = run_batch_execute(&b, &o, &res, &err);
     run_batch_free(&b);
+    if (stop_signal) {
+        int sig = stop_signal;
+        if (!st)
+            fprintf(stderr,
+                    "ropelab: stopped by %s: %zu run(s) complete (%zu passed, %zu failed, %zu "
+                    "already complete), %zu not run; %s/results.csv and manifest.json hold the "
+                    "complete runs. Resume with: ropelab run %s --out %s --resume\n",
+                    sig == SIGINT ? "SIGINT" : "SIGTERM", res.passed + res.failed + res.skipped,
+                    res.passed, res.failed, res.skipped, res.pending, out, file_buf, out);
+        else
+            cli_error("%s", err.msg);
+        return 128 + sig; /* 130 for SIGINT, 143 for SIGTERM, as a shell reports them */
+    }
     if (st) {
         cli_error("%s", err.msg);
         return CLI_EXIT_USAGE;

@@ -19,6 +19,7 @@
 #define RUN_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -91,11 +92,14 @@ typedef struct run_options {
     int quiet;                   /* no progress output */
     int validation;              /* enable the Vulkan validation layer */
     int fail_after;              /* testing: stop (as if killed) after this many runs; 0: never */
+    volatile sig_atomic_t *stop; /* set (by the caller's SIGINT/SIGTERM handler) to stop at
+                                    the next safe point, between runs; NULL: never */
 } run_options;
 
 typedef struct run_outcome {
     size_t jobs, passed, failed, skipped; /* skipped: already complete (--resume) */
-    int interrupted;             /* fail_after hit */
+    int interrupted;             /* stopped before the plan was done (stop or fail_after) */
+    size_t pending;              /* runs of this shard not run because of that */
     unsigned validation_messages;/* Vulkan validation-layer messages during the batch */
 } run_outcome;
 
@@ -112,6 +116,7 @@ void run_plan_print(const run_batch *b, uint32_t shard_index, uint32_t shard_cou
 /* Merge report. */
 typedef struct run_merge_report {
     size_t plan, present, missing, duplicated;
+    size_t incomplete;           /* listed by a manifest, but the run directory does not verify */
     uint32_t shard_count, shards_seen;
     char missing_shards[256];    /* "1, 3" */
 } run_merge_report;

@@ -41,6 +41,24 @@ rl_status run_mkdir_p(const char *path, rl_error *err);
 /* Removes a run directory and its files (one level deep); missing is fine. */
 void run_rm_dir(const char *path);
 
+/* Takes the exclusive lock of output directory dir (flock on
+ * dir/.ropelab.lock, which records the holder's pid): a second `run` or
+ * `merge` on the same directory is refused at once with a message naming
+ * the holder's pid (RL_ERR_IO). *fd receives the lock to release. */
+rl_status run_lock_dir(const char *dir, int *fd, rl_error *err);
+void run_unlock_dir(int fd);
+/* Under the lock: removes what a killed process left half written (
+ * results.csv.tmp.<pid>, manifest.json.tmp.<pid>, report.md.tmp.<pid>,
+ * runs/.tmp-<id>/). */
+void run_clean_stale(const char *dir);
+
+/* {"<table>.csv": {"bytes": N, "fnv1a64": "hex"}} for the tables of a run
+ * directory (tables: summary.json's "tables" array). */
+json_t *run_files_record(const char *dir, const json_t *tables);
+/* 1 when every table of summary (its "files" record) is in dir with the
+ * recorded size and checksum; else 0 and why names what does not match. */
+int run_files_verify(const char *dir, const json_t *summary, char *why, size_t cap);
+
 /* Writes v to path atomically (indented, sorted keys, final newline). */
 rl_status run_write_json(const char *path, json_t *v, rl_error *err);
 

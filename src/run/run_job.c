@@ -72,8 +72,12 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
     if (sink_ok && json_is_number(json_object_get(sink.metrics, "gpu_ms")))
         j->gpu_ms = json_number_value(json_object_get(sink.metrics, "gpu_ms"));
     json_t *sum = summary_json(j, st, &err, sink_ok ? &sink : NULL);
-    if (sink_ok)
+    if (sink_ok) {
+        /* size and checksum of every table, so --resume and merge can tell a
+         * complete run directory from one whose files were lost */
+        json_object_set_new(sum, "files", run_files_record(tmp, sink.tables));
         exp_sink_free(&sink);
+    }
     rl_error werr = {0};
     snprintf(sum_path, sizeof sum_path, "%s/summary.json", tmp);
     rl_status ws = run_write_json(sum_path, sum, &werr);

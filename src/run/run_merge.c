@@ -1,6 +1,8 @@
 /* run_merge.c — shard output directories combined: which runs of the plan
  * are present, missing or duplicated, and results.csv and manifest.json
  * over all of them. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +40,25 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
             fprintf(g->fp, "duplicated run %s: in %s and %s\n", dn, json_string_value(prev), dir);
             continue;
         }
-        json_object_set_new(g->seen, dn, json_string(dir));
-        char rp[1300];
+        char rp[1300], why[1600];
         snprintf(rp, sizeof rp, "%s/runs/%s", dir, dn);
+        /* a manifest is a claim: the run directory must be there with every
+         * table as its summary recorded it */
+        char sp[1400];
+        snprintf(sp, sizeof sp, "%s/summary.json", rp);
+        json_t *sum = json_load_file(sp, 0, NULL);
+        int ok = sum != NULL;
+        if (!ok)
+            snprintf(why, sizeof why, "%s is missing or unreadable", sp);
+        else
+            ok = run_files_verify(rp, sum, why, sizeof why);
+        json_decref(sum);
+        if (!ok) {
+            g->rep->incomplete++;
+            fprintf(g->fp, "incomplete run %s (listed in %s/manifest.json): %s\n", dn, dir, why);
+            continue; /* counted as missing below unless another input has it */
+        }
+        json_object_set_new(g->seen, dn, json_string(dir));
         json_array_append_new(g->runs, json_string(rp));
         json_array_append(g->jobs, jb);
     }
@@ -145,17 +163,28 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
                     run_merge_report *rep, FILE *fp, rl_error *err)
 {
     memset(rep, 0, sizeof *rep);
+    /* the output must not be one of the inputs (its manifest would be
+     * overwritten by the merge of itself) */
+    char ro[PATH_MAX], ri[PATH_MAX];
+    if (realpath(out_dir, ro))
+        for (size_t i = 0; i < n_dirs; i++)
+            if (realpath(dirs[i], ri) && !strcmp(ro, ri))
+                return rl_fail(err, RL_ERR_ARG,
+                               "merge --out %s is also input %zu (%s); write the merge to a new "
+                               "directory", out_dir, i + 1, dirs[i]);
     merge g = {.rep = rep, .fp = fp, .mans = json_array(), .runs = json_array(),
                .jobs = json_array(), .seen = json_object(), .devices = json_array()};
     rl_status st = RL_OK;
     for (size_t i = 0; i < n_dirs && !st; i++)
         st = merge_input(&g, dirs[i], err);
+    int lock = -1;
     if (!st) {
         merge_count(&g);
-        if (!(st = run_mkdir_p(out_dir, err)) &&
+        if (!(st = run_mkdir_p(out_dir, err)) && !(st = run_lock_dir(out_dir, &lock, err)) &&
             !(st = run_results_write(out_dir, g.keys, g.runs, err)))
             st = merge_manifest(&g, dirs, n_dirs, out_dir, err);
     }
+    run_unlock_dir(lock);
     json_decref(g.mans);
     json_decref(g.runs);
     json_decref(g.jobs);

@@ -80,7 +80,10 @@ static void *worker_main(void *arg)
         if (j->worker != wi || j->status != RUN_JOB_PENDING)
             continue;
         pthread_mutex_lock(&s->lock);
-        int stop = s->opt->fail_after && s->started >= (size_t)s->opt->fail_after;
+        /* the safe point: between runs (a run in flight finishes and is
+         * written whole) */
+        int stop = (s->opt->fail_after && s->started >= (size_t)s->opt->fail_after) ||
+                   (s->opt->stop && *s->opt->stop);
         if (!stop)
             s->started++;
         pthread_mutex_unlock(&s->lock);
@@ -135,12 +138,21 @@ static rl_status make_workers(sched *s, int need_cpu, rl_error *err)
     return RL_OK;
 }
 
-/* Did an earlier run of this job pass (its summary.json says so)? */
-static int already_passed(const char *summary_path)
+/* Did an earlier run of this job pass (its summary.json says so) and are
+ * its tables all there as recorded (size and checksum)? A run directory
+ * that does not verify is run again, and the reason is said. */
+static int already_passed(const sched *s, const char *dir)
 {
-    json_t *sum = json_load_file(summary_path, 0, NULL);
+    char path[1400], why[1600];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    json_t *sum = json_load_file(path, 0, NULL);
     const char *st = json_string_value(json_object_get(sum, "status"));
     int passed = st && !strcmp(st, "passed");
+    if (passed && !run_files_verify(dir, sum, why, sizeof why)) {
+        passed = 0;
+        if (!s->opt->quiet)
+            fprintf(stderr, "ropelab: resume: running again: %s\n", why);
+    }
     json_decref(sum);
     return passed;
 }
@@ -166,8 +178,8 @@ static void plan_jobs(sched *s, run_outcome *out)
             else
                 snprintf(j->dir, sizeof j->dir, "%s", it->id);
             char path[1300];
-            snprintf(path, sizeof path, "%s/runs/%s/summary.json", s->out, j->dir);
-            if (opt->resume && already_passed(path)) {
+            snprintf(path, sizeof path, "%s/runs/%s", s->out, j->dir);
+            if (opt->resume && already_passed(s, path)) {
                 j->status = RUN_JOB_COMPLETE;
                 out->skipped++;
             }
@@ -251,7 +263,7 @@ static void collect_jobs(const sched *s, run_outcome *out, json_t *dirs, json_t 
         else if (j->status == RUN_JOB_FAILED)
             out->failed++;
         else if (j->status == RUN_JOB_PENDING)
-            out->interrupted = 1;
+            out->interrupted = 1, out->pending++;
         if (j->status != RUN_JOB_PENDING) {
             char path[1300];
             snprintf(path, sizeof path, "%s/runs/%s", s->out, j->dir);
@@ -325,8 +337,14 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
         }
     snprintf(path, sizeof path, "%s/runs", s.out);
     rl_status st;
-    if ((st = run_mkdir_p(s.out, err)) || (st = run_mkdir_p(path, err)) ||
-        (need_gpu && (st = open_instance(&s, err))) || (st = make_workers(&s, need_cpu, err)))
+    int lock = -1;
+    /* one process per output directory; what a killed one left half
+     * written is removed under the lock */
+    if ((st = run_mkdir_p(s.out, err)) || (st = run_lock_dir(s.out, &lock, err)))
+        goto done;
+    run_clean_stale(s.out);
+    if ((st = run_mkdir_p(path, err)) || (need_gpu && (st = open_instance(&s, err))) ||
+        (st = make_workers(&s, need_cpu, err)))
         goto done;
     plan_jobs(&s, out);
     run_workers(&s);
@@ -336,6 +354,7 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     st = write_manifest(&s, out, jobs_j, started, err);
     jobs_j = NULL;
 done:
+    run_unlock_dir(lock);
     json_decref(dirs);
     json_decref(jobs_j);
     free(s.jobs);
