@@ -4,7 +4,8 @@
 # instrumented for coverage (meson -Dfuzz=true). One harness per reader
 # (tests/fuzz/fuzz_*.c): batch (YAML loader, validation, sweeps, plan), npy,
 # safetensors, hf_config (config.json RoPE import), cli (flag parsing and
-# --set through the encoding registry).
+# --set through the encoding registry), results (the results.csv reader and
+# figure grouping of `ropelab plot`).
 # usage: scripts/fuzz.sh [SECONDS_PER_HARNESS] [HARNESS...]   (default 20, all)
 # Seeds: tests/fuzz/corpus/<harness>/ (crafted inputs included), plus for
 # batch experiments/*.yaml and configs/**/*.yaml, for hf_config tests/data.
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(batch npy safetensors hf_config cli)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(batch npy safetensors hf_config cli results)
 dir=build-fuzz
 if [ ! -f "$dir/build.ninja" ]; then
   CC=clang meson setup "$dir" -Dfuzz=true -Dbuildtype=debug \

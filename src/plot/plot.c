@@ -35,9 +35,7 @@ int plot_find_program(const char *name, char *out, size_t cap)
     return 0;
 }
 
-/* The header's columns into c (the table must have the required ones), and
- * every row as wide as the header. */
-static rl_status check_columns(plot_ctx *c, const char *path, rl_error *err)
+rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err)
 {
     const plot_csv *t = c->t;
     if (t->n == 0)
@@ -107,7 +105,7 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     char prog[1024] = "";
     rl_status st = plot_csv_read(path, &t, err);
     if (!st)
-        st = check_columns(&c, path, err);
+        st = plot_ctx_columns(&c, path, err);
     if (!st)
         st = plot_group(&c, &figs, &n_figs, err);
     if (!st && n_figs)

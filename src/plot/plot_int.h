@@ -51,6 +51,11 @@ typedef struct plot_ctx {
     int *is_param;               /* [header columns] swept-parameter columns */
 } plot_ctx;
 
+/* plot.c: the header's columns into c (the table must have the required
+ * ones; path names the file in messages) and every row as wide as the
+ * header; c->is_param is allocated (free it). */
+rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err);
+
 /* Row row's field in column col ("" for an absent column). */
 const char *plot_field(const plot_ctx *c, size_t row, int col);
 
