@@ -264,6 +264,35 @@ START_TEST(large_mappings_find_every_key_and_the_duplicate)
 }
 END_TEST
 
+START_TEST(many_errors_are_each_reported_once)
+{
+    /* 20000 unknown keys: each its own diagnostic (hashed de-duplication,
+     * not a scan per message), and a sweep that repeats one error (3
+     * points, same bad key) still reports it once. */
+    enum { N = 20000 };
+    size_t cap = (size_t)N * 24 + 512, len = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    len += (size_t)snprintf(text + len, cap - len, "%s", base);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "experiments:\n  - kind: decay\n    params:\n"
+                            "      step: [1, 2, 3]\n      max_distanse: 4\n");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(text + len, cap - len, "      k%d: %d\n", i, i);
+    run_batch b;
+    run_diag d;
+    rl_error err = {0};
+    ck_assert_int_eq(run_batch_parse("t.yaml", text, len, ".", &b, &d, &err), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, N + 1);
+    size_t bad = 0;
+    for (size_t i = 0; i < d.n; i++)
+        bad += strstr(d.msg[i], "max_distanse") != NULL;
+    ck_assert_uint_eq(bad, 1);
+    run_diag_free(&d);
+    free(text);
+}
+END_TEST
+
 START_TEST(edit_distance_counts_single_edits)
 {
     ck_assert_uint_eq(run_edit_distance("kitten", "sitting"), 3);
@@ -410,6 +439,7 @@ int main(void)
     tcase_add_test(tc, model_errors_come_together_with_other_errors);
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);
+    tcase_add_test(tc, many_errors_are_each_reported_once);
     tcase_add_test(tc, preset_gives_model_shape);
     tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
     tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);

@@ -32,6 +32,8 @@
 typedef struct run_diag {
     char **msg;
     size_t n, cap;
+    size_t *slots;     /* hashed index of msg (index + 1, 0 empty) for de-duplication */
+    size_t n_slots;    /* a power of two > 2n, or 0 */
 } run_diag;
 
 void run_diag_free(run_diag *d);

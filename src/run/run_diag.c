@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_util.h"
 #include "run/run_parse.h"
 
 void run_diag_free(run_diag *d)
@@ -13,7 +14,35 @@ void run_diag_free(run_diag *d)
     for (size_t i = 0; i < d->n; i++)
         free(d->msg[i]);
     free(d->msg);
+    free(d->slots);
     memset(d, 0, sizeof *d);
+}
+
+/* Slot of message text in d's hash index (its own or the empty one where it
+ * would go). */
+static size_t diag_slot(const run_diag *d, const char *text)
+{
+    size_t mask = d->n_slots - 1, i = (size_t)rl_hash64(text, strlen(text), 0) & mask;
+    while (d->slots[i] && strcmp(d->msg[d->slots[i] - 1], text) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Keeps the index at most half full; 0 when out of memory. */
+static int diag_index_grow(run_diag *d)
+{
+    if (2 * (d->n + 1) < d->n_slots)
+        return 1;
+    size_t ns = d->n_slots ? 2 * d->n_slots : 64;
+    size_t *sl = calloc(ns, sizeof *sl);
+    if (!sl)
+        return 0;
+    free(d->slots);
+    d->slots = sl;
+    d->n_slots = ns;
+    for (size_t i = 0; i < d->n; i++)
+        d->slots[diag_slot(d, d->msg[i])] = i + 1;
+    return 1;
 }
 
 void run_diag_add(run_pctx *c, uint32_t line, uint32_t col, const char *path, const char *fmt,
@@ -27,9 +56,13 @@ void run_diag_add(run_pctx *c, uint32_t line, uint32_t col, const char *path, co
     snprintf(full, sizeof full, "%s:%u:%u: %s%s%s", c->file, line, col, path ? path : "",
              path && *path ? ": " : "", msg);
     run_diag *d = c->diag;
-    for (size_t i = 0; i < d->n; i++)
-        if (strcmp(d->msg[i], full) == 0)
-            return; /* the same problem seen from another sweep point */
+    if (!diag_index_grow(d)) {
+        c->oom = 1;
+        return;
+    }
+    size_t slot = diag_slot(d, full);
+    if (d->slots[slot])
+        return; /* the same problem seen from another sweep point */
     if (d->n == d->cap) {
         size_t nc = d->cap ? d->cap * 2 : 8;
         char **m = realloc(d->msg, nc * sizeof *m);
@@ -46,6 +79,7 @@ void run_diag_add(run_pctx *c, uint32_t line, uint32_t col, const char *path, co
         return;
     }
     d->msg[d->n++] = s;
+    d->slots[slot] = d->n;
 }
 
 size_t run_edit_distance(const char *a, const char *b)
