@@ -28,6 +28,25 @@ static void write_npy(const char *path, const char *hdr, const float *v, size_t 
     fclose(f);
 }
 
+/* Writes a .safetensors file (8-byte little-endian header length, header
+ * JSON, data) to a per-process path (returned in path). */
+static void write_safetensors(char *path, size_t cap, const char *hdr, const void *data,
+                              size_t bytes)
+{
+    snprintf(path, cap, "/tmp/rl_core_%ld.safetensors", (long)getpid());
+    uint64_t hl = strlen(hdr);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(hl >> (8 * i));
+    fwrite(b, 1, 8, f);
+    fwrite(hdr, 1, hl, f);
+    if (bytes)
+        fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
 static rl_status load_npy_text(const char *hdr, const float *v, size_t n, rl_error *err)
 {
     char path[64];
@@ -184,17 +203,8 @@ START_TEST(non_finite_inputs_are_refused_at_load)
     ck_assert_ptr_nonnull(strstr(err.msg, "element [1] (flat index 1) is infinite"));
     /* safetensors: same rule, element index of the tensor */
     char path[64];
-    snprintf(path, sizeof path, "/tmp/rl_core_%ld.safetensors", (long)getpid());
-    const char *hdr = "{\"x\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}";
-    uint64_t hl = strlen(hdr);
-    FILE *f = fopen(path, "wb");
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(hl >> (8 * i));
-    fwrite(b, 1, 8, f);
-    fwrite(hdr, 1, hl, f);
-    fwrite(v, sizeof *v, 6, f);
-    fclose(f);
+    write_safetensors(path, sizeof path, "{\"x\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+                                         "\"data_offsets\":[0,24]}}", v, sizeof v);
     rl_safetensors st;
     ck_assert_msg(rl_safetensors_open(path, &st, &err) == RL_OK, "%s", err.msg);
     float out[6];
@@ -211,17 +221,9 @@ START_TEST(safetensors_shape_product_cannot_wrap)
     /* [2^40, 2^40, 2^40] multiplies to 2^120, which wraps a uint64 to 0 and
      * would match a span of 0 bytes: refused as too large. */
     char path[64];
-    snprintf(path, sizeof path, "/tmp/rl_core_w%ld.safetensors", (long)getpid());
-    const char *hdr = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1099511627776,1099511627776,"
-                      "1099511627776],\"data_offsets\":[0,0]}}";
-    uint64_t hl = strlen(hdr);
-    FILE *f = fopen(path, "wb");
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(hl >> (8 * i));
-    fwrite(b, 1, 8, f);
-    fwrite(hdr, 1, hl, f);
-    fclose(f);
+    write_safetensors(path, sizeof path, "{\"x\":{\"dtype\":\"F32\",\"shape\":[1099511627776,"
+                                         "1099511627776,1099511627776],\"data_offsets\":[0,0]}}",
+                      NULL, 0);
     rl_safetensors st;
     rl_error err = {0};
     ck_assert_int_eq(rl_safetensors_open(path, &st, &err), RL_ERR_PARSE);
