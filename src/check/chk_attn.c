@@ -24,7 +24,13 @@
  *       bias adds <= 3 u B (B = max |bias|: fp32 slope and product roundings
  *       and the final addition). fp16 storage adds nothing here: the
  *       reference reads the same half values (exactly converted), and the
- *       kernel accumulates in fp32.
+ *       kernel accumulates in fp32. Operands that are themselves only
+ *       within a bound of what the reference reads (an encoding's device
+ *       transform kept on the device, attn_ref_operands) move each logit by
+ *       at most S = verify.max_operand_shift more, and the device's own dot
+ *       product sees |q k| up to A + S: E_s = (D + 2) u (A + S) + 3 u B + S,
+ *       and every tolerance below follows from that E_s, with the range R
+ *       widened by 2 S (S = 0: exact).
  *  rho  exp: Vulkan bounds exp(x) by (3 + 2|x|) ulp; x = logit - max lies in
  *       [-R, 0] (R = logit range, capped at 104 where fp32 exp underflows):
  *       rho = (3 + 2 min(R, 104)) 2^-23 relative.
@@ -47,10 +53,10 @@
 void chk_attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol)
 {
     const double u = 0x1p-24;
-    double A = v->max_abs_dot, B = v->max_abs_bias;
-    double R = v->max_range < 104 ? v->max_range : 104;
+    double S = v->max_operand_shift, A = v->max_abs_dot + S, B = v->max_abs_bias;
+    double R = v->max_range + 2 * S < 104 ? v->max_range + 2 * S : 104; /* device logits' range */
     double nk = (double)v->max_keys;
-    double es = (d->head_dim + 2.0) * u * A + 3 * u * B;
+    double es = (d->head_dim + 2.0) * u * A + 3 * u * B + S;
     double rho = (3 + 2 * R) * 0x1p-23;
     double eps = 2 * es + rho + nk * u + 3 * (nk / 4 + 1) * 0x1p-23 + 0x1p-21;
     /* |lse| <= max logit + log N_k <= A + B + log N_k (final addition's rounding). */
