@@ -173,6 +173,10 @@ typedef struct exp_attn_io {
     int no_attention_factor; /* 1: logit scale 1/sqrt(d) even if the RoPE scaling has a factor */
     const struct pe_encoding *paired;   /* definition b (vector-only encoding) or NULL */
     int paired_no_attention_factor;
+    /* Encoding whose CPU reference transform the verification uses for
+     * definition a; NULL: e itself. (Tests hand a deliberately different
+     * one to show that verification catches a wrong device transform.) */
+    const struct pe_encoding *ref_encoding;
 } exp_attn_io;
 
 typedef struct exp_attn_result {
@@ -186,12 +190,16 @@ typedef struct exp_attn_result {
 } exp_attn_result;
 
 /* Runs attention of encoding e (created for the run's shape) over io: the
- * encoding's vector transform on the device (verified against pe_vec_ref
- * within pe_vec_bound), its logit bias in the kernel, effective logit scale
+ * encoding's vector transform on the device, recorded with the attention in
+ * one command buffer on the same device buffers (raw Q/K go up once; only
+ * the sampled rows' transformed vectors come back, checked against
+ * pe_vec_ref within pe_vec_bound), its logit bias in the kernel, effective logit scale
  * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise; the rotation puts af
  * on cos and sin, so the kernel scale r->scale is 1/sqrt(d), and
- * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then attn_run with
- * sampled-row verification judged by chk_attn_judge. A verification beyond
+ * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then
+ * attn_run_resident with sampled-row verification judged by chk_attn_judge:
+ * the attention reference reads the double reference transform of the raw
+ * Q/K, and the transform's bound widens its tolerances. A verification beyond
  * tolerance is not an error here: r->pass says it (record it with
  * exp_attn_record and fail the run). */
 struct attn_engine;

@@ -1,6 +1,8 @@
 /* exp_attn.c — attention of a run's encoding, for experiment kinds:
- * the encoding's vector transform on the device (verified element-wise
- * against its double reference within the registry's bound), its logit bias
+ * the encoding's vector transform on the device, recorded with the
+ * attention into one command buffer on the same device buffers (sampled
+ * rows verified element-wise against its double reference within the
+ * registry's bound), its logit bias
  * inside the streaming kernel (registry buffers + CPU reference), the logit
  * scale 1/sqrt(d) times the RoPE attention factor squared (HF: the factor
  * multiplies cos and sin), and the engine's sampled-row verification judged
@@ -29,46 +31,162 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
     return s;
 }
 
-/* y = transform(x) on the device, and its check against the reference.
- * x: [tokens][heads][head_dim] f32 raw; y: same shape (caller-owned). */
-static rl_status transform(rlvk_device *dev, const pe_encoding *e, const float *x,
-                           const uint32_t *pos, uint64_t tokens, uint32_t heads, float *y,
-                           chk_stats *s, rl_error *err)
+/* The reference side of one operand: the fp32 operand the attention
+ * reference reads (the encoding's double reference transform pe_vec_ref of
+ * the raw tensor, rounded) and how far the device's transformed value may
+ * lie from it (the kernel's bound pe_vec_bound + that rounding), both
+ * [tokens][heads][head_dim]; and, for the element-wise check, the double
+ * reference, bound and error scale of the sampled tokens only
+ * ([rows][heads][head_dim]). */
+typedef struct ref_side {
+    float *f;
+    double *err;
+    double *s_ref, *s_bound, *s_scale;
+    uint64_t rows;
+} ref_side;
+
+static void side_free(ref_side *s)
 {
-    size_t n = (size_t)tokens * heads * pe_encoding_shape(e)->head_dim;
-    if (!pe_has_vectors(e)) {
-        memcpy(y, x, n * sizeof *y);
-        memset(s, 0, sizeof *s);
-        s->n = n;
-        s->pass = 1;
-        return RL_OK;
-    }
-    pe_vec_gpu g = {0};
+    free(s->f);
+    free(s->err);
+    free(s->s_ref);
+    free(s->s_bound);
+    free(s->s_scale);
+    memset(s, 0, sizeof *s);
+}
+
+static rl_status side_make(const pe_encoding *e, const float *x, const uint32_t *pos,
+                           uint64_t tokens, uint32_t heads, uint32_t verify_rows, ref_side *s,
+                           rl_error *err)
+{
+    size_t row = (size_t)heads * pe_encoding_shape(e)->head_dim, n = tokens * row;
+    memset(s, 0, sizeof *s);
+    s->rows = verify_rows < tokens ? verify_rows : tokens;
+    size_t ns = s->rows * row;
     double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
            *scale = malloc(n * sizeof *scale);
-    int guard_ok = 0;
+    s->f = malloc(n * sizeof *s->f);
+    s->err = malloc(n * sizeof *s->err);
+    s->s_ref = malloc(ns * sizeof *s->s_ref);
+    s->s_bound = malloc(ns * sizeof *s->s_bound);
+    s->s_scale = malloc(ns * sizeof *s->s_scale);
     rl_status st = RL_OK;
-    if (!ref || !bound || !scale)
+    if (!ref || !bound || !scale || !s->f || !s->err || !s->s_ref || !s->s_bound || !s->s_scale)
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %zu transformed elements", n);
-    if (!st)
-        st = pe_vec_gpu_create(dev, e, heads, &g, err);
-    if (!st)
-        st = pe_vec_gpu_apply(dev, &g, x, pos, tokens, y, &guard_ok, err);
     if (!st)
         st = pe_vec_ref(e, x, pos, tokens, heads, ref, err);
     if (!st) {
         pe_vec_bound(e, x, pos, tokens, heads, bound, scale);
-        chk_compare(y, ref, bound, scale, n, s);
-        if (!guard_ok)
-            s->pass = 0;
+        for (size_t i = 0; i < n; i++) {
+            s->f[i] = (float)ref[i];
+            s->err[i] = bound[i] + fabs(ref[i] - (double)s->f[i]);
+        }
+        for (uint64_t r = 0; r < s->rows; r++) {
+            uint64_t t = attn_verify_token(r, s->rows, tokens);
+            memcpy(s->s_ref + r * row, ref + t * row, row * sizeof *ref);
+            memcpy(s->s_bound + r * row, bound + t * row, row * sizeof *bound);
+            memcpy(s->s_scale + r * row, scale + t * row, row * sizeof *scale);
+        }
     }
-    pe_vec_gpu_destroy(&g);
     free(ref);
     free(bound);
     free(scale);
     return st;
 }
 
+/* One operand on the device: [tokens][heads][head_dim] f32 followed by
+ * guard words the transform must not touch. */
+#define EXP_GUARD_WORDS 64
+#define EXP_GUARD_BITS 0x7fc0beefu
+
+static rl_status operand_create(rlvk_device *dev, const char *name, const float *raw, size_t n,
+                                rlvk_buffer *b, rl_error *err)
+{
+    uint32_t guard[EXP_GUARD_WORDS];
+    for (int i = 0; i < EXP_GUARD_WORDS; i++)
+        guard[i] = EXP_GUARD_BITS;
+    rl_status st = rlvk_buffer_create(dev, n * sizeof *raw + sizeof guard, name, b, err);
+    if (!st && raw)
+        st = rlvk_buffer_upload(dev, b, 0, raw, n * sizeof *raw, err);
+    if (!st)
+        st = rlvk_buffer_upload(dev, b, n * sizeof *raw, guard, sizeof guard, err);
+    return st;
+}
+
+/* Element-wise check of the transformed operand on the device against its
+ * double reference, on the sampled tokens only (those the attention
+ * verification samples): downloads those rows and the guard words. */
+static rl_status operand_check(rlvk_device *dev, const rlvk_buffer *b, const ref_side *s,
+                               uint64_t tokens, uint32_t heads, uint32_t D, chk_stats *cs,
+                               rl_error *err)
+{
+    size_t row = (size_t)heads * D, n = s->rows * row;
+    float *got = malloc(n * sizeof *got);
+    uint32_t guard[EXP_GUARD_WORDS];
+    rl_status st = RL_OK;
+    if (!got)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory for the sampled rows");
+    for (uint64_t r = 0; r < s->rows && !st; r++)
+        st = rlvk_buffer_download(dev, b, attn_verify_token(r, s->rows, tokens) * row * sizeof *got,
+                                  got + r * row, row * sizeof *got, err);
+    if (!st)
+        st = rlvk_buffer_download(dev, b, tokens * row * sizeof *got, guard, sizeof guard, err);
+    if (!st) {
+        chk_compare(got, s->s_ref, s->s_bound, s->s_scale, n, cs);
+        for (int i = 0; i < EXP_GUARD_WORDS; i++)
+            if (guard[i] != EXP_GUARD_BITS)
+                cs->pass = 0;
+    }
+    free(got);
+    return st;
+}
+
+/* The transforms recorded before the attention, in order (definition b's
+ * from the raw tensors first, then definition a's in place). */
+typedef struct xform {
+    pe_vec_gpu g;
+    const rlvk_buffer *x, *y;
+} xform;
+
+typedef struct xforms {
+    xform t[4];
+    uint32_t n;
+    uint64_t tokens;
+} xforms;
+
+static rl_status record_xforms(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos, rl_error *err)
+{
+    xforms *X = ctx;
+    rl_status st = RL_OK;
+    for (uint32_t i = 0; i < X->n && !st; i++)
+        st = pe_vec_gpu_record(cmd, &X->t[i].g, X->t[i].x, X->t[i].y, pos, X->tokens, err);
+    return st;
+}
+
+/* Adds the transform x -> y of encoding e (heads heads) to X, its
+ * position-dependent data uploaded now (pe_vec_gpu_prepare). */
+static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, uint32_t heads,
+                           const uint32_t *pos, const rlvk_buffer *x, const rlvk_buffer *y,
+                           rl_error *err)
+{
+    xform *t = &X->t[X->n];
+    rl_status st = pe_vec_gpu_create(dev, e, heads, &t->g, err);
+    if (st)
+        return st;
+    X->n++;
+    t->x = x;
+    t->y = y;
+    return pe_vec_gpu_prepare(&t->g, pos, X->tokens, err);
+}
+
+/* Q/K go up raw once and stay on the device: the encoding's transform is
+ * recorded into the attention's first command buffer (attn_run_resident's
+ * `before`), and nothing of the transformed tensors comes back but the
+ * sampled rows' (element-wise check). The attention reference is
+ * independent of the device transform: it reads the double reference
+ * transform of the raw tensors (rounded to fp32), and the transform's
+ * per-element bound widens the attention tolerances by the logit shift it
+ * allows (docs/attention.md, "Verification"). */
 rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
                        const exp_attn_io *io, const attn_outputs *out, exp_attn_result *r,
                        rl_error *err)
@@ -77,13 +195,14 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     const pe_shape *sh = pe_encoding_shape(e);
     uint32_t H = sh->heads, KV = sh->kv_heads, D = sh->head_dim;
     uint64_t T = io->tokens;
-    if (io->paired && pe_has_bias(io->paired))
+    const pe_encoding *b = io->paired;
+    if (b && pe_has_bias(b))
         return rl_fail(err, RL_ERR_ARG, "paired attention: the second encoding must act on the "
                                         "vectors only (got a logit bias)");
     size_t nq = (size_t)T * H * D, nk = (size_t)T * KV * D;
-    float *q = malloc(nq * sizeof *q), *k = malloc(nk * sizeof *k);
-    float *qb = io->paired ? malloc(nq * sizeof *qb) : NULL;
-    float *kb = io->paired ? malloc(nk * sizeof *kb) : NULL;
+    ref_side sq = {0}, sk = {0}, sqb = {0}, skb = {0};
+    rlvk_buffer bq = {0}, bk = {0}, bqb = {0}, bkb = {0}, bv = {0};
+    xforms X = {.tokens = T};
     attn_pe_bias pb;
     int have_bias = 0;
     rl_status st = RL_OK;
@@ -95,17 +214,41 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
             own_pos[t] = (uint32_t)t;
         pos = own_pos;
     }
-    if (!q || !k || !pos || (io->paired && (!qb || !kb))) {
-        st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu tokens of Q/K",
+    if (!pos) {
+        st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu positions",
                      (unsigned long long)T);
         goto done;
     }
-    if ((st = transform(dev, e, io->q, pos, T, H, q, &r->vec_q, err)) ||
-        (st = transform(dev, e, io->k, pos, T, KV, k, &r->vec_k, err)))
+    /* References first: they also refuse positions the encoding cannot take
+     * (pe_vec_check) before any device work. */
+    const pe_encoding *eref = io->ref_encoding ? io->ref_encoding : e;
+    uint32_t vr = io->verify_rows ? io->verify_rows : ATTN_DEFAULT_VERIFY_ROWS;
+    if ((st = side_make(eref, io->q, pos, T, H, vr, &sq, err)) ||
+        (st = side_make(eref, io->k, pos, T, KV, vr, &sk, err)))
         goto done;
-    if (io->paired &&
-        ((st = transform(dev, io->paired, io->q, pos, T, H, qb, &r->vec_qb, err)) ||
-         (st = transform(dev, io->paired, io->k, pos, T, KV, kb, &r->vec_kb, err))))
+    if (b && ((st = side_make(b, io->q, pos, T, H, vr, &sqb, err)) ||
+              (st = side_make(b, io->k, pos, T, KV, vr, &skb, err))))
+        goto done;
+    if ((st = operand_create(dev, "Q", io->q, nq, &bq, err)) ||
+        (st = operand_create(dev, "K", io->k, nk, &bk, err)))
+        goto done;
+    if (b) {
+        /* Definition b: from the raw tensors (before a's in-place transform)
+         * when it has a transform, else the raw tensors themselves. */
+        int bv_ = pe_has_vectors(b);
+        if ((st = operand_create(dev, "Q_b", bv_ ? NULL : io->q, nq, &bqb, err)) ||
+            (st = operand_create(dev, "K_b", bv_ ? NULL : io->k, nk, &bkb, err)))
+            goto done;
+        if (bv_ && ((st = xform_add(dev, &X, b, H, pos, &bq, &bqb, err)) ||
+                    (st = xform_add(dev, &X, b, KV, pos, &bk, &bkb, err))))
+            goto done;
+    }
+    if (pe_has_vectors(e) && ((st = xform_add(dev, &X, e, H, pos, &bq, &bq, err)) ||
+                              (st = xform_add(dev, &X, e, KV, pos, &bk, &bk, err))))
+        goto done;
+    if ((io->flags & ATTN_OUT) &&
+        ((st = rlvk_buffer_create(dev, nk * sizeof(float), "V", &bv, err)) ||
+         (st = rlvk_buffer_upload(dev, &bv, 0, io->v, nk * sizeof(float), err))))
         goto done;
     if (pe_has_bias(e)) {
         if ((st = attn_pe_bias_create(dev, e, io->q, io->k, T, H, KV, D, &pb, err)))
@@ -113,27 +256,49 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         have_bias = 1;
     }
     r->scale = logit_scale(e, D, io->no_attention_factor);
-    r->scale_b = io->paired ? logit_scale(io->paired, D, io->paired_no_attention_factor) : r->scale;
+    r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : r->scale;
     r->desc = (attn_desc){
         .tokens = T, .heads = H, .kv_heads = KV, .head_dim = D, .causal = io->causal,
-        .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
+        .flags = io->flags | (b ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)r->scale, .scale_b = (float)r->scale_b,
         .verify_rows = io->verify_rows,
     };
-    attn_inputs in = {.q = q, .k = k, .v = io->v, .q_b = qb, .k_b = kb, .pos = pos,
-                      .target = io->target, .bias = have_bias ? &pb.bias : NULL};
-    if ((st = attn_run(eng, &r->desc, &in, out, &r->attn, err)))
+    /* Operands the encoding leaves alone are exact copies (no bound). */
+    int ea = pe_has_vectors(eref), eb = b && pe_has_vectors(b);
+    attn_resident in = {
+        .q = &bq, .k = &bk, .v = (io->flags & ATTN_OUT) ? &bv : NULL,
+        .q_b = b ? &bqb : NULL, .k_b = b ? &bkb : NULL,
+        .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL,
+        .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
+        .ref = {.q = sq.f, .k = sk.f, .v = io->v, .q_b = b ? sqb.f : NULL, .k_b = b ? skb.f : NULL,
+                .err_q = ea ? sq.err : NULL, .err_k = ea ? sk.err : NULL,
+                .err_q_b = eb ? sqb.err : NULL, .err_k_b = eb ? skb.err : NULL},
+    };
+    if ((st = attn_run_resident(eng, &r->desc, &in, out, &r->attn, err)))
+        goto done;
+    if ((st = operand_check(dev, &bq, &sq, T, H, D, &r->vec_q, err)) ||
+        (st = operand_check(dev, &bk, &sk, T, KV, D, &r->vec_k, err)))
+        goto done;
+    if (b && ((st = operand_check(dev, &bqb, &sqb, T, H, D, &r->vec_qb, err)) ||
+              (st = operand_check(dev, &bkb, &skb, T, KV, D, &r->vec_kb, err))))
         goto done;
     chk_attn_judge(&r->desc, &r->attn.verify, &r->attn_stats, r->worst, sizeof r->worst);
     r->pass = r->vec_q.pass && r->vec_k.pass && r->attn_stats.pass &&
-              (!io->paired || (r->vec_qb.pass && r->vec_kb.pass));
+              (!b || (r->vec_qb.pass && r->vec_kb.pass));
 done:
     if (have_bias)
         attn_pe_bias_destroy(dev, &pb);
-    free(q);
-    free(k);
-    free(qb);
-    free(kb);
+    for (uint32_t i = 0; i < X.n; i++)
+        pe_vec_gpu_destroy(&X.t[i].g);
+    rlvk_buffer_destroy(dev, &bv);
+    rlvk_buffer_destroy(dev, &bkb);
+    rlvk_buffer_destroy(dev, &bqb);
+    rlvk_buffer_destroy(dev, &bk);
+    rlvk_buffer_destroy(dev, &bq);
+    side_free(&skb);
+    side_free(&sqb);
+    side_free(&sk);
+    side_free(&sq);
     free(own_pos);
     return st;
 }

@@ -38,7 +38,7 @@ int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_resu
          * anywhere goes in the detail. */
         snprintf(detail, sizeof detail,
                  "element with the worst error/bound vs its own bound (pe_vec_bound); "
-                 "max abs error over all %zu elements %.3g", v[i]->n, v[i]->max_abs);
+                 "max abs error over the %zu elements of the sampled rows %.3g", v[i]->n, v[i]->max_abs);
         exp_sink_verify(sink, what, v[i]->err_at_worst,
                         v[i]->bound_at_worst, v[i]->pass, detail);
         pass = pass && v[i]->pass;

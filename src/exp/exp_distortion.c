@@ -103,7 +103,7 @@ static uint64_t dist_bytes(const exp_run *run)
     uint64_t T = dist_len(run);
     uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
     uint64_t nb = attn_n_buckets(T);
-    return T * row * (4 + 8 + 24 + 8) + T * run->model.heads * (RL_ATTN_NSTAT + 2 * nb) * 4;
+    return T * row * (4 + 24 + 24 + 8) + T * run->model.heads * (RL_ATTN_NSTAT + 2 * nb) * 4;
 }
 
 static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)

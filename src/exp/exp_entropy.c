@@ -45,9 +45,10 @@ static uint64_t ent_bytes(const exp_run *run)
 {
     uint64_t T = (uint64_t)exp_num(run, "max_len");
     uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
-    /* raw + transformed Q/K on host (f32), reference/bounds (3 f64) while
-     * transforming, device copies, stats */
-    return T * row * (4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2;
+    /* raw Q/K on host (f32), the reference operands (f32 + f64 bound,
+     * exp_attn.c), reference/bounds (3 f64) while making them, device
+     * copies, stats */
+    return T * row * (4 + 12 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2;
 }
 
 /* Lengths lo, 2 lo, 4 lo, ..., then max_len itself; 0 ends. */

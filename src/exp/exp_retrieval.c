@@ -81,7 +81,7 @@ static uint64_t ret_bytes(const exp_run *run)
 {
     uint64_t T = (uint64_t)exp_num(run, "max_len");
     uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
-    return T * row * (4 + 4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 + T * 9;
+    return T * row * (4 + 4 + 12 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 + T * 9;
 }
 
 /* Builds keys for length N: distractors, then needles; fills target[] and
