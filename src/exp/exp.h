@@ -115,6 +115,11 @@ void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bou
 
 typedef struct exp_ctx {
     rlvk_device *dev;            /* the worker's device; NULL for CPU-only kinds */
+    /* The worker's attention engine on dev, kept across its runs so that a
+     * pipeline one run built serves the next (vkCreateComputePipelines of
+     * the unrolled kernel takes ~0.6 s on lavapipe even with Mesa's shader
+     * cache warm); NULL: each run makes its own (exp_attn_engine). */
+    struct attn_engine *attn;
 } exp_ctx;
 
 typedef struct exp_kind {
@@ -206,6 +211,10 @@ struct attn_engine;
 rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encoding *e,
                        const exp_attn_io *io, const attn_outputs *out, exp_attn_result *r,
                        rl_error *err);
+/* The attention engine for a run: ctx->attn when the worker shares one,
+ * else *own, created here (*made = 1: destroy it with attn_engine_destroy). */
+rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **eng, int *made,
+                          rl_error *err);
 /* Checks, before any GPU work, what every attention kind needs: min_len <=
  * max_len, head_dim a multiple of 4, and an encoding the registry accepts
  * for max_len positions. Errors name the parameter. */

@@ -326,6 +326,22 @@ int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
     return r->pass;
 }
 
+rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **eng, int *made,
+                          rl_error *err)
+{
+    *made = 0;
+    if (ctx->attn) {
+        *eng = ctx->attn;
+        return RL_OK;
+    }
+    rl_status st = attn_engine_create(ctx->dev, own, err);
+    if (st)
+        return st;
+    *eng = own;
+    *made = 1;
+    return RL_OK;
+}
+
 rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, rl_error *err)
 {
     if (min_len > max_len)

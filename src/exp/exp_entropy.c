@@ -74,7 +74,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     uint64_t lo = (uint64_t)exp_num(run, "min_len"), T = (uint64_t)exp_num(run, "max_len");
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     pe_encoding *e = NULL;
-    attn_engine eng;
+    attn_engine own, *eng = NULL;
     int have_eng = 0, pass = 1;
     float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
@@ -88,9 +88,8 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if ((st = exp_encoding_create(run, T, &e, err)) ||
         (st = run->data(run->data_user, 'q', T, q, err)) ||
         (st = run->data(run->data_user, 'k', T, k, err)) ||
-        (st = attn_engine_create(ctx->dev, &eng, err)))
+        (st = exp_attn_engine(ctx, &own, &eng, &have_eng, err)))
         goto done;
-    have_eng = 1;
     const rope_freqs *f = pe_rope_freqs(e);
     double af = f ? f->attention_factor : 1.0;
     int two = af != 1.0;
@@ -109,7 +108,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .flags = ATTN_ENTROPY,
                               .no_attention_factor = nf};
             attn_outputs out = {.stats = nf ? stats_nf : stats};
-            if ((st = exp_attn_run(ctx->dev, &eng, e, &io, &out, &r, err)))
+            if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &r, err)))
                 goto done;
             snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
                      nf ? ", no attention factor" : "");
@@ -134,7 +133,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY,
                           .no_attention_factor = nf};
         attn_outputs out = {.stats = nf ? stats_nf : stats};
-        if ((st = exp_attn_run(ctx->dev, &eng, e, &io, &out, &r, err)))
+        if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &r, err)))
             goto done;
         snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,
                  nf ? ", no attention factor" : "");
@@ -173,7 +172,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                                            "(see the verification records)");
 done:
     if (have_eng)
-        attn_engine_destroy(&eng);
+        attn_engine_destroy(&own);
     pe_encoding_destroy(e);
     free(q), free(k), free(stats), free(stats_nf);
     return st;

@@ -32,6 +32,8 @@ typedef struct worker {
     uint32_t index;              /* physical device index */
     rlvk_device dev;
     int dev_ok;
+    attn_engine attn;            /* shared by the worker's runs (exp_ctx.attn) */
+    int attn_ok;
     char name[256];
     char driver[600];
     uint32_t api_version;
@@ -170,7 +172,7 @@ static void run_job(sched *s, worker *w, job *j)
             r.data = run_data_fill;
             r.data_user = &rd;
         }
-        exp_ctx cx = {.dev = w->gpu ? &w->dev : NULL};
+        exp_ctx cx = {.dev = w->gpu ? &w->dev : NULL, .attn = w->attn_ok ? &w->attn : NULL};
         st = j->item->kind->run(&r, &cx, &sink, &err);
         if (!st)
             st = exp_sink_end_table(&sink, &err);
@@ -545,6 +547,7 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
         if (w->gpu) {
             rl_error derr = {0};
             w->dev_ok = rlvk_device_create(&inst, w->index, &w->dev, &derr) == RL_OK;
+            w->attn_ok = w->dev_ok && attn_engine_create(&w->dev, &w->attn, &derr) == RL_OK;
             if (!w->dev_ok)
                 for (size_t i = 0; i < s.n_jobs; i++)
                     if (s.jobs[i].worker == (int)k)
@@ -563,6 +566,8 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
         worker *w = &s.workers[k];
         if (w->thread)
             pthread_join(w->thread, NULL);
+        if (w->attn_ok)
+            attn_engine_destroy(&w->attn);
         if (w->dev_ok)
             rlvk_device_destroy(&w->dev);
     }
