@@ -445,12 +445,15 @@ done:
     return st;
 }
 
-/* Checks shared by both entry points; *var: the bias's shader variant. */
-static rl_status check_run(attn_engine *e, const attn_desc *d, const attn_bias *bias, int have_qk,
-                           int have_v, int have_target, const attn_outputs *out,
-                           const attn_variant **var, rl_error *err)
+/* What both entry points do first: res cleared, *d = din with defaults,
+ * the checks, *var = the bias's shader variant. */
+static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias *bias,
+                           int have_qk, int have_v, int have_target, const attn_outputs *out,
+                           attn_desc *d, const attn_variant **var, attn_result *res, rl_error *err)
 {
     rlvk_device *dev = e->dev;
+    memset(res, 0, sizeof *res);
+    *d = resolve(din);
     rl_status st = attn_check_shape(dev, d, err);
     if (st)
         return st;
@@ -645,11 +648,10 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
                    const attn_outputs *out, attn_result *res, rl_error *err)
 {
     rlvk_device *dev = e->dev;
-    memset(res, 0, sizeof *res);
-    attn_desc d = resolve(din);
+    attn_desc d;
     const attn_variant *var;
-    rl_status st = check_run(e, &d, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
-                             out, &var, err);
+    rl_status st = begin_run(e, din, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
+                             out, &d, &var, res, err);
     if (st)
         return st;
     int paired = (d.flags & ATTN_PAIRED) != 0;
@@ -711,11 +713,10 @@ done:
 rl_status attn_run_resident(attn_engine *e, const attn_desc *din, const attn_resident *in,
                             const attn_outputs *out, attn_result *res, rl_error *err)
 {
-    memset(res, 0, sizeof *res);
-    attn_desc d = resolve(din);
+    attn_desc d;
     const attn_variant *var;
-    rl_status st = check_run(e, &d, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
-                             out, &var, err);
+    rl_status st = begin_run(e, din, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
+                             out, &d, &var, res, err);
     if (st)
         return st;
     if (d.fp16)
