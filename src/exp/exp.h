@@ -188,7 +188,8 @@ typedef struct exp_attn_result {
     attn_desc desc;          /* what ran */
     attn_result attn;        /* engine result and sampled-row errors */
     double scale, scale_b;   /* logit scales used */
-    chk_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors vs reference (n = 0: none) */
+    chk_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors of the sampled rows vs
+                                               reference, guards included (n = 0: none) */
     chk_stats attn_stats;    /* worst statistic against its derived tolerance */
     char worst[32];          /* name of that statistic */
     int pass;                /* every verification within its bound */
