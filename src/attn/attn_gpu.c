@@ -326,7 +326,6 @@ static double dmax(double a, double b)
     return a > b ? a : b;
 }
 
-/* Verifies sampled rows; stats/buckets/o/dump are the downloaded outputs. */
 uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens)
 {
     return rows <= 1 ? 0
@@ -335,7 +334,10 @@ uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens)
 
 /* Largest logit shift of row (h, i) over its keys that operands off their
  * reference by at most eq / ek per element allow:
- * |scale| max_j sum_d (eq_d |k_jd| + |q_d| ek_jd + eq_d ek_jd). */
+ * |scale| max_j sum_d (eq_d |k_jd| + |q_d| ek_jd + eq_d ek_jd)
+ *   = |scale| max_j sum_d (eq_d (|k_jd| + ek_jd) + |q_d| ek_jd).
+ * As costly as the row's reference logits, so kept to plain arrays and four
+ * partial sums (long rows' verification spends its time here). */
 static double operand_shift(const attn_desc *d, const float *q, const float *k, const double *eq,
                             const double *ek, double scale, uint32_t h, uint64_t i)
 {
@@ -343,17 +345,25 @@ static double operand_shift(const attn_desc *d, const float *q, const float *k, 
         return 0;
     uint32_t D = d->head_dim, kvh = h / (d->heads / d->kv_heads);
     uint64_t keys = d->causal ? i + 1 : d->tokens;
-    const float *qi = q + (i * d->heads + h) * D;
-    const double *eqi = eq ? eq + (i * d->heads + h) * D : NULL;
+    double a[ATTN_MAX_HEAD_DIM], aq[ATTN_MAX_HEAD_DIM];
+    for (uint32_t c = 0; c < D; c++) {
+        a[c] = eq ? eq[(i * d->heads + h) * D + c] : 0;
+        aq[c] = fabs(q[(i * d->heads + h) * D + c]);
+    }
     double worst = 0;
     for (uint64_t j = 0; j < keys; j++) {
-        uint64_t kj = (j * d->kv_heads + kvh) * D;
-        double s = 0;
-        for (uint32_t c = 0; c < D; c++) {
-            double a = eqi ? eqi[c] : 0, b = ek ? ek[kj + c] : 0;
-            s += a * fabs(k[kj + c]) + fabs(qi[c]) * b + a * b;
-        }
-        worst = dmax(worst, s);
+        const float *kj = k + (j * d->kv_heads + kvh) * D;
+        const double *bj = ek ? ek + (j * d->kv_heads + kvh) * D : NULL;
+        double s[4] = {0, 0, 0, 0};
+        if (bj)
+            for (uint32_t c = 0; c < D; c += 4) /* D is a multiple of 4 */
+                for (uint32_t l = 0; l < 4; l++)
+                    s[l] += a[c + l] * (fabs(kj[c + l]) + bj[c + l]) + aq[c + l] * bj[c + l];
+        else
+            for (uint32_t c = 0; c < D; c += 4)
+                for (uint32_t l = 0; l < 4; l++)
+                    s[l] += a[c + l] * fabs(kj[c + l]);
+        worst = dmax(worst, (s[0] + s[1]) + (s[2] + s[3]));
     }
     return fabs(scale) * worst;
 }
