@@ -1,24 +1,55 @@
 #!/usr/bin/env bash
-# Short bounded fuzz of the batch loader (tests/fuzz/fuzz_batch.c) with
-# libFuzzer under AddressSanitizer + UndefinedBehaviorSanitizer.
-# usage: scripts/fuzz.sh [SECONDS]   (default 30)
-# The corpus starts from experiments/*.yaml and configs/**/*.yaml. A crash,
-# leak or sanitizer report makes libFuzzer exit non-zero and this script fail.
+# Bounded fuzzing of ropelab's input readers with libFuzzer under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the whole library
+# instrumented for coverage (meson -Dfuzz=true). One harness per reader
+# (tests/fuzz/fuzz_*.c): batch (YAML loader, validation, sweeps, plan), npy,
+# safetensors, hf_config (config.json RoPE import), cli (flag parsing and
+# --set through the encoding registry).
+# usage: scripts/fuzz.sh [SECONDS_PER_HARNESS] [HARNESS...]   (default 20, all)
+# Seeds: tests/fuzz/corpus/<harness>/ (crafted inputs included), plus for
+# batch experiments/*.yaml and configs/**/*.yaml, for hf_config tests/data.
+# Prints the coverage (edges) and features each harness reached. Any
+# crash, leak, timeout or sanitizer report fails the script. The harnesses'
+# own output (help and error text) is closed (-close_fd_mask=3); libFuzzer
+# and the sanitizers still report findings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-30}
+secs=${1:-20}
+shift || true
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(batch npy safetensors hf_config cli)
 dir=build-fuzz
 if [ ! -f "$dir/build.ninja" ]; then
   CC=clang meson setup "$dir" -Dfuzz=true -Dbuildtype=debug \
     -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
-ninja -C "$dir" fuzz_batch >/dev/null
-corpus=$(mktemp -d)
-trap 'rm -rf "$corpus"' EXIT
-find experiments configs -name '*.yaml' -exec cp {} "$corpus"/ \;
+ninja -C "$dir" $(printf 'fuzz_%s ' "${harnesses[@]}") >/dev/null
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1
-"$dir"/fuzz_batch -max_total_time="$secs" -max_len=4096 -timeout=10 -print_final_stats=1 \
-  "$corpus" > "$dir/fuzz.log" 2>&1 || { tail -n 40 "$dir/fuzz.log"; exit 1; }
-tail -n 6 "$dir/fuzz.log"
-echo "fuzz: ${secs}s without a crash, leak or sanitizer report"
+status=0
+for h in "${harnesses[@]}"; do
+  corpus=$(mktemp -d)
+  cp tests/fuzz/corpus/"$h"/* "$corpus"/ 2>/dev/null || true
+  case $h in
+    batch) find experiments configs -name '*.yaml' -exec cp {} "$corpus"/ \; ;;
+    hf_config) cp tests/data/*.json "$corpus"/ ;;
+  esac
+  log=$dir/fuzz_$h.log
+  if "$dir/fuzz_$h" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
+       -close_fd_mask=3 \
+       -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+    # libFuzzer's last status line: "#N DONE cov: C ft: F corp: ..."
+    line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)
+    cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$line")
+    ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$line")
+    runs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$line")
+    printf 'fuzz %-12s %3ss  %8s runs  coverage %5s edges  %5s features  no finding\n' \
+      "$h" "$secs" "${runs:-?}" "${cov:-?}" "${ft:-?}"
+  else
+    echo "fuzz $h: FINDING (log: $log)" >&2
+    tail -n 40 "$log" >&2
+    status=1
+  fi
+  rm -rf "$corpus"
+done
+exit $status

@@ -40,14 +40,9 @@
 #include "rl_common.glsl"
 #include "attn_softmax.glsl"
 
-#if defined(RL_BIAS_ALIBI)
-#include "bias_alibi.glsl"
-#elif defined(RL_BIAS_T5)
-#include "bias_t5.glsl"
-#elif defined(RL_BIAS_XL)
-#include "bias_xl.glsl"
-#else
-#include "bias_none.glsl"
+/* The bias variant's rl_bias (generated from the encoding registry). */
+#include "rl_bias_select.glsl"
+#ifdef RL_BIAS_IS_NONE
 #define RL_ATTN_NO_BIAS 1
 #endif
 

@@ -4,7 +4,7 @@
 /* Evaluates one bias variant's rl_bias over a list of (h, qtok, ktok, qpos,
  * kpos) points, so `ropelab check` verifies shaders/bias_NAME.glsl on its
  * own against pe_bias_ref, independently of attention. Compiled once per
- * variant (RL_BIAS_ALIBI / RL_BIAS_T5 / RL_BIAS_XL). */
+ * registry bias (shaders/meson.build). */
 #include "rl_push.h"
 #include "rl_common.glsl"
 
@@ -17,14 +17,9 @@ struct rl_bias_item {
 layout(std430, binding = 0) readonly buffer Items { rl_bias_item items[]; }; /* [n_items] */
 layout(std430, binding = 1) writeonly buffer Out { float outv[]; };         /* [n_items] */
 
-#if defined(RL_BIAS_ALIBI)
-#include "bias_alibi.glsl"
-#elif defined(RL_BIAS_T5)
-#include "bias_t5.glsl"
-#elif defined(RL_BIAS_XL)
-#include "bias_xl.glsl"
-#else
-#error "bias_eval.comp needs RL_BIAS_ALIBI, RL_BIAS_T5 or RL_BIAS_XL"
+#include "rl_bias_select.glsl"
+#ifdef RL_BIAS_IS_NONE
+#error "bias_eval.comp needs -DRL_BIAS_<NAME>=1 of a registry bias"
 #endif
 
 void main()

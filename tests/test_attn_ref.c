@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "core/rl_util.h"
 #include "rl_test.h"
 
 static attn_ref_problem problem(uint64_t n, uint32_t heads, uint32_t kv, uint32_t d, int causal,
@@ -142,9 +143,9 @@ START_TEST(buckets_and_halves_follow_their_definitions)
     ck_assert_uint_eq(attn_f32_to_f16(-2.0f), 0xc000);
     ck_assert_uint_eq(attn_f32_to_f16(1e-8f), 0x0000);      /* below half's subnormals */
     ck_assert_uint_eq(attn_f32_to_f16(5.9604645e-8f), 0x0001); /* smallest subnormal */
-    ck_assert_float_eq(attn_f16_to_f32(0x2e66), 0.0999755859375f);
-    ck_assert_float_eq(attn_f16_to_f32(0x0001), 5.9604644775390625e-8f);
-    ck_assert_float_eq(attn_f16_to_f32(0xfbff), -65504.0f);
+    ck_assert_float_eq(rl_half_to_float(0x2e66), 0.0999755859375f);
+    ck_assert_float_eq(rl_half_to_float(0x0001), 5.9604644775390625e-8f);
+    ck_assert_float_eq(rl_half_to_float(0xfbff), -65504.0f);
 }
 END_TEST
 

@@ -27,8 +27,29 @@ expect bench_no_kernel 2 'name the kernel' -- bench
 expect bench_attn_help 0 'FMA peak' -- bench attention --help
 expect bench_bad_layout 2 "--layout 'diagonal'" -- bench rope --layout diagonal
 expect bench_zero_tokens 2 'must be at least 1' -- bench rope --tokens 0
-expect bad_number 2 "--tokens: 'abc' is not a valid" -- bench rope --tokens abc
+expect bad_number 2 "--tokens: 'abc' is not a decimal integer" -- bench rope --tokens abc
+# Numbers: decimal digits only, the whole string, within the type; never
+# octal, hex, a wrapped negative or a silent default (issue 13).
+expect octal_refused 2 "--heads: '010' is not a decimal integer" -- bench rope --heads 010
+expect hex_refused 2 "--tokens: '0x10' is not a decimal integer" -- bench rope --tokens 0x10
+expect negative_refused 2 "--tokens: ' -5' is not a decimal integer" -- bench rope --tokens " -5"
+expect minus_refused 2 "--tokens: '-5' is not a decimal integer" -- bench rope --tokens=-5
+expect u32_overflow 2 "--heads: 4294967296 is outside the allowed range" -- bench rope --heads 4294967296
+expect u64_overflow 2 "--tokens: 99999999999999999999 is outside" -- bench rope --tokens 99999999999999999999
+expect reps_zero 2 "--reps 0: must be between 1 and 63" -- bench rope --reps 0
+expect empty_device 2 "--device: empty" -- bench rope --device ""
+expect float_hex 2 "--from: '0x10' is not a decimal number" -- inspect alibi --from 0x10
+expect float_space 2 "--to: ' 3' is not a decimal number" -- inspect alibi --to " 3"
 expect check_bad_pos 2 'max-pos-log2 30' -- check --max-pos-log2 30
+# The validation layer is required where the suites run the GPU: with it
+# hidden from the loader, check refuses instead of passing unvalidated, and
+# with it present check --json says it was on.
+if [ "$have_device" = 1 ]; then
+  RL_REQUIRE_VALIDATION=1 VK_LOADER_LAYERS_DISABLE=VK_LAYER_KHRONOS_validation \
+    expect validation_required 2 'VK_LAYER_KHRONOS_validation is not installed or not loadable' \
+    -- check --quick
+  expect validation_was_on 0 '"validation": true' -- check --quick --json
+fi
 # No driver at all: a clear message and exit 2, never a crash.
 nodrv() { VK_DRIVER_FILES=/nonexistent.json VK_ICD_FILENAMES=/nonexistent.json "$@"; }
 out=$(nodrv "$bin" check 2>&1); rc=$?
@@ -37,6 +58,12 @@ if [ $rc -eq 2 ] && grep -q 'found no driver\|no Vulkan loader\|found no device'
 else
   fail=$((fail + 1)); printf 'FAIL no_driver: exit %d, output:\n%s\n' "$rc" "$out" >&2
 fi
+# A driver manifest that is not JSON: the loader's VK_ERROR_OUT_OF_HOST_MEMORY
+# is explained as the manifest it could not load, exit 2.
+garbage=$(mktemp --suffix=.json); echo '{garbage' >"$garbage"
+VK_DRIVER_FILES=$garbage VK_ICD_FILENAMES=$garbage \
+  expect garbage_icd 2 "driver or layer manifest cannot be loaded.*$garbage" -- devices
+rm -f "$garbage"
 d=$(dirname "$0")/data
 expect freqs_yarn 0 'attention factor 1.13862943611198' -- freqs --rope-type yarn --factor 4 --original-max-position-embeddings 4096 --head-dim 128
 expect freqs_json_17 0 '0.86596432336006535' -- freqs --head-dim 128 --json
@@ -62,6 +89,46 @@ expect inspect_bad_param 2 "t5: unknown parameter 'buckets'" -- inspect t5 --set
 expect inspect_bad_value 2 't5: max_distance 4 must exceed' -- inspect t5 --set max_distance=4
 expect inspect_bad_range 2 'need integers with R0 <= R1' -- inspect t5 --from 5 --to 1
 expect inspect_set_noeq 2 "--set 'alpha': expected key=value" -- inspect sinusoidal --set alpha
+# No input becomes gnuplot code: encoding names, a batch's output directory
+# and a received results.csv full of backquotes, $(...), quotes, @macros and
+# newlines are drawn as text, and none of their commands runs (each would
+# create a file in $gpt/m). decay runs on the CPU: no device needed.
+gpt=$(mktemp -d /tmp/rlXXXX)
+mkdir -p "$gpt/m"
+cat > "$gpt/batch.yaml" <<'YAML'
+output: "MK/o`touch MK/m/out` $(touch MK/m/out2) 'q' \"d\" @GPVAL_PWD"
+model: {head_dim: 16, heads: 1, train_len: 64}
+encodings:
+  - {name: "a`touch MK/m/a` 'q' \"d\" @GPVAL_PWD", type: rope}
+  - {name: "b$(touch MK/m/b)x';system 'touch MK/m/b2';'", type: rope}
+  - {name: "c\nsystem 'touch MK/m/c'\n", type: rope, rope_theta: 500000}
+experiments:
+  - {kind: decay, params: {max_distance: 16, step: 4}}
+YAML
+sed -i "s#MK#$gpt#g" "$gpt/batch.yaml"
+expect gnuplot_quoting_run 0 'plot: [1-9][0-9]* figure' -- run "$gpt/batch.yaml" --quiet
+gpout="$gpt/o\`touch $gpt/m/out\` \$(touch $gpt/m/out2) 'q' \"d\" @GPVAL_PWD"
+mkdir -p "$gpt/r\`touch $gpt/m/r\`"
+cat > "$gpt/r\`touch $gpt/m/r\`/results.csv" <<'CSV'
+run_id,device,encoding,metric,x,value,x_label,y_label
+r1,cpu,"e`touch MK/m/e` $(touch MK/m/e2) x' ; system 'touch MK/m/e3' ; ' ""d"" @GPVAL_PWD",t.m,1,2,"x`touch MK/m/x`","y
+system 'touch MK/m/y'"
+r1,cpu,"e`touch MK/m/e` $(touch MK/m/e2) x' ; system 'touch MK/m/e3' ; ' ""d"" @GPVAL_PWD",t.m,2,3,x,y
+r2,cpu,rope,t.m,1,1,x,y
+CSV
+sed -i "s#MK#$gpt#g" "$gpt/r\`touch $gpt/m/r\`/results.csv"
+expect gnuplot_quoting_plot 0 'plot: 1 figure for 2 runs' -- plot "$gpt/r\`touch $gpt/m/r\`"
+if [ -z "$(ls -A "$gpt/m")" ] && [ -s "$gpout/plots/decay.bound.png" ] &&
+   grep -qF "a\`touch $gpt/m/a\`" "$gpout/plots/decay.bound.svg" &&
+   grep -qF "b\$(touch $gpt/m/b)x" "$gpout/plots/decay.bound.svg" &&
+   grep -qF "e\`touch $gpt/m/e\` \$(touch $gpt/m/e2) x" "$gpt/r\`touch $gpt/m/r\`/plots/t.m.svg" &&
+   grep -qF "system 'touch $gpt/m/y'" "$gpt/r\`touch $gpt/m/r\`/plots/t.m.svg"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  printf 'FAIL gnuplot_quoting: commands ran (%s) or labels not drawn\n' "$(ls -A "$gpt/m")" >&2
+fi
+rm -rf "$gpt"
 example="$(dirname "$0")/../experiments/example.yaml"
 runtmp=$(mktemp -d)
 printf 'model: {head_dim: 64, heads: 4, train_len: 8}\nexperiments:\n  - kind: decay\n    params: {max_distanse: 3}\n' > "$runtmp/bad.yaml"

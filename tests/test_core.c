@@ -1,10 +1,45 @@
-/* core/: status messages, RNG determinism, ulp helpers, atomic files. */
+/* core/: status messages, RNG determinism, ulp helpers, half -> float, atomic files. */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/rl_npy.h"
+#include "core/rl_safetensors.h"
 #include "core/rl_util.h"
 #include "rl_test.h"
+
+/* Writes a version-1.0 .npy with header text hdr (padded as numpy pads it)
+ * and n float32 values. */
+static void write_npy(const char *path, const char *hdr, const float *v, size_t n)
+{
+    char h[256];
+    size_t len = strlen(hdr);
+    size_t total = (10 + len + 1 + 63) / 64 * 64; /* magic+len+header+\n, 64-aligned */
+    memset(h, ' ', sizeof h);
+    memcpy(h, hdr, len);
+    h[total - 10 - 1] = '\n';
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                             (unsigned char)((total - 10) & 0xff), (unsigned char)((total - 10) >> 8)};
+    fwrite(pre, 1, 10, f);
+    fwrite(h, 1, total - 10, f);
+    fwrite(v, sizeof *v, n, f);
+    fclose(f);
+}
+
+static rl_status load_npy_text(const char *hdr, const float *v, size_t n, rl_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/rl_core_%ld.npy", (long)getpid());
+    write_npy(path, hdr, v, n);
+    rl_npy a;
+    rl_status st = rl_npy_load(path, &a, err);
+    if (!st)
+        rl_npy_free(&a);
+    unlink(path);
+    return st;
+}
 
 START_TEST(fail_records_status_and_message)
 {
@@ -58,6 +93,26 @@ START_TEST(ulp_helpers_count_representable_floats)
 }
 END_TEST
 
+/* Values from the binary16 definition: (-1)^s 2^(e-15) 1.m, subnormals
+ * 2^-14 0.m, e = 31 inf/NaN. */
+START_TEST(half_to_float_is_exact_for_every_class)
+{
+    ck_assert_float_eq(rl_half_to_float(0x3c00), 1.0f);
+    ck_assert_float_eq(rl_half_to_float(0xc000), -2.0f);
+    ck_assert_float_eq(rl_half_to_float(0x3555), 0x1.554p-2f);
+    ck_assert_float_eq(rl_half_to_float(0x7bff), 65504.0f);
+    ck_assert_float_eq(rl_half_to_float(0x0400), 0x1p-14f);
+    ck_assert_float_eq(rl_half_to_float(0x03ff), 0x3ffp-24f);
+    ck_assert_float_eq(rl_half_to_float(0x8001), -0x1p-24f);
+    ck_assert(rl_half_to_float(0x0000) == 0.0f && !signbit(rl_half_to_float(0x0000)));
+    ck_assert(rl_half_to_float(0x8000) == 0.0f && signbit(rl_half_to_float(0x8000)));
+    ck_assert(isinf(rl_half_to_float(0x7c00)) && rl_half_to_float(0x7c00) > 0);
+    ck_assert(isinf(rl_half_to_float(0xfc00)) && rl_half_to_float(0xfc00) < 0);
+    ck_assert(isnan(rl_half_to_float(0x7e00)));
+    ck_assert(isnan(rl_half_to_float(0xfc01)));
+}
+END_TEST
+
 START_TEST(atomic_file_appears_only_on_commit)
 {
     char dir[] = "/tmp/rltestXXXXXX";
@@ -88,6 +143,93 @@ START_TEST(atomic_file_appears_only_on_commit)
 }
 END_TEST
 
+START_TEST(npy_header_is_exactly_numpys_dict)
+{
+    /* numpy's reader accepts exactly the keys descr, fortran_order, shape;
+     * so does ropelab's (an extra or repeated key, or trailing text, is
+     * refused naming the key). */
+    const float v[6] = {1, 2, 3, 4, 5, 6};
+    rl_error err = {0};
+    ck_assert_int_eq(load_npy_text("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                   v, 6, &err), RL_OK);
+    ck_assert_int_eq(load_npy_text("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), "
+                                   "'extra': 1}", v, 6, &err), RL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "header key 'extra' is not allowed"));
+    ck_assert_int_eq(load_npy_text("{'descr': '<f4', 'descr': '<f2', 'fortran_order': False, "
+                                   "'shape': (6,)}", v, 6, &err), RL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "header key 'descr' is given twice"));
+    ck_assert_int_eq(load_npy_text("{'descr': '<f4', 'shape': (6,)}", v, 6, &err), RL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no 'fortran_order'"));
+    ck_assert_int_eq(load_npy_text("{'descr': '<f4', 'fortran_order': False, 'shape': (6,)} x",
+                                   v, 6, &err), RL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "text after the dict"));
+}
+END_TEST
+
+START_TEST(non_finite_inputs_are_refused_at_load)
+{
+    /* A NaN or an infinity in a table or Q/K file is refused when read,
+     * naming the file and the first bad element (not later as "a
+     * verification exceeded its tolerance"). */
+    float v[6] = {1, 2, 3, 4, 5, 6};
+    v[4] = NAN;
+    rl_error err = {0};
+    ck_assert_int_eq(load_npy_text("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                   v, 6, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, ".npy: element [1, 1] (flat index 4) is NaN"));
+    v[4] = 5;
+    v[1] = -INFINITY;
+    ck_assert_int_eq(load_npy_text("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }",
+                                   v, 6, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "element [1] (flat index 1) is infinite"));
+    /* safetensors: same rule, element index of the tensor */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/rl_core_%ld.safetensors", (long)getpid());
+    const char *hdr = "{\"x\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}";
+    uint64_t hl = strlen(hdr);
+    FILE *f = fopen(path, "wb");
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(hl >> (8 * i));
+    fwrite(b, 1, 8, f);
+    fwrite(hdr, 1, hl, f);
+    fwrite(v, sizeof *v, 6, f);
+    fclose(f);
+    rl_safetensors st;
+    ck_assert_msg(rl_safetensors_open(path, &st, &err) == RL_OK, "%s", err.msg);
+    float out[6];
+    ck_assert_int_eq(rl_safetensors_read_f32(&st, rl_safetensors_find(&st, "x"), 0, 6, out, &err),
+                     RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tensor 'x': element 1 is infinite"));
+    rl_safetensors_close(&st);
+    unlink(path);
+}
+END_TEST
+
+START_TEST(safetensors_shape_product_cannot_wrap)
+{
+    /* [2^40, 2^40, 2^40] multiplies to 2^120, which wraps a uint64 to 0 and
+     * would match a span of 0 bytes: refused as too large. */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/rl_core_w%ld.safetensors", (long)getpid());
+    const char *hdr = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1099511627776,1099511627776,"
+                      "1099511627776],\"data_offsets\":[0,0]}}";
+    uint64_t hl = strlen(hdr);
+    FILE *f = fopen(path, "wb");
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(hl >> (8 * i));
+    fwrite(b, 1, 8, f);
+    fwrite(hdr, 1, hl, f);
+    fclose(f);
+    rl_safetensors st;
+    rl_error err = {0};
+    ck_assert_int_eq(rl_safetensors_open(path, &st, &err), RL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tensor 'x': shape too large"));
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("core");
@@ -95,7 +237,11 @@ int main(void)
     tcase_add_test(tc, fail_records_status_and_message);
     tcase_add_test(tc, rng_is_deterministic_and_stream_separated);
     tcase_add_test(tc, ulp_helpers_count_representable_floats);
+    tcase_add_test(tc, half_to_float_is_exact_for_every_class);
     tcase_add_test(tc, atomic_file_appears_only_on_commit);
+    tcase_add_test(tc, npy_header_is_exactly_numpys_dict);
+    tcase_add_test(tc, non_finite_inputs_are_refused_at_load);
+    tcase_add_test(tc, safetensors_shape_product_cannot_wrap);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

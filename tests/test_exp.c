@@ -139,6 +139,54 @@ START_TEST(coverage_refuses_non_rope_encodings)
 }
 END_TEST
 
+/* ---- typed parameters -------------------------------------------------------- */
+
+START_TEST(kinds_registry_lists_every_kind_once)
+{
+    const char *want[] = {"decay", "precision", "invariance", "coverage", "interpolation",
+                          "entropy", "retrieval", "distortion"};
+    size_t n;
+    const exp_kind *const *k = exp_kinds(&n);
+    ck_assert_uint_eq(n, RL_ARRAY_LEN(want));
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_str_eq(k[i]->name, want[i]);
+        ck_assert_ptr_eq(exp_find(want[i]), k[i]);
+    }
+    ck_assert_str_eq(exp_kind_names(), "decay, precision, invariance, coverage, interpolation, "
+                                       "entropy, retrieval, distortion");
+}
+END_TEST
+
+START_TEST(hand_built_runs_see_the_kinds_defaults)
+{
+    /* No parameters given: decay's documented defaults max_distance 1024,
+     * step 1 give rows r = 0..1024; coverage's eval_len 8192 at 4x a
+     * train_len of 2048 leaves pairs out of distribution (with eval_len
+     * read as 0, none would be). */
+    fixture f;
+    fx_init(&f, "rope", "{}", "{}", 64, 2048, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "decay", NULL, &err) == RL_OK, "%s", err.msg);
+    const json_t *t = json_array_get(f.sink.tables, 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(t, "rows")), 1025);
+    fx_free(&f);
+    fx_init(&f, "rope", "{}", "{}", 64, 2048, 0);
+    ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_gt(metric(&f, "ood_pairs"), 0);
+    fx_free(&f);
+    /* a given value of the wrong type or outside the range is refused by the
+     * kind itself, naming the key */
+    fx_init(&f, "rope", "{}", "{\"step\": \"2\"}", 64, 2048, 0);
+    ck_assert_int_eq(fx_run(&f, "decay", NULL, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.msg, "decay: step must be an integer");
+    fx_free(&f);
+    fx_init(&f, "rope", "{}", "{\"step\": 0}", 64, 2048, 0);
+    ck_assert_int_eq(fx_run(&f, "decay", NULL, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.msg, "decay: step 0 is below the minimum 1");
+    fx_free(&f);
+}
+END_TEST
+
 /* ---- invariance ------------------------------------------------------------ */
 
 static const json_t *find_verification(const fixture *f, const char *needle)
@@ -264,6 +312,10 @@ int main(void)
     tcase_add_test(c, coverage_refuses_non_rope_encodings);
     tcase_add_test(c, interpolation_matches_a_hand_solved_one_pair_fit);
     suite_add_tcase(s, c);
+    TCase *tp = tcase_create("params");
+    tcase_add_test(tp, kinds_registry_lists_every_kind_once);
+    tcase_add_test(tp, hand_built_runs_see_the_kinds_defaults);
+    suite_add_tcase(s, tp);
     TCase *i = tcase_create("invariance");
     tcase_add_test(i, invariance_refuses_logit_bias_encodings);
     tcase_add_test(i, invariance_rope_double_is_rounding_level_and_device_is_verified);

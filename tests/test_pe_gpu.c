@@ -127,6 +127,45 @@ START_TEST(alibi_glsl_uses_the_paper_slopes_for_12_heads)
 }
 END_TEST
 
+START_TEST(kerple_glsl_matches_hand_values)
+{
+    /* -r1 log(1 + r2 d), r1 = {2, 3}, r2 = {0.5, 0.25} (exact in fp32):
+     * d = 6 / 4 give -2 ln 4 / -3 ln 2, d = 2^20 gives -2 ln(1 + 2^19) and
+     * -3 ln(1 + 2^18) (hand values, Python math.log1p). fp32 with Vulkan's
+     * log (2^-21 absolute on [0.5, 2], 3 ulp beyond) and three roundings:
+     * within r1 (2^-21 + 3 ulp(log) + 2^-23) + ulp(|b|) < 2^-18 (1 + |b|). */
+    const struct { uint32_t h; int32_t qpos, kpos; double want; } pts[] = {
+        {0, 10, 4, -2.772588722239781},           {1, 100, 104, -2.0794415416798357},
+        {0, 1 << 20, 0, -26.33959667597155},      {1, 0, 1 << 20, -37.42995919430702},
+        {1, 5, 5, 0.0},
+    };
+    rl_gpu g;
+    rl_gpu_open(&g);
+    pe_shape s = {.head_dim = 8, .heads = 2};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_int_eq(make_enc("kerple", "{\"r1\": [2, 3], \"r2\": [0.5, 0.25]}", &s, &e, &err),
+                     RL_OK);
+    pe_bias_gpu b;
+    ck_assert_int_eq(pe_bias_gpu_create(&g.dev, e, NULL, NULL, 1, 2, 2, 8, &b, &err), RL_OK);
+    ck_assert_str_eq(b.variant, "kerple");
+    enum { N = RL_ARRAY_LEN(pts) };
+    chk_bias_item items[N];
+    float out[N];
+    memset(items, 0, sizeof items);
+    for (int i = 0; i < N; i++)
+        items[i] = (chk_bias_item){.h = pts[i].h, .qpos = pts[i].qpos, .kpos = pts[i].kpos};
+    int guard_ok = 0;
+    ck_assert_int_eq(chk_pe_bias_eval(&g.dev, &b, items, N, out, &guard_ok, &err), RL_OK);
+    ck_assert(guard_ok);
+    for (int i = 0; i < N; i++)
+        ck_assert_double_eq_tol(out[i], pts[i].want, 0x1p-18 * (1 + fabs(pts[i].want)));
+    pe_bias_gpu_destroy(&g.dev, &b);
+    pe_encoding_destroy(e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(learned_table_policies_on_device)
 {
     /* T[p][d] = 10 p + d, x = 0.5: y = 0.5 + T[row] is exact in fp32. */
@@ -242,7 +281,7 @@ START_TEST(bias_buffers_follow_the_contract)
         const char *enc, *variant;
         uint32_t n;
     } want[] = {{"nope", "none", 0}, {"sinusoidal", "none", 0}, {"alibi", "alibi", 2},
-                {"t5", "t5", 2},     {"xl", "xl", 4}};
+                {"t5", "t5", 2},     {"xl", "xl", 4},           {"kerple", "kerple", 1}};
     float q[2 * 4 * 8], k[2 * 2 * 8];
     for (int i = 0; i < 64; i++)
         q[i] = 0.1f * (float)i;
@@ -287,6 +326,7 @@ int main(void)
     tcase_add_test(tc, check_cases_pass_on_device);
     tcase_add_test(tc, t5_glsl_buckets_match_hand_table);
     tcase_add_test(tc, alibi_glsl_uses_the_paper_slopes_for_12_heads);
+    tcase_add_test(tc, kerple_glsl_matches_hand_values);
     tcase_add_test(tc, learned_table_policies_on_device);
     tcase_add_test(tc, rope_table_mode_records_without_transfers);
     tcase_add_test(tc, bias_buffers_follow_the_contract);

@@ -18,10 +18,16 @@ static const pe_shape shape8 = {.head_dim = 4, .heads = 8};
 
 START_TEST(registry_lists_every_encoding_once)
 {
-    const char *want[] = {"nope", "rope", "sinusoidal", "learned", "t5", "alibi", "xl"};
-    ck_assert_uint_eq(pe_family_count(), 7);
-    for (size_t i = 0; i < 7; i++) {
+    const char *want[] = {"nope", "rope", "sinusoidal", "learned", "t5", "alibi", "xl", "kerple"};
+    ck_assert_uint_eq(pe_family_count(), RL_ARRAY_LEN(want));
+    for (size_t i = 0; i < RL_ARRAY_LEN(want); i++) {
         const pe_family *f = pe_family_find(want[i]);
+        ck_assert_ptr_eq(pe_family_at(i), f); /* registry order */
+        /* every family brings its own check rows, of the kind it acts on */
+        if (f->acts & PE_ACTS_LOGITS)
+            ck_assert_uint_gt(f->n_bias_checks, 0);
+        else
+            ck_assert_uint_gt(f->n_vec_checks, 0);
         ck_assert_ptr_nonnull(f);
         ck_assert_str_eq(f->name, want[i]);
         ck_assert_ptr_nonnull(f->paper);
@@ -35,7 +41,8 @@ START_TEST(registry_lists_every_encoding_once)
     ck_assert_ptr_null(pe_family_find("rope2"));
     ck_assert_int_eq(pe_family_find("t5")->acts, PE_ACTS_LOGITS);
     ck_assert_int_eq(pe_family_find("sinusoidal")->acts, PE_ACTS_VECTORS);
-    ck_assert_str_eq(pe_family_find("xl")->bias_variant, "xl");
+    ck_assert_str_eq(pe_bias_variant(pe_family_find("xl")), "xl");
+    ck_assert_str_eq(pe_bias_variant(pe_family_find("rope")), "none");
 }
 END_TEST
 
@@ -105,7 +112,17 @@ static const bad_param bad_params[] = {
     {"rope", "{\"layout\": \"diagonal\"}", 8, 1, 0, "rope: layout must be \"half\" or \"interleaved\""},
     {"alibi", "{}", 4, 8, 3, "alibi: kv_heads 3 must divide heads 8"},
     {"alibi", "{}", 0, 8, 0, "alibi: head_dim must be at least 1"},
-    {"rope9", "{}", 4, 8, 0, "unknown encoding 'rope9' (known: nope, rope, sinusoidal, learned, t5, alibi, xl)"},
+    {"rope9", "{}", 4, 8, 0,
+     "unknown encoding 'rope9' (known: nope, rope, sinusoidal, learned, t5, alibi, xl, kerple)"},
+    {"kerple", "{\"r2\": 0}", 4, 2, 0,
+     "kerple: r2 must be a finite number > 0 (the kernel needs r1, r2 > 0)"},
+    {"kerple", "{\"r1\": [1, -2]}", 4, 2, 0,
+     "kerple: r1[...] must be a finite number > 0 (the kernel needs r1, r2 > 0)"},
+    {"kerple", "{\"r2\": 1e-50}", 4, 2, 0,
+     "kerple: r2 must be a finite number > 0"}, /* 0 in fp32 */
+    {"kerple", "{\"r1\": [1, 2, 3]}", 4, 2, 0, "kerple: r1 has 3 values but the model has 2 heads"},
+    {"kerple", "{\"r1\": \"1\"}", 4, 2, 0, "kerple: r1 must be a number or a list of 2 numbers"},
+    {"kerple", "{\"r3\": 1}", 4, 2, 0, "kerple: unknown parameter 'r3' (known: r1, r2)"},
     {"t5", "[1, 2]", 4, 8, 0, "t5: parameters must be a JSON object"},
 };
 
@@ -126,27 +143,37 @@ START_TEST(every_parameter_error_names_the_key)
 }
 END_TEST
 
-START_TEST(rope_registry_keys_match_rope_param_table)
+START_TEST(rope_registry_keys_are_ropes_own_list)
 {
-    /* The registry accepts exactly rope's own keys (plus the HF alias
-     * "type"); head_dim comes from the model shape, not the params. */
+    /* The registry declares exactly rope's one key list (rope_params), and
+     * every key in it is accepted by rope's own setter (a sample value per
+     * key; a key without a sample here fails the test). */
     const pe_family *fam = pe_family_find("rope");
     ck_assert_ptr_nonnull(fam);
-    size_t n;
-    const rope_param_info *t = rope_param_table(&n);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(t[i].key, "head_dim") == 0)
-            continue;
-        int found = 0;
-        for (size_t k = 0; k < fam->n_params; k++)
-            found |= strcmp(fam->params[k].key, t[i].key) == 0;
-        ck_assert_msg(found, "rope key %s missing from the registry", t[i].key);
-    }
-    for (size_t k = 0; k < fam->n_params; k++) {
-        int found = strcmp(fam->params[k].key, "type") == 0;
-        for (size_t i = 0; i < n; i++)
-            found |= strcmp(fam->params[k].key, t[i].key) == 0;
-        ck_assert_msg(found, "registry key %s unknown to rope", fam->params[k].key);
+    ck_assert_ptr_eq(fam->params, rope_params);
+    ck_assert_uint_eq(fam->n_params, ROPE_N_PARAMS);
+    static const struct { const char *key, *json; } sample[] = {
+        {"rope_type", "\"linear\""}, {"type", "\"linear\""}, {"rope_theta", "500000"},
+        {"rotary_dim", "2"}, {"partial_rotary_factor", "0.5"}, {"layout", "\"half\""},
+        {"precision", "\"table\""}, {"factor", "2"}, {"original_max_position_embeddings", "2"},
+        {"max_position_embeddings", "2"}, {"seq_len", "2"}, {"beta_fast", "2"},
+        {"beta_slow", "2"}, {"mscale", "2"}, {"mscale_all_dim", "2"}, {"truncate", "true"},
+        {"attention_factor", "2"}, {"low_freq_factor", "2"}, {"high_freq_factor", "2"},
+        {"short_factor", "[1, 2]"}, {"long_factor", "[1, 2]"},
+    };
+    for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
+        const char *js = NULL;
+        for (size_t k = 0; k < RL_ARRAY_LEN(sample); k++)
+            if (!strcmp(sample[k].key, rope_params[i].key))
+                js = sample[k].json;
+        ck_assert_msg(js != NULL, "no sample for rope key %s", rope_params[i].key);
+        json_error_t je;
+        json_t *v = json_loads(js, JSON_DECODE_ANY, &je);
+        rope_desc d = {0};
+        rl_error err = {0};
+        ck_assert_msg(rope_desc_set_json(&d, rope_params[i].key, v, &err) == RL_OK, "%s: %s",
+                      rope_params[i].key, err.msg);
+        json_decref(v);
     }
 }
 END_TEST
@@ -453,14 +480,19 @@ START_TEST(learned_positions_beyond_the_table_follow_the_policy)
         }
         pe_encoding_destroy(e);
     }
-    /* beyond=error also refuses a declared max position up front */
+    /* beyond=error also refuses declared positions up front: max_positions
+     * is a count, so the 3-row table serves 3 positions (0, 1, 2: an N-token
+     * run with an N-row table) and refuses 4. */
     pe_shape s2 = {.head_dim = 4, .heads = 1, .max_positions = 3};
     char js[300];
     snprintf(js, sizeof js, "{\"path\": \"%s\"}", path);
     pe_encoding *e = NULL;
     rl_error err = {0};
+    ck_assert_msg(make_enc("learned", js, &s2, &e, &err) == RL_OK, "%s", err.msg);
+    pe_encoding_destroy(e);
+    s2.max_positions = 4;
     ck_assert_int_eq(make_enc("learned", js, &s2, &e, &err), RL_ERR_ARG);
-    ck_assert_ptr_nonnull(strstr(err.msg, "positions up to 3 need more than the table's 3 rows"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "positions 0..3 need more than the table's 3 rows"));
     tdir_close(&d);
 }
 END_TEST
@@ -493,6 +525,59 @@ START_TEST(seeded_tables_come_from_the_documented_stream)
     for (int i = 0; i <= 32; i++)
         v = (float)rl_rng_normal(&rng);
     ck_assert_double_eq(pe_bias_ref(e, 1, 0, 0, 5, 5, NULL, NULL), v);
+    pe_encoding_destroy(e);
+}
+END_TEST
+
+/* ---- KERPLE -------------------------------------------------------------------------- */
+
+START_TEST(kerple_log_bias_matches_hand_values)
+{
+    /* -r1 log(1 + r2 |i - j|): r1 = 2, r2 = 0.5 at distance 6 is -2 ln 4;
+     * head 1 (r1 = 3, r2 = 0.25) at distance 4 is -3 ln 2; symmetric in
+     * i - j; 0 at distance 0. */
+    pe_shape s = {.head_dim = 4, .heads = 2};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_int_eq(make_enc("kerple", "{\"r1\": [2, 3], \"r2\": [0.5, 0.25]}", &s, &e, &err),
+                     RL_OK);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 0, 0, 0, 10, 4, NULL, NULL), -2.7725887222397812, 1e-15);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 0, 0, 0, 4, 10, NULL, NULL), -2.7725887222397812, 1e-15);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 1, 0, 0, 104, 100, NULL, NULL), -2.0794415416798359,
+                            1e-15);
+    ck_assert_double_eq(pe_bias_ref(e, 1, 0, 0, 7, 7, NULL, NULL), 0.0);
+    ck_assert_double_eq(pe_bias_bound(e, 1, 0, 0, 7, 7, NULL, NULL), 0.0);
+    /* the bound covers at least the fp32 rounding of the result */
+    double b = pe_bias_ref(e, 0, 0, 0, 1 << 20, 0, NULL, NULL);
+    ck_assert(pe_bias_bound(e, 0, 0, 0, 1 << 20, 0, NULL, NULL) >= rl_ulp32(fabs(b)));
+    pe_encoding_destroy(e);
+    /* one number applies to every head */
+    ck_assert_int_eq(make_enc("kerple", "{\"r1\": 1, \"r2\": 1}", &s, &e, &err), RL_OK);
+    ck_assert_double_eq_tol(pe_bias_ref(e, 1, 0, 0, 0, 1, NULL, NULL), -0.69314718055994531, 1e-15);
+    pe_encoding_destroy(e);
+}
+END_TEST
+
+START_TEST(kerple_draws_from_the_documented_streams)
+{
+    /* r1 ~ U(0.01, 2) from "kerple/r1", r2 ~ U(0.01, 1) from "kerple/r2",
+     * stored as fp32; resolved params record the values in use. */
+    pe_shape s = {.head_dim = 4, .heads = 3, .seed = 5};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_int_eq(make_enc("kerple", "{}", &s, &e, &err), RL_OK);
+    rl_rng g1, g2;
+    rl_rng_seed(&g1, 5, "kerple/r1");
+    rl_rng_seed(&g2, 5, "kerple/r2");
+    const json_t *p1 = json_object_get(pe_encoding_params(e), "r1");
+    ck_assert_uint_eq(json_array_size(p1), 3);
+    for (uint32_t h = 0; h < 3; h++) {
+        double r1 = (float)(0.01 + 1.99 * rl_rng_uniform(&g1));
+        double r2 = (float)(0.01 + 0.99 * rl_rng_uniform(&g2));
+        ck_assert_double_eq(json_real_value(json_array_get(p1, h)), r1);
+        ck_assert_double_eq_tol(pe_bias_ref(e, h, 0, 0, 0, 9, NULL, NULL), -r1 * log1p(9 * r2),
+                                1e-15);
+    }
     pe_encoding_destroy(e);
 }
 END_TEST
@@ -593,7 +678,7 @@ int main(void)
     tcase_add_test(tc, registry_lists_every_encoding_once);
     tcase_add_test(tc, resolved_params_fill_every_default);
     tcase_add_loop_test(tc, every_parameter_error_names_the_key, 0, (int)RL_ARRAY_LEN(bad_params));
-    tcase_add_test(tc, rope_registry_keys_match_rope_param_table);
+    tcase_add_test(tc, rope_registry_keys_are_ropes_own_list);
     tcase_add_test(tc, rope_resolved_params_record_what_was_used);
     tcase_add_test(tc, set_parses_json_else_string);
     tcase_add_test(tc, t5_buckets_match_hand_computed_tables);
@@ -607,6 +692,8 @@ int main(void)
     tcase_add_test(tc, xl_bias_keeps_terms_b_c_d);
     tcase_add_test(tc, xl_tables_accept_hf_layouts_and_refuse_others);
     tcase_add_test(tc, bias_ref_callback_finds_rows_with_gqa);
+    tcase_add_test(tc, kerple_log_bias_matches_hand_values);
+    tcase_add_test(tc, kerple_draws_from_the_documented_streams);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -1,4 +1,6 @@
 /* plot/: figures and report from a results directory. */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,13 +100,13 @@ START_TEST(renders_png_svg_and_report)
     char *gp = read_file(path, NULL);
     ck_assert_ptr_nonnull(strstr(gp, "set logscale x"));
     ck_assert_ptr_null(strstr(gp, "set logscale y"));
-    ck_assert_ptr_nonnull(strstr(gp, "title \"rope factor=1\""));
-    ck_assert_ptr_nonnull(strstr(gp, "title \"yarn, x4 factor=4\""));
-    ck_assert_ptr_nonnull(strstr(gp, "set xlabel \"relative distance r (tokens)\""));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'rope factor=1'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'yarn, x4 factor=4'"));
+    ck_assert_ptr_nonnull(strstr(gp, "set xlabel 'relative distance r (tokens)'"));
     /* The table's ref_ column is a dashed reference inside the figure, not a
      * figure of its own (n_figures stays 2). */
     ck_assert_ptr_nonnull(strstr(gp, "index 2 using 1:2 with lines dt 2"));
-    ck_assert_ptr_nonnull(strstr(gp, "title \"ref_one_over_r\""));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'ref_one_over_r'"));
     free(gp);
     /* Data sorted by x within a run. */
     snprintf(path, sizeof path, "%s/plots/decay.bound.dat", dir);
@@ -158,6 +160,258 @@ START_TEST(malformed_results_are_reported_with_line)
 }
 END_TEST
 
+/* ---- no input becomes gnuplot code ------------------------------------- */
+
+/* mkdir -p */
+static void make_path(const char *path)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            ck_assert_msg(mkdir(buf, 0777) == 0 || errno == EEXIST, "mkdir %s", buf);
+            *p = '/';
+        }
+    ck_assert_msg(mkdir(buf, 0777) == 0 || errno == EEXIST, "mkdir %s", buf);
+}
+
+/* One CSV field, always quoted ("" for a quote). */
+static void csv_put(FILE *f, const char *s, char sep)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+    fputc(sep, f);
+}
+
+/* A hostile string for field `tag`: every way into gnuplot code — a
+ * backquote command, a shell-style $(...), a ' and a " to leave a quoted
+ * string, a @macro, a backslash, a newline starting a command of its own —
+ * where each command would create a file in the marker directory mk. No
+ * '.' in it: a reference metric's name is what follows the last '.'. */
+static void payload(char *out, size_t cap, const char *mk, const char *tag)
+{
+    snprintf(out, cap,
+             "L%s `touch %s/b%s` $(touch %s/s%s) q'q d\"d @GPVAL_PWD b\\\\ "
+             "x' ; system 'touch %s/a%s' ; print '\nsystem('touch %s/n%s')\n",
+             tag, mk, tag, mk, tag, mk, tag, mk, tag);
+}
+
+/* The text payload(tag) is drawn as: control characters as spaces, every
+ * quote, backslash and @ as written (a categorical x value's " as '). */
+static void rendered(char *out, size_t cap, const char *mk, const char *tag)
+{
+    payload(out, cap, mk, tag);
+    for (char *p = out; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+}
+
+static size_t count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* results.csv from someone else, in which every string that reaches a
+ * gnuplot script is hostile: the swept parameter's column name (a short
+ * payload: legends are cut at 511 bytes) and values, device, encoding, run
+ * id (a legend falls back to it), metric (title and reference name),
+ * x_label, y_label and categorical x values. */
+static void write_hostile_results(const char *dir, const char *mk)
+{
+    char path[1400], p[12][1024], col[600];
+    static const char *const tags[] = {"val1", "dev1", "enc1", "run3", "met",
+                                       "ref", "xl", "yl", "cat", "val2", "met2"};
+    for (int i = 0; i < 11; i++)
+        payload(p[i], sizeof p[i], mk, tags[i]);
+    snprintf(col, sizeof col, "Lcol `touch %s/bcol` $(touch %s/scol) q'q d\"d @GPVAL_PWD\n"
+             "system 'touch %s/ncol'", mk, mk, mk);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("run_id,device,encoding,", f);
+    csv_put(f, col, ',');
+    fputs("metric,x,value,x_label,y_label\n", f);
+    char metric[1100], ref[2200], plain[1100];
+    snprintf(metric, sizeof metric, "%s.t", p[4]);
+    snprintf(ref, sizeof ref, "%s.ref_%s", p[4], p[5]);
+    snprintf(plain, sizeof plain, "%s.u", p[10]);
+    for (int x = 1; x <= 2; x++) {
+        /* two runs that differ in the parameter, one with a hostile encoding */
+        fputs("r1,d,", f);
+        csv_put(f, p[2], ',');
+        csv_put(f, p[0], ',');
+        csv_put(f, metric, ',');
+        fprintf(f, "%d,%d,", x, x + 1);
+        csv_put(f, p[6], ',');
+        csv_put(f, p[7], '\n');
+        fputs("r2,d,rope,", f);
+        csv_put(f, p[9], ',');
+        csv_put(f, metric, ',');
+        fprintf(f, "%d,%d,xl,yl\n", x, x + 2);
+        /* a reference curve of that table */
+        fputs("r1,d,rope,1,", f);
+        csv_put(f, ref, ',');
+        fprintf(f, "%d,%d,xl,yl\n", x, x);
+        /* one run on two devices: the device goes into the legend */
+        fputs("r1,", f);
+        csv_put(f, p[1], ',');
+        fprintf(f, "rope,1,dev.w,%d,%d,xl,yl\nr1,d,rope,1,dev.w,%d,%d,xl,yl\n", x, x, x, x + 1);
+        /* one series without encoding: its legend is the run id */
+        csv_put(f, p[3], ',');
+        fputs("d,,1,", f);
+        csv_put(f, plain, ',');
+        fprintf(f, "%d,%d,xl,yl\n", x, x);
+        /* categorical x values */
+        fputs("r1,d,rope,1,cat.v,", f);
+        csv_put(f, x == 1 ? p[8] : "plain", ',');
+        fprintf(f, "%d,xl,yl\n", x);
+    }
+    fclose(f);
+}
+
+START_TEST(hostile_labels_and_directory_never_run_as_gnuplot_code)
+{
+    char base[64], mk[128], dir[1200], path[2600], want[1200];
+    make_dir(base);
+    snprintf(mk, sizeof mk, "%s/mk", base);
+    make_path(mk);
+    /* the results directory itself is hostile too */
+    snprintf(dir, sizeof dir, "%s/o`touch %s/bdir` $(touch %s/sdir) q'q \"@GPVAL_PWD", base, mk,
+             mk);
+    make_path(dir);
+    write_hostile_results(dir, mk);
+    plot_result r;
+    rl_error err = {0};
+    rl_status st = plot_dir(dir, NULL, &r, &err);
+    ck_assert_uint_eq(count_entries(mk), 0); /* no command ran */
+    ck_assert_msg(st == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(r.n_figures, 4);
+    /* ... and gnuplot drew every label as text */
+    char *svg = NULL;
+    DIR *d;
+    snprintf(path, sizeof path, "%s/plots", dir);
+    ck_assert_ptr_nonnull(d = opendir(path));
+    size_t n_svg = 0, total = 0;
+    struct dirent *e;
+    char *all = calloc(1, 1);
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 4 || strcmp(e->d_name + l - 4, ".svg"))
+            continue;
+        snprintf(path, sizeof path, "%s/plots/%s", dir, e->d_name);
+        size_t len;
+        svg = read_file(path, &len);
+        ck_assert_ptr_nonnull(strstr(svg, "</svg>"));
+        all = realloc(all, total + len + 1);
+        memcpy(all + total, svg, len + 1);
+        total += len;
+        free(svg);
+        n_svg++;
+    }
+    closedir(d);
+    ck_assert_uint_eq(n_svg, 4);
+    static const char *const shown[] = {"val1", "dev1", "enc1", "run3", "met", "ref",
+                                        "xl",   "yl",   "cat",  "val2", "met2"};
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        rendered(want, sizeof want, mk, shown[i]);
+        if (!strcmp(shown[i], "val1")) /* the end of its legend is past 511 bytes */
+            *strstr(want, "@GPVAL_PWD") = '\0';
+        if (!strcmp(shown[i], "cat")) /* a data string: " written as ' */
+            *strchr(want, '"') = '\'';
+        ck_assert_msg(strstr(all, want) != NULL, "label '%s' not drawn", want);
+    }
+    snprintf(want, sizeof want, "Lcol `touch %s/bcol` $(touch %s/scol) q'q d\"d @GPVAL_PWD "
+             "system 'touch %s/ncol'=", mk, mk, mk);
+    ck_assert_msg(strstr(all, want) != NULL, "column name '%s' not drawn", want);
+    ck_assert_ptr_nonnull(strstr(all, "@GPVAL_PWD")); /* no macro expansion */
+    free(all);
+    /* no path, no newline of input and no double-quoted label in a script */
+    snprintf(path, sizeof path, "%s/plots", dir);
+    ck_assert_ptr_nonnull(d = opendir(path));
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 3 || strcmp(e->d_name + l - 3, ".gp"))
+            continue;
+        snprintf(path, sizeof path, "%s/plots/%s", dir, e->d_name);
+        char *gp = read_file(path, NULL);
+        ck_assert_ptr_null(strstr(gp, "/o`touch")); /* the directory's name */
+        ck_assert_ptr_null(strstr(gp, "\nsystem("));
+        ck_assert_ptr_null(strstr(gp, "\"L")); /* no label in double quotes */
+        free(gp);
+    }
+    closedir(d);
+    rm_tree(base);
+}
+END_TEST
+
+/* gnuplot reads a file name "<cmd" from a command and writes "|cmd" to
+ * one: a results directory named so (relative, as `ropelab plot '|...'`
+ * would give it) must not become either. */
+START_TEST(directory_named_like_a_gnuplot_pipe_runs_nothing)
+{
+    char base[64], mk[128], cwd[1024], dir[600], path[800];
+    make_dir(base);
+    snprintf(mk, sizeof mk, "%s/mk", base);
+    make_path(mk);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(base), 0);
+    static const char *const lead[] = {"|", "<"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir, sizeof dir, "%stouch %s/p%d #", lead[i], mk, i);
+        make_path(dir);
+        snprintf(path, sizeof path, "%s/results.csv", dir);
+        write_file(path, results);
+        plot_result r;
+        rl_error err = {0};
+        rl_status st = plot_dir(dir, NULL, &r, &err);
+        ck_assert_uint_eq(count_entries(mk), 0); /* no command ran */
+        ck_assert_msg(st == RL_OK, "%s: %s", dir, err.msg);
+        ck_assert_uint_eq(r.n_figures, 2);
+        snprintf(path, sizeof path, "%s/plots/mass.png", dir);
+        ck_assert_int_eq(access(path, F_OK), 0);
+    }
+    ck_assert_int_eq(chdir(cwd), 0);
+    ck_assert_uint_eq(count_entries(mk), 0);
+    rm_tree(base);
+}
+END_TEST
+
+/* gnuplot given as a relative path still runs (it is started in DIR/plots). */
+START_TEST(relative_gnuplot_path_still_runs)
+{
+    char base[64], cwd[1024], path[256];
+    make_dir(base);
+    snprintf(path, sizeof path, "%s/results.csv", base);
+    write_file(path, results);
+    char prog[1024];
+    ck_assert(plot_find_program("gnuplot", prog, sizeof prog));
+    snprintf(path, sizeof path, "%s/gp", base);
+    ck_assert_int_eq(symlink(prog, path), 0);
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir(base), 0);
+    plot_options o = {.gnuplot = "./gp", .no_svg = 1};
+    plot_result r;
+    rl_error err = {0};
+    ck_assert_msg(plot_dir(".", &o, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert_int_eq(chdir(cwd), 0);
+    ck_assert_uint_eq(r.n_figures, 2);
+    rm_tree(base);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plot");
@@ -166,6 +420,9 @@ int main(void)
     tcase_add_test(tc, renders_png_svg_and_report);
     tcase_add_test(tc, missing_gnuplot_says_how_to_install);
     tcase_add_test(tc, malformed_results_are_reported_with_line);
+    tcase_add_test(tc, hostile_labels_and_directory_never_run_as_gnuplot_code);
+    tcase_add_test(tc, directory_named_like_a_gnuplot_pipe_runs_nothing);
+    tcase_add_test(tc, relative_gnuplot_path_still_runs);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -87,6 +87,58 @@ START_TEST(small_positions_match_reference_closely)
 }
 END_TEST
 
+/* A NaN fed to the kernel comes out NaN on the device and in the double
+ * reference: NaN never equals NaN, so check's verdict fails the row and
+ * reports the reference NaN; the same tensor without it passes. */
+START_TEST(check_fails_nan_against_nan_and_passes_the_clean_tensor)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    rope_desc d = {.head_dim = 64};
+    rope_freqs f;
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_OK);
+    enum { T = 9, H = 2 };
+    size_t n = (size_t)T * H * 64;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
+           *scale = malloc(n * sizeof *scale);
+    uint32_t pos[T];
+    rl_rng rng;
+    rl_rng_seed(&rng, 4, "test/rope/nan");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)rl_rng_normal(&rng);
+    for (uint32_t t = 0; t < T; t++)
+        pos[t] = 1000 * t;
+    rope_kernel k;
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    chk_report rep = {0};
+    for (int inject = 0; inject < 2; inject++) {
+        if (inject)
+            x[5 * H * 64 + 7] = NAN;
+        chk_row row = {0};
+        ck_assert_msg(rope_gpu_apply(&g.dev, &k, &f, x, pos, T, H, y, NULL, &row.guard_ok, &err) ==
+                          RL_OK, "%s", err.msg);
+        rope_ref_apply(&f, x, pos, T, H, ref);
+        rope_error_bounds(&f, x, pos, T, H, bound, scale);
+        vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &row.stats);
+        ck_assert(chk_report_add(&rep, &row, &err) == RL_OK);
+        ck_assert_int_eq(rep.rows[inject].stats.pass, !inject);
+        ck_assert_int_eq(rep.failed, inject);
+    }
+    ck_assert_uint_ge(rep.rows[1].stats.n_ref_nan, 1);
+    ck_assert_uint_eq(rep.rows[1].stats.first_bad / 64, 5 * H); /* the NaN's pair, first */
+    chk_report_free(&rep);
+    rope_kernel_destroy(&g.dev, &k);
+    free(x);
+    free(y);
+    free(ref);
+    free(bound);
+    free(scale);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(bad_shapes_are_refused_with_messages)
 {
     rl_gpu g;
@@ -118,6 +170,7 @@ int main(void)
     tcase_add_test(tc, check_cases_pass_on_device);
     tcase_add_loop_test(tc, small_positions_match_reference_closely, 0, 8);
     tcase_add_test(tc, bad_shapes_are_refused_with_messages);
+    tcase_add_test(tc, check_fails_nan_against_nan_and_passes_the_clean_tensor);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

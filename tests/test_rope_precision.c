@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check/chk.h"
+#include "verify/vf.h"
 #include "core/rl_util.h"
 #include "pe/rope.h"
 #include "rl_test.h"
@@ -62,8 +62,8 @@ static double run(rl_gpu *g, rope_kernel *k, const rope_freqs *f, const uint32_t
     ck_assert(guard_ok);
     rope_ref_apply(f, x, pos, tokens, heads, ref);
     rope_error_bounds(f, x, pos, tokens, heads, bound, scale);
-    chk_stats s;
-    chk_compare(y, ref, bound, scale, n, &s);
+    vf_stats s;
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &s);
     ck_assert_uint_eq(s.n_nonfinite, 0);
     if (max_abs)
         *max_abs = s.max_abs;

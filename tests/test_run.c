@@ -10,6 +10,7 @@
 
 #include "run/run.h"
 #include "run/run_int.h"
+#include "run/run_yaml.h"
 #include "rl_test.h"
 
 static const char *base =
@@ -70,6 +71,38 @@ START_TEST(zip_pairs_lists_elementwise)
     }
     ck_assert_uint_eq(seen, 3);
     run_batch_free(&b);
+}
+END_TEST
+
+/* An encoding's zip group pairs its lists like a params zip does, and its
+ * bad members are all reported, each at its own key (one zip parser). */
+START_TEST(encoding_zip_pairs_and_reports_every_bad_member)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings:\n  - name: a\n    type: rope\n"
+                          "    zip: {rope_theta: [10000, 500000], partial_rotary_factor: [1, 0.5]}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 2);
+    for (size_t i = 0; i < b.n_items; i++) {
+        const json_t *e = json_object_get(b.items[i].resolved, "encoding");
+        double t = json_number_value(json_object_get(e, "rope_theta"));
+        double f = json_number_value(json_object_get(e, "partial_rotary_factor"));
+        ck_assert_msg((t == 10000 && f == 1) || (t == 500000 && f == 0.5), "unpaired %g %g", t, f);
+    }
+    run_batch_free(&b);
+    ck_assert_int_eq(load("encodings:\n  - name: a\n    type: rope\n"
+                          "    zip: {rope_theta: 5, partial_rotary_factor: [[1], 2], factor: []}\n"
+                          "  - name: b\n    type: rope\n"
+                          "    zip: {a1: [1], a2: [1], a3: [1], a4: [1], a5: [1], a6: [1], a7: [1],"
+                          " a8: [1], a9: [1]}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 4);
+    ck_assert(has_msg(&d, "t.yaml:5:23: encodings[0].zip.rope_theta: a zip member must be a list"));
+    ck_assert(has_msg(&d, "encodings[0].zip.partial_rotary_factor[0]: a swept value must be a scalar"));
+    ck_assert(has_msg(&d, "encodings[0].zip.factor: an empty list sweeps over nothing"));
+    ck_assert(has_msg(&d, "encodings[1].zip.a9: at most 8 keys per zip group"));
+    run_diag_free(&d);
 }
 END_TEST
 
@@ -136,10 +169,13 @@ static const struct {
     {"experiments: [{kind: decay, params: {max_distanse: 4}}]\n", "t.yaml:2:38: experiments[0].params.max_distanse",
      "did you mean 'max_distance'?"},
     {"experiments: [{kind: decai}]\n", "experiments[0].kind", "did you mean 'decay'?"},
+    {"experiments: [{kind: qqqqqqqqqq}]\n", "experiments[0].kind",
+     "known kinds: decay, precision, invariance, coverage, interpolation, entropy, retrieval, "
+     "distortion"},
     {"experiments:\n  - kind: precision\n    params: {tokens: -3}\n", "t.yaml:4:22: experiments[0].params.tokens",
-     "out of range"},
+     "-3 is below the minimum 1"},
     {"experiments:\n  - kind: precision\n    params: {tokens: abc}\n", "experiments[0].params.tokens",
-     "expected an integer"},
+     "must be an integer (got 'abc')"},
     {"data: {source: gausian}\nexperiments: [{kind: decay}]\n", "data.source", "did you mean 'gaussian'?"},
     {"experimnets: []\n", "experimnets", "did you mean 'experiments'?"},
     {"experiments: [{kind: decay, params: {zip: {max_distance: [1, 2], step: [1]}}}]\n",
@@ -193,6 +229,38 @@ START_TEST(model_errors_come_together_with_other_errors)
     ck_assert(has_msg(&d, "model.head_dim: head_dim 63 must be even"));
     ck_assert(has_msg(&d, "model.kv_heads: kv_heads 3 does not divide heads 8"));
     run_diag_free(&d);
+}
+END_TEST
+
+START_TEST(large_mappings_find_every_key_and_the_duplicate)
+{
+    /* 20000 keys: every key found at its own index (hashed index, not a
+     * scan), and a repeated key reported with its position. */
+    enum { N = 20000 };
+    size_t cap = (size_t)N * 24 + 64, len = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(text + len, cap - len, "key%d: %d\n", i, i);
+    run_node *root = NULL;
+    rl_error err = {0};
+    ck_assert_msg(run_yaml_parse("big.yaml", text, len, &root, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(root->n, N);
+    for (int i = 0; i < N; i += 997) {
+        char k[16];
+        snprintf(k, sizeof k, "key%d", i);
+        size_t at = 0;
+        const run_node *v = run_node_get(root, k, &at);
+        ck_assert_ptr_nonnull(v);
+        ck_assert_uint_eq(at, (size_t)i);
+        ck_assert_int_eq(atoi(v->text), i);
+    }
+    ck_assert_ptr_null(run_node_get(root, "key20000", NULL));
+    run_node_free(root);
+    len += (size_t)snprintf(text + len, cap - len, "key123: again\n");
+    ck_assert_int_eq(run_yaml_parse("big.yaml", text, len, &root, &err), RL_ERR_PARSE);
+    ck_assert_str_eq(err.msg, "big.yaml:20001:1: duplicate key 'key123'");
+    free(text);
 }
 END_TEST
 
@@ -334,12 +402,14 @@ int main(void)
     TCase *tc = tcase_create("batch");
     tcase_add_test(tc, lists_expand_to_cartesian_product);
     tcase_add_test(tc, zip_pairs_lists_elementwise);
+    tcase_add_test(tc, encoding_zip_pairs_and_reports_every_bad_member);
     tcase_add_test(tc, run_ids_are_stable_and_depend_only_on_parameters);
     tcase_add_test(tc, shards_partition_the_plan);
     tcase_add_loop_test(tc, each_error_is_reported_with_position_path_and_message, 0,
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, model_errors_come_together_with_other_errors);
     tcase_add_test(tc, edit_distance_counts_single_edits);
+    tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);
     tcase_add_test(tc, preset_gives_model_shape);
     tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
     tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);

@@ -88,6 +88,8 @@ START_TEST(batch_writes_runs_results_and_manifest)
     ck_assert_ptr_nonnull(m);
     ck_assert_uint_eq(json_array_size(json_object_get(m, "plan")), 5);
     ck_assert_uint_eq(json_array_size(json_object_get(m, "jobs")), 5);
+    /* 0 validation messages means something only with the layer on */
+    ck_assert(json_is_true(json_object_get(m, "validation_layer")));
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(m, "batch"), "text")),
                      batch_text);
     json_decref(m);

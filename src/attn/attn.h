@@ -28,6 +28,7 @@
 #include "core/rl_status.h"
 #include "rl_push.h" /* RL_ATTN_F_*, RL_ATTN_S_*, RL_ATTN_NSTAT */
 #include "pe/pe.h"
+#include "verify/vf.h"
 #include "vk/rlvk.h"
 
 /* Statistics the caller may ask for (attn_desc.flags); log-sum-exp and the
@@ -60,7 +61,11 @@ typedef struct attn_bias {
     const rlvk_buffer *buffers[4];
     double (*ref)(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
                   int64_t kpos);         /* CPU reference of bias; NULL = 0 */
-    void *ref_ctx;
+    double (*bound)(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                    int64_t kpos);       /* absolute error bound of the device's bias
+                                            (its own fp32 arithmetic, e.g. XL's trig);
+                                            NULL: exact up to the 3 u |bias| of E_s */
+    void *ref_ctx;                       /* ctx of ref and bound */
 } attn_bias;
 
 /* Problem shape and options. Zero fields mean defaults where stated. */
@@ -82,6 +87,8 @@ typedef struct attn_desc {
                                shared memory is short), else 4, 8 or 16 */
     uint32_t chunk_blocks;  /* blocks per dispatch: 0 automatic (see attn_gpu.c),
                                else 1..RL_ATTN_MAX_BLOCKS */
+    int test_write_past;    /* test hook: 1 writes one word past the output tensor
+                               (into its guard) after the kernel ran */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */
@@ -97,14 +104,14 @@ typedef struct attn_inputs {
 } attn_inputs;
 
 /* What the CPU reference computes from when the engine's operands are not
- * the caller's host arrays (attn_run_resident): host fp32 tensors (shapes
- * as attn_inputs; q_b/k_b NULL: q/k; v only for ATTN_OUT) and, per element,
- * an absolute bound of |device operand - reference operand| (same shapes,
- * double; NULL: exact). The bounds widen every statistic's tolerance by the
- * logit shift they allow (attn_verify.max_operand_shift). */
+ * the caller's host arrays (attn_run_resident): host fp32 tensors, shapes
+ * as attn_inputs (q_b/k_b NULL: q/k; v only for ATTN_OUT), holding exactly
+ * what the device's operand buffers hold (e.g. downloaded from them), so
+ * the tolerances are those of exact operands (attn_tol.c). Only the sampled
+ * query rows (attn_verify_token) of q/q_b are read; every key row of k/k_b/v
+ * is. */
 typedef struct attn_ref_operands {
     const float *q, *k, *v, *q_b, *k_b;
-    const double *err_q, *err_k, *err_q_b, *err_k_b;
 } attn_ref_operands;
 
 /* Records work into the engine's first command buffer, before the attention
@@ -164,9 +171,31 @@ typedef struct attn_verify {
     double max_abs_bias;            /* max |bias| */
     double max_range;               /* max over rows of (max logit - min valid logit) */
     uint64_t max_keys;              /* most keys of a row */
-    double max_operand_shift;       /* max logit shift inexact operands allow (attn_ref_operands
-                                       bounds): |scale| sum_d (dq |k_d| + |q_d| dk + dq dk); 0: exact */
+    double max_bias_err;            /* max over valid keys of the bias's own bound (attn_bias.bound) */
+    /* Judged by the verification layer (verify/vf.h): */
+    vf_acc acc[ATTN_V_COUNT];       /* per statistic, bound tol[k] * scale (abs: 1) */
+    double tol[ATTN_V_COUNT];       /* attn_tolerances */
+    double gate_fraction;           /* attn_gate_fraction: NMSE gate f of every statistic */
+    vf_stats verdict;               /* all statistics (vf_merge) and the output guard */
+    char worst[32];                 /* statistic with the worst error/bound */
 } attn_verify;
+
+/* 1 where statistic v is judged relative to its reference (argmax/target p,
+ * O, dump), else absolute. */
+int attn_stat_relative(int v);
+
+/* Tolerance per verified statistic (tol[ATTN_V_COUNT]) from the problem and
+ * the sampled rows' numbers (attn_tol.c, derivation there). */
+void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol);
+
+/* NMSE gate fraction of the attention statistics: VF_GATE_ATTN_C / (head_dim
+ * + 2) (attn_tol.c, vf.h). */
+double attn_gate_fraction(const attn_desc *d);
+
+/* Judges v (its accumulators against attn_tolerances, NMSE gate
+ * attn_gate_fraction) into v->tol, v->gate_fraction, v->verdict and
+ * v->worst; guard_ok = 0 fails it. */
+void attn_judge(const attn_desc *d, attn_verify *v, int guard_ok);
 
 typedef struct attn_result {
     uint32_t n_buckets;     /* buckets per row (when asked) */
@@ -176,7 +205,8 @@ typedef struct attn_result {
     double wall_ms;         /* host wall time of the GPU part (upload to download) */
     double before_gpu_ms;   /* attn_run_resident: GPU time of `before`'s work (0: none, -1: no
                                timestamps); not in gpu_ms */
-    attn_verify verify;
+    int guard_ok;           /* the guard words after the output tensor are untouched */
+    attn_verify verify;     /* verify.verdict: the verdict (guard included) */
 } attn_result;
 
 /* Pipelines, created on first use per (variant, precision, shape, flags). */
@@ -195,8 +225,9 @@ typedef struct attn_engine {
 rl_status attn_engine_create(rlvk_device *dev, attn_engine *e, rl_error *err);
 void attn_engine_destroy(attn_engine *e);
 
-/* Buckets for distances up to max_distance: 1 + floor(log2(max_distance))
- * for max_distance >= 1, else 1. Bucket of d: 0 for d = 0, else
+/* Buckets for distances up to max_distance: floor(log2(max_distance)) + 2
+ * for max_distance >= 1 (bucket 0 holds distance 0), else 1. Bucket of d:
+ * 0 for d = 0, else
  * floor(log2 d) + 1 (0 | 1 | 2-3 | 4-7 | ...). Distance = |pos_j - pos_i|. */
 uint32_t attn_n_buckets(uint64_t max_distance);
 uint32_t attn_bucket_of(uint64_t distance);
@@ -217,13 +248,20 @@ rl_status attn_run(attn_engine *e, const attn_desc *d, const attn_inputs *in,
 
 /* Same, with Q/K/V already in device buffers (fp32 only) and optional work
  * recorded before the attention in its first command buffer; verification
- * uses in->ref. Nothing of Q/K/V crosses to the host. */
+ * uses in->ref (exact operands). Nothing of Q/K/V crosses to the host. */
 rl_status attn_run_resident(attn_engine *e, const attn_desc *d, const attn_resident *in,
                             const attn_outputs *out, attn_result *res, rl_error *err);
 
 /* Token of sampled row r of `rows` (rows = min(verify_rows, tokens)) that
  * verification checks: evenly spread, first and last always included. */
 uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens);
+
+/* The sampled-row verification of attn_run on host outputs (as attn_run
+ * downloaded them, out->stats required; buckets with n_buckets per row):
+ * fills v and judges it (attn_judge with guard_ok). For tests that alter a
+ * downloaded result and for re-judging. */
+rl_status attn_verify_outputs(const attn_desc *d, const attn_inputs *in, const attn_outputs *out,
+                              uint32_t n_buckets, int guard_ok, attn_verify *v, rl_error *err);
 
 /* An encoding's logit bias wired for the engine: the registry's device
  * buffers (pe_bias_gpu) and its CPU reference over the raw q/k
@@ -263,6 +301,7 @@ typedef struct attn_ref_row {
     uint64_t n_keys;
     double min_logit;                /* smallest valid logit */
     double max_abs_dot, max_abs_bias;
+    double max_bias_err;             /* max attn_bias.bound over the row's keys (0: none) */
 } attn_ref_row;
 
 /* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf
@@ -277,8 +316,8 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
                         uint32_t n_buckets, double *scratch, attn_ref_row *r, double *buckets,
                         double *out, double *out_scale);
 
-/* IEEE half <-> float (round to nearest even; exact half -> float). */
+/* IEEE float -> half (round to nearest even); half -> float is
+ * rl_half_to_float (core/rl_util.h). */
 uint16_t attn_f32_to_f16(float f);
-float attn_f16_to_f32(uint16_t h);
 
 #endif

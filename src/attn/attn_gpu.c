@@ -9,15 +9,8 @@
 
 #include "attn/attn.h"
 #include "core/rl_util.h"
-
-#include "attn_alibi.spv.h"
-#include "attn_alibi_f16.spv.h"
-#include "attn_none.spv.h"
-#include "attn_none_f16.spv.h"
-#include "attn_t5.spv.h"
-#include "attn_t5_f16.spv.h"
-#include "attn_xl.spv.h"
-#include "attn_xl_f16.spv.h"
+/* embedded SPIR-V (after <stdint.h>) */
+#include "attn_variants.spv.h"
 
 _Static_assert(sizeof(struct rl_attn_push) == 48, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, key_base) == 32, "rl_attn_push layout");
@@ -25,8 +18,8 @@ _Static_assert(offsetof(struct rl_attn_push, group_base) == 0, "group_base first
 _Static_assert(offsetof(struct rl_attn_push, scale_a) == 12, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, off_dump) == 28, "rl_attn_push layout");
 
-/* One SPIR-V variant per bias encoding and precision (shaders/meson.build).
- * Adding a bias = one line here + one variant pair there. */
+/* One SPIR-V variant per bias encoding and precision, generated from the
+ * encoding registry (src/pe/meson.build -> shaders/meson.build). */
 typedef struct attn_variant {
     const char *name;
     const uint32_t *spv32, *spv16;
@@ -34,13 +27,8 @@ typedef struct attn_variant {
 } attn_variant;
 
 #define ATTN_VARIANT(n) {#n, rl_spv_attn_##n, rl_spv_attn_##n##_f16, sizeof rl_spv_attn_##n, \
-                         sizeof rl_spv_attn_##n##_f16}
-static const attn_variant variants[] = {
-    ATTN_VARIANT(none),
-    ATTN_VARIANT(alibi),
-    ATTN_VARIANT(t5),
-    ATTN_VARIANT(xl),
-};
+                         sizeof rl_spv_attn_##n##_f16},
+static const attn_variant variants[] = {RL_ATTN_VARIANTS(ATTN_VARIANT)};
 
 static const attn_variant *find_variant(const char *name)
 {
@@ -221,26 +209,27 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
                        (unsigned long long)d.tokens,
                        (unsigned long long)largest_fit(&d, (idx_limit - 1) * 2));
     uint64_t range = dev->info.max_storage_buffer_range;
-    uint64_t worst = L.q_bytes > L.out_floats * 4 ? L.q_bytes : L.out_floats * 4;
+    uint64_t out_bytes = L.out_floats * 4 + VF_GUARD_BYTES; /* guarded (verify/vf.h) */
+    uint64_t worst = L.q_bytes > out_bytes ? L.q_bytes : out_bytes;
     if (worst > range)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: %llu tokens need a %llu-byte buffer, beyond %s's "
                        "maxStorageBufferRange (%llu bytes); the largest length that fits is %llu tokens",
                        (unsigned long long)d.tokens, (unsigned long long)worst, dev->info.name,
-                       (unsigned long long)range, (unsigned long long)largest_fit(&d, range));
+                       (unsigned long long)range, (unsigned long long)largest_fit(&d, range - VF_GUARD_BYTES));
     uint64_t heap = 0;
     for (uint32_t i = 0; i < dev->info.n_heaps; i++)
         if (dev->info.heaps[i].device_local && dev->info.heaps[i].size > heap)
             heap = dev->info.heaps[i].size;
     uint64_t paired = (d.flags & ATTN_PAIRED) ? 2 : 1;
     uint64_t total = paired * (L.q_bytes + L.k_bytes) + ((d.flags & ATTN_OUT) ? L.k_bytes : 0) +
-                     d.tokens * 8 + L.out_floats * 4;
+                     d.tokens * 8 + out_bytes;
     if (heap && total > heap)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: %llu tokens need %llu bytes of device memory, beyond %s's largest "
                        "device-local heap (%llu bytes); the largest length that fits is %llu tokens",
                        (unsigned long long)d.tokens, (unsigned long long)total, dev->info.name,
-                       (unsigned long long)heap, (unsigned long long)total_fit(&d, heap));
+                       (unsigned long long)heap, (unsigned long long)total_fit(&d, heap - VF_GUARD_BYTES));
     return RL_OK;
 }
 
@@ -294,29 +283,31 @@ static float *as_float(const void *src, uint64_t n, int fp16)
         return NULL;
     if (fp16)
         for (uint64_t i = 0; i < n; i++)
-            f[i] = attn_f16_to_f32(((const uint16_t *)src)[i]);
+            f[i] = rl_half_to_float(((const uint16_t *)src)[i]);
     else
         memcpy(f, src, n * sizeof *f);
     return f;
 }
 
+/* One sampled value of statistic s: into the verification layer's
+ * accumulator (non-finite rules, bound tol[s] * scale: scale = denom for
+ * relatively judged statistics, 1 otherwise), plus the displayed max
+ * abs/rel errors. */
 static void note(attn_verify *v, int s, double got, double want, double denom)
 {
     v->checked[s] = 1;
-    if (!isfinite(got) && isfinite(want)) {
+    size_t before = v->acc[s].n_nonfinite;
+    vf_acc_add(&v->acc[s], got, want, attn_stat_relative(s) ? denom : 1.0);
+    if (v->acc[s].n_nonfinite != before) {
         v->n_nonfinite++;
         return;
     }
-    if (!isfinite(want) && got == want)
+    if (isinf(want)) /* the same infinity on both sides */
         return;
     double a = fabs(got - want);
-    if (!(a <= INFINITY))
-        a = INFINITY;
     if (a > v->max_abs[s])
         v->max_abs[s] = a;
-    /* An infinite error stays infinite relative to an infinite reference
-     * (inf / inf would be NaN and slip past every comparison). */
-    double r = isinf(a) ? INFINITY : a / denom;
+    double r = a / denom;
     if (r > v->max_rel[s])
         v->max_rel[s] = r;
 }
@@ -330,42 +321,6 @@ uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens)
 {
     return rows <= 1 ? 0
                      : (uint64_t)((double)r * (double)(tokens - 1) / (double)(rows - 1) + 0.5);
-}
-
-/* Largest logit shift of row (h, i) over its keys that operands off their
- * reference by at most eq / ek per element allow:
- * |scale| max_j sum_d (eq_d |k_jd| + |q_d| ek_jd + eq_d ek_jd)
- *   = |scale| max_j sum_d (eq_d (|k_jd| + ek_jd) + |q_d| ek_jd).
- * As costly as the row's reference logits, so kept to plain arrays and four
- * partial sums (long rows' verification spends its time here). */
-static double operand_shift(const attn_desc *d, const float *q, const float *k, const double *eq,
-                            const double *ek, double scale, uint32_t h, uint64_t i)
-{
-    if (!eq && !ek)
-        return 0;
-    uint32_t D = d->head_dim, kvh = h / (d->heads / d->kv_heads);
-    uint64_t keys = d->causal ? i + 1 : d->tokens;
-    double a[ATTN_MAX_HEAD_DIM], aq[ATTN_MAX_HEAD_DIM];
-    for (uint32_t c = 0; c < D; c++) {
-        a[c] = eq ? eq[(i * d->heads + h) * D + c] : 0;
-        aq[c] = fabs(q[(i * d->heads + h) * D + c]);
-    }
-    double worst = 0;
-    for (uint64_t j = 0; j < keys; j++) {
-        const float *kj = k + (j * d->kv_heads + kvh) * D;
-        const double *bj = ek ? ek + (j * d->kv_heads + kvh) * D : NULL;
-        double s[4] = {0, 0, 0, 0};
-        if (bj)
-            for (uint32_t c = 0; c < D; c += 4) /* D is a multiple of 4 */
-                for (uint32_t l = 0; l < 4; l++)
-                    s[l] += a[c + l] * (fabs(kj[c + l]) + bj[c + l]) + aq[c + l] * bj[c + l];
-        else
-            for (uint32_t c = 0; c < D; c += 4)
-                for (uint32_t l = 0; l < 4; l++)
-                    s[l] += a[c + l] * fabs(kj[c + l]);
-        worst = dmax(worst, (s[0] + s[1]) + (s[2] + s[3]));
-    }
-    return fabs(scale) * worst;
 }
 
 /* Verifies sampled rows; stats/buckets/o/dump are the downloaded outputs,
@@ -387,8 +342,6 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
         goto done;
     }
     const float *qb = ref->q_b ? ref->q_b : ref->q, *kb = ref->k_b ? ref->k_b : ref->k;
-    const double *eqb = ref->q_b ? ref->err_q_b : ref->err_q;
-    const double *ekb = ref->k_b ? ref->err_k_b : ref->err_k;
     attn_ref_problem P = {
         .tokens = n, .heads = d->heads, .kv_heads = d->kv_heads, .head_dim = d->head_dim,
         .causal = d->causal, .scale = d->scale, .scale_b = d->scale_b, .paired = paired,
@@ -408,13 +361,9 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
             v->rows++;
             v->max_abs_dot = dmax(v->max_abs_dot, R.max_abs_dot);
             v->max_abs_bias = dmax(v->max_abs_bias, R.max_abs_bias);
+            if (!(R.max_bias_err <= v->max_bias_err))
+                v->max_bias_err = R.max_bias_err;
             v->max_range = dmax(v->max_range, R.max - R.min_logit);
-            v->max_operand_shift =
-                dmax(v->max_operand_shift,
-                     operand_shift(d, ref->q, ref->k, ref->err_q, ref->err_k, d->scale, h, i));
-            if (paired)
-                v->max_operand_shift = dmax(v->max_operand_shift,
-                                            operand_shift(d, qb, kb, eqb, ekb, d->scale_b, h, i));
             if (R.n_keys > v->max_keys)
                 v->max_keys = R.n_keys;
             uint64_t row = i * d->heads + h;
@@ -455,6 +404,59 @@ done:
     return st;
 }
 
+/* The caller's host operands as the fp32 tensors the reference reads:
+ * fp32 arrays as they are, fp16 ones converted exactly into conv[] (the
+ * caller frees conv[0..4]). own_b: paired with its own q_b/k_b. */
+static rl_status ref_of_inputs(const attn_desc *d, const attn_inputs *in, int own_b,
+                               attn_ref_operands *ref, float *conv[5], rl_error *err)
+{
+    uint64_t n = d->tokens, nq = n * d->heads * d->head_dim, nk = n * d->kv_heads * d->head_dim;
+    const void *src[5] = {in->q, in->k, (d->flags & ATTN_OUT) ? in->v : NULL,
+                          own_b ? (in->q_b ? in->q_b : in->q) : NULL,
+                          own_b ? (in->k_b ? in->k_b : in->k) : NULL};
+    const uint64_t cnt[5] = {nq, nk, nk, nq, nk};
+    const float *f32[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 5; i++)
+        conv[i] = NULL;
+    for (int i = 0; i < 5; i++) {
+        if (!src[i])
+            continue;
+        if (d->fp16 && !(conv[i] = as_float(src[i], cnt[i], 1)))
+            return rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for verification");
+        f32[i] = d->fp16 ? conv[i] : src[i];
+    }
+    *ref = (attn_ref_operands){.q = f32[0], .k = f32[1], .v = f32[2], .q_b = f32[3], .k_b = f32[4]};
+    return RL_OK;
+}
+
+rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const attn_outputs *out,
+                              uint32_t n_buckets, int guard_ok, attn_verify *v, rl_error *err)
+{
+    attn_desc d = resolve(din);
+    if (!out->stats || !in->q || !in->k)
+        return rl_fail(err, RL_ERR_ARG, "attention verification: missing Q, K or statistics");
+    if ((d.flags & ATTN_OUT) && !in->v)
+        return rl_fail(err, RL_ERR_ARG, "attention verification: missing V for O");
+    uint32_t *pos = malloc(d.tokens * sizeof *pos);
+    if (!pos)
+        return rl_fail(err, RL_ERR_NOMEM, "attention verification: out of host memory");
+    for (uint64_t t = 0; t < d.tokens; t++)
+        pos[t] = in->pos ? in->pos[t] : (uint32_t)t;
+    attn_ref_operands ref;
+    float *conv[5];
+    int own_b = (d.flags & ATTN_PAIRED) && (in->q_b || in->k_b);
+    rl_status st = ref_of_inputs(&d, in, own_b, &ref, conv, err);
+    if (!st)
+        st = verify(&d, &ref, pos, in->target, in->bias, n_buckets, out->stats, out->buckets,
+                    out->out, out->dump, v, err);
+    if (!st)
+        attn_judge(&d, v, guard_ok);
+    for (int i = 0; i < 5; i++)
+        free(conv[i]);
+    free(pos);
+    return st;
+}
+
 /* What both entry points do first: res cleared, *d = din with defaults,
  * the checks, *var = the bias's shader variant. */
 static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias *bias,
@@ -468,9 +470,15 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
     if (st)
         return st;
     const char *vname = bias && bias->variant ? bias->variant : "none";
-    if (!(*var = find_variant(vname)))
+    if (!(*var = find_variant(vname))) {
+        char built[256] = "";
+        size_t n = 0;
+        for (size_t i = 0; i < RL_ARRAY_LEN(variants) && n < sizeof built; i++)
+            n += (size_t)snprintf(built + n, sizeof built - n, "%s%s", i ? ", " : "",
+                                  variants[i].name);
         return rl_fail(err, RL_ERR_UNSUPPORTED,
-                       "attention: no shader variant for bias '%s' (built: none, alibi, t5, xl)", vname);
+                       "attention: no shader variant for bias '%s' (built: %s)", vname, built);
+    }
     if (d->fp16 && !dev->feat_storage16)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "attention: fp16 storage needs storageBuffer16BitAccess, which %s lacks",
@@ -532,7 +540,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     int paired = (d.flags & ATTN_PAIRED) != 0;
     if ((st = rlvk_buffer_create(dev, 16, "attn dummy", &dummy, err)) ||
         (st = rlvk_buffer_create(dev, 2 * n * 4, "positions+targets", &bidx, err)) ||
-        (st = rlvk_buffer_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
+        (st = vf_guarded_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
         (st = rlvk_buffer_upload(dev, &bidx, 0, idx, 2 * n * 4, err)))
         goto done;
 
@@ -588,7 +596,8 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
              * its last key (causal) and masked logits are -inf. */
             rlvk_cmd_fill(&cmd, &bout, 0, L.off_dump * 4, 0);
             if (d.flags & ATTN_DUMP)
-                rlvk_cmd_fill(&cmd, &bout, L.off_dump * 4, 0, 0xff800000u);
+                rlvk_cmd_fill(&cmd, &bout, L.off_dump * 4, (L.out_floats - L.off_dump) * 4,
+                              0xff800000u); /* not to the end: the guard follows */
         }
         rlvk_cmd_timestamp(&cmd, 0);
         for (uint64_t x = next; x < end; x++) {
@@ -617,6 +626,13 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     }
 #undef QB0
 #undef KEY0
+    if (d.test_write_past) {
+        uint32_t word = 0;
+        if ((st = rlvk_buffer_upload(dev, &bout, L.out_floats * 4, &word, 4, err)))
+            goto done;
+    }
+    if ((st = vf_guard_check(dev, &bout, L.out_floats * 4, &res->guard_ok, err)))
+        goto done;
     if ((st = rlvk_buffer_download(dev, &bout, 0, stats, n * d.heads * RL_ATTN_NSTAT * 4, err)))
         goto done;
     if (d.flags & ATTN_BUCKETS) {
@@ -640,9 +656,10 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         (st = rlvk_buffer_download(dev, &bout, L.off_dump * 4, out->dump, n * n * d.heads * 4, err)))
         goto done;
     res->wall_ms = (rl_now() - t_start) * 1e3;
-    if (!d.no_verify)
-        st = verify(&d, &in->ref, idx, in->target, in->bias, nb, stats, out->buckets, out->out,
-                    out->dump, &res->verify, err);
+    if (!d.no_verify &&
+        !(st = verify(&d, &in->ref, idx, in->target, in->bias, nb, stats, out->buckets, out->out,
+                      out->dump, &res->verify, err)))
+        attn_judge(&d, &res->verify, res->guard_ok);
 done:
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &dummy);
@@ -666,27 +683,13 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         return st;
     int paired = (d.flags & ATTN_PAIRED) != 0;
     int own_b = paired && (in->q_b || in->k_b);
-    uint64_t n = d.tokens, nq = n * d.heads * d.head_dim, nk = n * d.kv_heads * d.head_dim;
     attn_layout L;
     layout_of(&d, 1, &L);
     rlvk_buffer bqa = {0}, bka = {0}, bqb = {0}, bkb = {0}, bv = {0};
-    /* The reference reads fp32: the caller's arrays as they are, fp16 ones
-     * converted exactly. */
+    attn_ref_operands ref = {0};
     float *conv[5] = {NULL, NULL, NULL, NULL, NULL};
-    const void *src[5] = {in->q, in->k, (d.flags & ATTN_OUT) ? in->v : NULL,
-                          own_b ? (in->q_b ? in->q_b : in->q) : NULL,
-                          own_b ? (in->k_b ? in->k_b : in->k) : NULL};
-    const uint64_t cnt[5] = {nq, nk, nk, nq, nk};
-    const float *f32[5] = {NULL, NULL, NULL, NULL, NULL};
-    for (int i = 0; i < 5 && !d.no_verify; i++) {
-        if (!src[i])
-            continue;
-        if (d.fp16 && !(conv[i] = as_float(src[i], cnt[i], 1))) {
-            st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for verification");
-            goto done;
-        }
-        f32[i] = d.fp16 ? conv[i] : src[i];
-    }
+    if (!d.no_verify && (st = ref_of_inputs(&d, in, own_b, &ref, conv, err)))
+        goto done;
     double t_start = rl_now();
     if ((st = rlvk_buffer_create(dev, L.q_bytes, "Q", &bqa, err)) ||
         (st = rlvk_buffer_create(dev, L.k_bytes, "K", &bka, err)) ||
@@ -696,8 +699,8 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     if (own_b &&
         ((st = rlvk_buffer_create(dev, L.q_bytes, "Q_b", &bqb, err)) ||
          (st = rlvk_buffer_create(dev, L.k_bytes, "K_b", &bkb, err)) ||
-         (st = rlvk_buffer_upload(dev, &bqb, 0, src[3], L.q_bytes, err)) ||
-         (st = rlvk_buffer_upload(dev, &bkb, 0, src[4], L.k_bytes, err))))
+         (st = rlvk_buffer_upload(dev, &bqb, 0, in->q_b ? in->q_b : in->q, L.q_bytes, err)) ||
+         (st = rlvk_buffer_upload(dev, &bkb, 0, in->k_b ? in->k_b : in->k, L.k_bytes, err))))
         goto done;
     if ((d.flags & ATTN_OUT) &&
         ((st = rlvk_buffer_create(dev, L.k_bytes, "V", &bv, err)) ||
@@ -706,7 +709,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     attn_resident r = {
         .q = &bqa, .k = &bka, .v = &bv, .q_b = own_b ? &bqb : &bqa, .k_b = own_b ? &bkb : &bka,
         .pos = in->pos, .target = in->target, .bias = in->bias,
-        .ref = {.q = f32[0], .k = f32[1], .v = f32[2], .q_b = f32[3], .k_b = f32[4]},
+        .ref = ref,
     };
     st = run(e, &d, var, &r, out, res, t_start, err);
 done:
@@ -772,6 +775,7 @@ rl_status attn_pe_bias_create(rlvk_device *dev, const pe_encoding *e, const floa
     for (uint32_t i = 0; i < out->gpu.n_buffers; i++)
         out->bias.buffers[i] = &out->gpu.buffers[i];
     out->bias.ref = pe_bias_ref_cb;
+    out->bias.bound = pe_bias_bound_cb;
     out->bias.ref_ctx = &out->ctx;
     return RL_OK;
 }

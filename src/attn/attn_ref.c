@@ -66,11 +66,23 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
         }
         if (ad > r->max_abs_dot)
             r->max_abs_dot = ad;
+        double b = 0;
         if (p->bias && p->bias->ref) {
-            double b = fabs(p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i],
-                                         (int64_t)p->pos[j]));
+            b = fabs(p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i],
+                                  (int64_t)p->pos[j]));
             if (b > r->max_abs_bias)
                 r->max_abs_bias = b;
+        }
+        if (p->bias && p->bias->bound && (p->bias_a || p->bias_b)) {
+            /* The device bias's own error beyond two fp32 roundings of its
+             * value ((2u + u^2)|b|, already inside the tolerance's 3 u B). */
+            const double u = 0x1p-24;
+            double eb = p->bias->bound(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i],
+                                       (int64_t)p->pos[j]) - (2 * u + u * u) * b;
+            if (eb < 0)
+                eb = 0;
+            if (!(eb <= r->max_bias_err)) /* NaN/inf bounds propagate */
+                r->max_bias_err = eb;
         }
     }
     r->n_keys = nk;
@@ -167,22 +179,4 @@ uint16_t attn_f32_to_f16(float f)
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
         h++;                                  /* may carry into the exponent: correct */
     return (uint16_t)(sign | h);
-}
-
-float attn_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t ex = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    float f;
-    if (ex == 0)
-        f = ldexpf((float)man, -24);
-    else if (ex == 31)
-        f = man ? NAN : INFINITY;
-    else
-        f = ldexpf((float)(man | 0x400u), (int)ex - 25);
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x |= sign;
-    memcpy(&f, &x, 4);
-    return f;
 }

@@ -150,7 +150,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
         pos[t] = (uint32_t)t;
 
     if ((st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
-        (st = rlvk_buffer_create(dev, bytes, "y", &by, err)) ||
+        (st = vf_guarded_create(dev, bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, o.tokens * sizeof(uint32_t), "positions", &bp, err)) ||
         (st = rope_gpu_upload_freqs(dev, &f, &bf, err)) ||
         (st = rope_gpu_upload_angles(dev, &f, pos, o.tokens, &ba, err)) ||
@@ -165,18 +165,21 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     /* Verify before timing. */
     rope_ctx rc = {.k = &k, .f = &f,
                    .io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .angles = &ba, .tokens = o.tokens, .heads = o.heads}};
+    int guard_ok = 0;
     if ((st = time_launches(dev, record_rope, &rc, 0, 1, times, err)) ||
-        (st = rlvk_buffer_download(dev, &by, 0, y, n * sizeof(float), err)))
+        (st = vf_guarded_download(dev, &by, n * sizeof(float), y, &guard_ok, err)))
         goto done;
     rope_ref_apply(&f, x, pos, o.tokens, o.heads, ref);
     rope_error_bounds(&f, x, pos, o.tokens, o.heads, bound, scale);
-    chk_compare(y, ref, bound, scale, n, &res->verify);
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &res->verify);
+    vf_set_guard(&res->verify, guard_ok);
     if (!res->verify.pass) {
         st = rl_fail(err, RL_ERR_MISMATCH,
                      "RoPE output failed verification before timing (%zu elements over bound, "
-                     "first at %zu, max abs error %.3g)",
+                     "first at %zu, max abs error %.3g, NMSE %.3g over gate %.3g%s)",
                      res->verify.n_over + res->verify.n_nonfinite, res->verify.first_bad,
-                     res->verify.max_abs);
+                     res->verify.max_abs, res->verify.nmse, res->verify.nmse_gate,
+                     guard_ok ? "" : "; kernel wrote past its output");
         goto done;
     }
 

@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 
-#include "check/chk.h"
 #include "core/rl_status.h"
+#include "verify/vf.h"
 #include "vk/rlvk.h"
 
 typedef struct bench_rope_opts {
@@ -32,7 +32,7 @@ typedef struct bench_rope_result {
     double rope_ms_min, copy_ms_min;
     double rope_gbs, copy_gbs;     /* bytes / median time */
     double ratio;                  /* rope_gbs / copy_gbs */
-    chk_stats verify;              /* RoPE output vs the CPU reference */
+    vf_stats verify;               /* RoPE output vs the CPU reference (guarded) */
 } bench_rope_result;
 
 /* Verifies, then times the RoPE kernel and the copy kernel on dev.
@@ -67,7 +67,7 @@ typedef struct bench_attn_result {
     double fma_gflops;          /* fma_peak.comp on the same device */
     double ratio;               /* gflops / fma_gflops */
     uint32_t submissions, chunk_keys;
-    chk_stats verify;           /* worst statistic error/bound before timing */
+    vf_stats verify;            /* the engine's verdict before timing */
 } bench_attn_result;
 
 /* Verifies, then times the attention kernel and the FMA yardstick.

@@ -108,11 +108,13 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     /* Verify first (this run also builds the pipeline). */
     if ((st = attn_run(&e, &d, &in, &ou, &r, err)))
         goto done;
-    char worst[32];
-    if (!chk_attn_judge(&d, &r.verify, &res->verify, worst, sizeof worst)) {
+    res->verify = r.verify.verdict;
+    if (!res->verify.pass) {
         st = rl_fail(err, RL_ERR_MISMATCH,
-                     "attention failed verification before timing (%s: error/bound %.3g)", worst,
-                     res->verify.worst_ratio);
+                     "attention failed verification before timing (%s: error/bound %.3g, NMSE "
+                     "%.3g, gate %.3g%s)", r.verify.worst, res->verify.worst_ratio,
+                     res->verify.nmse, res->verify.nmse_gate,
+                     r.guard_ok ? "" : "; kernel wrote past its output");
         goto done;
     }
     res->chunk_keys = r.chunk_keys;

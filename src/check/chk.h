@@ -1,10 +1,10 @@
 /* chk.h — the conformance harness behind `ropelab check` (prefix chk_).
  *
- * Compares a device's float32 output with a double-precision CPU reference
- * the way ggml's test-backend-ops does: non-finite values first, then a
- * per-element bound, then a normalised error over the whole tensor; reports
- * the first failing index. Each kernel contributes a case table; "unsupported
- * on this device" is a skip, never a pass. */
+ * Case tables (every registry entry x edge shapes) and their runner; each
+ * case's device output is judged by the verification layer (verify/vf.h:
+ * non-finite rules, per-element bounds, NMSE gate, guard words). Each
+ * kernel contributes a case table; "unsupported on this device" is a skip,
+ * never a pass. */
 #ifndef CHK_H
 #define CHK_H
 
@@ -13,36 +13,17 @@
 #include <stdio.h>
 
 #include "core/rl_status.h"
+#include "verify/vf.h"
 #include "vk/rlvk.h"
-
-/* Outcome of comparing n outputs. */
-typedef struct chk_stats {
-    size_t n;
-    size_t n_nonfinite;        /* NaN/Inf where the reference is finite */
-    size_t n_over;             /* elements whose error exceeds their bound */
-    size_t first_bad;          /* first failing index (valid if n_over or n_nonfinite) */
-    double max_abs;            /* max |got - want| */
-    double max_rel;            /* max |got - want| / scale */
-    double worst_ratio;        /* max |got - want| / bound (<= 1 passes) */
-    double bound_at_worst;     /* the bound of that element */
-    double err_at_worst;       /* its error (the pair a record shows: error, bound) */
-    double nmse;               /* sum (got-want)^2 / sum want^2 */
-    int pass;
-} chk_stats;
-
-/* got[i] vs want[i], each with its own bound[i] (absolute) and scale[i]
- * (denominator of the relative error; NULL: |want[i]|, floored at 1e-30). */
-void chk_compare(const float *got, const double *want, const double *bound, const double *scale,
-                 size_t n, chk_stats *s);
 
 /* One reported line of `ropelab check`. */
 typedef struct chk_row {
     char kernel[32];
     char shape[96];
     char tolerance[96];         /* how the bound is formed, in words */
-    chk_stats stats;
+    vf_stats stats;             /* the verdict (guard folded in: vf_set_guard) */
     int skipped;                /* unsupported on this device */
-    int guard_ok;
+    int guard_ok;               /* the guard words after the output are untouched */
     double gpu_ms;
 } chk_row;
 
@@ -87,8 +68,9 @@ typedef struct chk_bias_item {
     uint32_t h, qtok, ktok;
     int32_t qpos, kpos, pad[3];
 } chk_bias_item;
-/* Evaluates the GLSL rl_bias of b's variant (alibi, t5, xl) at n points on
- * the device: out [n] f32; *guard_ok = 0 if it wrote past out. */
+/* Evaluates the GLSL rl_bias of b's variant (any registry bias) at n points on
+ * the device: out [n] f32 (guarded, vf_guarded_*); *guard_ok = 0 if it
+ * wrote past out. */
 struct pe_bias_gpu;
 rl_status chk_pe_bias_eval(rlvk_device *dev, const struct pe_bias_gpu *b,
                            const chk_bias_item *items, uint32_t n, float *out, int *guard_ok,
@@ -98,15 +80,6 @@ rl_status chk_pe_bias_eval(rlvk_device *dev, const struct pe_bias_gpu *b,
 /* The attention engine's case table (chk_attn.c). */
 rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
                          rl_error *err);
-/* Tolerance per verified attention statistic (tol[ATTN_V_COUNT]) derived
- * from the problem and the sampled rows' numbers (see chk_attn.c), and the
- * verdict: fills s (worst error/bound over statistics), names the worst
- * statistic, returns 1 on pass. */
-struct attn_desc;
-struct attn_verify;
-void chk_attn_tolerances(const struct attn_desc *d, const struct attn_verify *v, double *tol);
-int chk_attn_judge(const struct attn_desc *d, const struct attn_verify *v, chk_stats *s,
-                   char *worst_name, size_t cap);
 /* One random attention problem (q, k, v ~ N(0,1), q_b/k_b = q/k + 0.1 N(0,1),
  * consecutive positions, random targets) run and verified into row;
  * unsupported (fp16 without 16-bit storage) is a skip. */

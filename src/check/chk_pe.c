@@ -14,42 +14,21 @@
 #include "pe/pe.h"
 #include "rl_push.h"
 /* embedded SPIR-V (after <stdint.h>) */
-#include "bias_eval_alibi.spv.h"
-#include "bias_eval_t5.spv.h"
-#include "bias_eval_xl.spv.h"
+#include "bias_eval_variants.spv.h"
+
+/* bias_eval.comp per registry bias, generated (src/pe/meson.build). */
+typedef struct eval_variant {
+    const char *name;
+    const uint32_t *spv;
+    size_t bytes;
+} eval_variant;
+#define EVAL_VARIANT(n) {#n, rl_spv_bias_eval_##n, sizeof rl_spv_bias_eval_##n},
+static const eval_variant eval_variants[] = {RL_BIAS_EVAL_VARIANTS(EVAL_VARIANT)};
 
 _Static_assert(sizeof(struct rl_bias_eval_push) == 8, "rl_bias_eval_push layout");
 _Static_assert(offsetof(struct rl_bias_eval_push, group_base) == 0, "group_base first");
 
 /* ---- vector transforms ----------------------------------------------------- */
-
-typedef struct vec_case {
-    const char *encoding;
-    const char *params;     /* JSON object text */
-    const char *label;
-    uint32_t tokens, heads, head_dim;
-    uint32_t pos_cap_log2;  /* 0: positions up to 2^max_pos_log2; else up to 2^this - 1 */
-} vec_case;
-
-static const vec_case vec_cases[] = {
-    {"nope", "{}", "nope", 7, 8, 64, 0},
-    {"sinusoidal", "{}", "sinusoidal", 65, 8, 64, 0},
-    {"learned", "{\"beyond\": \"wrap\", \"max_positions\": 1000}", "learned/wrap", 33, 4, 64, 0},
-    {"rope", "{}", "rope/half", 33, 8, 64, 0},
-    {"nope", "{}", "nope", 257, 1, 128, 0},
-    {"sinusoidal", "{\"alpha\": 0.5, \"base\": 500000}", "sinusoidal", 129, 1, 128, 0},
-    {"learned", "{}", "learned/error", 257, 2, 128, 11},
-    {"learned", "{\"beyond\": \"clamp\", \"max_positions\": 512}", "learned/clamp", 64, 8, 32, 0},
-    {"rope", "{\"layout\": \"interleaved\", \"rotary_dim\": 64}", "rope/interleaved", 65, 8, 128, 0},
-    /* Through the registry with HF keys: the precision modes' device data
-     * (table per launch's positions, precise per pair) must be wired up. */
-    {"rope", "{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 4096, "
-             "\"precision\": \"table\"}", "rope/yarn/table", 65, 4, 128, 0},
-    {"rope", "{\"rope_type\": \"llama3\", \"factor\": 8, \"original_max_position_embeddings\": 8192, "
-             "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"rope_theta\": 500000, "
-             "\"precision\": \"precise\"}", "rope/llama3/precise", 33, 8, 128, 0},
-};
-static const size_t vec_quick = 4;
 
 static rl_status make_encoding(const char *name, const char *params_json, const pe_shape *shape,
                                pe_encoding **e, rl_error *err)
@@ -63,14 +42,14 @@ static rl_status make_encoding(const char *name, const char *params_json, const 
     return st;
 }
 
-static rl_status run_vec_case(rlvk_device *dev, const vec_case *c, const chk_options *opt,
+static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_check_case *c, const chk_options *opt,
                               chk_report *report, rl_error *err)
 {
     uint32_t k = opt->max_pos_log2 ? opt->max_pos_log2 : 20;
     uint32_t pmax = c->pos_cap_log2 ? (1u << c->pos_cap_log2) - 1 : 1u << k;
     pe_shape shape = {.head_dim = c->head_dim, .heads = c->heads, .seed = opt->seed ? opt->seed : 1};
     pe_encoding *e = NULL;
-    rl_status st = make_encoding(c->encoding, c->params, &shape, &e, err);
+    rl_status st = make_encoding(fam->name, c->params, &shape, &e, err);
     if (st)
         return st;
     size_t n = (size_t)c->tokens * c->heads * c->head_dim;
@@ -110,7 +89,8 @@ static rl_status run_vec_case(rlvk_device *dev, const vec_case *c, const chk_opt
     if ((st = pe_vec_gpu_create(dev, e, c->heads, &g, err)) ||
         (st = pe_vec_gpu_apply(dev, &g, x, pos, c->tokens, y, &row.guard_ok, err)))
         goto done;
-    chk_compare(y, ref, bound, scale, n, &row.stats);
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &row.stats);
+    vf_set_guard(&row.stats, row.guard_ok);
     st = chk_report_add(report, &row, err);
 done:
     pe_vec_gpu_destroy(&g);
@@ -126,53 +106,24 @@ done:
 
 /* ---- logit biases ---------------------------------------------------------- */
 
-typedef struct bias_case {
-    const char *encoding;
-    const char *params;
-    const char *label;
-    uint32_t heads, kv_heads, head_dim, tokens;
-} bias_case;
-
-static const bias_case bias_cases[] = {
-    {"alibi", "{}", "alibi/causal", 8, 8, 64, 48},
-    {"t5", "{}", "t5/bidir", 8, 8, 64, 48},
-    {"xl", "{}", "xl", 4, 2, 32, 24},
-    {"alibi", "{\"bidirectional\": true}", "alibi/bidir", 12, 12, 64, 48},
-    {"t5", "{\"bidirectional\": false, \"num_buckets\": 64, \"max_distance\": 1000}", "t5/causal",
-     12, 4, 64, 48},
-    {"xl", "{\"d_r\": 16, \"sigma\": 0.1}", "xl/d_r16", 8, 8, 64, 32},
-};
-static const size_t bias_quick = 3;
-
 typedef chk_bias_item bias_item;
 _Static_assert(sizeof(bias_item) == 32, "bias_eval.comp item layout");
-
-#define BIAS_GUARD_WORDS 64u
 
 rl_status chk_pe_bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const chk_bias_item *items,
                            uint32_t n, float *out, int *guard_ok, rl_error *err)
 {
-    const uint32_t *spv;
-    size_t spv_bytes;
-    if (strcmp(b->variant, "alibi") == 0) {
-        spv = rl_spv_bias_eval_alibi;
-        spv_bytes = sizeof rl_spv_bias_eval_alibi;
-    } else if (strcmp(b->variant, "t5") == 0) {
-        spv = rl_spv_bias_eval_t5;
-        spv_bytes = sizeof rl_spv_bias_eval_t5;
-    } else if (strcmp(b->variant, "xl") == 0) {
-        spv = rl_spv_bias_eval_xl;
-        spv_bytes = sizeof rl_spv_bias_eval_xl;
-    } else {
+    const eval_variant *v = NULL;
+    for (size_t i = 0; i < RL_ARRAY_LEN(eval_variants) && !v; i++)
+        if (strcmp(eval_variants[i].name, b->variant) == 0)
+            v = &eval_variants[i];
+    if (!v)
         return rl_fail(err, RL_ERR_ARG, "no bias_eval variant for bias '%s'", b->variant);
-    }
+    const uint32_t *spv = v->spv;
+    size_t spv_bytes = v->bytes;
     rlvk_pipeline pipe = {0};
     rlvk_buffer bi = {0}, bo = {0};
     rlvk_cmd cmd = {0};
-    uint32_t gin[BIAS_GUARD_WORDS], gout[BIAS_GUARD_WORDS];
-    for (uint32_t i = 0; i < BIAS_GUARD_WORDS; i++)
-        gin[i] = 0x7fc0b1a5u;
-    uint64_t ob = (uint64_t)n * sizeof(float), gb = sizeof gin;
+    uint64_t ob = (uint64_t)n * sizeof(float);
     char name[48];
     snprintf(name, sizeof name, "bias_eval_%s", b->variant);
     rlvk_pipeline_desc pd = {
@@ -186,9 +137,8 @@ rl_status chk_pe_bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const chk_bia
     rl_status st;
     if ((st = rlvk_pipeline_create(dev, &pd, &pipe, err)) ||
         (st = rlvk_buffer_create(dev, (uint64_t)n * sizeof *items, "bias items", &bi, err)) ||
-        (st = rlvk_buffer_create(dev, ob + gb, "bias out", &bo, err)) ||
+        (st = vf_guarded_create(dev, ob, "bias out", &bo, err)) ||
         (st = rlvk_buffer_upload(dev, &bi, 0, items, (uint64_t)n * sizeof *items, err)) ||
-        (st = rlvk_buffer_upload(dev, &bo, ob, gin, gb, err)) ||
         (st = rlvk_cmd_begin(dev, 1, &cmd, err)))
         goto done;
     const rlvk_buffer *bufs[12] = {&bi, &bo, &bi, &bi, &bi, &bi, &bi, &bi};
@@ -197,10 +147,8 @@ rl_status chk_pe_bias_eval(rlvk_device *dev, const pe_bias_gpu *b, const chk_bia
     struct rl_bias_eval_push p = {.group_base = 0, .n_items = n};
     if ((st = rlvk_cmd_dispatch(&cmd, &pipe, bufs, &p, rlvk_groups(n, pipe.local_size_x), err)) ||
         (st = rlvk_cmd_submit_wait(&cmd, err)) ||
-        (st = rlvk_buffer_download(dev, &bo, 0, out, ob, err)) ||
-        (st = rlvk_buffer_download(dev, &bo, ob, gout, gb, err)))
+        (st = vf_guarded_download(dev, &bo, ob, out, guard_ok, err)))
         goto done;
-    *guard_ok = memcmp(gin, gout, sizeof gin) == 0;
 done:
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &bo);
@@ -209,19 +157,19 @@ done:
     return st;
 }
 
-static rl_status run_bias_case(rlvk_device *dev, const bias_case *c, const chk_options *opt,
+static rl_status run_bias_case(rlvk_device *dev, const pe_family *fam, const pe_check_case *c, const chk_options *opt,
                                chk_report *report, rl_error *err)
 {
     uint32_t k = opt->max_pos_log2 ? opt->max_pos_log2 : 20;
     int32_t pmax = (int32_t)(1u << k);
     uint64_t seed = opt->seed ? opt->seed : 1;
-    pe_shape shape = {.head_dim = c->head_dim, .heads = c->heads, .kv_heads = c->kv_heads,
-                      .seed = seed};
+    uint32_t KV = c->kv_heads ? c->kv_heads : c->heads;
+    pe_shape shape = {.head_dim = c->head_dim, .heads = c->heads, .kv_heads = KV, .seed = seed};
     pe_encoding *e = NULL;
-    rl_status st = make_encoding(c->encoding, c->params, &shape, &e, err);
+    rl_status st = make_encoding(fam->name, c->params, &shape, &e, err);
     if (st)
         return st;
-    uint32_t T = c->tokens, H = c->heads, KV = c->kv_heads, D = c->head_dim;
+    uint32_t T = c->tokens, H = c->heads, D = c->head_dim;
     const int32_t sweep = 300; /* r in [-sweep, sweep] at a mid position */
     uint32_t n = T * T * H + (2 * sweep + 1) * 2;
     float *q = malloc((size_t)T * H * D * sizeof *q), *kk = malloc((size_t)T * KV * D * sizeof *kk);
@@ -279,7 +227,8 @@ static rl_status run_bias_case(rlvk_device *dev, const bias_case *c, const chk_o
     if ((st = pe_bias_gpu_create(dev, e, q, kk, T, H, KV, D, &b, err)) ||
         (st = chk_pe_bias_eval(dev, &b, items, n, got, &row.guard_ok, err)))
         goto done;
-    chk_compare(got, want, bound, NULL, n, &row.stats);
+    vf_compare(got, want, bound, NULL, n, VF_GATE_ELEM, &row.stats);
+    vf_set_guard(&row.stats, row.guard_ok);
     st = chk_report_add(report, &row, err);
 done:
     pe_bias_gpu_destroy(dev, &b);
@@ -297,12 +246,20 @@ done:
 rl_status chk_pe_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
                        rl_error *err)
 {
+    /* Every family's own cases, in registry order: vector transforms first,
+     * then the logit biases. */
     rl_status st = RL_OK;
-    size_t nv = opt->quick ? vec_quick : RL_ARRAY_LEN(vec_cases);
-    size_t nb = opt->quick ? bias_quick : RL_ARRAY_LEN(bias_cases);
-    for (size_t i = 0; i < nv && !st; i++)
-        st = run_vec_case(dev, &vec_cases[i], opt, report, err);
-    for (size_t i = 0; i < nb && !st; i++)
-        st = run_bias_case(dev, &bias_cases[i], opt, report, err);
+    for (int bias = 0; bias < 2 && !st; bias++)
+        for (size_t f = 0; f < pe_family_count() && !st; f++) {
+            const pe_family *fam = pe_family_at(f);
+            const pe_check_case *cs = bias ? fam->bias_checks : fam->vec_checks;
+            size_t n = bias ? fam->n_bias_checks : fam->n_vec_checks;
+            for (size_t i = 0; i < n && !st; i++) {
+                if (opt->quick && !cs[i].quick)
+                    continue;
+                st = bias ? run_bias_case(dev, fam, &cs[i], opt, report, err)
+                          : run_vec_case(dev, fam, &cs[i], opt, report, err);
+            }
+        }
     return st;
 }

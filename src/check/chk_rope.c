@@ -84,7 +84,8 @@ static rl_status run_rope_case(rlvk_device *dev, rope_kernel *k, const rope_case
     if (st)
         goto done;
     row.gpu_ms = ns >= 0 ? ns * 1e-6 : -1;
-    chk_compare(y, ref, bound, scale, n, &row.stats);
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &row.stats);
+    vf_set_guard(&row.stats, row.guard_ok);
     st = chk_report_add(report, &row, err);
 done:
     free(x);

@@ -14,6 +14,10 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 
 typedef enum cli_kind { CLI_FLAG, CLI_STR, CLI_U32, CLI_U64, CLI_F64 } cli_kind;
 
+/* One flag. Numbers are parsed strictly: decimal digits only for U32/U64
+ * (no sign, space, hex, octal or leading zero), a plain decimal number for
+ * F64, the whole string, range-checked against the type (a command checks
+ * its own limits after parsing). Errors name the flag. */
 typedef struct cli_opt {
     const char *name;   /* "--device" */
     cli_kind kind;

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,21 +32,86 @@ static void print_help(const char *usage, const char *about, const cli_opt *opts
     printf("  %-26s %s\n", "--help", "show this help");
 }
 
+/* Whole-string decimal unsigned integer: digits only, no leading zero
+ * (except "0" itself), no overflow. */
+static int parse_decimal_u64(const char *v, unsigned long long *out)
+{
+    if (!*v || (v[0] == '0' && v[1]))
+        return -1;
+    unsigned long long x = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return -1;
+        unsigned d = (unsigned)(*c - '0');
+        if (x > (ULLONG_MAX - d) / 10)
+            return -2; /* too large for 64 bits */
+        x = x * 10 + d;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Whole-string plain decimal number: [-]digits[.digits][e[+-]digits], no
+ * space, hex, inf or nan. */
+static int parse_decimal_f64(const char *v, double *out)
+{
+    const char *c = v;
+    if (*c == '-' || *c == '+')
+        c++;
+    size_t digits = 0;
+    for (; *c >= '0' && *c <= '9'; c++)
+        digits++;
+    if (*c == '.')
+        for (c++; *c >= '0' && *c <= '9'; c++)
+            digits++;
+    if (!digits)
+        return -1;
+    if (*c == 'e' || *c == 'E') {
+        c++;
+        if (*c == '-' || *c == '+')
+            c++;
+        if (*c < '0' || *c > '9')
+            return -1;
+        while (*c >= '0' && *c <= '9')
+            c++;
+    }
+    if (*c)
+        return -1;
+    errno = 0;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (errno || *end || !isfinite(x))
+        return -1;
+    *out = x;
+    return 0;
+}
+
 static int parse_value(const cli_opt *o, const char *v)
 {
-    char *end = NULL;
-    errno = 0;
+    double lo = o->kind == CLI_F64 ? -INFINITY : 0;
+    double hi = o->kind == CLI_U32 ? (double)UINT32_MAX
+                : o->kind == CLI_U64 ? 18446744073709551615.0 : INFINITY;
     switch (o->kind) {
     case CLI_STR:
         *(const char **)o->dst = v;
         return 0;
     case CLI_U32:
     case CLI_U64: {
-        if (*v == '-' || *v == '\0')
-            break;
-        unsigned long long x = strtoull(v, &end, 0);
-        if (errno || *end || (o->kind == CLI_U32 && x > UINT32_MAX))
-            break;
+        unsigned long long x;
+        int bad = parse_decimal_u64(v, &x);
+        if (bad == -2) {
+            cli_error("%s: %s is outside the allowed range [%.0f, %.0f]", o->name, v, lo, hi);
+            return -1;
+        }
+        if (bad) {
+            cli_error("%s: '%s' is not a decimal integer (digits only: no sign, space, hex or "
+                      "leading zero)", o->name, v);
+            return -1;
+        }
+        if ((double)x < lo || (double)x > hi || (o->kind == CLI_U32 && x > UINT32_MAX)) {
+            cli_error("%s: %s is outside the allowed range [%.0f, %.0f]", o->name, v, lo, hi);
+            return -1;
+        }
         if (o->kind == CLI_U32)
             *(uint32_t *)o->dst = (uint32_t)x;
         else
@@ -53,17 +119,22 @@ static int parse_value(const cli_opt *o, const char *v)
         return 0;
     }
     case CLI_F64: {
-        double x = strtod(v, &end);
-        if (errno || *end || *v == '\0' || !isfinite(x))
-            break;
+        double x;
+        if (parse_decimal_f64(v, &x)) {
+            cli_error("%s: '%s' is not a decimal number", o->name, v);
+            return -1;
+        }
+        if (x < lo || x > hi) {
+            cli_error("%s: %s is outside the allowed range [%.17g, %.17g]", o->name, v, lo, hi);
+            return -1;
+        }
         *(double *)o->dst = x;
         return 0;
     }
     case CLI_FLAG:
         break;
     }
-    cli_error("%s: '%s' is not a valid %s", o->name, v,
-              o->kind == CLI_F64 ? "number" : o->kind == CLI_STR ? "value" : "non-negative integer");
+    cli_error("%s: '%s' is not a valid value", o->name, v);
     return -1;
 }
 
@@ -119,6 +190,10 @@ int cli_parse(const char *usage, const char *about, int argc, char **argv, const
 int cli_open(const char *spec, int validation, cli_devices *d)
 {
     memset(d, 0, sizeof *d);
+    if (spec && !*spec) {
+        cli_error("--device: empty (give an index, a name substring, auto or all)");
+        return CLI_EXIT_USAGE;
+    }
     rl_error err = {0};
     rlvk_instance_desc desc = {.validation = validation};
     if (rlvk_instance_create(&desc, &d->inst, &err) != RL_OK) {

@@ -24,7 +24,7 @@ static rl_status bench_rope_on(rlvk_device *dev, void *p, json_t *arr, rl_error 
         return st;
     if (arr) {
         json_array_append_new(arr, json_pack(
-            "{s:s,s:s,s:I,s:i,s:i,s:i,s:s,s:s,s:I,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+            "{s:s,s:s,s:I,s:i,s:i,s:i,s:s,s:s,s:I,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
             "device", dev->info.name, "kernel", "rope", "tokens", (json_int_t)r.opts.tokens,
             "heads", (int)r.opts.heads, "head_dim", (int)r.opts.head_dim, "rotary_dim",
             (int)(r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim), "layout", c->layout,
@@ -33,7 +33,8 @@ static rl_status bench_rope_on(rlvk_device *dev, void *p, json_t *arr, rl_error 
             "copy_ms_median", r.copy_ms, "rope_ms_min", r.rope_ms_min, "copy_ms_min",
             r.copy_ms_min, "rope_gb_per_s", r.rope_gbs, "copy_gb_per_s", r.copy_gbs,
             "ratio", r.ratio, "verify_max_abs_error", r.verify.max_abs,
-            "verify_worst_error_over_bound", r.verify.worst_ratio));
+            "verify_worst_error_over_bound", r.verify.worst_ratio, "verify_nmse", r.verify.nmse,
+            "verify_nmse_gate", r.verify.nmse_gate));
     } else {
         char b[32];
         printf("device %u: %s\n", dev->info.index, dev->info.name);
@@ -41,8 +42,8 @@ static rl_status bench_rope_on(rlvk_device *dev, void *p, json_t *arr, rl_error 
                c->layout, c->precision, (unsigned long long)r.opts.tokens, r.opts.heads, r.opts.head_dim,
                r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim,
                rl_fmt_bytes(r.bytes, b, sizeof b));
-        printf("  verified first: max abs error %.3e, worst error/bound %.3f\n",
-               r.verify.max_abs, r.verify.worst_ratio);
+        printf("  verified first: max abs error %.3e, worst error/bound %.3f, NMSE %.3e (gate %.3e)\n",
+               r.verify.max_abs, r.verify.worst_ratio, r.verify.nmse, r.verify.nmse_gate);
         printf("  rope kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.rope_ms,
                r.rope_ms_min, r.rope_gbs);
         printf("  copy kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.copy_ms,
@@ -104,6 +105,10 @@ int cmd_bench(int argc, char **argv)
     }
     if (tokens == 0 || heads == 0 || head_dim == 0) {
         cli_error("--tokens, --heads and --head-dim must be at least 1");
+        return CLI_EXIT_USAGE;
+    }
+    if (reps < 1 || reps > 63) {
+        cli_error("--reps %u: must be between 1 and 63 (timestamp slots)", reps);
         return CLI_EXIT_USAGE;
     }
     cli_devices d;

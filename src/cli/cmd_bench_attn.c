@@ -17,21 +17,23 @@ static rl_status bench_attention_on(rlvk_device *dev, void *p, json_t *arr, rl_e
         return st;
     if (arr) {
         json_array_append_new(arr, json_pack(
-            "{s:s,s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:f}",
+            "{s:s,s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:f,s:f}",
             "device", dev->info.name, "kernel", "attention", "tokens", (json_int_t)c->tokens,
             "heads", (int)c->heads, "head_dim", (int)c->head_dim, "causal", c->causal, "fp16", c->fp16,
             "output", c->with_output, "gpu_ms_median", r.gpu_ms, "wall_ms", r.wall_ms, "gflop",
             r.flops * 1e-9, "gflop_per_s", r.gflops, "fma_peak_gflop_per_s", r.fma_gflops,
             "ratio_to_fma_peak", r.ratio, "submissions", (int)r.submissions,
             "chunk_keys", (int)r.chunk_keys,
-            "verify_worst_error_over_bound", r.verify.worst_ratio));
+            "verify_worst_error_over_bound", r.verify.worst_ratio, "verify_nmse", r.verify.nmse,
+            "verify_nmse_gate", r.verify.nmse_gate));
     } else {
         printf("device %u: %s\n", dev->info.index, dev->info.name);
         printf("  attention %s, %llu tokens x %u heads x %u dims, %s, %s, chunks of %u keys, %u submission(s)\n",
                c->with_output ? "statistics + O" : "statistics only", (unsigned long long)c->tokens,
                c->heads, c->head_dim, c->causal ? "causal" : "bidirectional", c->fp16 ? "fp16" : "fp32",
                r.chunk_keys, r.submissions);
-        printf("  verified first: worst error/bound %.3f\n", r.verify.worst_ratio);
+        printf("  verified first: worst error/bound %.3f, NMSE %.3e (gate %.3e)\n",
+               r.verify.worst_ratio, r.verify.nmse, r.verify.nmse_gate);
         printf("  GPU time     : %10.3f ms median of %u (wall %.3f ms, upload to download)\n",
                r.gpu_ms, r.opts.reps, r.wall_ms);
         printf("  attention    : %10.2f GFLOP/s (%.3f GFLOP counted)\n", r.gflops, r.flops * 1e-9);

@@ -1,5 +1,6 @@
 /* ropelab check [--device D|all] [--json] */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,36 +9,51 @@
 #include "cli/cli.h"
 #include "core/rl_util.h"
 
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
 static json_t *row_json(const chk_row *r)
 {
-    const chk_stats *s = &r->stats;
-    return json_pack("{s:s,s:s,s:s,s:b,s:b,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:b,s:f}", "kernel",
-                     r->kernel, "shape", r->shape, "tolerance", r->tolerance, "skipped", r->skipped,
-                     "pass", !r->skipped && s->pass && r->guard_ok, "max_abs_error", s->max_abs,
-                     "max_rel_error", s->max_rel, "bound_at_worst", s->bound_at_worst,
-                     "worst_error_over_bound", s->worst_ratio, "nmse", s->nmse, "elements",
-                     (json_int_t)s->n, "over_bound", (json_int_t)(s->n_over + s->n_nonfinite),
-                     "first_bad", (json_int_t)(s->pass ? -1 : (json_int_t)s->first_bad), "guard_ok",
-                     r->guard_ok, "gpu_ms", r->gpu_ms);
+    const vf_stats *s = &r->stats;
+    json_int_t first = s->first_bad == VF_NONE ? -1 : (json_int_t)s->first_bad;
+    return json_pack("{s:s,s:s,s:s,s:b,s:b,s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:b,s:I,s:I,s:I,s:I,s:b,s:f}",
+                     "kernel", r->kernel, "shape", r->shape, "tolerance", r->tolerance, "skipped",
+                     r->skipped, "pass", !r->skipped && s->pass && r->guard_ok, "max_abs_error",
+                     s->max_abs, "max_rel_error", s->max_rel, "bound_at_worst", s->bound_at_worst,
+                     "worst_error_over_bound", num(s->worst_ratio), "nmse", num(s->nmse),
+                     "nmse_gate", num(s->nmse_gate), "nmse_gate_fraction", num(s->gate_fraction),
+                     "nmse_ok", s->nmse_ok, "elements", (json_int_t)s->n, "over_bound",
+                     (json_int_t)(s->n_over + s->n_nonfinite), "reference_nan",
+                     (json_int_t)s->n_ref_nan, "first_bad", (json_int_t)(s->pass ? -1 : first),
+                     "guard_ok", r->guard_ok, "gpu_ms", r->gpu_ms);
 }
 
 static void print_report(const chk_report *rep)
 {
     printf("device %u: %s (%s)\n", rep->device_index, rep->device, rep->driver);
-    printf("  %-22s %-40s %10s %10s %10s %8s  %s\n", "kernel", "shape", "max_abs", "max_rel",
-           "bound", "err/bnd", "result");
+    printf("  %-22s %-40s %10s %10s %10s %8s %10s %10s  %s\n", "kernel", "shape", "max_abs",
+           "max_rel", "bound", "err/bnd", "nmse", "gate", "result");
     for (size_t i = 0; i < rep->n_rows; i++) {
         const chk_row *r = &rep->rows[i];
-        const chk_stats *s = &r->stats;
+        const vf_stats *s = &r->stats;
         const char *res = r->skipped ? "SKIP (unsupported)"
                         : !r->guard_ok ? "FAIL (wrote past the output)"
                         : s->pass     ? "pass"
                                       : "FAIL";
-        printf("  %-22s %-40s %10.3e %10.3e %10.3e %8.3f  %s", r->kernel, r->shape, s->max_abs,
-               s->max_rel, s->bound_at_worst, s->worst_ratio, res);
-        if (!r->skipped && !s->pass)
-            printf(" (%zu of %zu over bound, first at %zu)", s->n_over + s->n_nonfinite, s->n,
-                   s->first_bad);
+        printf("  %-22s %-40s %10.3e %10.3e %10.3e %8.3f %10.3e %10.3e  %s", r->kernel, r->shape,
+               s->max_abs, s->max_rel, s->bound_at_worst, s->worst_ratio, s->nmse, s->nmse_gate,
+               res);
+        if (!r->skipped && r->guard_ok && !s->pass) {
+            if (s->n_over + s->n_nonfinite)
+                printf(" (%zu of %zu over bound, first at %zu)", s->n_over + s->n_nonfinite, s->n,
+                       s->first_bad);
+            if (s->n_ref_nan)
+                printf(" (%zu NaN in the reference)", s->n_ref_nan);
+            if (!s->nmse_ok)
+                printf(" (NMSE over its gate)");
+        }
         printf("\n");
     }
     for (size_t i = 0; i < rep->n_rows; i++) { /* each distinct bound once */
@@ -48,7 +64,8 @@ static void print_report(const chk_report *rep)
             printf("  bound: %s (e.g. %s)\n", rep->rows[i].tolerance, rep->rows[i].kernel);
     }
     if (rep->n_rows)
-        printf("  err/bnd is the worst element's error over its own bound\n");
+        printf("  err/bnd is the worst element's error over its own bound; nmse = sum err^2 / sum "
+               "ref^2, gate = a fraction of the nmse the bounds allow (verify/vf.h)\n");
     if (rep->validation_messages)
         printf("  FAIL: the validation layer reported %u message(s)\n", rep->validation_messages);
     if (rep->error[0])

@@ -21,15 +21,15 @@ static const char *acts_str(int acts)
 static json_t *param_json(const pe_param *p)
 {
     json_error_t je;
-    json_t *o = json_pack("{s:s,s:s,s:o,s:s}", "key", p->key, "type", pe_ptype_name(p->type),
+    json_t *o = json_pack("{s:s,s:s,s:o,s:s}", "key", p->key, "type", rl_ptype_name(p->type),
                           "default", json_loads(p->def, JSON_DECODE_ANY, &je), "help", p->help);
-    if (p->type == PE_INT || p->type == PE_NUM) {
-        json_object_set_new(o, "min", p->type == PE_INT ? json_integer((json_int_t)p->min)
+    if (p->type == RL_P_INT || p->type == RL_P_NUM) {
+        json_object_set_new(o, "min", p->type == RL_P_INT ? json_integer((json_int_t)p->min)
                                                         : json_real(p->min));
-        json_object_set_new(o, "max", p->type == PE_INT ? json_integer((json_int_t)p->max)
+        json_object_set_new(o, "max", p->type == RL_P_INT ? json_integer((json_int_t)p->max)
                                                         : json_real(p->max));
     }
-    if (p->type == PE_ENUM) {
+    if (p->type == RL_P_ENUM) {
         json_t *c = json_array();
         const char *s = p->choices;
         while (s && *s) {
@@ -66,7 +66,7 @@ int cmd_encodings(int argc, char **argv)
             json_array_append_new(
                 arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "name", f->name, "title", f->title,
                                "paper", f->paper, "acts_on", acts_str(f->acts), "bias",
-                               f->bias_variant, "formula", f->formula, "params", ps));
+                               pe_bias_variant(f), "formula", f->formula, "params", ps));
             continue;
         }
         printf("%-11s %s (acts on: %s)\n", f->name, f->title, acts_str(f->acts));
@@ -74,10 +74,10 @@ int cmd_encodings(int argc, char **argv)
         for (size_t k = 0; k < f->n_params; k++) {
             const pe_param *p = &f->params[k];
             char ty[80];
-            if (p->type == PE_ENUM)
+            if (p->type == RL_P_ENUM)
                 snprintf(ty, sizeof ty, "%s", p->choices);
             else
-                snprintf(ty, sizeof ty, "%s", pe_ptype_name(p->type));
+                snprintf(ty, sizeof ty, "%s", rl_ptype_name(p->type));
             printf("    %-14s %-18s default %-10s %s\n", p->key, ty, p->def, p->help);
         }
         if (f->n_params == 0)

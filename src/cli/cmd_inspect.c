@@ -67,9 +67,8 @@ static void print_text(const pe_encoding *e, json_t *o)
             printf("\n");
         }
     }
-    if (strcmp(f->name, "xl") == 0)
-        printf("  note: bias shown for q = k = 0, i.e. the global position term "
-               "v.(W_R R_{i-j})/sqrt(head_dim) only\n");
+    if (f->inspect_note)
+        printf("  note: %s\n", f->inspect_note);
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -115,15 +114,24 @@ int cmd_inspect(int argc, char **argv)
     };
     const char *pos[1] = {NULL};
     int npos = 0;
+    /* The bias encodings named in the help come from the registry. */
+    char biases[256] = "";
+    for (size_t i = 0, n = 0; i < pe_family_count() && n < sizeof biases; i++)
+        if (pe_family_at(i)->acts & PE_ACTS_LOGITS)
+            n += (size_t)snprintf(biases + n, sizeof biases - n, "%s%s", n ? ", " : "",
+                                  pe_family_at(i)->name);
+    char about[1024];
+    snprintf(about, sizeof about,
+             "Shows what an encoding does without running attention: for bias encodings\n"
+             "(%s) the bias per head for relative positions r = j - i (key minus\n"
+             "query) from R0 to R1 and what the family derives (T5's bucket per r, ALiBi's\n"
+             "slope per head, ...); for vector encodings the frequencies or table rows\n"
+             "R0..R1 it uses. `ropelab encodings` lists the encodings and their parameters.",
+             biases);
     if (rc < 0)
         rc = cli_parse("ropelab inspect ENCODING [--set key=value ...] [--heads H] [--from R0 --to R1] "
                        "[--json]",
-                       "Shows what an encoding does without running attention: for bias encodings\n"
-                       "(t5, alibi, xl) the bias per head for relative positions r = j - i (key minus\n"
-                       "query) from R0 to R1, T5's bucket per r and ALiBi's slope per head; for\n"
-                       "vector encodings the frequencies or table rows R0..R1 it uses. `ropelab\n"
-                       "encodings` lists the encodings and their parameters.",
-                       nrest, rest, opts, RL_ARRAY_LEN(opts), pos, 1, &npos);
+                       about, nrest, rest, opts, RL_ARRAY_LEN(opts), pos, 1, &npos);
     free(rest);
     json_t *params = json_object();
     pe_encoding *e = NULL;

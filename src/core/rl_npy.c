@@ -11,91 +11,126 @@
 #include <stdlib.h>
 #include <string.h>
 
-float rl_npy_half_to_float(uint16_t h)
-{
-    int sign = (h >> 15) & 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    float v;
-    if (e == 0)
-        v = ldexpf((float)m, -24);               /* subnormal: m * 2^-24 */
-    else if (e == 31)
-        v = m ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(m | 0x400), e - 25);  /* 1.m * 2^(e-15) */
-    return sign ? -v : v;
-}
+#include "core/rl_util.h"
 
-/* Finds 'key' in the header dict and returns a pointer just past its ':'. */
-static const char *find_key(const char *hdr, const char *key)
+static const char *skip_ws(const char *p)
 {
-    char pat[32];
-    snprintf(pat, sizeof pat, "'%s'", key);
-    const char *p = strstr(hdr, pat);
-    if (!p) {
-        snprintf(pat, sizeof pat, "\"%s\"", key);
-        p = strstr(hdr, pat);
-    }
-    if (!p)
-        return NULL;
-    p += strlen(pat);
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p != ':')
-        return NULL;
-    p++;
     while (isspace((unsigned char)*p))
         p++;
     return p;
 }
 
+/* A Python string literal '...' or "..." (no escapes: numpy writes none in
+ * these keys) into buf; returns the position after it, NULL if malformed. */
+static const char *parse_pystr(const char *p, char *buf, size_t cap)
+{
+    if (*p != '\'' && *p != '"')
+        return NULL;
+    char q = *p++;
+    const char *end = strchr(p, q);
+    if (!end || (size_t)(end - p) >= cap || memchr(p, '\\', (size_t)(end - p)))
+        return NULL;
+    memcpy(buf, p, (size_t)(end - p));
+    buf[end - p] = '\0';
+    return end + 1;
+}
+
+/* The header is the repr of a dict with exactly the keys 'descr' (a
+ * string), 'fortran_order' (True / False) and 'shape' (a tuple of
+ * non-negative integers), as numpy's own reader requires: any other key, a
+ * key given twice or trailing text is refused. */
 static rl_status parse_header(const char *path, const char *hdr, rl_npy *a, int *fortran,
                               rl_error *err)
 {
-    const char *p = find_key(hdr, "descr");
-    if (!p || (*p != '\'' && *p != '"'))
-        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'descr' string: %s", path, hdr);
-    char q = *p++;
-    const char *end = strchr(p, q);
-    if (!end || (size_t)(end - p) >= sizeof a->descr)
-        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header 'descr' is malformed: %s", path, hdr);
-    memcpy(a->descr, p, (size_t)(end - p));
-    a->descr[end - p] = '\0';
-
-    p = find_key(hdr, "fortran_order");
-    if (!p)
-        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'fortran_order': %s", path, hdr);
-    if (strncmp(p, "True", 4) == 0)
-        *fortran = 1;
-    else if (strncmp(p, "False", 5) == 0)
-        *fortran = 0;
-    else
-        return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'fortran_order' is neither True nor False: %s",
-                       path, hdr);
-
-    p = find_key(hdr, "shape");
-    if (!p || *p != '(')
-        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'shape' tuple: %s", path, hdr);
-    p++;
+    const char *p = skip_ws(hdr);
+    int seen_descr = 0, seen_fortran = 0, seen_shape = 0;
+    if (*p++ != '{')
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header is not a dict: %s", path, hdr);
     a->ndim = 0;
     a->count = 1;
     for (;;) {
-        while (isspace((unsigned char)*p) || *p == ',')
-            p++;
-        if (*p == ')')
+        p = skip_ws(p);
+        if (*p == '}')
             break;
-        if (!isdigit((unsigned char)*p))
-            return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'shape' is malformed: %s", path, hdr);
-        if (a->ndim == RL_NPY_MAX_DIMS)
-            return rl_fail(err, RL_ERR_PARSE, "%s: .npy array has more than %d dimensions", path,
-                           RL_NPY_MAX_DIMS);
-        errno = 0;
-        char *e = NULL;
-        unsigned long long v = strtoull(p, &e, 10);
-        if (errno || (v && a->count > UINT64_MAX / 4 / v))
-            return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'shape' is too large: %s", path, hdr);
-        a->shape[a->ndim++] = v;
-        a->count *= v;
-        p = e;
+        char key[32];
+        const char *q = parse_pystr(p, key, sizeof key);
+        if (!q)
+            return rl_fail(err, RL_ERR_PARSE, "%s: .npy header key is malformed: %s", path, hdr);
+        p = skip_ws(q);
+        if (*p++ != ':')
+            return rl_fail(err, RL_ERR_PARSE, "%s: .npy header: no ':' after '%s': %s", path, key,
+                           hdr);
+        p = skip_ws(p);
+        if (strcmp(key, "descr") == 0 && !seen_descr++) {
+            if (!(p = parse_pystr(p, a->descr, sizeof a->descr)))
+                return rl_fail(err, RL_ERR_PARSE, "%s: .npy header 'descr' is malformed: %s",
+                               path, hdr);
+        } else if (strcmp(key, "fortran_order") == 0 && !seen_fortran++) {
+            if (strncmp(p, "True", 4) == 0)
+                *fortran = 1, p += 4;
+            else if (strncmp(p, "False", 5) == 0)
+                *fortran = 0, p += 5;
+            else
+                return rl_fail(err, RL_ERR_PARSE,
+                               "%s: .npy 'fortran_order' is neither True nor False: %s", path, hdr);
+        } else if (strcmp(key, "shape") == 0 && !seen_shape++) {
+            if (*p++ != '(')
+                return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'shape' tuple: %s",
+                               path, hdr);
+            for (;;) {
+                p = skip_ws(p);
+                if (*p == ')') {
+                    p++;
+                    break;
+                }
+                if (!isdigit((unsigned char)*p))
+                    return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'shape' is malformed: %s", path,
+                                   hdr);
+                if (a->ndim == RL_NPY_MAX_DIMS)
+                    return rl_fail(err, RL_ERR_PARSE, "%s: .npy array has more than %d dimensions",
+                                   path, RL_NPY_MAX_DIMS);
+                errno = 0;
+                char *e = NULL;
+                unsigned long long v = strtoull(p, &e, 10);
+                if (errno || (v && a->count > UINT64_MAX / 4 / v))
+                    return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'shape' is too large: %s", path,
+                                   hdr);
+                a->shape[a->ndim++] = v;
+                a->count *= v;
+                p = skip_ws(e);
+                if (*p == ',')
+                    p++;
+                else if (*p != ')')
+                    return rl_fail(err, RL_ERR_PARSE, "%s: .npy 'shape' is malformed: %s", path,
+                                   hdr);
+            }
+        } else {
+            return rl_fail(err, RL_ERR_PARSE,
+                           "%s: .npy header key '%s' is %s (numpy writes exactly 'descr', "
+                           "'fortran_order' and 'shape'): %s",
+                           path, key,
+                           strcmp(key, "descr") && strcmp(key, "fortran_order") &&
+                                   strcmp(key, "shape")
+                               ? "not allowed"
+                               : "given twice",
+                           hdr);
+        }
+        p = skip_ws(p);
+        if (*p == ',')
+            p++;
+        else if (*p != '}')
+            return rl_fail(err, RL_ERR_PARSE, "%s: .npy header dict is malformed: %s", path, hdr);
     }
+    p = skip_ws(p + 1);
+    if (*p)
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has text after the dict: %s", path,
+                       hdr);
+    if (!seen_descr)
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'descr' string: %s", path, hdr);
+    if (!seen_fortran)
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'fortran_order': %s", path, hdr);
+    if (!seen_shape)
+        return rl_fail(err, RL_ERR_PARSE, "%s: .npy header has no 'shape' tuple: %s", path, hdr);
     return RL_OK;
 }
 
@@ -220,12 +255,29 @@ rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
                              (uint32_t)b[4 * i + 2] << 16 | (uint32_t)b[4 * i + 3] << 24;
                 memcpy(&out->data[i], &u, 4);
             } else {
-                out->data[i] = rl_npy_half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+                out->data[i] = rl_half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
             }
         }
     }
     fclose(fp);
     free(raw);
+    for (uint64_t i = 0; !st && i < out->count; i++)
+        if (!isfinite(out->data[i])) {
+            /* name the first bad element by its (row-major) index */
+            uint64_t ix[RL_NPY_MAX_DIMS], r = i;
+            for (uint32_t d = out->ndim; d-- > 0;) {
+                ix[d] = r % out->shape[d];
+                r /= out->shape[d];
+            }
+            char idx[160] = "";
+            for (uint32_t d = 0, n = 0; d < out->ndim && n < sizeof idx; d++)
+                n += (uint32_t)snprintf(idx + n, sizeof idx - n, "%s%llu", d ? ", " : "",
+                                        (unsigned long long)ix[d]);
+            st = rl_fail(err, RL_ERR_ARG,
+                         "%s: element [%s] (flat index %llu) is %s; ropelab's inputs must be "
+                         "finite", path, idx, (unsigned long long)i,
+                         isnan(out->data[i]) ? "NaN" : "infinite");
+        }
     if (st)
         rl_npy_free(out);
     return st;

@@ -43,7 +43,4 @@ rl_status rl_npy_save_raw(const char *path, const char *descr, int fortran_order
                           const uint64_t *shape, uint32_t ndim, const void *data, size_t bytes,
                           rl_error *err);
 
-/* float16 (IEEE binary16) bits -> float, exact (subnormals, inf, NaN). */
-float rl_npy_half_to_float(uint16_t h);
-
 #endif

@@ -7,20 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RL_ST_MAX_HEADER (100u << 20)
+#include "core/rl_util.h"
 
-float rl_half_to_float(uint16_t h)
-{
-    uint32_t s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-    float v;
-    if (e == 0)
-        v = ldexpf((float)m, -24);
-    else if (e == 31)
-        v = m ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(m | 1024), (int)e - 25);
-    return s ? -v : v;
-}
+#define RL_ST_MAX_HEADER (100u << 20)
 
 static uint64_t dtype_size(const char *d)
 {
@@ -124,11 +113,13 @@ rl_status rl_safetensors_open(const char *path, rl_safetensors *st, rl_error *er
                 goto done;
             }
             t->shape[i] = (uint64_t)json_integer_value(d);
-            numel *= t->shape[i];
-            if (numel > (uint64_t)1 << 50) {
+            /* checked before multiplying: a product that wrapped around 2^64
+             * (or to 0) would otherwise pass the span check below */
+            if (t->shape[i] && numel > ((uint64_t)1 << 50) / t->shape[i]) {
                 stt = rl_fail(err, RL_ERR_PARSE, "%s: tensor '%s': shape too large", path, key);
                 goto done;
             }
+            numel *= t->shape[i];
         }
         json_t *b = json_array_get(off, 0), *e = json_array_get(off, 1);
         if (!json_is_integer(b) || !json_is_integer(e) || json_integer_value(b) < 0 ||
@@ -208,5 +199,11 @@ rl_status rl_safetensors_read_f32(const rl_safetensors *st, const rl_st_tensor *
         }
     }
     fclose(fp);
+    for (uint64_t i = 0; i < count && !s; i++)
+        if (!isfinite(out[i]))
+            s = rl_fail(err, RL_ERR_ARG,
+                        "%s: tensor '%s': element %llu is %s; ropelab's inputs must be finite",
+                        st->path, t->name, (unsigned long long)(first + i),
+                        isnan(out[i]) ? "NaN" : "infinite");
     return s;
 }

@@ -40,7 +40,5 @@ const rl_st_tensor *rl_safetensors_find(const rl_safetensors *st, const char *na
  * (out: [count]). */
 rl_status rl_safetensors_read_f32(const rl_safetensors *st, const rl_st_tensor *t,
                                   uint64_t first, uint64_t count, float *out, rl_error *err);
-/* IEEE half -> float. */
-float rl_half_to_float(uint16_t h);
 
 #endif

@@ -6,6 +6,19 @@
 #include <time.h>
 #include <unistd.h>
 
+float rl_half_to_float(uint16_t h)
+{
+    uint32_t s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    float v;
+    if (e == 0)
+        v = ldexpf((float)m, -24);                /* subnormal: m * 2^-24 */
+    else if (e == 31)
+        v = m ? NAN : INFINITY;
+    else
+        v = ldexpf((float)(m | 1024), (int)e - 25); /* 1.m * 2^(e-15) */
+    return s ? -v : v;
+}
+
 static uint64_t splitmix64(uint64_t *x)
 {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);

@@ -43,6 +43,11 @@ uint64_t rl_ulp_diff(float a, float b);
 /* fp32 unit in the last place of |x| (spacing above |x|; 2^-149 near zero). */
 double rl_ulp32(double x);
 
+/* IEEE binary16 bits -> float, exact (subnormals, signed zero, inf, NaN).
+ * The one half -> float conversion: .npy, .safetensors and fp16 device
+ * outputs all go through it. */
+float rl_half_to_float(uint16_t h);
+
 /* Atomic output file: writes go to "<path>.tmp.<pid>", rl_atomic_commit
  * fsyncs and renames it onto path, rl_atomic_abort removes it. A crash never
  * leaves a half-written file under the final name. */

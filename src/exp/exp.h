@@ -4,8 +4,8 @@
  * kind's parameters, a data source) into CSV tables and summary metrics,
  * written through an exp_sink, and records how its numbers were verified.
  * Adding a kind = one new file exp_<name>.c defining a `const exp_kind` and
- * one line in exp_registry.c. The runner (src/run/) validates every parameter
- * against the kind's exp_param table before any GPU work, calls the kind's
+ * one line in src/exp/meson.build (the one list of kinds). The runner (src/run/) validates every parameter
+ * against the kind's rl_param table before any GPU work, calls the kind's
  * check() on every resolved run of the plan, then run() on a device.
  *
  * This module knows nothing of YAML or batch files: a run arrives as plain
@@ -20,28 +20,15 @@
 
 #include "core/rl_status.h"
 #include "attn/attn.h"
-#include "check/chk.h"
+#include "verify/vf.h"
 #include "pe/rope.h"
 #include "vk/rlvk.h"
 
 /* ---- parameters --------------------------------------------------------- */
 
-typedef enum exp_ptype { EXP_P_INT, EXP_P_NUM, EXP_P_STR, EXP_P_BOOL } exp_ptype;
-
-/* One parameter of a kind (also used by the runner for its own sections).
- * INT/NUM: value must lie in [min, max]. STR: if choices is non-NULL (a
- * NULL-terminated list) the value must be one of them. A parameter with
- * required = 0 takes def_num / def_str when absent. */
-typedef struct exp_param {
-    const char *name;
-    exp_ptype type;
-    double min, max;
-    double def_num;
-    const char *def_str;
-    const char *const *choices;
-    int required;
-    const char *help;
-} exp_param;
+/* A kind's parameters are the house schema (core/rl_param.h: one type and
+ * one validator for encodings, kinds and runner sections). */
+#include "core/rl_param.h"
 
 /* ---- a resolved run ----------------------------------------------------- */
 
@@ -110,6 +97,10 @@ void exp_sink_metric(exp_sink *s, const char *name, double value);
  * belongs in the detail); pass = 0 marks the run's verification as failed. */
 void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bound, int pass,
                      const char *detail);
+/* Records the verification layer's tolerance record v (vf_stats: the
+ * worst element's error and bound, NMSE and its gate, verdict) under what;
+ * adds nmse and nmse_gate to the record's fields. Returns v->pass. */
+int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, const char *detail);
 
 /* ---- kinds -------------------------------------------------------------- */
 
@@ -125,7 +116,7 @@ typedef struct exp_ctx {
 typedef struct exp_kind {
     const char *name;
     const char *about;
-    const exp_param *params;
+    const rl_param *params;
     size_t n_params;
     int uses_data;               /* run->data is set; the data section is part of the run */
     int needs_gpu;               /* runs once per device; else once, on the CPU */
@@ -143,10 +134,26 @@ typedef struct exp_kind {
 const exp_kind *const *exp_kinds(size_t *n);
 /* Kind by name, or NULL. */
 const exp_kind *exp_find(const char *name);
+/* "decay, precision, ...": every kind, for messages. */
+const char *exp_kind_names(void);
 
-/* Parameter helpers for kinds (the runner guarantees presence and type). */
-double exp_num(const exp_run *run, const char *name);
-const char *exp_str(const exp_run *run, const char *name);
+/* One resolved parameter value: num for INT / NUM / BOOL (0 or 1), str
+ * for STR / ENUM (a copy). */
+typedef struct exp_value {
+    double num;
+    char str[64];
+} exp_value;
+
+/* The typed-parameter step every kind runs first, in check(), run() and
+ * estimate_bytes() alike, so a run built by hand (tests) sees the same
+ * defaults as one planned by the runner: out[i] is run->params' value of
+ * ps[i] or, when absent (or null), ps[i]'s default, through the house
+ * validator rl_params_resolve (unknown keys, wrong types, ranges and
+ * choices are RL_ERR_ARG naming the kind and key — the same rules the
+ * runner applies to the batch file).
+ * Each kind wraps it in its own typed struct (see exp_decay.c). */
+rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const exp_run *run,
+                         exp_value *out, rl_error *err);
 
 /* The run's encoding from the registry (src/pe/pe.h), created for the
  * run's model shape and seed; seq_len (0: none) is the length the run uses:
@@ -188,9 +195,10 @@ typedef struct exp_attn_result {
     attn_desc desc;          /* what ran */
     attn_result attn;        /* engine result and sampled-row errors */
     double scale, scale_b;   /* logit scales used */
-    chk_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors of the sampled rows vs
-                                               reference, guards included (n = 0: none) */
-    chk_stats attn_stats;    /* worst statistic against its derived tolerance */
+    vf_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors the verification downloaded
+                                              (sampled q rows, all k rows) vs reference,
+                                              guards included (n = 0: none) */
+    vf_stats attn_stats;     /* the engine's verdict (attn.verify.verdict) */
     char worst[32];          /* name of that statistic */
     int pass;                /* every verification within its bound */
 } exp_attn_result;
@@ -203,9 +211,12 @@ typedef struct exp_attn_result {
  * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise; the rotation puts af
  * on cos and sin, so the kernel scale r->scale is 1/sqrt(d), and
  * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then
- * attn_run_resident with sampled-row verification judged by chk_attn_judge:
- * the attention reference reads the double reference transform of the raw
- * Q/K, and the transform's bound widens its tolerances. A verification beyond
+ * attn_run_resident with sampled-row verification judged by the
+ * verification layer (vf_*): after the one command buffer, the transformed
+ * K (and V for O) and the sampled query rows of the transformed Q come
+ * back (guarded), are checked element-wise against pe_vec_ref within
+ * pe_vec_bound, and the attention reference computes from exactly those
+ * device operands, at the exact-operand tolerances (attn_tol.c). A verification beyond
  * tolerance is not an error here: r->pass says it (record it with
  * exp_attn_record and fail the run). */
 struct attn_engine;
@@ -225,7 +236,7 @@ rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len,
  * sink under label; returns r->pass. */
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r);
 /* Records every verified statistic of r separately (its worst error and its
- * own fp32 tolerance, chk_attn_tolerances) plus the transformed q/k checks,
+ * own fp32 tolerance, attn_tolerances, and NMSE gate) plus the transformed q/k checks,
  * under label; returns 1 when all pass (exp_attn_verify.c). */
 int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_result *r);
 

@@ -33,15 +33,34 @@
 
 #define COV_PI 3.14159265358979323846
 
-static const exp_param params[] = {
-    {.name = "eval_len", .type = EXP_P_INT, .min = 1, .max = 2147483647.0, .def_num = 8192,
-     .help = "evaluation sequence length (also the seq_len of dynamic/longrope scalings)"},
+enum { P_EVAL_LEN, P_COUNT };
+static const rl_param params[P_COUNT] = {
+    [P_EVAL_LEN] = {.key = "eval_len", .type = RL_P_INT, .min = 1, .max = 2147483647.0,
+                    .def = "8192",
+                    .help = "evaluation sequence length (also the seq_len of dynamic/longrope "
+                            "scalings)"},
 };
+
+/* The kind's typed parameters, defaults applied (exp_params_get). */
+typedef struct cov_params {
+    uint64_t eval_len;
+} cov_params;
+
+static rl_status cov_params_of(const exp_run *run, cov_params *p, rl_error *err)
+{
+    exp_value v[P_COUNT];
+    rl_status st = exp_params_get("coverage", params, P_COUNT, run, v, err);
+    if (!st)
+        p->eval_len = (uint64_t)v[P_EVAL_LEN].num;
+    return st;
+}
 
 static rl_status cov_check(const exp_run *run, rl_error *err)
 {
     rope_freqs f;
-    return exp_rope_freqs(run, (uint64_t)exp_num(run, "eval_len"), &f, err);
+    cov_params p;
+    rl_status st = cov_params_of(run, &p, err);
+    return st ? st : exp_rope_freqs(run, p.eval_len, &f, err);
 }
 
 static uint64_t cov_bytes(const exp_run *run)
@@ -53,9 +72,10 @@ static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
 {
     (void)ctx;
     rope_freqs f;
-    uint64_t eval = (uint64_t)exp_num(run, "eval_len");
-    rl_status st = exp_rope_freqs(run, eval, &f, err);
-    if (st)
+    cov_params p;
+    rl_status st = cov_params_of(run, &p, err);
+    uint64_t eval = p.eval_len;
+    if (st || (st = exp_rope_freqs(run, eval, &f, err)))
         return st;
     double L = run->model.train_len, E = (double)eval, two_pi = 2.0 * COV_PI;
     /* Column names are identifiers (exp_sink); units are suffixes. */

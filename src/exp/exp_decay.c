@@ -15,22 +15,43 @@
 
 #include "exp/exp.h"
 
-static const exp_param params[] = {
-    {.name = "max_distance", .type = EXP_P_INT, .min = 0, .max = 16777216, .def_num = 1024,
-     .help = "largest relative distance r (r = 0, step, 2*step, ...)"},
-    {.name = "step", .type = EXP_P_INT, .min = 1, .max = 16777216, .def_num = 1,
-     .help = "distance between consecutive r"},
+enum { P_MAX_DISTANCE, P_STEP, P_COUNT };
+static const rl_param params[P_COUNT] = {
+    [P_MAX_DISTANCE] = {.key = "max_distance", .type = RL_P_INT, .min = 0, .max = 16777216,
+                        .def = "1024",
+                        .help = "largest relative distance r (r = 0, step, 2*step, ...)"},
+    [P_STEP] = {.key = "step", .type = RL_P_INT, .min = 1, .max = 16777216, .def = "1",
+                .help = "distance between consecutive r"},
 };
+
+/* The kind's typed parameters, defaults applied (exp_params_get). */
+typedef struct decay_params {
+    uint64_t max_distance, step;
+} decay_params;
+
+static rl_status decay_params_of(const exp_run *run, decay_params *p, rl_error *err)
+{
+    exp_value v[P_COUNT];
+    rl_status st = exp_params_get("decay", params, P_COUNT, run, v, err);
+    if (st)
+        return st;
+    *p = (decay_params){.max_distance = (uint64_t)v[P_MAX_DISTANCE].num,
+                        .step = (uint64_t)v[P_STEP].num};
+    return RL_OK;
+}
 
 #define DECAY_MAX_ROWS (1u << 20)
 
 static rl_status decay_check(const exp_run *run, rl_error *err)
 {
     rope_freqs f;
-    rl_status st = exp_rope_freqs(run, 0, &f, err);
+    decay_params p;
+    rl_status st = decay_params_of(run, &p, err);
+    if (!st)
+        st = exp_rope_freqs(run, 0, &f, err);
     if (st)
         return st;
-    double rows = floor(exp_num(run, "max_distance") / exp_num(run, "step")) + 1;
+    double rows = floor((double)p.max_distance / (double)p.step) + 1;
     if (rows > DECAY_MAX_ROWS)
         return rl_fail(err, RL_ERR_LIMIT,
                        "max_distance/step gives %.0f rows, more than the limit %u; raise step",
@@ -59,8 +80,9 @@ static rl_status decay_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_
 {
     (void)ctx;
     rope_freqs f;
+    decay_params p;
     rl_status st;
-    if ((st = exp_rope_freqs(run, 0, &f, err)))
+    if ((st = decay_params_of(run, &p, err)) || (st = exp_rope_freqs(run, 0, &f, err)))
         return st;
     uint32_t hd = f.head_dim;
     double *ones = malloc(hd * sizeof *ones), *yq = malloc(hd * sizeof *yq),
@@ -72,7 +94,7 @@ static rl_status decay_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_
     for (uint32_t i = 0; i < hd; i++)
         ones[i] = 1.0;
     const char *cols[] = {"r", "bound", "score_closed_form", "score_reference"};
-    uint64_t maxr = (uint64_t)exp_num(run, "max_distance"), step = (uint64_t)exp_num(run, "step");
+    uint64_t maxr = p.max_distance, step = p.step;
     double worst = 0, worst_bound = 0, first_half = -1, b0 = 0, blast = 0, slast = 0;
     int pass = 1;
     st = exp_sink_table(sink, "decay", 4, cols, err);

@@ -16,8 +16,8 @@
  * Each pass goes through exp_attn_run: device transforms verified against
  * the double reference (pe_vec_bound), the sampled rows' KL within
  * (2R + 4) eps + 4 E_s and bucket masses within tol_p + N u (fp32
- * accumulation over N keys; derivation in exp_attn_verify.c and
- * chk_attn.c). Every statistic's error and tolerance is recorded; any
+ * accumulation over N keys; derivation in attn/attn_tol.c). Every
+ * statistic's error, tolerance, NMSE and gate are recorded; any
  * excess fails the run. */
 #include <assert.h>
 #include <math.h>
@@ -28,21 +28,35 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-static const exp_param params[] = {
-    {.name = "length", .type = EXP_P_INT, .min = 0, .max = 1048576, .def_num = 0,
-     .help = "tokens (0: the model's train_len, the original context)"},
-    {.name = "attention_factor", .type = EXP_P_BOOL, .def_num = 1,
-     .help = "apply the scaled encoding's attention factor (af^2 on the logits)"},
+enum { P_LENGTH, P_ATTENTION_FACTOR, P_COUNT };
+static const rl_param params[P_COUNT] = {
+    [P_LENGTH] = {.key = "length", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
+                  .help = "tokens (0: the model's train_len, the original context)"},
+    [P_ATTENTION_FACTOR] = {.key = "attention_factor", .type = RL_P_BOOL, .def = "true",
+                            .help = "apply the scaled encoding's attention factor (af^2 on the "
+                                    "logits)"},
 };
 
-static uint64_t dist_len(const exp_run *run)
+/* The kind's typed parameters, defaults applied (exp_params_get); length
+ * 0 resolved to the model's train_len. */
+typedef struct dist_params {
+    uint64_t length;
+    int attention_factor;
+} dist_params;
+
+static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *err)
 {
-    uint64_t n = (uint64_t)exp_num(run, "length");
-    return n ? n : run->model.train_len;
+    exp_value v[P_COUNT];
+    rl_status st = exp_params_get("distortion", params, P_COUNT, run, v, err);
+    if (st)
+        return st;
+    p->length = v[P_LENGTH].num ? (uint64_t)v[P_LENGTH].num : run->model.train_len;
+    p->attention_factor = v[P_ATTENTION_FACTOR].num != 0;
+    return RL_OK;
 }
 
 /* The plain RoPE twin of a RoPE-family run encoding. */
-static rl_status plain_rope(const exp_run *run, const rope_freqs *f, pe_encoding **b,
+static rl_status plain_rope(const exp_run *run, uint64_t T, const rope_freqs *f, pe_encoding **b,
                             rl_error *err)
 {
     json_t *p = json_pack("{s:f, s:i, s:s, s:s}", "rope_theta", f->base, "rotary_dim",
@@ -53,7 +67,7 @@ static rl_status plain_rope(const exp_run *run, const rope_freqs *f, pe_encoding
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
     pe_shape shape = {.head_dim = run->model.head_dim, .heads = run->model.heads,
                       .kv_heads = run->model.kv_heads, .seed = run->seed,
-                      .max_positions = dist_len(run)};
+                      .max_positions = T};
     rl_status st = pe_encoding_create("rope", p, &shape, b, err);
     json_decref(p);
     if (st)
@@ -61,11 +75,11 @@ static rl_status plain_rope(const exp_run *run, const rope_freqs *f, pe_encoding
     return st;
 }
 
-static rl_status dist_encodings(const exp_run *run, pe_encoding **a, pe_encoding **b,
+static rl_status dist_encodings(const exp_run *run, uint64_t T, pe_encoding **a, pe_encoding **b,
                                 rl_error *err)
 {
     *a = *b = NULL;
-    rl_status st = exp_encoding_create(run, dist_len(run), a, err);
+    rl_status st = exp_encoding_create(run, T, a, err);
     if (st)
         return st;
     const rope_freqs *f = pe_rope_freqs(*a);
@@ -75,7 +89,7 @@ static rl_status dist_encodings(const exp_run *run, pe_encoding **a, pe_encoding
                      "needs a RoPE-family encoding (type rope or a scaling name such as yarn), "
                      "not '%s'", run->encoding_name, run->encoding_type);
     } else {
-        st = plain_rope(run, f, b, err);
+        st = plain_rope(run, T, f, b, err);
     }
     if (st) {
         pe_encoding_destroy(*a);
@@ -86,13 +100,16 @@ static rl_status dist_encodings(const exp_run *run, pe_encoding **a, pe_encoding
 
 static rl_status dist_check(const exp_run *run, rl_error *err)
 {
-    if (dist_len(run) < 1)
-        return rl_fail(err, RL_ERR_ARG, "length: 0 and the model has no train_len");
-    rl_status st = exp_attn_check(run, 1, dist_len(run), err);
+    dist_params p;
+    rl_status st = dist_params_of(run, &p, err);
     if (st)
         return st;
+    if (p.length < 1)
+        return rl_fail(err, RL_ERR_ARG, "length: 0 and the model has no train_len");
+    if ((st = exp_attn_check(run, 1, p.length, err)))
+        return st;
     pe_encoding *a, *b;
-    st = dist_encodings(run, &a, &b, err);
+    st = dist_encodings(run, p.length, &a, &b, err);
     pe_encoding_destroy(a);
     pe_encoding_destroy(b);
     return st;
@@ -100,17 +117,25 @@ static rl_status dist_check(const exp_run *run, rl_error *err)
 
 static uint64_t dist_bytes(const exp_run *run)
 {
-    uint64_t T = dist_len(run);
+    dist_params p;
+    rl_error err;
+    if (dist_params_of(run, &p, &err))
+        return 0; /* refused by dist_check before any estimate is used */
+    uint64_t T = p.length;
     uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
     uint64_t nb = attn_n_buckets(T);
-    return T * row * (4 + 24 + 24 + 8) + T * run->model.heads * (RL_ATTN_NSTAT + 2 * nb) * 4;
+    return T * row * (4 + 8 + 24 + 8) + T * run->model.heads * (RL_ATTN_NSTAT + 2 * nb) * 4;
 }
 
 static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
 {
     if (!ctx->dev)
         return rl_fail(err, RL_ERR_ARG, "distortion: needs a device");
-    uint64_t T = dist_len(run);
+    dist_params p;
+    rl_status st = dist_params_of(run, &p, err);
+    if (st)
+        return st;
+    uint64_t T = p.length;
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t nb = attn_n_buckets(T);
     pe_encoding *a = NULL, *b = NULL;
@@ -119,18 +144,17 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
     float *bk_a = malloc(T * H * nb * sizeof *bk_a), *bk_b = malloc(T * H * nb * sizeof *bk_b);
-    rl_status st = RL_OK;
     if (!q || !k || !stats || !bk_a || !bk_b) {
         st = rl_fail(err, RL_ERR_NOMEM, "distortion: out of host memory for %llu tokens",
                      (unsigned long long)T);
         goto done;
     }
-    if ((st = dist_encodings(run, &a, &b, err)) ||
+    if ((st = dist_encodings(run, T, &a, &b, err)) ||
         (st = run->data(run->data_user, 'q', T, q, err)) ||
         (st = run->data(run->data_user, 'k', T, k, err)) ||
         (st = exp_attn_engine(ctx, &own, &eng, &have_eng, err)))
         goto done;
-    int no_af = !exp_num(run, "attention_factor");
+    int no_af = !p.attention_factor;
     exp_attn_result r;
     /* Pass 1: scaled (a) paired with plain RoPE (b): KL and a's masses. */
     exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS,

@@ -18,7 +18,7 @@
  * Every pass runs through exp_attn_run: the device transform is verified
  * against the double reference, the entropy of sampled rows against the
  * double CPU attention within (R + 2) eps + 2 E_s (derivation in
- * exp_attn_verify.c / chk_attn.c: fp32 accumulation over N keys); each
+ * exp_attn_verify.c / attn_tol.c: fp32 accumulation over N keys); each
  * statistic's error and tolerance is recorded and any excess fails the run. */
 #include <math.h>
 #include <stdio.h>
@@ -28,27 +28,47 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-static const exp_param params[] = {
-    {.name = "min_len", .type = EXP_P_INT, .min = 1, .max = 1048576, .def_num = 64,
-     .help = "shortest sequence (tokens); lengths double up to max_len"},
-    {.name = "max_len", .type = EXP_P_INT, .min = 1, .max = 1048576, .def_num = 1024,
-     .help = "longest sequence (tokens); also the causal pass's length"},
+enum { P_MIN_LEN, P_MAX_LEN, P_COUNT };
+static const rl_param params[P_COUNT] = {
+    [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
+                   .help = "shortest sequence (tokens); lengths double up to max_len"},
+    [P_MAX_LEN] = {.key = "max_len", .type = RL_P_INT, .min = 1, .max = 1048576,
+                   .def = "1024", .help = "longest sequence (tokens); also the causal pass's length"},
 };
+
+/* The kind's typed parameters, defaults applied (exp_params_get). */
+typedef struct ent_params {
+    uint64_t min_len, max_len;
+} ent_params;
+
+static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
+{
+    exp_value v[P_COUNT];
+    rl_status st = exp_params_get("entropy", params, P_COUNT, run, v, err);
+    if (!st)
+        *p = (ent_params){.min_len = (uint64_t)v[P_MIN_LEN].num,
+                          .max_len = (uint64_t)v[P_MAX_LEN].num};
+    return st;
+}
 
 static rl_status ent_check(const exp_run *run, rl_error *err)
 {
-    return exp_attn_check(run, (uint64_t)exp_num(run, "min_len"), (uint64_t)exp_num(run, "max_len"),
-                          err);
+    ent_params p;
+    rl_status st = ent_params_of(run, &p, err);
+    return st ? st : exp_attn_check(run, p.min_len, p.max_len, err);
 }
 
 static uint64_t ent_bytes(const exp_run *run)
 {
-    uint64_t T = (uint64_t)exp_num(run, "max_len");
+    ent_params p;
+    rl_error err;
+    if (ent_params_of(run, &p, &err))
+        return 0; /* refused by ent_check before any estimate is used */
+    uint64_t T = p.max_len;
     uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
-    /* raw Q/K on host (f32), the reference operands (f32 + f64 bound,
-     * exp_attn.c), reference/bounds (3 f64) while making them, device
-     * copies, stats */
-    return T * row * (4 + 12 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2;
+    /* raw + downloaded transformed Q/K on host (f32), reference/bounds
+     * (3 f64) while checking them, device copies, stats */
+    return T * row * (4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2;
 }
 
 /* Lengths lo, 2 lo, 4 lo, ..., then max_len itself; 0 ends. */
@@ -71,7 +91,11 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
 {
     if (!ctx->dev)
         return rl_fail(err, RL_ERR_ARG, "entropy: needs a device");
-    uint64_t lo = (uint64_t)exp_num(run, "min_len"), T = (uint64_t)exp_num(run, "max_len");
+    ent_params p;
+    rl_status st0 = ent_params_of(run, &p, err);
+    if (st0)
+        return st0;
+    uint64_t lo = p.min_len, T = p.max_len;
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     pe_encoding *e = NULL;
     attn_engine own, *eng = NULL;

@@ -29,25 +29,47 @@
 #include "core/rl_util.h"
 #include "exp/exp.h"
 
-static const exp_param params[] = {
-    {.name = "eval_factor", .type = EXP_P_NUM, .min = 1, .max = 64, .def_num = 2,
-     .help = "extrapolate the fit to eval_factor * train_len"},
-    {.name = "step", .type = EXP_P_INT, .min = 1, .max = 1048576, .def_num = 1,
-     .help = "distance between tabulated integer positions"},
-    {.name = "rcond_exp", .type = EXP_P_INT, .min = 0, .max = 15, .def_num = 0,
-     .help = "rcond = 10^-rcond_exp: singular values below rcond * largest are dropped; 0: "
-             "numpy.linalg.lstsq's default rcond max(L+1, d) * 2^-52"},
-    {.name = "draw", .type = EXP_P_INT, .min = 0, .max = 1000000, .def_num = 0,
-     .help = "which random target set (sweep it for several independent fits)"},
+enum { P_EVAL_FACTOR, P_STEP, P_RCOND_EXP, P_DRAW, P_COUNT };
+static const rl_param params[P_COUNT] = {
+    [P_EVAL_FACTOR] = {.key = "eval_factor", .type = RL_P_NUM, .min = 1, .max = 64,
+                       .def = "2", .help = "extrapolate the fit to eval_factor * train_len"},
+    [P_STEP] = {.key = "step", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "1",
+                .help = "distance between tabulated integer positions"},
+    [P_RCOND_EXP] = {.key = "rcond_exp", .type = RL_P_INT, .min = 0, .max = 15, .def = "0",
+                     .help = "rcond = 10^-rcond_exp: singular values below rcond * largest are "
+                             "dropped; 0: numpy.linalg.lstsq's default rcond max(L+1, d) * "
+                             "2^-52"},
+    [P_DRAW] = {.key = "draw", .type = RL_P_INT, .min = 0, .max = 1000000, .def = "0",
+                .help = "which random target set (sweep it for several independent fits)"},
 };
+
+/* The kind's typed parameters, defaults applied (exp_params_get). */
+typedef struct interp_params {
+    double eval_factor;
+    uint64_t step, draw;
+    uint32_t rcond_exp;
+} interp_params;
+
+static rl_status interp_params_of(const exp_run *run, interp_params *p, rl_error *err)
+{
+    exp_value v[P_COUNT];
+    rl_status st = exp_params_get("interpolation", params, P_COUNT, run, v, err);
+    if (!st)
+        *p = (interp_params){.eval_factor = v[P_EVAL_FACTOR].num,
+                             .step = (uint64_t)v[P_STEP].num,
+                             .draw = (uint64_t)v[P_DRAW].num,
+                             .rcond_exp = (uint32_t)v[P_RCOND_EXP].num};
+    return st;
+}
 
 #define INTERP_MAX_ROWS 65537u
 
 static rl_status interp_check(const exp_run *run, rl_error *err)
 {
     rope_freqs f;
-    rl_status st = exp_rope_freqs(run, 0, &f, err);
-    if (st)
+    interp_params p;
+    rl_status st = interp_params_of(run, &p, err);
+    if (st || (st = exp_rope_freqs(run, 0, &f, err)))
         return st;
     if (run->model.train_len + 1 > INTERP_MAX_ROWS)
         return rl_fail(err, RL_ERR_LIMIT,
@@ -121,8 +143,9 @@ static rl_status interp_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl
 {
     (void)ctx;
     rope_freqs f;
-    rl_status st = exp_rope_freqs(run, 0, &f, err);
-    if (st)
+    interp_params p;
+    rl_status st = interp_params_of(run, &p, err);
+    if (st || (st = exp_rope_freqs(run, 0, &f, err)))
         return st;
     uint32_t L = run->model.train_len, m = L + 1, n = 2 * f.n_pairs;
     double *a = malloc((size_t)m * n * sizeof *a), *v = malloc((size_t)n * n * sizeof *v),
@@ -133,7 +156,7 @@ static rl_status interp_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl
         goto done;
     }
     rl_rng rng;
-    rl_rng_seed(&rng, run->seed + (uint64_t)exp_num(run, "draw") * 0x9E3779B97F4A7C15ull,
+    rl_rng_seed(&rng, run->seed + p.draw * 0x9E3779B97F4A7C15ull,
                 "interpolation/targets");
     for (uint32_t s = 0; s < m; s++)
         y[s] = 2.0 * rl_rng_uniform(&rng) - 1.0;
@@ -151,8 +174,7 @@ static rl_status interp_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl
         sig[k] = sqrt(nn);
         smax = fmax(smax, sig[k]);
     }
-    double rcond = exp_num(run, "rcond_exp") > 0 ? pow(10.0, -exp_num(run, "rcond_exp"))
-                                                 : (m > n ? m : n) * 0x1p-52;
+    double rcond = p.rcond_exp > 0 ? pow(10.0, -(double)p.rcond_exp) : (m > n ? m : n) * 0x1p-52;
     uint32_t rank = 0;
     for (uint32_t k = 0; k < n; k++) {
         if (!(sig[k] > rcond * smax))
@@ -187,8 +209,8 @@ static rl_status interp_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl
     }
 
     const char *c1[] = {"position_s_tokens", "fitted_score", "target"};
-    double eval_max = exp_num(run, "eval_factor") * L, extrap_max = 0, interp_max = 0;
-    uint64_t step = (uint64_t)exp_num(run, "step");
+    double eval_max = p.eval_factor * L, extrap_max = 0, interp_max = 0;
+    uint64_t step = p.step;
     if ((st = exp_sink_table(sink, "extrapolation", 3, c1, err)))
         goto done;
     for (uint64_t s = 0; (double)s <= eval_max && !st; s += step) {

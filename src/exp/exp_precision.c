@@ -13,25 +13,50 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "check/chk.h"
+#include "verify/vf.h"
 #include "exp/exp.h"
 
-static const exp_param params[] = {
-    {.name = "tokens", .type = EXP_P_INT, .min = 1, .max = 16777216, .def_num = 64,
-     .help = "rows (positions) rotated"},
-    {.name = "max_pos_log2", .type = EXP_P_INT, .min = 0, .max = 24, .def_num = 20,
-     .help = "largest position is 2^max_pos_log2 (fp32 positions are exact up to 2^24)"},
+enum { P_TOKENS, P_MAX_POS_LOG2, P_COUNT };
+static const rl_param params[P_COUNT] = {
+    [P_TOKENS] = {.key = "tokens", .type = RL_P_INT, .min = 1, .max = 16777216, .def = "64",
+                  .help = "rows (positions) rotated"},
+    [P_MAX_POS_LOG2] = {.key = "max_pos_log2", .type = RL_P_INT, .min = 0, .max = 24,
+                        .def = "20",
+                        .help = "largest position is 2^max_pos_log2 (fp32 positions are exact "
+                                "up to 2^24)"},
 };
+
+/* The kind's typed parameters, defaults applied (exp_params_get). */
+typedef struct precision_params {
+    uint64_t tokens;
+    uint32_t max_pos_log2;
+} precision_params;
+
+static rl_status precision_params_of(const exp_run *run, precision_params *p, rl_error *err)
+{
+    exp_value v[P_COUNT];
+    rl_status st = exp_params_get("precision", params, P_COUNT, run, v, err);
+    if (!st)
+        *p = (precision_params){.tokens = (uint64_t)v[P_TOKENS].num,
+                                .max_pos_log2 = (uint32_t)v[P_MAX_POS_LOG2].num};
+    return st;
+}
 
 static rl_status precision_check(const exp_run *run, rl_error *err)
 {
     rope_freqs f;
-    return exp_rope_freqs(run, (uint64_t)exp_num(run, "tokens"), &f, err);
+    precision_params p;
+    rl_status st = precision_params_of(run, &p, err);
+    return st ? st : exp_rope_freqs(run, p.tokens, &f, err);
 }
 
 static uint64_t precision_bytes(const exp_run *run)
 {
-    uint64_t n = (uint64_t)exp_num(run, "tokens") * run->model.heads * run->model.head_dim;
+    precision_params p;
+    rl_error err;
+    if (precision_params_of(run, &p, &err))
+        return 0; /* refused by precision_check before any estimate is used */
+    uint64_t n = p.tokens * run->model.heads * run->model.head_dim;
     /* host: x, y (f32), ref, bound, scale (f64); device: x, y */
     return n * (4 + 4 + 8 + 8 + 8) + n * 8;
 }
@@ -48,13 +73,14 @@ static uint32_t row_pos(uint64_t t, uint64_t T, uint32_t L)
 static rl_status precision_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
 {
     rope_freqs f;
+    precision_params p;
     rl_status st;
-    if ((st = exp_rope_freqs(run, (uint64_t)exp_num(run, "tokens"), &f, err)))
+    if ((st = precision_params_of(run, &p, err)) || (st = exp_rope_freqs(run, p.tokens, &f, err)))
         return st;
     if (!ctx->dev)
         return rl_fail(err, RL_ERR_ARG, "precision: needs a device");
-    uint64_t T = (uint64_t)exp_num(run, "tokens");
-    uint32_t L = (uint32_t)exp_num(run, "max_pos_log2"), H = run->model.heads;
+    uint64_t T = p.tokens;
+    uint32_t L = p.max_pos_log2, H = run->model.heads;
     if ((st = rope_gpu_check_shape(ctx->dev, &f, T, H, err)))
         return st;
     uint64_t row = (uint64_t)H * f.head_dim, n = T * row;
@@ -82,8 +108,9 @@ static rl_status precision_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink,
         goto done;
     rope_ref_apply(&f, x, pos, T, H, ref);
     rope_error_bounds(&f, x, pos, T, H, bound, scale);
-    chk_stats s;
-    chk_compare(y, ref, bound, scale, n, &s);
+    vf_stats s;
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &s);
+    vf_set_guard(&s, guard_ok);
     const char *cols[] = {"position", "max_abs_error", "bound", "error_over_bound"};
     if ((st = exp_sink_table(sink, "precision", 4, cols, err)))
         goto done;
@@ -109,7 +136,7 @@ static rl_status precision_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink,
     exp_sink_metric(sink, "worst_error_over_bound", s.worst_ratio);
     exp_sink_metric(sink, "nmse", s.nmse);
     exp_sink_metric(sink, "gpu_ms", gpu_ns >= 0 ? gpu_ns * 1e-6 : NAN);
-    int pass = s.pass && guard_ok;
+    int pass = s.pass;
     char what[96];
     snprintf(what, sizeof what, "rotated q: device (%s angles) vs double reference",
              rope_precision_name(f.precision));
@@ -120,11 +147,12 @@ static rl_status precision_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink,
                  ? "per element: s*M*(|phi|*2^-23 + 2^-11) + 4 ulp(s*M), M = |x_a|+|x_b|"
                  : "per element: 4 ulp(s*M), M = |x_a|+|x_b|",
              s.max_abs);
-    exp_sink_verify(sink, what, s.err_at_worst, s.bound_at_worst, pass, detail);
+    exp_sink_verify_stats(sink, what, &s, detail);
     if (!pass)
         st = rl_fail(err, RL_ERR_MISMATCH,
                      "precision: %zu of %zu elements over bound (first at %zu, worst error/bound "
-                     "%.3g)%s", s.n_over + s.n_nonfinite, s.n, s.first_bad, s.worst_ratio,
+                     "%.3g, NMSE %.3g, gate %.3g)%s", s.n_over + s.n_nonfinite, s.n,
+                     s.first_bad, s.worst_ratio, s.nmse, s.nmse_gate,
                      guard_ok ? "" : "; kernel wrote past its output");
 done:
     if (have_kernel)

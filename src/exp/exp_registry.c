@@ -1,29 +1,20 @@
-/* exp_registry.c — the experiment kinds, one line each, and helpers. */
+/* exp_registry.c — the experiment kinds (listed once, in src/exp/meson.build)
+ * and their shared helpers. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "exp/exp.h"
+#include "exp/exp_kinds.h" /* generated from src/exp/meson.build */
 #include "pe/pe.h"
 
-extern const exp_kind exp_kind_decay;
-extern const exp_kind exp_kind_precision;
-extern const exp_kind exp_kind_invariance;
-extern const exp_kind exp_kind_coverage;
-extern const exp_kind exp_kind_interpolation;
-extern const exp_kind exp_kind_entropy;
-extern const exp_kind exp_kind_retrieval;
-extern const exp_kind exp_kind_distortion;
-
-static const exp_kind *const kinds[] = {
-    &exp_kind_decay,
-    &exp_kind_precision,
-    &exp_kind_invariance,
-    &exp_kind_coverage,
-    &exp_kind_interpolation,
-    &exp_kind_entropy,
-    &exp_kind_retrieval,
-    &exp_kind_distortion,
-};
+/* The registry, generated from the one list in src/exp/meson.build. */
+#define X(name) extern const exp_kind exp_kind_##name;
+EXP_KIND_LIST(X)
+#undef X
+#define X(name) &exp_kind_##name,
+static const exp_kind *const kinds[] = {EXP_KIND_LIST(X)};
+#undef X
 
 const exp_kind *const *exp_kinds(size_t *n)
 {
@@ -39,16 +30,20 @@ const exp_kind *exp_find(const char *name)
     return NULL;
 }
 
-double exp_num(const exp_run *run, const char *name)
+rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const exp_run *run,
+                         exp_value *out, rl_error *err)
 {
-    const json_t *v = json_object_get(run->params, name);
-    return json_is_number(v) ? json_number_value(v) : json_is_true(v) ? 1.0 : 0.0;
-}
-
-const char *exp_str(const exp_run *run, const char *name)
-{
-    const char *s = json_string_value(json_object_get(run->params, name));
-    return s ? s : "";
+    json_t *res = NULL;
+    rl_status st = rl_params_resolve(kind, ps, n, run->params, &res, err);
+    if (st)
+        return st;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_object_get(res, ps[i].key);
+        out[i].num = json_is_number(v) ? json_number_value(v) : json_is_true(v) ? 1.0 : 0.0;
+        snprintf(out[i].str, sizeof out[i].str, "%s", json_is_string(v) ? json_string_value(v) : "");
+    }
+    json_decref(res);
+    return RL_OK;
 }
 
 rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, pe_encoding **e,
@@ -98,4 +93,12 @@ rl_status exp_rope_freqs(const exp_run *run, uint64_t seq_len, rope_freqs *f, rl
                      run->encoding_name, run->encoding_type);
     pe_encoding_destroy(e);
     return st;
+}
+
+const char *exp_kind_names(void)
+{
+#define X(name) ", " #name
+    static const char names[] = EXP_KIND_LIST(X);
+#undef X
+    return names + 2;
 }

@@ -33,24 +33,52 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-static const char *const distractor_choices[] = {"data", "gaussian", "none", NULL};
-
-static const exp_param params[] = {
-    {.name = "min_len", .type = EXP_P_INT, .min = 4, .max = 1048576, .def_num = 256,
-     .help = "shortest sequence (tokens); lengths double up to max_len"},
-    {.name = "max_len", .type = EXP_P_INT, .min = 4, .max = 1048576, .def_num = 2048,
-     .help = "longest sequence (tokens)"},
-    {.name = "similarity", .type = EXP_P_NUM, .min = -1, .max = 1, .def_num = 1,
-     .help = "cosine between the needle (before noise) and its query"},
-    {.name = "needle_scale", .type = EXP_P_NUM, .min = 0, .max = 1e4, .def_num = 1,
-     .help = "needle norm relative to the query's"},
-    {.name = "noise", .type = EXP_P_NUM, .min = 0, .max = 1e4, .def_num = 0,
-     .help = "standard deviation of the gaussian noise added to each needle element"},
-    {.name = "distractors", .type = EXP_P_STR, .def_str = "gaussian",
-     .choices = distractor_choices, .help = "other keys: data source k, gaussian or none (zero)"},
-    {.name = "distractor_scale", .type = EXP_P_NUM, .min = 0, .max = 1e4, .def_num = 1,
-     .help = "gaussian distractors: standard deviation per element"},
+enum {
+    P_MIN_LEN, P_MAX_LEN, P_SIMILARITY, P_NEEDLE_SCALE, P_NOISE, P_DISTRACTORS,
+    P_DISTRACTOR_SCALE, P_COUNT
 };
+static const rl_param params[P_COUNT] = {
+    [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 4, .max = 1048576, .def = "256",
+                   .help = "shortest sequence (tokens); lengths double up to max_len"},
+    [P_MAX_LEN] = {.key = "max_len", .type = RL_P_INT, .min = 4, .max = 1048576,
+                   .def = "2048", .help = "longest sequence (tokens)"},
+    [P_SIMILARITY] = {.key = "similarity", .type = RL_P_NUM, .min = -1, .max = 1, .def = "1",
+                      .help = "cosine between the needle (before noise) and its query"},
+    [P_NEEDLE_SCALE] = {.key = "needle_scale", .type = RL_P_NUM, .min = 0, .max = 1e4,
+                        .def = "1", .help = "needle norm relative to the query's"},
+    [P_NOISE] = {.key = "noise", .type = RL_P_NUM, .min = 0, .max = 1e4, .def = "0",
+                 .help = "standard deviation of the gaussian noise added to each needle element"},
+    [P_DISTRACTORS] = {.key = "distractors", .type = RL_P_ENUM, .def = "\"gaussian\"",
+                       .choices = "data|gaussian|none",
+                       .help = "other keys: data source k, gaussian or none (zero)"},
+    [P_DISTRACTOR_SCALE] = {.key = "distractor_scale", .type = RL_P_NUM, .min = 0, .max = 1e4,
+                            .def = "1",
+                            .help = "gaussian distractors: standard deviation per element"},
+};
+
+/* The kind's typed parameters, defaults applied (exp_params_get). */
+typedef struct ret_params {
+    uint64_t min_len, max_len;
+    double similarity, needle_scale, noise, distractor_scale;
+    char distractors[64];
+} ret_params;
+
+static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
+{
+    exp_value v[P_COUNT];
+    rl_status st = exp_params_get("retrieval", params, P_COUNT, run, v, err);
+    if (!st) {
+        *p = (ret_params){.min_len = (uint64_t)v[P_MIN_LEN].num,
+                          .max_len = (uint64_t)v[P_MAX_LEN].num,
+                          .similarity = v[P_SIMILARITY].num,
+                          .needle_scale = v[P_NEEDLE_SCALE].num,
+                          .noise = v[P_NOISE].num,
+                          .distractor_scale = v[P_DISTRACTOR_SCALE].num};
+        snprintf(p->distractors, sizeof p->distractors, "%s", v[P_DISTRACTORS].str);
+    }
+    return st;
+}
+
 
 static uint64_t next_len(uint64_t N, uint64_t T)
 {
@@ -73,28 +101,33 @@ static uint32_t distances(uint64_t N, uint64_t *r)
 
 static rl_status ret_check(const exp_run *run, rl_error *err)
 {
-    return exp_attn_check(run, (uint64_t)exp_num(run, "min_len"), (uint64_t)exp_num(run, "max_len"),
-                          err);
+    ret_params p;
+    rl_status st = ret_params_of(run, &p, err);
+    return st ? st : exp_attn_check(run, p.min_len, p.max_len, err);
 }
 
 static uint64_t ret_bytes(const exp_run *run)
 {
-    uint64_t T = (uint64_t)exp_num(run, "max_len");
+    ret_params p;
+    rl_error err;
+    if (ret_params_of(run, &p, &err))
+        return 0; /* refused by ret_check before any estimate is used */
+    uint64_t T = p.max_len;
     uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
-    return T * row * (4 + 4 + 12 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 + T * 9;
+    return T * row * (4 + 4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 + T * 9;
 }
 
 /* Builds keys for length N: distractors, then needles; fills target[] and
  * dist_idx[] (-1: query not scored). q: [T][H][D] (group heads equal). */
-static void build_keys(const exp_run *run, uint64_t N, const float *q, const float *kdata,
+static void build_keys(const exp_run *run, const ret_params *p, uint64_t N, const float *q, const float *kdata,
                        float *k, uint32_t *target, int *dist_idx, const uint64_t *r, uint32_t m,
                        rl_rng *rng)
 {
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t G = H / KV;
-    const char *dist = exp_str(run, "distractors");
-    double sim = exp_num(run, "similarity"), ns = exp_num(run, "needle_scale"),
-           noise = exp_num(run, "noise"), dsc = exp_num(run, "distractor_scale");
+    const char *dist = p->distractors;
+    double sim = p->similarity, ns = p->needle_scale, noise = p->noise,
+           dsc = p->distractor_scale;
     for (uint64_t i = 0; i < N * KV * D; i++)
         k[i] = !strcmp(dist, "data")       ? kdata[i]
                : !strcmp(dist, "gaussian") ? (float)(dsc * rl_rng_normal(rng))
@@ -153,10 +186,14 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
 {
     if (!ctx->dev)
         return rl_fail(err, RL_ERR_ARG, "retrieval: needs a device");
-    uint64_t lo = (uint64_t)exp_num(run, "min_len"), T = (uint64_t)exp_num(run, "max_len");
+    ret_params p;
+    rl_status st0 = ret_params_of(run, &p, err);
+    if (st0)
+        return st0;
+    uint64_t lo = p.min_len, T = p.max_len;
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t G = H / KV, L = run->model.train_len;
-    int use_data = !strcmp(exp_str(run, "distractors"), "data");
+    int use_data = !strcmp(p.distractors, "data");
     float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
     float *kdata = use_data ? malloc(T * KV * D * sizeof *kdata) : NULL;
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
@@ -199,7 +236,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         e = NULL;
         if ((st = exp_encoding_create(run, N, &e, err)))
             goto done;
-        build_keys(run, N, q, kdata, k, target, dist_idx, r, m, &rng);
+        build_keys(run, &p, N, q, kdata, k, target, dist_idx, r, m, &rng);
         exp_attn_io io = {.tokens = N, .q = q, .k = k, .target = target, .causal = 1,
                           .flags = ATTN_ARGMAX | ATTN_TARGET};
         attn_outputs out = {.stats = stats};

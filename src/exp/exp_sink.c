@@ -105,6 +105,20 @@ void exp_sink_metric(exp_sink *s, const char *name, double value)
     json_object_set_new(s->metrics, name, isfinite(value) ? json_real(value) : json_null());
 }
 
+int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, const char *detail)
+{
+    if (!v->pass)
+        s->failed_verification = 1;
+    json_t *nm = isfinite(v->nmse) ? json_real(v->nmse) : json_null();
+    json_t *gt = isfinite(v->nmse_gate) ? json_real(v->nmse_gate) : json_null();
+    json_array_append_new(
+        s->verification,
+        json_pack("{s:s,s:f,s:f,s:o,s:o,s:b,s:s}", "what", what, "max_error",
+                  isfinite(v->err_at_worst) ? v->err_at_worst : -1.0, "bound", v->bound_at_worst,
+                  "nmse", nm, "nmse_gate", gt, "pass", v->pass, "detail", detail ? detail : ""));
+    return v->pass;
+}
+
 void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bound, int pass,
                      const char *detail)
 {

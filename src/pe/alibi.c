@@ -13,9 +13,9 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"bidirectional", PE_BOOL, "false", 0, 0, NULL,
+    {"bidirectional", RL_P_BOOL, "false", 0, 0, NULL,
      "false: -m (i - j) for causal attention; true: -m |i - j|"},
-    {"max_bias", PE_NUM, "8.0", 1e-6, 1024, NULL,
+    {"max_bias", RL_P_NUM, "8.0", 1e-6, 1024, NULL,
      "slopes are 2^(-max_bias k / n) (8 in the paper)"},
 };
 
@@ -62,14 +62,16 @@ static double bias_ref(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t
     return -s->slope[h] * d;
 }
 
-/* GPU: -fl(m) * float(d): d is exact (|d| < 2^24), fl(m) is off by at most
- * 2^-24 relative, the product rounds by half an ulp: |err| <= |b| 2^-24 +
- * ulp(|b|)/2 <= 2 ulp32(|b|) (|b| 2^-24 <= ulp32(b)). */
+/* GPU: -fl(m) * float(d): d is exact (|d| < 2^24), fl(m) = m (1 + d1) and
+ * the (correctly rounded) product fl(m) d (1 + d2), |d1|, |d2| <= u = 2^-24:
+ * |err| <= ((1 + u)^2 - 1) |b| = (2u + u^2) |b|, two roundings of the value
+ * (the attention tolerance's 3 u B holds them; see attn_tol.c). */
 static double bias_bound(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok,
                          int64_t qpos, int64_t kpos, const float *q_i, const float *k_j)
 {
+    const double u = 0x1p-24;
     double b = fabs(bias_ref(e, h, qtok, ktok, qpos, kpos, q_i, k_j));
-    return b == 0 ? 0 : 2 * rl_ulp32(b);
+    return (2 * u + u * u) * b;
 }
 
 static rl_status bias_gpu_create(rlvk_device *dev, const pe_encoding *e, const float *q,
@@ -103,13 +105,19 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case bias_checks[] = {
+    {"alibi/causal", "{}", 48, 8, 8, 64, 0, 1},
+    {"alibi/bidir", "{\"bidirectional\": true}", 48, 12, 12, 64, 0, 0},
+};
+
 const pe_family pe_family_alibi = {
     .name = "alibi",
     .title = "attention with linear biases",
     .paper = "Press et al. 2022, Train Short, Test Long: Attention with Linear Biases Enables "
              "Input Length Extrapolation, ICLR, arXiv:2108.12409",
     .acts = PE_ACTS_LOGITS,
-    .bias_variant = "alibi",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = -m_h*(i - j) (causal) or -m_h*|i - j|; m_h = 2^(-8(h+1)/n), "
@@ -122,4 +130,6 @@ const pe_family pe_family_alibi = {
         .bias_gpu_create = bias_gpu_create,
         .inspect = inspect,
     },
+    .bias_checks = bias_checks,
+    .n_bias_checks = RL_ARRAY_LEN(bias_checks),
 };

@@ -17,13 +17,13 @@
 enum { BEYOND_ERROR = 0, BEYOND_CLAMP = 1, BEYOND_WRAP = 2 };
 
 static const pe_param params[] = {
-    {"path", PE_STR, "\"\"", 0, 0, NULL,
+    {"path", RL_P_STR, "\"\"", 0, 0, NULL,
      ".npy table [max_positions, head_dim] (float32/float16); empty: seeded N(0, sigma^2)"},
-    {"max_positions", PE_INT, "0", 0, 16777216, NULL,
+    {"max_positions", RL_P_INT, "0", 0, 16777216, NULL,
      "rows of the table; 0: 2048 when seeded, the file's rows with path"},
-    {"sigma", PE_NUM, "0.02", 0, 1e6, NULL, "standard deviation of the seeded table"},
-    {"alpha", PE_NUM, "1.0", -1e6, 1e6, NULL, "scale of the added row (q' = q + alpha*T[pos])"},
-    {"beyond", PE_ENUM, "\"error\"", 0, 0, "error|clamp|wrap",
+    {"sigma", RL_P_NUM, "0.02", 0, 1e6, NULL, "standard deviation of the seeded table"},
+    {"alpha", RL_P_NUM, "1.0", -1e6, 1e6, NULL, "scale of the added row (q' = q + alpha*T[pos])"},
+    {"beyond", RL_P_ENUM, "\"error\"", 0, 0, "error|clamp|wrap",
      "positions >= max_positions: refuse, use the last row, or wrap around"},
 };
 
@@ -103,11 +103,13 @@ static rl_status create(pe_encoding *e, rl_error *err)
             s->table[i] = (float)(sigma * rl_rng_normal(&rng));
     }
     pe_param_set_int(e, "max_positions", s->rows);
-    if (s->policy == BEYOND_ERROR && sh->max_positions >= s->rows)
+    /* max_positions of the shape is a count: positions 0 .. max_positions - 1,
+     * so a table of exactly N rows serves an N-token run. */
+    if (s->policy == BEYOND_ERROR && sh->max_positions > s->rows)
         return rl_fail(err, RL_ERR_ARG,
-                       "learned: positions up to %llu need more than the table's %u rows "
+                       "learned: positions 0..%llu need more than the table's %u rows "
                        "(max_positions); set beyond=clamp or beyond=wrap to study that",
-                       (unsigned long long)sh->max_positions, s->rows);
+                       (unsigned long long)sh->max_positions - 1, s->rows);
     return RL_OK;
 }
 
@@ -197,12 +199,19 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case vec_checks[] = {
+    {"learned/wrap", "{\"beyond\": \"wrap\", \"max_positions\": 1000}", 33, 4, 0, 64, 0, 1},
+    {"learned/error", "{}", 257, 2, 0, 128, 11, 0},
+    {"learned/clamp", "{\"beyond\": \"clamp\", \"max_positions\": 512}", 64, 8, 0, 32, 0, 0},
+};
+
 const pe_family pe_family_learned = {
     .name = "learned",
     .title = "learned absolute position table, added to q and k",
     .paper = "Devlin et al. 2019 (BERT), arXiv:1810.04805; Radford et al. 2019 (GPT-2)",
     .acts = PE_ACTS_VECTORS,
-    .bias_variant = "none",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "q' = q + alpha*T[i], k' = k + alpha*T[j]; T [max_positions][head_dim]",
@@ -217,4 +226,6 @@ const pe_family pe_family_learned = {
         .vec_gpu_destroy = pe_add_destroy,
         .inspect = inspect,
     },
+    .vec_checks = vec_checks,
+    .n_vec_checks = RL_ARRAY_LEN(vec_checks),
 };

@@ -9,22 +9,20 @@
 #include <string.h>
 
 #include "core/rl_npy.h"
+#include "verify/vf.h"
 #include "pe_add.spv.h"
+#include "pe/pe_families.h" /* generated from src/pe/meson.build */
 #include "rl_push.h"
 
-extern const pe_family pe_family_nope, pe_family_rope, pe_family_sinusoidal,
-    pe_family_learned, pe_family_t5, pe_family_alibi, pe_family_xl;
-
-/* The registry. Adding an encoding = one src/pe/<name>.c + one line here. */
-static const pe_family *const families[] = {
-    &pe_family_nope,
-    &pe_family_rope,
-    &pe_family_sinusoidal,
-    &pe_family_learned,
-    &pe_family_t5,
-    &pe_family_alibi,
-    &pe_family_xl,
-};
+/* The registry, generated from the one list in src/pe/meson.build (adding
+ * an encoding = one src/pe/<name>.c defining pe_family_<name> + one line
+ * there). */
+#define X(name) extern const pe_family pe_family_##name;
+PE_FAMILY_LIST(X)
+#undef X
+#define X(name) &pe_family_##name,
+static const pe_family *const families[] = {PE_FAMILY_LIST(X)};
+#undef X
 
 struct pe_encoding {
     const pe_family *fam;
@@ -50,141 +48,22 @@ const pe_family *pe_family_find(const char *name)
 
 const char *pe_family_names(void)
 {
-    return "nope, rope, sinusoidal, learned, t5, alibi, xl";
+    /* ", nope, rope, ..." at compile time from the same list; skip the first ", ". */
+#define X(name) ", " #name
+    static const char names[] = PE_FAMILY_LIST(X);
+#undef X
+    return names + 2;
 }
 
-const char *pe_ptype_name(pe_ptype t)
+const char *pe_bias_variant(const pe_family *fam)
 {
-    switch (t) {
-    case PE_INT: return "int";
-    case PE_NUM: return "number";
-    case PE_BOOL: return "bool";
-    case PE_STR: return "string";
-    case PE_ENUM: return "enum";
-    case PE_JSON: return "json";
-    }
-    return "?";
-}
-
-/* ---- parameters ---------------------------------------------------------- */
-
-static rl_status check_value(const pe_family *fam, const pe_param *p, json_t *v, json_t **out,
-                             rl_error *err)
-{
-    switch (p->type) {
-    case PE_JSON:
-        *out = json_deep_copy(v);
-        return *out ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
-    case PE_INT: {
-        double x;
-        if (json_is_integer(v))
-            x = (double)json_integer_value(v);
-        else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)))
-            x = json_real_value(v);
-        else
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be an integer", fam->name, p->key);
-        if (x < p->min)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g is below the minimum %.17g", fam->name,
-                           p->key, x, p->min);
-        if (x > p->max)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g exceeds the maximum %.17g", fam->name,
-                           p->key, x, p->max);
-        *out = json_integer((json_int_t)x);
-        return RL_OK;
-    }
-    case PE_NUM: {
-        if (!json_is_number(v))
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be a number", fam->name, p->key);
-        double x = json_number_value(v);
-        if (!isfinite(x) || x < p->min)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g is below the minimum %.17g", fam->name,
-                           p->key, x, p->min);
-        if (x > p->max)
-            return rl_fail(err, RL_ERR_ARG, "%s: %s %.17g exceeds the maximum %.17g", fam->name,
-                           p->key, x, p->max);
-        *out = json_real(x);
-        return RL_OK;
-    }
-    case PE_BOOL:
-        if (!json_is_boolean(v))
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be true or false", fam->name, p->key);
-        *out = json_boolean(json_is_true(v));
-        return RL_OK;
-    case PE_STR:
-        if (!json_is_string(v))
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be a string", fam->name, p->key);
-        *out = json_string(json_string_value(v));
-        return RL_OK;
-    case PE_ENUM: {
-        if (!json_is_string(v))
-            return rl_fail(err, RL_ERR_ARG, "%s: %s must be one of %s", fam->name, p->key,
-                           p->choices);
-        const char *s = json_string_value(v), *c = p->choices;
-        size_t n = strlen(s);
-        while (c && *c) {
-            const char *bar = strchr(c, '|');
-            size_t len = bar ? (size_t)(bar - c) : strlen(c);
-            if (len == n && strncmp(c, s, n) == 0) {
-                *out = json_string(s);
-                return RL_OK;
-            }
-            c = bar ? bar + 1 : NULL;
-        }
-        return rl_fail(err, RL_ERR_ARG, "%s: %s '%s' is not one of %s", fam->name, p->key, s,
-                       p->choices);
-    }
-    }
-    return rl_fail(err, RL_ERR_ARG, "%s: %s has an unknown type", fam->name, p->key);
+    return (fam->acts & PE_ACTS_LOGITS) ? fam->name : "none";
 }
 
 rl_status pe_params_resolve(const pe_family *fam, const json_t *params, json_t **out,
                             rl_error *err)
 {
-    *out = NULL;
-    if (params && !json_is_object(params))
-        return rl_fail(err, RL_ERR_ARG, "%s: parameters must be a JSON object", fam->name);
-    if (params) {
-        const char *key;
-        json_t *v;
-        json_object_foreach((json_t *)params, key, v) {
-            size_t i = 0;
-            while (i < fam->n_params && strcmp(fam->params[i].key, key) != 0)
-                i++;
-            if (i == fam->n_params) {
-                char known[512] = "";
-                size_t n = 0;
-                for (size_t k = 0; k < fam->n_params && n < sizeof known; k++)
-                    n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", k ? ", " : "",
-                                          fam->params[k].key);
-                return rl_fail(err, RL_ERR_ARG, "%s: unknown parameter '%s' (known: %s)",
-                               fam->name, key, fam->n_params ? known : "none");
-            }
-        }
-    }
-    json_t *res = json_object();
-    if (!res)
-        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
-    for (size_t i = 0; i < fam->n_params; i++) {
-        const pe_param *p = &fam->params[i];
-        json_t *v = params ? json_object_get(params, p->key) : NULL;
-        json_t *def = NULL;
-        if (!v || json_is_null(v)) {
-            json_error_t je;
-            def = json_loads(p->def, JSON_DECODE_ANY, &je);
-            assert(def && "pe_param default must be valid JSON");
-            v = def;
-        }
-        json_t *val = NULL;
-        rl_status st = check_value(fam, p, v, &val, err);
-        json_decref(def);
-        if (st) {
-            json_decref(res);
-            return st;
-        }
-        json_object_set_new(res, p->key, val);
-    }
-    *out = res;
-    return RL_OK;
+    return rl_params_resolve(fam->name, fam->params, fam->n_params, params, out, err);
 }
 
 rl_status pe_set_parse(json_t *obj, const char *kv, rl_error *err)
@@ -426,9 +305,6 @@ void pe_vec_gpu_destroy(pe_vec_gpu *g)
     g->impl = NULL;
 }
 
-#define PE_GUARD_WORDS 64
-#define PE_GUARD_BITS 0x7fc0beefu
-
 rl_status pe_vec_gpu_apply(rlvk_device *dev, pe_vec_gpu *g, const float *x, const uint32_t *pos,
                            uint64_t tokens, float *y, int *guard_ok, rl_error *err)
 {
@@ -436,28 +312,20 @@ rl_status pe_vec_gpu_apply(rlvk_device *dev, pe_vec_gpu *g, const float *x, cons
     if (st)
         return st;
     uint64_t n = tokens * g->heads * g->e->shape.head_dim, bytes = n * sizeof(float);
-    uint64_t gbytes = PE_GUARD_WORDS * sizeof(uint32_t);
-    uint32_t gin[PE_GUARD_WORDS], gout[PE_GUARD_WORDS];
-    for (int i = 0; i < PE_GUARD_WORDS; i++)
-        gin[i] = PE_GUARD_BITS;
     rlvk_buffer bx = {0}, by = {0}, bp = {0};
     rlvk_cmd cmd = {0};
-    if ((st = rlvk_check_buffer_size(dev, bytes + gbytes, "the Q/K tensor", err)) ||
+    if ((st = rlvk_check_buffer_size(dev, bytes + VF_GUARD_BYTES, "the Q/K tensor", err)) ||
         (st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
-        (st = rlvk_buffer_create(dev, bytes + gbytes, "y", &by, err)) ||
+        (st = vf_guarded_create(dev, bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, tokens * sizeof(uint32_t), "positions", &bp, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
-        (st = rlvk_buffer_upload(dev, &by, bytes, gin, gbytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)) ||
         (st = pe_vec_gpu_prepare(g, pos, tokens, err)) ||
         (st = rlvk_cmd_begin(dev, 2, &cmd, err)) ||
         (st = pe_vec_gpu_record(&cmd, g, &bx, &by, &bp, tokens, err)) ||
         (st = rlvk_cmd_submit_wait(&cmd, err)) ||
-        (st = rlvk_buffer_download(dev, &by, 0, y, bytes, err)) ||
-        (st = rlvk_buffer_download(dev, &by, bytes, gout, gbytes, err)))
+        (st = vf_guarded_download(dev, &by, bytes, y, guard_ok, err)))
         goto done;
-    if (guard_ok)
-        *guard_ok = memcmp(gin, gout, sizeof gin) == 0;
 done:
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &bp);
@@ -541,7 +409,7 @@ rl_status pe_bias_gpu_create(rlvk_device *dev, const pe_encoding *e, const float
                              uint32_t head_dim, pe_bias_gpu *out, rl_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->variant = e->fam->bias_variant;
+    out->variant = pe_bias_variant(e->fam);
     if (heads != e->shape.heads || (kv_heads ? kv_heads : heads) != e->shape.kv_heads ||
         head_dim != e->shape.head_dim)
         return rl_fail(err, RL_ERR_ARG,
@@ -570,15 +438,31 @@ double pe_bias_ref(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t kto
     return e->fam->ops.bias_ref ? e->fam->ops.bias_ref(e, h, qtok, ktok, qpos, kpos, q_i, k_j) : 0.0;
 }
 
+/* q_i and k_j of (h, qtok, ktok) in the raw arrays of ctx. */
+static void bias_operands(const pe_bias_ref_ctx *c, uint32_t h, uint64_t qtok, uint64_t ktok,
+                          const float **qi, const float **kj)
+{
+    const pe_shape *s = &c->e->shape;
+    *qi = c->q ? c->q + (qtok * s->heads + h) * s->head_dim : NULL;
+    *kj = c->k ? c->k + (ktok * s->kv_heads + h / (s->heads / s->kv_heads)) * s->head_dim : NULL;
+}
+
 double pe_bias_ref_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
                       int64_t kpos)
 {
     const pe_bias_ref_ctx *c = ctx;
-    const pe_shape *s = &c->e->shape;
-    const float *qi = c->q ? c->q + (qtok * s->heads + h) * s->head_dim : NULL;
-    const float *kj =
-        c->k ? c->k + (ktok * s->kv_heads + h / (s->heads / s->kv_heads)) * s->head_dim : NULL;
+    const float *qi, *kj;
+    bias_operands(c, h, qtok, ktok, &qi, &kj);
     return pe_bias_ref(c->e, h, qtok, ktok, qpos, kpos, qi, kj);
+}
+
+double pe_bias_bound_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                        int64_t kpos)
+{
+    const pe_bias_ref_ctx *c = ctx;
+    const float *qi, *kj;
+    bias_operands(c, h, qtok, ktok, &qi, &kj);
+    return pe_bias_bound(c->e, h, qtok, ktok, qpos, kpos, qi, kj);
 }
 
 double pe_bias_bound(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok,

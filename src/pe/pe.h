@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/rl_param.h"
 #include "core/rl_status.h"
 #include "core/rl_util.h"
 #include "vk/rlvk.h"
@@ -37,22 +38,9 @@
 /* What an encoding acts on (bit set). */
 enum { PE_ACTS_VECTORS = 1, PE_ACTS_LOGITS = 2 };
 
-/* PE_JSON: any JSON value (lists, or keys whose default depends on other
- * keys, default "null"), validated by the family's create() — which must
- * name the key in its errors. */
-typedef enum pe_ptype { PE_INT, PE_NUM, PE_BOOL, PE_STR, PE_ENUM, PE_JSON } pe_ptype;
-
-/* One declared parameter. Absent or JSON null means the default; any given
- * value is taken literally and validated (numbers against [min, max],
- * enums against `choices`, "a|b|c"). */
-typedef struct pe_param {
-    const char *key;
-    pe_ptype type;
-    const char *def;       /* default as JSON text: "32", "true", "\"error\"" */
-    double min, max;       /* PE_INT / PE_NUM: inclusive range */
-    const char *choices;   /* PE_ENUM: "error|clamp|wrap" */
-    const char *help;
-} pe_param;
+/* Parameters are the house schema (core/rl_param.h): one type and one
+ * validator for encodings, experiment kinds and runner sections. */
+typedef rl_param pe_param;
 
 /* The model shape an encoding is created for. */
 typedef struct pe_shape {
@@ -60,7 +48,8 @@ typedef struct pe_shape {
     uint32_t heads;          /* 0: 1 */
     uint32_t kv_heads;       /* 0: heads; must divide heads */
     uint64_t seed;           /* of random tables; 0: 1 */
-    uint64_t max_positions;  /* largest position the caller will use; 0: unknown */
+    uint64_t max_positions;  /* positions the caller will use are 0 .. max_positions - 1
+                                (a count, e.g. the sequence length); 0: unknown */
 } pe_shape;
 
 typedef struct pe_encoding pe_encoding;  /* opaque resolved encoding */
@@ -70,7 +59,7 @@ typedef struct pe_family pe_family;
  * bound at 8..8+n_buffers-1. Filled by pe_bias_gpu_create, freed by
  * pe_bias_gpu_destroy. (bias_contract.md) */
 typedef struct pe_bias_gpu {
-    const char *variant;          /* "none", "alibi", "t5", "xl" */
+    const char *variant;          /* pe_bias_variant(): "none" or the family name */
     uint32_t n_buffers;           /* 0..4 */
     rlvk_buffer buffers[4];       /* bound at bindings 8.. */
 } pe_bias_gpu;
@@ -128,17 +117,34 @@ typedef struct pe_ops {
                          rl_error *err);
 } pe_ops;
 
+/* One `ropelab check` case of a family (its check rows are the family's
+ * own; src/check iterates the registry). Vector cases compare the GPU
+ * transform with vec_ref element-wise; bias cases evaluate the GLSL rl_bias
+ * over a grid of (h, i, j) against bias_ref. */
+typedef struct pe_check_case {
+    const char *label;      /* row name after "pe/" or "bias/", e.g. "alibi/causal" */
+    const char *params;     /* the encoding's parameters as JSON object text */
+    uint32_t tokens, heads, kv_heads, head_dim;  /* kv_heads 0: heads */
+    uint32_t pos_cap_log2;  /* vector cases: 0 = positions up to 2^max_pos_log2,
+                               else up to 2^this - 1 (a table's length) */
+    int quick;              /* also run by `check --quick` */
+} pe_check_case;
+
 /* A registry entry. */
 struct pe_family {
     const char *name;         /* "t5" */
     const char *title;        /* "T5 relative position buckets" */
     const char *paper;        /* "Raffel et al. 2020, JMLR 21(140), arXiv:1910.10683" */
     int acts;                 /* PE_ACTS_* bits; 0 for nope */
-    const char *bias_variant; /* "none", "alibi", "t5", "xl" */
     const pe_param *params;
     size_t n_params;
     const char *formula;      /* one line for `ropelab encodings` */
+    const char *inspect_note; /* printed under `ropelab inspect`'s table, or NULL */
     pe_ops ops;
+    const pe_check_case *vec_checks;   /* vector transform cases (PE_ACTS_VECTORS or identity) */
+    size_t n_vec_checks;
+    const pe_check_case *bias_checks;  /* logit-bias cases (PE_ACTS_LOGITS) */
+    size_t n_bias_checks;
 };
 
 /* The frequencies of a RoPE-family encoding (family "rope"), NULL for any
@@ -154,6 +160,9 @@ const pe_family *pe_family_at(size_t i);
 const pe_family *pe_family_find(const char *name);
 /* Comma-separated list of names, for messages. */
 const char *pe_family_names(void);
+/* The attention / bias_eval shader variant of fam's bias: its name for a
+ * family that acts on logits (shaders/bias_NAME.glsl), else "none". */
+const char *pe_bias_variant(const pe_family *fam);
 
 /* ---- parameters ----------------------------------------------------------- */
 
@@ -169,8 +178,6 @@ rl_status pe_params_resolve(const pe_family *fam, const json_t *params, json_t *
  * string. RL_ERR_ARG for a missing '=' or an empty key. */
 rl_status pe_set_parse(json_t *obj, const char *kv, rl_error *err);
 
-/* JSON-text name of a parameter type ("int", "number", "bool", "string", "enum"). */
-const char *pe_ptype_name(pe_ptype t);
 
 /* ---- encodings ------------------------------------------------------------ */
 
@@ -301,6 +308,10 @@ double pe_bias_ref_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64
 /* Absolute error bound of the GLSL rl_bias at that point (0: exact). */
 double pe_bias_bound(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok,
                      int64_t qpos, int64_t kpos, const float *q_i, const float *k_j);
+/* The same bound through the engine's hook (attn_bias.bound; ctx as
+ * pe_bias_ref_cb): the attention tolerance adds it to the logit error. */
+double pe_bias_bound_cb(void *ctx, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
+                        int64_t kpos);
 
 /* Family helper: a storage buffer holding `bytes` bytes copied from data. */
 rl_status pe_buffer_from(rlvk_device *dev, const char *name, const void *data, uint64_t bytes,

@@ -7,36 +7,9 @@
 #include "pe/pe.h"
 #include "pe/rope.h"
 
-/* RoPE's keys are HF's (rope_parameters / rope_scaling names plus
- * rope_theta, rotary_dim, partial_rotary_factor, layout, precision); their
- * defaults depend on rope_type, so every key is PE_JSON with default null
- * and rope_desc_from_json validates them (its errors name the key). The list
- * must match rope_param_table() — test_pe_ref checks it. head_dim comes from
- * the model shape. */
-#define ROPE_KEY(k, help) {k, PE_JSON, "null", 0, 0, NULL, help}
-static const pe_param params[] = {
-    ROPE_KEY("rope_type", "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional (alias: type)"),
-    ROPE_KEY("type", "alias of rope_type"),
-    ROPE_KEY("rope_theta", "frequency base (default 10000)"),
-    ROPE_KEY("rotary_dim", "rotated dimensions, even (default head_dim)"),
-    ROPE_KEY("partial_rotary_factor", "rotary_dim = int(head_dim * factor) (default 1)"),
-    ROPE_KEY("layout", "half (NeoX/Llama rotate_half, default) or interleaved (GPT-J)"),
-    ROPE_KEY("precision", "angle precision: fp32 (default), table or precise"),
-    ROPE_KEY("factor", "scaling factor >= 1"),
-    ROPE_KEY("original_max_position_embeddings", "pre-training context length"),
-    ROPE_KEY("max_position_embeddings", "model's maximum length (dynamic)"),
-    ROPE_KEY("seq_len", "sequence length in use (dynamic, longrope)"),
-    ROPE_KEY("beta_fast", "yarn: ramp end (default 32)"),
-    ROPE_KEY("beta_slow", "yarn: ramp start (default 1)"),
-    ROPE_KEY("mscale", "yarn: attention factor coefficient"),
-    ROPE_KEY("mscale_all_dim", "yarn: attention factor denominator coefficient"),
-    ROPE_KEY("truncate", "yarn: floor/ceil the correction range (default true)"),
-    ROPE_KEY("attention_factor", "multiplies cos and sin (yarn, longrope)"),
-    ROPE_KEY("low_freq_factor", "llama3: low-frequency band edge"),
-    ROPE_KEY("high_freq_factor", "llama3: high-frequency band edge"),
-    ROPE_KEY("short_factor", "longrope: rotary_dim/2 divisors up to the original length"),
-    ROPE_KEY("long_factor", "longrope: rotary_dim/2 divisors beyond it"),
-};
+/* RoPE's keys are rope_params (rope_hf.c), the one list; their defaults
+ * depend on rope_type, so rope_desc_from_json validates them (naming the
+ * key). head_dim comes from the model shape. */
 
 /* The resolved params minus nulls, with head_dim from the shape, through
  * rope's own JSON configuration. */
@@ -196,15 +169,32 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case vec_checks[] = {
+    {"rope/half", "{}", 33, 8, 0, 64, 0, 1},
+    {"rope/interleaved", "{\"layout\": \"interleaved\", \"rotary_dim\": 64}", 65, 8, 0, 128, 0, 0},
+    /* Through the registry with HF keys: the precision modes' device data
+     * (table per launch's positions, precise per pair) must be wired up. */
+    {"rope/yarn/table",
+     "{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 4096, "
+     "\"precision\": \"table\"}",
+     65, 4, 0, 128, 0, 0},
+    {"rope/llama3/precise",
+     "{\"rope_type\": \"llama3\", \"factor\": 8, \"original_max_position_embeddings\": 8192, "
+     "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"rope_theta\": 500000, "
+     "\"precision\": \"precise\"}",
+     33, 8, 0, 128, 0, 0},
+};
+
 const pe_family pe_family_rope = {
     .name = "rope",
     .title = "rotary position embedding",
     .paper = "Su et al. 2021, RoFormer: Enhanced Transformer with Rotary Position Embedding, "
              "arXiv:2104.09864",
     .acts = PE_ACTS_VECTORS,
-    .bias_variant = "none",
-    .params = params,
-    .n_params = RL_ARRAY_LEN(params),
+    .params = rope_params,
+    .n_params = ROPE_N_PARAMS,
     .formula = "(y_a, y_b) = (x_a cos p*t_j - x_b sin p*t_j, x_b cos p*t_j + x_a sin p*t_j), "
                "t_j = theta^(-2j/rotary_dim)",
     .ops = {
@@ -218,6 +208,8 @@ const pe_family pe_family_rope = {
         .vec_gpu_destroy = vec_gpu_destroy,
         .inspect = inspect,
     },
+    .vec_checks = vec_checks,
+    .n_vec_checks = RL_ARRAY_LEN(vec_checks),
 };
 
 const rope_freqs *pe_rope_freqs(const pe_encoding *e)

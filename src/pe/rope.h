@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/rl_param.h"
 #include "core/rl_status.h"
 #include "rl_push.h" /* RL_ROPE_LAYOUT_*, RL_ROPE_PREC_* */
 #include "vk/rlvk.h"
@@ -123,12 +124,11 @@ rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *
  * as HF only warns about them. Fields of d already set are overwritten. */
 rl_status rope_desc_from_hf_config(rope_desc *d, const char *path, rl_error *err);
 
-/* One settable key, for listings (`ropelab encodings` and the like). */
-typedef struct rope_param_info {
-    const char *key, *type, *def, *help;
-} rope_param_info;
-/* The table of keys rope_desc_set_json accepts; *n receives its length. */
-const rope_param_info *rope_param_table(size_t *n);
+/* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
+ * "type" as the alias of rope_type): the one list of RoPE keys, in the house
+ * schema (core/rl_param.h). The registry's family rope declares exactly it. */
+#define ROPE_N_PARAMS 21
+extern const rl_param rope_params[ROPE_N_PARAMS];
 
 /* Name of a precision mode ("fp32"); parse returns -1 if unknown. */
 const char *rope_precision_name(int precision);

@@ -6,6 +6,7 @@
 
 #include "core/rl_util.h"
 #include "pe/rope.h"
+#include "verify/vf.h"
 #include "rope.spv.h"
 #include "rope_vec4.spv.h"
 
@@ -189,10 +190,6 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
                              err);
 }
 
-/* Sentinel written after the output to catch out-of-bounds writes. */
-#define ROPE_GUARD_BITS 0x7fc0dead
-#define ROPE_GUARD_FLOATS 64
-
 rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
                          const float *x, const uint32_t *pos, uint64_t tokens, uint32_t heads,
                          float *y, double *gpu_ns, int *guard_ok, rl_error *err)
@@ -202,22 +199,17 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
         return st;
     uint64_t n = tokens * heads * f->head_dim;
     uint64_t bytes = n * sizeof(float);
-    uint64_t guard_bytes = ROPE_GUARD_FLOATS * sizeof(uint32_t);
     rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0}, ba = {0};
     rlvk_cmd cmd = {0};
-    uint32_t guard_in[ROPE_GUARD_FLOATS], guard_out[ROPE_GUARD_FLOATS];
-    for (int i = 0; i < ROPE_GUARD_FLOATS; i++)
-        guard_in[i] = ROPE_GUARD_BITS;
     if (gpu_ns)
         *gpu_ns = -1;
 
     if ((st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
-        (st = rlvk_buffer_create(dev, bytes + guard_bytes, "y", &by, err)) ||
+        (st = vf_guarded_create(dev, bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, tokens * sizeof(uint32_t), "positions", &bp, err)) ||
         (st = rope_gpu_upload_freqs(dev, f, &bf, err)) ||
         (st = rope_gpu_upload_angles(dev, f, pos, tokens, &ba, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
-        (st = rlvk_buffer_upload(dev, &by, bytes, guard_in, guard_bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)))
         goto done;
     if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
@@ -232,11 +224,8 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
         goto done;
     if (gpu_ns && dev->query_pool && rlvk_cmd_elapsed_ns(&cmd, 0, 1, gpu_ns, NULL) != RL_OK)
         *gpu_ns = -1;
-    if ((st = rlvk_buffer_download(dev, &by, 0, y, bytes, err)) ||
-        (st = rlvk_buffer_download(dev, &by, bytes, guard_out, guard_bytes, err)))
+    if ((st = vf_guarded_download(dev, &by, bytes, y, guard_ok, err)))
         goto done;
-    if (guard_ok)
-        *guard_ok = memcmp(guard_in, guard_out, sizeof guard_in) == 0;
 done:
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &ba);

@@ -9,35 +9,42 @@
 #include "core/rl_util.h"
 #include "pe/rope.h"
 
-static const rope_param_info params[] = {
-    {"rope_type", "string", "default", "scaling type: default, linear, ntk, dynamic, yarn, llama3, longrope, proportional (alias: type)"},
-    {"rope_theta", "number", "10000", "RoPE base"},
-    {"head_dim", "integer", "(required)", "dimensions per head"},
-    {"rotary_dim", "integer", "head_dim", "rotated dimensions (even); the rest pass through"},
-    {"partial_rotary_factor", "number", "1", "rotary_dim = int(head_dim * partial_rotary_factor)"},
-    {"layout", "string", "half", "pair layout: half (rotate_half, NeoX/Llama) or interleaved (GPT-J)"},
-    {"precision", "string", "fp32", "angle precision: fp32, table or precise"},
-    {"factor", "number", "(type)", "scaling factor >= 1"},
-    {"original_max_position_embeddings", "integer", "max_position_embeddings", "pre-training context length (yarn, llama3, longrope)"},
-    {"max_position_embeddings", "integer", "(none)", "model's maximum length (dynamic; yarn/longrope factor default)"},
-    {"seq_len", "integer", "(none)", "sequence length in use (dynamic, longrope)"},
-    {"beta_fast", "number", "32", "yarn: rotations at the extrapolation end of the ramp"},
-    {"beta_slow", "number", "1", "yarn: rotations at the interpolation end of the ramp"},
-    {"mscale", "number", "(none)", "yarn: attention factor numerator coefficient (with mscale_all_dim)"},
-    {"mscale_all_dim", "number", "(none)", "yarn: attention factor denominator coefficient"},
-    {"truncate", "boolean", "true", "yarn: floor/ceil the correction range"},
-    {"attention_factor", "number", "(type)", "multiplies cos and sin (yarn, longrope)"},
-    {"low_freq_factor", "number", "(required)", "llama3: low-frequency band edge L/low_freq_factor"},
-    {"high_freq_factor", "number", "(required)", "llama3: high-frequency band edge L/high_freq_factor"},
-    {"short_factor", "number list", "(required)", "longrope: rotary_dim/2 divisors used up to original length"},
-    {"long_factor", "number list", "(required)", "longrope: rotary_dim/2 divisors used beyond it"},
-};
+_Static_assert(sizeof rope_params / sizeof rope_params[0] == ROPE_N_PARAMS, "rope_params");
 
-const rope_param_info *rope_param_table(size_t *n)
-{
-    *n = RL_ARRAY_LEN(params);
-    return params;
-}
+/* RoPE's settable keys, HF's names: the ONE list, used by the encoding
+ * registry (family rope), listings and the config.json import. Their types
+ * and defaults depend on rope_type, so each is RL_P_JSON with default null
+ * and rope_desc_set_json validates it (naming the key); the help says the
+ * real type and default. head_dim is the model's, not a key. */
+#define K(k, help) {k, RL_P_JSON, "null", 0, 0, NULL, help}
+const rl_param rope_params[ROPE_N_PARAMS] = {
+    K("rope_type", "string: default|linear|ntk|dynamic|yarn|llama3|longrope|proportional "
+                   "(default default; alias: type)"),
+    K("type", "alias of rope_type (HF rope_scaling)"),
+    K("rope_theta", "number > 0: frequency base (default 10000)"),
+    K("rotary_dim", "even integer: rotated dimensions, the rest pass through (default head_dim)"),
+    K("partial_rotary_factor", "number in (0, 1]: rotary_dim = int(head_dim * factor) (default 1)"),
+    K("layout", "string: half (rotate_half, NeoX/Llama; default) or interleaved (GPT-J)"),
+    K("precision", "string: angle precision fp32 (default), table or precise"),
+    K("factor", "number >= 1: scaling factor (default per rope_type)"),
+    K("original_max_position_embeddings",
+      "integer: pre-training context length (yarn, llama3, longrope; default "
+      "max_position_embeddings)"),
+    K("max_position_embeddings",
+      "integer: model's maximum length (dynamic; yarn/longrope factor default)"),
+    K("seq_len", "integer: sequence length in use (dynamic, longrope)"),
+    K("beta_fast", "number: yarn ramp end, rotations (default 32)"),
+    K("beta_slow", "number: yarn ramp start, rotations (default 1)"),
+    K("mscale", "number: yarn attention factor numerator coefficient (with mscale_all_dim)"),
+    K("mscale_all_dim", "number: yarn attention factor denominator coefficient"),
+    K("truncate", "bool: yarn floors/ceils the correction range (default true)"),
+    K("attention_factor", "number: multiplies cos and sin (yarn, longrope; default per type)"),
+    K("low_freq_factor", "number: llama3 low-frequency band edge L/low_freq_factor (required)"),
+    K("high_freq_factor", "number: llama3 high-frequency band edge L/high_freq_factor (required)"),
+    K("short_factor", "list of rotary_dim/2 numbers: longrope divisors up to the original length"),
+    K("long_factor", "list of rotary_dim/2 numbers: longrope divisors beyond it"),
+};
+#undef K
 
 static rl_status get_number(const char *key, const json_t *v, double *out, rl_error *err)
 {

@@ -12,8 +12,8 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"alpha", PE_NUM, "1.0", -1e6, 1e6, NULL, "scale of the added table (q' = q + alpha*PE)"},
-    {"base", PE_NUM, "10000.0", 1.0000001, 1e12, NULL, "wavelength base (10000 in the paper)"},
+    {"alpha", RL_P_NUM, "1.0", -1e6, 1e6, NULL, "scale of the added table (q' = q + alpha*PE)"},
+    {"base", RL_P_NUM, "10000.0", 1.0000001, 1e12, NULL, "wavelength base (10000 in the paper)"},
 };
 
 typedef struct sin_state {
@@ -104,12 +104,18 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case vec_checks[] = {
+    {"sinusoidal", "{}", 65, 8, 0, 64, 0, 1},
+    {"sinusoidal", "{\"alpha\": 0.5, \"base\": 500000}", 129, 1, 0, 128, 0, 0},
+};
+
 const pe_family pe_family_sinusoidal = {
     .name = "sinusoidal",
     .title = "sinusoidal absolute positions, added to q and k",
     .paper = "Vaswani et al. 2017, Attention Is All You Need, arXiv:1706.03762, section 3.5",
     .acts = PE_ACTS_VECTORS,
-    .bias_variant = "none",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "q' = q + alpha*PE(i), k' = k + alpha*PE(j); PE(p,2m) = sin(p/base^(2m/d)), "
@@ -124,4 +130,6 @@ const pe_family pe_family_sinusoidal = {
         .vec_gpu_destroy = pe_add_destroy,
         .inspect = inspect,
     },
+    .vec_checks = vec_checks,
+    .n_vec_checks = RL_ARRAY_LEN(vec_checks),
 };

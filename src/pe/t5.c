@@ -12,14 +12,14 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"bidirectional", PE_BOOL, "true", 0, 0, NULL,
+    {"bidirectional", RL_P_BOOL, "true", 0, 0, NULL,
      "true: encoder (both signs, half the buckets each); false: decoder (causal)"},
-    {"num_buckets", PE_INT, "32", 2, 4096, NULL, "buckets (HF relative_attention_num_buckets)"},
-    {"max_distance", PE_INT, "128", 1, 1073741824, NULL,
+    {"num_buckets", RL_P_INT, "32", 2, 4096, NULL, "buckets (HF relative_attention_num_buckets)"},
+    {"max_distance", RL_P_INT, "128", 1, 1073741824, NULL,
      "distance where the last logarithmic bucket starts (HF relative_attention_max_distance)"},
-    {"path", PE_STR, "\"\"", 0, 0, NULL,
+    {"path", RL_P_STR, "\"\"", 0, 0, NULL,
      ".npy bias table [num_buckets, heads] (float32/float16); empty: seeded N(0, sigma^2)"},
-    {"sigma", PE_NUM, "0.02", 0, 1e6, NULL, "standard deviation of the seeded table"},
+    {"sigma", RL_P_NUM, "0.02", 0, 1e6, NULL, "standard deviation of the seeded table"},
 };
 
 int64_t pe_t5_bucket(int64_t r, int bidirectional, uint32_t num_buckets, uint32_t max_distance)
@@ -176,13 +176,19 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case bias_checks[] = {
+    {"t5/bidir", "{}", 48, 8, 8, 64, 0, 1},
+    {"t5/causal", "{\"bidirectional\": false, \"num_buckets\": 64, \"max_distance\": 1000}", 48, 12, 4, 64, 0, 0},
+};
+
 const pe_family pe_family_t5 = {
     .name = "t5",
     .title = "T5 relative position buckets",
     .paper = "Raffel et al. 2020, Exploring the Limits of Transfer Learning with a Unified "
              "Text-to-Text Transformer, JMLR 21(140), arXiv:1910.10683",
     .acts = PE_ACTS_LOGITS,
-    .bias_variant = "t5",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = B[h][bucket(j - i)]; half the buckets exact, the rest logarithmic up to "
@@ -194,4 +200,6 @@ const pe_family pe_family_t5 = {
         .bias_gpu_create = bias_gpu_create,
         .inspect = inspect,
     },
+    .bias_checks = bias_checks,
+    .n_bias_checks = RL_ARRAY_LEN(bias_checks),
 };

@@ -27,12 +27,12 @@
 #include "pe/pe.h"
 
 static const pe_param params[] = {
-    {"d_r", PE_INT, "0", 0, 4096, NULL, "dimension of the sinusoid R (even); 0: head_dim"},
-    {"base", PE_NUM, "10000.0", 1.0000001, 1e12, NULL, "wavelength base of R"},
-    {"sigma", PE_NUM, "0.02", 0, 1e6, NULL, "standard deviation of seeded u, v, W_R"},
-    {"u_path", PE_STR, "\"\"", 0, 0, NULL, ".npy u [heads, head_dim]; empty: seeded"},
-    {"v_path", PE_STR, "\"\"", 0, 0, NULL, ".npy v [heads, head_dim]; empty: seeded"},
-    {"w_r_path", PE_STR, "\"\"", 0, 0, NULL,
+    {"d_r", RL_P_INT, "0", 0, 4096, NULL, "dimension of the sinusoid R (even); 0: head_dim"},
+    {"base", RL_P_NUM, "10000.0", 1.0000001, 1e12, NULL, "wavelength base of R"},
+    {"sigma", RL_P_NUM, "0.02", 0, 1e6, NULL, "standard deviation of seeded u, v, W_R"},
+    {"u_path", RL_P_STR, "\"\"", 0, 0, NULL, ".npy u [heads, head_dim]; empty: seeded"},
+    {"v_path", RL_P_STR, "\"\"", 0, 0, NULL, ".npy v [heads, head_dim]; empty: seeded"},
+    {"w_r_path", RL_P_STR, "\"\"", 0, 0, NULL,
      ".npy W_R [heads, head_dim, d_r] or [heads*head_dim, d_r]; empty: seeded"},
 };
 
@@ -246,17 +246,25 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     return RL_OK;
 }
 
+/* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
+ * pos_cap_log2, quick}. */
+static const pe_check_case bias_checks[] = {
+    {"xl", "{}", 24, 4, 2, 32, 0, 1},
+    {"xl/d_r16", "{\"d_r\": 16, \"sigma\": 0.1}", 32, 8, 8, 64, 0, 0},
+};
+
 const pe_family pe_family_xl = {
     .name = "xl",
     .title = "Transformer-XL relative position terms",
     .paper = "Dai et al. 2019, Transformer-XL: Attentive Language Models Beyond a Fixed-Length "
              "Context, ACL, arXiv:1901.02860, section 3.3",
     .acts = PE_ACTS_LOGITS,
-    .bias_variant = "xl",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = (q_i + v).(W_R R_{i-j}) / sqrt(d) + u.k_j / sqrt(d); R sinusoid "
                "[sin, cos] of i - j",
+    .inspect_note = "bias shown for q = k = 0, i.e. the global position term "
+                    "v.(W_R R_{i-j})/sqrt(head_dim) only",
     .ops = {
         .create = create,
         .destroy = destroy,
@@ -265,4 +273,6 @@ const pe_family pe_family_xl = {
         .bias_gpu_create = bias_gpu_create,
         .inspect = inspect,
     },
+    .bias_checks = bias_checks,
+    .n_bias_checks = RL_ARRAY_LEN(bias_checks),
 };

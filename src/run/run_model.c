@@ -1,109 +1,11 @@
 /* run_model.c — model shapes from presets, HF config.json files and
  * explicit keys. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pe/rope.h"
 #include "run/run_int.h"
-#include "run/run_yaml.h"
-
-#ifndef RL_CONFIG_DIR
-#define RL_CONFIG_DIR "configs"
-#endif
-
-/* YAML subtree -> JSON (scalars typed like batch files). */
-static json_t *node_json(const run_node *n)
-{
-    if (n->type == RUN_NODE_SCALAR)
-        return run_scalar_json(n);
-    json_t *o = n->type == RUN_NODE_MAP ? json_object() : json_array();
-    for (size_t i = 0; o && i < n->n; i++) {
-        json_t *v = node_json(n->items[i]);
-        if (n->type == RUN_NODE_MAP)
-            json_object_set_new(o, n->keys[i], v);
-        else
-            json_array_append_new(o, v);
-    }
-    return o;
-}
-
-static int name_ok(const char *s)
-{
-    if (!*s || strlen(s) > 100)
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '-' || *s == '_' || *s == '.'))
-            return 0;
-    return 1;
-}
-
-static const char *config_dir(void)
-{
-    const char *dir = getenv("ROPELAB_CONFIG_DIR");
-    return dir && *dir ? dir : RL_CONFIG_DIR;
-}
-
-rl_status run_encoding_set_load(const char *name, run_node **root, char *path, size_t cap,
-                                rl_error *err)
-{
-    *root = NULL;
-    if (!name_ok(name) || name[0] == '.')
-        return rl_fail(err, RL_ERR_ARG,
-                       "encoding set '%s': names use letters, digits, '-', '_', '.'", name);
-    snprintf(path, cap, "%s/encodings/%s.yaml", config_dir(), name);
-    char *text;
-    size_t len;
-    rl_status st = run_read_file(path, 1u << 20, &text, &len, err);
-    if (st == RL_ERR_IO)
-        return rl_fail(err, RL_ERR_ARG, "no encoding set '%s' (looked for %s)", name, path);
-    if (st)
-        return st;
-    st = run_yaml_parse(path, text, len, root, err);
-    free(text);
-    if (st)
-        return st;
-    if (!*root || (*root)->type != RUN_NODE_SEQ || (*root)->n == 0) {
-        run_node_free(*root);
-        *root = NULL;
-        return rl_fail(err, RL_ERR_PARSE, "%s: an encoding set is a non-empty list of encodings",
-                       path);
-    }
-    return RL_OK;
-}
-
-/* Loads configs/models/<name>.yaml into a JSON object. */
-static rl_status load_preset(const char *name, json_t **out, rl_error *err)
-{
-    *out = NULL;
-    if (!name_ok(name) || name[0] == '.')
-        return rl_fail(err, RL_ERR_ARG, "preset '%s': names use letters, digits, '-', '_', '.'",
-                       name);
-    char path[1200];
-    snprintf(path, sizeof path, "%s/models/%s.yaml", config_dir(), name);
-    char *text;
-    size_t len;
-    rl_status st = run_read_file(path, 1u << 20, &text, &len, err);
-    if (st) {
-        if (st == RL_ERR_IO)
-            return rl_fail(err, RL_ERR_ARG, "no model preset '%s' (looked for %s)", name, path);
-        return st;
-    }
-    run_node *root = NULL;
-    st = run_yaml_parse(path, text, len, &root, err);
-    free(text);
-    if (st)
-        return st;
-    if (!root || root->type != RUN_NODE_MAP) {
-        run_node_free(root);
-        return rl_fail(err, RL_ERR_PARSE, "%s: a preset is a mapping of model keys", path);
-    }
-    *out = node_json(root);
-    run_node_free(root);
-    return *out ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
-}
 
 static int get_u32(const json_t *o, const char *k, uint32_t *v)
 {
@@ -139,15 +41,12 @@ static json_t *rope_of(const json_t *cfg)
             json_object_set(e, top[i], v);
     }
     if (json_is_object(sc)) {
-        size_t n;
-        const rope_param_info *known = rope_param_table(&n);
         const char *key;
         json_t *v;
         json_object_foreach(sc, key, v) {
             const char *k = strcmp(key, "type") == 0 ? "rope_type" : key;
-            for (size_t i = 0; i < n; i++)
-                if (strcmp(known[i].key, k) == 0 && strcmp(k, "head_dim") != 0)
-                    json_object_set(e, k, v);
+            if (rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0)
+                json_object_set(e, k, v);
         }
     }
     return e;
@@ -176,7 +75,7 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
     rl_status st;
     if (preset) {
         json_t *p;
-        if ((st = load_preset(preset, &p, err)))
+        if ((st = run_preset_load(preset, &p, err)))
             return st;
         get_u32(p, "head_dim", &m->head_dim);
         get_u32(p, "heads", &m->heads);

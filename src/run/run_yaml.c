@@ -1,8 +1,12 @@
 #include "run/run_yaml.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+
+#include "core/rl_util.h"
 
 typedef struct builder {
     yaml_parser_t parser;
@@ -38,6 +42,35 @@ static run_node *node_new(run_node_type t, const yaml_event_t *ev)
         n->col = (uint32_t)ev->start_mark.column + 1;
     }
     return n;
+}
+
+/* ---- key index of a mapping (duplicate detection and run_node_get) ---- */
+
+static size_t key_slot(const run_node *n, const char *key)
+{
+    size_t mask = n->n_slots - 1, i = (size_t)rl_hash64(key, strlen(key), 0) & mask;
+    while (n->slots[i] && strcmp(n->keys[n->slots[i] - 1], key) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Indexes key n->n - 1 (just appended); grows the table to keep it at most
+ * half full. -1 when out of memory. */
+static int index_last_key(run_node *n)
+{
+    if (2 * n->n >= n->n_slots) {
+        size_t ns = n->n_slots ? 2 * n->n_slots : 16;
+        size_t *sl = calloc(ns, sizeof *sl);
+        if (!sl)
+            return -1;
+        free(n->slots);
+        n->slots = sl;
+        n->n_slots = ns;
+        for (size_t i = 0; i + 1 < n->n; i++)
+            n->slots[key_slot(n, n->keys[i])] = i + 1;
+    }
+    n->slots[key_slot(n, n->keys[n->n - 1])] = n->n;
+    return 0;
 }
 
 static int grow(run_node *n, size_t *cap)
@@ -163,6 +196,10 @@ static rl_status build(builder *b, yaml_event_t *ev, int depth, run_node **out)
                 n->key_line[n->n] = kl;
                 n->key_col[n->n] = kc;
                 n->items[n->n++] = val;
+                if (index_last_key(n)) {
+                    st = rl_fail(b->err, RL_ERR_NOMEM, "%s: out of memory", b->name);
+                    break;
+                }
             } else {
                 run_node *item = NULL;
                 if ((st = build(b, &e, depth + 1, &item)))
@@ -251,6 +288,7 @@ void run_node_free(run_node *n)
     free(n->keys);
     free(n->key_line);
     free(n->key_col);
+    free(n->slots);
     free(n->text);
     free(n);
 }
@@ -259,6 +297,12 @@ const run_node *run_node_get(const run_node *map, const char *key, size_t *index
 {
     if (!map || map->type != RUN_NODE_MAP)
         return NULL;
+    if (map->n_slots) {
+        size_t k = map->slots[key_slot(map, key)];
+        if (k && index)
+            *index = k - 1;
+        return k ? map->items[k - 1] : NULL;
+    }
     for (size_t i = 0; i < map->n; i++)
         if (strcmp(map->keys[i], key) == 0) {
             if (index)
@@ -281,4 +325,45 @@ const char *run_node_kind(const run_node *n)
         return "a mapping";
     }
     return "a node";
+}
+
+/* Plain YAML scalars become null, booleans, integers or reals; quoted ones
+ * stay strings. Integral reals below 2^53 become integers so that 10000 and
+ * 10000.0 give the same run id. */
+json_t *run_scalar_json(const run_node *n)
+{
+    const char *t = n->text;
+    if (!n->quoted) {
+        if (!*t || !strcmp(t, "~") || !strcmp(t, "null"))
+            return json_null();
+        if (!strcmp(t, "true") || !strcmp(t, "True"))
+            return json_true();
+        if (!strcmp(t, "false") || !strcmp(t, "False"))
+            return json_false();
+        char *end;
+        errno = 0;
+        double v = strtod(t, &end);
+        if (*end == '\0' && end != t && errno == 0 && isfinite(v) &&
+            strspn(t, "0123456789+-.eE") == strlen(t)) {
+            if (v == floor(v) && fabs(v) < 9007199254740992.0)
+                return json_integer((json_int_t)v);
+            return json_real(v);
+        }
+    }
+    return json_string(t);
+}
+
+json_t *run_node_json(const run_node *n)
+{
+    if (n->type == RUN_NODE_SCALAR)
+        return run_scalar_json(n);
+    json_t *o = n->type == RUN_NODE_MAP ? json_object() : json_array();
+    for (size_t i = 0; o && i < n->n; i++) {
+        json_t *v = run_node_json(n->items[i]);
+        if (n->type == RUN_NODE_MAP)
+            json_object_set_new(o, n->keys[i], v);
+        else
+            json_array_append_new(o, v);
+    }
+    return o;
 }

@@ -9,6 +9,7 @@
 #ifndef RUN_YAML_H
 #define RUN_YAML_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,9 @@ typedef struct run_node {
     struct run_node **items;     /* seq: [n] items; map: [n] values (owned) */
     char **keys;                 /* map: [n] keys (owned) */
     uint32_t *key_line, *key_col;/* map: [n] position of each key */
+    size_t *slots;               /* map from the parser: open-addressing index of keys
+                                    (key index + 1, 0 empty), so lookups stay O(1) */
+    size_t n_slots;              /* a power of two > 2n, or 0 (linear lookup) */
 } run_node;
 
 /* Parses the first document of text[0..len) into *root (NULL for an empty
@@ -45,5 +49,14 @@ const run_node *run_node_get(const run_node *map, const char *key, size_t *index
 
 /* Readable kind of a node for messages: "a string", "a list", "a mapping". */
 const char *run_node_kind(const run_node *n);
+
+/* A plain YAML scalar as JSON: null, boolean, integer (also integral reals
+ * below 2^53, so that 10000 and 10000.0 give the same run id), real or
+ * string; quoted scalars are strings. New reference (NULL: out of memory). */
+json_t *run_scalar_json(const run_node *n);
+
+/* A whole subtree as JSON (scalars as run_scalar_json, mappings as objects,
+ * sequences as arrays). New reference. */
+json_t *run_node_json(const run_node *n);
 
 #endif

@@ -26,7 +26,9 @@
 
 typedef struct rlvk_instance_desc {
     int validation;          /* 1: enable VK_LAYER_KHRONOS_validation */
-    int require_validation;  /* 1: fail if the layer is not installed */
+    int require_validation;  /* 1: fail if the layer is not installed; also implied by
+                                validation = 1 when RL_REQUIRE_VALIDATION=1 is in the
+                                environment (test suites, CI) */
     int quiet_messages;      /* 1: count validation messages without printing */
 } rlvk_instance_desc;
 

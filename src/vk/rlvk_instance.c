@@ -129,11 +129,19 @@ rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *in
                       : loader_version >= VK_API_VERSION_1_2 ? VK_API_VERSION_1_2
                                                              : VK_API_VERSION_1_1;
 
+    /* RL_REQUIRE_VALIDATION=1 (set by the test suites and CI) turns every
+     * request for the layer into a requirement, so no GPU test can pass
+     * without it being on. */
+    const char *req = getenv("RL_REQUIRE_VALIDATION");
+    if (d.validation && req && strcmp(req, "1") == 0)
+        d.require_validation = 1;
     int want_layer = d.validation || d.require_validation;
     int have_layer = want_layer && layer_available(layer);
     if (d.require_validation && !have_layer)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
-                       "%s is not installed (apt-get install vulkan-validationlayers)", layer);
+                       "%s is not installed or not loadable (apt-get install "
+                       "vulkan-validationlayers)%s",
+                       layer, req && strcmp(req, "1") == 0 ? "; RL_REQUIRE_VALIDATION=1 requires it" : "");
     int have_utils = have_layer && extension_available(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     int have_portability = extension_available(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
 
@@ -177,6 +185,23 @@ rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *in
         return rl_fail(err, RL_ERR_NO_VULKAN,
                        "the Vulkan loader found no driver (VK_ERROR_INCOMPATIBLE_DRIVER); install "
                        "one, e.g. `apt-get install mesa-vulkan-drivers` for the lavapipe CPU device");
+    }
+    if (r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+        /* The loader answers a driver or layer manifest it cannot parse
+         * with this code, long before memory could run out. */
+        inst->instance = VK_NULL_HANDLE;
+        const char *files = getenv("VK_DRIVER_FILES");
+        if (!files)
+            files = getenv("VK_ICD_FILENAMES");
+        return rl_fail(err, RL_ERR_NO_VULKAN,
+                       "the Vulkan loader could not create an instance "
+                       "(VK_ERROR_OUT_OF_HOST_MEMORY, which the loader returns when a driver or "
+                       "layer manifest cannot be loaded): check %s%s%s (VK_LOADER_DEBUG=error "
+                       "shows which file)",
+                       files ? "the driver manifest(s) " : "the manifests in "
+                                                           "/usr/share/vulkan/icd.d and "
+                                                           "explicit_layer.d",
+                       files ? files : "", files ? " named by VK_DRIVER_FILES/VK_ICD_FILENAMES" : "");
     }
     if (r != VK_SUCCESS) {
         inst->instance = VK_NULL_HANDLE;

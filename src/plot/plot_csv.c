@@ -1,0 +1,173 @@
+/* plot_csv.c — results.csv read into a table (RFC 4180: quoted fields, ""
+ * escapes, CRLF), fields parsed in place. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plot/plot_int.h"
+
+void plot_csv_free(plot_csv *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->rows[i].f);
+    free(t->rows);
+    free(t->text);
+    memset(t, 0, sizeof *t);
+}
+
+static int push_field(plot_csv_row *r, size_t *cap, char *f)
+{
+    if (r->n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        char **p = realloc(r->f, c * sizeof *p);
+        if (!p)
+            return -1;
+        r->f = p;
+        *cap = c;
+    }
+    r->f[r->n++] = f;
+    return 0;
+}
+
+/* The whole file into *buf (NUL-terminated, caller frees). */
+static rl_status read_all(const char *path, char **buf_out, size_t *len_out, rl_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf && (got = fread(buf + len, 1, cap - len, fp)) > 0) {
+        len += got;
+        if (len == cap) {
+            char *nb = realloc(buf, cap * 2 + 1);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(fp);
+    if (!buf)
+        return rl_fail(err, RL_ERR_NOMEM, "%s: out of memory reading", path);
+    buf[len] = '\0';
+    *buf_out = buf;
+    *len_out = len;
+    return RL_OK;
+}
+
+/* One row from *pp (advanced past it; *line counts newlines, also those
+ * inside quoted fields), fields NUL-terminated in place. On error row->f is
+ * freed. */
+static rl_status parse_row(char **pp, char *end, size_t *line, plot_csv_row *row,
+                           const char *path, rl_error *err)
+{
+    char *p = *pp;
+    size_t fcap = 0;
+    for (;;) {
+        char *out = p, *start = p;
+        if (*p == '"') {
+            p++;
+            start = out = p;
+            for (;;) {
+                if (p >= end) {
+                    free(row->f);
+                    return rl_fail(err, RL_ERR_PARSE, "%s:%zu: unterminated quoted field", path,
+                                   row->line);
+                }
+                if (*p == '"' && p[1] == '"') {
+                    *out++ = '"';
+                    p += 2;
+                } else if (*p == '"') {
+                    p++;
+                    break;
+                } else {
+                    if (*p == '\n')
+                        (*line)++;
+                    *out++ = *p++;
+                }
+            }
+        } else {
+            while (p < end && *p != ',' && *p != '\n' && *p != '\r')
+                p++;
+            out = p;
+        }
+        char term = p < end ? *p : '\n';
+        if (term == '\r' && p + 1 < end && p[1] == '\n')
+            p++;
+        if (term != ',' && term != '\n' && term != '\r') {
+            free(row->f);
+            return rl_fail(err, RL_ERR_PARSE, "%s:%zu: unexpected character after a quoted field",
+                           path, row->line);
+        }
+        *out = '\0';
+        if (p < end)
+            p++;
+        if (push_field(row, &fcap, start) != 0) {
+            free(row->f);
+            return rl_fail(err, RL_ERR_NOMEM, "%s: out of memory", path);
+        }
+        if (term != ',')
+            break;
+    }
+    *pp = p;
+    return RL_OK;
+}
+
+rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err)
+{
+    memset(t, 0, sizeof *t);
+    size_t len = 0;
+    rl_status st = read_all(path, &t->text, &len, err);
+    if (st)
+        return st;
+    /* Parse in place: fields are NUL-terminated inside the text. */
+    char *p = t->text, *end = t->text + len;
+    size_t line = 1;
+    while (p < end) {
+        plot_csv_row row = {.line = line};
+        if ((st = parse_row(&p, end, &line, &row, path, err)))
+            return st;
+        line++;
+        if (row.n == 1 && row.f[0][0] == '\0') { /* blank line */
+            free(row.f);
+            continue;
+        }
+        if (t->n == t->cap) {
+            size_t c = t->cap ? t->cap * 2 : 256;
+            plot_csv_row *nr = realloc(t->rows, c * sizeof *nr);
+            if (!nr) {
+                free(row.f);
+                return rl_fail(err, RL_ERR_NOMEM, "%s: out of memory", path);
+            }
+            t->rows = nr;
+            t->cap = c;
+        }
+        t->rows[t->n++] = row;
+    }
+    return RL_OK;
+}
+
+int plot_csv_col(const plot_csv_row *h, const char *name)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(h->f[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+int plot_parse_num(const char *s, double *v)
+{
+    if (!*s)
+        return 0;
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return *end == '\0' && errno == 0 && isfinite(*v);
+}

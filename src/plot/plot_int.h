@@ -1,0 +1,113 @@
+/* plot_int.h — functions shared between the files of module plot (prefix
+ * plot_); not part of its public API. Lowest layer first:
+ *
+ *   plot_csv.c      results.csv read into a table (RFC 4180)
+ *   plot_group.c    rows grouped into figures (by metric) and series (by
+ *                   run and device), series labels
+ *   plot_gnuplot.c  a figure's .dat and .gp files, gnuplot run on them
+ *   plot_report.c   report.md
+ *   plot.c          plot_dir: the steps above in order */
+#ifndef PLOT_INT_H
+#define PLOT_INT_H
+
+#include <stddef.h>
+
+#include "core/rl_status.h"
+#include "plot/plot.h"
+
+/* ---- plot_csv.c ------------------------------------------------------------ */
+
+typedef struct plot_csv_row {
+    char **f;                    /* [n] fields, NUL-terminated inside the table's text */
+    size_t n;
+    size_t line;                 /* 1-based line where the row starts */
+} plot_csv_row;
+
+typedef struct plot_csv {
+    plot_csv_row *rows;          /* rows[0] is the header */
+    size_t n, cap;
+    char *text;                  /* owned file contents; fields point into it */
+} plot_csv;
+
+/* Reads path (quoted fields, "" escapes, CRLF; blank lines skipped).
+ * RL_ERR_IO, RL_ERR_PARSE (message names file and line), RL_ERR_NOMEM; t is
+ * to be freed with plot_csv_free in every case. */
+rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err);
+void plot_csv_free(plot_csv *t);
+
+/* Index of the header column called name, or -1. */
+int plot_csv_col(const plot_csv_row *header, const char *name);
+
+/* A finite number filling all of s (empty is not a number). */
+int plot_parse_num(const char *s, double *v);
+
+/* ---- plot_group.c ---------------------------------------------------------- */
+
+/* The table and its known columns (-1: absent). */
+typedef struct plot_ctx {
+    const char *dir;
+    const plot_csv *t;
+    int c_run, c_dev, c_enc, c_metric, c_x, c_value, c_xl, c_yl, c_kind, c_status;
+    int *is_param;               /* [header columns] swept-parameter columns */
+} plot_ctx;
+
+/* Row row's field in column col ("" for an absent column). */
+const char *plot_field(const plot_ctx *c, size_t row, int col);
+
+/* One line of a figure: the rows of one run on one device. */
+typedef struct plot_series {
+    const char *run_id;
+    const char *device;          /* a run on several devices is one series per device */
+    size_t first_row;            /* for labels: a row of this run */
+    size_t *rows;
+    size_t n, cap;
+} plot_series;
+
+/* One metric's rows that have an x value. */
+typedef struct plot_figure {
+    const char *metric;
+    plot_series *s;
+    size_t n, cap;
+    int is_ref;                  /* a "<table>.ref_*" column: drawn in the table's other figures */
+    int categorical;             /* some x is not a number */
+    const char *x_label, *y_label;
+} plot_figure;
+
+/* Groups the table's rows with an x into figures (*figs[*n_figs], in order
+ * of first appearance; free with plot_figures_free, also after an error). */
+rl_status plot_group(const plot_ctx *c, plot_figure **figs, size_t *n_figs, rl_error *err);
+void plot_figures_free(plot_figure *f, size_t n);
+
+/* Do metrics a and b come from the same table (same text before the last
+ * '.')? */
+int plot_same_table(const char *a, const char *b);
+
+/* Label of series si: its encoding, then every parameter (and the device)
+ * whose value differs between the figure's series; the run id if that is
+ * empty. */
+void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, char *out,
+                       size_t cap);
+
+/* Orders a series' rows by numeric x. */
+rl_status plot_sort_series(const plot_ctx *c, plot_series *s, rl_error *err);
+
+/* ---- plot_gnuplot.c -------------------------------------------------------- */
+
+/* A metric as a file name: letters, digits, '-' and '.' kept, others '_'. */
+void plot_safe_name(const char *in, char *out, size_t cap);
+
+/* Writes DIR/plots/<name>.dat and .gp for figure fg (figs[0..n_figs): the
+ * reference curves of its table) and renders them with gnuplot prog into
+ * <name>.png (and .svg), each renamed into place when complete. */
+rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
+                             size_t n_figs, const char *prog, int svg, rl_error *err);
+
+/* ---- plot_report.c --------------------------------------------------------- */
+
+/* Writes DIR/report.md: runs with their status (DIR/manifest.json when
+ * present), the figures, verification records, scalar rows; fills
+ * res->n_runs and res->n_scalars. */
+rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs, int svg,
+                            plot_result *res, rl_error *err);
+
+#endif

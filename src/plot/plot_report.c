@@ -1,0 +1,262 @@
+/* plot_report.c — DIR/report.md: the runs and their status, the figures,
+ * each run's verification records and the scalar rows. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/rl_util.h"
+#include "plot/plot_int.h"
+
+/* Status of a run on a device from manifest.json: the runner's "jobs"
+ * array ({run_id, device, status, reason}), or a "runs" array of the same
+ * shape ("id" accepted for run_id). NULL if the manifest does not say. */
+static const char *manifest_status(json_t *m, const char *run, const char *device,
+                                   const char **reason)
+{
+    *reason = "";
+    json_t *runs = m ? json_object_get(m, "jobs") : NULL;
+    if (!runs && m)
+        runs = json_object_get(m, "runs");
+    size_t i;
+    json_t *r;
+    json_array_foreach(runs, i, r) {
+        const char *id = json_string_value(json_object_get(r, "run_id"));
+        if (!id)
+            id = json_string_value(json_object_get(r, "id"));
+        const char *dev = json_string_value(json_object_get(r, "device"));
+        if (!id || strcmp(id, run) != 0 || (dev && device && *device && strcmp(dev, device) != 0))
+            continue;
+        const char *why = json_string_value(json_object_get(r, "reason"));
+        if (!why)
+            why = json_string_value(json_object_get(r, "error"));
+        *reason = why ? why : "";
+        const char *st = json_string_value(json_object_get(r, "status"));
+        return st ? st : "";
+    }
+    return NULL;
+}
+
+static void md_cell(FILE *fp, const char *s)
+{
+    fputs("| ", fp);
+    for (; *s; s++) {
+        if (*s == '|')
+            fputc('\\', fp);
+        fputc(*s == '\n' ? ' ' : *s, fp);
+    }
+    fputc(' ', fp);
+}
+
+typedef struct run_first {
+    const char *id, *device;
+    size_t row;
+} run_first;
+
+static int by_id_then_row(const void *a, const void *b)
+{
+    const run_first *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    if (!c)
+        c = strcmp(x->device, y->device);
+    return c ? c : (x->row > y->row) - (x->row < y->row);
+}
+
+static int by_row(const void *a, const void *b)
+{
+    const run_first *x = a, *y = b;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+/* "| run | device | kind | encoding | <params> [| status] |" and its rule. */
+static void runs_header(FILE *fp, const plot_ctx *c, int show_status)
+{
+    const plot_csv_row *h = &c->t->rows[0];
+    fputs("| run | device | kind | encoding", fp);
+    for (size_t col = 0; col < h->n; col++)
+        if (c->is_param[col])
+            fprintf(fp, " | %s", h->f[col]);
+    fputs(show_status ? " | status |\n|---|---|---|---" : " |\n|---|---|---|---", fp);
+    for (size_t col = 0; col < h->n; col++)
+        if (c->is_param[col])
+            fputs("|---", fp);
+    fputs(show_status ? "|---|\n" : "|\n", fp);
+}
+
+/* One line per run (and device): id, device, kind, encoding, parameters,
+ * status (from the manifest, else the status column). */
+static rl_status runs_table(FILE *fp, const plot_ctx *c, json_t *manifest, plot_result *res,
+                            rl_error *err)
+{
+    const plot_csv_row *h = &c->t->rows[0];
+    int show_status = manifest || c->c_status >= 0;
+    runs_header(fp, c, show_status);
+    /* Distinct runs in order of first appearance: sort (id, row) pairs by id,
+     * keep each id's first row, then restore row order. */
+    size_t n_rows = c->t->n - 1, n_runs = 0;
+    run_first *rf = malloc((n_rows ? n_rows : 1) * sizeof *rf);
+    if (!rf)
+        return rl_fail(err, RL_ERR_NOMEM, "out of memory");
+    for (size_t r = 1; r < c->t->n; r++)
+        rf[r - 1] = (run_first){plot_field(c, r, c->c_run), plot_field(c, r, c->c_dev), r};
+    qsort(rf, n_rows, sizeof *rf, by_id_then_row);
+    for (size_t i = 0; i < n_rows; i++)
+        if (n_runs == 0 || strcmp(rf[n_runs - 1].id, rf[i].id) != 0 ||
+            strcmp(rf[n_runs - 1].device, rf[i].device) != 0)
+            rf[n_runs++] = rf[i];
+    qsort(rf, n_runs, sizeof *rf, by_row);
+    for (size_t i = 0; i < n_runs; i++) {
+        size_t r = rf[i].row;
+        const char *id = rf[i].id;
+        md_cell(fp, id);
+        md_cell(fp, plot_field(c, r, c->c_dev));
+        md_cell(fp, plot_field(c, r, c->c_kind));
+        md_cell(fp, plot_field(c, r, c->c_enc));
+        for (size_t col = 0; col < h->n; col++)
+            if (c->is_param[col])
+                md_cell(fp, plot_field(c, r, (int)col));
+        if (show_status) {
+            const char *reason = "", *st_s = manifest_status(manifest, id, rf[i].device, &reason);
+            if (!st_s)
+                st_s = c->c_status >= 0 ? plot_field(c, r, c->c_status) : "?";
+            char buf[600];
+            snprintf(buf, sizeof buf, "%s%s%s", st_s, *reason ? ": " : "", reason);
+            md_cell(fp, buf);
+        }
+        fputs("|\n", fp);
+    }
+    free(rf);
+    res->n_runs = n_runs;
+    return RL_OK;
+}
+
+static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, int svg)
+{
+    if (n_figs)
+        fputs("\n## Figures\n", fp);
+    for (size_t i = 0; i < n_figs; i++) {
+        char name[128];
+        plot_safe_name(figs[i].metric, name, sizeof name);
+        fprintf(fp, "\n### %s\n\n![%s](plots/%s.png)\n", figs[i].metric, figs[i].metric, name);
+        if (svg)
+            fprintf(fp, "\n[SVG](plots/%s.svg) · [data](plots/%s.dat)\n", name, name);
+    }
+}
+
+static const char *str_or(const json_t *o, const char *key, const char *fallback)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? v : fallback;
+}
+
+/* One job's verification records (its summary.json): how many, how many
+ * failed, and the worst one (largest error/bound). */
+static void verification_row(FILE *fp, const plot_ctx *c, const json_t *job, const char *dirn)
+{
+    char sp[1400];
+    snprintf(sp, sizeof sp, "%s/runs/%s/summary.json", c->dir, dirn);
+    json_t *sum = json_load_file(sp, 0, NULL);
+    json_t *ver = json_object_get(sum, "verification");
+    size_t n = json_array_size(ver), failed = 0, vi;
+    json_t *rec, *worst = NULL;
+    double worst_ratio = -1;
+    json_array_foreach(ver, vi, rec) {
+        double e = json_number_value(json_object_get(rec, "max_error"));
+        double b = json_number_value(json_object_get(rec, "bound"));
+        double ratio = b > 0 ? e / b : (e > 0 ? INFINITY : 0);
+        if (!json_is_true(json_object_get(rec, "pass")))
+            failed++;
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            worst = rec;
+        }
+    }
+    char e[32] = "", b[32] = "";
+    if (worst) {
+        snprintf(e, sizeof e, "%.3g", json_number_value(json_object_get(worst, "max_error")));
+        snprintf(b, sizeof b, "%.3g", json_number_value(json_object_get(worst, "bound")));
+    }
+    char nb[32], fb[32];
+    snprintf(nb, sizeof nb, "%zu", n);
+    snprintf(fb, sizeof fb, "%zu", failed);
+    md_cell(fp, str_or(job, "run_id", dirn));
+    md_cell(fp, str_or(job, "device", ""));
+    md_cell(fp, str_or(sum, "kind", ""));
+    md_cell(fp, sum ? nb : "no summary");
+    md_cell(fp, fb);
+    md_cell(fp, worst ? str_or(worst, "what", "") : "");
+    md_cell(fp, e);
+    md_cell(fp, b);
+    fputs("|\n", fp);
+    json_decref(sum);
+}
+
+/* Verification: every job's records — the error of each device figure
+ * against the CPU reference next to its bound. */
+static void verification_table(FILE *fp, const plot_ctx *c, const json_t *manifest)
+{
+    json_t *jobs = manifest ? json_object_get(manifest, "jobs") : NULL;
+    if (!json_array_size(jobs))
+        return;
+    fputs("\n## Verification\n\nEach run's device results against the double-precision "
+          "CPU reference: how many records, how many failed, and the worst one (largest "
+          "error/bound).\n\n| run | device | kind | records | failed | worst check | error "
+          "| bound |\n|---|---|---|---|---|---|---|---|\n", fp);
+    size_t ji;
+    json_t *job;
+    json_array_foreach(jobs, ji, job) {
+        const char *dirn = json_string_value(json_object_get(job, "dir"));
+        if (dirn)
+            verification_row(fp, c, job, dirn);
+    }
+}
+
+/* Rows without x: summaries and verification errors. */
+static void scalars_table(FILE *fp, const plot_ctx *c, plot_result *res)
+{
+    fputs("\n## Scalar figures\n\n| run | encoding | metric | value |\n|---|---|---|---|\n", fp);
+    size_t n_scalars = 0;
+    for (size_t r = 1; r < c->t->n; r++) {
+        if (*plot_field(c, r, c->c_x))
+            continue;
+        md_cell(fp, plot_field(c, r, c->c_run));
+        md_cell(fp, plot_field(c, r, c->c_enc));
+        md_cell(fp, plot_field(c, r, c->c_metric));
+        md_cell(fp, plot_field(c, r, c->c_value));
+        fputs("|\n", fp);
+        n_scalars++;
+    }
+    res->n_scalars = n_scalars;
+}
+
+rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs, int svg,
+                            plot_result *res, rl_error *err)
+{
+    char path[1100], mpath[1100];
+    snprintf(path, sizeof path, "%s/report.md", c->dir);
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", c->dir);
+    json_t *manifest = access(mpath, R_OK) == 0 ? json_load_file(mpath, 0, NULL) : NULL;
+    rl_atomic_file af;
+    rl_status st = rl_atomic_open(&af, path, err);
+    if (st) {
+        json_decref(manifest);
+        return st;
+    }
+    FILE *fp = af.fp;
+    fprintf(fp, "# ropelab results\n\nFrom `%s/results.csv` (%zu rows). Every GPU figure below was "
+                "verified against the double-precision CPU reference; verification errors are in the "
+                "scalar table.\n\n## Runs\n\n",
+            c->dir, c->t->n - 1);
+    if ((st = runs_table(fp, c, manifest, res, err))) {
+        rl_atomic_abort(&af);
+        json_decref(manifest);
+        return st;
+    }
+    figures_list(fp, figs, n_figs, svg);
+    verification_table(fp, c, manifest);
+    scalars_table(fp, c, res);
+    json_decref(manifest);
+    return rl_atomic_commit(&af, err);
+}

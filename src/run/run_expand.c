@@ -1,0 +1,198 @@
+/* run_expand.c — experiment entries expanded over their sweeps into the
+ * plan's resolved runs, each checked by its kind and named by the hash of
+ * its resolved parameters. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rl_util.h"
+#include "run/run_int.h"
+#include "run/run_parse.h"
+
+static void item_release(run_item *it)
+{
+    json_decref(it->resolved);
+    json_decref(it->swept);
+    json_decref(it->enc_params);
+}
+
+/* Appends *it to the plan, or counts it as a duplicate of an equal run
+ * (same id); the plan owns (or has released) its JSON afterwards. */
+static rl_status add_item(run_batch *b, size_t *cap, run_item *it)
+{
+    for (size_t i = 0; i < b->n_items; i++)
+        if (b->items[i].hash == it->hash) {
+            b->n_duplicates++;
+            item_release(it);
+            return RL_OK;
+        }
+    if (b->n_items == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        run_item *m = realloc(b->items, nc * sizeof *m);
+        if (!m) {
+            item_release(it);
+            return RL_ERR_NOMEM;
+        }
+        b->items = m;
+        *cap = nc;
+    }
+    b->items[b->n_items++] = *it;
+    return RL_OK;
+}
+
+/* The point's model section into numbers, and an encoding of type 'model'
+ * into the model's own RoPE settings. 0 after reporting. */
+static int resolve_model(run_pctx *c, json_t *res, const run_node *entry, const run_enc *enc,
+                         exp_model *m)
+{
+    rl_error err = {0};
+    json_t *rope = NULL;
+    if (run_model_resolve(json_object_get(res, "model"), c->base_dir, m, &rope, &err)) {
+        run_diag_add(c, RUN_AT(entry), "model", "%s", err.msg);
+        return 0;
+    }
+    int ok = 1;
+    json_object_set_new(res, "model",
+                        json_pack("{s:i,s:i,s:i,s:i}", "head_dim", (int)m->head_dim, "heads",
+                                  (int)m->heads, "kv_heads", (int)m->kv_heads, "train_len",
+                                  (int)m->train_len));
+    json_t *e = json_object_get(res, "encoding");
+    if (!strcmp(json_string_value(json_object_get(e, "type")), "model")) {
+        if (!rope) {
+            run_diag_add(c, RUN_AT(enc->node), "encodings", "encoding '%s' has type 'model' but "
+                         "the model gives no RoPE settings (use a preset or hf_config)",
+                         enc->name);
+            ok = 0;
+        } else {
+            json_t *ne = json_deep_copy(rope);
+            json_object_set(ne, "name", json_object_get(e, "name"));
+            json_object_set_new(res, "encoding", ne);
+        }
+    }
+    json_decref(rope);
+    return ok;
+}
+
+/* The point's data section (seed defaulting to the batch's) checked
+ * against its model. 0 after reporting. */
+static int probe_data(run_pctx *c, const run_batch *b, json_t *res, const run_sections *s,
+                      const exp_model *m)
+{
+    rl_error err = {0};
+    json_t *d = json_object_get(res, "data");
+    if (json_integer_value(json_object_get(d, "seed")) < 0)
+        json_object_set_new(d, "seed", json_integer((json_int_t)b->seed));
+    if (run_data_probe(d, m, c->base_dir, &err)) {
+        run_diag_add(c, RUN_AT(s->data_node), "data", "%s", err.msg);
+        return 0;
+    }
+    return 1;
+}
+
+/* Id, the kind's view of the encoding, the kind's check and estimate. 0
+ * after reporting (at ep, the experiment entry). */
+static int check_item(run_pctx *c, run_item *it, const run_node *entry, const char *ep)
+{
+    char *txt = json_dumps(it->resolved, JSON_SORT_KEYS | JSON_COMPACT);
+    it->hash = txt ? rl_hash64(txt, strlen(txt), RUN_FNV_OFFSET) : 0;
+    free(txt);
+    snprintf(it->id, sizeof it->id, "%016llx", (unsigned long long)it->hash);
+    /* the kind sees the encoding's parameters without name and type */
+    it->enc_params = json_deep_copy(json_object_get(it->resolved, "encoding"));
+    json_object_del(it->enc_params, "name");
+    json_object_del(it->enc_params, "type");
+    exp_run r;
+    run_item_to_exp(it, &r);
+    rl_error err = {0};
+    if (it->kind->check(&r, &err)) {
+        run_diag_add(c, RUN_AT(entry), ep, "%s", err.msg);
+        return 0;
+    }
+    it->est_bytes = it->kind->estimate_bytes(&r);
+    return 1;
+}
+
+/* Adds this run's swept keys to b->swept_keys (first-seen order). */
+static void note_swept_keys(run_batch *b, const json_t *swept)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)swept, key, v) {
+        int seen = 0;
+        for (size_t s = 0; s < json_array_size(b->swept_keys); s++)
+            seen |= !strcmp(json_string_value(json_array_get(b->swept_keys, s)), key);
+        if (!seen)
+            json_array_append_new(b->swept_keys, json_string(key));
+    }
+}
+
+/* One sweep point: resolved, checked and added (or reported). */
+static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_sections *s,
+                         const run_node *entry, uint32_t ei, const exp_kind *kind,
+                         const json_t *params, const run_enc *enc, const run_axes *const *lists,
+                         size_t nl, const size_t *idx)
+{
+    char ep[64];
+    snprintf(ep, sizeof ep, "experiments[%u]", ei);
+    json_t *res = json_object(), *swept = json_object();
+    json_object_set_new(res, "kind", json_string(kind->name));
+    json_object_set_new(res, "seed", json_integer((json_int_t)b->seed));
+    json_object_set_new(res, "model", json_deep_copy(s->model_tmpl));
+    json_object_set_new(res, "encoding", json_deep_copy(enc->tmpl));
+    json_object_set_new(res, "params", json_deep_copy(params));
+    if (kind->uses_data)
+        json_object_set_new(res, "data", json_deep_copy(s->data_tmpl));
+    run_sweep_apply(res, swept, lists, nl, idx);
+    run_item it = {.kind = kind, .entry = ei, .resolved = res, .swept = swept};
+    exp_model m;
+    int ok = resolve_model(c, res, entry, enc, &m);
+    if (ok && kind->uses_data)
+        ok = probe_data(c, b, res, s, &m);
+    if (ok)
+        ok = check_item(c, &it, entry, ep);
+    if (!ok) {
+        item_release(&it);
+        return;
+    }
+    note_swept_keys(b, swept);
+    if (add_item(b, cap, &it))
+        c->oom = 1;
+}
+
+void run_expand_entry(run_pctx *c, run_batch *b, size_t *cap, const run_sections *s,
+                     const run_node *entry, uint32_t ei, const exp_kind *kind,
+                     const json_t *params, const run_axes *pax, const int *use_enc)
+{
+    for (size_t e = 0; e < s->encs->n; e++) {
+        if (!use_enc[e])
+            continue;
+        const run_enc *enc = &s->encs->v[e];
+        const run_axes *lists[4] = {s->model_ax, &enc->ax, pax, s->data_ax};
+        size_t nl = kind->uses_data ? 4 : 3, total_axes = 0;
+        size_t lens[4 * RUN_MAX_AXES];
+        double count = 1;
+        for (size_t l = 0; l < nl; l++)
+            for (size_t i = 0; i < lists[l]->n; i++) {
+                lens[total_axes++] = lists[l]->a[i].len;
+                count *= (double)lists[l]->a[i].len;
+            }
+        if (count + (double)b->n_items > RUN_MAX_PLAN) {
+            char ep[64];
+            snprintf(ep, sizeof ep, "experiments[%u]", ei);
+            run_diag_add(c, RUN_AT(entry), ep,
+                         "the sweep expands to %.0f runs, more than the limit %d",
+                         count + (double)b->n_items, RUN_MAX_PLAN);
+            return;
+        }
+        /* odometer over the axes, the first axis turning fastest */
+        size_t idx[4 * RUN_MAX_AXES] = {0};
+        for (;;) {
+            expand_point(c, b, cap, s, entry, ei, kind, params, enc, lists, nl, idx);
+            size_t k = 0;
+            while (k < total_axes && ++idx[k] == lens[k])
+                idx[k++] = 0;
+            if (k == total_axes)
+                break;
+        }
+    }
+}

@@ -1,0 +1,91 @@
+/* run_job.c — one job: one run of the plan on one worker, written to
+ * OUT/runs/<dir>/ atomically (built in OUT/runs/.tmp-<dir>, renamed into
+ * place with its summary.json when complete). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/rl_util.h"
+#include "run/run_int.h"
+
+/* Runs the job's experiment into sink (tmp: the run directory being built). */
+static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir, exp_sink *sink,
+                          rl_error *err)
+{
+    exp_run r;
+    run_item_to_exp(j->item, &r);
+    run_data rd = {.desc = json_object_get(j->item->resolved, "data"), .model = r.model};
+    snprintf(rd.base_dir, sizeof rd.base_dir, "%s", base_dir);
+    if (j->item->kind->uses_data) {
+        r.data = run_data_fill;
+        r.data_user = &rd;
+    }
+    exp_ctx cx = {.dev = w->gpu ? &w->dev : NULL, .attn = w->attn_ok ? &w->attn : NULL};
+    rl_status st = j->item->kind->run(&r, &cx, sink, err);
+    if (!st)
+        st = exp_sink_end_table(sink, err);
+    else
+        exp_sink_end_table(sink, NULL);
+    return st;
+}
+
+/* summary.json of a finished job (st: how the run went). */
+static json_t *summary_json(const run_job *j, rl_status st, const rl_error *err,
+                            const exp_sink *sink)
+{
+    json_t *sum = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:f}", "run_id", j->item->id, "dir",
+                            j->dir, "kind", j->item->kind->name, "device", j->device, "status",
+                            st ? "failed" : "passed", "resolved", j->item->resolved, "swept",
+                            j->item->swept, "wall_s", j->wall_s);
+    if (st)
+        json_object_set_new(sum, "reason", json_string(err->msg));
+    if (sink) {
+        json_object_set(sum, "metrics", sink->metrics);
+        json_object_set(sum, "verification", sink->verification);
+        json_object_set(sum, "tables", sink->tables);
+    }
+    return sum;
+}
+
+void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_dir)
+{
+    double t0 = rl_now();
+    char final[1200], tmp[1300], sum_path[1400];
+    snprintf(final, sizeof final, "%s/runs/%s", out, j->dir);
+    snprintf(tmp, sizeof tmp, "%s/runs/.tmp-%s", out, j->dir);
+    run_rm_dir(tmp);
+    rl_error err = {0};
+    rl_status st = run_mkdir_p(tmp, &err);
+    exp_sink sink = {0};
+    int sink_ok = 0;
+    if (!st && !(st = exp_sink_init(&sink, tmp, &err)))
+        sink_ok = 1;
+    if (!st && w->gpu && !w->dev_ok)
+        st = rl_fail(&err, RL_ERR_NO_DEVICE, "device %u could not be opened: %s", w->index,
+                     j->reason);
+    if (!st)
+        st = run_kind(j, w, base_dir, &sink, &err);
+    j->wall_s = rl_now() - t0;
+    j->status = st ? RUN_JOB_FAILED : RUN_JOB_PASSED;
+    snprintf(j->reason, sizeof j->reason, "%s", st ? err.msg : "");
+    j->gpu_ms = -1;
+    if (sink_ok && json_is_number(json_object_get(sink.metrics, "gpu_ms")))
+        j->gpu_ms = json_number_value(json_object_get(sink.metrics, "gpu_ms"));
+    json_t *sum = summary_json(j, st, &err, sink_ok ? &sink : NULL);
+    if (sink_ok)
+        exp_sink_free(&sink);
+    rl_error werr = {0};
+    snprintf(sum_path, sizeof sum_path, "%s/summary.json", tmp);
+    rl_status ws = run_write_json(sum_path, sum, &werr);
+    json_decref(sum);
+    if (!ws) {
+        run_rm_dir(final);
+        if (rename(tmp, final) != 0)
+            ws = rl_fail(&werr, RL_ERR_IO, "%s: cannot rename into place: %s", final,
+                         strerror(errno));
+    }
+    if (ws) {
+        j->status = RUN_JOB_FAILED;
+        snprintf(j->reason, sizeof j->reason, "%s", werr.msg);
+    }
+}

@@ -1,0 +1,351 @@
+/* run_sched.c — the scheduler: this shard's runs as jobs (one per device
+ * for GPU kinds, one on the CPU worker otherwise), --resume, one thread per
+ * worker with its own device, progress on stderr, and OUT/results.csv and
+ * OUT/manifest.json once every worker is done. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/rl_util.h"
+#include "run/run_int.h"
+
+#define MAX_THREADS 64
+
+typedef struct sched {
+    const run_batch *b;
+    const run_options *opt;
+    rlvk_instance inst;
+    int have_inst;
+    uint32_t *idx, n_dev;        /* selected physical devices */
+    run_worker *workers;         /* [n_dev] GPUs, then the CPU worker if needed */
+    size_t n_workers;
+    run_job *jobs;
+    size_t n_jobs;
+    char out[1024];
+    pthread_mutex_t lock;
+    size_t done, total, started;
+    double t0;
+    int tty;
+} sched;
+
+static void now_iso(char *buf, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* One line per finished job (a bar on a terminal). Called under s->lock. */
+static void progress(sched *s, const run_job *j)
+{
+    if (s->opt->quiet)
+        return;
+    double el = rl_now() - s->t0;
+    double eta = s->done ? el / (double)s->done * (double)(s->total - s->done) : 0;
+    if (s->tty) {
+        char bar[31];
+        size_t fill = s->total ? s->done * 30 / s->total : 30;
+        for (size_t i = 0; i < 30; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[30] = '\0';
+        fprintf(stderr, "\r[%s] %zu/%zu  %s %-10s ETA %4.0fs ", bar, s->done, s->total,
+                j->item->id, j->item->kind->name, eta);
+        if (s->done == s->total)
+            fputc('\n', stderr);
+    } else {
+        int ok = j->status == RUN_JOB_PASSED;
+        fprintf(stderr, "run %zu/%zu %s %s %s on %s: %s%s%s (%.2f s)\n", s->done, s->total,
+                j->item->id, j->item->kind->name,
+                json_string_value(json_object_get(json_object_get(j->item->resolved, "encoding"),
+                                                  "name")),
+                j->device, ok ? "passed" : "FAILED", ok ? "" : ": ", ok ? "" : j->reason,
+                j->wall_s);
+    }
+    fflush(stderr);
+}
+
+/* A worker's thread: its pending jobs in plan order, until --fail-after. */
+static void *worker_main(void *arg)
+{
+    void **a = arg;
+    sched *s = a[0];
+    run_worker *w = a[1];
+    int wi = (int)(w - s->workers);
+    for (size_t i = 0; i < s->n_jobs; i++) {
+        run_job *j = &s->jobs[i];
+        if (j->worker != wi || j->status != RUN_JOB_PENDING)
+            continue;
+        pthread_mutex_lock(&s->lock);
+        int stop = s->opt->fail_after && s->started >= (size_t)s->opt->fail_after;
+        if (!stop)
+            s->started++;
+        pthread_mutex_unlock(&s->lock);
+        if (stop)
+            break;
+        run_job_exec(j, w, s->out, s->b->base_dir);
+        pthread_mutex_lock(&s->lock);
+        s->done++;
+        progress(s, j);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return NULL;
+}
+
+/* The Vulkan instance and the selected devices, when some run needs a GPU. */
+static rl_status open_instance(sched *s, rl_error *err)
+{
+    rlvk_instance_desc d = {.validation = s->opt->validation, .quiet_messages = 1};
+    rl_status st = rlvk_instance_create(&d, &s->inst, err);
+    if (st)
+        return st;
+    s->have_inst = 1;
+    s->idx = calloc(s->inst.n_physical + 1, sizeof *s->idx);
+    if (!s->idx)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    return rlvk_select(&s->inst, s->opt->device ? s->opt->device : s->b->device, s->idx,
+                       &s->n_dev, err);
+}
+
+/* Workers (the selected GPUs, then a CPU worker when some run needs none)
+ * and room for the jobs. */
+static rl_status make_workers(sched *s, int need_cpu, rl_error *err)
+{
+    s->n_workers = s->n_dev + (size_t)need_cpu;
+    s->workers = calloc(s->n_workers + 1, sizeof *s->workers);
+    s->jobs = calloc(s->b->n_items * (s->n_dev + 1) + 1, sizeof *s->jobs);
+    if (!s->workers || !s->jobs)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    for (uint32_t k = 0; k < s->n_dev; k++) {
+        run_worker *w = &s->workers[k];
+        w->gpu = 1;
+        w->index = s->idx[k];
+        rlvk_device_info info;
+        if (rlvk_device_info_query(&s->inst, s->idx[k], &info, NULL) == RL_OK) {
+            snprintf(w->name, sizeof w->name, "%s", info.name);
+            snprintf(w->driver, sizeof w->driver, "%s %s", info.driver_name, info.driver_info);
+            w->api_version = info.api_version;
+        }
+    }
+    if (need_cpu)
+        snprintf(s->workers[s->n_dev].name, sizeof s->workers[s->n_dev].name, "cpu");
+    return RL_OK;
+}
+
+/* Did an earlier run of this job pass (its summary.json says so)? */
+static int already_passed(const char *summary_path)
+{
+    json_t *sum = json_load_file(summary_path, 0, NULL);
+    const char *st = json_string_value(json_object_get(sum, "status"));
+    int passed = st && !strcmp(st, "passed");
+    json_decref(sum);
+    return passed;
+}
+
+/* This shard's runs as jobs; with --resume, those that already passed are
+ * marked complete (counted in out->skipped). */
+static void plan_jobs(sched *s, run_outcome *out)
+{
+    const run_batch *b = s->b;
+    const run_options *opt = s->opt;
+    for (size_t i = 0; i < b->n_items; i++) {
+        const run_item *it = &b->items[i];
+        if (!run_in_shard(it, opt->shard_index, opt->shard_count))
+            continue;
+        uint32_t nd = it->kind->needs_gpu ? s->n_dev : 1;
+        for (uint32_t k = 0; k < nd; k++) {
+            run_job *j = &s->jobs[s->n_jobs++];
+            j->item = it;
+            j->worker = it->kind->needs_gpu ? (int)k : (int)s->n_dev;
+            snprintf(j->device, sizeof j->device, "%s", s->workers[j->worker].name);
+            if (it->kind->needs_gpu && s->n_dev > 1)
+                snprintf(j->dir, sizeof j->dir, "%s-d%u", it->id, s->idx[k]);
+            else
+                snprintf(j->dir, sizeof j->dir, "%s", it->id);
+            char path[1300];
+            snprintf(path, sizeof path, "%s/runs/%s/summary.json", s->out, j->dir);
+            if (opt->resume && already_passed(path)) {
+                j->status = RUN_JOB_COMPLETE;
+                out->skipped++;
+            }
+        }
+    }
+    out->jobs = s->n_jobs;
+    s->total = s->n_jobs - out->skipped;
+}
+
+/* Opens the device of every worker with pending jobs, runs one thread per
+ * such worker (inline if no thread can be made) and waits for all. */
+static void run_workers(sched *s)
+{
+    void *args[MAX_THREADS][2];
+    for (size_t k = 0; k < s->n_workers && k < MAX_THREADS; k++) {
+        run_worker *w = &s->workers[k];
+        int pending = 0;
+        for (size_t i = 0; i < s->n_jobs; i++)
+            pending |= s->jobs[i].worker == (int)k && s->jobs[i].status == RUN_JOB_PENDING;
+        if (!pending)
+            continue;
+        if (w->gpu) {
+            rl_error derr = {0};
+            w->dev_ok = rlvk_device_create(&s->inst, w->index, &w->dev, &derr) == RL_OK;
+            w->attn_ok = w->dev_ok && attn_engine_create(&w->dev, &w->attn, &derr) == RL_OK;
+            if (!w->dev_ok)
+                for (size_t i = 0; i < s->n_jobs; i++)
+                    if (s->jobs[i].worker == (int)k)
+                        snprintf(s->jobs[i].reason, sizeof s->jobs[i].reason, "%s", derr.msg);
+        }
+        args[k][0] = s;
+        args[k][1] = w;
+        if (pthread_create(&w->thread, NULL, worker_main, args[k]) != 0) {
+            worker_main(args[k]); /* run inline rather than not at all */
+            w->thread = 0;
+        }
+    }
+    for (size_t k = 0; k < s->n_workers && k < MAX_THREADS; k++) {
+        run_worker *w = &s->workers[k];
+        if (w->thread)
+            pthread_join(w->thread, NULL);
+        if (w->attn_ok)
+            attn_engine_destroy(&w->attn);
+        if (w->dev_ok)
+            rlvk_device_destroy(&w->dev);
+    }
+}
+
+/* manifest.json's record of job j; a resumed job takes its times from the
+ * earlier run's summary. */
+static json_t *job_json(const sched *s, const run_job *j)
+{
+    const char *status = j->status == RUN_JOB_PASSED   ? "passed"
+                         : j->status == RUN_JOB_FAILED ? "failed"
+                         : j->status == RUN_JOB_COMPLETE ? "complete (resumed)"
+                                                         : "not run";
+    json_t *jj = json_pack("{s:s,s:s,s:s,s:s,s:f}", "run_id", j->item->id, "dir", j->dir,
+                           "device", j->device, "status", status, "wall_s", j->wall_s);
+    if (j->status == RUN_JOB_FAILED)
+        json_object_set_new(jj, "reason", json_string(j->reason));
+    if (j->status != RUN_JOB_COMPLETE && j->gpu_ms >= 0)
+        json_object_set_new(jj, "gpu_ms", json_real(j->gpu_ms));
+    if (j->status == RUN_JOB_COMPLETE) {
+        char path[1300];
+        snprintf(path, sizeof path, "%s/runs/%s/summary.json", s->out, j->dir);
+        json_t *sum = json_load_file(path, 0, NULL);
+        json_object_set(jj, "wall_s", json_object_get(sum, "wall_s"));
+        json_t *g = json_object_get(json_object_get(sum, "metrics"), "gpu_ms");
+        if (json_is_number(g))
+            json_object_set(jj, "gpu_ms", g);
+        json_decref(sum);
+    }
+    return jj;
+}
+
+/* Counts the outcome; dirs receives the run directories that exist (for
+ * results.csv), jobs_j every job's record. */
+static void collect_jobs(const sched *s, run_outcome *out, json_t *dirs, json_t *jobs_j)
+{
+    for (size_t i = 0; i < s->n_jobs; i++) {
+        const run_job *j = &s->jobs[i];
+        if (j->status == RUN_JOB_PASSED)
+            out->passed++;
+        else if (j->status == RUN_JOB_FAILED)
+            out->failed++;
+        else if (j->status == RUN_JOB_PENDING)
+            out->interrupted = 1;
+        if (j->status != RUN_JOB_PENDING) {
+            char path[1300];
+            snprintf(path, sizeof path, "%s/runs/%s", s->out, j->dir);
+            json_array_append_new(dirs, json_string(path));
+        }
+        json_array_append_new(jobs_j, job_json(s, j));
+    }
+}
+
+static json_t *devices_json(const sched *s)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < s->n_workers; i++) {
+        const run_worker *w = &s->workers[i];
+        char api[32];
+        snprintf(api, sizeof api, "%u.%u.%u", VK_API_VERSION_MAJOR(w->api_version),
+                 VK_API_VERSION_MINOR(w->api_version), VK_API_VERSION_PATCH(w->api_version));
+        json_array_append_new(a, w->gpu ? json_pack("{s:i,s:s,s:s,s:s}", "index", (int)w->index,
+                                                    "name", w->name, "driver", w->driver,
+                                                    "api_version", api)
+                                        : json_pack("{s:s}", "name", "cpu"));
+    }
+    return a;
+}
+
+/* OUT/manifest.json (takes jobs_j). */
+static rl_status write_manifest(sched *s, run_outcome *out, json_t *jobs_j, const char *started,
+                                rl_error *err)
+{
+    const run_batch *b = s->b;
+    const run_options *opt = s->opt;
+    char finished[32], h[17], path[1300];
+    now_iso(finished, sizeof finished);
+    json_t *man = json_pack("{s:s,s:{s:s,s:s,s:s},s:{s:i,s:i},s:O,s:o,s:o,s:o,s:s,s:s,s:b}",
+                            "ropelab_version", RUN_VERSION, "batch", "file", b->file, "text",
+                            b->text, "hash", "", "shard", "index", (int)opt->shard_index,
+                            "count", (int)(opt->shard_count ? opt->shard_count : 1),
+                            "swept_keys", b->swept_keys, "plan", run_plan_json(b), "devices",
+                            devices_json(s), "jobs", jobs_j, "started", started, "finished",
+                            finished, "complete", !out->interrupted);
+    snprintf(h, sizeof h, "%016llx", (unsigned long long)b->text_hash);
+    json_object_set_new(json_object_get(man, "batch"), "hash", json_string(h));
+    /* validation-layer messages (counted quietly) are part of the record */
+    out->validation_messages = s->have_inst ? rlvk_instance_messages(&s->inst) : 0;
+    json_object_set_new(man, "validation_layer", json_boolean(s->have_inst && s->inst.validation));
+    json_object_set_new(man, "validation_messages",
+                        json_integer((json_int_t)out->validation_messages));
+    if (out->validation_messages && s->have_inst)
+        json_object_set_new(man, "first_validation_message", json_string(s->inst.first_message));
+    snprintf(path, sizeof path, "%s/manifest.json", s->out);
+    rl_status st = run_write_json(path, man, err);
+    json_decref(man);
+    return st;
+}
+
+rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outcome *out,
+                            rl_error *err)
+{
+    memset(out, 0, sizeof *out);
+    sched s = {.b = b, .opt = opt, .t0 = rl_now(), .tty = isatty(2)};
+    snprintf(s.out, sizeof s.out, "%s", opt->out);
+    char started[32], path[1300];
+    now_iso(started, sizeof started);
+    int need_gpu = 0, need_cpu = 0;
+    json_t *dirs = json_array(), *jobs_j = json_array();
+    pthread_mutex_init(&s.lock, NULL);
+    for (size_t i = 0; i < b->n_items; i++)
+        if (run_in_shard(&b->items[i], opt->shard_index, opt->shard_count)) {
+            need_gpu |= b->items[i].kind->needs_gpu;
+            need_cpu |= !b->items[i].kind->needs_gpu;
+        }
+    snprintf(path, sizeof path, "%s/runs", s.out);
+    rl_status st;
+    if ((st = run_mkdir_p(s.out, err)) || (st = run_mkdir_p(path, err)) ||
+        (need_gpu && (st = open_instance(&s, err))) || (st = make_workers(&s, need_cpu, err)))
+        goto done;
+    plan_jobs(&s, out);
+    run_workers(&s);
+    collect_jobs(&s, out, dirs, jobs_j);
+    if ((st = run_results_write(s.out, b->swept_keys, dirs, err)))
+        goto done;
+    st = write_manifest(&s, out, jobs_j, started, err);
+    jobs_j = NULL;
+done:
+    json_decref(dirs);
+    json_decref(jobs_j);
+    free(s.jobs);
+    free(s.workers);
+    free(s.idx);
+    if (s.have_inst)
+        rlvk_instance_destroy(&s.inst);
+    pthread_mutex_destroy(&s.lock);
+    return st;
+}

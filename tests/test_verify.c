@@ -1,0 +1,172 @@
+/* The verification layer's verdict (verify/vf.h) on hand-made tensors:
+ * non-finite rules, per-element bounds, the NMSE gate, deferred-bound
+ * accumulators and merged verdicts. Expected values follow from the rules
+ * stated in vf.h, not from the code. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/rl_util.h"
+#include "rl_test.h"
+#include "verify/vf.h"
+
+enum { N = 1000 };
+
+/* ref ~ N(0,1), bound 1e-3 |ref| + 1e-4, dev = ref + frac * bound * sign
+ * pattern (alternating +/-, so errors are frac of each bound). */
+static void make(double frac, float *dev, double *ref, double *bound)
+{
+    rl_rng rng;
+    rl_rng_seed(&rng, 5, "test/verify");
+    for (int i = 0; i < N; i++) {
+        ref[i] = (double)(float)rl_rng_normal(&rng);
+        bound[i] = 1e-3 * fabs(ref[i]) + 1e-4;
+        /* dev is float: keep the error exactly representable relative to ref */
+        dev[i] = (float)(ref[i] + ((i & 1) ? 1 : -1) * frac * bound[i]);
+    }
+}
+
+START_TEST(correct_result_passes)
+{
+    float dev[N];
+    double ref[N], bound[N];
+    make(0.02, dev, ref, bound);
+    vf_stats s;
+    vf_compare(dev, ref, bound, NULL, N, 1e-3, &s);
+    ck_assert_msg(s.pass, "nmse %g gate %g worst %g", s.nmse, s.nmse_gate, s.worst_ratio);
+    ck_assert_uint_eq(s.n_over, 0);
+    ck_assert_uint_eq(s.n_nonfinite, 0);
+    ck_assert(s.first_bad == VF_NONE);
+    ck_assert(s.worst_ratio < 0.1);
+}
+END_TEST
+
+/* Errors 10x larger: every element still inside its bound (0.2 of it, up
+ * to the float rounding of dev), but NMSE 100x larger crosses the gate. */
+START_TEST(ten_times_larger_error_within_bounds_fails_nmse_gate)
+{
+    float dev[N];
+    double ref[N], bound[N];
+    make(0.2, dev, ref, bound);
+    vf_stats s;
+    vf_compare(dev, ref, bound, NULL, N, 1e-3, &s);
+    ck_assert_uint_eq(s.n_over, 0);
+    ck_assert_uint_eq(s.n_nonfinite, 0);
+    ck_assert(s.worst_ratio < 1);
+    ck_assert(!s.nmse_ok);
+    ck_assert(!s.pass);
+    ck_assert(s.nmse > s.nmse_gate);
+}
+END_TEST
+
+START_TEST(nan_reference_fails_even_against_nan)
+{
+    float dev[N];
+    double ref[N], bound[N];
+    make(0.02, dev, ref, bound);
+    ref[17] = NAN;
+    dev[17] = NAN;
+    vf_stats s;
+    vf_compare(dev, ref, bound, NULL, N, VF_GATE_ELEM, &s);
+    ck_assert(!s.pass);
+    ck_assert_uint_eq(s.n_ref_nan, 1);
+    ck_assert_uint_eq(s.n_nonfinite, 1);
+    ck_assert_uint_eq(s.first_bad, 17);
+    /* and through the accumulator */
+    vf_acc a = {0};
+    vf_acc_add(&a, 1.0, 1.0, 1);
+    vf_acc_add(&a, NAN, NAN, 1);
+    vf_stats t;
+    vf_acc_judge(&a, 1e-6, 1e-3, &t);
+    ck_assert(!t.pass);
+    ck_assert_uint_eq(t.n_ref_nan, 1);
+    ck_assert_uint_eq(t.first_bad, 1);
+}
+END_TEST
+
+START_TEST(same_infinity_passes_other_values_fail)
+{
+    float dev[4] = {1, -INFINITY, 2, 3};
+    double ref[4] = {1, -INFINITY, 2, 3}, bound[4] = {0, 0, 0, 0};
+    vf_stats s;
+    vf_compare(dev, ref, bound, NULL, 4, VF_GATE_ELEM, &s);
+    ck_assert(s.pass); /* bit-exact and the same -inf: bound 0, gate 0, NMSE 0 */
+    dev[1] = INFINITY;
+    vf_compare(dev, ref, bound, NULL, 4, VF_GATE_ELEM, &s);
+    ck_assert(!s.pass);
+    ck_assert_uint_eq(s.first_bad, 1);
+    dev[1] = -1e30f; /* finite where the reference is infinite */
+    vf_compare(dev, ref, bound, NULL, 4, VF_GATE_ELEM, &s);
+    ck_assert(!s.pass);
+    dev[1] = -INFINITY;
+    dev[2] = NAN; /* non-finite where the reference is finite */
+    vf_compare(dev, ref, bound, NULL, 4, VF_GATE_ELEM, &s);
+    ck_assert(!s.pass);
+    ck_assert_uint_eq(s.n_nonfinite, 1);
+    ck_assert_uint_eq(s.n_ref_nan, 0);
+}
+END_TEST
+
+START_TEST(element_over_bound_reports_first_index_and_worst_pair)
+{
+    float dev[N];
+    double ref[N], bound[N];
+    make(0.02, dev, ref, bound);
+    dev[40] = (float)(ref[40] + 3 * bound[40]);
+    dev[700] = (float)(ref[700] + 5 * bound[700]);
+    vf_stats s;
+    vf_compare(dev, ref, bound, NULL, N, VF_GATE_ELEM, &s);
+    ck_assert(!s.pass);
+    ck_assert_uint_eq(s.n_over, 2);
+    ck_assert_uint_eq(s.first_bad, 40);
+    ck_assert_double_eq_tol(s.worst_ratio, 5, 0.1);
+    ck_assert_double_eq(s.bound_at_worst, bound[700]);
+}
+END_TEST
+
+START_TEST(guard_and_merge_fold_into_the_verdict)
+{
+    float dev[N];
+    double ref[N], bound[N];
+    make(0.02, dev, ref, bound);
+    vf_stats a, b, m = {0};
+    vf_compare(dev, ref, bound, NULL, N, 1e-3, &a);
+    ck_assert(a.pass);
+    b = a;
+    vf_set_guard(&b, 0);
+    ck_assert(!b.pass);
+    vf_merge(&m, &a);
+    ck_assert(m.pass);
+    vf_merge(&m, &b);
+    ck_assert(!m.pass);
+    ck_assert_uint_eq(m.n, 2 * N);
+    /* the accumulator: bound tol * scale, gate over sum (tol scale)^2 */
+    vf_acc acc = {0};
+    for (int i = 0; i < N; i++)
+        vf_acc_add(&acc, ref[i] + 0.01 * bound[i], ref[i], bound[i]);
+    vf_stats j;
+    vf_acc_judge(&acc, 1.0, 1e-3, &j);
+    ck_assert(j.pass);
+    ck_assert_double_eq_tol(j.worst_ratio, 0.01, 1e-9);
+    acc = (vf_acc){0};
+    for (int i = 0; i < N; i++)
+        vf_acc_add(&acc, ref[i] + 0.1 * bound[i], ref[i], bound[i]);
+    vf_acc_judge(&acc, 1.0, 1e-3, &j);
+    ck_assert_uint_eq(j.n_over, 0);
+    ck_assert(!j.pass); /* NMSE ratio 0.01 > 1e-3 */
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("verify");
+    TCase *tc = tcase_create("verdict");
+    tcase_add_test(tc, correct_result_passes);
+    tcase_add_test(tc, ten_times_larger_error_within_bounds_fails_nmse_gate);
+    tcase_add_test(tc, nan_reference_fails_even_against_nan);
+    tcase_add_test(tc, same_infinity_passes_other_values_fail);
+    tcase_add_test(tc, element_over_bound_reports_first_index_and_worst_pair);
+    tcase_add_test(tc, guard_and_merge_fold_into_the_verdict);
+    suite_add_tcase(s, tc);
+    return rl_test_run(s);
+}
