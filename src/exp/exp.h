@@ -205,9 +205,9 @@ typedef struct exp_attn_result {
 
 /* Runs attention of encoding e (created for the run's shape) over io: the
  * encoding's vector transform on the device, recorded with the attention in
- * one command buffer on the same device buffers (raw Q/K go up once; only
- * the sampled rows' transformed vectors come back, checked against
- * pe_vec_ref within pe_vec_bound), its logit bias in the kernel, effective logit scale
+ * one command buffer on the same device buffers (raw Q/K go up once,
+ * nothing crosses between transform and attention), its logit bias in the
+ * kernel, effective logit scale
  * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise; the rotation puts af
  * on cos and sin, so the kernel scale r->scale is 1/sqrt(d), and
  * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then
