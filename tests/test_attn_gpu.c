@@ -213,6 +213,98 @@ END_TEST
 
 /* Sizes beyond the device are refused before any allocation, naming the
  * limit and the largest length that fits. */
+/* A `before` hook that zeroes Q in the engine's first command buffer. */
+static int hook_calls;
+static rl_status zero_q(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos, rl_error *err)
+{
+    (void)err;
+    ck_assert_uint_ge(pos->size, 4);
+    hook_calls++;
+    rlvk_cmd_fill(cmd, ctx, 0, 0, 0);
+    return RL_OK;
+}
+
+/* Operands already on the device: the same numbers as the host path, only
+ * positions go up and only the statistics (and the output's guard words)
+ * come back; work recorded before the attention is seen by it; reference
+ * operands that are not what the device read fail the exact-operand
+ * tolerances (operands off by 1e-3 per element are caught). */
+START_TEST(gpu_resident_operands_stay_on_the_device)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 200, H = 2, KV = 1, D = 16 };
+    float *q = malloc(N * H * D * sizeof *q), *k = malloc(N * KV * D * sizeof *k);
+    float *qp = malloc(N * H * D * sizeof *qp), *zero = calloc(N * H * D, sizeof *zero);
+    rl_rng rng;
+    rl_rng_seed(&rng, 11, "test/attn/resident");
+    for (int i = 0; i < N * H * D; i++) {
+        q[i] = (float)rl_rng_normal(&rng);
+        qp[i] = q[i] + ((i % 3) - 1) * 1e-3f; /* within 1e-3 of q */
+    }
+    for (int i = 0; i < N * KV * D; i++)
+        k[i] = (float)rl_rng_normal(&rng);
+    float s1[N * H * RL_ATTN_NSTAT], s2[N * H * RL_ATTN_NSTAT];
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    attn_desc d = {.tokens = N, .heads = H, .kv_heads = KV, .head_dim = D, .causal = 1,
+                   .flags = ATTN_ENTROPY | ATTN_ARGMAX, .scale = 0.25f};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs o1 = {.stats = s1}, o2 = {.stats = s2};
+    attn_result r1, r2;
+    ck_assert_msg(attn_run(&e, &d, &in, &o1, &r1, &err) == RL_OK, "%s", err.msg);
+
+    rlvk_buffer bq, bk;
+    ck_assert_int_eq(rlvk_buffer_create(&g.dev, sizeof(float) * N * H * D, "Q'", &bq, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_create(&g.dev, sizeof(float) * N * KV * D, "K'", &bk, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &bq, 0, q, sizeof(float) * N * H * D, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &bk, 0, k, sizeof(float) * N * KV * D, &err), RL_OK);
+    attn_resident ri = {.q = &bq, .k = &bk, .ref = {.q = q, .k = k}};
+    uint64_t up = g.dev.bytes_uploaded, down = g.dev.bytes_downloaded;
+    ck_assert_msg(attn_run_resident(&e, &d, &ri, &o2, &r2, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(g.dev.bytes_uploaded - up,
+                      2 * N * 4 + VF_GUARD_BYTES); /* positions+targets, output guard */
+    ck_assert_uint_eq(g.dev.bytes_downloaded - down,
+                      N * H * RL_ATTN_NSTAT * 4 + VF_GUARD_BYTES); /* statistics, guard */
+    ck_assert_mem_eq(s1, s2, sizeof s1);
+    ck_assert_uint_eq(r2.verify.rows, r1.verify.rows);
+    ck_assert_double_eq(r2.verify.max_abs[ATTN_V_ENTROPY], r1.verify.max_abs[ATTN_V_ENTROPY]);
+    ck_assert(r1.verify.verdict.pass && r2.verify.verdict.pass);
+    ck_assert_mem_eq(r2.verify.tol, r1.verify.tol, sizeof r1.verify.tol);
+
+    /* Reference operands 1e-3 off the device's: the tolerances stay those
+     * of exact operands, and the verdict fails. */
+    ri.ref.q = qp;
+    ck_assert_msg(attn_run_resident(&e, &d, &ri, &o2, &r2, &err) == RL_OK, "%s", err.msg);
+    ck_assert(!r2.verify.verdict.pass);
+
+    /* Work recorded before the attention in its first command buffer: Q
+     * zeroed, so row i is uniform over its i + 1 keys. */
+    ri = (attn_resident){.q = &bq, .k = &bk, .before = zero_q, .before_ctx = &bq,
+                         .ref = {.q = zero, .k = k}};
+    hook_calls = 0;
+    ck_assert_msg(attn_run_resident(&e, &d, &ri, &o2, &r2, &err) == RL_OK, "%s", err.msg);
+    ck_assert_int_eq(hook_calls, 1);
+    for (int i = 0; i < N; i += 17)
+        ck_assert_double_eq_tol(s2[i * H * RL_ATTN_NSTAT + RL_ATTN_S_LSE], log(i + 1.0), 4e-4);
+    ck_assert_msg(r2.verify.verdict.pass, "%s", r2.verify.worst);
+
+    /* A buffer smaller than its tensor is refused, naming it. */
+    ri.k = &bq, ri.q = &bk;
+    ck_assert_int_eq(attn_run_resident(&e, &d, &ri, &o2, &r2, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "K'"));
+    rlvk_buffer_destroy(&g.dev, &bk);
+    rlvk_buffer_destroy(&g.dev, &bq);
+    attn_engine_destroy(&e);
+    free(zero);
+    free(qp);
+    free(k);
+    free(q);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(gpu_refuses_sizes_beyond_limits)
 {
     rl_gpu g;
@@ -455,6 +547,7 @@ int main(void)
                         (int)(sizeof random_cases / sizeof random_cases[0]));
     tcase_add_test(tc, gpu_rows_beyond_65535_keys);
     tcase_add_test(tc, gpu_split_submissions_and_dump);
+    tcase_add_test(tc, gpu_resident_operands_stay_on_the_device);
     tcase_add_test(tc, gpu_refuses_sizes_beyond_limits);
     tcase_add_test(tc, gpu_check_fails_a_write_past_the_attention_outputs);
     tcase_add_test(tc, gpu_check_fails_nan_against_nan_reference);

@@ -65,7 +65,8 @@ START_TEST(encoding_attention_is_verified_end_to_end)
          * in the rotated vectors, so logits already scale by its square and
          * the kernel scale stays 1/sqrt(d). */
         ck_assert_double_eq_tol(r.scale, 1.0 / sqrt(D), 1e-6);
-        ck_assert_uint_eq(r.vec_q.n, T * H * D);
+        /* the transformed q is checked element-wise on the sampled rows */
+        ck_assert_uint_eq(r.vec_q.n, 32 * H * D);
     }
     /* Entropy of a causal row lies in [0, ln(keys)]. */
     for (int t = 0; t < T; t++)
@@ -111,6 +112,142 @@ START_TEST(paired_encoding_against_itself_has_zero_kl)
     attn_engine_destroy(&eng);
     pe_encoding_destroy(a);
     pe_encoding_destroy(b);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* Raw Q/K (+ positions) go up once, nothing crosses between transform and
+ * attention, and after the one command buffer exactly this comes back: the
+ * statistics (+ the output's guard), the sampled query rows of the
+ * transformed Q and the whole transformed K, each with its guard words —
+ * less than a full Q + K round trip; no transformed tensor goes up again.
+ * Numbers and tolerances equal those of the old round trip (device
+ * transform downloaded, then uploaded to attn_run). Also: table-mode RoPE,
+ * whose table is prepared before recording. */
+START_TEST(attention_path_keeps_transformed_qk_on_the_device)
+{
+    enum { T = 1024, H = 2, KV = 1, D = 32, ROWS = 32 };
+    static const char *const params[2] = {NULL, "{\"precision\": \"table\"}"};
+    rl_gpu g;
+    rl_gpu_open(&g);
+    pe_shape s = {.head_dim = D, .heads = H, .kv_heads = KV, .max_positions = T};
+    float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
+    float *qt = malloc(T * H * D * sizeof *qt), *kt = malloc(T * KV * D * sizeof *kt);
+    float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
+    float *stats_rt = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats_rt);
+    uint32_t *pos = malloc(T * sizeof *pos);
+    rl_rng rng;
+    rl_rng_seed(&rng, 21, "test/exp_attn/resident");
+    for (int i = 0; i < T * H * D; i++)
+        q[i] = (float)rl_rng_normal(&rng);
+    for (int i = 0; i < T * KV * D; i++)
+        k[i] = (float)rl_rng_normal(&rng);
+    for (int t = 0; t < T; t++)
+        pos[t] = (uint32_t)t;
+    attn_engine eng;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    for (int m = 0; m < 2; m++) {
+        pe_encoding *e = make("rope", params[m], &s);
+        exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY};
+        attn_outputs out = {.stats = stats};
+        exp_attn_result r;
+        uint64_t up = g.dev.bytes_uploaded, down = g.dev.bytes_downloaded;
+        ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &out, &r, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(r.pass, "worst %s %g", r.worst, r.attn_stats.worst_ratio);
+        uint64_t got_down = g.dev.bytes_downloaded - down, got_up = g.dev.bytes_uploaded - up;
+        uint64_t stats_b = (uint64_t)T * H * RL_ATTN_NSTAT * 4;
+        uint64_t want_down = stats_b + VF_GUARD_BYTES          /* statistics + guard */
+                             + (uint64_t)ROWS * H * D * 4    /* sampled rows of Q' */
+                             + (uint64_t)T * KV * D * 4      /* all of K' */
+                             + 2 * VF_GUARD_BYTES;           /* Q', K' guards */
+        ck_assert_uint_eq(got_down, want_down);
+        /* less than the round trip's download of Q' and K' */
+        ck_assert_uint_lt(got_down - stats_b, (uint64_t)T * (H + KV) * D * 4);
+        /* raw Q and K once, their guards, positions+targets, frequencies
+         * (table mode: one cos/sin table of T x D floats per transform) */
+        ck_assert_uint_ge(got_up, (uint64_t)T * (H + KV) * D * 4);
+        ck_assert_uint_lt(got_up, (uint64_t)T * (H + KV) * D * 4 + 2 * T * 4 +
+                                      (m ? 2 * (uint64_t)T * D * 4 : 0) + 4096);
+        ck_assert_uint_eq(r.vec_q.n, ROWS * H * D);
+        ck_assert_uint_eq(r.vec_k.n, T * KV * D);
+        ck_assert(r.vec_q.pass && r.vec_k.pass);
+
+        /* The round trip it replaces: transform, download, attn_run. */
+        pe_vec_gpu gq, gk;
+        ck_assert(pe_vec_gpu_create(&g.dev, e, H, &gq, &err) == RL_OK);
+        ck_assert(pe_vec_gpu_create(&g.dev, e, KV, &gk, &err) == RL_OK);
+        ck_assert(pe_vec_gpu_apply(&g.dev, &gq, q, pos, T, qt, NULL, &err) == RL_OK);
+        ck_assert(pe_vec_gpu_apply(&g.dev, &gk, k, pos, T, kt, NULL, &err) == RL_OK);
+        attn_inputs in = {.q = qt, .k = kt};
+        attn_outputs out_rt = {.stats = stats_rt};
+        attn_result ar;
+        ck_assert_msg(attn_run(&eng, &r.desc, &in, &out_rt, &ar, &err) == RL_OK, "%s", err.msg);
+        ck_assert_mem_eq(stats, stats_rt, (size_t)T * H * RL_ATTN_NSTAT * sizeof *stats);
+        /* same reference operands, so the same errors and exact-operand
+         * tolerances */
+        ck_assert_mem_eq(r.attn.verify.tol, ar.verify.tol, sizeof ar.verify.tol);
+        ck_assert_mem_eq(r.attn.verify.max_abs, ar.verify.max_abs, sizeof ar.verify.max_abs);
+        pe_vec_gpu_destroy(&gk);
+        pe_vec_gpu_destroy(&gq);
+        pe_encoding_destroy(e);
+    }
+    attn_engine_destroy(&eng);
+    free(pos);
+    free(stats_rt);
+    free(stats);
+    free(kt);
+    free(qt);
+    free(k);
+    free(q);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* A device transform that is not the reference's (rope_theta 10000 on the
+ * device, 10500 in the reference) fails the element-wise check of the
+ * downloaded transformed q (sampled rows) and k, and with it the run; the
+ * attention itself, judged on the operands the device read, passes. */
+START_TEST(verification_catches_a_wrong_device_transform)
+{
+    enum { T = 256, H = 1, KV = 1, D = 32 };
+    rl_gpu g;
+    rl_gpu_open(&g);
+    pe_shape s = {.head_dim = D, .heads = H, .kv_heads = KV, .max_positions = 4096 + T};
+    pe_encoding *dev_e = make("rope", "{\"rope_theta\": 10000}", &s);
+    pe_encoding *ref_e = make("rope", "{\"rope_theta\": 10500}", &s);
+    float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
+    float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
+    uint32_t pos[T];
+    rl_rng rng;
+    rl_rng_seed(&rng, 23, "test/exp_attn/wrong");
+    for (int i = 0; i < T * H * D; i++)
+        q[i] = (float)rl_rng_normal(&rng);
+    for (int i = 0; i < T * KV * D; i++)
+        k[i] = (float)rl_rng_normal(&rng);
+    for (int t = 0; t < T; t++)
+        pos[t] = 4096 + (uint32_t)t;
+    attn_engine eng;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    exp_attn_io io = {.tokens = T, .q = q, .k = k, .pos = pos, .causal = 0,
+                      .flags = ATTN_ENTROPY | ATTN_ARGMAX};
+    attn_outputs out = {.stats = stats};
+    exp_attn_result r;
+    ck_assert_msg(exp_attn_run(&g.dev, &eng, dev_e, &io, &out, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert(r.pass);
+    io.ref_encoding = ref_e;
+    ck_assert_msg(exp_attn_run(&g.dev, &eng, dev_e, &io, &out, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert(!r.pass);
+    ck_assert(!r.vec_q.pass && !r.vec_k.pass);
+    ck_assert(r.vec_q.n_over > 0 && r.vec_k.n_over > 0);
+    ck_assert_msg(r.attn_stats.pass, "worst %s ratio %g", r.worst, r.attn_stats.worst_ratio);
+    attn_engine_destroy(&eng);
+    pe_encoding_destroy(ref_e);
+    pe_encoding_destroy(dev_e);
+    free(stats);
+    free(k);
+    free(q);
     rl_gpu_close(&g);
 }
 END_TEST
@@ -396,6 +533,8 @@ int main(void)
     tcase_add_loop_test(tc, encoding_attention_is_verified_end_to_end, 0,
                         (int)(sizeof encodings / sizeof encodings[0]));
     tcase_add_test(tc, paired_encoding_against_itself_has_zero_kl);
+    tcase_add_test(tc, attention_path_keeps_transformed_qk_on_the_device);
+    tcase_add_test(tc, verification_catches_a_wrong_device_transform);
     tcase_add_test(tc, attention_factor_scales_logits_by_its_square_once);
     tcase_add_test(tc, entropy_of_identical_keys_is_ln_n);
     tcase_add_test(tc, entropy_of_zero_queries_is_ln_n_with_and_without_the_factor);

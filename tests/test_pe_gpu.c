@@ -223,6 +223,56 @@ START_TEST(learned_table_policies_on_device)
 }
 END_TEST
 
+START_TEST(rope_table_mode_records_without_transfers)
+{
+    /* The cos/sin table depends on the positions: pe_vec_gpu_prepare uploads
+     * it from the host positions, and recording moves nothing (it used to
+     * download the position buffer while recording). */
+    rl_gpu g;
+    rl_gpu_open(&g);
+    pe_shape s = {.head_dim = 8, .heads = 1};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_msg(make_enc("rope", "{\"precision\": \"table\"}", &s, &e, &err) == RL_OK, "%s",
+                  err.msg);
+    pe_vec_gpu vg;
+    ck_assert_msg(pe_vec_gpu_create(&g.dev, e, 1, &vg, &err) == RL_OK, "%s", err.msg);
+    enum { T = 5 };
+    uint32_t pos[T] = {0, 3, 9, 100, 7};
+    float x[T * 8];
+    for (int i = 0; i < T * 8; i++)
+        x[i] = 1.0f;
+    rlvk_buffer bx, bp;
+    rlvk_cmd cmd;
+    ck_assert_int_eq(rlvk_buffer_create(&g.dev, sizeof x, "x", &bx, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_create(&g.dev, sizeof pos, "pos", &bp, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &bx, 0, x, sizeof x, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &bp, 0, pos, sizeof pos, &err), RL_OK);
+    ck_assert_int_eq(rlvk_cmd_begin(&g.dev, 2, &cmd, &err), RL_OK);
+    /* Without its table the launch is refused, naming the missing step. */
+    ck_assert_int_eq(pe_vec_gpu_record(&cmd, &vg, &bx, &bx, &bp, T, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "pe_vec_gpu_prepare"));
+    ck_assert_msg(pe_vec_gpu_prepare(&vg, pos, T, &err) == RL_OK, "%s", err.msg);
+    uint64_t up = g.dev.bytes_uploaded, down = g.dev.bytes_downloaded;
+    ck_assert_msg(pe_vec_gpu_record(&cmd, &vg, &bx, &bx, &bp, T, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(g.dev.bytes_uploaded, up);
+    ck_assert_uint_eq(g.dev.bytes_downloaded, down);
+    ck_assert_int_eq(rlvk_cmd_submit_wait(&cmd, &err), RL_OK);
+    float y[T * 8];
+    double ref[T * 8];
+    ck_assert_int_eq(rlvk_buffer_download(&g.dev, &bx, 0, y, sizeof y, &err), RL_OK);
+    ck_assert_int_eq(pe_vec_ref(e, x, pos, T, 1, ref, &err), RL_OK);
+    for (int i = 0; i < T * 8; i++)
+        ck_assert_double_eq_tol(y[i], ref[i], 1e-6);
+    rlvk_cmd_destroy(&cmd);
+    rlvk_buffer_destroy(&g.dev, &bp);
+    rlvk_buffer_destroy(&g.dev, &bx);
+    pe_vec_gpu_destroy(&vg);
+    pe_encoding_destroy(e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(bias_buffers_follow_the_contract)
 {
     rl_gpu g;
@@ -278,6 +328,7 @@ int main(void)
     tcase_add_test(tc, alibi_glsl_uses_the_paper_slopes_for_12_heads);
     tcase_add_test(tc, kerple_glsl_matches_hand_values);
     tcase_add_test(tc, learned_table_policies_on_device);
+    tcase_add_test(tc, rope_table_mode_records_without_transfers);
     tcase_add_test(tc, bias_buffers_follow_the_contract);
     suite_add_tcase(s, tc);
     return rl_test_run(s);

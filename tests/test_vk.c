@@ -65,6 +65,25 @@ START_TEST(buffers_round_trip)
 }
 END_TEST
 
+START_TEST(transfer_counters_count_bytes_that_crossed)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rlvk_buffer b;
+    rl_error err = {0};
+    ck_assert_int_eq(rlvk_buffer_create(&g.dev, 4096, "counted", &b, &err), RL_OK);
+    uint64_t up0 = g.dev.bytes_uploaded, down0 = g.dev.bytes_downloaded;
+    uint8_t buf[4096] = {0};
+    ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &b, 0, buf, 3000, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_download(&g.dev, &b, 100, buf, 200, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_download(&g.dev, &b, 0, buf, 5000, &err), RL_ERR_ARG);
+    ck_assert_uint_eq(g.dev.bytes_uploaded - up0, 3000);
+    ck_assert_uint_eq(g.dev.bytes_downloaded - down0, 200);
+    rlvk_buffer_destroy(&g.dev, &b);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(size_check_names_the_limit)
 {
     rl_gpu g;
@@ -165,6 +184,7 @@ int main(void)
     tcase_add_test(tc, select_resolves_auto_all_index_and_name);
     tcase_add_test(tc, select_rejects_bad_index_and_name);
     tcase_add_test(tc, buffers_round_trip);
+    tcase_add_test(tc, transfer_counters_count_bytes_that_crossed);
     tcase_add_test(tc, size_check_names_the_limit);
     tcase_add_test(tc, dispatch_splits_beyond_max_group_count);
     tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);

@@ -103,6 +103,42 @@ typedef struct attn_inputs {
     const attn_bias *bias;  /* NULL: no bias */
 } attn_inputs;
 
+/* What the CPU reference computes from when the engine's operands are not
+ * the caller's host arrays (attn_run_resident): host fp32 tensors, shapes
+ * as attn_inputs (q_b/k_b NULL: q/k; v only for ATTN_OUT), holding exactly
+ * what the device's operand buffers hold (e.g. downloaded from them), so
+ * the tolerances are those of exact operands (attn_tol.c). Only the sampled
+ * query rows (attn_verify_token) of q/q_b are read; every key row of k/k_b/v
+ * is. */
+typedef struct attn_ref_operands {
+    const float *q, *k, *v, *q_b, *k_b;
+} attn_ref_operands;
+
+/* Records work into the engine's first command buffer, before the attention
+ * dispatches (a barrier follows each dispatch, so the attention sees what it
+ * wrote). pos: the engine's position buffer, [tokens] u32 at offset 0 (the
+ * host positions, already uploaded). Must only record: no transfer, no
+ * wait. */
+typedef rl_status (*attn_record_fn)(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos,
+                                    rl_error *err);
+
+/* Inputs resident in device buffers (fp32, layouts as attn_inputs, from
+ * offset 0; caller-owned, not modified by the engine): Q/K stay on the
+ * device between a producer (an encoding's transform, recorded through
+ * `before` into the same command buffer) and the attention. */
+typedef struct attn_resident {
+    const rlvk_buffer *q, *k;    /* [tokens][heads|kv_heads][head_dim] */
+    const rlvk_buffer *v;        /* for ATTN_OUT, else NULL */
+    const rlvk_buffer *q_b, *k_b; /* paired; NULL: q/k */
+    const uint32_t *pos;         /* host [tokens] positions; NULL: 0, 1, ... */
+    const uint32_t *target;      /* host [tokens], for ATTN_TARGET */
+    const attn_bias *bias;       /* NULL: no bias */
+    attn_record_fn before;       /* NULL: nothing recorded before */
+    void *before_ctx;
+    uint32_t before_dispatches;  /* dispatches `before` records (descriptor sets) */
+    attn_ref_operands ref;       /* for verification (ignored with no_verify) */
+} attn_resident;
+
 /* Host outputs (caller-owned; NULL where not asked for). */
 typedef struct attn_outputs {
     float *stats;           /* [tokens][heads][RL_ATTN_NSTAT], slots RL_ATTN_S_* (argmax as uint bits) */
@@ -167,6 +203,8 @@ typedef struct attn_result {
     uint32_t submissions;
     double gpu_ms;          /* sum of the submissions' GPU time (-1 without timestamps) */
     double wall_ms;         /* host wall time of the GPU part (upload to download) */
+    double before_gpu_ms;   /* attn_run_resident: GPU time of `before`'s work (0: none, -1: no
+                               timestamps); not in gpu_ms */
     int guard_ok;           /* the guard words after the output tensor are untouched */
     attn_verify verify;     /* verify.verdict: the verdict (guard included) */
 } attn_result;
@@ -207,6 +245,16 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error 
  * an unknown bias variant; RL_ERR_LIMIT for sizes the device cannot hold. */
 rl_status attn_run(attn_engine *e, const attn_desc *d, const attn_inputs *in,
                    const attn_outputs *out, attn_result *res, rl_error *err);
+
+/* Same, with Q/K/V already in device buffers (fp32 only) and optional work
+ * recorded before the attention in its first command buffer; verification
+ * uses in->ref (exact operands). Nothing of Q/K/V crosses to the host. */
+rl_status attn_run_resident(attn_engine *e, const attn_desc *d, const attn_resident *in,
+                            const attn_outputs *out, attn_result *res, rl_error *err);
+
+/* Token of sampled row r of `rows` (rows = min(verify_rows, tokens)) that
+ * verification checks: evenly spread, first and last always included. */
+uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens);
 
 /* The sampled-row verification of attn_run on host outputs (as attn_run
  * downloaded them, out->stats required; buckets with n_buckets per row):

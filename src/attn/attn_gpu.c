@@ -317,42 +317,45 @@ static double dmax(double a, double b)
     return a > b ? a : b;
 }
 
-/* Verifies sampled rows; stats/buckets/o/dump are the downloaded outputs. */
-static rl_status verify(const attn_desc *d, const attn_inputs *in, const uint32_t *pos,
-                        uint32_t n_buckets, const float *stats, const float *buckets,
-                        const float *o, const float *dump, attn_verify *v, rl_error *err)
+uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens)
+{
+    return rows <= 1 ? 0
+                     : (uint64_t)((double)r * (double)(tokens - 1) / (double)(rows - 1) + 0.5);
+}
+
+/* Verifies sampled rows; stats/buckets/o/dump are the downloaded outputs,
+ * ref what the reference computes from (fp32 host tensors). */
+static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const uint32_t *pos,
+                        const uint32_t *target, const attn_bias *bias, uint32_t n_buckets,
+                        const float *stats, const float *buckets, const float *o,
+                        const float *dump, attn_verify *v, rl_error *err)
 {
     memset(v, 0, sizeof *v);
     uint64_t n = d->tokens;
-    uint64_t nq = n * d->heads * d->head_dim, nk = n * d->kv_heads * d->head_dim;
     int paired = (d->flags & ATTN_PAIRED) != 0;
-    float *q = as_float(in->q, nq, d->fp16), *k = as_float(in->k, nk, d->fp16);
-    float *vv = (d->flags & ATTN_OUT) ? as_float(in->v, nk, d->fp16) : NULL;
-    float *qb = paired ? as_float(in->q_b ? in->q_b : in->q, nq, d->fp16) : NULL;
-    float *kb = paired ? as_float(in->k_b ? in->k_b : in->k, nk, d->fp16) : NULL;
     double *scratch = malloc(2 * n * sizeof *scratch);
     double *rb = malloc((n_buckets + 1) * sizeof *rb);
     double *ro = malloc(2 * d->head_dim * sizeof *ro);
     rl_status st = RL_OK;
-    if (!q || !k || !scratch || !rb || !ro || ((d->flags & ATTN_OUT) && !vv) ||
-        (paired && (!qb || !kb))) {
+    if (!scratch || !rb || !ro) {
         st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for verification");
         goto done;
     }
+    const float *qb = ref->q_b ? ref->q_b : ref->q, *kb = ref->k_b ? ref->k_b : ref->k;
     attn_ref_problem P = {
         .tokens = n, .heads = d->heads, .kv_heads = d->kv_heads, .head_dim = d->head_dim,
         .causal = d->causal, .scale = d->scale, .scale_b = d->scale_b, .paired = paired,
         .bias_a = !(d->flags & ATTN_NO_BIAS_A), .bias_b = !(d->flags & ATTN_NO_BIAS_B),
-        .q = q, .k = k, .v = vv, .q_b = qb, .k_b = kb, .pos = pos, .bias = in->bias,
+        .q = ref->q, .k = ref->k, .v = ref->v, .q_b = paired ? qb : NULL,
+        .k_b = paired ? kb : NULL, .pos = pos, .bias = bias,
     };
     uint64_t rows = d->verify_rows < n ? d->verify_rows : n;
     for (uint64_t r = 0; r < rows; r++) {
-        /* Evenly spread, first and last always included. */
-        uint64_t i = rows == 1 ? 0 : (uint64_t)((double)r * (double)(n - 1) / (double)(rows - 1) + 0.5);
+        uint64_t i = attn_verify_token(r, rows, n);
         for (uint32_t h = 0; h < d->heads; h++) {
             attn_ref_row R;
-            uint64_t target = (d->flags & ATTN_TARGET) ? in->target[i] : UINT64_MAX;
-            attn_ref_row_stats(&P, h, i, target, n_buckets, scratch, &R,
+            uint64_t tgt = (d->flags & ATTN_TARGET) ? target[i] : UINT64_MAX;
+            attn_ref_row_stats(&P, h, i, tgt, n_buckets, scratch, &R,
                                (d->flags & ATTN_BUCKETS) ? rb : NULL,
                                (d->flags & ATTN_OUT) ? ro : NULL, ro + d->head_dim);
             v->rows++;
@@ -398,12 +401,32 @@ done:
     free(ro);
     free(rb);
     free(scratch);
-    free(kb);
-    free(qb);
-    free(vv);
-    free(k);
-    free(q);
     return st;
+}
+
+/* The caller's host operands as the fp32 tensors the reference reads:
+ * fp32 arrays as they are, fp16 ones converted exactly into conv[] (the
+ * caller frees conv[0..4]). own_b: paired with its own q_b/k_b. */
+static rl_status ref_of_inputs(const attn_desc *d, const attn_inputs *in, int own_b,
+                               attn_ref_operands *ref, float *conv[5], rl_error *err)
+{
+    uint64_t n = d->tokens, nq = n * d->heads * d->head_dim, nk = n * d->kv_heads * d->head_dim;
+    const void *src[5] = {in->q, in->k, (d->flags & ATTN_OUT) ? in->v : NULL,
+                          own_b ? (in->q_b ? in->q_b : in->q) : NULL,
+                          own_b ? (in->k_b ? in->k_b : in->k) : NULL};
+    const uint64_t cnt[5] = {nq, nk, nk, nq, nk};
+    const float *f32[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 5; i++)
+        conv[i] = NULL;
+    for (int i = 0; i < 5; i++) {
+        if (!src[i])
+            continue;
+        if (d->fp16 && !(conv[i] = as_float(src[i], cnt[i], 1)))
+            return rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for verification");
+        f32[i] = d->fp16 ? conv[i] : src[i];
+    }
+    *ref = (attn_ref_operands){.q = f32[0], .k = f32[1], .v = f32[2], .q_b = f32[3], .k_b = f32[4]};
+    return RL_OK;
 }
 
 rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const attn_outputs *out,
@@ -412,31 +435,42 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
     attn_desc d = resolve(din);
     if (!out->stats || !in->q || !in->k)
         return rl_fail(err, RL_ERR_ARG, "attention verification: missing Q, K or statistics");
+    if ((d.flags & ATTN_OUT) && !in->v)
+        return rl_fail(err, RL_ERR_ARG, "attention verification: missing V for O");
     uint32_t *pos = malloc(d.tokens * sizeof *pos);
     if (!pos)
         return rl_fail(err, RL_ERR_NOMEM, "attention verification: out of host memory");
     for (uint64_t t = 0; t < d.tokens; t++)
         pos[t] = in->pos ? in->pos[t] : (uint32_t)t;
-    rl_status st = verify(&d, in, pos, n_buckets, out->stats, out->buckets, out->out, out->dump,
-                          v, err);
+    attn_ref_operands ref;
+    float *conv[5];
+    int own_b = (d.flags & ATTN_PAIRED) && (in->q_b || in->k_b);
+    rl_status st = ref_of_inputs(&d, in, own_b, &ref, conv, err);
+    if (!st)
+        st = verify(&d, &ref, pos, in->target, in->bias, n_buckets, out->stats, out->buckets,
+                    out->out, out->dump, v, err);
     if (!st)
         attn_judge(&d, v, guard_ok);
+    for (int i = 0; i < 5; i++)
+        free(conv[i]);
     free(pos);
     return st;
 }
 
-rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
-                   const attn_outputs *out, attn_result *res, rl_error *err)
+/* What both entry points do first: res cleared, *d = din with defaults,
+ * the checks, *var = the bias's shader variant. */
+static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias *bias,
+                           int have_qk, int have_v, int have_target, const attn_outputs *out,
+                           attn_desc *d, const attn_variant **var, attn_result *res, rl_error *err)
 {
     rlvk_device *dev = e->dev;
     memset(res, 0, sizeof *res);
-    attn_desc d = resolve(din);
-    rl_status st = attn_check_shape(dev, &d, err);
+    *d = resolve(din);
+    rl_status st = attn_check_shape(dev, d, err);
     if (st)
         return st;
-    const char *vname = in->bias && in->bias->variant ? in->bias->variant : "none";
-    const attn_variant *var = find_variant(vname);
-    if (!var) {
+    const char *vname = bias && bias->variant ? bias->variant : "none";
+    if (!(*var = find_variant(vname))) {
         char built[256] = "";
         size_t n = 0;
         for (size_t i = 0; i < RL_ARRAY_LEN(variants) && n < sizeof built; i++)
@@ -445,25 +479,36 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "attention: no shader variant for bias '%s' (built: %s)", vname, built);
     }
-    if (d.fp16 && !dev->feat_storage16)
+    if (d->fp16 && !dev->feat_storage16)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "attention: fp16 storage needs storageBuffer16BitAccess, which %s lacks",
                        dev->info.name);
-    if (!in->q || !in->k || ((d.flags & ATTN_OUT) && !in->v) ||
-        ((d.flags & ATTN_TARGET) && !in->target))
+    if (!have_qk || ((d->flags & ATTN_OUT) && !have_v) || ((d->flags & ATTN_TARGET) && !have_target))
         return rl_fail(err, RL_ERR_ARG, "attention: missing input (Q, K, V for O, or targets)");
-    if (((d.flags & ATTN_BUCKETS) && !out->buckets) || ((d.flags & ATTN_OUT) && !out->out) ||
-        ((d.flags & ATTN_DUMP) && !out->dump))
+    if (((d->flags & ATTN_BUCKETS) && !out->buckets) || ((d->flags & ATTN_OUT) && !out->out) ||
+        ((d->flags & ATTN_DUMP) && !out->dump))
         return rl_fail(err, RL_ERR_ARG, "attention: an asked-for output array is NULL");
-    if (in->bias && in->bias->n_buffers > 4)
+    if (bias && bias->n_buffers > 4)
         return rl_fail(err, RL_ERR_ARG, "attention: bias '%s' has %u buffers (at most 4)", vname,
-                       in->bias->n_buffers);
+                       bias->n_buffers);
+    return RL_OK;
+}
 
+/* The engine over operands in device buffers (d resolved and checked, var
+ * its variant; in->q_b/k_b already resolved to q/k when absent): positions,
+ * outputs, `before`, the chunked dispatches, downloads, verification.
+ * t_start: when the caller's GPU part began (for wall_ms). */
+static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *var,
+                     const attn_resident *in, const attn_outputs *out, attn_result *res,
+                     double t_start, rl_error *err)
+{
+    rlvk_device *dev = e->dev;
+    const attn_desc d = *dp;
+    rl_status st = RL_OK;
     uint64_t n = d.tokens;
     uint32_t *idx = malloc(2 * n * sizeof *idx);
     float *stats = out->stats ? out->stats : malloc(n * d.heads * RL_ATTN_NSTAT * sizeof(float));
-    rlvk_buffer bqa = {0}, bka = {0}, bqb = {0}, bkb = {0}, bv = {0}, bidx = {0}, bout = {0},
-                dummy = {0};
+    rlvk_buffer bidx = {0}, bout = {0}, dummy = {0};
     rlvk_cmd cmd = {0};
     if (!idx || !stats) {
         st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for %llu tokens",
@@ -492,35 +537,19 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     res->n_buckets = nb;
     res->chunk_keys = blocks * kb;
 
-    double t_start = rl_now();
     int paired = (d.flags & ATTN_PAIRED) != 0;
-    int own_b = paired && (in->q_b || in->k_b);
     if ((st = rlvk_buffer_create(dev, 16, "attn dummy", &dummy, err)) ||
-        (st = rlvk_buffer_create(dev, L.q_bytes, "Q", &bqa, err)) ||
-        (st = rlvk_buffer_create(dev, L.k_bytes, "K", &bka, err)) ||
         (st = rlvk_buffer_create(dev, 2 * n * 4, "positions+targets", &bidx, err)) ||
         (st = vf_guarded_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
-        (st = rlvk_buffer_upload(dev, &bqa, 0, in->q, L.q_bytes, err)) ||
-        (st = rlvk_buffer_upload(dev, &bka, 0, in->k, L.k_bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bidx, 0, idx, 2 * n * 4, err)))
-        goto done;
-    if (own_b &&
-        ((st = rlvk_buffer_create(dev, L.q_bytes, "Q_b", &bqb, err)) ||
-         (st = rlvk_buffer_create(dev, L.k_bytes, "K_b", &bkb, err)) ||
-         (st = rlvk_buffer_upload(dev, &bqb, 0, in->q_b ? in->q_b : in->q, L.q_bytes, err)) ||
-         (st = rlvk_buffer_upload(dev, &bkb, 0, in->k_b ? in->k_b : in->k, L.k_bytes, err))))
-        goto done;
-    if ((d.flags & ATTN_OUT) &&
-        ((st = rlvk_buffer_create(dev, L.k_bytes, "V", &bv, err)) ||
-         (st = rlvk_buffer_upload(dev, &bv, 0, in->v, L.k_bytes, err))))
         goto done;
 
     const rlvk_pipeline *pipe;
     if ((st = get_pipe(e, var, &d, kb, blocks, nb_k, &pipe, err)))
         goto done;
     const rlvk_buffer *bufs[12] = {
-        &bqa, &bka, own_b ? &bqb : (paired ? &bqa : &dummy), own_b ? &bkb : (paired ? &bka : &dummy),
-        (d.flags & ATTN_OUT) ? &bv : &dummy, &bidx, &bout, &dummy, &dummy, &dummy, &dummy, &dummy};
+        in->q, in->k, paired ? in->q_b : &dummy, paired ? in->k_b : &dummy,
+        (d.flags & ATTN_OUT) ? in->v : &dummy, &bidx, &bout, &dummy, &dummy, &dummy, &dummy, &dummy};
     for (uint32_t b = 0; in->bias && b < in->bias->n_buffers; b++)
         bufs[8 + b] = in->bias->buffers[b];
 
@@ -529,7 +558,9 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
      * on); submissions gather dispatches up to d.work_per_submit MACs each,
      * so no single submission runs for seconds on a desktop GPU. A chunk's
      * dispatch reads the running state the previous one wrote (barrier in
-     * rlvk_cmd_dispatch). */
+     * rlvk_cmd_dispatch). The first submission starts with `before`'s work
+     * (its own timestamps), so producer and attention share one command
+     * buffer. */
     uint64_t chunk = (uint64_t)blocks * kb;
     uint64_t n_chunks = (n + chunk - 1) / chunk;
     uint64_t n_qb = (n + ATTN_WG - 1) / ATTN_WG;
@@ -550,9 +581,16 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
             work += (n_qb - QB0(end)) * ATTN_WG * group * chunk * d.head_dim * (paired ? 2 : 1);
             end++;
         }
-        if ((st = rlvk_cmd_begin(dev, (uint32_t)(end - next), &cmd, err)))
+        int first = next == 0, hook = first && in->before;
+        if ((st = rlvk_cmd_begin(dev, (uint32_t)(end - next) + (hook ? in->before_dispatches : 0),
+                                 &cmd, err)))
             goto done;
-        if (next == 0) {
+        if (hook) {
+            rlvk_cmd_timestamp(&cmd, 2);
+            if ((st = in->before(in->before_ctx, &cmd, &bidx, err)))
+                goto done;
+        }
+        if (first) {
             /* Statistics not asked for read 0, not stale memory; the dump
              * starts all -inf, since a row's workgroup skips the chunks past
              * its last key (causal) and masked logits are -inf. */
@@ -577,6 +615,10 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
             res->gpu_ms += ns * 1e-6;
         else
             res->gpu_ms = -1;
+        if (hook)
+            res->before_gpu_ms = dev->query_pool && rlvk_cmd_elapsed_ns(&cmd, 2, 0, &ns, NULL) == RL_OK
+                                     ? ns * 1e-6
+                                     : -1;
         rlvk_cmd_destroy(&cmd);
         memset(&cmd, 0, sizeof cmd);
         res->submissions++;
@@ -615,22 +657,105 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         goto done;
     res->wall_ms = (rl_now() - t_start) * 1e3;
     if (!d.no_verify &&
-        !(st = verify(&d, in, idx, nb, stats, out->buckets, out->out, out->dump, &res->verify, err)))
+        !(st = verify(&d, &in->ref, idx, in->target, in->bias, nb, stats, out->buckets, out->out,
+                      out->dump, &res->verify, err)))
         attn_judge(&d, &res->verify, res->guard_ok);
 done:
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &dummy);
     rlvk_buffer_destroy(dev, &bout);
     rlvk_buffer_destroy(dev, &bidx);
+    if (stats != out->stats)
+        free(stats);
+    free(idx);
+    return st;
+}
+
+rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
+                   const attn_outputs *out, attn_result *res, rl_error *err)
+{
+    rlvk_device *dev = e->dev;
+    attn_desc d;
+    const attn_variant *var;
+    rl_status st = begin_run(e, din, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
+                             out, &d, &var, res, err);
+    if (st)
+        return st;
+    int paired = (d.flags & ATTN_PAIRED) != 0;
+    int own_b = paired && (in->q_b || in->k_b);
+    attn_layout L;
+    layout_of(&d, 1, &L);
+    rlvk_buffer bqa = {0}, bka = {0}, bqb = {0}, bkb = {0}, bv = {0};
+    attn_ref_operands ref = {0};
+    float *conv[5] = {NULL, NULL, NULL, NULL, NULL};
+    if (!d.no_verify && (st = ref_of_inputs(&d, in, own_b, &ref, conv, err)))
+        goto done;
+    double t_start = rl_now();
+    if ((st = rlvk_buffer_create(dev, L.q_bytes, "Q", &bqa, err)) ||
+        (st = rlvk_buffer_create(dev, L.k_bytes, "K", &bka, err)) ||
+        (st = rlvk_buffer_upload(dev, &bqa, 0, in->q, L.q_bytes, err)) ||
+        (st = rlvk_buffer_upload(dev, &bka, 0, in->k, L.k_bytes, err)))
+        goto done;
+    if (own_b &&
+        ((st = rlvk_buffer_create(dev, L.q_bytes, "Q_b", &bqb, err)) ||
+         (st = rlvk_buffer_create(dev, L.k_bytes, "K_b", &bkb, err)) ||
+         (st = rlvk_buffer_upload(dev, &bqb, 0, in->q_b ? in->q_b : in->q, L.q_bytes, err)) ||
+         (st = rlvk_buffer_upload(dev, &bkb, 0, in->k_b ? in->k_b : in->k, L.k_bytes, err))))
+        goto done;
+    if ((d.flags & ATTN_OUT) &&
+        ((st = rlvk_buffer_create(dev, L.k_bytes, "V", &bv, err)) ||
+         (st = rlvk_buffer_upload(dev, &bv, 0, in->v, L.k_bytes, err))))
+        goto done;
+    attn_resident r = {
+        .q = &bqa, .k = &bka, .v = &bv, .q_b = own_b ? &bqb : &bqa, .k_b = own_b ? &bkb : &bka,
+        .pos = in->pos, .target = in->target, .bias = in->bias,
+        .ref = ref,
+    };
+    st = run(e, &d, var, &r, out, res, t_start, err);
+done:
     rlvk_buffer_destroy(dev, &bv);
     rlvk_buffer_destroy(dev, &bkb);
     rlvk_buffer_destroy(dev, &bqb);
     rlvk_buffer_destroy(dev, &bka);
     rlvk_buffer_destroy(dev, &bqa);
-    if (stats != out->stats)
-        free(stats);
-    free(idx);
+    for (int i = 0; i < 5; i++)
+        free(conv[i]);
     return st;
+}
+
+rl_status attn_run_resident(attn_engine *e, const attn_desc *din, const attn_resident *in,
+                            const attn_outputs *out, attn_result *res, rl_error *err)
+{
+    attn_desc d;
+    const attn_variant *var;
+    rl_status st = begin_run(e, din, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
+                             out, &d, &var, res, err);
+    if (st)
+        return st;
+    if (d.fp16)
+        return rl_fail(err, RL_ERR_UNSUPPORTED, "attention: device-resident inputs are fp32 only");
+    int paired = (d.flags & ATTN_PAIRED) != 0;
+    if (!d.no_verify && (!in->ref.q || !in->ref.k || ((d.flags & ATTN_OUT) && !in->ref.v)))
+        return rl_fail(err, RL_ERR_ARG, "attention: verification needs the reference operands "
+                                        "(ref.q, ref.k, and ref.v for O)");
+    attn_layout L;
+    layout_of(&d, 1, &L);
+    attn_resident r = *in;
+    r.q_b = in->q_b ? in->q_b : in->q;
+    r.k_b = in->k_b ? in->k_b : in->k;
+    const rlvk_buffer *q_like[2] = {r.q, paired ? r.q_b : r.q};
+    const rlvk_buffer *k_like[3] = {r.k, paired ? r.k_b : r.k, (d.flags & ATTN_OUT) ? r.v : r.k};
+    for (int i = 0; i < 2; i++)
+        if (q_like[i]->size < L.q_bytes)
+            return rl_fail(err, RL_ERR_ARG, "attention: %s holds %llu bytes, fewer than the %llu of "
+                           "[tokens][heads][head_dim] fp32", q_like[i]->name,
+                           (unsigned long long)q_like[i]->size, (unsigned long long)L.q_bytes);
+    for (int i = 0; i < 3; i++)
+        if (k_like[i]->size < L.k_bytes)
+            return rl_fail(err, RL_ERR_ARG, "attention: %s holds %llu bytes, fewer than the %llu of "
+                           "[tokens][kv_heads][head_dim] fp32", k_like[i]->name,
+                           (unsigned long long)k_like[i]->size, (unsigned long long)L.k_bytes);
+    return run(e, &d, var, &r, out, res, rl_now(), err);
 }
 
 /* ---- an encoding's logit bias ---------------------------------------------- */

@@ -106,6 +106,11 @@ int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, cons
 
 typedef struct exp_ctx {
     rlvk_device *dev;            /* the worker's device; NULL for CPU-only kinds */
+    /* The worker's attention engine on dev, kept across its runs so that a
+     * pipeline one run built serves the next (vkCreateComputePipelines of
+     * the unrolled kernel takes ~0.6 s on lavapipe even with Mesa's shader
+     * cache warm); NULL: each run makes its own (exp_attn_engine). */
+    struct attn_engine *attn;
 } exp_ctx;
 
 typedef struct exp_kind {
@@ -180,31 +185,48 @@ typedef struct exp_attn_io {
     int no_attention_factor; /* 1: logit scale 1/sqrt(d) even if the RoPE scaling has a factor */
     const struct pe_encoding *paired;   /* definition b (vector-only encoding) or NULL */
     int paired_no_attention_factor;
+    /* Encoding whose CPU reference transform the verification uses for
+     * definition a; NULL: e itself. (Tests hand a deliberately different
+     * one to show that verification catches a wrong device transform.) */
+    const struct pe_encoding *ref_encoding;
 } exp_attn_io;
 
 typedef struct exp_attn_result {
     attn_desc desc;          /* what ran */
     attn_result attn;        /* engine result and sampled-row errors */
     double scale, scale_b;   /* logit scales used */
-    vf_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors vs reference (n = 0: none) */
+    vf_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors the verification downloaded
+                                              (sampled q rows, all k rows) vs reference,
+                                              guards included (n = 0: none) */
     vf_stats attn_stats;     /* the engine's verdict (attn.verify.verdict) */
     char worst[32];          /* name of that statistic */
     int pass;                /* every verification within its bound */
 } exp_attn_result;
 
 /* Runs attention of encoding e (created for the run's shape) over io: the
- * encoding's vector transform on the device (verified against pe_vec_ref
- * within pe_vec_bound), its logit bias in the kernel, effective logit scale
+ * encoding's vector transform on the device, recorded with the attention in
+ * one command buffer on the same device buffers (raw Q/K go up once,
+ * nothing crosses between transform and attention), its logit bias in the
+ * kernel, effective logit scale
  * af^2/sqrt(d) (af: RoPE attention factor, 1 otherwise; the rotation puts af
  * on cos and sin, so the kernel scale r->scale is 1/sqrt(d), and
- * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then attn_run with
- * sampled-row verification judged by the verification layer (vf_*). A verification beyond
+ * 1/(af^2 sqrt(d)) with no_attention_factor, effective 1/sqrt(d)), then
+ * attn_run_resident with sampled-row verification judged by the
+ * verification layer (vf_*): after the one command buffer, the transformed
+ * K (and V for O) and the sampled query rows of the transformed Q come
+ * back (guarded), are checked element-wise against pe_vec_ref within
+ * pe_vec_bound, and the attention reference computes from exactly those
+ * device operands, at the exact-operand tolerances (attn_tol.c). A verification beyond
  * tolerance is not an error here: r->pass says it (record it with
  * exp_attn_record and fail the run). */
 struct attn_engine;
 rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encoding *e,
                        const exp_attn_io *io, const attn_outputs *out, exp_attn_result *r,
                        rl_error *err);
+/* The attention engine for a run: ctx->attn when the worker shares one,
+ * else *own, created here (*made = 1: destroy it with attn_engine_destroy). */
+rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **eng, int *made,
+                          rl_error *err);
 /* Checks, before any GPU work, what every attention kind needs: min_len <=
  * max_len, head_dim a multiple of 4, and an encoding the registry accepts
  * for max_len positions. Errors name the parameter. */

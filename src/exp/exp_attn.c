@@ -1,6 +1,10 @@
 /* exp_attn.c — attention of a run's encoding, for experiment kinds:
- * the encoding's vector transform on the device (verified element-wise
- * against its double reference within the registry's bound), its logit bias
+ * the encoding's vector transform on the device, recorded with the
+ * attention into one command buffer on the same device buffers (afterwards
+ * the transformed K and the sampled query rows of the transformed Q come
+ * back once, for verification: element-wise against the double reference
+ * within the registry's bound, and as the attention reference's operands),
+ * its logit bias
  * inside the streaming kernel (registry buffers + CPU reference), the logit
  * scale 1/sqrt(d) times the RoPE attention factor squared (HF: the factor
  * multiplies cos and sin), and the engine's sampled-row verification judged
@@ -30,47 +34,135 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
     return s;
 }
 
-/* y = transform(x) on the device, and its check against the reference.
- * x: [tokens][heads][head_dim] f32 raw; y: same shape (caller-owned). */
-static rl_status transform(rlvk_device *dev, const pe_encoding *e, const float *x,
-                           const uint32_t *pos, uint64_t tokens, uint32_t heads, float *y,
-                           vf_stats *s, rl_error *err)
+/* One operand on the device: [tokens][heads][head_dim] f32 (the raw tensor,
+ * or nothing when a transform writes it) followed by the verification
+ * layer's guard words (vf_guarded_create), which no transform may touch. */
+static rl_status operand_create(rlvk_device *dev, const char *name, const float *raw, size_t n,
+                                rlvk_buffer *b, rl_error *err)
 {
-    size_t n = (size_t)tokens * heads * pe_encoding_shape(e)->head_dim;
-    if (!pe_has_vectors(e)) {
-        memcpy(y, x, n * sizeof *y);
-        memset(s, 0, sizeof *s);
-        s->n = n;
-        s->first_bad = VF_NONE;
-        s->nmse_ok = 1;
-        s->pass = 1;
-        return RL_OK;
-    }
-    pe_vec_gpu g = {0};
+    rl_status st = vf_guarded_create(dev, n * sizeof *raw, name, b, err);
+    if (!st && raw)
+        st = rlvk_buffer_upload(dev, b, 0, raw, n * sizeof *raw, err);
+    return st;
+}
+
+/* The verification side of one operand the encoding e transformed on the
+ * device (buffer b, raw host tensor x, [tokens][heads][head_dim]): after the
+ * attention's command buffer, downloads the rows the attention reference
+ * reads — every token (keys, all = 1) or the sampled query tokens only
+ * (attn_verify_token of rows) — and the guard words, into got (same shape
+ * as x; rows not read stay 0), and checks those elements against pe_vec_ref
+ * within pe_vec_bound (vf_compare, VF_GATE_ELEM, guard folded in). got is
+ * then exactly what the device's attention read there. */
+static rl_status operand_fetch(rlvk_device *dev, const pe_encoding *e, const rlvk_buffer *b,
+                               const float *x, const uint32_t *pos, uint64_t tokens,
+                               uint32_t heads, int all, uint64_t rows, float *got, vf_stats *s,
+                               rl_error *err)
+{
+    size_t row = (size_t)heads * pe_encoding_shape(e)->head_dim, n = tokens * row;
+    uint64_t nr = all ? tokens : rows;
+    size_t nc = nr * row;
     double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
            *scale = malloc(n * sizeof *scale);
+    float *dev_c = all ? got : malloc(nc * sizeof *dev_c);
     int guard_ok = 0;
     rl_status st = RL_OK;
-    if (!ref || !bound || !scale)
+    if (!ref || !bound || !scale || !dev_c)
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %zu transformed elements", n);
-    if (!st)
-        st = pe_vec_gpu_create(dev, e, heads, &g, err);
-    if (!st)
-        st = pe_vec_gpu_apply(dev, &g, x, pos, tokens, y, &guard_ok, err);
+    if (!st && all)
+        st = vf_guarded_download(dev, b, n * sizeof *got, got, &guard_ok, err);
+    if (!st && !all) {
+        memset(got, 0, n * sizeof *got);
+        for (uint64_t r = 0; r < nr && !st; r++) {
+            uint64_t t = attn_verify_token(r, nr, tokens);
+            st = rlvk_buffer_download(dev, b, t * row * sizeof *got, got + t * row,
+                                      row * sizeof *got, err);
+        }
+        if (!st)
+            st = vf_guard_check(dev, b, n * sizeof *got, &guard_ok, err);
+    }
     if (!st)
         st = pe_vec_ref(e, x, pos, tokens, heads, ref, err);
     if (!st) {
         pe_vec_bound(e, x, pos, tokens, heads, bound, scale);
-        vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, s);
+        if (!all) /* the sampled rows, compacted in place */
+            for (uint64_t r = 0; r < nr; r++) {
+                uint64_t t = attn_verify_token(r, nr, tokens);
+                memcpy(dev_c + r * row, got + t * row, row * sizeof *got);
+                memmove(ref + r * row, ref + t * row, row * sizeof *ref);
+                memmove(bound + r * row, bound + t * row, row * sizeof *bound);
+                memmove(scale + r * row, scale + t * row, row * sizeof *scale);
+            }
+        vf_compare(dev_c, ref, bound, scale, nc, VF_GATE_ELEM, s);
         vf_set_guard(s, guard_ok);
     }
-    pe_vec_gpu_destroy(&g);
+    if (!all)
+        free(dev_c);
     free(ref);
     free(bound);
     free(scale);
     return st;
 }
 
+/* The record of an operand the encoding leaves alone: the device holds the
+ * raw upload bit for bit (as main's host path copied it). */
+static void exact_copy(size_t n, vf_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    s->first_bad = VF_NONE;
+    s->nmse_ok = 1;
+    s->pass = 1;
+}
+
+/* The transforms recorded before the attention, in order (definition b's
+ * from the raw tensors first, then definition a's in place). */
+typedef struct xform {
+    pe_vec_gpu g;
+    const rlvk_buffer *x, *y;
+} xform;
+
+typedef struct xforms {
+    xform t[4];
+    uint32_t n;
+    uint64_t tokens;
+} xforms;
+
+static rl_status record_xforms(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos, rl_error *err)
+{
+    xforms *X = ctx;
+    rl_status st = RL_OK;
+    for (uint32_t i = 0; i < X->n && !st; i++)
+        st = pe_vec_gpu_record(cmd, &X->t[i].g, X->t[i].x, X->t[i].y, pos, X->tokens, err);
+    return st;
+}
+
+/* Adds the transform x -> y of encoding e (heads heads) to X, its
+ * position-dependent data uploaded now (pe_vec_gpu_prepare). */
+static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, uint32_t heads,
+                           const uint32_t *pos, const rlvk_buffer *x, const rlvk_buffer *y,
+                           rl_error *err)
+{
+    xform *t = &X->t[X->n];
+    rl_status st = pe_vec_gpu_create(dev, e, heads, &t->g, err);
+    if (st)
+        return st;
+    X->n++;
+    t->x = x;
+    t->y = y;
+    return pe_vec_gpu_prepare(&t->g, pos, X->tokens, err);
+}
+
+/* Q/K go up raw once and stay on the device: the encoding's transform is
+ * recorded into the attention's first command buffer (attn_run_resident's
+ * `before`), so nothing crosses between transform and attention. After
+ * that command buffer, for verification only, the transformed K (every
+ * key a sampled row sees) and the sampled query rows of the transformed Q
+ * come back with their guard words; they are checked element-wise against
+ * the encoding's double reference (pe_vec_ref within pe_vec_bound), and the
+ * attention reference computes from exactly those device operands, so the
+ * attention tolerances are the exact-operand ones of attn_tol.c
+ * (docs/attention.md, "Verification"). */
 rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
                        const exp_attn_io *io, const attn_outputs *out, exp_attn_result *r,
                        rl_error *err)
@@ -79,17 +171,18 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     const pe_shape *sh = pe_encoding_shape(e);
     uint32_t H = sh->heads, KV = sh->kv_heads, D = sh->head_dim;
     uint64_t T = io->tokens;
-    if (io->paired && pe_has_bias(io->paired))
+    const pe_encoding *b = io->paired;
+    if (b && pe_has_bias(b))
         return rl_fail(err, RL_ERR_ARG, "paired attention: the second encoding must act on the "
                                         "vectors only (got a logit bias)");
     size_t nq = (size_t)T * H * D, nk = (size_t)T * KV * D;
-    float *q = malloc(nq * sizeof *q), *k = malloc(nk * sizeof *k);
-    float *qb = io->paired ? malloc(nq * sizeof *qb) : NULL;
-    float *kb = io->paired ? malloc(nk * sizeof *kb) : NULL;
+    rlvk_buffer bq = {0}, bk = {0}, bqb = {0}, bkb = {0}, bv = {0};
+    xforms X = {.tokens = T};
     attn_pe_bias pb;
     int have_bias = 0;
     rl_status st = RL_OK;
     uint32_t *own_pos = NULL;
+    float *own_stats = NULL, *hq = NULL, *hk = NULL, *hqb = NULL, *hkb = NULL;
     const uint32_t *pos = io->pos;
     if (!pos) { /* positions 0, 1, ... as the engine's default */
         own_pos = malloc((T ? T : 1) * sizeof *own_pos);
@@ -97,17 +190,37 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
             own_pos[t] = (uint32_t)t;
         pos = own_pos;
     }
-    if (!q || !k || !pos || (io->paired && (!qb || !kb))) {
-        st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu tokens of Q/K",
+    if (!pos) {
+        st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu positions",
                      (unsigned long long)T);
         goto done;
     }
-    if ((st = transform(dev, e, io->q, pos, T, H, q, &r->vec_q, err)) ||
-        (st = transform(dev, e, io->k, pos, T, KV, k, &r->vec_k, err)))
+    /* Positions the encodings cannot take are refused before any device
+     * work. */
+    const pe_encoding *eref = io->ref_encoding ? io->ref_encoding : e;
+    if ((st = pe_vec_check(e, pos, T, err)) || (st = pe_vec_check(eref, pos, T, err)) ||
+        (b && (st = pe_vec_check(b, pos, T, err))))
         goto done;
-    if (io->paired &&
-        ((st = transform(dev, io->paired, io->q, pos, T, H, qb, &r->vec_qb, err)) ||
-         (st = transform(dev, io->paired, io->k, pos, T, KV, kb, &r->vec_kb, err))))
+    int ea = pe_has_vectors(e), eb = b && pe_has_vectors(b);
+    if ((st = operand_create(dev, "Q", io->q, nq, &bq, err)) ||
+        (st = operand_create(dev, "K", io->k, nk, &bk, err)))
+        goto done;
+    if (b) {
+        /* Definition b: from the raw tensors (before a's in-place transform)
+         * when it has a transform, else the raw tensors themselves. */
+        if ((st = operand_create(dev, "Q_b", eb ? NULL : io->q, nq, &bqb, err)) ||
+            (st = operand_create(dev, "K_b", eb ? NULL : io->k, nk, &bkb, err)))
+            goto done;
+        if (eb && ((st = xform_add(dev, &X, b, H, pos, &bq, &bqb, err)) ||
+                   (st = xform_add(dev, &X, b, KV, pos, &bk, &bkb, err))))
+            goto done;
+    }
+    if (ea && ((st = xform_add(dev, &X, e, H, pos, &bq, &bq, err)) ||
+               (st = xform_add(dev, &X, e, KV, pos, &bk, &bk, err))))
+        goto done;
+    if ((io->flags & ATTN_OUT) &&
+        ((st = rlvk_buffer_create(dev, nk * sizeof(float), "V", &bv, err)) ||
+         (st = rlvk_buffer_upload(dev, &bv, 0, io->v, nk * sizeof(float), err))))
         goto done;
     if (pe_has_bias(e)) {
         if ((st = attn_pe_bias_create(dev, e, io->q, io->k, T, H, KV, D, &pb, err)))
@@ -115,28 +228,92 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         have_bias = 1;
     }
     r->scale = logit_scale(e, D, io->no_attention_factor);
-    r->scale_b = io->paired ? logit_scale(io->paired, D, io->paired_no_attention_factor) : r->scale;
+    r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : r->scale;
     r->desc = (attn_desc){
         .tokens = T, .heads = H, .kv_heads = KV, .head_dim = D, .causal = io->causal,
-        .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
+        .flags = io->flags | (b ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)r->scale, .scale_b = (float)r->scale_b,
         .verify_rows = io->verify_rows,
     };
-    attn_inputs in = {.q = q, .k = k, .v = io->v, .q_b = qb, .k_b = kb, .pos = pos,
-                      .target = io->target, .bias = have_bias ? &pb.bias : NULL};
-    if ((st = attn_run(eng, &r->desc, &in, out, &r->attn, err)))
+    attn_outputs o = *out;
+    if (!o.stats && !(o.stats = own_stats = malloc(T * H * RL_ATTN_NSTAT * sizeof(float)))) {
+        st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu tokens of statistics",
+                     (unsigned long long)T);
+        goto done;
+    }
+    /* The engine runs transform + attention in one command buffer and
+     * leaves verification to the steps below (they need the operands it
+     * read, which are on the device until it finished). */
+    attn_desc run_desc = r->desc;
+    run_desc.no_verify = 1;
+    attn_resident in = {
+        .q = &bq, .k = &bk, .v = (io->flags & ATTN_OUT) ? &bv : NULL,
+        .q_b = b ? &bqb : NULL, .k_b = b ? &bkb : NULL,
+        .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL,
+        .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
+    };
+    if ((st = attn_run_resident(eng, &run_desc, &in, &o, &r->attn, err)))
+        goto done;
+    /* Verification download: the transformed K whole, the sampled rows of
+     * the transformed Q (the only query rows the reference reads). V and
+     * untransformed operands are the raw uploads, bit for bit. */
+    uint64_t vr = io->verify_rows ? io->verify_rows : ATTN_DEFAULT_VERIFY_ROWS;
+    uint64_t rows = vr < T ? vr : T;
+    attn_inputs ref = {.q = io->q, .k = io->k, .v = io->v, .pos = pos, .target = io->target,
+                       .bias = have_bias ? &pb.bias : NULL};
+    if (ea) {
+        if (!(hq = malloc(nq * sizeof *hq)) || !(hk = malloc(nk * sizeof *hk))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
+            goto done;
+        }
+        if ((st = operand_fetch(dev, eref, &bq, io->q, pos, T, H, 0, rows, hq, &r->vec_q, err)) ||
+            (st = operand_fetch(dev, eref, &bk, io->k, pos, T, KV, 1, rows, hk, &r->vec_k, err)))
+            goto done;
+        ref.q = hq;
+        ref.k = hk;
+    } else {
+        exact_copy(nq, &r->vec_q);
+        exact_copy(nk, &r->vec_k);
+    }
+    if (b) {
+        ref.q_b = io->q;
+        ref.k_b = io->k;
+        if (eb) {
+            if (!(hqb = malloc(nq * sizeof *hqb)) || !(hkb = malloc(nk * sizeof *hkb))) {
+                st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
+                goto done;
+            }
+            if ((st = operand_fetch(dev, b, &bqb, io->q, pos, T, H, 0, rows, hqb, &r->vec_qb,
+                                    err)) ||
+                (st = operand_fetch(dev, b, &bkb, io->k, pos, T, KV, 1, rows, hkb, &r->vec_kb,
+                                    err)))
+                goto done;
+            ref.q_b = hqb;
+            ref.k_b = hkb;
+        } else {
+            exact_copy(nq, &r->vec_qb);
+            exact_copy(nk, &r->vec_kb);
+        }
+    }
+    if ((st = attn_verify_outputs(&r->desc, &ref, &o, r->attn.n_buckets, r->attn.guard_ok,
+                                  &r->attn.verify, err)))
         goto done;
     r->attn_stats = r->attn.verify.verdict;
     snprintf(r->worst, sizeof r->worst, "%s", r->attn.verify.worst);
     r->pass = r->vec_q.pass && r->vec_k.pass && r->attn_stats.pass &&
-              (!io->paired || (r->vec_qb.pass && r->vec_kb.pass));
+              (!b || (r->vec_qb.pass && r->vec_kb.pass));
 done:
     if (have_bias)
         attn_pe_bias_destroy(dev, &pb);
-    free(q);
-    free(k);
-    free(qb);
-    free(kb);
+    for (uint32_t i = 0; i < X.n; i++)
+        pe_vec_gpu_destroy(&X.t[i].g);
+    rlvk_buffer_destroy(dev, &bv);
+    rlvk_buffer_destroy(dev, &bkb);
+    rlvk_buffer_destroy(dev, &bqb);
+    rlvk_buffer_destroy(dev, &bk);
+    rlvk_buffer_destroy(dev, &bq);
+    free(hq), free(hk), free(hqb), free(hkb);
+    free(own_stats);
     free(own_pos);
     return st;
 }
@@ -162,6 +339,22 @@ int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
              r->attn.guard_ok ? "" : "; kernel wrote past its output");
     exp_sink_verify_stats(sink, what, &r->attn_stats, detail);
     return r->pass;
+}
+
+rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **eng, int *made,
+                          rl_error *err)
+{
+    *made = 0;
+    if (ctx->attn) {
+        *eng = ctx->attn;
+        return RL_OK;
+    }
+    rl_status st = attn_engine_create(ctx->dev, own, err);
+    if (st)
+        return st;
+    *eng = own;
+    *made = 1;
+    return RL_OK;
 }
 
 rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, rl_error *err)

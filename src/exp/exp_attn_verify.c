@@ -30,7 +30,7 @@ int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_resu
          * anywhere goes in the detail. */
         snprintf(detail, sizeof detail,
                  "element with the worst error/bound vs its own bound (pe_vec_bound); "
-                 "max abs error over all %zu elements %.3g", v[i]->n, v[i]->max_abs);
+                 "max abs error over the %zu elements checked %.3g", v[i]->n, v[i]->max_abs);
         pass = exp_sink_verify_stats(sink, what, v[i], detail) && pass;
     }
     const attn_verify *av = &r->attn.verify;

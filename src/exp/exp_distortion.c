@@ -139,7 +139,7 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t nb = attn_n_buckets(T);
     pe_encoding *a = NULL, *b = NULL;
-    attn_engine eng;
+    attn_engine own, *eng = NULL;
     int have_eng = 0, pass = 1;
     float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
@@ -152,16 +152,15 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     if ((st = dist_encodings(run, T, &a, &b, err)) ||
         (st = run->data(run->data_user, 'q', T, q, err)) ||
         (st = run->data(run->data_user, 'k', T, k, err)) ||
-        (st = attn_engine_create(ctx->dev, &eng, err)))
+        (st = exp_attn_engine(ctx, &own, &eng, &have_eng, err)))
         goto done;
-    have_eng = 1;
     int no_af = !p.attention_factor;
     exp_attn_result r;
     /* Pass 1: scaled (a) paired with plain RoPE (b): KL and a's masses. */
     exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS,
                       .no_attention_factor = no_af, .paired = b};
     attn_outputs out = {.stats = stats, .buckets = bk_a};
-    if ((st = exp_attn_run(ctx->dev, &eng, a, &io, &out, &r, err)))
+    if ((st = exp_attn_run(ctx->dev, eng, a, &io, &out, &r, err)))
         goto done;
     pass &= exp_attn_record_stats(sink, "scaled vs plain RoPE (paired)", &r);
     double scale_a = r.scale, scale_b = r.scale_b;
@@ -171,7 +170,7 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     /* Pass 2: plain RoPE alone: its masses. */
     exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS};
     attn_outputs out_b = {.buckets = bk_b};
-    if ((st = exp_attn_run(ctx->dev, &eng, b, &io_b, &out_b, &r, err)))
+    if ((st = exp_attn_run(ctx->dev, eng, b, &io_b, &out_b, &r, err)))
         goto done;
     pass &= exp_attn_record_stats(sink, "plain RoPE", &r);
     assert(r.attn.n_buckets == nb); /* same T, same count */
@@ -231,7 +230,7 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
                                            "(see the verification records)");
 done:
     if (have_eng)
-        attn_engine_destroy(&eng);
+        attn_engine_destroy(&own);
     pe_encoding_destroy(a);
     pe_encoding_destroy(b);
     free(q), free(k), free(stats), free(bk_a), free(bk_b);

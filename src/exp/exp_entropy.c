@@ -66,8 +66,8 @@ static uint64_t ent_bytes(const exp_run *run)
         return 0; /* refused by ent_check before any estimate is used */
     uint64_t T = p.max_len;
     uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
-    /* raw + transformed Q/K on host (f32), reference/bounds (3 f64) while
-     * transforming, device copies, stats */
+    /* raw + downloaded transformed Q/K on host (f32), reference/bounds
+     * (3 f64) while checking them, device copies, stats */
     return T * row * (4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2;
 }
 
@@ -98,7 +98,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     uint64_t lo = p.min_len, T = p.max_len;
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     pe_encoding *e = NULL;
-    attn_engine eng;
+    attn_engine own, *eng = NULL;
     int have_eng = 0, pass = 1;
     float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
@@ -112,9 +112,8 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if ((st = exp_encoding_create(run, T, &e, err)) ||
         (st = run->data(run->data_user, 'q', T, q, err)) ||
         (st = run->data(run->data_user, 'k', T, k, err)) ||
-        (st = attn_engine_create(ctx->dev, &eng, err)))
+        (st = exp_attn_engine(ctx, &own, &eng, &have_eng, err)))
         goto done;
-    have_eng = 1;
     const rope_freqs *f = pe_rope_freqs(e);
     double af = f ? f->attention_factor : 1.0;
     int two = af != 1.0;
@@ -133,7 +132,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .flags = ATTN_ENTROPY,
                               .no_attention_factor = nf};
             attn_outputs out = {.stats = nf ? stats_nf : stats};
-            if ((st = exp_attn_run(ctx->dev, &eng, e, &io, &out, &r, err)))
+            if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &r, err)))
                 goto done;
             snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
                      nf ? ", no attention factor" : "");
@@ -158,7 +157,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY,
                           .no_attention_factor = nf};
         attn_outputs out = {.stats = nf ? stats_nf : stats};
-        if ((st = exp_attn_run(ctx->dev, &eng, e, &io, &out, &r, err)))
+        if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &r, err)))
             goto done;
         snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,
                  nf ? ", no attention factor" : "");
@@ -197,7 +196,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                                            "(see the verification records)");
 done:
     if (have_eng)
-        attn_engine_destroy(&eng);
+        attn_engine_destroy(&own);
     pe_encoding_destroy(e);
     free(q), free(k), free(stats), free(stats_nf);
     return st;

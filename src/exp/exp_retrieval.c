@@ -200,7 +200,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     uint32_t *target = malloc(T * sizeof *target);
     int *dist_idx = malloc(T * sizeof *dist_idx);
     pe_encoding *e = NULL;
-    attn_engine eng;
+    attn_engine own, *eng = NULL;
     int have_eng = 0, pass = 1;
     rl_status st = RL_OK;
     if (!q || !k || !stats || !target || !dist_idx || (use_data && !kdata)) {
@@ -214,9 +214,8 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     }
     if ((st = run->data(run->data_user, 'q', T, q, err)) ||
         (use_data && (st = run->data(run->data_user, 'k', T, kdata, err))) ||
-        (st = attn_engine_create(ctx->dev, &eng, err)))
+        (st = exp_attn_engine(ctx, &own, &eng, &have_eng, err)))
         goto done;
-    have_eng = 1;
     /* One query per GQA group: heads of a group copy its first head. */
     for (uint64_t t = 0; t < T; t++)
         for (uint32_t h = 0; h < H; h++)
@@ -242,7 +241,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                           .flags = ATTN_ARGMAX | ATTN_TARGET};
         attn_outputs out = {.stats = stats};
         exp_attn_result res;
-        if ((st = exp_attn_run(ctx->dev, &eng, e, &io, &out, &res, err)))
+        if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &res, err)))
             goto done;
         char label[48];
         snprintf(label, sizeof label, "N=%llu", (unsigned long long)N);
@@ -302,7 +301,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                                            "(see the verification records)");
 done:
     if (have_eng)
-        attn_engine_destroy(&eng);
+        attn_engine_destroy(&own);
     pe_encoding_destroy(e);
     free(q), free(k), free(kdata), free(stats), free(target), free(dist_idx);
     return st;

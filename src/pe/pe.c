@@ -271,6 +271,13 @@ rl_status pe_vec_gpu_create(rlvk_device *dev, const pe_encoding *e, uint32_t hea
     return st;
 }
 
+rl_status pe_vec_gpu_prepare(pe_vec_gpu *g, const uint32_t *pos, uint64_t tokens,
+                             rl_error *err)
+{
+    return g->e->fam->ops.vec_gpu_prepare ? g->e->fam->ops.vec_gpu_prepare(g, pos, tokens, err)
+                                          : RL_OK;
+}
+
 rl_status pe_vec_gpu_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer *x,
                             const rlvk_buffer *y, const rlvk_buffer *pos, uint64_t tokens,
                             rl_error *err)
@@ -313,6 +320,7 @@ rl_status pe_vec_gpu_apply(rlvk_device *dev, pe_vec_gpu *g, const float *x, cons
         (st = rlvk_buffer_create(dev, tokens * sizeof(uint32_t), "positions", &bp, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)) ||
+        (st = pe_vec_gpu_prepare(g, pos, tokens, err)) ||
         (st = rlvk_cmd_begin(dev, 2, &cmd, err)) ||
         (st = pe_vec_gpu_record(&cmd, g, &bx, &by, &bp, tokens, err)) ||
         (st = rlvk_cmd_submit_wait(&cmd, err)) ||

@@ -92,6 +92,11 @@ typedef struct pe_ops {
     void (*vec_bound)(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                       uint32_t heads, double *bound, double *scale);
     rl_status (*vec_gpu_create)(pe_vec_gpu *g, rl_error *err);
+    /* Host-side data the next recorded launch needs that depends on the
+     * positions (rope table mode: the cos/sin table), uploaded here so that
+     * recording never transfers (see pe_vec_gpu_prepare). NULL: none. */
+    rl_status (*vec_gpu_prepare)(pe_vec_gpu *g, const uint32_t *pos, uint64_t tokens,
+                                 rl_error *err);
     rl_status (*vec_gpu_record)(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer *x,
                                 const rlvk_buffer *y, const rlvk_buffer *pos, uint64_t tokens,
                                 rl_error *err);
@@ -233,9 +238,18 @@ void pe_vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos, siz
 /* Pipelines and device data for heads heads. Destroy accepts a zeroed g. */
 rl_status pe_vec_gpu_create(rlvk_device *dev, const pe_encoding *e, uint32_t heads,
                             pe_vec_gpu *g, rl_error *err);
+/* Uploads what the next pe_vec_gpu_record of these host positions needs
+ * beyond the position buffer itself (rope table mode: cos/sin of each
+ * position, in double), so that recording never does a blocking transfer.
+ * Call it before each record with the same positions the position buffer
+ * holds; a no-op for encodings that need nothing. pos: [tokens] u32. */
+rl_status pe_vec_gpu_prepare(pe_vec_gpu *g, const uint32_t *pos, uint64_t tokens,
+                             rl_error *err);
 /* Records y = transform(x) (x, y [tokens][heads][head_dim] f32, may alias;
- * pos [tokens] u32) into cmd. Host-side position checks are the caller's
- * (pe_vec_check); out-of-table positions are clamped on the device. */
+ * pos [tokens] u32) into cmd; only records (no transfer, no wait), after a
+ * pe_vec_gpu_prepare of the same positions. Host-side position checks are
+ * the caller's (pe_vec_check); out-of-table positions are clamped on the
+ * device. */
 rl_status pe_vec_gpu_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer *x,
                             const rlvk_buffer *y, const rlvk_buffer *pos, uint64_t tokens,
                             rl_error *err);

@@ -72,15 +72,17 @@ static void vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos,
 }
 
 /* Device state: the kernel, inv_freq, and the angle data of the precision
- * mode (precise: per pair, made once; table: per recorded launch, since it
- * depends on the positions — kept until destroy because a recorded command
- * may not have run yet). */
+ * mode (precise: per pair, made once; table: per prepared launch, since it
+ * depends on the positions — made by vec_gpu_prepare from the host
+ * positions, kept until destroy because a recorded command may not have run
+ * yet). */
 #define ROPE_PE_MAX_TABLES 16
 typedef struct rope_gpu_state {
     rope_kernel k;
     rlvk_buffer freq;
     rlvk_buffer angles[ROPE_PE_MAX_TABLES];
     uint32_t n_angles;
+    uint64_t prepared_tokens; /* table mode: tokens of angles[n_angles - 1]; 0: none */
 } rope_gpu_state;
 
 static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
@@ -101,6 +103,26 @@ static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
     return st;
 }
 
+/* Table mode: the (cos, sin) table of these positions, in double, uploaded
+ * now so that recording only records. */
+static rl_status vec_gpu_prepare(pe_vec_gpu *g, const uint32_t *pos, uint64_t tokens,
+                                 rl_error *err)
+{
+    rope_gpu_state *s = g->impl;
+    const rope_freqs *f = pe_encoding_state(g->e);
+    if (f->precision != RL_ROPE_PREC_TABLE)
+        return RL_OK;
+    if (s->n_angles == ROPE_PE_MAX_TABLES)
+        return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d table-mode launches on one "
+                       "device state", ROPE_PE_MAX_TABLES);
+    rl_status st = rope_gpu_upload_angles(g->dev, f, pos, tokens, &s->angles[s->n_angles], err);
+    if (st)
+        return st;
+    s->n_angles++;
+    s->prepared_tokens = tokens;
+    return RL_OK;
+}
+
 static rl_status vec_gpu_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer *x,
                                 const rlvk_buffer *y, const rlvk_buffer *pos, uint64_t tokens,
                                 rl_error *err)
@@ -109,20 +131,13 @@ static rl_status vec_gpu_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer 
     const rope_freqs *f = pe_encoding_state(g->e);
     const rlvk_buffer *angles = &s->angles[0];
     if (f->precision == RL_ROPE_PREC_TABLE) {
-        /* The table is (cos, sin) of this launch's positions, in double. */
-        if (s->n_angles == ROPE_PE_MAX_TABLES)
-            return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d table-mode launches on one "
-                           "device state", ROPE_PE_MAX_TABLES);
-        uint32_t *hp = malloc((tokens ? tokens : 1) * sizeof *hp);
-        if (!hp)
-            return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
-        rl_status st = rlvk_buffer_download(g->dev, pos, 0, hp, tokens * sizeof *hp, err);
-        if (!st)
-            st = rope_gpu_upload_angles(g->dev, f, hp, tokens, &s->angles[s->n_angles], err);
-        free(hp);
-        if (st)
-            return st;
-        angles = &s->angles[s->n_angles++];
+        /* The table vec_gpu_prepare made for this launch's positions. */
+        if (s->prepared_tokens != tokens)
+            return rl_fail(err, RL_ERR_ARG,
+                           "rope: table mode needs pe_vec_gpu_prepare of the %llu positions "
+                           "before recording (prepared: %llu)",
+                           (unsigned long long)tokens, (unsigned long long)s->prepared_tokens);
+        angles = &s->angles[s->n_angles - 1];
     }
     rope_gpu_io io = {.x = x, .y = y, .pos = pos, .freq = &s->freq, .angles = angles,
                       .tokens = tokens, .heads = g->heads};
@@ -188,6 +203,7 @@ const pe_family pe_family_rope = {
         .vec_ref = vec_ref,
         .vec_bound = vec_bound,
         .vec_gpu_create = vec_gpu_create,
+        .vec_gpu_prepare = vec_gpu_prepare,
         .vec_gpu_record = vec_gpu_record,
         .vec_gpu_destroy = vec_gpu_destroy,
         .inspect = inspect,

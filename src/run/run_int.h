@@ -151,6 +151,9 @@ typedef struct run_worker {
     uint32_t index;              /* physical device index */
     rlvk_device dev;
     int dev_ok;                  /* dev was created */
+    attn_engine attn;            /* shared by the worker's runs (exp_ctx.attn): a pipeline one
+                                    run built serves the next */
+    int attn_ok;                 /* attn was created */
     char name[256];
     char driver[600];
     uint32_t api_version;

@@ -20,7 +20,7 @@ static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir,
         r.data = run_data_fill;
         r.data_user = &rd;
     }
-    exp_ctx cx = {.dev = w->gpu ? &w->dev : NULL};
+    exp_ctx cx = {.dev = w->gpu ? &w->dev : NULL, .attn = w->attn_ok ? &w->attn : NULL};
     rl_status st = j->item->kind->run(&r, &cx, sink, err);
     if (!st)
         st = exp_sink_end_table(sink, err);

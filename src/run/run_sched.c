@@ -204,6 +204,7 @@ static void run_workers(sched *s)
         if (w->gpu) {
             rl_error derr = {0};
             w->dev_ok = rlvk_device_create(&s->inst, w->index, &w->dev, &derr) == RL_OK;
+            w->attn_ok = w->dev_ok && attn_engine_create(&w->dev, &w->attn, &derr) == RL_OK;
             if (!w->dev_ok)
                 for (size_t i = 0; i < s->n_jobs; i++)
                     if (s->jobs[i].worker == (int)k)
@@ -220,6 +221,8 @@ static void run_workers(sched *s)
         run_worker *w = &s->workers[k];
         if (w->thread)
             pthread_join(w->thread, NULL);
+        if (w->attn_ok)
+            attn_engine_destroy(&w->attn);
         if (w->dev_ok)
             rlvk_device_destroy(&w->dev);
     }

@@ -115,6 +115,10 @@ typedef struct rlvk_device {
     VkPipelineCache pipeline_cache;
     VkQueryPool query_pool;          /* RLVK_MAX_TIMESTAMPS entries, or NULL */
     int feat_fp16, feat_fp64, feat_storage16, feat_int64;
+    /* Bytes copied between host and device by rlvk_buffer_upload and
+     * rlvk_buffer_download (mapped or staged alike) since the device was
+     * created: what a data flow really moves, for tests and reports. */
+    uint64_t bytes_uploaded, bytes_downloaded;
 } rlvk_device;
 
 /* Creates a logical device with one compute queue on physical device index,

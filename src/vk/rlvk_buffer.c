@@ -172,6 +172,7 @@ rl_status rlvk_buffer_upload(rlvk_device *dev, rlvk_buffer *buf, uint64_t offset
                        (unsigned long long)buf->size);
     if (bytes == 0)
         return RL_OK;
+    dev->bytes_uploaded += bytes;
     if (buf->mapped) {
         memcpy((char *)buf->mapped + offset, src, bytes);
         return RL_OK;
@@ -188,6 +189,7 @@ rl_status rlvk_buffer_download(rlvk_device *dev, const rlvk_buffer *buf, uint64_
                        (unsigned long long)buf->size);
     if (bytes == 0)
         return RL_OK;
+    dev->bytes_downloaded += bytes;
     if (buf->mapped) {
         memcpy(dst, (const char *)buf->mapped + offset, bytes);
         return RL_OK;
