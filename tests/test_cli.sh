@@ -157,6 +157,10 @@ if [ $have_device = 1 ]; then
   expect bench_attn_too_big 2 'largest length that fits' -- bench attention --tokens 100000000
   expect bench_attn_bad_dim 2 'multiple of 4' -- bench attention --tokens 16 --head-dim 6
   expect bench_attn_small 0 'ratio to FMA peak' -- bench attention --tokens 256 --head-dim 32 --causal --reps 1
+  # a length beyond the device's limits fails the run at its start, naming the
+  # limit, before any host work (was: minutes of data generation first)
+  printf 'model: {head_dim: 128, heads: 32, kv_heads: 8, train_len: 4096}\nexperiments:\n  - kind: entropy\n    params: {min_len: 1024, max_len: 1048576}\n' > "$runtmp/huge.yaml"
+  expect run_limit_first 1 "1048576 tokens on .*maxStorageBufferRange.*the largest length that fits" -- run "$runtmp/huge.yaml" --out "$runtmp/huge" --no-plot
 else
   echo "test_cli: no Vulkan device: device cases skipped" >&2
 fi

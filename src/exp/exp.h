@@ -227,6 +227,13 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encod
  * else *own, created here (*made = 1: destroy it with attn_engine_destroy). */
 rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **eng, int *made,
                           rl_error *err);
+/* The device's limits for the run's longest attention problem (tokens,
+ * flags: the ATTN_* statistics it asks for, ATTN_PAIRED included): called
+ * by the kinds at the start of run(), before any host work, so a length
+ * beyond maxStorageBufferRange (or the kernel's indices) is refused at once
+ * naming the limit. */
+rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t tokens,
+                          uint32_t flags, rl_error *err);
 /* Checks, before any GPU work, what every attention kind needs: min_len <=
  * max_len, head_dim a multiple of 4, and an encoding the registry accepts
  * for max_len positions. Errors name the parameter. */

@@ -357,6 +357,22 @@ rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **en
     return RL_OK;
 }
 
+rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t tokens,
+                          uint32_t flags, rl_error *err)
+{
+    attn_desc d = {.tokens = tokens, .heads = run->model.heads, .kv_heads = run->model.kv_heads,
+                   .head_dim = run->model.head_dim, .flags = flags};
+    rl_status st = attn_check_shape(dev, &d, err);
+    if (!st) /* the raw Q/K the transform reads, with its guard words */
+        st = rlvk_check_buffer_size(dev,
+                                    tokens * run->model.heads * run->model.head_dim * sizeof(float) +
+                                        256,
+                                    "the Q tensor", err);
+    if (st)
+        rl_error_prefix(err, "%llu tokens on %s", (unsigned long long)tokens, dev->info.name);
+    return st;
+}
+
 rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, rl_error *err)
 {
     if (min_len > max_len)
