@@ -58,6 +58,12 @@ rl_status chk_run_device(rlvk_device *dev, const chk_options *opt, chk_report *r
 rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
                          rl_error *err);
 
+/* The framework emulation modes' case table (chk_rope_emu.c): per mode,
+ * dtype and shape the device angles (bit-exact), the output against the CPU
+ * emulation and against the double reference. */
+rl_status chk_rope_emu_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
+                             rl_error *err);
+
 /* The encoding registry's cases (chk_pe.c): every encoding's vector
  * transform and every logit bias (GLSL rl_bias over a grid of (h, i, j)). */
 rl_status chk_pe_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,

@@ -21,7 +21,10 @@ static const pe_param params[] = {
     ROPE_KEY("rotary_dim", "rotated dimensions, even (default head_dim)"),
     ROPE_KEY("partial_rotary_factor", "rotary_dim = int(head_dim * factor) (default 1)"),
     ROPE_KEY("layout", "half (NeoX/Llama rotate_half, default) or interleaved (GPT-J)"),
-    ROPE_KEY("precision", "angle precision: fp32 (default), table or precise"),
+    ROPE_KEY("precision", "angle precision: fp32 (default), table, precise; framework emulation: hf, vllm, ggml-cpu, ggml-vulkan, cuda-fast"),
+    ROPE_KEY("dtype", "emulation modes: model dtype fp32 (default), fp16, bf16"),
+    ROPE_KEY("inv_freq_dtype", "hf: inv_freq stored as fp32 (default) or bf16"),
+    ROPE_KEY("tf32", "hf: TF32-rounded matmul inputs (default false)"),
     ROPE_KEY("factor", "scaling factor >= 1"),
     ROPE_KEY("original_max_position_embeddings", "pre-training context length"),
     ROPE_KEY("max_position_embeddings", "model's maximum length (dynamic)"),
@@ -78,6 +81,11 @@ static rl_status create(pe_encoding *e, rl_error *err)
     pe_param_set_json(e, "rope_theta", json_real(f->base));
     pe_param_set_json(e, "layout", json_string(f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved"));
     pe_param_set_json(e, "precision", json_string(rope_precision_name(f->precision)));
+    if (rope_prec_is_emu(f->precision)) {
+        pe_param_set_json(e, "dtype", json_string(rope_dtype_name(f->dtype)));
+        pe_param_set_json(e, "inv_freq_dtype", json_string(rope_dtype_name(f->inv_freq_dtype)));
+        pe_param_set_json(e, "tf32", json_boolean(f->tf32));
+    }
     pe_param_set_json(e, "attention_factor", json_real(f->attention_factor));
     json_object_del((json_t *)pe_encoding_params(e), "type");
     return RL_OK;

@@ -16,7 +16,10 @@ static const rope_param_info params[] = {
     {"rotary_dim", "integer", "head_dim", "rotated dimensions (even); the rest pass through"},
     {"partial_rotary_factor", "number", "1", "rotary_dim = int(head_dim * partial_rotary_factor)"},
     {"layout", "string", "half", "pair layout: half (rotate_half, NeoX/Llama) or interleaved (GPT-J)"},
-    {"precision", "string", "fp32", "angle precision: fp32, table or precise"},
+    {"precision", "string", "fp32", "angle precision: fp32, table, precise, or a framework emulation: hf, vllm, ggml-cpu, ggml-vulkan, cuda-fast"},
+    {"dtype", "string", "fp32", "emulation modes: model dtype fp32, fp16 or bf16 (ggml: fp32, fp16)"},
+    {"inv_freq_dtype", "string", "fp32", "hf: inv_freq as stored, fp32 or bf16 (model cast with .to(bfloat16))"},
+    {"tf32", "boolean", "false", "hf: inv_freq and positions rounded to TF32 (the matmul's inputs)"},
     {"factor", "number", "(type)", "scaling factor >= 1"},
     {"original_max_position_embeddings", "integer", "max_position_embeddings", "pre-training context length (yarn, llama3, longrope)"},
     {"max_position_embeddings", "integer", "(none)", "model's maximum length (dynamic; yarn/longrope factor default)"},
@@ -116,9 +119,27 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         } else {
             int p = s ? rope_precision_parse(s) : -1;
             if (p < 0)
-                return rl_fail(err, RL_ERR_ARG, "precision must be \"fp32\", \"table\" or \"precise\"");
+                return rl_fail(err, RL_ERR_ARG, "precision must be \"fp32\", \"table\", \"precise\", "
+                               "\"hf\", \"vllm\", \"ggml-cpu\", \"ggml-vulkan\" or \"cuda-fast\"");
             d->precision = p;
         }
+        return RL_OK;
+    }
+    if (strcmp(key, "dtype") == 0 || strcmp(key, "inv_freq_dtype") == 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        int dt = s ? rope_dtype_parse(s) : -1;
+        if (dt < 0)
+            return rl_fail(err, RL_ERR_ARG, "%s must be \"fp32\", \"fp16\" or \"bf16\"", key);
+        if (key[0] == 'd')
+            d->dtype = dt;
+        else
+            d->inv_freq_dtype = dt;
+        return RL_OK;
+    }
+    if (strcmp(key, "tf32") == 0) {
+        if (!json_is_boolean(v))
+            return rl_fail(err, RL_ERR_ARG, "tf32 must be true or false");
+        d->tf32 = json_is_true(v);
         return RL_OK;
     }
     if (strcmp(key, "truncate") == 0) {
