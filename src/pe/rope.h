@@ -127,6 +127,11 @@ rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *
  * as HF only warns about them. Fields of d already set are overwritten. */
 rl_status rope_desc_from_hf_config(rope_desc *d, const char *path, rl_error *err);
 
+/* The keys of d that differ from their defaults, as the JSON object the
+ * rope encoding's parameters take (head_dim left out: it comes from the
+ * shape). New reference; NULL when out of memory. */
+struct json_t *rope_desc_to_json(const rope_desc *d);
+
 /* One settable key, for listings (`ropelab encodings` and the like). */
 typedef struct rope_param_info {
     const char *key, *type, *def, *help;
