@@ -225,7 +225,7 @@ static rl_status apply_on(rlvk_device *dev, void *vctx, json_t *arr, rl_error *e
     }
     if ((st = pe_encoding_create(c->encoding, c->params, &shape, &e, err)))
         goto done;
-    if (!pe_has_vectors(e)) {
+    if (!pe_has_vectors(e) && pe_has_bias(e)) { /* nope: the identity transform runs */
         st = rl_fail(err, RL_ERR_ARG, "--encoding %s acts on logits, not on Q/K vectors",
                      c->encoding);
         goto done;
