@@ -298,7 +298,7 @@ START_TEST(json_settings_use_hf_names_and_name_bad_keys)
         {"{\"original_max_position_embeddings\": 4096.5}", "original_max_position_embeddings must be a non-negative integer"},
         {"{\"short_factor\": [1, \"x\"]}", "short_factor[1] must be a finite number > 0"},
         {"{\"truncate\": 1}", "truncate must be true or false"},
-        {"{\"precision\": \"fp64\"}", "precision must be \"fp32\", \"table\" or \"precise\""},
+        {"{\"precision\": \"fp64\"}", "precision must be \"fp32\", \"table\", \"precise\""},
         {"{\"rope_scale\": 2}", "unknown RoPE key 'rope_scale'"},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {
@@ -312,7 +312,8 @@ START_TEST(json_settings_use_hf_names_and_name_bad_keys)
     for (size_t i = 0; i < n; i++) { /* every listed key is accepted */
         rope_desc e = {0};
         json_t *v = strcmp(t[i].type, "string") == 0 ? json_string(strcmp(t[i].key, "rope_type") == 0 ? "linear"
-                                                                   : strcmp(t[i].key, "layout") == 0 ? "half" : "table")
+                                                                   : strcmp(t[i].key, "layout") == 0 ? "half"
+                                                                   : strstr(t[i].key, "dtype") ? "bf16" : "table")
                   : strcmp(t[i].type, "boolean") == 0 ? json_true()
                   : strcmp(t[i].type, "number list") == 0 ? json_pack("[f,f]", 1.0, 2.0)
                   : strcmp(t[i].key, "partial_rotary_factor") == 0 ? json_real(0.5) : json_integer(2);
