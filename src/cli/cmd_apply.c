@@ -299,20 +299,8 @@ int cmd_apply(int argc, char **argv)
     if (!rest || !sets) {
         cli_error("out of host memory");
         rc = CLI_EXIT_USAGE;
-    }
-    for (int i = 0; rc < 0 && i < argc; i++) {
-        if (strcmp(argv[i], "--set") == 0) {
-            if (i + 1 >= argc) {
-                cli_error("--set needs a value (key=value)");
-                rc = CLI_EXIT_USAGE;
-                break;
-            }
-            sets[nset++] = argv[++i];
-        } else if (strncmp(argv[i], "--set=", 6) == 0) {
-            sets[nset++] = argv[i] + 6;
-        } else {
-            rest[nrest++] = argv[i];
-        }
+    } else {
+        rc = cli_split_sets(argc, argv, rest, &nrest, sets, &nset);
     }
     const char *device = "auto", *encoding = NULL, *hf = NULL, *precision = NULL, *input = NULL,
                *tensor = NULL, *positions = NULL, *out = NULL, *set_seen = NULL;
