@@ -93,19 +93,8 @@ static rl_status run_emu_case(rlvk_device *dev, rope_kernel *k, const emu_mode *
     }
     char stream[64];
     snprintf(stream, sizeof stream, "check/rope-emu/%u/%u/%u", c->tokens, c->heads, c->head_dim);
-    rl_rng rng;
-    rl_rng_seed(&rng, opt->seed ? opt->seed : 1, stream);
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)rl_rng_normal(&rng);
+    chk_rope_inputs(opt, stream, x, n, pos, c->tokens, c->random_positions);
     uint32_t lg = opt->max_pos_log2 ? opt->max_pos_log2 : 20;
-    uint32_t pmax = 1u << lg;
-    for (uint32_t t = 0; t < c->tokens; t++)
-        pos[t] = c->random_positions ? (uint32_t)(rl_rng_uniform(&rng) * (double)(pmax + 1u))
-                                     : pmax - (c->tokens - 1 - t);
-    if (c->random_positions) {
-        pos[0] = 0;
-        pos[c->tokens - 1] = pmax;
-    }
     int guard_ok = 0;
     if ((st = rope_gpu_apply_dump(dev, k, &f, x, pos, c->tokens, c->heads, y, ang, NULL, &guard_ok,
                                   err)))
