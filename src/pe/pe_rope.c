@@ -205,6 +205,12 @@ static const pe_check_case vec_checks[] = {
      "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"rope_theta\": 500000, "
      "\"precision\": \"precise\"}",
      33, 8, 0, 128, 0, 0},
+    /* Framework emulation through the registry (bound against double:
+     * rope_error_bounds' emulation branch). */
+    {"rope/hf/bf16", "{\"precision\": \"hf\", \"dtype\": \"bf16\"}", 33, 8, 0, 64, 0, 1},
+    {"rope/ggml-cpu/fp16",
+     "{\"precision\": \"ggml-cpu\", \"dtype\": \"fp16\", \"layout\": \"interleaved\"}", 65, 4, 0,
+     128, 0, 0},
 };
 
 const pe_family pe_family_rope = {
