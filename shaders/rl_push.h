@@ -21,6 +21,25 @@
 #define RL_ROPE_PREC_FP32 0          /* fp32 angle, builtin sin/cos */
 #define RL_ROPE_PREC_TABLE 1         /* host double cos/sin table, fp32 */
 #define RL_ROPE_PREC_PRECISE 2       /* exact reduction + own polynomials */
+/* Framework emulation modes (docs/rope.md "Framework emulation"): the angle
+ * construction and dtype roundings of each framework, bit for bit; sin/cos
+ * are the device's builtins. */
+#define RL_ROPE_PREC_HF 3            /* transformers: fp32 inv_freq x pos, cos/sin cast to dtype, ops in dtype */
+#define RL_ROPE_PREC_VLLM 4          /* vLLM: fp32 cos/sin cache cast to dtype, ops in dtype */
+#define RL_ROPE_PREC_GGML_CPU 5      /* ggml-cpu: theta *= theta_scale per pair, fp32 */
+#define RL_ROPE_PREC_GGML_VULKAN 6   /* ggml-vulkan: pos * pow(theta_scale, j), device pow */
+#define RL_ROPE_PREC_CUDA_FAST 7     /* ggml-cuda -use_fast_math: pos * powf(theta_scale, j) */
+#define RL_ROPE_PREC_COUNT 8
+
+/* Storage dtypes an emulation mode rounds to (round-to-nearest-even). */
+#define RL_DTYPE_FP32 0
+#define RL_DTYPE_FP16 1
+#define RL_DTYPE_BF16 2
+#define RL_DTYPE_TF32 3              /* only as an input rounding (hf tf32) */
+
+/* rope.comp specialization constant 7 (emulation flags). */
+#define RL_ROPE_EMU_TF32 1u          /* hf: inv_freq and position rounded to TF32 */
+#define RL_ROPE_EMU_DUMP 2u          /* write every token's angles to binding 6 */
 
 /* rope.comp: bindings 0 x [rows][head_dim] f32 (in), 1 y [rows][head_dim]
  * f32 (out, may alias x), 2 pos [tokens] u32, 3 inv_freq [rot/2] f32.
@@ -30,6 +49,13 @@ struct rl_rope_push {
     uint32_t n_rows;      /* tokens * heads */
     float attn_factor;    /* multiplies cos and sin (HF attention_scaling) */
     uint32_t pad0;
+};
+
+/* round.comp: out[i] = bits of in[i] rounded to the dtype (specialised),
+ * widened back to fp32 bits (fp16: the half's 16 bits in the low word). */
+struct rl_round_push {
+    uint32_t group_base;
+    uint32_t n;
 };
 
 /* copy.comp: y[i] = x[i] over n_vec4 vec4s; the bandwidth yardstick. */

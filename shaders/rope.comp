@@ -12,12 +12,16 @@
 #include "rl_push.h"
 #include "rl_common.glsl"
 #include "rope_angle.glsl"
+#include "rl_round.glsl"
 
 layout(constant_id = 1) const uint32_t LAYOUT = RL_ROPE_LAYOUT_HALF;
 layout(constant_id = 2) const uint32_t HEAD_DIM = 128;
 layout(constant_id = 3) const uint32_t ROT_DIM = 128;
 layout(constant_id = 4) const uint32_t N_HEADS = 1;
 layout(constant_id = 5) const uint32_t PRECISION = RL_ROPE_PREC_FP32;
+layout(constant_id = 6) const uint32_t DTYPE = RL_DTYPE_FP32;   /* emulation modes */
+layout(constant_id = 7) const uint32_t EMU_FLAGS = 0u;          /* RL_ROPE_EMU_* */
+#include "rope_emu.glsl"
 
 layout(push_constant) uniform Push { rl_rope_push p; } pc;
 
@@ -26,6 +30,8 @@ layout(std430, binding = 2) readonly buffer P { uint32_t pos[]; };  /* [tokens] 
 layout(std430, binding = 4) readonly buffer T { vec2 cs_table[]; };  /* [tokens][rot/2] */
 /* precise mode: frac(inv_freq / 2pi) as (lo, hi) 64-bit binary fractions. */
 layout(std430, binding = 5) readonly buffer W { uvec2 turns[]; };    /* [rot/2] */
+/* emulation modes with RL_ROPE_EMU_DUMP: the angle handed to cos/sin. */
+layout(std430, binding = 6) writeonly buffer A { float angles_out[]; }; /* [tokens][rot/2] */
 
 #ifdef RL_ROPE_VEC4
 layout(std430, binding = 0) readonly buffer X { vec4 x[]; };        /* [rows][head_dim/4] */
@@ -91,7 +97,17 @@ void main()
     }
 #else
     uint32_t base = row * HEAD_DIM;
-    if (k < ROT_ITEMS) {
+    if (k < ROT_ITEMS && PRECISION >= RL_ROPE_PREC_HF) {
+        /* Framework emulation (scalar variant only, rope_gpu.c). */
+        float ang = rope_emu_angle(p, k, inv_freq[k]);
+        if ((EMU_FLAGS & RL_ROPE_EMU_DUMP) != 0u && row % N_HEADS == 0u)
+            angles_out[tok * ROT_ITEMS + k] = ang;
+        uint32_t ia = LAYOUT == RL_ROPE_LAYOUT_HALF ? base + k : base + 2u * k;
+        uint32_t ib = LAYOUT == RL_ROPE_LAYOUT_HALF ? ia + ROT_ITEMS : ia + 1u;
+        vec2 r = rope_emu_rotate(x[ia], x[ib], ang, af);
+        y[ia] = r.x;
+        y[ib] = r.y;
+    } else if (k < ROT_ITEMS) {
         vec2 cs = rope_cs(tok, p, k, PRECISION == RL_ROPE_PREC_FP32 ? inv_freq[k] : 0.0, af);
         uint32_t ia, ib;
         if (LAYOUT == RL_ROPE_LAYOUT_HALF) {
@@ -106,7 +122,7 @@ void main()
         y[ib] = b * cs.x + a * cs.y;
     } else {
         uint32_t o = base + ROT_DIM + (k - ROT_ITEMS);
-        y[o] = x[o];
+        y[o] = PRECISION >= RL_ROPE_PREC_HF ? rl_round_dt(x[o], DTYPE) : x[o];
     }
 #endif
 }

@@ -155,7 +155,8 @@ START_TEST(rope_registry_keys_are_ropes_own_list)
     static const struct { const char *key, *json; } sample[] = {
         {"rope_type", "\"linear\""}, {"type", "\"linear\""}, {"rope_theta", "500000"},
         {"rotary_dim", "2"}, {"partial_rotary_factor", "0.5"}, {"layout", "\"half\""},
-        {"precision", "\"table\""}, {"factor", "2"}, {"original_max_position_embeddings", "2"},
+        {"precision", "\"table\""}, {"dtype", "\"bf16\""}, {"inv_freq_dtype", "\"bf16\""},
+        {"tf32", "true"}, {"factor", "2"}, {"original_max_position_embeddings", "2"},
         {"max_position_embeddings", "2"}, {"seq_len", "2"}, {"beta_fast", "2"},
         {"beta_slow", "2"}, {"mscale", "2"}, {"mscale_all_dim", "2"}, {"truncate", "true"},
         {"attention_factor", "2"}, {"low_freq_factor", "2"}, {"high_freq_factor", "2"},

@@ -298,7 +298,7 @@ START_TEST(json_settings_use_hf_names_and_name_bad_keys)
         {"{\"original_max_position_embeddings\": 4096.5}", "original_max_position_embeddings must be a non-negative integer"},
         {"{\"short_factor\": [1, \"x\"]}", "short_factor[1] must be a finite number > 0"},
         {"{\"truncate\": 1}", "truncate must be true or false"},
-        {"{\"precision\": \"fp64\"}", "precision must be \"fp32\", \"table\" or \"precise\""},
+        {"{\"precision\": \"fp64\"}", "precision must be \"fp32\", \"table\", \"precise\""},
         {"{\"rope_scale\": 2}", "unknown RoPE key 'rope_scale'"},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {

@@ -58,6 +58,18 @@ rl_status chk_run_device(rlvk_device *dev, const chk_options *opt, chk_report *r
 rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
                          rl_error *err);
 
+/* A RoPE case's inputs from stream `stream` of opt's seed: x [n] ~ N(0, 1);
+ * pos [tokens] consecutive ending at 2^max_pos_log2, or uniform in
+ * [0, 2^max_pos_log2] with both ends included (random_positions). */
+void chk_rope_inputs(const chk_options *opt, const char *stream, float *x, size_t n,
+                     uint32_t *pos, uint32_t tokens, int random_positions);
+
+/* The framework emulation modes' case table (chk_rope_emu.c): per mode,
+ * dtype and shape the device angles (bit-exact), the output against the CPU
+ * emulation and against the double reference. */
+rl_status chk_rope_emu_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
+                             rl_error *err);
+
 /* The encoding registry's cases (chk_pe.c): every encoding's vector
  * transform and every logit bias (GLSL rl_bias over a grid of (h, i, j)). */
 rl_status chk_pe_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,

@@ -27,6 +27,26 @@ static const rope_case rope_cases[] = {
 };
 static const size_t rope_quick_cases = 4;
 
+void chk_rope_inputs(const chk_options *opt, const char *stream, float *x, size_t n,
+                     uint32_t *pos, uint32_t tokens, int random_positions)
+{
+    rl_rng rng;
+    rl_rng_seed(&rng, opt->seed ? opt->seed : 1, stream);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)rl_rng_normal(&rng);
+    uint32_t pmax = 1u << (opt->max_pos_log2 ? opt->max_pos_log2 : 20);
+    for (uint32_t t = 0; t < tokens; t++) {
+        if (random_positions)
+            pos[t] = (uint32_t)(rl_rng_uniform(&rng) * (double)(pmax + 1u));
+        else
+            pos[t] = pmax - (tokens - 1 - t);
+    }
+    if (random_positions) { /* always include both ends */
+        pos[0] = 0;
+        pos[tokens - 1] = pmax;
+    }
+}
+
 static rl_status run_rope_case(rlvk_device *dev, rope_kernel *k, const rope_case *c,
                                const rope_desc *base, int layout, int precision,
                                const chk_options *opt, chk_report *report, rl_error *err)
@@ -51,21 +71,7 @@ static rl_status run_rope_case(rlvk_device *dev, rope_kernel *k, const rope_case
     }
     char stream[64];
     snprintf(stream, sizeof stream, "check/rope/%u/%u/%u", c->tokens, c->heads, c->head_dim);
-    rl_rng rng;
-    rl_rng_seed(&rng, opt->seed ? opt->seed : 1, stream);
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)rl_rng_normal(&rng);
-    uint32_t pmax = 1u << (opt->max_pos_log2 ? opt->max_pos_log2 : 20);
-    for (uint32_t t = 0; t < c->tokens; t++) {
-        if (c->random_positions)
-            pos[t] = (uint32_t)(rl_rng_uniform(&rng) * (double)(pmax + 1u));
-        else
-            pos[t] = pmax - (c->tokens - 1 - t);
-    }
-    if (c->random_positions) { /* always include both ends */
-        pos[0] = 0;
-        pos[c->tokens - 1] = pmax;
-    }
+    chk_rope_inputs(opt, stream, x, n, pos, c->tokens, c->random_positions);
     rope_ref_apply(&f, x, pos, c->tokens, c->heads, ref);
     rope_error_bounds(&f, x, pos, c->tokens, c->heads, bound, scale);
 

@@ -12,6 +12,7 @@ typedef struct chk_suite {
 
 static const chk_suite suites[] = {
     {"rope", chk_rope_cases},
+    {"rope-emu", chk_rope_emu_cases},
     {"pe", chk_pe_cases},
     {"attn", chk_attn_cases},
 };

@@ -32,6 +32,12 @@ typedef struct cli_opt {
 int cli_parse(const char *usage, const char *about, int argc, char **argv, const cli_opt *opts,
               size_t n_opts, const char **pos, int max_pos, int *n_pos);
 
+/* Splits argv[0..argc) into the values of every `--set KEY=VALUE` /
+ * `--set=KEY=VALUE` (sets, in order) and the other arguments (rest); both
+ * arrays hold argc entries. Returns -1 to continue, or 2 after printing
+ * that a trailing --set lacks its value. */
+int cli_split_sets(int argc, char **argv, char **rest, int *nrest, const char **sets, int *nset);
+
 /* Opened devices for a subcommand. */
 typedef struct cli_devices {
     rlvk_instance inst;
@@ -64,6 +70,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_freqs(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
 int cmd_encodings(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_merge(int argc, char **argv);

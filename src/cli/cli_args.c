@@ -251,3 +251,22 @@ int cli_each_device(cli_devices *d, cli_device_fn fn, void *ctx, json_t *arr)
     }
     return failed;
 }
+
+int cli_split_sets(int argc, char **argv, char **rest, int *nrest, const char **sets, int *nset)
+{
+    *nrest = *nset = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--set") == 0) {
+            if (i + 1 >= argc) {
+                cli_error("--set needs a value (key=value)");
+                return CLI_EXIT_USAGE;
+            }
+            sets[(*nset)++] = argv[++i];
+        } else if (strncmp(argv[i], "--set=", 6) == 0) {
+            sets[(*nset)++] = argv[i] + 6;
+        } else {
+            rest[(*nrest)++] = argv[i];
+        }
+    }
+    return -1;
+}

@@ -69,7 +69,7 @@ int cmd_bench(int argc, char **argv)
         {"--head-dim", CLI_U32, &head_dim, "D", "head dimension (default 128)"},
         {"--rotary-dim", CLI_U32, &rotary_dim, "R", "rotary dimensions (default head_dim)"},
         {"--layout", CLI_STR, &layout, "L", "pair layout: half (default) or interleaved"},
-        {"--precision", CLI_STR, &precision, "P", "angle precision: fp32 (default), table or precise"},
+        {"--precision", CLI_STR, &precision, "P", "angle precision: fp32 (default), table, precise, or an emulation: hf, vllm, ggml-cpu, ggml-vulkan, cuda-fast (dtype fp32)"},
         {"--reps", CLI_U32, &reps, "N", "timed runs, median reported (default 25, max 63)"},
         {"--warmup", CLI_U32, &warmup, "N", "untimed runs first (default 3)"},
         {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},
@@ -100,7 +100,8 @@ int cmd_bench(int argc, char **argv)
     }
     int prec = rope_precision_parse(precision);
     if (prec < 0) {
-        cli_error("--precision '%s': expected fp32, table or precise", precision);
+        cli_error("--precision '%s': expected fp32, table, precise, hf, vllm, ggml-cpu, ggml-vulkan or "
+                  "cuda-fast", precision);
         return CLI_EXIT_USAGE;
     }
     if (tokens == 0 || heads == 0 || head_dim == 0) {

@@ -82,21 +82,8 @@ int cmd_inspect(int argc, char **argv)
         cli_error("out of host memory");
         return CLI_EXIT_USAGE;
     }
-    int nrest = 0, nset = 0, rc = -1;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--set") == 0) {
-            if (i + 1 >= argc) {
-                cli_error("--set needs a value (key=value)");
-                rc = CLI_EXIT_USAGE;
-                break;
-            }
-            sets[nset++] = argv[++i];
-        } else if (strncmp(argv[i], "--set=", 6) == 0) {
-            sets[nset++] = argv[i] + 6;
-        } else {
-            rest[nrest++] = argv[i];
-        }
-    }
+    int nrest = 0, nset = 0;
+    int rc = cli_split_sets(argc, argv, rest, &nrest, sets, &nset);
     int json = 0;
     uint32_t heads = 8, head_dim = 64;
     uint64_t seed = 1;

@@ -137,7 +137,7 @@ static rl_status parse_header(const char *path, const char *hdr, rl_npy *a, int 
 /* Opens path and validates its header; on success fp is positioned at the
  * data, *esize is 2 or 4 and out holds shape/descr/count (no data). */
 static rl_status open_header(const char *path, rl_npy *out, FILE **fpp, size_t *esize,
-                             rl_error *err)
+                             int ints, rl_error *err)
 {
     memset(out, 0, sizeof *out);
     *fpp = NULL;
@@ -181,7 +181,17 @@ static rl_status open_header(const char *path, rl_npy *out, FILE **fpp, size_t *
     int fortran = 0;
     if ((st = parse_header(path, hdr, out, &fortran, err)))
         goto done;
-    if (strcmp(out->descr, "<f4") == 0)
+    if (ints) { /* integer arrays: positions */
+        if (strcmp(out->descr, "<i4") == 0 || strcmp(out->descr, "<u4") == 0)
+            *esize = 4;
+        else if (strcmp(out->descr, "<i8") == 0 || strcmp(out->descr, "<u8") == 0)
+            *esize = 8;
+        else {
+            st = rl_fail(err, RL_ERR_PARSE, "%s: dtype '%s' is not supported for integers (need "
+                         "'<i4', '<i8', '<u4' or '<u8', little-endian)", path, out->descr);
+            goto done;
+        }
+    } else if (strcmp(out->descr, "<f4") == 0)
         *esize = 4;
     else if (strcmp(out->descr, "<f2") == 0)
         *esize = 2;
@@ -227,7 +237,7 @@ rl_status rl_npy_header(const char *path, rl_npy *out, rl_error *err)
 {
     FILE *fp;
     size_t esize;
-    rl_status st = open_header(path, out, &fp, &esize, err);
+    rl_status st = open_header(path, out, &fp, &esize, 0, err);
     if (!st)
         fclose(fp);
     return st;
@@ -237,7 +247,7 @@ rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
 {
     FILE *fp;
     size_t esize;
-    rl_status st = open_header(path, out, &fp, &esize, err);
+    rl_status st = open_header(path, out, &fp, &esize, 0, err);
     if (st)
         return st;
     uint64_t bytes = out->count * esize;
@@ -281,6 +291,46 @@ rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)
     if (st)
         rl_npy_free(out);
     return st;
+}
+
+rl_status rl_npy_load_u32(const char *path, uint32_t **out, uint64_t *count, rl_error *err)
+{
+    rl_npy a;
+    FILE *fp;
+    size_t esize;
+    *out = NULL;
+    *count = 0;
+    rl_status st = open_header(path, &a, &fp, &esize, 1, err);
+    if (st)
+        return st;
+    int is_signed = a.descr[1] == 'i';
+    uint64_t bytes = a.count * esize;
+    unsigned char *raw = malloc(bytes ? bytes : 1);
+    uint32_t *v = malloc(a.count ? a.count * sizeof *v : sizeof *v);
+    if (!raw || !v)
+        st = rl_fail(err, RL_ERR_NOMEM, "%s: out of host memory for %" PRIu64 " bytes", path, bytes);
+    else if (fread(raw, 1, bytes, fp) != bytes)
+        st = rl_fail(err, RL_ERR_PARSE, "%s: file ends early (truncated .npy)", path);
+    fclose(fp);
+    for (uint64_t i = 0; !st && i < a.count; i++) {
+        uint64_t u = 0;
+        for (size_t b = 0; b < esize; b++)
+            u |= (uint64_t)raw[i * esize + b] << (8 * b);
+        int neg = is_signed && (u >> (8 * esize - 1)) & 1;
+        if (neg || u > UINT32_MAX)
+            st = rl_fail(err, RL_ERR_ARG, "%s: element %" PRIu64 " is %s; need integers in 0..%u",
+                         path, i, neg ? "negative" : "above 2^32 - 1", UINT32_MAX);
+        else
+            v[i] = (uint32_t)u;
+    }
+    free(raw);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    *count = a.count;
+    return RL_OK;
 }
 
 void rl_npy_free(rl_npy *a)

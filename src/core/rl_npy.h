@@ -36,6 +36,11 @@ void rl_npy_free(rl_npy *a);
  * the data: out->data stays NULL; out->data_offset locates it. */
 rl_status rl_npy_header(const char *path, rl_npy *out, rl_error *err);
 
+/* Loads an integer .npy ('<i4', '<i8', '<u4', '<u8'; any shape, read
+ * flat in C order) as uint32 values: *out [count], caller frees. A negative
+ * or > 2^32 - 1 element is an error naming its index. */
+rl_status rl_npy_load_u32(const char *path, uint32_t **out, uint64_t *count, rl_error *err);
+
 /* Writes a version 1.0 .npy file with the given descr (e.g. "<f4", "<f2",
  * or any other string — tests use it to write files the reader must
  * refuse), fortran_order flag, shape and raw data bytes. */

@@ -51,6 +51,11 @@ static rl_status create(pe_encoding *e, rl_error *err)
     pe_param_set_json(e, "rope_theta", json_real(f->base));
     pe_param_set_json(e, "layout", json_string(f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved"));
     pe_param_set_json(e, "precision", json_string(rope_precision_name(f->precision)));
+    if (rope_prec_is_emu(f->precision)) {
+        pe_param_set_json(e, "dtype", json_string(rope_dtype_name(f->dtype)));
+        pe_param_set_json(e, "inv_freq_dtype", json_string(rope_dtype_name(f->inv_freq_dtype)));
+        pe_param_set_json(e, "tf32", json_boolean(f->tf32));
+    }
     pe_param_set_json(e, "attention_factor", json_real(f->attention_factor));
     json_object_del((json_t *)pe_encoding_params(e), "type");
     return RL_OK;
@@ -185,6 +190,12 @@ static const pe_check_case vec_checks[] = {
      "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"rope_theta\": 500000, "
      "\"precision\": \"precise\"}",
      33, 8, 0, 128, 0, 0},
+    /* Framework emulation through the registry (bound against double:
+     * rope_error_bounds' emulation branch). */
+    {"rope/hf/bf16", "{\"precision\": \"hf\", \"dtype\": \"bf16\"}", 33, 8, 0, 64, 0, 1},
+    {"rope/ggml-cpu/fp16",
+     "{\"precision\": \"ggml-cpu\", \"dtype\": \"fp16\", \"layout\": \"interleaved\"}", 65, 4, 0,
+     128, 0, 0},
 };
 
 const pe_family pe_family_rope = {

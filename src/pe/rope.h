@@ -57,7 +57,10 @@ typedef struct rope_desc {
     uint32_t rotary_dim;   /* 0: from partial_rotary_factor, else head_dim; even, <= head_dim */
     double theta;          /* base (HF rope_theta); 0: 10000 */
     int layout;            /* RL_ROPE_LAYOUT_HALF (default) or _INTERLEAVED */
-    int precision;         /* RL_ROPE_PREC_FP32 (default), _TABLE or _PRECISE */
+    int precision;         /* RL_ROPE_PREC_FP32 (default), _TABLE, _PRECISE or an emulation mode */
+    int dtype;             /* emulation modes: RL_DTYPE_FP32 (default), _FP16, _BF16 */
+    int inv_freq_dtype;    /* hf: RL_DTYPE_FP32 (default) or _BF16 (a model cast with .to(bf16)) */
+    int tf32;              /* hf: 1 = inv_freq and positions rounded to TF32 (matmul inputs) */
 
     int rope_type;         /* ROPE_TYPE_*; 0: default */
     double partial_rotary_factor;  /* 0: not given; rotary_dim = int(head_dim * it) */
@@ -83,6 +86,7 @@ typedef struct rope_freqs {
     uint32_t head_dim, rotary_dim, n_pairs;  /* n_pairs = rotary_dim / 2 */
     int layout;
     int precision;                           /* RL_ROPE_PREC_* */
+    int dtype, inv_freq_dtype, tf32;         /* emulation modes (rope_desc) */
     int rope_type;                           /* ROPE_TYPE_* */
     uint32_t seq_len;                        /* length used (dynamic/longrope), 0 if none */
     double base;                             /* configured rope_theta */
@@ -127,8 +131,13 @@ rl_status rope_desc_from_hf_config(rope_desc *d, const char *path, rl_error *err
 /* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
  * "type" as the alias of rope_type): the one list of RoPE keys, in the house
  * schema (core/rl_param.h). The registry's family rope declares exactly it. */
-#define ROPE_N_PARAMS 21
+#define ROPE_N_PARAMS 24
 extern const rl_param rope_params[ROPE_N_PARAMS];
+
+/* The keys of d that differ from their defaults, as the JSON object the
+ * rope encoding's parameters take (head_dim left out: it comes from the
+ * shape). New reference; NULL when out of memory. */
+struct json_t *rope_desc_to_json(const rope_desc *d);
 
 /* Name of a precision mode ("fp32"); parse returns -1 if unknown. */
 const char *rope_precision_name(int precision);
@@ -168,7 +177,8 @@ void rope_error_bounds(const rope_freqs *f, const float *x, const uint32_t *pos,
  * == 0), created on first use and kept until rope_kernel_destroy. */
 #define ROPE_KERNEL_MAX_PIPES 96
 typedef struct rope_kernel_pipe {
-    int layout, vec4, precision;
+    int layout, vec4, precision, dtype;
+    uint32_t emu_flags;
     uint32_t head_dim, rotary_dim, heads;
     rlvk_pipeline pipe;
 } rope_kernel_pipe;
@@ -189,6 +199,7 @@ typedef struct rope_gpu_io {
     const rlvk_buffer *pos;  /* [tokens] u32 */
     const rlvk_buffer *freq; /* [n_pairs] f32, from rope_gpu_upload_freqs */
     const rlvk_buffer *angles; /* table/precise modes, from rope_gpu_upload_angles; NULL in fp32 */
+    const rlvk_buffer *angle_dump; /* emulation modes: [tokens][n_pairs] f32 angles out; NULL: none */
     uint64_t tokens;
     uint32_t heads;
 } rope_gpu_io;
@@ -218,5 +229,55 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
 rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
                          const float *x, const uint32_t *pos, uint64_t tokens, uint32_t heads,
                          float *y, double *gpu_ns, int *guard_ok, rl_error *err);
+
+/* rope_gpu_apply plus, in the emulation modes, the angles the device handed
+ * to cos/sin: angles [tokens][n_pairs] f32 (caller-owned; NULL: not asked). */
+rl_status rope_gpu_apply_dump(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
+                              const float *x, const uint32_t *pos, uint64_t tokens,
+                              uint32_t heads, float *y, float *angles, double *gpu_ns,
+                              int *guard_ok, rl_error *err);
+
+/* ---- framework emulation (src/pe/rope_emu.c) ---------------------------- *
+ * The CPU side of the emulation modes: the same fp32 arithmetic as
+ * shaders/rope_emu.glsl, written in C (c_std=c11: no FP contraction). */
+
+/* 1 if precision is one of the framework emulation modes. */
+int rope_prec_is_emu(int precision);
+/* Name of a dtype ("bf16"), NULL if unknown; parse returns -1. */
+const char *rope_dtype_name(int dtype);
+int rope_dtype_parse(const char *name);
+/* v rounded to nearest-even in dtype (RL_DTYPE_*), returned as the fp32
+ * value; NaN gives the canonical quiet NaN. Computed in double with rint
+ * (independent of the shader's integer method). */
+float rope_emu_round(int dtype, float v);
+/* The fp32 per-pair factor the kernel reads (binding 3) in f's emulation
+ * mode: hf/vllm inv_freq as the framework computes it in fp32, ggml-cpu and
+ * ggml-vulkan theta_scale = powf(base, -2/rotary_dim), cuda-fast
+ * powf(theta_scale, j). out: [n_pairs]. */
+void rope_emu_factors(const rope_freqs *f, float *out);
+/* The fp32 angle of pair j at position p in f's mode (ggml-vulkan: with the
+ * host's powf, which the device's pow only approximates). */
+float rope_emu_angle(const rope_freqs *f, uint32_t p, uint32_t j);
+/* The mode's whole computation on the CPU: y [tokens][heads][head_dim]
+ * (dtype values as f32), angles [tokens][n_pairs] out (NULL: not asked).
+ * use_angles (NULL: own) supplies the angles instead (ggml-vulkan: the
+ * device's, whose pow differs). x: [tokens][heads][head_dim] f32. */
+void rope_emu_apply(const rope_freqs *f, const float *x, const uint32_t *pos, size_t tokens,
+                    uint32_t heads, const float *use_angles, float *y, float *angles);
+/* Bound of |device - CPU emulation| per element when both use the same
+ * angles: only the device's cos/sin (Vulkan 2^-11) and the dtype roundings
+ * they can flip differ (rope_emu.c derives it). bound: same shape as x. */
+void rope_emu_bounds(const rope_freqs *f, const float *x, size_t tokens, uint32_t heads,
+                     double *bound);
+/* Bound of the device's ggml-vulkan angle against the host-powf angle
+ * (Vulkan's pow precision); 0 for the bit-exact modes. */
+double rope_emu_angle_bound(const rope_freqs *f, uint32_t p, uint32_t j);
+/* Relative error bound of the mode's fp32 angle of pair j against the exact
+ * p * inv_freq_j (used by rope_error_bounds in the emulation modes). */
+double rope_emu_angle_rel(const rope_freqs *f, uint32_t j);
+/* Rounds n fp32 bit patterns to dtype on the device (shaders/round.comp):
+ * out[i] = fp32 bits of the bf16/tf32 value, or the 16 fp16 bits. */
+rl_status rope_emu_gpu_round(rlvk_device *dev, int dtype, const uint32_t *in, uint32_t n,
+                             uint32_t *out, rl_error *err);
 
 #endif

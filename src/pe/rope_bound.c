@@ -42,6 +42,38 @@ static void fp32_bounds(const rope_freqs *f, const float *x, const uint32_t *pos
         }
 }
 
+/* Emulation modes against the double reference (what the framework's own
+ * arithmetic can be off by): the angle off by |phi| k_j (rope_emu_angle_rel),
+ * cos/sin by 2^-11 (device) on top, the dtype's roundings of the inputs, of
+ * cos and sin, of the products and of the sum, 8 u in all (u its unit
+ * roundoff), fp32 roundings 4 ulp(s M), fp16's subnormal quantum. Pass-
+ * through dimensions: the input's rounding to the dtype, u |x|. */
+static void emu_bounds(const rope_freqs *f, const float *x, const uint32_t *pos, size_t tokens,
+                       uint32_t heads, double *bound, double *scale)
+{
+    const uint32_t d = f->head_dim;
+    const double u = f->dtype == RL_DTYPE_BF16 ? 0x1p-8 : f->dtype == RL_DTYPE_FP16 ? 0x1p-11 : 0x1p-24;
+    const double u_pass = f->dtype == RL_DTYPE_FP32 ? 0 : u;
+    const double sub = f->dtype == RL_DTYPE_FP16 ? 4 * 0x1p-24 : 0;
+    for (size_t t = 0; t < tokens; t++)
+        for (uint32_t h = 0; h < heads; h++) {
+            size_t row = (t * heads + h) * d;
+            for (uint32_t i = 0; i < d; i++) {
+                if (i >= f->rotary_dim) {
+                    bound[row + i] = u_pass * fabs(x[row + i]) + (u_pass ? sub : 0);
+                    continue;
+                }
+                int first;
+                uint32_t pair;
+                (void)rope_partner(f, i, &first, &pair);
+                double m = scale[row + i];
+                double phi = fabs((double)pos[t] * f->inv_freq[pair]);
+                bound[row + i] = m * (phi * rope_emu_angle_rel(f, pair) + 0x1p-11 + 0x1p-22 + 8 * u) +
+                                 4 * rl_ulp32(m) + sub;
+            }
+        }
+}
+
 /* table / precise: the rotation's (cos, sin) are within ~1.5 * 2^-24 of the
  * exact values (table: one fp32 rounding of a double; precise: exact
  * reduction, the argument's final rounding 2^-25 and the polynomials' Horner
@@ -55,6 +87,10 @@ void rope_error_bounds(const rope_freqs *f, const float *x, const uint32_t *pos,
     fp32_bounds(f, x, pos, tokens, heads, bound, scale);
     if (f->precision == RL_ROPE_PREC_FP32)
         return;
+    if (rope_prec_is_emu(f->precision)) {
+        emu_bounds(f, x, pos, tokens, heads, bound, scale);
+        return;
+    }
     size_t n = tokens * heads * f->head_dim;
     for (size_t i = 0; i < n; i++)
         if ((i % f->head_dim) < f->rotary_dim)

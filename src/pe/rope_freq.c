@@ -43,16 +43,51 @@ const char *rope_precision_name(int precision)
     case RL_ROPE_PREC_FP32: return "fp32";
     case RL_ROPE_PREC_TABLE: return "table";
     case RL_ROPE_PREC_PRECISE: return "precise";
+    case RL_ROPE_PREC_HF: return "hf";
+    case RL_ROPE_PREC_VLLM: return "vllm";
+    case RL_ROPE_PREC_GGML_CPU: return "ggml-cpu";
+    case RL_ROPE_PREC_GGML_VULKAN: return "ggml-vulkan";
+    case RL_ROPE_PREC_CUDA_FAST: return "cuda-fast";
     }
     return NULL;
 }
 
 int rope_precision_parse(const char *name)
 {
-    for (int p = RL_ROPE_PREC_FP32; p <= RL_ROPE_PREC_PRECISE; p++)
+    for (int p = RL_ROPE_PREC_FP32; p < RL_ROPE_PREC_COUNT; p++)
         if (strcmp(name, rope_precision_name(p)) == 0)
             return p;
     return -1;
+}
+
+/* The emulation keys: dtype, inv_freq_dtype and tf32 belong to the modes
+ * that have them; ggml's modes take fp32/fp16 tensors and emulate the
+ * unscaled rotation. Errors name the key. */
+static rl_status rope_emu_validate(const rope_desc *r, rl_error *err)
+{
+    int emu = rope_prec_is_emu(r->precision);
+    const char *pn = rope_precision_name(r->precision);
+    if (r->dtype < RL_DTYPE_FP32 || r->dtype > RL_DTYPE_BF16)
+        return rl_fail(err, RL_ERR_ARG, "dtype %d must be fp32, fp16 or bf16", r->dtype);
+    if (r->dtype != RL_DTYPE_FP32 && !emu)
+        return rl_fail(err, RL_ERR_ARG, "dtype %s needs an emulation precision (hf, vllm, "
+                       "ggml-cpu, ggml-vulkan, cuda-fast); precision %s computes in fp32",
+                       rope_dtype_name(r->dtype), pn);
+    if (r->inv_freq_dtype != RL_DTYPE_FP32 && r->inv_freq_dtype != RL_DTYPE_BF16)
+        return rl_fail(err, RL_ERR_ARG, "inv_freq_dtype must be fp32 or bf16");
+    if (r->inv_freq_dtype != RL_DTYPE_FP32 && r->precision != RL_ROPE_PREC_HF)
+        return rl_fail(err, RL_ERR_ARG, "inv_freq_dtype applies to precision hf only (not %s)", pn);
+    if (r->tf32 && r->precision != RL_ROPE_PREC_HF)
+        return rl_fail(err, RL_ERR_ARG, "tf32 applies to precision hf only (not %s)", pn);
+    int ggml = r->precision == RL_ROPE_PREC_GGML_CPU || r->precision == RL_ROPE_PREC_GGML_VULKAN ||
+               r->precision == RL_ROPE_PREC_CUDA_FAST;
+    if (ggml && r->dtype == RL_DTYPE_BF16)
+        return rl_fail(err, RL_ERR_ARG, "dtype bf16: precision %s emulates ggml's fp32 and fp16 "
+                       "rope only", pn);
+    if (ggml && r->rope_type != ROPE_TYPE_DEFAULT)
+        return rl_fail(err, RL_ERR_ARG, "precision %s emulates rope_type default only (not %s)", pn,
+                       rope_type_name(r->rope_type));
+    return RL_OK;
 }
 
 /* A value that must be finite and >= 0 (0 = not given). */
@@ -107,8 +142,12 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
         return rl_fail(err, RL_ERR_ARG, "layout %d must be half (%d) or interleaved (%d)", r.layout,
                        RL_ROPE_LAYOUT_HALF, RL_ROPE_LAYOUT_INTERLEAVED);
     if (!rope_precision_name(r.precision))
-        return rl_fail(err, RL_ERR_ARG, "precision %d must be fp32 (%d), table (%d) or precise (%d)",
-                       r.precision, RL_ROPE_PREC_FP32, RL_ROPE_PREC_TABLE, RL_ROPE_PREC_PRECISE);
+        return rl_fail(err, RL_ERR_ARG, "precision %d must be fp32 (%d), table (%d), precise (%d) "
+                       "or an emulation mode (%d..%d)", r.precision, RL_ROPE_PREC_FP32,
+                       RL_ROPE_PREC_TABLE, RL_ROPE_PREC_PRECISE, RL_ROPE_PREC_HF,
+                       RL_ROPE_PREC_COUNT - 1);
+    if ((st = rope_emu_validate(&r, err)))
+        return st;
 
     const struct { const char *k; double v; } nn[] = {
         {"factor", r.factor}, {"beta_fast", r.beta_fast}, {"beta_slow", r.beta_slow},
@@ -240,6 +279,9 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
     f->n_pairs = r.rotary_dim / 2;
     f->layout = r.layout;
     f->precision = r.precision;
+    f->dtype = r.dtype;
+    f->inv_freq_dtype = r.inv_freq_dtype;
+    f->tf32 = r.tf32;
     f->rope_type = r.rope_type;
     f->base = r.theta;
     f->theta = r.theta;

@@ -31,18 +31,20 @@ void rope_kernel_destroy(rlvk_device *dev, rope_kernel *k)
 
 static int use_vec4(const rope_freqs *f)
 {
-    return f->head_dim % 4 == 0 && f->rotary_dim % 8 == 0;
+    /* The emulation modes run the scalar variant only. */
+    return f->head_dim % 4 == 0 && f->rotary_dim % 8 == 0 && !rope_prec_is_emu(f->precision);
 }
 
 /* The pipeline for f's shape, created on first use. */
-static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads,
+static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, uint32_t emu_flags,
                           const rlvk_pipeline **out, rl_error *err)
 {
     int vec4 = use_vec4(f);
     for (uint32_t i = 0; i < k->n_pipes; i++) {
         const rope_kernel_pipe *p = &k->pipes[i];
         if (p->layout == f->layout && p->vec4 == vec4 && p->precision == f->precision && p->head_dim == f->head_dim &&
-            p->rotary_dim == f->rotary_dim && p->heads == heads) {
+            p->rotary_dim == f->rotary_dim && p->heads == heads && p->dtype == f->dtype &&
+            p->emu_flags == emu_flags) {
             *out = &p->pipe;
             return RL_OK;
         }
@@ -51,20 +53,21 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads,
         return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d distinct shapes in one kernel object",
                        ROPE_KERNEL_MAX_PIPES);
     rope_kernel_pipe *p = &k->pipes[k->n_pipes];
-    uint32_t spec[5] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
-                        (uint32_t)f->precision};
-    char name[48];
-    snprintf(name, sizeof name, "rope_%s%s_%s_d%u_r%u_h%u",
+    uint32_t spec[7] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
+                        (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags};
+    char name[64];
+    snprintf(name, sizeof name, "rope_%s%s_%s_%s_d%u_r%u_h%u",
              f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "",
-             rope_precision_name(f->precision), f->head_dim, f->rotary_dim, heads);
+             rope_precision_name(f->precision), rope_dtype_name(f->dtype), f->head_dim,
+             f->rotary_dim, heads);
     rlvk_pipeline_desc pd = {
         .name = name,
         .spirv = vec4 ? rl_spv_rope_vec4 : rl_spv_rope,
         .spirv_bytes = vec4 ? sizeof rl_spv_rope_vec4 : sizeof rl_spv_rope,
-        .n_bindings = 6,
+        .n_bindings = 7,
         .push_bytes = sizeof(struct rl_rope_push),
         .local_size_x = 64,
-        .n_spec = 5,
+        .n_spec = 7,
         .spec = spec,
     };
     rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
@@ -73,6 +76,8 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads,
     p->layout = f->layout;
     p->vec4 = vec4;
     p->precision = f->precision;
+    p->dtype = f->dtype;
+    p->emu_flags = emu_flags;
     p->head_dim = f->head_dim;
     p->rotary_dim = f->rotary_dim;
     p->heads = heads;
@@ -103,6 +108,8 @@ rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, rlvk_buff
     float fr[ROPE_MAX_PAIRS + 4] = {0};
     for (uint32_t j = 0; j < f->n_pairs; j++)
         fr[j] = (float)f->inv_freq[j];
+    if (rope_prec_is_emu(f->precision))
+        rope_emu_factors(f, fr); /* the framework's own fp32 factors */
     uint64_t bytes = ((f->n_pairs + 3) / 4) * 4 * sizeof(float);
     if (bytes == 0)
         bytes = 16;
@@ -169,7 +176,10 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
     if (st)
         return st;
     const rlvk_pipeline *pipe = NULL;
-    if ((st = get_pipe(k, f, io->heads, &pipe, err)))
+    uint32_t emu_flags = 0;
+    if (rope_prec_is_emu(f->precision))
+        emu_flags = (f->tf32 ? RL_ROPE_EMU_TF32 : 0u) | (io->angle_dump ? RL_ROPE_EMU_DUMP : 0u);
+    if ((st = get_pipe(k, f, io->heads, emu_flags, &pipe, err)))
         return st;
     struct rl_rope_push p = {
         .group_base = 0,
@@ -180,12 +190,14 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
      * pass-through tail. */
     uint64_t items = use_vec4(f) ? f->rotary_dim / 8 + (f->head_dim - f->rotary_dim) / 4
                                  : f->rotary_dim / 2 + (f->head_dim - f->rotary_dim);
-    if (f->precision != RL_ROPE_PREC_FP32 && !io->angles)
+    if ((f->precision == RL_ROPE_PREC_TABLE || f->precision == RL_ROPE_PREC_PRECISE) && !io->angles)
         return rl_fail(err, RL_ERR_ARG, "rope precision %s needs its angle buffer (rope_gpu_upload_angles)",
                        rope_precision_name(f->precision));
     /* Unused angle bindings get a valid buffer that the mode never reads. */
     const rlvk_buffer *ang = io->angles ? io->angles : io->freq;
-    const rlvk_buffer *bufs[6] = {io->x, io->y, io->pos, io->freq, ang, ang};
+    /* Binding 6 is written only with RL_ROPE_EMU_DUMP. */
+    const rlvk_buffer *bufs[7] = {io->x, io->y, io->pos, io->freq, ang, ang,
+                                  io->angle_dump ? io->angle_dump : ang};
     return rlvk_cmd_dispatch(cmd, pipe, bufs, &p, rlvk_groups(p.n_rows * items, pipe->local_size_x),
                              err);
 }
@@ -194,12 +206,22 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
                          const float *x, const uint32_t *pos, uint64_t tokens, uint32_t heads,
                          float *y, double *gpu_ns, int *guard_ok, rl_error *err)
 {
+    return rope_gpu_apply_dump(dev, k, f, x, pos, tokens, heads, y, NULL, gpu_ns, guard_ok, err);
+}
+
+rl_status rope_gpu_apply_dump(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
+                              const float *x, const uint32_t *pos, uint64_t tokens,
+                              uint32_t heads, float *y, float *angles, double *gpu_ns,
+                              int *guard_ok, rl_error *err)
+{
     rl_status st = rope_gpu_check_shape(dev, f, tokens, heads, err);
     if (st)
         return st;
     uint64_t n = tokens * heads * f->head_dim;
     uint64_t bytes = n * sizeof(float);
-    rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0}, ba = {0};
+    rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0}, ba = {0}, bd = {0};
+    int dump = angles && rope_prec_is_emu(f->precision);
+    uint64_t dump_bytes = tokens * f->n_pairs * sizeof(float);
     rlvk_cmd cmd = {0};
     if (gpu_ns)
         *gpu_ns = -1;
@@ -210,12 +232,13 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
         (st = rope_gpu_upload_freqs(dev, f, &bf, err)) ||
         (st = rope_gpu_upload_angles(dev, f, pos, tokens, &ba, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
-        (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)))
+        (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)) ||
+        (dump && (st = vf_guarded_create(dev, dump_bytes ? dump_bytes : 4, "angles", &bd, err))))
         goto done;
     if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
         goto done;
     rope_gpu_io io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .angles = &ba, .tokens = tokens,
-                      .heads = heads};
+                      .heads = heads, .angle_dump = dump ? &bd : NULL};
     rlvk_cmd_timestamp(&cmd, 0);
     if ((st = rope_gpu_record(&cmd, k, f, &io, err)))
         goto done;
@@ -226,7 +249,15 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
         *gpu_ns = -1;
     if ((st = vf_guarded_download(dev, &by, bytes, y, guard_ok, err)))
         goto done;
+    if (dump) {
+        int dump_ok = 1;
+        if ((st = vf_guarded_download(dev, &bd, dump_bytes, angles, &dump_ok, err)))
+            goto done;
+        if (guard_ok && !dump_ok)
+            *guard_ok = 0;
+    }
 done:
+    rlvk_buffer_destroy(dev, &bd);
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(dev, &ba);
     rlvk_buffer_destroy(dev, &bf);

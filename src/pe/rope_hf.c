@@ -25,7 +25,14 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
     K("rotary_dim", "even integer: rotated dimensions, the rest pass through (default head_dim)"),
     K("partial_rotary_factor", "number in (0, 1]: rotary_dim = int(head_dim * factor) (default 1)"),
     K("layout", "string: half (rotate_half, NeoX/Llama; default) or interleaved (GPT-J)"),
-    K("precision", "string: angle precision fp32 (default), table or precise"),
+    K("precision", "string: angle precision fp32 (default), table or precise; framework "
+                   "emulation hf, vllm, ggml-cpu, ggml-vulkan or cuda-fast (docs/rope.md)"),
+    K("dtype", "string: emulation modes' model dtype fp32 (default), fp16 or bf16 (ggml: fp32, "
+               "fp16)"),
+    K("inv_freq_dtype", "string: hf's inv_freq as stored, fp32 (default) or bf16 (a model cast "
+                        "with .to(bfloat16))"),
+    K("tf32", "bool: hf's inv_freq and positions rounded to TF32, the matmul's inputs (default "
+              "false)"),
     K("factor", "number >= 1: scaling factor (default per rope_type)"),
     K("original_max_position_embeddings",
       "integer: pre-training context length (yarn, llama3, longrope; default "
@@ -123,9 +130,27 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         } else {
             int p = s ? rope_precision_parse(s) : -1;
             if (p < 0)
-                return rl_fail(err, RL_ERR_ARG, "precision must be \"fp32\", \"table\" or \"precise\"");
+                return rl_fail(err, RL_ERR_ARG, "precision must be \"fp32\", \"table\", \"precise\", "
+                               "\"hf\", \"vllm\", \"ggml-cpu\", \"ggml-vulkan\" or \"cuda-fast\"");
             d->precision = p;
         }
+        return RL_OK;
+    }
+    if (strcmp(key, "dtype") == 0 || strcmp(key, "inv_freq_dtype") == 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        int dt = s ? rope_dtype_parse(s) : -1;
+        if (dt < 0)
+            return rl_fail(err, RL_ERR_ARG, "%s must be \"fp32\", \"fp16\" or \"bf16\"", key);
+        if (key[0] == 'd')
+            d->dtype = dt;
+        else
+            d->inv_freq_dtype = dt;
+        return RL_OK;
+    }
+    if (strcmp(key, "tf32") == 0) {
+        if (!json_is_boolean(v))
+            return rl_fail(err, RL_ERR_ARG, "tf32 must be true or false");
+        d->tf32 = json_is_true(v);
         return RL_OK;
     }
     if (strcmp(key, "truncate") == 0) {
@@ -269,4 +294,55 @@ rl_status rope_desc_from_hf_config(rope_desc *d, const char *path, rl_error *err
         rl_error_prefix(err, "%s", path);
     json_decref(root);
     return st;
+}
+
+json_t *rope_desc_to_json(const rope_desc *d)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+#define SET_NUM(k, v) if ((v) != 0) json_object_set_new(o, k, json_real(v))
+#define SET_INT(k, v) if ((v) != 0) json_object_set_new(o, k, json_integer(v))
+    json_object_set_new(o, "rope_type", json_string(rope_type_name(d->rope_type)));
+    SET_NUM("rope_theta", d->theta);
+    SET_INT("rotary_dim", d->rotary_dim);
+    SET_NUM("partial_rotary_factor", d->partial_rotary_factor);
+    if (d->layout == RL_ROPE_LAYOUT_INTERLEAVED)
+        json_object_set_new(o, "layout", json_string("interleaved"));
+    if (d->precision)
+        json_object_set_new(o, "precision", json_string(rope_precision_name(d->precision)));
+    if (d->dtype)
+        json_object_set_new(o, "dtype", json_string(rope_dtype_name(d->dtype)));
+    if (d->inv_freq_dtype)
+        json_object_set_new(o, "inv_freq_dtype", json_string(rope_dtype_name(d->inv_freq_dtype)));
+    if (d->tf32)
+        json_object_set_new(o, "tf32", json_true());
+    SET_NUM("factor", d->factor);
+    SET_INT("original_max_position_embeddings", d->original_max_position_embeddings);
+    SET_INT("max_position_embeddings", d->max_position_embeddings);
+    SET_INT("seq_len", d->seq_len);
+    SET_NUM("beta_fast", d->beta_fast);
+    SET_NUM("beta_slow", d->beta_slow);
+    SET_NUM("mscale", d->mscale);
+    SET_NUM("mscale_all_dim", d->mscale_all_dim);
+    if (d->truncate)
+        json_object_set_new(o, "truncate", json_boolean(d->truncate > 0));
+    SET_NUM("attention_factor", d->attention_factor);
+    SET_NUM("low_freq_factor", d->low_freq_factor);
+    SET_NUM("high_freq_factor", d->high_freq_factor);
+#undef SET_NUM
+#undef SET_INT
+    const struct { const char *k; uint32_t n; const double *v; } lists[] = {
+        {"short_factor", d->n_short_factor, d->short_factor},
+        {"long_factor", d->n_long_factor, d->long_factor},
+    };
+    for (size_t l = 0; l < 2; l++) {
+        if (!lists[l].n)
+            continue;
+        json_t *a = json_array();
+        for (uint32_t j = 0; j < lists[l].n; j++)
+            json_array_append_new(a, json_real(lists[l].v[j]));
+        json_object_set_new(o, lists[l].k, a);
+    }
+    return o;
 }

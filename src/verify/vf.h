@@ -46,7 +46,10 @@
  *    bit-exact 0); the check rows sit at up to 0.83 of the bound per
  *    element and up to 0.084 of the bounds' NMSE (pe/learned/wrap; rope
  *    <= 0.019, bias <= 0.046), so a 10x regression leaves the bounds, which
- *    catch it already. The gate still fails a kernel whose errors crowd the
+ *    catch it already. The rope framework emulation rows (chk_rope_emu.c)
+ *    reach 0.99 of the bound per element (a pass-through value's rounding to
+ *    bf16/fp16, whose bound u |x| is tight by construction) and 0.035 of the
+ *    bounds' NMSE. The gate still fails a kernel whose errors crowd the
  *    bound everywhere (errors uniform in [-bound, bound] give 1/3).
  *  A bound of 0 (bit-exact) makes the gate 0: NMSE must be 0 as well.
  */

@@ -1,0 +1,268 @@
+/* Framework emulation modes, CPU side: the fp32 arithmetic each framework
+ * performs for RoPE (sources and formulas: docs/rope.md "Framework
+ * emulation"), written in C from those sources. The device side is
+ * shaders/rope_emu.glsl; both must agree bit for bit wherever the
+ * arithmetic is defined (angle construction, dtype roundings, + - *), and
+ * within rope_emu_bounds where they rest on sin/cos (and ggml-vulkan's
+ * pow). The build is ISO C11 (meson c_std=c11), so GCC does not contract
+ * a*b+c into an FMA, and x86-64 evaluates float in float (FLT_EVAL_METHOD 0). */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/rl_util.h"
+#include "pe/rope.h"
+
+#define RL_LN2 0.69314718055994530942
+
+int rope_prec_is_emu(int precision)
+{
+    return precision >= RL_ROPE_PREC_HF && precision < RL_ROPE_PREC_COUNT;
+}
+
+const char *rope_dtype_name(int dtype)
+{
+    switch (dtype) {
+    case RL_DTYPE_FP32: return "fp32";
+    case RL_DTYPE_FP16: return "fp16";
+    case RL_DTYPE_BF16: return "bf16";
+    case RL_DTYPE_TF32: return "tf32";
+    }
+    return NULL;
+}
+
+int rope_dtype_parse(const char *name)
+{
+    for (int d = RL_DTYPE_FP32; d <= RL_DTYPE_BF16; d++)
+        if (strcmp(name, rope_dtype_name(d)) == 0)
+            return d;
+    return -1;
+}
+
+/* Round to nearest even at the dtype's precision p (significand bits incl.
+ * the implicit one) and minimum exponent emin, in double: the value is
+ * exact in double, the quantum a power of two, rint rounds ties to even. */
+float rope_emu_round(int dtype, float v)
+{
+    if (dtype == RL_DTYPE_FP32 || v == 0 || isinf(v))
+        return v;
+    if (isnan(v))
+        return NAN; /* canonical quiet NaN 0x7fc00000 (fp16: 0x7e00 widened) */
+    int p = dtype == RL_DTYPE_BF16 ? 8 : 11;
+    int emin = dtype == RL_DTYPE_FP16 ? -14 : -126;
+    int e;
+    frexp((double)v, &e); /* v = m 2^e, m in [0.5, 1): exponent e - 1 */
+    int ex = e - 1 < emin ? emin : e - 1;
+    double q = ldexp(1.0, ex - (p - 1));
+    double r = rint((double)v / q) * q;
+    double maxv = dtype == RL_DTYPE_FP16 ? 65504.0 : (double)FLT_MAX;
+    if (fabs(r) > maxv)
+        return v < 0 ? -INFINITY : INFINITY;
+    return (float)r;
+}
+
+void rope_emu_factors(const rope_freqs *f, float *out)
+{
+    const float dim = (float)f->rotary_dim;
+    const float base = (float)f->theta;
+    /* ggml: theta_scale = powf(freq_base, -2.0f/n_dims) */
+    const float ts = powf(base, -2.0f / dim);
+    for (uint32_t j = 0; j < f->n_pairs; j++) {
+        float v;
+        switch (f->precision) {
+        case RL_ROPE_PREC_HF:
+        case RL_ROPE_PREC_VLLM:
+            /* 1.0 / (base ** (arange(0, dim, 2).float() / dim)) in fp32; the
+             * scaling types' own fp32 arithmetic is not reproduced: their
+             * double inv_freq is rounded to fp32 instead (docs/rope.md). */
+            if (f->rope_type == ROPE_TYPE_DEFAULT)
+                v = 1.0f / powf(base, (float)(2 * j) / dim);
+            else
+                v = (float)f->inv_freq[j];
+            if (f->precision == RL_ROPE_PREC_HF && f->inv_freq_dtype == RL_DTYPE_BF16)
+                v = rope_emu_round(RL_DTYPE_BF16, v);
+            break;
+        case RL_ROPE_PREC_CUDA_FAST:
+            v = powf(ts, (float)j); /* powf(theta_scale, i0/2.0f), i0 = 2j */
+            break;
+        default:
+            v = ts;
+            break;
+        }
+        out[j] = v;
+    }
+}
+
+static float angle_of(const rope_freqs *f, const float *fac, uint32_t p, uint32_t j)
+{
+    float pf = (float)p;
+    switch (f->precision) {
+    case RL_ROPE_PREC_HF:
+    case RL_ROPE_PREC_VLLM: {
+        float fr = fac[j];
+        if (f->tf32) {
+            fr = rope_emu_round(RL_DTYPE_TF32, fr);
+            pf = rope_emu_round(RL_DTYPE_TF32, pf);
+        }
+        return fr * pf;
+    }
+    case RL_ROPE_PREC_GGML_CPU: {
+        float th = pf; /* theta = p; per pair: theta *= theta_scale */
+        for (uint32_t k = 0; k < j; k++)
+            th = th * fac[j];
+        return th;
+    }
+    case RL_ROPE_PREC_GGML_VULKAN: {
+        float pw = powf(fac[j], (float)j);
+        return pf * pw;
+    }
+    default:
+        return pf * fac[j];
+    }
+}
+
+float rope_emu_angle(const rope_freqs *f, uint32_t p, uint32_t j)
+{
+    float fac[ROPE_MAX_PAIRS];
+    rope_emu_factors(f, fac);
+    return angle_of(f, fac, p, j);
+}
+
+void rope_emu_apply(const rope_freqs *f, const float *x, const uint32_t *pos, size_t tokens,
+                    uint32_t heads, const float *use_angles, float *y, float *angles)
+{
+    float fac[ROPE_MAX_PAIRS];
+    rope_emu_factors(f, fac);
+    const int dt = f->dtype;
+    const int torch_ops = f->precision == RL_ROPE_PREC_HF || f->precision == RL_ROPE_PREC_VLLM;
+    const float af = (float)f->attention_factor;
+    const uint32_t d = f->head_dim, np = f->n_pairs;
+    for (size_t t = 0; t < tokens; t++)
+        for (uint32_t h = 0; h < heads; h++) {
+            const float *xr = x + (t * heads + h) * d;
+            float *yr = y + (t * heads + h) * d;
+            for (uint32_t j = 0; j < np; j++) {
+                uint32_t ia = f->layout == RL_ROPE_LAYOUT_HALF ? j : 2 * j;
+                uint32_t ib = f->layout == RL_ROPE_LAYOUT_HALF ? j + np : 2 * j + 1;
+                float ang = use_angles ? use_angles[t * np + j] : angle_of(f, fac, pos[t], j);
+                if (angles && h == 0)
+                    angles[t * np + j] = ang;
+                float c32 = (float)cos((double)ang) * af, s32 = (float)sin((double)ang) * af;
+                float a = rope_emu_round(dt, xr[ia]), b = rope_emu_round(dt, xr[ib]);
+                float ya, yb;
+                if (torch_ops) {
+                    /* q*cos + rotate_half(q)*sin, each op rounded to the dtype */
+                    float c = rope_emu_round(dt, c32), s = rope_emu_round(dt, s32);
+                    float ac = rope_emu_round(dt, a * c), bs = rope_emu_round(dt, b * s);
+                    float bc = rope_emu_round(dt, b * c), as = rope_emu_round(dt, a * s);
+                    ya = ac - bs;
+                    yb = bc + as;
+                } else {
+                    /* ggml: x0*cos - x1*sin, x0*sin + x1*cos in fp32 */
+                    float ac = a * c32, bs = b * s32, as = a * s32, bc = b * c32;
+                    ya = ac - bs;
+                    yb = as + bc;
+                }
+                yr[ia] = rope_emu_round(dt, ya);
+                yr[ib] = rope_emu_round(dt, yb);
+            }
+            for (uint32_t i = f->rotary_dim; i < d; i++)
+                yr[i] = rope_emu_round(dt, xr[i]);
+        }
+}
+
+/* Unit roundoff of a dtype. */
+static double unit_roundoff(int dt)
+{
+    return dt == RL_DTYPE_BF16 ? 0x1p-8 : dt == RL_DTYPE_FP16 ? 0x1p-11 : 0x1p-24;
+}
+
+/* Device vs CPU emulation at equal angles, pair (a, b) with M = |a| + |b|
+ * (dtype-rounded inputs, identical on both sides) and attention factor s:
+ *  - cos/sin: the device's within 2^-11 of exact (Vulkan, "Precision and
+ *    Operation of SPIR-V Instructions"; the same reading as the fp32 mode's
+ *    bound), the CPU's within 2^-24: |dc| <= 2^-11 + 2^-24 before the fp32
+ *    product with s, whose two roundings differ by <= ulp32(s) more;
+ *  - a rounding R to the dtype of two values v1, v2 differs by at most
+ *    |v1 - v2| + ulp(max |v|) <= |v1 - v2| + 2u max|v| (u the unit
+ *    roundoff): one such step for C and S (2u s), one for each product
+ *    (2u |a| s, 2u |b| s), one for the sum (2u M s): in total
+ *    M s (2^-11 + 2^-22 + 6u) (hf/vllm; ggml's fp32 products and one final
+ *    rounding are fewer steps, so covered); the fp32 roundings of the
+ *    products and sum add at most 4 ulp32(M s), fp16's subnormal quantum
+ *    2^-24 up to 4 times absolutely. Pass-through dimensions: both sides
+ *    round the same input: 0. */
+void rope_emu_bounds(const rope_freqs *f, const float *x, size_t tokens, uint32_t heads,
+                     double *bound)
+{
+    const int dt = f->dtype;
+    const double u = unit_roundoff(dt), s = fabs(f->attention_factor);
+    const double sub = dt == RL_DTYPE_FP16 ? 4 * 0x1p-24 : 0;
+    const uint32_t d = f->head_dim;
+    for (size_t r = 0; r < tokens * heads; r++)
+        for (uint32_t i = 0; i < d; i++) {
+            size_t k = r * d + i;
+            if (i >= f->rotary_dim) {
+                bound[k] = 0;
+                continue;
+            }
+            int first;
+            uint32_t pair;
+            uint32_t o = rope_partner(f, i, &first, &pair);
+            double m = s * (fabs(rope_emu_round(dt, x[k])) + fabs(rope_emu_round(dt, x[r * d + o])));
+            bound[k] = m * (0x1p-11 + 0x1p-22 + 6 * u) + 4 * rl_ulp32(m) + sub;
+        }
+}
+
+/* Vulkan: pow(x, y) is inherited from exp2(y * log2(x)); log2 has absolute
+ * error < 2^-21 on [0.5, 2] (3 ulp outside), exp2 (3 + 2|z|) ulp. With
+ * x = theta_scale, y = j, z = j log2(theta_scale): |dz| <= j E_log +
+ * |z| 2^-24 (the product), so the device pow is within
+ * |dz| ln 2 (1.01) + (3 + 2|z|) 2^-23 relative of the exact power, and the
+ * host's powf (glibc, < 1 ulp) within 2^-23; the final fp32 product with
+ * the position may round the two differently by one more ulp. */
+double rope_emu_angle_bound(const rope_freqs *f, uint32_t p, uint32_t j)
+{
+    if (f->precision != RL_ROPE_PREC_GGML_VULKAN)
+        return 0;
+    const double ts = (double)powf((float)f->theta, -2.0f / (float)f->rotary_dim);
+    const double l = fabs(log2(ts)), z = j * l;
+    const double e_log = ts >= 0.5 && ts <= 2 ? 0x1p-21 : 6 * 0x1p-24 * l;
+    const double dz = j * e_log + z * 0x1p-24;
+    const double rel = dz * RL_LN2 * 1.01 + (3 + 2 * z) * 0x1p-23 + 0x1p-23;
+    const double phi = (double)p * pow(ts, j);
+    return phi * (rel + 0x1p-23) * 1.01;
+}
+
+/* Relative error bound of the mode's fp32 angle against the exact
+ * p * inv_freq_j (derivations in docs/rope.md "Framework emulation"). */
+double rope_emu_angle_rel(const rope_freqs *f, uint32_t j)
+{
+    const double lb = log(f->theta), d = f->rotary_dim;
+    switch (f->precision) {
+    case RL_ROPE_PREC_HF:
+    case RL_ROPE_PREC_VLLM: {
+        /* exponent 2j/d (2^-24 abs -> ln(base) 2^-24 rel), powf (1 ulp),
+         * division, product, position > 2^24 (2^-24 each), x2 margin */
+        double k = (lb + 4) * 0x1p-23;
+        if (f->precision == RL_ROPE_PREC_HF && f->inv_freq_dtype == RL_DTYPE_BF16)
+            k += 0x1p-8;
+        if (f->tf32)
+            k += 2 * 0x1p-11;
+        return k;
+    }
+    case RL_ROPE_PREC_GGML_CPU:
+        /* theta_scale: exponent -2/d rounded, powf: (ln(b)/d + 1) 2^-23;
+         * j rounded products: j 2^-24 */
+        return (j * (lb / d + 1.5) + 1) * 0x1p-23 * 1.1;
+    default: {
+        double k = (j * (lb / d + 1) + 2) * 0x1p-23 * 1.1;
+        if (f->precision == RL_ROPE_PREC_GGML_VULKAN) {
+            double ts = pow(f->theta, -2.0 / d), l = fabs(log2(ts)), z = j * l;
+            double e_log = ts >= 0.5 && ts <= 2 ? 0x1p-21 : 6 * 0x1p-24 * l;
+            k += (j * e_log + z * 0x1p-24) * RL_LN2 * 1.01 + (4 + 2 * z) * 0x1p-23;
+        }
+        return k;
+    }
+    }
+}

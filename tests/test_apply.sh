@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# ropelab apply: round trip through .npy and .safetensors inputs the test
+# writes itself (bytes by printf, no Python), bad inputs -> exit 2 with a
+# message naming the problem, and the framework emulation modes.
+# usage: test_apply.sh path/to/ropelab
+set -u
+bin=$1
+pass=0 fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+expect() { # expect NAME CODE PATTERN -- ARGS...
+  local name=$1 code=$2 pat=$3; shift 4
+  local out rc
+  out=$("$bin" "$@" 2>&1); rc=$?
+  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    printf 'FAIL %s: exit %d (want %d), output:\n%s\n' "$name" "$rc" "$code" "$out" >&2
+  fi
+}
+ok() { # ok NAME COMMAND...: the command must succeed
+  local name=$1; shift
+  if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $name" >&2; fi
+}
+le16() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))"; }
+le64() { local v=$1 i; for i in 0 1 2 3 4 5 6 7; do printf "\\x$(printf %02x $((v >> (8 * i) & 255)))"; done; }
+# npy FILE DESCR SHAPE DATAFILE: a version 1.0 header padded to 64 bytes.
+npy() {
+  local h="{'descr': '$2', 'fortran_order': False, 'shape': ($3), }"
+  while [ $(( (10 + ${#h} + 1) % 64 )) -ne 0 ]; do h="$h "; done
+  { printf '\x93NUMPY\x01\x00'; le16 $(( ${#h} + 1 )); printf '%s\n' "$h"; cat "$4"; } >"$1"
+}
+# 5 tokens x 2 heads x 8 dims of float32, cycling 1, -0.5, 0.25, 2, -1.5
+: >"$tmp/q.bin"
+for i in $(seq 0 79); do
+  case $((i % 5)) in
+    0) printf '\x00\x00\x80\x3f' ;; 1) printf '\x00\x00\x00\xbf' ;; 2) printf '\x00\x00\x80\x3e' ;;
+    3) printf '\x00\x00\x00\x40' ;; 4) printf '\x00\x00\xc0\xbf' ;;
+  esac >>"$tmp/q.bin"
+done
+npy "$tmp/q.npy" '<f4' '5, 2, 8' "$tmp/q.bin"
+npy "$tmp/q2d.npy" '<f4' '10, 8' "$tmp/q.bin"
+npy "$tmp/bad.npy" '<f8' '5, 2, 4' "$tmp/q.bin"
+# positions 7, 0, 3, 1000000, 9 as int64 .npy and as text
+{ for p in 7 0 3 1000000 9; do le64 $p; done; } >"$tmp/pos.bin"
+npy "$tmp/pos.npy" '<i8' '5,' "$tmp/pos.bin"
+printf '7 0\n3, 1000000\n9\n' >"$tmp/pos.txt"
+printf '1 2 x\n' >"$tmp/badpos.txt"
+# .safetensors with the same tensor under "q", plus a rank-1 tensor
+hdr='{"q":{"dtype":"F32","shape":[5,2,8],"data_offsets":[0,320]},"v":{"dtype":"F32","shape":[80],"data_offsets":[0,320]}}'
+{ le64 ${#hdr}; printf '%s' "$hdr"; cat "$tmp/q.bin"; } >"$tmp/q.safetensors"
+data_of() { tail -c 320 "$1"; }
+
+if "$bin" devices >/dev/null 2>&1; then
+  # nope is the identity: the output's data are the input's bytes
+  expect nope_npy 0 'wrote' -- apply --encoding nope --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y0.npy"
+  ok nope_identity cmp -s <(data_of "$tmp/y0.npy") "$tmp/q.bin"
+  ok no_temp_left test -z "$(ls "$tmp" | grep '\.tmp\.')"
+  # the same rotation from .npy and .safetensors, positions from .npy and text
+  expect rope_npy 0 'reference .*pass' -- apply --encoding rope --input "$tmp/q.npy" --positions "$tmp/pos.npy" --out "$tmp/y1.npy"
+  expect rope_st 0 'reference .*pass' -- apply --encoding rope --input "$tmp/q.safetensors" --tensor q --positions "$tmp/pos.txt" --out "$tmp/y2.npy"
+  ok npy_equals_safetensors cmp -s "$tmp/y1.npy" "$tmp/y2.npy"
+  ok rope_changes_data bash -c "! cmp -s <(tail -c 320 '$tmp/y1.npy') '$tmp/q.bin'"
+  # token 1 sits at position 0: its rows are unchanged (identity rotation)
+  ok position_zero_identity cmp -s <(data_of "$tmp/y1.npy" | head -c 128 | tail -c 64) <(head -c 128 "$tmp/q.bin" | tail -c 64)
+  expect rope_2d 0 "10 tokens x 1 heads x 8 dims" -- apply --encoding rope --input "$tmp/q2d.npy" --positions 0:10 --out "$tmp/y3.npy"
+  expect emu_hf_bf16 0 'emulation .*pass' -- apply --encoding rope --precision hf --set dtype=bf16 --input "$tmp/q.npy" --positions "$tmp/pos.npy" --out "$tmp/y4.npy"
+  expect emu_ggml_cpu 0 'emulation .*pass' -- apply --encoding rope --precision ggml-cpu --set dtype=fp16 --input "$tmp/q.npy" --positions 100:105 --out "$tmp/y5.npy"
+  expect emu_json 0 '"emulation"' -- apply --encoding rope --precision cuda-fast --json --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y6.npy"
+  printf '{"rope_theta": 500000, "head_dim": 8, "hidden_size": 16, "num_attention_heads": 2, "rope_scaling": {"rope_type": "linear", "factor": 4, "unused_key": 1}}' >"$tmp/config.json"
+  expect hf_config 0 '"rope_theta":500000' -- apply --encoding rope --hf-config "$tmp/config.json" --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y7.npy"
+  printf '{"rope_theta": 10000, "head_dim": 64}' >"$tmp/config64.json"
+  expect hf_config_dim 2 'head_dim 64, but the input' -- apply --encoding rope --hf-config "$tmp/config64.json" --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+  expect bad_precision 2 'precision must be' -- apply --encoding rope --precision ggml --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+  expect bad_dtype_mode 2 'dtype bf16 needs an emulation precision' -- apply --encoding rope --set dtype=bf16 --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+  expect logits_encoding 2 'acts on logits' -- apply --encoding alibi --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+fi
+expect missing_flags 2 'are required' -- apply --encoding rope
+expect unknown_encoding 2 'unknown \(one of' -- apply --encoding frob --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+expect precision_not_rope 2 'applies to --encoding rope only' -- apply --encoding sinusoidal --precision hf --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+expect count_mismatch 2 'gives 4 positions for 5 tokens' -- apply --encoding rope --input "$tmp/q.npy" --positions 0:4 --out "$tmp/y.npy"
+expect bad_range 2 'need 0 <= START < STOP' -- apply --encoding rope --input "$tmp/q.npy" --positions 5:5 --out "$tmp/y.npy"
+expect bad_text 2 "entry 2 is not a non-negative integer \(found 'x'\)" -- apply --encoding rope --input "$tmp/q.npy" --positions "$tmp/badpos.txt" --out "$tmp/y.npy"
+expect float_positions 2 'not supported for integers' -- apply --encoding rope --input "$tmp/q.npy" --positions "$tmp/q.npy" --out "$tmp/y.npy"
+expect bad_dtype_npy 2 "dtype '<f8' is not supported" -- apply --encoding rope --input "$tmp/bad.npy" --positions 0:5 --out "$tmp/y.npy"
+expect st_no_tensor 2 'name the tensor with --tensor' -- apply --encoding rope --input "$tmp/q.safetensors" --positions 0:5 --out "$tmp/y.npy"
+expect st_missing 2 'no such tensor' -- apply --encoding rope --input "$tmp/q.safetensors" --tensor k --positions 0:5 --out "$tmp/y.npy"
+expect st_rank1 2 'rank 1; need' -- apply --encoding rope --input "$tmp/q.safetensors" --tensor v --positions 0:5 --out "$tmp/y.npy"
+expect missing_input 2 'cannot open' -- apply --encoding rope --input "$tmp/none.npy" --positions 0:5 --out "$tmp/y.npy"
+expect help 0 'writes float32 .npy' -- apply --help
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
