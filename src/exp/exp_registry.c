@@ -51,18 +51,23 @@ rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, pe_encoding 
 {
     *e = NULL;
     const char *type = run->encoding_type ? run->encoding_type : "";
-    json_t *p = run->encoding ? json_deep_copy(run->encoding) : json_object();
-    if (!p)
-        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
     const char *family = type;
+    /* The runner's parameters are used as they are: the length goes in
+     * through the shape (RoPE takes it as seq_len unless seq_len is given),
+     * and a scaling name as the type already has its rope_type written in
+     * (run_expand.c). Only a run built by hand without it gets a copy. */
+    const json_t *p = run->encoding;
+    json_t *own = NULL;
     if (!pe_family_find(type) && rope_type_parse(type) >= 0) {
-        /* `type: yarn` is RoPE with rope_type yarn. */
         family = "rope";
-        if (!json_object_get(p, "rope_type") && !json_object_get(p, "type"))
-            json_object_set_new(p, "rope_type", json_string(type));
+        if (!json_object_get(p, "rope_type") && !json_object_get(p, "type")) {
+            own = p ? json_deep_copy(p) : json_object();
+            if (!own)
+                return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+            json_object_set_new(own, "rope_type", json_string(type));
+            p = own;
+        }
     }
-    if (!strcmp(family, "rope") && seq_len && !json_object_get(p, "seq_len"))
-        json_object_set_new(p, "seq_len", json_integer((json_int_t)seq_len));
     pe_shape shape = {
         .head_dim = run->model.head_dim,
         .heads = run->model.heads,
@@ -71,7 +76,7 @@ rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, pe_encoding 
         .max_positions = seq_len,
     };
     rl_status st = pe_encoding_create(family, p, &shape, e, err);
-    json_decref(p);
+    json_decref(own);
     if (st)
         rl_error_prefix(err, "encoding '%s'", run->encoding_name);
     return st;

@@ -11,23 +11,24 @@
  * depend on rope_type, so rope_desc_from_json validates them (naming the
  * key). head_dim comes from the model shape. */
 
-/* The resolved params minus nulls, with head_dim from the shape, through
- * rope's own JSON configuration. */
+/* The resolved params (nulls skipped) straight into the typed rope_desc
+ * through rope's own setter (no intermediate JSON); head_dim from the shape;
+ * the length in use from the shape when seq_len is not given (the runner's
+ * run length: dynamic and longrope depend on it). */
 static rl_status desc_from_params(const pe_encoding *e, rope_desc *d, rl_error *err)
 {
     memset(d, 0, sizeof *d);
-    json_t *obj = json_object();
-    if (!obj)
-        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    const pe_shape *sh = pe_encoding_shape(e);
     const char *key;
     json_t *v;
+    rl_status st = RL_OK;
     json_object_foreach((json_t *)pe_encoding_params(e), key, v)
-        if (!json_is_null(v))
-            json_object_set(obj, key, v);
-    json_object_set_new(obj, "head_dim", json_integer(pe_encoding_shape(e)->head_dim));
-    rl_status st = rope_desc_from_json(d, obj, err);
-    json_decref(obj);
-    return st;
+        if (!json_is_null(v) && (st = rope_desc_set_json(d, key, v, err)))
+            return st;
+    d->head_dim = sh->head_dim;
+    if (!d->seq_len && sh->max_positions)
+        d->seq_len = sh->max_positions > UINT32_MAX ? UINT32_MAX : (uint32_t)sh->max_positions;
+    return RL_OK;
 }
 
 static rl_status create(pe_encoding *e, rl_error *err)
@@ -57,6 +58,8 @@ static rl_status create(pe_encoding *e, rl_error *err)
         pe_param_set_json(e, "tf32", json_boolean(f->tf32));
     }
     pe_param_set_json(e, "attention_factor", json_real(f->attention_factor));
+    if (f->seq_len)
+        pe_param_set_int(e, "seq_len", f->seq_len);
     json_object_del((json_t *)pe_encoding_params(e), "type");
     return RL_OK;
 }

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "core/rl_util.h"
+#include "pe/pe.h"
+#include "pe/rope.h"
 #include "run/run_int.h"
 #include "run/run_parse.h"
 
@@ -97,10 +99,18 @@ static int check_item(run_pctx *c, run_item *it, const run_node *entry, const ch
     it->hash = txt ? rl_hash64(txt, strlen(txt), RUN_FNV_OFFSET) : 0;
     free(txt);
     snprintf(it->id, sizeof it->id, "%016llx", (unsigned long long)it->hash);
-    /* the kind sees the encoding's parameters without name and type */
-    it->enc_params = json_deep_copy(json_object_get(it->resolved, "encoding"));
+    /* the kind sees the encoding's parameters without name and type; a type
+     * that names a RoPE scaling (`type: yarn`) is family rope with that
+     * rope_type, written here once so every encoding the kinds create reads
+     * these parameters as they are (no per-run copies) */
+    const json_t *enc = json_object_get(it->resolved, "encoding");
+    const char *type = json_string_value(json_object_get(enc, "type"));
+    it->enc_params = json_deep_copy(enc);
     json_object_del(it->enc_params, "name");
     json_object_del(it->enc_params, "type");
+    if (type && !pe_family_find(type) && rope_type_parse(type) >= 0 &&
+        !json_object_get(it->enc_params, "rope_type"))
+        json_object_set_new(it->enc_params, "rope_type", json_string(type));
     exp_run r;
     run_item_to_exp(it, &r);
     rl_error err = {0};
