@@ -301,7 +301,7 @@ START_TEST(structured_keys_apply_to_the_structured_source_only)
                      RL_OK);
     const json_t *sd = json_object_get(b.items[0].resolved, "data");
     ck_assert(json_number_value(json_object_get(sd, "band_lo")) == 0.5);
-    ck_assert(json_number_value(json_object_get(sd, "position_logit")) == 4.0); /* default */
+    ck_assert(json_number_value(json_object_get(sd, "position_logit")) == 8.0); /* default */
     ck_assert_str_eq(json_string_value(json_object_get(sd, "pairs")), "half");
     run_batch_free(&b);
     run_diag_free(&dg);

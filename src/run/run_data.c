@@ -32,13 +32,13 @@ const rl_param run_data_params[] = {
     {.key = "v", .type = RL_P_STR, .def = "null", .help = "npy: file; safetensors: tensor name"},
     {.key = "layout", .type = RL_P_ENUM, .def = "\"thd\"", .choices = "thd|htd",
      .help = "file tensors: thd = [tokens][heads][head_dim], htd = [heads][tokens][head_dim]"},
-    {.key = "band_lo", .type = RL_P_NUM, .min = 0, .max = 1, .def = "0.25",
+    {.key = "band_lo", .type = RL_P_NUM, .min = 0, .max = 1, .def = "0.125",
      .help = "structured: first rotary pair of the mean band, as a fraction of the pairs "
              "from the fastest (0) to the slowest (1); pair j is in the band when "
              "band_lo <= (j + 1/2) / (head_dim / 2) < band_hi"},
     {.key = "band_hi", .type = RL_P_NUM, .min = 0, .max = 1, .def = "1",
      .help = "structured: end of the mean band (fraction of the pairs, exclusive)"},
-    {.key = "position_logit", .type = RL_P_NUM, .min = 0, .max = 1e4, .def = "4",
+    {.key = "position_logit", .type = RL_P_NUM, .min = 0, .max = 1e4, .def = "8",
      .help = "structured: <mu_q, mu_k> / sqrt(head_dim), the logit the shared mean gives a "
              "key at distance 0 (it falls off as sum_j cos(r theta_j) over the band)"},
     {.key = "content_logit", .type = RL_P_NUM, .min = 0, .max = 1e4, .def = "1",
