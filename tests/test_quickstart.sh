@@ -27,7 +27,7 @@ for f in "$out"/plots/*.png; do
   n_png=$((n_png + 1))
 done
 [ "$n_png" -ge 1 ] || fail "no PNG plot"
-python3 - "$out/manifest.json" <<'PY' || fail "manifest check"
+python3 - "$out/manifest.json" "$out/results.csv" <<'PY' || fail "manifest check"
 import json, sys
 m = json.load(open(sys.argv[1]))
 jobs, plan = m["jobs"], m["plan"]
@@ -39,6 +39,32 @@ assert m["validation_layer"] is True and m["validation_messages"] == 0, "validat
 kinds = {p["kind"] for p in plan}
 for k in ("decay", "precision", "coverage", "entropy", "retrieval"):
     assert k in kinds, f"kind {k} missing from the quickstart"
-print(f"quickstart: {len(jobs)} runs passed, kinds {sorted(kinds)}")
+# The tour compares rotation scalings, so its data must carry position
+# (docs/runner.md "Data sources"): on the structured source the five RoPE
+# methods' entropies at max_len (4x train_len) must be pairwise apart by
+# more than twice the largest verified entropy tolerance of their runs (two
+# means each within tol of their double reference; tol ~0.011 here, so the
+# margin is ~0.022 nats); measured: >= 0.066 apart.
+import csv, os
+srcs = {p["resolved"].get("data", {}).get("source") for p in plan
+        if p["kind"] in ("entropy", "retrieval")}
+assert srcs == {"structured"}, f"entropy/retrieval data sources {srcs}"
+rot = ("rope", "pi-4x", "ntk-4x", "yarn-4x", "llama3-4x")
+h, tol = {}, 0.0
+runs = os.path.join(os.path.dirname(sys.argv[1]), "runs")
+for p in plan:
+    enc = p["resolved"]["encoding"]["name"]
+    if p["kind"] != "entropy" or enc not in rot:
+        continue
+    s = json.load(open(os.path.join(runs, p["id"], "summary.json")))
+    h[enc] = s["metrics"]["entropy_at_max_len"]
+    tol = max([tol] + [v["bound"] for v in s["verification"] if "entropy" in v["what"]])
+assert len(h) == 5, f"rotation methods in the quickstart: {sorted(h)}"
+assert 0 < tol < 0.05, f"entropy tolerance {tol}"
+close = [(a, b) for i, a in enumerate(rot) for b in rot[i + 1:] if abs(h[a] - h[b]) <= 2 * tol]
+assert not close, f"entropy curves collapsed (margin {2 * tol:.4f}): " + \
+    ", ".join(f"{a} {h[a]:.4f} / {b} {h[b]:.4f}" for a, b in close)
+print(f"quickstart: {len(jobs)} runs passed, kinds {sorted(kinds)}; entropy at max_len "
+      + ", ".join(f"{e} {h[e]:.4f}" for e in rot) + f" (margin {2 * tol:.4f})")
 PY
 echo "quickstart: $n_png PNG plots, report.md, results.csv ($(wc -l <"$out/results.csv") rows)"

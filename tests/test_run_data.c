@@ -163,6 +163,167 @@ START_TEST(shared_keys_copy_one_query_each_without_noise)
 }
 END_TEST
 
+/* A structured data section with every key given (what run_data_resolve
+ * leaves after the schema's defaults). */
+static json_t *structured(double lo, double hi, double P, double C, double T, const char *pairs,
+                          int seed)
+{
+    json_t *d = json_pack("{s:s,s:i,s:f,s:f,s:f,s:f,s:f,s:s}", "source", "structured", "seed",
+                          seed, "band_lo", lo, "band_hi", hi, "position_logit", P,
+                          "content_logit", C, "temperature", T, "pairs", pairs);
+    ck_assert_ptr_nonnull(d);
+    return d;
+}
+
+/* head_dim 16 (8 pairs), band [0.5, 1): pairs j with (j + 1/2)/8 in it are
+ * 4..7, so with the half layout elements 4..7 and 12..15 carry the mean A,
+ * A^2 = P sqrt(16) / (2 * 4) = 2 for P = 4, and the others none. Over
+ * n = 4096 tokens x 2 heads the sample mean of an element has standard
+ * deviation sqrt(C / n) = 0.011 (C = 1): 0.06 is over 5 of them. The
+ * sample variance's standard deviation is sqrt(2 / n) C = 0.016: 0.1. The
+ * logit <q_t, k_t> / 4 has mean P = 4 and standard deviation
+ * sqrt(C^2 + 2 C P / 4) = 1.73 per token: its mean over 4096 tokens within
+ * 0.15 (5.6 sigma); the content part's logit has standard deviation C. */
+START_TEST(structured_means_sit_in_the_band_and_logits_are_as_stated)
+{
+    enum { T = 4096, H = 2, KV = 1, D = 16 };
+    json_t *d = structured(0.5, 1.0, 4.0, 1.0, 1.0, "half", 7);
+    exp_model m = {.head_dim = D, .heads = H, .kv_heads = KV, .train_len = 64};
+    run_data rd = {.desc = d, .model = m, .base_dir = "."};
+    float *q = malloc(sizeof(float) * T * H * D), *k = malloc(sizeof(float) * T * KV * D);
+    rl_error err = {0};
+    ck_assert_int_eq(run_data_fill(&rd, 'q', T, q, &err), RL_OK);
+    ck_assert_int_eq(run_data_fill(&rd, 'k', T, k, &err), RL_OK);
+    double A = sqrt(2.0);
+    for (int i = 0; i < D; i++) {
+        int in_band = (i % (D / 2)) >= 4;
+        double mean = 0, var = 0;
+        for (int r = 0; r < T * H; r++)
+            mean += q[r * D + i];
+        mean /= T * H;
+        for (int r = 0; r < T * H; r++)
+            var += (q[r * D + i] - mean) * (q[r * D + i] - mean);
+        var /= T * H - 1;
+        ck_assert_msg(fabs(mean - (in_band ? A : 0.0)) < 0.06, "element %d mean %g", i, mean);
+        ck_assert_msg(fabs(var - 1.0) < 0.1, "element %d variance %g", i, var);
+        double km = 0;
+        for (int t = 0; t < T; t++)
+            km += k[t * D + i];
+        ck_assert_msg(fabs(km / T - (in_band ? A : 0.0)) < 0.085, "k element %d mean %g", i,
+                      km / T); /* 4096 rows: 0.0156 per sigma */
+    }
+    double lm = 0, cs = 0, cc = 0;
+    for (int t = 0; t < T; t++) {
+        double l = 0, c = 0;
+        for (int i = 0; i < D; i++) {
+            double mu = (i % (D / 2)) >= 4 ? A : 0.0;
+            l += (double)q[(t * H) * D + i] * k[t * D + i];
+            c += (q[(t * H) * D + i] - mu) * (k[t * D + i] - mu);
+        }
+        lm += l / 4, cs += c / 4 * (c / 4), cc += c / 4;
+    }
+    ck_assert_msg(fabs(lm / T - 4.0) < 0.15, "mean logit %g", lm / T);
+    double csd = sqrt(cs / T - (cc / T) * (cc / T));
+    ck_assert_msg(fabs(csd - 1.0) < 0.06, "content logit sd %g", csd); /* sd of sd: 0.011 */
+    ck_assert_msg(fabs(cc / T) < 0.08, "content logit mean %g", cc / T);
+    free(q), free(k);
+    json_decref(d);
+}
+END_TEST
+
+/* Interleaved pairs: pair j is elements 2j, 2j + 1. Band [0, 0.25) of 8
+ * pairs: (j + 1/2)/8 < 1/4 holds for j = 0, 1, so elements 0..3, with
+ * A^2 = 2 sqrt(16) / (2 * 2) = 2 for P = 2. Temperature 4 halves every
+ * element exactly (the same draws; halving commutes with rounding). The
+ * same seed gives the same rows, the first rows do not depend on the
+ * count, another seed changes the content but not the mean. */
+START_TEST(structured_is_seeded_interleaved_and_scaled_by_the_temperature)
+{
+    enum { T = 2048, D = 16 };
+    exp_model m = {.head_dim = D, .heads = 1, .kv_heads = 1, .train_len = 64};
+    json_t *d1 = structured(0.0, 0.25, 2.0, 0.25, 1.0, "interleaved", 3);
+    json_t *d4 = structured(0.0, 0.25, 2.0, 0.25, 4.0, "interleaved", 3);
+    json_t *d9 = structured(0.0, 0.25, 2.0, 0.25, 1.0, "interleaved", 9);
+    run_data r1 = {.desc = d1, .model = m}, r4 = {.desc = d4, .model = m},
+             r9 = {.desc = d9, .model = m};
+    static float a[T * D], b[T * D], c[T * D], e[3 * D];
+    rl_error err = {0};
+    ck_assert_int_eq(run_data_fill(&r1, 'q', T, a, &err), RL_OK);
+    ck_assert_int_eq(run_data_fill(&r4, 'q', T, b, &err), RL_OK);
+    ck_assert_int_eq(run_data_fill(&r9, 'q', T, c, &err), RL_OK);
+    ck_assert_int_eq(run_data_fill(&r1, 'q', 3, e, &err), RL_OK);
+    ck_assert(!memcmp(a, e, sizeof e));
+    int differ = 0;
+    for (int i = 0; i < T * D; i++) {
+        ck_assert_msg(b[i] == a[i] / 2, "element %d: %g vs %g / 2", i, b[i], a[i]);
+        differ += a[i] != c[i];
+    }
+    ck_assert_int_eq(differ, T * D);
+    /* sample means over 2048 rows, content sd 0.5: 0.011 per sigma */
+    for (int i = 0; i < D; i++) {
+        double ma = 0, mc = 0;
+        for (int t = 0; t < T; t++)
+            ma += a[t * D + i], mc += c[t * D + i];
+        double want = i < 4 ? sqrt(2.0) : 0.0;
+        ck_assert_msg(fabs(ma / T - want) < 0.06, "element %d mean %g", i, ma / T);
+        ck_assert_msg(fabs(mc / T - want) < 0.06, "seed 9 element %d mean %g", i, mc / T);
+    }
+    json_decref(d1), json_decref(d4), json_decref(d9);
+}
+END_TEST
+
+/* The structured keys belong to source structured: the schema's defaults
+ * are dropped from other sources (their run ids stay as they were), a
+ * value given to another source is refused, an empty or reversed band is
+ * refused. */
+START_TEST(structured_keys_apply_to_the_structured_source_only)
+{
+    static const char *gauss = "model: {head_dim: 16, heads: 1, train_len: 64}\n"
+                               "data: {source: gaussian}\n"
+                               "experiments: [{kind: entropy}]\n";
+    static const char *structd = "model: {head_dim: 16, heads: 1, train_len: 64}\n"
+                                 "data: {source: structured, band_lo: 0.5}\n"
+                                 "experiments: [{kind: entropy}]\n";
+    static const char *misused = "model: {head_dim: 16, heads: 1, train_len: 64}\n"
+                                 "data: {source: shared, position_logit: 2.5}\n"
+                                 "experiments: [{kind: entropy}]\n";
+    run_batch b;
+    run_diag dg;
+    rl_error err = {0};
+    ck_assert_int_eq(run_batch_parse("g.yaml", gauss, strlen(gauss), ".", &b, &dg, &err), RL_OK);
+    const json_t *gd = json_object_get(b.items[0].resolved, "data");
+    ck_assert_ptr_nonnull(json_object_get(gd, "scale"));
+    ck_assert_ptr_null(json_object_get(gd, "band_lo"));
+    ck_assert_ptr_null(json_object_get(gd, "pairs"));
+    run_batch_free(&b);
+    run_diag_free(&dg);
+    ck_assert_int_eq(run_batch_parse("s.yaml", structd, strlen(structd), ".", &b, &dg, &err),
+                     RL_OK);
+    const json_t *sd = json_object_get(b.items[0].resolved, "data");
+    ck_assert(json_number_value(json_object_get(sd, "band_lo")) == 0.5);
+    ck_assert(json_number_value(json_object_get(sd, "position_logit")) == 8.0); /* default */
+    ck_assert_str_eq(json_string_value(json_object_get(sd, "pairs")), "half");
+    run_batch_free(&b);
+    run_diag_free(&dg);
+    ck_assert_int_ne(run_batch_parse("m.yaml", misused, strlen(misused), ".", &b, &dg, &err),
+                     RL_OK);
+    ck_assert_uint_eq(dg.n, 1);
+    ck_assert_ptr_nonnull(strstr(dg.msg[0], "position_logit applies to source structured only"));
+    run_diag_free(&dg);
+    json_t *s = structured(0.5, 0.5, 4.0, 1.0, 1.0, "half", 1);
+    ck_assert_int_eq(run_data_resolve(s, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "must be below band_hi"));
+    json_decref(s);
+    /* head_dim 4: pairs at 0.25 and 0.75; [0.8, 0.9) holds none */
+    s = structured(0.8, 0.9, 4.0, 1.0, 1.0, "half", 1);
+    exp_model m = {.head_dim = 4, .heads = 1, .kv_heads = 1, .train_len = 8};
+    ck_assert_int_eq(run_data_resolve(s, &err), RL_OK);
+    ck_assert_int_eq(run_data_probe(s, &m, ".", &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "holds no rotary pair"));
+    json_decref(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run_data");
@@ -171,6 +332,9 @@ int main(void)
     tcase_add_test(tc, data_files_are_checked_against_the_model);
     tcase_add_test(tc, npy_heads_tokens_layout_is_reordered);
     tcase_add_test(tc, shared_keys_copy_one_query_each_without_noise);
+    tcase_add_test(tc, structured_means_sit_in_the_band_and_logits_are_as_stated);
+    tcase_add_test(tc, structured_is_seeded_interleaved_and_scaled_by_the_temperature);
+    tcase_add_test(tc, structured_keys_apply_to_the_structured_source_only);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

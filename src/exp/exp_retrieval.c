@@ -18,6 +18,12 @@
  * the argmax key (ATTN_ARGMAX) and the needle's probability (ATTN_TARGET):
  * accuracy = fraction of scored rows whose argmax is the needle.
  *
+ * With the structured data source (a mean shared by every q and k row,
+ * run_data.c) use distractors `data`, needle_scale 1 and similarity 1: the
+ * needle is then its query, mean included, and differs from the other keys
+ * only by content; gaussian distractors lack the mean, so the needle would
+ * stand out by its mean alone (docs/runner.md "Data sources").
+ *
  * Tables: retrieval_n<N> (accuracy and needle probability against r) and
  * retrieval_length (against N, split at distance train_len). Each pass is
  * verified through exp_attn_run (transform vs double reference, argmax gap

@@ -26,20 +26,6 @@ static const rl_param model_params[] = {
     {.key = "hf_config", .type = RL_P_STR, .def = "null"},
 };
 
-/* seed -1: the batch's seed (filled in after parsing). */
-static const rl_param data_params[] = {
-    {.key = "source", .type = RL_P_ENUM, .def = "\"gaussian\"",
-     .choices = "gaussian|ones|shared|npy|safetensors"},
-    {.key = "seed", .type = RL_P_INT, .min = 0, .max = 9007199254740991.0, .def = "-1"},
-    {.key = "scale", .type = RL_P_NUM, .min = 0, .max = 1e30, .def = "1"},
-    {.key = "noise", .type = RL_P_NUM, .min = 0, .max = 1e30, .def = "0.1"},
-    {.key = "path", .type = RL_P_STR, .def = "null"},
-    {.key = "q", .type = RL_P_STR, .def = "null"},
-    {.key = "k", .type = RL_P_STR, .def = "null"},
-    {.key = "v", .type = RL_P_STR, .def = "null"},
-    {.key = "layout", .type = RL_P_ENUM, .def = "\"thd\"", .choices = "thd|htd"},
-};
-
 static const char *const exp_entry_keys[] = {"kind", "params", "encodings"};
 
 /* ---- the loader's state -------------------------------------------------- */
@@ -166,7 +152,8 @@ static void check_shape_now(loader *L, int data_clean)
     if (L->data_ax->n == 0 && data_clean) {
         if (json_integer_value(json_object_get(L->data_tmpl, "seed")) < 0)
             json_object_set_new(L->data_tmpl, "seed", json_integer((json_int_t)L->b->seed));
-        if (run_data_probe(L->data_tmpl, &m, L->c.base_dir, &merr)) {
+        if (run_data_resolve(L->data_tmpl, &merr) ||
+            run_data_probe(L->data_tmpl, &m, L->c.base_dir, &merr)) {
             run_diag_add(&L->c, RUN_AT(L->data), "data", "%s", merr.msg);
             L->shape_bad = 1;
         }
@@ -190,7 +177,7 @@ static void parse_sections(loader *L)
     int model_clean = diag->n == d0;
     const run_node *data = run_node_get(L->root, "data", NULL);
     d0 = diag->n;
-    run_schema_parse(c, data, "data", "data", data_params, RL_ARRAY_LEN(data_params),
+    run_schema_parse(c, data, "data", "data", run_data_params, run_data_n_params,
                      L->data_tmpl, L->data_ax);
     int data_clean = diag->n == d0;
     L->data = data ? data : L->root;

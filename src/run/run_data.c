@@ -1,5 +1,7 @@
-/* run_data.c — Q/K/V sources: synthetic generators and tensor files. */
+/* run_data.c — Q/K/V sources: synthetic generators and tensor files, and
+ * the data section's parameter table. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,77 @@
 #include "core/rl_util.h"
 #include "core/rl_npy.h"
 #include "run/run_int.h"
+
+/* ---- the data section's parameters ---------------------------------------- */
+
+/* seed -1: the batch's seed (filled in after parsing). The keys from
+ * band_lo on belong to source structured (run_data_resolve removes them for
+ * the other sources). */
+const rl_param run_data_params[] = {
+    {.key = "source", .type = RL_P_ENUM, .def = "\"gaussian\"",
+     .choices = "gaussian|ones|shared|structured|npy|safetensors",
+     .help = "where Q/K/V come from (docs/runner.md: what each source can show)"},
+    {.key = "seed", .type = RL_P_INT, .min = 0, .max = 9007199254740991.0, .def = "-1",
+     .help = "seeds the synthetic data (default: the batch's seed)"},
+    {.key = "scale", .type = RL_P_NUM, .min = 0, .max = 1e30, .def = "1",
+     .help = "gaussian/ones/shared: amplitude of every element"},
+    {.key = "noise", .type = RL_P_NUM, .min = 0, .max = 1e30, .def = "0.1",
+     .help = "shared: standard deviation of the noise added to each key element"},
+    {.key = "path", .type = RL_P_STR, .def = "null", .help = "safetensors: the file"},
+    {.key = "q", .type = RL_P_STR, .def = "null", .help = "npy: file; safetensors: tensor name"},
+    {.key = "k", .type = RL_P_STR, .def = "null", .help = "npy: file; safetensors: tensor name"},
+    {.key = "v", .type = RL_P_STR, .def = "null", .help = "npy: file; safetensors: tensor name"},
+    {.key = "layout", .type = RL_P_ENUM, .def = "\"thd\"", .choices = "thd|htd",
+     .help = "file tensors: thd = [tokens][heads][head_dim], htd = [heads][tokens][head_dim]"},
+    {.key = "band_lo", .type = RL_P_NUM, .min = 0, .max = 1, .def = "0.125",
+     .help = "structured: first rotary pair of the mean band, as a fraction of the pairs "
+             "from the fastest (0) to the slowest (1); pair j is in the band when "
+             "band_lo <= (j + 1/2) / (head_dim / 2) < band_hi"},
+    {.key = "band_hi", .type = RL_P_NUM, .min = 0, .max = 1, .def = "1",
+     .help = "structured: end of the mean band (fraction of the pairs, exclusive)"},
+    {.key = "position_logit", .type = RL_P_NUM, .min = 0, .max = 1e4, .def = "8",
+     .help = "structured: <mu_q, mu_k> / sqrt(head_dim), the logit the shared mean gives a "
+             "key at distance 0 (it falls off as sum_j cos(r theta_j) over the band)"},
+    {.key = "content_logit", .type = RL_P_NUM, .min = 0, .max = 1e4, .def = "1",
+     .help = "structured: variance per element of the zero-mean content part, = the "
+             "standard deviation of its content-content logit <c_q, c_k> / sqrt(head_dim)"},
+    {.key = "temperature", .type = RL_P_NUM, .min = 1e-6, .max = 1e6, .def = "1",
+     .help = "structured: every logit divided by it (q and k scaled by temperature^-1/2)"},
+    {.key = "pairs", .type = RL_P_ENUM, .def = "\"half\"", .choices = "half|interleaved",
+     .help = "structured: which elements form rotary pair j (half: j, j + head_dim/2; "
+             "interleaved: 2j, 2j + 1), as the encoding's layout"},
+};
+const size_t run_data_n_params = sizeof run_data_params / sizeof run_data_params[0];
+
+rl_status run_data_resolve(json_t *d, rl_error *err)
+{
+    const char *src = json_string_value(json_object_get(d, "source"));
+    int structured = src && !strcmp(src, "structured");
+    long first = rl_param_find(run_data_params, run_data_n_params, "band_lo");
+    for (size_t i = (size_t)first; first >= 0 && i < run_data_n_params; i++) {
+        const rl_param *p = &run_data_params[i];
+        json_t *v = json_object_get(d, p->key);
+        if (structured || !v)
+            continue;
+        json_error_t je;
+        json_t *def = json_loads(p->def, JSON_DECODE_ANY, &je);
+        int same = def && (json_is_number(v) ? json_is_number(def) &&
+                                                   json_number_value(v) == json_number_value(def)
+                                             : json_equal(v, def));
+        json_decref(def);
+        if (!same)
+            return rl_fail(err, RL_ERR_ARG, "%s applies to source structured only (source is "
+                           "%s)", p->key, src ? src : "?");
+        json_object_del(d, p->key);
+    }
+    if (structured) {
+        double lo = json_number_value(json_object_get(d, "band_lo")),
+               hi = json_number_value(json_object_get(d, "band_hi"));
+        if (!(lo < hi))
+            return rl_fail(err, RL_ERR_ARG, "band_lo %g must be below band_hi %g", lo, hi);
+    }
+    return RL_OK;
+}
 
 /* ---- tensor files --------------------------------------------------------- */
 
@@ -100,9 +173,37 @@ static rl_status tfile_check(const tfile *f, const char *layout, uint32_t heads,
     return RL_OK;
 }
 
+/* The structured source's band for head_dim hd: pairs [*j0, *j1). */
+static void structured_band(const json_t *d, uint32_t hd, uint32_t *j0, uint32_t *j1)
+{
+    double lo = json_number_value(json_object_get(d, "band_lo")),
+           hi = json_number_value(json_object_get(d, "band_hi"));
+    uint32_t n = hd / 2, a = n, b = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        double c = (j + 0.5) / n;
+        if (c >= lo && c < hi) {
+            a = j < a ? j : a;
+            b = j + 1;
+        }
+    }
+    *j0 = a < b ? a : 0;
+    *j1 = a < b ? b : 0;
+}
+
 rl_status run_data_probe(const json_t *d, const exp_model *m, const char *base, rl_error *err)
 {
     const char *src = json_string_value(json_object_get(d, "source"));
+    if (!strcmp(src, "structured")) {
+        uint32_t j0, j1;
+        structured_band(d, m->head_dim, &j0, &j1);
+        if (j1 == j0 && json_number_value(json_object_get(d, "position_logit")) > 0)
+            return rl_fail(err, RL_ERR_ARG, "structured: the band [%g, %g) holds no rotary "
+                           "pair of head_dim %u (pair j sits at (j + 1/2) / %u)",
+                           json_number_value(json_object_get(d, "band_lo")),
+                           json_number_value(json_object_get(d, "band_hi")), m->head_dim,
+                           m->head_dim / 2);
+        return RL_OK;
+    }
     if (strcmp(src, "npy") && strcmp(src, "safetensors"))
         return RL_OK;
     const char *layout = json_string_value(json_object_get(d, "layout"));
@@ -189,6 +290,57 @@ done:
     return st;
 }
 
+/* The structured source (docs/runner.md "Data sources"): q and k rows are
+ *
+ *   x_t = temperature^-1/2 (mu + sqrt(content_logit) eps_t),  eps_t ~ N(0, I)
+ *
+ * with one mean mu, the same for q and k, every head and every token: each
+ * element of each rotary pair j in the band [j0, j1) is A, the others 0, and
+ * A^2 = position_logit sqrt(d) / (2 (j1 - j0)), so <mu, mu> / sqrt(d) =
+ * position_logit. After RoPE the mean gives the logit of key n for query m
+ * a position term (1/T) (2A^2/sqrt(d)) sum_band cos((n - m) theta_j) (times
+ * the attention factor's square), which a rotation scaling changes; the
+ * content part is the isotropic term on which all rotations agree. Real
+ * Q/K carry such large token-shared components in their low-frequency
+ * pairs (Jin et al. 2025, arXiv:2502.01563, ICML 2025: "massive values"
+ * concentrated in low-frequency dimensions of Q and K, not of V, caused by
+ * RoPE). v is N(0, 1) per element. Rows are drawn in order from the streams
+ * data.q / data.k / data.v, so the first T rows do not depend on how many
+ * are asked for, and q and k contents are independent: every key is a
+ * distractor of the same distribution, and the retrieval kind's needle
+ * (its query copied, mean included) differs from them only by content. */
+static rl_status fill_structured(const json_t *d, char which, uint64_t tokens, uint32_t heads,
+                                 uint32_t hd, float *out)
+{
+    uint64_t seed = (uint64_t)json_integer_value(json_object_get(d, "seed"));
+    rl_rng rng;
+    char stream[16] = "data.?";
+    stream[5] = which;
+    rl_rng_seed(&rng, seed, stream);
+    uint64_t n = tokens * heads * hd;
+    if (which == 'v') {
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = (float)rl_rng_normal(&rng);
+        return RL_OK;
+    }
+    double P = json_number_value(json_object_get(d, "position_logit")),
+           C = json_number_value(json_object_get(d, "content_logit")),
+           T = json_number_value(json_object_get(d, "temperature"));
+    int interleaved = !strcmp(json_string_value(json_object_get(d, "pairs")), "interleaved");
+    uint32_t j0, j1;
+    structured_band(d, hd, &j0, &j1);
+    double A = j1 > j0 ? sqrt(P * sqrt((double)hd) / (2.0 * (j1 - j0))) : 0.0;
+    double g = 1.0 / sqrt(T), sc = sqrt(C);
+    double mu[ROPE_MAX_HEAD_DIM] = {0};
+    for (uint32_t j = j0; j < j1; j++) {
+        mu[interleaved ? 2 * j : j] = A;
+        mu[interleaved ? 2 * j + 1 : j + hd / 2] = A;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = (float)(g * (mu[i % hd] + sc * rl_rng_normal(&rng)));
+    return RL_OK;
+}
+
 rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_error *err)
 {
     const run_data *rd = user;
@@ -202,6 +354,8 @@ rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_
     uint32_t hd = rd->model.head_dim, hq = rd->model.heads, hk = rd->model.kv_heads;
     uint32_t heads = which == 'q' ? hq : hk;
     uint64_t n = tokens * heads * hd;
+    if (!strcmp(src, "structured"))
+        return fill_structured(d, which, tokens, heads, hd, out);
     if (!strcmp(src, "ones")) {
         for (uint64_t i = 0; i < n; i++)
             out[i] = (float)scale;

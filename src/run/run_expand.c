@@ -84,7 +84,7 @@ static int probe_data(run_pctx *c, const run_batch *b, json_t *res, const run_se
     json_t *d = json_object_get(res, "data");
     if (json_integer_value(json_object_get(d, "seed")) < 0)
         json_object_set_new(d, "seed", json_integer((json_int_t)b->seed));
-    if (run_data_probe(d, m, c->base_dir, &err)) {
+    if (run_data_resolve(d, &err) || run_data_probe(d, m, c->base_dir, &err)) {
         run_diag_add(c, RUN_AT(s->data_node), "data", "%s", err.msg);
         return 0;
     }

@@ -99,6 +99,21 @@ rl_status run_model_check(const exp_model *m, unsigned i, rl_error *err);
 
 /* ---- run_data.c: data sections --------------------------------------------- */
 
+/* The data section's parameters (house schema, core/rl_param.h): source,
+ * seed (-1: the batch's), the synthetic amplitudes, the file keys and the
+ * structured source's keys (band_lo, band_hi, position_logit,
+ * content_logit, temperature, pairs), which apply to source structured
+ * only. */
+extern const rl_param run_data_params[];
+extern const size_t run_data_n_params;
+
+/* Resolves a data section in place after the schema filled its defaults:
+ * for source structured the structured keys stay; for every other source
+ * they are removed (so those runs' ids do not carry them), and one that was
+ * given a value other than its default is RL_ERR_ARG ("band_lo applies to
+ * source structured only"). For structured, band_lo < band_hi is checked. */
+rl_status run_data_resolve(json_t *data, rl_error *err);
+
 /* Checks a data section against the model before any GPU work: files
  * exist, tensors are present with rank 3 and the declared layout matches
  * heads / kv_heads / head_dim. */
