@@ -8,6 +8,7 @@
 
 #include "core/rl_util.h"
 #include "exp/exp.h"
+#include "pe/pe.h"
 #include "rl_test.h"
 
 /* Data sources: 0 = smooth pseudo-random rows, 1 = q = e_0 and k = 0. */
@@ -187,6 +188,43 @@ START_TEST(hand_built_runs_see_the_kinds_defaults)
 }
 END_TEST
 
+START_TEST(direction_dependent_biases_take_the_pass_direction)
+{
+    /* ALiBi's default form is causal (-m(i - j)) and T5's bidirectional: in
+     * a bidirectional pass the former would reward future keys, in a causal
+     * pass the latter would use encoder buckets. Each pass gets the form of
+     * its own direction; a batch value that disagrees is refused. */
+    const char *fams[] = {"alibi", "t5"};
+    for (int f = 0; f < 2; f++) {
+        for (int causal = 0; causal < 2; causal++) {
+            fixture fx;
+            fx_init(&fx, fams[f], "{}", "{}", 64, 2048, 0);
+            pe_encoding *e = NULL;
+            rl_error err = {0};
+            ck_assert_msg(exp_encoding_for_pass(&fx.run, 64, causal, &e, &err) == RL_OK, "%s",
+                          err.msg);
+            ck_assert_int_eq(json_is_true(json_object_get(pe_encoding_params(e), "bidirectional")),
+                             !causal);
+            /* bias of a key 3 positions in the future: 0 in the causal form
+             * (masked anyway), -3 m in the bidirectional form, never +3 m */
+            if (f == 0)
+                ck_assert(pe_bias_ref(e, 0, 0, 0, 10, 13, NULL, NULL) <= 0 || causal);
+            pe_encoding_destroy(e);
+            fx_free(&fx);
+        }
+        fixture fx;
+        fx_init(&fx, fams[f], "{\"bidirectional\": false}", "{}", 64, 2048, 0);
+        pe_encoding *e = NULL;
+        rl_error err = {0};
+        ck_assert_int_eq(exp_encoding_for_pass(&fx.run, 64, 0, &e, &err), RL_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(err.msg, "bidirectional is given but this kind runs "
+                                              "bidirectional attention here"));
+        ck_assert_int_eq(exp_find("entropy")->check(&fx.run, &err), RL_ERR_ARG);
+        fx_free(&fx);
+    }
+}
+END_TEST
+
 /* ---- invariance ------------------------------------------------------------ */
 
 static const json_t *find_verification(const fixture *f, const char *needle)
@@ -315,6 +353,7 @@ int main(void)
     TCase *tp = tcase_create("params");
     tcase_add_test(tp, kinds_registry_lists_every_kind_once);
     tcase_add_test(tp, hand_built_runs_see_the_kinds_defaults);
+    tcase_add_test(tp, direction_dependent_biases_take_the_pass_direction);
     suite_add_tcase(s, tp);
     TCase *i = tcase_create("invariance");
     tcase_add_test(i, invariance_refuses_logit_bias_encodings);

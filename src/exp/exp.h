@@ -164,6 +164,12 @@ rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const e
 struct pe_encoding;
 rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, struct pe_encoding **e,
                               rl_error *err);
+/* The same for one attention pass: causal 1 / 0 sets a direction-dependent
+ * bias's form (the family's direction_key, ALiBi's and T5's
+ * `bidirectional`) from the pass, and refuses a batch value that disagrees
+ * with it, naming the key; causal -1: no pass (exp_encoding_create). */
+rl_status exp_encoding_for_pass(const exp_run *run, uint64_t seq_len, int causal,
+                                struct pe_encoding **e, rl_error *err);
 
 /* The rotation of a RoPE-family run encoding (error otherwise, naming the
  * kind's need). */
@@ -236,8 +242,11 @@ rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t t
                           uint32_t flags, rl_error *err);
 /* Checks, before any GPU work, what every attention kind needs: min_len <=
  * max_len, head_dim a multiple of 4, and an encoding the registry accepts
- * for max_len positions. Errors name the parameter. */
-rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, rl_error *err);
+ * for max_len positions in each direction the kind runs (passes:
+ * EXP_PASS_CAUSAL | EXP_PASS_BIDIR). Errors name the parameter. */
+enum { EXP_PASS_CAUSAL = 1, EXP_PASS_BIDIR = 2 };
+rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, int passes,
+                         rl_error *err);
 
 /* Records r's verifications (transformed q/k, attention statistics) in the
  * sink under label; returns r->pass. */

@@ -373,7 +373,8 @@ rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t t
     return st;
 }
 
-rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, rl_error *err)
+rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, int passes,
+                         rl_error *err)
 {
     if (min_len > max_len)
         return rl_fail(err, RL_ERR_ARG, "min_len %llu exceeds max_len %llu",
@@ -381,8 +382,13 @@ rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len,
     if (run->model.head_dim % 4)
         return rl_fail(err, RL_ERR_ARG, "head_dim %u: the attention kernel needs a multiple of 4",
                        run->model.head_dim);
-    pe_encoding *e;
-    rl_status st = exp_encoding_create(run, max_len, &e, err);
-    pe_encoding_destroy(e);
+    rl_status st = RL_OK;
+    for (int causal = 0; causal < 2 && !st; causal++) {
+        if (!(passes & (causal ? EXP_PASS_CAUSAL : EXP_PASS_BIDIR)))
+            continue;
+        pe_encoding *e;
+        st = exp_encoding_for_pass(run, max_len, causal, &e, err);
+        pe_encoding_destroy(e);
+    }
     return st;
 }

@@ -79,7 +79,7 @@ static rl_status dist_encodings(const exp_run *run, uint64_t T, pe_encoding **a,
                                 rl_error *err)
 {
     *a = *b = NULL;
-    rl_status st = exp_encoding_create(run, T, a, err);
+    rl_status st = exp_encoding_for_pass(run, T, 1, a, err); /* causal passes */
     if (st)
         return st;
     const rope_freqs *f = pe_rope_freqs(*a);
@@ -106,7 +106,7 @@ static rl_status dist_check(const exp_run *run, rl_error *err)
         return st;
     if (p.length < 1)
         return rl_fail(err, RL_ERR_ARG, "length: 0 and the model has no train_len");
-    if ((st = exp_attn_check(run, 1, p.length, err)))
+    if ((st = exp_attn_check(run, 1, p.length, EXP_PASS_CAUSAL, err)))
         return st;
     pe_encoding *a, *b;
     st = dist_encodings(run, p.length, &a, &b, err);

@@ -55,7 +55,8 @@ static rl_status ent_check(const exp_run *run, rl_error *err)
 {
     ent_params p;
     rl_status st = ent_params_of(run, &p, err);
-    return st ? st : exp_attn_check(run, p.min_len, p.max_len, err);
+    return st ? st : exp_attn_check(run, p.min_len, p.max_len, EXP_PASS_CAUSAL | EXP_PASS_BIDIR,
+                                     err);
 }
 
 static uint64_t ent_bytes(const exp_run *run)
@@ -99,7 +100,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if ((st0 = exp_attn_limits(ctx->dev, run, T, ATTN_ENTROPY, err)))
         return st0; /* before any host work */
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
-    pe_encoding *e = NULL;
+    pe_encoding *e = NULL, *ec = NULL; /* the encoding in its bidirectional / causal form */
     attn_engine own, *eng = NULL;
     int have_eng = 0, pass = 1;
     float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
@@ -111,7 +112,8 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                      (unsigned long long)T);
         goto done;
     }
-    if ((st = exp_encoding_create(run, T, &e, err)) ||
+    if ((st = exp_encoding_for_pass(run, T, 0, &e, err)) ||
+        (st = exp_encoding_for_pass(run, T, 1, &ec, err)) ||
         (st = run->data(run->data_user, 'q', T, q, err)) ||
         (st = run->data(run->data_user, 'k', T, k, err)) ||
         (st = exp_attn_engine(ctx, &own, &eng, &have_eng, err)))
@@ -159,7 +161,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY,
                           .no_attention_factor = nf};
         attn_outputs out = {.stats = nf ? stats_nf : stats};
-        if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &r, err)))
+        if ((st = exp_attn_run(ctx->dev, eng, ec, &io, &out, &r, err)))
             goto done;
         snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,
                  nf ? ", no attention factor" : "");
@@ -200,6 +202,7 @@ done:
     if (have_eng)
         attn_engine_destroy(&own);
     pe_encoding_destroy(e);
+    pe_encoding_destroy(ec);
     free(q), free(k), free(stats), free(stats_nf);
     return st;
 }

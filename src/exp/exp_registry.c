@@ -49,6 +49,12 @@ rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const e
 rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, pe_encoding **e,
                               rl_error *err)
 {
+    return exp_encoding_for_pass(run, seq_len, -1, e, err);
+}
+
+rl_status exp_encoding_for_pass(const exp_run *run, uint64_t seq_len, int causal, pe_encoding **e,
+                                rl_error *err)
+{
     *e = NULL;
     const char *type = run->encoding_type ? run->encoding_type : "";
     const char *family = type;
@@ -65,6 +71,30 @@ rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, pe_encoding 
             if (!own)
                 return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
             json_object_set_new(own, "rope_type", json_string(type));
+            p = own;
+        }
+    }
+    /* A bias whose form depends on the direction (ALiBi's and T5's
+     * `bidirectional`) takes it from the pass; a value the batch gives that
+     * disagrees with the pass is refused, never silently replaced. */
+    const pe_family *fam = pe_family_find(family);
+    if (causal >= 0 && fam && fam->direction_key) {
+        const json_t *given = p ? json_object_get(p, fam->direction_key) : NULL;
+        if (given && !json_is_null(given) && json_is_boolean(given) &&
+            json_is_true(given) == causal) {
+            json_decref(own);
+            return rl_fail(err, RL_ERR_ARG,
+                           "encoding '%s': %s: %s is given but this kind runs %s attention here; "
+                           "leave %s out (the kind sets it from each pass)",
+                           run->encoding_name, family, fam->direction_key,
+                           causal ? "causal" : "bidirectional", fam->direction_key);
+        }
+        if (!given || json_is_null(given)) {
+            json_t *c = own ? own : p ? json_deep_copy(p) : json_object();
+            if (!c)
+                return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+            json_object_set_new(c, fam->direction_key, json_boolean(!causal));
+            own = c;
             p = own;
         }
     }

@@ -109,7 +109,7 @@ static rl_status ret_check(const exp_run *run, rl_error *err)
 {
     ret_params p;
     rl_status st = ret_params_of(run, &p, err);
-    return st ? st : exp_attn_check(run, p.min_len, p.max_len, err);
+    return st ? st : exp_attn_check(run, p.min_len, p.max_len, EXP_PASS_CAUSAL, err);
 }
 
 static uint64_t ret_bytes(const exp_run *run)
@@ -242,7 +242,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         uint32_t m = distances(N, r);
         pe_encoding_destroy(e);
         e = NULL;
-        if ((st = exp_encoding_create(run, N, &e, err)))
+        if ((st = exp_encoding_for_pass(run, N, 1, &e, err))) /* causal passes */
             goto done;
         build_keys(run, &p, N, q, kdata, k, target, dist_idx, r, m, &rng);
         exp_attn_io io = {.tokens = N, .q = q, .k = k, .target = target, .causal = 1,

@@ -118,6 +118,7 @@ const pe_family pe_family_alibi = {
     .paper = "Press et al. 2022, Train Short, Test Long: Attention with Linear Biases Enables "
              "Input Length Extrapolation, ICLR, arXiv:2108.12409",
     .acts = PE_ACTS_LOGITS,
+    .direction_key = "bidirectional",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = -m_h*(i - j) (causal) or -m_h*|i - j|; m_h = 2^(-8(h+1)/n), "

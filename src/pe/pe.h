@@ -140,6 +140,11 @@ struct pe_family {
     size_t n_params;
     const char *formula;      /* one line for `ropelab encodings` */
     const char *inspect_note; /* printed under `ropelab inspect`'s table, or NULL */
+    /* The bool parameter that selects the bias's causal or bidirectional
+     * form ("bidirectional": ALiBi, T5), or NULL when the family's form does
+     * not depend on the attention's direction. Experiment kinds set it from
+     * each attention pass, so the encoding and the mask always agree. */
+    const char *direction_key;
     pe_ops ops;
     const pe_check_case *vec_checks;   /* vector transform cases (PE_ACTS_VECTORS or identity) */
     size_t n_vec_checks;

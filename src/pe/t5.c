@@ -189,6 +189,7 @@ const pe_family pe_family_t5 = {
     .paper = "Raffel et al. 2020, Exploring the Limits of Transfer Learning with a Unified "
              "Text-to-Text Transformer, JMLR 21(140), arXiv:1910.10683",
     .acts = PE_ACTS_LOGITS,
+    .direction_key = "bidirectional",
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = B[h][bucket(j - i)]; half the buckets exact, the rest logarithmic up to "
