@@ -17,6 +17,7 @@ static const command commands[] = {
     {"bench", cmd_bench, "measure kernel bandwidth against a copy kernel on a device"},
     {"plot", cmd_plot, "render a results directory's figures (gnuplot) and report.md"},
     {"freqs", cmd_freqs, "print a RoPE setting's effective frequencies (HF config or flags)"},
+    {"model", cmd_model, "show what ropelab computes for a model's config.json (shape, encodings)"},
     {"inspect", cmd_inspect, "show an encoding's biases, buckets, slopes or tables"},
     {"encodings", cmd_encodings, "list the encoding registry and each parameter"},
     {"run", cmd_run, "run a batch file of experiments (sweeps, devices, shards, resume)"},

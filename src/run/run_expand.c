@@ -60,8 +60,12 @@ static int resolve_model(run_pctx *c, json_t *res, const run_node *entry, const 
     if (!strcmp(json_string_value(json_object_get(e, "type")), "model")) {
         if (!rope) {
             run_diag_add(c, RUN_AT(enc->node), "encodings", "encoding '%s' has type 'model' but "
-                         "the model gives no RoPE settings (use a preset or hf_config)",
+                         "the model gives no encoding (use a preset or hf_config)",
                          enc->name);
+            ok = 0;
+        } else if (json_is_string(rope)) {
+            run_diag_add(c, RUN_AT(enc->node), "encodings", "encoding '%s' has type 'model': %s",
+                         enc->name, json_string_value(rope));
             ok = 0;
         } else {
             json_t *ne = json_deep_copy(rope);
