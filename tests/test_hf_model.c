@@ -168,6 +168,13 @@ START_TEST(qwen_yarn_and_mrope)
     refused(&m, NULL, "rope_scaling.mrope_section");
     ck_assert_uint_eq(json_array_size(json_object_get(m.attrs, "mrope_section")), 3);
     hfm_free(&m);
+    /* Qwen3-VL: text_config, interleaved mrope captured, refused by name. */
+    load("qwen3_vl_8b.json", &m);
+    ck_assert_uint_eq(m.head_dim, 128);
+    ck_assert_uint_eq(m.kv_heads, 8);
+    ck_assert_int_eq(json_is_true(json_object_get(m.attrs, "mrope_interleaved")), 1);
+    refused(&m, NULL, "text_config.rope_scaling.mrope_section");
+    hfm_free(&m);
 }
 END_TEST
 
@@ -384,6 +391,35 @@ START_TEST(unrepresentable_keys_are_refused_naming_key_and_file)
         ck_assert_int_eq(hfm_load(path, &m, &err), RL_ERR_ARG);
         ck_assert_msg(strstr(err.msg, bad[i].msg) && strstr(err.msg, "config.json"),
                       "'%s' lacks '%s'", err.msg, bad[i].msg);
+        hfm_free(&m);
+    }
+    /* Falcon with alibi: true is ALiBi; new_decoder_architecture reads num_kv_heads;
+     * Llama 4 with an explicit no_rope_layers list. */
+    const struct { const char *json, *type; uint32_t kv, nope; } good[] = {
+        {"{\"model_type\": \"falcon\", \"hidden_size\": 512, \"num_attention_heads\": 8, "
+         "\"alibi\": true, \"multi_query\": false}", "alibi", 8, 0},
+        {"{\"model_type\": \"falcon\", \"hidden_size\": 512, \"num_attention_heads\": 8, "
+         "\"new_decoder_architecture\": true, \"num_kv_heads\": 2}", "rope", 2, 0},
+        {"{\"model_type\": \"llama4_text\", \"hidden_size\": 512, \"num_attention_heads\": 8, "
+         "\"num_hidden_layers\": 3, \"no_rope_layers\": [1, 0, 0], \"attn_temperature_tuning\": false}",
+         "rope", 8, 2},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(good); i++) {
+        FILE *fp = fopen(path, "w");
+        fputs(good[i].json, fp);
+        fclose(fp);
+        hfm_model m;
+        rl_error err = {0};
+        ck_assert_msg(hfm_load(path, &m, &err) == RL_OK, "%s", err.msg);
+        ck_assert_str_eq(json_string_value(json_object_get(m.types[0].encoding, "type")), good[i].type);
+        ck_assert_uint_eq(m.kv_heads, good[i].kv);
+        if (good[i].nope) {
+            const hfm_layer_type *t;
+            /* temperature off: the NoPE layers are plannable as nope */
+            ck_assert_msg(hfm_select(&m, NULL, &t, NULL, &err) == RL_OK, "%s", err.msg);
+            ck_assert_str_eq(json_string_value(json_object_get(t->encoding, "type")), "nope");
+            ck_assert_uint_eq(t->count, good[i].nope);
+        }
         hfm_free(&m);
     }
     /* head_dim 128.0 is 128 (HF reads the number) */
