@@ -41,13 +41,8 @@ static rope_freqs *freqs(const hfm_model *m, const char *lt)
     rl_error err = {0};
     ck_assert_msg(hfm_select(m, lt, &t, NULL, &err) == RL_OK, "%s", err.msg);
     ck_assert_str_eq(json_string_value(json_object_get(t->encoding, "type")), "rope");
-    rope_desc d = {0};
-    d.head_dim = m->head_dim;
-    const char *key;
-    json_t *v;
-    json_object_foreach(t->encoding, key, v)
-        if (strcmp(key, "type"))
-            ck_assert_msg(rope_desc_set_json(&d, key, v, &err) == RL_OK, "%s", err.msg);
+    rope_desc d;
+    ck_assert_msg(hfm_rope_desc(m, t, &d, &err) == RL_OK, "%s", err.msg);
     rope_freqs *f = malloc(sizeof *f);
     ck_assert_msg(rope_freqs_compute(&d, f, &err) == RL_OK, "%s", err.msg);
     return f;

@@ -55,20 +55,8 @@ static int import_hf(rope_desc *d, const char *path, const char *layer_type)
     rl_status st = hfm_load(path, &m, &err);
     if (!st)
         st = hfm_select(&m, layer_type, &t, &defaulted, &err);
-    if (!st && strcmp(json_string_value(json_object_get(t->encoding, "type")), "rope")) {
-        cli_error("--hf-config %s: layer type %s uses encoding %s, not RoPE (see ropelab model)", path,
-                  t->name, json_string_value(json_object_get(t->encoding, "type")));
-        hfm_free(&m);
-        return -1;
-    }
-    if (!st) {
-        d->head_dim = m.head_dim;
-        const char *key;
-        json_t *v;
-        json_object_foreach(t->encoding, key, v)
-            if (strcmp(key, "type") && !st)
-                st = rope_desc_set_json(d, key, v, &err);
-    }
+    if (!st)
+        st = hfm_rope_desc(&m, t, d, &err);
     if (st) {
         cli_error("--hf-config %s", err.msg);
         hfm_free(&m);

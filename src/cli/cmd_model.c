@@ -18,14 +18,8 @@ static rope_freqs *freqs_of(const hfm_model *m, const hfm_layer_type *t, rl_erro
 {
     if (strcmp(json_string_value(json_object_get(t->encoding, "type")), "rope"))
         return NULL;
-    rope_desc d = {0};
-    d.head_dim = m->head_dim;
-    rl_status st = RL_OK;
-    const char *key;
-    json_t *v;
-    json_object_foreach(t->encoding, key, v)
-        if (strcmp(key, "type") && !st)
-            st = rope_desc_set_json(&d, key, v, err);
+    rope_desc d;
+    rl_status st = hfm_rope_desc(m, t, &d, err);
     rope_freqs *f = malloc(sizeof *f);
     if (!st && f && rope_freqs_compute(&d, f, err) == RL_OK)
         return f;

@@ -110,6 +110,21 @@ static void uniform_layers(hfm_model *m, const char *name)
         json_array_append_new(m->layers, json_string(name));
 }
 
+/* Forward: RoPE's shared finishing (layout, lengths). */
+static void rope_finish(hfm_model *m, json_t *enc, int interleaved, uint32_t orig_top);
+
+/* Every layer full attention with encoding enc (taken); RoPE finished. */
+static hfm_layer_type *one_type(hfm_model *m, json_t *enc, int interleaved)
+{
+    hfm_layer_type *t = add_type(m, "full_attention");
+    t->count = m->n_layers;
+    t->encoding = enc;
+    if (!strcmp(json_string_value(json_object_get(enc, "type")), "rope"))
+        rope_finish(m, enc, interleaved, 0);
+    uniform_layers(m, "full_attention");
+    return t;
+}
+
 /* ---- shape ------------------------------------------------------------- */
 
 /* heads / kv heads / hidden size / layers / head_dim under the family's names. */
@@ -531,11 +546,7 @@ static rl_status fam_deepseek(rd *r)
     attr(r, "q_lora_rank");
     json_object_set_new(m->attrs, "qk_nope_head_dim", json_integer(nope_d));
     json_object_set_new(m->attrs, "qk_rope_head_dim", json_integer(rope_d));
-    hfm_layer_type *t = add_type(m, "full_attention");
-    t->count = m->n_layers;
-    t->encoding = enc;
-    rope_finish(m, enc, inter, 0);
-    uniform_layers(m, "full_attention");
+    one_type(m, enc, inter);
     return RL_OK;
 }
 
@@ -569,11 +580,7 @@ static rl_status fam_neox(rd *r)
     }
     /* HF: rotary_ndims = int(head_size * rotary_pct) */
     json_object_set_new(enc, "partial_rotary_factor", json_real(pct));
-    hfm_layer_type *t = add_type(m, "full_attention");
-    t->count = m->n_layers;
-    t->encoding = enc;
-    rope_finish(m, enc, 0, 0);
-    uniform_layers(m, "full_attention");
+    one_type(m, enc, 0);
     return RL_OK;
 }
 
@@ -590,11 +597,7 @@ static rl_status fam_gptj(rd *r)
     json_t *enc = rope_enc(ROPE_DEFAULT_THETA);
     if (rot)
         json_object_set_new(enc, "rotary_dim", json_integer(rot));
-    hfm_layer_type *t = add_type(m, "full_attention");
-    t->count = m->n_layers;
-    t->encoding = enc;
-    rope_finish(m, enc, 1, 0);
-    uniform_layers(m, "full_attention");
+    one_type(m, enc, 1);
     return RL_OK;
 }
 
@@ -620,11 +623,8 @@ static rl_status fam_falcon(rd *r)
     json_object_set_new(m->attrs, "new_decoder_architecture", json_boolean(newarch));
     int alibi = get_bool(r, "alibi", 0);
     json_object_set_new(m->attrs, "alibi", json_boolean(alibi));
-    hfm_layer_type *t = add_type(m, "full_attention");
-    t->count = m->n_layers;
-    uniform_layers(m, "full_attention");
     if (alibi) {
-        t->encoding = json_pack("{s:s,s:f}", "type", "alibi", "max_bias", 8.0);
+        one_type(m, json_pack("{s:s,s:f}", "type", "alibi", "max_bias", 8.0), 0);
         return RL_OK;
     }
     json_t *enc = rope_enc(ROPE_DEFAULT_THETA);
@@ -635,8 +635,11 @@ static rl_status fam_falcon(rd *r)
         json_decref(enc);
         return st;
     }
-    t->encoding = enc;
-    rope_finish(m, enc, 0, 0);
+    if (per_type || mrope) {
+        json_decref(enc);
+        return bad(r, "rope_scaling", "per-layer or mrope settings are not Falcon's", NULL);
+    }
+    one_type(m, enc, 0);
     return RL_OK;
 }
 
@@ -648,10 +651,7 @@ static rl_status fam_bloom(rd *r)
     const char *hk = json_object_get(r->cfg, "n_embed") ? "n_embed" : "hidden_size";
     if ((st = read_shape(r, "n_head", NULL, hk, "n_layer")))
         return st;
-    hfm_layer_type *t = add_type(m, "full_attention");
-    t->count = m->n_layers;
-    t->encoding = json_pack("{s:s,s:f}", "type", "alibi", "max_bias", 8.0);
-    uniform_layers(m, "full_attention");
+    one_type(m, json_pack("{s:s,s:f}", "type", "alibi", "max_bias", 8.0), 0);
     return RL_OK;
 }
 
@@ -666,9 +666,6 @@ static rl_status fam_mpt(rd *r)
     const json_t *ac = take(r, "attn_config");
     int alibi = 0;
     double bias_max = 8;
-    hfm_layer_type *t = add_type(m, "full_attention");
-    t->count = m->n_layers;
-    uniform_layers(m, "full_attention");
     if (ac) {
         const char *key;
         json_t *v;
@@ -692,10 +689,10 @@ static rl_status fam_mpt(rd *r)
     if (!(bias_max > 0))
         return bad(r, "attn_config.alibi_bias_max", "must be > 0", NULL);
     if (alibi)
-        t->encoding = json_pack("{s:s,s:f}", "type", "alibi", "max_bias", bias_max);
+        one_type(m, json_pack("{s:s,s:f}", "type", "alibi", "max_bias", bias_max), 0);
     else {
-        t->encoding = json_pack("{s:s,s:i}", "type", "learned", "max_positions",
-                                (int)m->max_position_embeddings);
+        hfm_layer_type *t = one_type(m, json_pack("{s:s,s:i}", "type", "learned", "max_positions",
+                                                  (int)m->max_position_embeddings), 0);
         snprintf(t->refuse, sizeof t->refuse,
                  "%s: attn_config.alibi false: MPT's learned position table (wpe) is checkpoint "
                  "weights, not config.json; give an encoding {type: learned, path: wpe.npy}", m->path);
@@ -718,15 +715,12 @@ static rl_status fam_gpt2(rd *r)
                    "modelled by ropelab", NULL);
     if (!get_bool(r, "scale_attn_weights", 1))
         m->logit_scale = 1.0;
-    hfm_layer_type *t = add_type(m, "full_attention");
-    t->count = m->n_layers;
-    t->encoding = json_pack("{s:s,s:i}", "type", "learned", "max_positions",
-                            (int)m->max_position_embeddings);
+    hfm_layer_type *t = one_type(m, json_pack("{s:s,s:i}", "type", "learned", "max_positions",
+                                              (int)m->max_position_embeddings), 0);
     snprintf(t->refuse, sizeof t->refuse,
              "%s: GPT-2's learned position table (wpe, %u rows) is checkpoint weights, not "
              "config.json; give an encoding {type: learned, path: wpe.npy}", m->path,
              m->max_position_embeddings);
-    uniform_layers(m, "full_attention");
     return RL_OK;
 }
 
@@ -786,6 +780,25 @@ static const char *family_list(void)
            "deepseek_v2, deepseek_v3, gpt_neox, gptj, falcon, bloom, mpt, gpt2, t5";
 }
 
+rl_status hfm_rope_desc(const hfm_model *m, const hfm_layer_type *t, rope_desc *d, rl_error *err)
+{
+    memset(d, 0, sizeof *d);
+    const char *type = json_string_value(json_object_get(t->encoding, "type"));
+    if (strcmp(type, "rope"))
+        return rl_fail(err, RL_ERR_ARG, "%s: layer type %s uses encoding %s, not RoPE", m->path,
+                       t->name, type);
+    d->head_dim = m->head_dim;
+    const char *key;
+    json_t *v;
+    json_object_foreach(t->encoding, key, v)
+        if (strcmp(key, "type")) {
+            rl_status st = rope_desc_set_json(d, key, v, err);
+            if (st)
+                return st;
+        }
+    return RL_OK;
+}
+
 /* Checks each RoPE layer type's parameters now, so errors name the file. */
 static rl_status check_types(hfm_model *m, rl_error *err)
 {
@@ -793,17 +806,11 @@ static rl_status check_types(hfm_model *m, rl_error *err)
         hfm_layer_type *t = &m->types[i];
         if (t->refuse[0] || strcmp(json_string_value(json_object_get(t->encoding, "type")), "rope"))
             continue;
-        rope_desc d = {0};
+        rope_desc d;
         rope_freqs *f = malloc(sizeof *f);
         if (!f)
             return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
-        d.head_dim = m->head_dim;
-        const char *key;
-        json_t *v;
-        rl_status st = RL_OK;
-        json_object_foreach(t->encoding, key, v)
-            if (strcmp(key, "type") && !st)
-                st = rope_desc_set_json(&d, key, v, err);
+        rl_status st = hfm_rope_desc(m, t, &d, err);
         if (!st)
             st = rope_freqs_compute(&d, f, err);
         free(f);

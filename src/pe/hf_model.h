@@ -70,6 +70,12 @@ void hfm_free(hfm_model *m);
 rl_status hfm_select(const hfm_model *m, const char *name, const hfm_layer_type **out,
                      int *defaulted, rl_error *err);
 
+/* The rope_desc of a RoPE layer type t of m (head_dim from m, every key of
+ * its encoding set); RL_ERR_ARG when t's encoding is not RoPE. */
+struct rope_desc;
+rl_status hfm_rope_desc(const hfm_model *m, const hfm_layer_type *t, struct rope_desc *d,
+                        rl_error *err);
+
 /* Description as JSON (new reference): the fields above, each layer type
  * with its encoding and refusal. */
 json_t *hfm_to_json(const hfm_model *m);
