@@ -270,6 +270,28 @@ static rl_status read_rope_common(rd *r, json_t *enc, const char *theta_key, con
     return RL_OK;
 }
 
+/* One RoPE for every layer (families without per-layer dicts or mrope):
+ * base under theta_key, rope_scaling / rope_parameters; *enc (new) on success. */
+static rl_status single_rope(rd *r, const char *family, const char *theta_key, json_t **enc)
+{
+    const json_t *per_type = NULL;
+    const char *mrope = NULL;
+    *enc = rope_enc(ROPE_DEFAULT_THETA);
+    rl_status st = read_rope_common(r, *enc, theta_key, NULL);
+    if (!st)
+        st = read_rope_scaling(r, *enc, &per_type, &mrope);
+    if (!st && (per_type || mrope)) {
+        char what[96];
+        snprintf(what, sizeof what, "per-layer or mrope settings are not %s's", family);
+        st = bad(r, per_type ? "rope_parameters" : "rope_scaling", what, NULL);
+    }
+    if (st) {
+        json_decref(*enc);
+        *enc = NULL;
+    }
+    return st;
+}
+
 /* Final RoPE values every rope layer type shares: layout, lengths. */
 static void rope_finish(hfm_model *m, json_t *enc, int interleaved, uint32_t orig_top)
 {
@@ -445,20 +467,14 @@ static rl_status fam_llama4(rd *r)
     if ((st = read_shape(r, "num_attention_heads", "num_key_value_heads", "hidden_size",
                          "num_hidden_layers")))
         return st;
-    json_t *enc = rope_enc(ROPE_DEFAULT_THETA);
-    const json_t *per_type = NULL;
-    const char *mrope = NULL;
+    json_t *enc;
     uint32_t chunk = 0, interval = 4;
-    if ((st = read_rope_common(r, enc, "rope_theta", NULL)) ||
-        (st = read_rope_scaling(r, enc, &per_type, &mrope)) ||
-        (st = get_u(r, "attention_chunk_size", 0, &chunk)) ||
+    if ((st = single_rope(r, "Llama 4", "rope_theta", &enc)))
+        return st;
+    if ((st = get_u(r, "attention_chunk_size", 0, &chunk)) ||
         (st = get_u(r, "no_rope_layer_interval", 1, &interval))) {
         json_decref(enc);
         return st;
-    }
-    if (per_type || mrope) {
-        json_decref(enc);
-        return bad(r, "rope_scaling", "per-layer or mrope settings are not Llama 4's", NULL);
     }
     const json_t *nrl = take(r, "no_rope_layers");
     if (nrl && (!json_is_array(nrl) ||
@@ -523,18 +539,9 @@ static rl_status fam_deepseek(rd *r)
     m->v_head_dim = v_d;
     m->logit_scale = 1.0 / sqrt((double)m->head_dim);
     int inter = get_bool(r, "rope_interleave", 1);
-    json_t *enc = rope_enc(ROPE_DEFAULT_THETA);
-    const json_t *per_type = NULL;
-    const char *mrope = NULL;
-    if ((st = read_rope_common(r, enc, "rope_theta", NULL)) ||
-        (st = read_rope_scaling(r, enc, &per_type, &mrope))) {
-        json_decref(enc);
+    json_t *enc;
+    if ((st = single_rope(r, "DeepSeek", "rope_theta", &enc)))
         return st;
-    }
-    if (per_type || mrope) {
-        json_decref(enc);
-        return bad(r, "rope_scaling", "per-layer or mrope settings are not DeepSeek's", NULL);
-    }
     json_object_set_new(enc, "rotary_dim", json_integer(rope_d));
     double f = json_number_value(json_object_get(enc, "factor"));
     double msad = json_number_value(json_object_get(enc, "mscale_all_dim"));
@@ -557,26 +564,18 @@ static rl_status fam_neox(rd *r)
     rl_status st;
     if ((st = read_shape(r, "num_attention_heads", NULL, "hidden_size", "num_hidden_layers")))
         return st;
-    json_t *enc = rope_enc(ROPE_DEFAULT_THETA);
-    const json_t *per_type = NULL;
-    const char *mrope = NULL;
+    json_t *enc;
     double pct = 0.25;
     int given = 0;
     /* transformers 5 renames them; either name, not both */
     const char *tk = json_object_get(r->cfg, "rotary_emb_base") ? "rotary_emb_base" : "rope_theta";
     const char *pk = json_object_get(r->cfg, "rotary_pct") ? "rotary_pct" : "partial_rotary_factor";
-    if ((st = read_rope_common(r, enc, tk, NULL)) || (st = get_num(r, pk, &pct, &given)) ||
-        (st = read_rope_scaling(r, enc, &per_type, &mrope))) {
+    if ((st = single_rope(r, "GPT-NeoX", tk, &enc)))
+        return st;
+    if ((st = get_num(r, pk, &pct, &given)) || (!(pct > 0 && pct <= 1) &&
+                                                (st = bad(r, pk, "must be in (0, 1]", NULL)))) {
         json_decref(enc);
         return st;
-    }
-    if (!(pct > 0 && pct <= 1)) {
-        json_decref(enc);
-        return bad(r, pk, "must be in (0, 1]", NULL);
-    }
-    if (per_type || mrope) {
-        json_decref(enc);
-        return bad(r, "rope_scaling", "per-layer or mrope settings are not GPT-NeoX's", NULL);
     }
     /* HF: rotary_ndims = int(head_size * rotary_pct) */
     json_object_set_new(enc, "partial_rotary_factor", json_real(pct));
@@ -627,18 +626,9 @@ static rl_status fam_falcon(rd *r)
         one_type(m, json_pack("{s:s,s:f}", "type", "alibi", "max_bias", 8.0), 0);
         return RL_OK;
     }
-    json_t *enc = rope_enc(ROPE_DEFAULT_THETA);
-    const json_t *per_type = NULL;
-    const char *mrope = NULL;
-    if ((st = read_rope_common(r, enc, "rope_theta", NULL)) ||
-        (st = read_rope_scaling(r, enc, &per_type, &mrope))) {
-        json_decref(enc);
+    json_t *enc;
+    if ((st = single_rope(r, "Falcon", "rope_theta", &enc)))
         return st;
-    }
-    if (per_type || mrope) {
-        json_decref(enc);
-        return bad(r, "rope_scaling", "per-layer or mrope settings are not Falcon's", NULL);
-    }
     one_type(m, enc, 0);
     return RL_OK;
 }
