@@ -379,6 +379,12 @@ START_TEST(hf_config_layer_type_picks_the_layers_encoding)
         ck_assert_double_eq(json_number_value(json_object_get(e, "rope_theta")), theta[i]);
         ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b.items[0].resolved,
                                                                             "model"), "head_dim")), 256);
+        const char *got = json_string_value(json_object_get(json_object_get(b.items[0].resolved,
+                                                                             "model"), "layer_type"));
+        if (i == 1)
+            ck_assert_str_eq(got, "sliding_attention");
+        else
+            ck_assert_ptr_null(got);
         run_batch_free(&b);
     }
     /* Llama 4's default (full-attention, NoPE + temperature) layers are refused by name. */

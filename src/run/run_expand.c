@@ -52,10 +52,14 @@ static int resolve_model(run_pctx *c, json_t *res, const run_node *entry, const 
         return 0;
     }
     int ok = 1;
+    json_t *lt = json_incref(json_object_get(json_object_get(res, "model"), "layer_type"));
     json_object_set_new(res, "model",
                         json_pack("{s:i,s:i,s:i,s:i}", "head_dim", (int)m->head_dim, "heads",
                                   (int)m->heads, "kv_heads", (int)m->kv_heads, "train_len",
                                   (int)m->train_len));
+    if (json_is_string(lt)) /* which layers the model's encoding came from */
+        json_object_set(json_object_get(res, "model"), "layer_type", lt);
+    json_decref(lt);
     json_t *e = json_object_get(res, "encoding");
     if (!strcmp(json_string_value(json_object_get(e, "type")), "model")) {
         if (!rope) {
