@@ -372,6 +372,9 @@ START_TEST(unrepresentable_keys_are_refused_naming_key_and_file)
         {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
          "\"partial_rotary_factor\": 0}", "partial_rotary_factor must be in (0, 1]"},
         {"{\"model_type\": \"mamba\", \"hidden_size\": 64}", "model_type 'mamba' is not a family"},
+        {"{\"model_type\": \"llama4_text\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
+         "\"num_hidden_layers\": 2, \"no_rope_layers\": [1, 0], \"layer_types\": [\"full_attention\", "
+         "\"full_attention\"]}", "layer_types disagrees with no_rope_layers"},
         {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
          "\"rope_parameters\": {\"rope_type\": \"default\"}, \"rope_scaling\": {\"rope_type\": "
          "\"linear\", \"factor\": 2}}", "are both given and differ"},

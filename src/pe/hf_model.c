@@ -482,6 +482,11 @@ static rl_status fam_llama4(rd *r)
         json_decref(enc);
         return bad(r, "no_rope_layers", "must list 0/1 per layer (1: the layer uses RoPE)", NULL);
     }
+    const json_t *lt = take(r, "layer_types"); /* newer configs: must agree */
+    if (lt && (!json_is_array(lt) || json_array_size(lt) != m->n_layers)) {
+        json_decref(enc);
+        return bad(r, "layer_types", "must list one type per layer (num_hidden_layers)", NULL);
+    }
     int temp = get_bool(r, "attn_temperature_tuning", 1);
     double floor_scale = 8192, attn_scale = 0.1;
     if ((st = get_num(r, "floor_scale", &floor_scale, NULL)) ||
@@ -500,6 +505,12 @@ static rl_status fam_llama4(rd *r)
                                                   json_integer_value(json_array_get(nrl, i)) != 0
                                             : (i + 1) % interval != 0;
         const char *n = use_rope ? "chunked_attention" : "full_attention";
+        const char *given = lt ? json_string_value(json_array_get(lt, i)) : n;
+        if (!given || strcmp(given, n)) {
+            json_decref(enc);
+            return bad(r, "layer_types", "disagrees with no_rope_layers (chunked_attention layers "
+                       "use RoPE, full_attention layers are NoPE)", NULL);
+        }
         json_array_append_new(m->layers, json_string(n));
         hfm_layer_type *t = add_type(m, n);
         t->count++;
