@@ -23,7 +23,7 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
     K("rope_type", "string: default|linear|ntk|dynamic|yarn|llama3|longrope|proportional "
                    "(default default; alias: type)"),
     K("type", "alias of rope_type (HF rope_scaling)"),
-    K("rope_theta", "number > 0: frequency base (default 10000)"),
+    K("rope_theta", "number > 1: frequency base (default 10000)"),
     K("rotary_dim", "even integer: rotated dimensions, the rest pass through (default head_dim)"),
     K("partial_rotary_factor", "number in (0, 1]: rotary_dim = int(head_dim * factor) (default 1)"),
     K("layout", "string: half (rotate_half, NeoX/Llama; default) or interleaved (GPT-J)"),
