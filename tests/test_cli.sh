@@ -75,6 +75,15 @@ expect freqs_missing 2 'yarn needs original_max_position_embeddings' -- freqs --
 expect freqs_bad_factor 2 'factor 0.5 must be >= 1' -- freqs --rope-type linear --factor 0.5 --head-dim 64
 expect freqs_bad_list 2 'long_factor has 3 entries; expected rotary_dim/2 = 4' -- freqs --rope-type longrope --head-dim 8 --factor 2 --original-max-position-embeddings 4096 --short-factor 1,1,1,1 --long-factor 2,2,2
 expect freqs_no_file 2 'nope.json' -- freqs --hf-config nope.json
+expect freqs_hf_layer 0 'rope_theta 10000, effective base 10000' -- freqs --hf-config "$d/gemma3_4b.json" --layer-type sliding_attention
+expect freqs_hf_default_says 0 'default: the full-attention layers' -- freqs --hf-config "$d/gemma3_4b.json"
+expect freqs_layer_needs_hf 2 '--layer-type needs --hf-config' -- freqs --head-dim 8 --layer-type full_attention
+expect model_deepseek 0 'rotary dim 64 \(32 pairs, interleaved layout\)' -- model "$d/deepseek_v3.json"
+expect model_pythia 0 'rotary dim 16 \(8 pairs, half layout\)' -- model "$d/pythia_160m.json"
+expect model_json 0 '"logit_scale": 0.0625' -- model "$d/gemma3_4b.json" --json
+expect model_refused 2 'attn_temperature_tuning' -- model "$d/llama4_scout.json" --layer-type full_attention
+expect model_unknown_layer 2 "no layer type 'x' \(the model has: chunked_attention, full_attention\)" -- model "$d/llama4_scout.json" --layer-type x
+expect model_no_file 2 'name the config.json' -- model
 expect bench_bad_precision 2 "--precision 'fp16'" -- bench rope --precision fp16
 expect encodings 0 'beyond +error\|clamp\|wrap +default "error"' -- encodings
 expect encodings_json 0 '"key": "num_buckets"' -- encodings --json

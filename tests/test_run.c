@@ -387,6 +387,52 @@ START_TEST(hf_config_gives_shape_and_rope_settings)
 }
 END_TEST
 
+START_TEST(hf_config_layer_type_picks_the_layers_encoding)
+{
+    /* Gemma 3 4B (tests/data/gemma3_4b.json): full layers rope_theta 1e6 with
+     * linear factor 8, sliding layers rope_local_base_freq 10000. */
+    const char *dir = getenv("RL_TEST_DATA_DIR");
+    run_batch b;
+    run_diag d;
+    rl_error err = {0};
+    const char *lt[] = {"", "layer_type: sliding_attention, "};
+    const double theta[] = {1e6, 1e4};
+    for (int i = 0; i < 2; i++) {
+        char t[512];
+        snprintf(t, sizeof t, "model: {%shf_config: gemma3_4b.json}\n"
+                 "encodings: [{name: m, type: model}]\n"
+                 "experiments: [{kind: decay, params: {max_distance: 4}}]\n", lt[i]);
+        ck_assert_msg(run_batch_parse("g.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d,
+                                      &err) == RL_OK, "%s", d.n ? d.msg[0] : err.msg);
+        const json_t *e = json_object_get(b.items[0].resolved, "encoding");
+        ck_assert_double_eq(json_number_value(json_object_get(e, "rope_theta")), theta[i]);
+        ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(b.items[0].resolved,
+                                                                            "model"), "head_dim")), 256);
+        const char *got = json_string_value(json_object_get(json_object_get(b.items[0].resolved,
+                                                                             "model"), "layer_type"));
+        if (i == 1)
+            ck_assert_str_eq(got, "sliding_attention");
+        else
+            ck_assert_ptr_null(got);
+        run_batch_free(&b);
+    }
+    /* Llama 4's default (full-attention, NoPE + temperature) layers are refused by name. */
+    const char *t = "model: {hf_config: llama4_scout.json}\nencodings: [{name: m, type: model}]\n"
+                    "experiments: [{kind: decay, params: {max_distance: 4}}]\n";
+    ck_assert_int_ne(run_batch_parse("l.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d, &err),
+                     RL_OK);
+    ck_assert_msg(has_msg(&d, "attn_temperature_tuning"), "%s", d.n ? d.msg[0] : err.msg);
+    run_diag_free(&d);
+    t = "model: {hf_config: gemma3_4b.json, layer_type: chunked}\nencodings: [{name: m, type: model}]\n"
+        "experiments: [{kind: decay, params: {max_distance: 4}}]\n";
+    ck_assert_int_ne(run_batch_parse("c.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d, &err),
+                     RL_OK);
+    ck_assert_msg(has_msg(&d, "no layer type 'chunked' (the model has: sliding_attention, full_attention)"),
+                  "%s", d.n ? d.msg[0] : err.msg);
+    run_diag_free(&d);
+}
+END_TEST
+
 START_TEST(encoding_sets_expand_and_report_their_own_file)
 {
     char dir[] = "/tmp/rl_sets_XXXXXX", path[96];
@@ -443,6 +489,7 @@ int main(void)
     tcase_add_test(tc, preset_gives_model_shape);
     tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
     tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);
+    tcase_add_test(tc, hf_config_layer_type_picks_the_layers_encoding);
     tcase_add_test(tc, encoding_sets_expand_and_report_their_own_file);
     suite_add_tcase(s, tc);
     return rl_test_run(s);

@@ -69,6 +69,7 @@ int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_freqs(int argc, char **argv);
+int cmd_model(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_encodings(int argc, char **argv);

@@ -19,6 +19,7 @@
 #include "core/rl_safetensors.h"
 #include "core/rl_util.h"
 #include "pe/pe.h"
+#include "pe/hf_model.h"
 #include "pe/rope.h"
 #include "verify/vf.h"
 
@@ -356,8 +357,22 @@ int cmd_apply(int argc, char **argv)
         goto out;
     }
     if (hf) {
+        /* the one config.json reader; its full-attention layers (the
+         * default layer type) give the RoPE settings */
         rope_desc d = {0};
-        if (rope_desc_from_hf_config(&d, hf, &err) != RL_OK) {
+        hfm_model m;
+        const hfm_layer_type *t = NULL;
+        int defaulted = 0;
+        rl_status hs = hfm_load(hf, &m, &err);
+        if (!hs)
+            hs = hfm_select(&m, NULL, &t, &defaulted, &err);
+        if (!hs)
+            hs = hfm_rope_desc(&m, t, &d, &err);
+        if (!hs && m.n_types > 1)
+            fprintf(stderr, "ropelab: %s: layer type %s (the full-attention layers, of %u)\n", hf,
+                    t->name, m.n_types);
+        hfm_free(&m);
+        if (hs) {
             cli_error("--hf-config %s", err.msg);
             goto out;
         }

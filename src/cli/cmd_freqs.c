@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "core/rl_util.h"
+#include "pe/hf_model.h"
 #include "pe/rope.h"
 
 #define NOT_GIVEN_U32 UINT32_MAX
@@ -44,9 +45,33 @@ static int set_key(rope_desc *d, const char *flag, const char *key, json_t *v)
     return 0;
 }
 
+/* The RoPE of one layer type of a config.json (hf_model.h, the one reader). */
+static int import_hf(rope_desc *d, const char *path, const char *layer_type)
+{
+    hfm_model m;
+    rl_error err = {0};
+    const hfm_layer_type *t = NULL;
+    int defaulted = 0;
+    rl_status st = hfm_load(path, &m, &err);
+    if (!st)
+        st = hfm_select(&m, layer_type, &t, &defaulted, &err);
+    if (!st)
+        st = hfm_rope_desc(&m, t, d, &err);
+    if (st) {
+        cli_error("--hf-config %s", err.msg);
+        hfm_free(&m);
+        return -1;
+    }
+    if (m.n_types > 1)
+        fprintf(stderr, "ropelab: %s: layer type %s%s (the model has %u layer types; --layer-type picks one)\n",
+                path, t->name, defaulted ? " (default: the full-attention layers)" : "", m.n_types);
+    hfm_free(&m);
+    return 0;
+}
+
 int cmd_freqs(int argc, char **argv)
 {
-    const char *hf = NULL, *type = NULL, *layout = NULL, *shortf = NULL, *longf = NULL;
+    const char *hf = NULL, *layer_type = NULL, *type = NULL, *layout = NULL, *shortf = NULL, *longf = NULL;
     int json = 0, csv = 0, no_truncate = 0;
     uint32_t u_head = NOT_GIVEN_U32, u_rot = NOT_GIVEN_U32, u_orig = NOT_GIVEN_U32,
              u_max = NOT_GIVEN_U32, u_seq = NOT_GIVEN_U32;
@@ -54,6 +79,7 @@ int cmd_freqs(int argc, char **argv)
            f_msa = NAN, f_att = NAN, f_lo = NAN, f_hi = NAN;
     const cli_opt opts[] = {
         {"--hf-config", CLI_STR, &hf, "FILE", "read rope_theta, rope_scaling/rope_parameters, head_dim, ... from an HF config.json"},
+        {"--layer-type", CLI_STR, &layer_type, "T", "with --hf-config: the layer type to read (default: the full-attention layers)"},
         {"--rope-type", CLI_STR, &type, "T", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional"},
         {"--head-dim", CLI_U32, &u_head, "D", "head dimension"},
         {"--rotary-dim", CLI_U32, &u_rot, "R", "rotated dimensions (default head_dim)"},
@@ -92,10 +118,12 @@ int cmd_freqs(int argc, char **argv)
     }
     rope_desc d = {0};
     rl_error err = {0};
-    if (hf && rope_desc_from_hf_config(&d, hf, &err) != RL_OK) {
-        cli_error("--hf-config %s", err.msg);
+    if (layer_type && !hf) {
+        cli_error("--layer-type needs --hf-config");
         return CLI_EXIT_USAGE;
     }
+    if (hf && import_hf(&d, hf, layer_type) != 0)
+        return CLI_EXIT_USAGE;
     const struct { const char *flag, *key; uint32_t v; } us[] = {
         {"--head-dim", "head_dim", u_head}, {"--rotary-dim", "rotary_dim", u_rot},
         {"--original-max-position-embeddings", "original_max_position_embeddings", u_orig},

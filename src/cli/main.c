@@ -18,6 +18,7 @@ static const command commands[] = {
     {"plot", cmd_plot, "render a results directory's figures (gnuplot) and report.md"},
     {"freqs", cmd_freqs, "print a RoPE setting's effective frequencies (HF config or flags)"},
     {"apply", cmd_apply, "apply an encoding to Q/K from .npy/.safetensors, verified, to .npy"},
+    {"model", cmd_model, "show what ropelab computes for a model's config.json (shape, encodings)"},
     {"inspect", cmd_inspect, "show an encoding's biases, buckets, slopes or tables"},
     {"encodings", cmd_encodings, "list the encoding registry and each parameter"},
     {"run", cmd_run, "run a batch file of experiments (sweeps, devices, shards, resume)"},

@@ -114,19 +114,17 @@ struct json_t;
  * (rope_type/type, factor, original_max_position_embeddings, beta_fast, ...)
  * plus rope_theta, head_dim, rotary_dim, partial_rotary_factor,
  * max_position_embeddings, seq_len, layout ("half"/"interleaved"), precision
- * ("fp32"/"table"/"precise"). A JSON null leaves the default. Errors name the
- * key and the expected value; unknown keys are errors. */
+ * ("fp32"/"table"/"precise"). A JSON null leaves the default; any other value,
+ * 0 included, is validated (rope_theta > 1, partial_rotary_factor in (0, 1],
+ * factor >= 1, mscale/mscale_all_dim >= 0, every other number > 0, integers
+ * >= 1, rotary_dim >= 2). Errors name the key and the expected value;
+ * unknown keys are errors. */
 rl_status rope_desc_set_json(rope_desc *d, const char *key, const struct json_t *value,
                              rl_error *err);
 /* Applies every key of a JSON object (an HF rope_scaling/rope_parameters dict,
  * optionally with rope_theta, head_dim, ...) with rope_desc_set_json. */
 rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *err);
-/* Reads a model's HF config.json: rope_theta, rope_scaling or rope_parameters,
- * head_dim (else hidden_size / num_attention_heads), partial_rotary_factor,
- * max_position_embeddings, original_max_position_embeddings (also inside
- * "text_config"). Keys of rope_scaling that ropelab does not use are ignored,
- * as HF only warns about them. Fields of d already set are overwritten. */
-rl_status rope_desc_from_hf_config(rope_desc *d, const char *path, rl_error *err);
+/* Whole HF config.json files: src/pe/hf_model.h (hfm_load), the one reader. */
 
 /* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
  * "type" as the alias of rope_type): the one list of RoPE keys, in the house

@@ -205,9 +205,10 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
         if (r.low_freq_factor == 0)
             return rl_fail(err, RL_ERR_ARG, "llama3 needs low_freq_factor (a number > 0)");
         if (r.high_freq_factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "llama3 needs high_freq_factor (a number > low_freq_factor)");
-        if (r.high_freq_factor <= r.low_freq_factor)
-            return rl_fail(err, RL_ERR_ARG, "high_freq_factor %g must be greater than low_freq_factor %g",
+            return rl_fail(err, RL_ERR_ARG, "llama3 needs high_freq_factor (a number >= low_freq_factor)");
+        /* Equal factors (Llama 4: 1 and 1) leave no smoothed band; HF computes them. */
+        if (r.high_freq_factor < r.low_freq_factor)
+            return rl_fail(err, RL_ERR_ARG, "high_freq_factor %g must be at least low_freq_factor %g",
                            r.high_freq_factor, r.low_freq_factor);
         if (L == 0)
             return rl_fail(err, RL_ERR_ARG, "llama3 needs original_max_position_embeddings");
@@ -353,7 +354,7 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
             double t = f->inv_freq[j], wl = 2.0 * M_PI / t;
             if (wl > low_wl) {
                 f->inv_freq[j] = t / factor;
-            } else if (!(wl < high_wl)) {
+            } else if (!(wl < high_wl) && r.high_freq_factor > r.low_freq_factor) {
                 double s = (Lo / wl - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
                 f->inv_freq[j] = (1.0 - s) * t / factor + s * t;
             }

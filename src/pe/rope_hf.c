@@ -1,7 +1,9 @@
 /* RoPE configuration from JSON: generic key/value setter (used by encoding
- * registries and ropelab configs), HF rope_scaling/rope_parameters dicts and
- * whole HF config.json files. Parsing is jansson's; this file only maps keys
- * to rope_desc fields and names the key in every error. */
+ * registries, ropelab configs and the config.json import, src/pe/hf_model.c)
+ * and HF rope_scaling/rope_parameters dicts. Parsing is jansson's; this file
+ * only maps keys to rope_desc fields and names the key in every error. An
+ * explicit value is a value: 0 is validated like any other, never read as
+ * "not given" (only absence or null is). */
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -21,7 +23,7 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
     K("rope_type", "string: default|linear|ntk|dynamic|yarn|llama3|longrope|proportional "
                    "(default default; alias: type)"),
     K("type", "alias of rope_type (HF rope_scaling)"),
-    K("rope_theta", "number > 0: frequency base (default 10000)"),
+    K("rope_theta", "number > 1: frequency base (default 10000)"),
     K("rotary_dim", "even integer: rotated dimensions, the rest pass through (default head_dim)"),
     K("partial_rotary_factor", "number in (0, 1]: rotary_dim = int(head_dim * factor) (default 1)"),
     K("layout", "string: half (rotate_half, NeoX/Llama; default) or interleaved (GPT-J)"),
@@ -172,8 +174,13 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         {"seq_len", &d->seq_len},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(ints); i++)
-        if (strcmp(key, ints[i].k) == 0)
-            return get_uint(key, v, ints[i].u, err);
+        if (strcmp(key, ints[i].k) == 0) {
+            rl_status st = get_uint(key, v, ints[i].u, err);
+            uint32_t min = strcmp(key, "rotary_dim") == 0 ? 2 : 1;
+            if (!st && *ints[i].u < min)
+                return rl_fail(err, RL_ERR_ARG, "%s %u must be at least %u", key, *ints[i].u, min);
+            return st;
+        }
 
     const struct { const char *k; double *x; } nums[] = {
         {"rope_theta", &d->theta},
@@ -190,9 +197,20 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
     for (size_t i = 0; i < RL_ARRAY_LEN(nums); i++)
         if (strcmp(key, nums[i].k) == 0) {
             rl_status st = get_number(key, v, nums[i].x, err);
-            if (!st && strcmp(key, "factor") == 0 && *nums[i].x < 1)
-                return rl_fail(err, RL_ERR_ARG, "factor %g must be >= 1", *nums[i].x);
-            return st;
+            double x = *nums[i].x;
+            if (st)
+                return st;
+            if (strcmp(key, "factor") == 0 && x < 1)
+                return rl_fail(err, RL_ERR_ARG, "factor %g must be >= 1", x);
+            if (strcmp(key, "rope_theta") == 0 && !(x > 1))
+                return rl_fail(err, RL_ERR_ARG, "rope_theta %g must be > 1", x);
+            if (strcmp(key, "partial_rotary_factor") == 0 && !(x > 0 && x <= 1))
+                return rl_fail(err, RL_ERR_ARG, "partial_rotary_factor %g must be in (0, 1]", x);
+            /* HF reads mscale/mscale_all_dim 0 as falsy (the plain yarn factor):
+             * 0 is a legal value there; every other number must be > 0. */
+            if (strncmp(key, "mscale", 6) != 0 && !(x > 0))
+                return rl_fail(err, RL_ERR_ARG, "%s %g must be > 0", key, x);
+            return RL_OK;
         }
     return rl_fail(err, RL_ERR_ARG, "unknown RoPE key '%s' (see rope_param_table / docs/rope.md)", key);
 }
@@ -210,92 +228,6 @@ rl_status rope_desc_from_json(rope_desc *d, const json_t *obj, rl_error *err)
     }
     return RL_OK;
 }
-
-/* The keys of an HF rope_scaling/rope_parameters dict that ropelab reads. */
-static int hf_scaling_key(const char *k)
-{
-    static const char *const keys[] = {
-        "rope_type", "type", "factor", "original_max_position_embeddings", "beta_fast",
-        "beta_slow", "mscale", "mscale_all_dim", "truncate", "attention_factor",
-        "low_freq_factor", "high_freq_factor", "short_factor", "long_factor", "rope_theta",
-        "partial_rotary_factor",
-    };
-    for (size_t i = 0; i < RL_ARRAY_LEN(keys); i++)
-        if (strcmp(k, keys[i]) == 0)
-            return 1;
-    return 0;
-}
-
-static rl_status from_hf_root(rope_desc *d, const json_t *root, rl_error *err)
-{
-    rl_status st;
-    const json_t *v;
-    /* Multimodal configs keep the language model under text_config. */
-    const json_t *tc = json_object_get(root, "text_config");
-    if (json_is_object(tc) && !json_object_get(root, "hidden_size") && !json_object_get(root, "head_dim"))
-        root = tc;
-
-    uint32_t hidden = 0, heads = 0;
-    if ((v = json_object_get(root, "head_dim")) && !json_is_null(v)) {
-        if ((st = rope_desc_set_json(d, "head_dim", v, err)))
-            return st;
-    } else {
-        const json_t *h = json_object_get(root, "hidden_size"), *n = json_object_get(root, "num_attention_heads");
-        if (!h || !n)
-            return rl_fail(err, RL_ERR_ARG,
-                           "needs head_dim, or hidden_size and num_attention_heads, to know the head size");
-        if ((st = get_uint("hidden_size", h, &hidden, err)) || (st = get_uint("num_attention_heads", n, &heads, err)))
-            return st;
-        if (heads == 0)
-            return rl_fail(err, RL_ERR_ARG, "num_attention_heads must be at least 1 (got 0)");
-        d->head_dim = hidden / heads; /* HF: hidden_size // num_attention_heads */
-    }
-    static const char *const top[] = {"rope_theta", "partial_rotary_factor", "max_position_embeddings",
-                                      "original_max_position_embeddings"};
-    for (size_t i = 0; i < RL_ARRAY_LEN(top); i++)
-        if ((v = json_object_get(root, top[i])) && (st = rope_desc_set_json(d, top[i], v, err)))
-            return st;
-    const json_t *sc = json_object_get(root, "rope_parameters");
-    if (!sc || json_is_null(sc))
-        sc = json_object_get(root, "rope_scaling");
-    if (sc && !json_is_null(sc)) {
-        if (!json_is_object(sc))
-            return rl_fail(err, RL_ERR_ARG, "rope_scaling must be an object or null");
-        /* Per-layer-type dicts (transformers 5, e.g. Gemma) are not one RoPE. */
-        const json_t *first = json_object_iter_value(json_object_iter((json_t *)sc));
-        if (json_is_object(first))
-            return rl_fail(err, RL_ERR_ARG,
-                           "rope_parameters holds one dict per layer type; ropelab reads one RoPE (pick "
-                           "one dict and pass it as rope settings)");
-        const char *key;
-        json_t *val;
-        json_object_foreach((json_t *)sc, key, val) {
-            if (!hf_scaling_key(key))
-                continue; /* HF itself only warns about unknown keys */
-            if ((st = rope_desc_set_json(d, key, val, err))) {
-                rl_error_prefix(err, "rope_scaling");
-                return st;
-            }
-        }
-    }
-    return RL_OK;
-}
-
-rl_status rope_desc_from_hf_config(rope_desc *d, const char *path, rl_error *err)
-{
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root)
-        return rl_fail(err, RL_ERR_PARSE, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-    rl_status st;
-    if (!json_is_object(root))
-        st = rl_fail(err, RL_ERR_PARSE, "%s: an HF config must be a JSON object", path);
-    else if ((st = from_hf_root(d, root, err)))
-        rl_error_prefix(err, "%s", path);
-    json_decref(root);
-    return st;
-}
-
 json_t *rope_desc_to_json(const rope_desc *d)
 {
     json_t *o = json_object();

@@ -54,16 +54,24 @@ static int resolve_model(run_pctx *c, json_t *res, const run_node *entry, const 
         return 0;
     }
     int ok = 1;
+    json_t *lt = json_incref(json_object_get(json_object_get(res, "model"), "layer_type"));
     json_object_set_new(res, "model",
                         json_pack("{s:i,s:i,s:i,s:i}", "head_dim", (int)m->head_dim, "heads",
                                   (int)m->heads, "kv_heads", (int)m->kv_heads, "train_len",
                                   (int)m->train_len));
+    if (json_is_string(lt)) /* which layers the model's encoding came from */
+        json_object_set(json_object_get(res, "model"), "layer_type", lt);
+    json_decref(lt);
     json_t *e = json_object_get(res, "encoding");
     if (!strcmp(json_string_value(json_object_get(e, "type")), "model")) {
         if (!rope) {
             run_diag_add(c, RUN_AT(enc->node), "encodings", "encoding '%s' has type 'model' but "
-                         "the model gives no RoPE settings (use a preset or hf_config)",
+                         "the model gives no encoding (use a preset or hf_config)",
                          enc->name);
+            ok = 0;
+        } else if (json_is_string(rope)) {
+            run_diag_add(c, RUN_AT(enc->node), "encodings", "encoding '%s' has type 'model': %s",
+                         enc->name, json_string_value(rope));
             ok = 0;
         } else {
             json_t *ne = json_deep_copy(rope);

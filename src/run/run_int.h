@@ -80,10 +80,13 @@ rl_status run_encoding_set_load(const char *name, struct run_node **root, char *
 /* ---- run_model.c: model shapes --------------------------------------------- */
 
 /* Resolves a model section {head_dim, heads, kv_heads, train_len, preset,
- * hf_config} into numbers: preset values first, then the HF config.json,
- * then explicit keys. *rope (may stay NULL) receives the model's RoPE
- * settings as an encoding {type, rope_theta, ...}. Checks head_dim even and
- * kv_heads dividing heads. */
+ * hf_config, layer_type} into numbers: preset values first, then the HF
+ * config.json (both through pe/hf_model.h, the one reader), then explicit
+ * keys. *rope (may stay NULL) receives the encoding of the model's
+ * layer_type (default: its full-attention layers) as registry parameters
+ * {type, rope_theta, ...}, or, when ropelab cannot plan that layer type, a
+ * JSON string with the refusal (reported by encodings of type 'model').
+ * Checks head_dim even and kv_heads dividing heads. */
 rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model *m,
                             json_t **rope, rl_error *err);
 

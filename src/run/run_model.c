@@ -1,10 +1,12 @@
 /* run_model.c — model shapes from presets, HF config.json files and
- * explicit keys. */
+ * explicit keys. config.json (and presets, which hold its keys) are read
+ * by the one reader, pe/hf_model.h; this file only adds what a batch
+ * overrides. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pe/rope.h"
+#include "pe/hf_model.h"
 #include "run/run_int.h"
 
 static int get_u32(const json_t *o, const char *k, uint32_t *v)
@@ -16,40 +18,49 @@ static int get_u32(const json_t *o, const char *k, uint32_t *v)
     return 1;
 }
 
-/* RoPE settings of a preset or HF config as a registry encoding of family
- * rope: rope_theta, partial_rotary_factor, max_position_embeddings and the
- * keys of rope_scaling / rope_parameters that RoPE knows (HF's "type" alias
- * becomes rope_type; keys HF itself ignores, e.g. mrope_section, are
- * dropped as HF only warns about them). */
-static json_t *rope_of(const json_t *cfg)
+/* A preset (configs/models/NAME.yaml: head_dim, heads, kv_heads, train_len
+ * and HF's RoPE keys) as the config.json the one reader takes. */
+static json_t *preset_as_hf(const json_t *p)
 {
-    json_t *theta = json_object_get(cfg, "rope_theta");
-    json_t *sc = json_object_get(cfg, "rope_scaling");
-    if (!json_is_object(sc))
-        sc = json_object_get(cfg, "rope_parameters");
-    if (!json_is_number(theta) && json_is_object(sc))
-        theta = json_object_get(sc, "rope_theta");
-    if (!json_is_number(theta) && !json_is_object(sc))
-        return NULL;
-    json_t *e = json_pack("{s:s}", "type", "rope");
-    if (json_is_number(theta))
-        json_object_set(e, "rope_theta", theta);
-    static const char *const top[] = {"partial_rotary_factor", "max_position_embeddings"};
-    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++) {
-        json_t *v = json_object_get(cfg, top[i]);
-        if (json_is_number(v))
-            json_object_set(e, top[i], v);
+    static const char *const map[][2] = {
+        {"heads", "num_attention_heads"}, {"kv_heads", "num_key_value_heads"},
+        {"head_dim", "head_dim"}, {"model_type", "model_type"},
+    };
+    json_t *cfg = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)p, key, v) {
+        const char *k = key;
+        for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+            if (!strcmp(key, map[i][0]))
+                k = map[i][1];
+        if (strcmp(key, "train_len"))
+            json_object_set(cfg, k, v);
     }
-    if (json_is_object(sc)) {
-        const char *key;
-        json_t *v;
-        json_object_foreach(sc, key, v) {
-            const char *k = strcmp(key, "type") == 0 ? "rope_type" : key;
-            if (rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0)
-                json_object_set(e, k, v);
-        }
+    return cfg;
+}
+
+/* The model of hfm m as the runner's shape, and its layer type's encoding
+ * (or, when ropelab cannot plan that layer type, the refusal as a string). */
+static rl_status from_hfm(const hfm_model *hm, const char *layer_type, exp_model *m, json_t **rope,
+                          rl_error *err)
+{
+    m->heads = hm->heads;
+    m->kv_heads = hm->kv_heads;
+    m->head_dim = hm->head_dim;
+    m->train_len = hm->train_len;
+    const hfm_layer_type *t;
+    rl_error e = {0};
+    json_decref(*rope);
+    *rope = NULL;
+    if (hfm_select(hm, layer_type, &t, NULL, &e)) {
+        if (strstr(e.msg, "no layer type"))
+            return rl_fail(err, RL_ERR_ARG, "layer_type: %s", e.msg);
+        *rope = json_string(e.msg); /* refused: reported where the encoding is used */
+        return RL_OK;
     }
-    return e;
+    *rope = json_deep_copy(t->encoding);
+    return RL_OK;
 }
 
 rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model *m,
@@ -72,45 +83,44 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
     *rope = NULL;
     const char *preset = json_string_value(json_object_get(model, "preset"));
     const char *hf = json_string_value(json_object_get(model, "hf_config"));
-    rl_status st;
+    const char *lt = json_string_value(json_object_get(model, "layer_type"));
+    if (lt && !preset && !hf)
+        return rl_fail(err, RL_ERR_ARG, "layer_type needs hf_config or preset (a model with layer types)");
+    rl_status st = RL_OK;
+    hfm_model hm;
     if (preset) {
         json_t *p;
         if ((st = run_preset_load(preset, &p, err)))
             return st;
-        get_u32(p, "head_dim", &m->head_dim);
-        get_u32(p, "heads", &m->heads);
-        get_u32(p, "kv_heads", &m->kv_heads);
+        json_t *cfg = preset_as_hf(p);
+        char name[160];
+        snprintf(name, sizeof name, "preset %s", preset);
+        st = hfm_from_json(cfg, name, &hm, err);
+        if (!st)
+            st = from_hfm(&hm, lt, m, rope, err);
         get_u32(p, "train_len", &m->train_len);
-        *rope = rope_of(p);
+        hfm_free(&hm);
+        json_decref(cfg);
         json_decref(p);
+        if (st)
+            return st;
     }
     if (hf) {
         char path[1200];
         snprintf(path, sizeof path, "%s%s%s", hf[0] == '/' ? "" : base_dir, hf[0] == '/' ? "" : "/",
                  hf);
-        json_error_t je;
-        json_t *cfg = json_load_file(path, 0, &je);
-        if (!json_is_object(cfg)) {
-            json_decref(cfg);
+        st = hfm_load(path, &hm, err);
+        if (!st)
+            st = from_hfm(&hm, lt, m, rope, err);
+        hfm_free(&hm);
+        if (st) {
+            rl_error_prefix(err, "hf_config");
             json_decref(*rope);
             *rope = NULL;
-            return rl_fail(err, RL_ERR_ARG, "hf_config %s: %s", path,
-                           cfg ? "not a JSON object" : je.text);
+            return st;
         }
-        uint32_t hidden = 0;
-        get_u32(cfg, "num_attention_heads", &m->heads);
-        if (!get_u32(cfg, "num_key_value_heads", &m->kv_heads))
-            m->kv_heads = m->heads;
-        if (!get_u32(cfg, "head_dim", &m->head_dim) && get_u32(cfg, "hidden_size", &hidden) &&
-            m->heads)
-            m->head_dim = hidden / m->heads;
-        get_u32(cfg, "max_position_embeddings", &m->train_len);
-        json_t *sc = json_object_get(cfg, "rope_scaling");
-        get_u32(sc, "original_max_position_embeddings", &m->train_len);
-        json_decref(*rope);
-        *rope = rope_of(cfg);
-        json_decref(cfg);
     }
+    /* The batch's own keys override what the model file says. */
     get_u32(model, "head_dim", &m->head_dim);
     get_u32(model, "heads", &m->heads);
     get_u32(model, "kv_heads", &m->kv_heads);

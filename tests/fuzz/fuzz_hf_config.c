@@ -1,8 +1,8 @@
-/* libFuzzer harness for the Hugging Face config.json import of RoPE
- * settings (rope_desc_from_hf_config, src/pe/rope_hf.c), then the
- * frequencies of whatever it accepts. */
+/* libFuzzer harness for the Hugging Face config.json import (hfm_load,
+ * src/pe/hf_model.c, the one reader): every layer type it accepts is
+ * selected and described. */
 #include "fuzz_file.h"
-#include "pe/rope.h"
+#include "pe/hf_model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -10,11 +10,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 1 << 16)
         return 0;
-    rope_desc d;
+    hfm_model m;
     rl_error err = {0};
-    if (rope_desc_from_hf_config(&d, fuzz_file(data, size, ".json"), &err) != RL_OK)
-        return 0;
-    rope_freqs f;
-    (void)rope_freqs_compute(&d, &f, &err);
+    if (hfm_load(fuzz_file(data, size, ".json"), &m, &err) == RL_OK) {
+        for (uint32_t i = 0; i < m.n_types; i++) {
+            const hfm_layer_type *t;
+            (void)hfm_select(&m, m.types[i].name, &t, NULL, &err);
+        }
+        json_decref(hfm_to_json(&m));
+    }
+    hfm_free(&m);
     return 0;
 }

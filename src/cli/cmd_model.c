@@ -1,0 +1,163 @@
+/* ropelab model FILE [--layer-type T] [--json]
+ * What ropelab will compute for a model's config.json (pe/hf_model.h, the
+ * one reader): shape, each layer type's encoding with every resolved
+ * parameter, per-layer differences, train length, logit scale. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/rl_util.h"
+#include "pe/hf_model.h"
+#include "pe/rope.h"
+
+/* The resolved rotation of a rope layer type (NULL + message otherwise). */
+static rope_freqs *freqs_of(const hfm_model *m, const hfm_layer_type *t, rl_error *err)
+{
+    if (strcmp(json_string_value(json_object_get(t->encoding, "type")), "rope"))
+        return NULL;
+    rope_desc d;
+    rl_status st = hfm_rope_desc(m, t, &d, err);
+    rope_freqs *f = malloc(sizeof *f);
+    if (!st && f && rope_freqs_compute(&d, f, err) == RL_OK)
+        return f;
+    free(f);
+    return NULL;
+}
+
+static json_t *resolved_json(const rope_freqs *f)
+{
+    return json_pack("{s:s,s:i,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "rope_type",
+                     rope_type_name(f->rope_type), "rotary_dim", (int)f->rotary_dim, "pairs",
+                     (int)f->n_pairs, "layout",
+                     f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved", "rope_theta",
+                     f->base, "effective_base", f->theta, "factor", f->factor,
+                     "attention_factor", f->attention_factor, "inv_freq_first", f->inv_freq[0],
+                     "inv_freq_last", f->inv_freq[f->n_pairs - 1]);
+}
+
+int cmd_model(int argc, char **argv)
+{
+    const char *layer_type = NULL;
+    int json = 0;
+    const cli_opt opts[] = {
+        {"--layer-type", CLI_STR, &layer_type, "T", "show only this layer type (and refuse it as a run would)"},
+        {"--json", CLI_FLAG, &json, NULL, "print JSON"},
+    };
+    const char *pos[1];
+    int n_pos = 0;
+    int rc = cli_parse("ropelab model FILE [--layer-type T] [--json]",
+                       "Shows what ropelab computes for a model's config.json: heads, kv heads,\n"
+                       "head_dim, each layer type's encoding with every resolved parameter (rotary\n"
+                       "dim, layout, scaling, attention factor), per-layer differences (sliding /\n"
+                       "chunked windows, NoPE layers, temperature), train length and logit scale.\n"
+                       "Keys ropelab cannot represent are refused, naming the key. docs/rope.md.",
+                       argc, argv, opts, RL_ARRAY_LEN(opts), pos, 1, &n_pos);
+    if (rc >= 0)
+        return rc;
+    if (n_pos != 1) {
+        cli_error("model: name the config.json: `ropelab model FILE`");
+        return CLI_EXIT_USAGE;
+    }
+    const char *file = pos[0];
+    hfm_model m;
+    rl_error err = {0};
+    if (hfm_load(file, &m, &err)) {
+        cli_error("%s", err.msg);
+        hfm_free(&m);
+        return CLI_EXIT_USAGE;
+    }
+    const hfm_layer_type *only = NULL;
+    if (layer_type && hfm_select(&m, layer_type, &only, NULL, &err)) {
+        cli_error("%s", err.msg);
+        hfm_free(&m);
+        return CLI_EXIT_USAGE;
+    }
+    const hfm_layer_type *def = NULL;
+    rl_error derr = {0};
+    int dflt = 0;
+    (void)hfm_select(&m, NULL, &def, &dflt, &derr);
+    json_t *o = hfm_to_json(&m);
+    json_t *types = json_object_get(o, "layer_types");
+    for (uint32_t i = 0; i < m.n_types; i++) {
+        rope_freqs *f = freqs_of(&m, &m.types[i], &err);
+        if (f)
+            json_object_set_new(json_array_get(types, i), "resolved", resolved_json(f));
+        free(f);
+    }
+    if (only) {
+        for (size_t i = json_array_size(types); i-- > 0;)
+            if (strcmp(json_string_value(json_object_get(json_array_get(types, i), "name")),
+                       only->name))
+                json_array_remove(types, i);
+    }
+    json_object_set_new(o, "default_layer_type", json_string(m.n_types ? (def ? def->name : "") : ""));
+    if (json) {
+        json_object_del(o, "layers_by_index");
+        char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17) | JSON_PRESERVE_ORDER);
+        if (s)
+            puts(s);
+        free(s);
+    } else {
+        printf("%s: model_type %s\n", m.path, m.model_type[0] ? m.model_type : "(none: Llama-style)");
+        printf("heads %u, kv heads %u, head_dim %u", m.heads, m.kv_heads, m.head_dim);
+        if (m.v_head_dim)
+            printf(" (v_head_dim %u)", m.v_head_dim);
+        printf(", hidden %u, layers %u\n", m.hidden_size, m.n_layers);
+        printf("train length %u, max positions %u\n", m.train_len, m.max_position_embeddings);
+        printf("logit scale %.9g (q.k multiplier before softmax; RoPE's attention factor a multiplies "
+               "cos and sin, logits by a^2)", m.logit_scale);
+        if (m.softcap > 0)
+            printf(", soft cap %g", m.softcap);
+        printf("\n");
+        size_t n = json_array_size(types);
+        for (size_t i = 0; i < n; i++) {
+            json_t *t = json_array_get(types, i);
+            const char *name = json_string_value(json_object_get(t, "name"));
+            printf("layer type %s: %d layers", name, (int)json_integer_value(json_object_get(t, "count")));
+            if (json_integer_value(json_object_get(t, "window")))
+                printf(", window %d tokens", (int)json_integer_value(json_object_get(t, "window")));
+            if (def && !strcmp(def->name, name))
+                printf(" (default layer type)");
+            printf("\n");
+            char *enc = json_dumps(json_object_get(t, "encoding"), JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_PRESERVE_ORDER);
+            printf("  encoding %s\n", enc ? enc : "?");
+            free(enc);
+            json_t *r = json_object_get(t, "resolved");
+            if (r)
+                printf("  resolved: %s, rotary dim %d (%d pairs, %s layout), base %.17g (effective %.17g), "
+                       "factor %.17g, attention factor %.17g\n  inv_freq first %.17g, last %.17g\n",
+                       json_string_value(json_object_get(r, "rope_type")),
+                       (int)json_integer_value(json_object_get(r, "rotary_dim")),
+                       (int)json_integer_value(json_object_get(r, "pairs")),
+                       json_string_value(json_object_get(r, "layout")),
+                       json_real_value(json_object_get(r, "rope_theta")),
+                       json_real_value(json_object_get(r, "effective_base")),
+                       json_real_value(json_object_get(r, "factor")),
+                       json_real_value(json_object_get(r, "attention_factor")),
+                       json_real_value(json_object_get(r, "inv_freq_first")),
+                       json_real_value(json_object_get(r, "inv_freq_last")));
+            if (json_is_string(json_object_get(t, "refused")))
+                printf("  refused: %s\n", json_string_value(json_object_get(t, "refused")));
+        }
+        if (json_object_size(m.attrs)) {
+            char *a = json_dumps(m.attrs, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            printf("attributes (captured, not modelled): %s\n", a ? a : "?");
+            free(a);
+        }
+        if (m.n_types > 1) {
+            printf("layers:");
+            size_t i;
+            json_t *v;
+            json_array_foreach(m.layers, i, v)
+                printf(" %s", json_string_value(v));
+            printf("\n");
+        }
+    }
+    json_decref(o);
+    int refused = only && only->refuse[0];
+    hfm_free(&m);
+    return refused ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+}
