@@ -434,6 +434,61 @@ END_TEST
  * is 4 |q|^2 / sqrt(d) > 0 and every other logit is exactly 0, so the
  * argmax is the needle for every scored query, at every distance and length
  * (2 query heads share one kv head: the group's heads share the query). */
+/* Row of the entropy_length table at length N: entropy_nats. */
+static double entropy_at(const kfix *f, uint64_t N)
+{
+    char path[128], line[256];
+    snprintf(path, sizeof path, "%s/entropy_length.csv", f->dir);
+    FILE *fp = fopen(path, "r");
+    ck_assert_ptr_nonnull(fp);
+    double v = NAN;
+    while (fgets(line, sizeof line, fp)) {
+        double n, h;
+        if (sscanf(line, "%lf,%lf", &n, &h) == 2 && n == (double)N)
+            v = h;
+    }
+    fclose(fp);
+    ck_assert_msg(!isnan(v), "no entropy row for N=%llu", (unsigned long long)N);
+    return v;
+}
+
+/* Dynamic NTK rescales only once the sequence outgrows
+ * max_position_embeddings M (HF recomputes from the current length): at
+ * N = 16 <= M = 32 the entropy sweep must see plain RoPE's frequencies (the
+ * same number on the same data), at N = 128 > M the scaled ones. */
+START_TEST(entropy_sweep_recomputes_dynamic_scaling_per_length)
+{
+    kfix a, b;
+    kf_init(&a, "dynamic", "{\"factor\": 4, \"max_position_embeddings\": 32}",
+            "{\"min_len\": 16, \"max_len\": 128}", 1, 1, 32, 0);
+    kf_init(&b, "rope", "{}", "{\"min_len\": 16, \"max_len\": 128}", 1, 1, 32, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&a, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(kf_run(&b, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(entropy_at(&a, 16), entropy_at(&b, 16));
+    ck_assert(fabs(entropy_at(&a, 128) - entropy_at(&b, 128)) > 1e-4);
+    kf_free(&a);
+    kf_free(&b);
+}
+END_TEST
+
+/* T5 scores are not scaled by 1/sqrt(d) (HF T5Attention; Mesh TensorFlow
+ * folds it into the weights): its attention runs at logit scale 1. */
+START_TEST(t5_attention_is_unscaled_as_in_the_model)
+{
+    kfix f;
+    kf_init(&f, "t5", "{}", "{\"min_len\": 16, \"max_len\": 32}", 1, 1, 32, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(kmetric(&f, "logit_scale"), 1.0);
+    kf_free(&f);
+    kf_init(&f, "alibi", "{}", "{\"min_len\": 16, \"max_len\": 32}", 1, 1, 32, 0);
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "logit_scale"), 0.25, 1e-7); /* 1/sqrt(16), fp32 */
+    kf_free(&f);
+}
+END_TEST
+
 START_TEST(retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors)
 {
     kfix f;
@@ -538,6 +593,8 @@ int main(void)
     tcase_add_test(tc, attention_factor_scales_logits_by_its_square_once);
     tcase_add_test(tc, entropy_of_identical_keys_is_ln_n);
     tcase_add_test(tc, entropy_of_zero_queries_is_ln_n_with_and_without_the_factor);
+    tcase_add_test(tc, entropy_sweep_recomputes_dynamic_scaling_per_length);
+    tcase_add_test(tc, t5_attention_is_unscaled_as_in_the_model);
     tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);
     tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);
     tcase_add_test(tc, distortion_of_rope_against_itself_is_zero);

@@ -27,7 +27,9 @@
  * (Multiplying the kernel scale by af^2 as well would apply it twice.) */
 static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
 {
-    double s = 1.0 / sqrt((double)head_dim);
+    /* the family's convention: 1/sqrt(d), or 1 for families that never
+     * scale (T5, pe_family.unscaled_logits) */
+    double s = pe_encoding_family(e)->unscaled_logits ? 1.0 : 1.0 / sqrt((double)head_dim);
     const rope_freqs *f = pe_rope_freqs(e);
     if (f && no_af && f->attention_factor > 0)
         s /= f->attention_factor * f->attention_factor;

@@ -121,6 +121,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     const rope_freqs *f = pe_rope_freqs(e);
     double af = f ? f->attention_factor : 1.0;
     int two = af != 1.0;
+    double eff_scale = NAN;
     exp_attn_result r;
     char label[64];
 
@@ -132,17 +133,26 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     uint64_t n_lo = 0, n_hi = 0;
     for (uint64_t N = lo; N && !st; N = next_len(N, T)) {
         double hv[2];
+        /* The encoding for this length: scalings that depend on the length
+         * in use (dynamic NTK, LongRoPE) are recomputed from N, as HF does
+         * for each new sequence length (was: built once for max_len). */
+        pe_encoding *en = NULL;
+        if ((st = exp_encoding_for_pass(run, N, 0, &en, err)))
+            goto done;
         for (int nf = 0; nf <= two; nf++) {
             exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .flags = ATTN_ENTROPY,
                               .no_attention_factor = nf};
             attn_outputs out = {.stats = nf ? stats_nf : stats};
-            if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &r, err)))
+            if ((st = exp_attn_run(ctx->dev, eng, en, &io, &out, &r, err))) {
+                pe_encoding_destroy(en);
                 goto done;
+            }
             snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
                      nf ? ", no attention factor" : "");
             pass &= exp_attn_record_stats(sink, label, &r);
             hv[nf] = mean_entropy(nf ? stats_nf : stats, 0, N, H);
         }
+        pe_encoding_destroy(en);
         if (!two)
             hv[1] = hv[0];
         double row[4] = {(double)N, hv[0], hv[1], log((double)N)};
@@ -166,6 +176,8 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,
                  nf ? ", no attention factor" : "");
         pass &= exp_attn_record_stats(sink, label, &r);
+        if (!nf) /* the kernel's scale; the rotation carries af on cos and sin */
+            eff_scale = r.scale * af * af;
     }
     const char *pcols[] = {"query_keys_tokens", "entropy_nats", "entropy_no_factor_nats",
                            "ref_ln_keys_nats"};
@@ -185,7 +197,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         goto done;
 
     exp_sink_metric(sink, "attention_factor", af);
-    exp_sink_metric(sink, "logit_scale", af * af / sqrt((double)D));
+    exp_sink_metric(sink, "logit_scale", eff_scale); /* af^2/sqrt(d); 1 for T5 (unscaled) */
     exp_sink_metric(sink, "entropy_at_max_len", h_hi);
     exp_sink_metric(sink, "entropy_no_factor_at_max_len", hn_hi);
     exp_sink_metric(sink, "ln_max_len", log((double)n_hi));

@@ -145,6 +145,11 @@ struct pe_family {
      * not depend on the attention's direction. Experiment kinds set it from
      * each attention pass, so the encoding and the mask always agree. */
     const char *direction_key;
+    /* 1: the model family does not scale q.k by 1/sqrt(head_dim) (T5: Mesh
+     * TensorFlow's initialisation folds it into the weights; HF
+     * T5Attention applies no scale). Attention of such an encoding uses
+     * logit scale 1. 0: the usual 1/sqrt(head_dim). */
+    int unscaled_logits;
     pe_ops ops;
     const pe_check_case *vec_checks;   /* vector transform cases (PE_ACTS_VECTORS or identity) */
     size_t n_vec_checks;

@@ -190,6 +190,7 @@ const pe_family pe_family_t5 = {
              "Text-to-Text Transformer, JMLR 21(140), arXiv:1910.10683",
     .acts = PE_ACTS_LOGITS,
     .direction_key = "bidirectional",
+    .unscaled_logits = 1, /* HF T5Attention: no 1/sqrt(d) before the softmax */
     .params = params,
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = B[h][bucket(j - i)]; half the buckets exact, the rest logarithmic up to "
