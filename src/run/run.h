@@ -145,9 +145,15 @@ typedef struct run_merge_report {
     char missing_shards[256];    /* "1, 3" */
 } run_merge_report;
 
-/* Combines shard output directories into out_dir (results.csv and
- * manifest.json over all runs). Fills rep; fp receives one line per missing
- * or duplicated run. RL_OK when the inputs could be read (completeness is in
+/* Combines shard output directories into out_dir: every run directory
+ * that verifies copied into out_dir/runs (a name another device's run took
+ * gets "-i<input number>"), results.csv and manifest.json over all of them.
+ * An input is its shard index and device set: the same shard from another
+ * device set is complementary; a duplicated run is the same run id on the
+ * same device. Missing runs are reported with the shard the plan's
+ * assignment (run_shard_assign_costs over its estimated_cost) gave them.
+ * Fills rep; fp receives one line per missing or duplicated run. RL_OK when
+ * the inputs could be read and the output written (completeness is in
  * rep). */
 rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
                     run_merge_report *rep, FILE *fp, rl_error *err);
