@@ -52,9 +52,11 @@ else bad "resume: exit $rc: $out"; fi
 out=$("$bin" merge "$t/s0" "$t/s1" --out "$t/m" 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "4 of 4 run(s) present, 0 missing" <<<"$out" && ok || bad "merge: $rc $out"
 victim=$( (ls "$t/s1/runs"; ls "$t/s0/runs") | head -n 1)
+vshard=$([ -e "$t/s1/runs/$victim" ] && echo 1 || echo 0)
 rm -rf "$t/s1/runs/$victim" "$t/s0/runs/$victim"
 out=$("$bin" merge "$t/s0" "$t/s1" --out "$t/m2" 2>&1); rc=$?
 if [ $rc -eq 1 ] && grep -q "incomplete run $victim" <<<"$out" &&
+   grep -q "missing run $victim (shard $vshard/2)" <<<"$out" &&
    grep -q "3 of 4 run(s) present, 1 missing (1 of them listed but incomplete)" <<<"$out"; then ok
 else bad "merge with a lost run: exit $rc: $out"; fi
 out=$("$bin" merge "$t/s0" "$t/s1" --out "$t/s1/" 2>&1); rc=$?
