@@ -68,7 +68,9 @@ dev() { env -u CUDA_VISIBLE_DEVICES -u ROCR_VISIBLE_DEVICES -u ZE_AFFINITY_MASK 
   bash "$src/scripts/slurm/device.sh" 2>/dev/null; }
 [ "$(dev)" = auto ] && [ "$(dev CUDA_VISIBLE_DEVICES=2,3)" = 2 ] &&
   [ "$(dev ROCR_VISIBLE_DEVICES=1)" = 1 ] && [ "$(dev ZE_AFFINITY_MASK=3.1)" = 3 ] &&
-  [ "$(dev CUDA_VISIBLE_DEVICES=GPU-8a2f0c1e-1111-2222-3333-444455556666)" = auto ] &&
+  [ "$(dev CUDA_VISIBLE_DEVICES=GPU-8a2f0c1e-1111-2222-3333-444455556666,GPU-1)" = \
+    uuid:GPU-8a2f0c1e-1111-2222-3333-444455556666 ] &&
+  [ "$(dev ROCR_VISIBLE_DEVICES=GPU-4a1b2c3d4e5f6a7b)" = auto ] &&
   [ "$(dev ROPELAB_DEVICE=all CUDA_VISIBLE_DEVICES=1)" = all ] && ok ||
   bad "device.sh: $(dev) $(dev CUDA_VISIBLE_DEVICES=2,3) $(dev ZE_AFFINITY_MASK=3.1)"
 

@@ -7,8 +7,11 @@
 #   GPU is the only one the driver shows, index 0; without them the index
 #   is Slurm's, which matches the Vulkan order only when both enumerate by
 #   PCI bus (check with `ropelab devices` on the node).
-#   Holding a UUID ("GPU-8a2f..."): ropelab's --device has no UUID form yet,
-#   so "auto" (the first discrete GPU), right when cgroups hide the others.
+#   Holding a full UUID (32 hex digits, "GPU-8a2f0c1e-...", NVIDIA's form):
+#   "uuid:<it>", matched against each Vulkan device's deviceUUID (on NVIDIA
+#   that is the UUID nvidia-smi -L prints; not checked on NVIDIA hardware
+#   here). A shorter id (ROCm's "GPU-<16 hex>" is not a Vulkan deviceUUID):
+#   "auto" (the first discrete GPU), right when cgroups hide the others.
 #   Nothing set: "auto".
 set -u
 if [ -n "${ROPELAB_DEVICE:-}" ]; then echo "$ROPELAB_DEVICE"; exit 0; fi
@@ -18,7 +21,10 @@ for var in CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES ZE_AFFINITY_MASK; do
   first=${v%%,*}
   first=${first%%.*}  # ZE_AFFINITY_MASK's "0.1" is device 0, sub-device 1
   if [[ $first =~ ^[0-9]+$ ]]; then echo "$first"; exit 0; fi
-  echo "ropelab: $var=$v holds a UUID; --device has no UUID form, using auto" >&2
+  hex=${first#GPU-}
+  hex=${hex//-/}
+  if [[ $hex =~ ^[0-9a-fA-F]{32}$ ]]; then echo "uuid:$first"; exit 0; fi
+  echo "ropelab: $var=$v: not an index or a Vulkan device UUID, using auto" >&2
   echo auto; exit 0
 done
 echo auto
