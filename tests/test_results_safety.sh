@@ -52,13 +52,53 @@ else bad "resume: exit $rc: $out"; fi
 out=$("$bin" merge "$t/s0" "$t/s1" --out "$t/m" 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "4 of 4 run(s) present, 0 missing" <<<"$out" && ok || bad "merge: $rc $out"
 victim=$( (ls "$t/s1/runs"; ls "$t/s0/runs") | head -n 1)
+vshard=$([ -e "$t/s1/runs/$victim" ] && echo 1 || echo 0)
 rm -rf "$t/s1/runs/$victim" "$t/s0/runs/$victim"
 out=$("$bin" merge "$t/s0" "$t/s1" --out "$t/m2" 2>&1); rc=$?
 if [ $rc -eq 1 ] && grep -q "incomplete run $victim" <<<"$out" &&
+   grep -q "missing run $victim (shard $vshard/2)" <<<"$out" &&
    grep -q "3 of 4 run(s) present, 1 missing (1 of them listed but incomplete)" <<<"$out"; then ok
 else bad "merge with a lost run: exit $rc: $out"; fi
 out=$("$bin" merge "$t/s0" "$t/s1" --out "$t/s1/" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "is also input 2" <<<"$out" && ok || bad "merge into an input: $rc $out"
+
+# 3b. the merge copies each verified run into OUT/runs (its report keeps the
+# runs' verification), and a second device's run of the same shards is
+# complementary, not "given twice": one results.csv with both devices. A
+# second vendor is simulated by renaming the device in a copy of the
+# outputs (what a run on another GPU writes differs only there).
+"$bin" run "$t/b.yaml" --out "$t/p0" --shard 0/2 --quiet --no-plot >/dev/null 2>&1
+"$bin" run "$t/b.yaml" --out "$t/p1" --shard 1/2 --quiet --no-plot >/dev/null 2>&1
+"$bin" merge "$t/p0" "$t/p1" --out "$t/pm" >/dev/null 2>&1
+copied() {
+  [ -d "$t/pm/runs" ] && [ "$(ls "$t/pm/runs" | wc -l)" -eq 4 ] || return 1
+  for r in "$t"/m/runs/*; do
+    cmp -s "$r/decay.csv" "$t/p0/runs/${r##*/}/decay.csv" ||
+      cmp -s "$r/decay.csv" "$t/p1/runs/${r##*/}/decay.csv" || return 1
+  done
+}
+copied && ok || bad "merge did not copy runs/: $(ls -R "$t/pm")"
+if command -v gnuplot >/dev/null; then
+  "$bin" plot "$t/pm" --no-svg >/dev/null 2>&1
+  [ -s "$t/pm/report.md" ] && ! grep -q "no summary" "$t/pm/report.md" && ok ||
+    bad "merged report lacks the runs' summaries: $(grep -c 'no summary' "$t/pm/report.md")"
+fi
+for s in p0 p1; do
+  rm -rf "$t/v$s"; cp -r "$t/$s" "$t/v$s"
+  sed -i 's/"cpu"/"cpu-other-vendor"/' "$t/v$s/manifest.json" "$t/v$s"/runs/*/summary.json
+done
+out=$("$bin" merge "$t/p0" "$t/p1" "$t/vp0" "$t/vp1" --out "$t/m3" 2>&1); rc=$?
+if [ $rc -eq 0 ] && ! grep -q "given twice\|duplicated run" <<<"$out" &&
+   grep -q "4 of 4 run(s) present, 0 missing" <<<"$out" &&
+   [ "$(ls "$t/m3/runs" | wc -l)" -eq 8 ] &&
+   [ "$(cut -d, -f1,2 "$t/m3/results.csv" | sed 1d | sort -u | wc -l)" -eq 8 ] &&
+   [ "$(cut -d, -f2 "$t/m3/results.csv" | sed 1d | sort -u | tr '\n' ' ')" = "cpu cpu-other-vendor " ]
+then ok; else bad "two devices' merge: exit $rc: $out $(ls "$t/m3/runs")"; fi
+# the same shard on the same device twice is a duplicate
+out=$("$bin" merge "$t/p0" "$t/p1" "$t/p0" --out "$t/m4" 2>&1); rc=$?
+if [ $rc -eq 1 ] && grep -q "shard 0/2 on the same device(s) given twice" <<<"$out" &&
+   grep -q "duplicated run .* on cpu" <<<"$out"; then ok
+else bad "same shard twice: exit $rc: $out"; fi
 
 # 4. leftovers of a killed process are removed; runs/ as a file is exit 2
 mkdir -p "$t/o2/runs/.tmp-deadbeef"

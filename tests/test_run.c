@@ -130,35 +130,210 @@ START_TEST(run_ids_are_stable_and_depend_only_on_parameters)
 }
 END_TEST
 
-START_TEST(shards_partition_the_plan)
+/* The loads (sum of run_item_cost) of the n shards of b's assignment;
+ * every run must be in exactly one shard. Returns the largest load. */
+static uint64_t shard_loads(const run_batch *b, uint32_t n, uint64_t *load, size_t *runs,
+                            uint64_t *total, uint64_t *largest)
+{
+    uint32_t *sh = calloc(b->n_items, sizeof *sh);
+    rl_error err = {0};
+    ck_assert_int_eq(run_shard_assign(b, n, sh, &err), RL_OK);
+    uint64_t mx = 0;
+    *total = *largest = 0;
+    for (uint32_t s = 0; s < n; s++)
+        load[s] = 0, runs[s] = 0;
+    for (size_t i = 0; i < b->n_items; i++) {
+        ck_assert_uint_lt(sh[i], n); /* exactly one shard: its index is one number < n */
+        uint64_t c = run_item_cost(&b->items[i]);
+        load[sh[i]] += c;
+        runs[sh[i]]++;
+        *total += c;
+        if (c > *largest)
+            *largest = c;
+    }
+    for (uint32_t s = 0; s < n; s++)
+        if (load[s] > mx)
+            mx = load[s];
+    free(sh);
+    return mx;
+}
+
+static const char *sweep25 =
+    "experiments:\n  - kind: decay\n    params: {max_distance: [1000, 2000, 3000, 4000, 5000, "
+    "6000, 7000, 8000, 9000, 10000, 11000, 12000, 13000, 14000, 15000, 16000, 17000, 18000, "
+    "19000, 20000, 21000, 22000, 23000, 24000, 25000]}\n";
+
+/* A 25-run sweep splits within 1.5x of the mean load for N = 2, 3, 8 (the
+ * old hash % N put 25/0 for N = 2); printed as the balance table. */
+static const char *entropy25 =
+    "experiments:\n  - kind: entropy\n    params: {min_len: 64, max_len: [256, 512, 768, 1024, "
+    "1280, 1536, 1792, 2048, 2304, 2560, 2816, 3072, 3328, 3584, 3840, 4096, 4352, 4608, 4864, "
+    "5120, 5376, 5632, 5888, 6144, 6400]}\n";
+
+START_TEST(shards_balance_a_sweep_by_cost)
 {
     run_batch b;
     run_diag d;
-    ck_assert_int_eq(load("experiments:\n  - kind: decay\n    params: {max_distance: [1, 2, 3, 4, 5, "
-                          "6, 7, 8, 9, 10, 11, 12, 13], step: [1, 2, 3]}\n", &b, &d), RL_OK);
-    ck_assert_uint_eq(b.n_items, 39);
-    for (uint32_t n = 1; n <= 5; n++)
+    ck_assert_int_eq(load(_i ? entropy25 : sweep25, &b, &d), RL_OK);
+    fprintf(stderr, "%s sweep of 25:\n", _i ? "entropy max_len" : "decay max_distance");
+    ck_assert_uint_eq(b.n_items, 25);
+    static const uint32_t ns[] = {2, 3, 8};
+    for (size_t t = 0; t < 3; t++) {
+        uint32_t n = ns[t];
+        uint64_t loadv[8], total, largest;
+        size_t runs[8];
+        uint64_t mx = shard_loads(&b, n, loadv, runs, &total, &largest);
+        double mean = (double)total / n;
+        size_t hash_runs[8] = {0};
+        uint64_t hash_load[8] = {0}, hash_mx = 0;
         for (size_t i = 0; i < b.n_items; i++) {
-            int owners = 0;
-            for (uint32_t s = 0; s < n; s++)
-                owners += run_in_shard(&b.items[i], s, n);
-            ck_assert_int_eq(owners, 1);
+            hash_runs[b.items[i].hash % n]++;
+            hash_load[b.items[i].hash % n] += run_item_cost(&b.items[i]);
         }
+        for (uint32_t s = 0; s < n; s++)
+            hash_mx = hash_load[s] > hash_mx ? hash_load[s] : hash_mx;
+        fprintf(stderr, "balance N=%u: max/mean cost %.3f (hash %% N: %.3f); runs per shard", n,
+                (double)mx / mean, (double)hash_mx / mean);
+        for (uint32_t s = 0; s < n; s++)
+            fprintf(stderr, " %zu", runs[s]);
+        fprintf(stderr, " (hash %% N:");
+        for (uint32_t s = 0; s < n; s++)
+            fprintf(stderr, " %zu", hash_runs[s]);
+        fprintf(stderr, ")\n");
+        ck_assert_double_le((double)mx, 1.5 * mean);
+        for (uint32_t s = 0; s < n; s++)
+            ck_assert_uint_gt(runs[s], 0);
+    }
     run_batch_free(&b);
-    uint32_t si, sn;
+}
+END_TEST
+
+/* A mix whose largest run outweighs the mean: list scheduling's bound,
+ * max load <= mean + (1 - 1/N) * largest run, and every run in one shard. */
+START_TEST(shards_of_a_mix_meet_the_list_scheduling_bound)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("experiments:\n  - kind: decay\n    params: {max_distance: [1000, 2000, "
+                          "3000, 4000, 5000, 6000, 7000, 8000, 9000, 10000, 11000, 12000, 13000]}\n"
+                          "  - kind: entropy\n    params: {max_len: [128, 256, 512, 1024, 2048, "
+                          "4096]}\n  - kind: retrieval\n    params: {max_len: [256, 512, 1024, 2048,"
+                          " 4096, 8192]}\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 25);
+    for (uint32_t n = 2; n <= 8; n++) {
+        uint64_t loadv[8], total, largest;
+        size_t runs[8];
+        uint64_t mx = shard_loads(&b, n, loadv, runs, &total, &largest);
+        ck_assert_double_le((double)mx, (double)total / n + (1.0 - 1.0 / n) * (double)largest);
+    }
+    /* the attention cost: tokens^2 * heads * head_dim (heads 4, head_dim 64) */
+    int seen = 0;
+    for (size_t i = 0; i < b.n_items; i++)
+        if (!strcmp(b.items[i].kind->name, "retrieval") &&
+            json_integer_value(json_object_get(json_object_get(b.items[i].resolved, "params"),
+                                               "max_len")) == 8192) {
+            ck_assert_uint_eq(run_item_cost(&b.items[i]), 8192ull * 8192ull * 4ull * 64ull);
+            seen = 1;
+        }
+    ck_assert(seen);
+    run_batch_free(&b);
+}
+END_TEST
+
+/* The assignment depends on the plan alone: the same runs written in
+ * another order (and loaded twice) get the same shard each; the shards of
+ * 0..N-1 partition the plan. */
+START_TEST(shards_partition_the_plan_whatever_its_order)
+{
+    run_batch a, r;
+    run_diag d;
+    ck_assert_int_eq(load("experiments:\n  - kind: decay\n    params: {max_distance: [1, 2, 3, 4, 5, "
+                          "6, 7, 8, 9, 10, 11, 12, 13], step: [1, 2, 3]}\n", &a, &d), RL_OK);
+    ck_assert_int_eq(load("experiments:\n  - kind: decay\n    params: {step: [3, 2, 1], "
+                          "max_distance: [13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]}\n", &r, &d),
+                     RL_OK);
+    ck_assert_uint_eq(a.n_items, 39);
+    ck_assert_uint_eq(r.n_items, 39);
+    uint32_t sa[39], sr[39];
     rl_error err = {0};
-    ck_assert_int_eq(run_shard_parse("2/4", &si, &sn, &err), RL_OK);
-    ck_assert_uint_eq(si, 2);
-    ck_assert_uint_eq(sn, 4);
-    ck_assert_int_ne(run_shard_parse("4/4", &si, &sn, &err), RL_OK);
-    ck_assert_int_ne(run_shard_parse("x", &si, &sn, &err), RL_OK);
-    setenv("SLURM_ARRAY_TASK_ID", "1", 1);
-    setenv("SLURM_ARRAY_TASK_COUNT", "3", 1);
-    ck_assert_int_eq(run_shard_parse(NULL, &si, &sn, &err), RL_OK);
-    ck_assert_uint_eq(si, 1);
-    ck_assert_uint_eq(sn, 3);
-    unsetenv("SLURM_ARRAY_TASK_ID");
-    unsetenv("SLURM_ARRAY_TASK_COUNT");
+    for (uint32_t n = 1; n <= 5; n++) {
+        ck_assert_int_eq(run_shard_assign(&a, n, sa, &err), RL_OK);
+        ck_assert_int_eq(run_shard_assign(&r, n, sr, &err), RL_OK);
+        for (size_t i = 0; i < a.n_items; i++) {
+            ck_assert_uint_lt(sa[i], n);
+            int found = 0;
+            for (size_t k = 0; k < r.n_items; k++)
+                if (!strcmp(a.items[i].id, r.items[k].id)) {
+                    ck_assert_uint_eq(sa[i], sr[k]);
+                    found++;
+                }
+            ck_assert_int_eq(found, 1);
+        }
+    }
+    run_batch_free(&a);
+    run_batch_free(&r);
+}
+END_TEST
+
+/* --shard and the Slurm variables: strict decimal, offsets by TASK_MIN,
+ * refusals naming the variable. */
+static const struct {
+    const char *spec, *id, *min, *max, *count, *step;
+    int ok;
+    uint32_t index, n;
+    const char *msg;
+} shard_cases[] = {
+    {"2/4", NULL, NULL, NULL, NULL, NULL, 1, 2, 4, NULL},
+    {"4/4", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "0 <= I < N"},
+    {"x", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "expected I/N"},
+    {"0x1/4", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "in decimal"},
+    {"+1/4", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "in decimal"},
+    {"1/ 4", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "in decimal"},
+    {"010/12", NULL, NULL, NULL, NULL, NULL, 1, 10, 12, NULL}, /* decimal, not octal */
+    /* --shard wins over the environment */
+    {"1/2", "5", "1", "8", "8", NULL, 1, 1, 2, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, 1, 0, 1, NULL},
+    /* --array=1-8: task 8 is shard 7/8, task 1 shard 0/8 */
+    {NULL, "8", "1", "8", "8", "1", 1, 7, 8, NULL},
+    {NULL, "1", "1", "8", "8", "1", 1, 0, 8, NULL},
+    {NULL, "3", "1", "8", NULL, NULL, 1, 2, 8, NULL},  /* count from MAX - MIN + 1 */
+    {NULL, "2", "0", NULL, "3", NULL, 1, 2, 3, NULL},
+    {NULL, "4", NULL, NULL, NULL, NULL, 0, 0, 0, "SLURM_ARRAY_TASK_MIN"},
+    {NULL, "4", "0", NULL, NULL, NULL, 0, 0, 0, "give --shard"},
+    {NULL, "4", "0", "15", "8", "2", 0, 0, 0, "SLURM_ARRAY_TASK_STEP=2"},
+    {NULL, "3", "1", "7", "3", NULL, 0, 0, 0, "not contiguous"},       /* --array=1,3,7 */
+    {NULL, "0x2", "0", "3", "4", NULL, 0, 0, 0, "SLURM_ARRAY_TASK_ID='0x2'"},
+    {NULL, "2", "-1", "3", "4", NULL, 0, 0, 0, "SLURM_ARRAY_TASK_MIN='-1'"},
+    {NULL, "2", "0", "3", " 4", NULL, 0, 0, 0, "SLURM_ARRAY_TASK_COUNT=' 4'"},
+    {NULL, "9", "1", "8", "8", NULL, 0, 0, 0, "outside"},
+};
+
+START_TEST(shard_spec_and_slurm_variables)
+{
+    const char *vars[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
+                          "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_STEP"};
+    const char *vals[] = {shard_cases[_i].id, shard_cases[_i].min, shard_cases[_i].max,
+                          shard_cases[_i].count, shard_cases[_i].step};
+    for (size_t v = 0; v < 5; v++) {
+        if (vals[v])
+            setenv(vars[v], vals[v], 1);
+        else
+            unsetenv(vars[v]);
+    }
+    uint32_t si = 99, sn = 99;
+    rl_error err = {0};
+    rl_status st = run_shard_parse(shard_cases[_i].spec, &si, &sn, &err);
+    if (shard_cases[_i].ok) {
+        ck_assert_msg(st == RL_OK, "case %d: %s", _i, err.msg);
+        ck_assert_uint_eq(si, shard_cases[_i].index);
+        ck_assert_uint_eq(sn, shard_cases[_i].n);
+    } else {
+        ck_assert_int_eq(st, RL_ERR_ARG);
+        ck_assert_msg(strstr(err.msg, shard_cases[_i].msg), "case %d: '%s' lacks '%s'", _i,
+                      err.msg, shard_cases[_i].msg);
+    }
+    for (size_t v = 0; v < 5; v++)
+        unsetenv(vars[v]);
 }
 END_TEST
 
@@ -479,7 +654,11 @@ int main(void)
     tcase_add_test(tc, zip_pairs_lists_elementwise);
     tcase_add_test(tc, encoding_zip_pairs_and_reports_every_bad_member);
     tcase_add_test(tc, run_ids_are_stable_and_depend_only_on_parameters);
-    tcase_add_test(tc, shards_partition_the_plan);
+    tcase_add_loop_test(tc, shards_balance_a_sweep_by_cost, 0, 2);
+    tcase_add_test(tc, shards_of_a_mix_meet_the_list_scheduling_bound);
+    tcase_add_test(tc, shards_partition_the_plan_whatever_its_order);
+    tcase_add_loop_test(tc, shard_spec_and_slurm_variables, 0,
+                        (int)(sizeof shard_cases / sizeof shard_cases[0]));
     tcase_add_loop_test(tc, each_error_is_reported_with_position_path_and_message, 0,
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, model_errors_come_together_with_other_errors);

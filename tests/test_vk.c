@@ -45,6 +45,51 @@ START_TEST(select_rejects_bad_index_and_name)
 }
 END_TEST
 
+/* uuid:U selects by deviceUUID, written as CUDA_VISIBLE_DEVICES writes it
+ * ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx") or bare; another UUID
+ * matches nothing; a malformed one is a usage error. */
+START_TEST(select_by_device_uuid)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    uint32_t idx[16], n = 0;
+    rl_error err = {0};
+    uint8_t u[VK_UUID_SIZE];
+    ck_assert_int_eq(rlvk_device_uuid(&g.inst, 0, u), RL_OK);
+    char dashed[64], bare[64];
+    int k = snprintf(dashed, sizeof dashed, "uuid:GPU-");
+    int b = snprintf(bare, sizeof bare, "uuid:");
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++) {
+        k += snprintf(dashed + k, sizeof dashed - (size_t)k, "%02x%s", u[i],
+                      i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
+        b += snprintf(bare + b, sizeof bare - (size_t)b, "%02X", u[i]);
+    }
+    ck_assert_int_eq(rlvk_select(&g.inst, dashed, idx, &n, &err), RL_OK);
+    ck_assert_uint_ge(n, 1);
+    ck_assert_uint_eq(idx[0], 0);
+    ck_assert_int_eq(rlvk_select(&g.inst, bare, idx, &n, &err), RL_OK);
+    ck_assert_uint_eq(idx[0], 0);
+    bare[5] = bare[5] == '0' ? '1' : '0'; /* another device's UUID */
+    int other = 0;
+    for (uint32_t i = 0; i < g.inst.n_physical; i++) {
+        uint8_t v[VK_UUID_SIZE];
+        char hex[40];
+        if (rlvk_device_uuid(&g.inst, i, v) != RL_OK)
+            continue;
+        for (unsigned j = 0; j < VK_UUID_SIZE; j++)
+            snprintf(hex + 2 * j, 3, "%02X", v[j]);
+        other |= !strcmp(hex, bare + 5);
+    }
+    if (!other) {
+        ck_assert_int_eq(rlvk_select(&g.inst, bare, idx, &n, &err), RL_ERR_NO_DEVICE);
+        ck_assert_ptr_nonnull(strstr(err.msg, "no Vulkan device has that deviceUUID"));
+    }
+    ck_assert_int_eq(rlvk_select(&g.inst, "uuid:GPU-12ab", idx, &n, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "32 hex digits"));
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(buffers_round_trip)
 {
     rl_gpu g;
@@ -183,6 +228,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, select_resolves_auto_all_index_and_name);
     tcase_add_test(tc, select_rejects_bad_index_and_name);
+    tcase_add_test(tc, select_by_device_uuid);
     tcase_add_test(tc, buffers_round_trip);
     tcase_add_test(tc, transfer_counters_count_bytes_that_crossed);
     tcase_add_test(tc, size_check_names_the_limit);

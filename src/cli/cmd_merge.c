@@ -13,9 +13,12 @@ int cmd_merge(int argc, char **argv)
         {"--out", CLI_STR, &out, "DIR", "merged output directory (default ./merged)"},
     };
     int rc = cli_parse("ropelab merge DIR... [--out DIR]",
-                       "Combines the outputs of `ropelab run --shard I/N` into one results.csv and\n"
-                       "manifest.json; reports missing shards and missing or duplicated runs\n"
-                       "(exit code 1 when the merged plan is incomplete).",
+                       "Combines the outputs of `ropelab run --shard I/N` into one results.csv,\n"
+                       "manifest.json and runs/ (each verified run directory copied); the same\n"
+                       "plan run on several devices merges into one results.csv with a device\n"
+                       "column. Reports missing shards and missing or duplicated runs (the same\n"
+                       "run on the same device twice); exit code 1 when the merged plan is\n"
+                       "incomplete.",
                        argc, argv, opts, RL_ARRAY_LEN(opts), pos, 256, &n_pos);
     if (rc >= 0)
         return rc;

@@ -39,10 +39,10 @@ int cmd_run(int argc, char **argv)
     uint32_t fail_after = 0;
     const cli_opt opts[] = {
         {"--out", CLI_STR, &out, "DIR", "output directory (default: the batch's `output`)"},
-        {"--device", CLI_STR, &device, "D", "device: index, name substring, auto or all"},
+        {"--device", CLI_STR, &device, "D", "device: index, name substring, uuid:U, auto or all"},
         {"--resume", CLI_FLAG, &resume, NULL, "skip runs already complete in DIR"},
         {"--shard", CLI_STR, &shard, "I/N",
-         "run shard I of N (default SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT)"},
+         "run shard I of N (default: the Slurm array task's, SLURM_ARRAY_TASK_ID - _MIN of _COUNT)"},
         {"--dry-run", CLI_FLAG, &dry, NULL, "print the expanded plan and exit"},
         {"--quiet", CLI_FLAG, &quiet, NULL, "no progress on stderr"},
         {"--no-validate", CLI_FLAG, &no_validate, NULL, "do not enable the validation layer"},
@@ -82,8 +82,12 @@ int cmd_run(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (dry) {
-        run_plan_print(&b, si, sn, stdout);
+        rl_status pst = run_plan_print(&b, si, sn, stdout, &err);
         run_batch_free(&b);
+        if (pst) {
+            cli_error("%s", err.msg);
+            return CLI_EXIT_FAIL;
+        }
         return CLI_EXIT_OK;
     }
     char out_buf[1024];

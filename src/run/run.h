@@ -78,12 +78,32 @@ void run_batch_free(run_batch *b);
 /* Edit distance (Levenshtein) between two strings, for suggestions. */
 size_t run_edit_distance(const char *a, const char *b);
 
-/* True when run `id` belongs to shard index of count: hash % count == index.
- * The shards of 0..count-1 partition any plan. */
-int run_in_shard(const run_item *it, uint32_t index, uint32_t count);
+/* Estimated work of one run, the quantity shards balance: for the
+ * attention kinds (GPU kinds with `max_len` or `length`), tokens^2 * heads *
+ * head_dim of the longest pass (length 0: train_len); decay:
+ * (max_distance / step + 1) * head_dim; every other kind: its memory
+ * estimate (est_bytes, at least 1). A proxy, comparable within a kind;
+ * saturates at UINT64_MAX. */
+uint64_t run_item_cost(const run_item *it);
 
-/* Reads --shard "I/N" (or, when spec is NULL, SLURM_ARRAY_TASK_ID and
- * SLURM_ARRAY_TASK_COUNT; neither set: 0/1). */
+/* The shard of every run of the plan among count shards (count 0 or 1: all
+ * 0): runs sorted by cost, longest first (ties: smaller run id first), each
+ * onto the least-loaded shard so far (ties: lower index). A function of the
+ * plan alone, so every task of an array computes the same partition.
+ * shard[n_items] (caller's) receives them. RL_ERR_NOMEM only. */
+rl_status run_shard_assign(const run_batch *b, uint32_t count, uint32_t *shard, rl_error *err);
+/* The same from n costs and run ids (merge reads them from a manifest's
+ * plan); shard[n] receives the assignment. */
+rl_status run_shard_assign_costs(size_t n, const uint64_t *cost, const char *const *id,
+                                 uint32_t count, uint32_t *shard, rl_error *err);
+
+/* Reads --shard "I/N" (decimal digits only, 0 <= I < N <= 100000). With
+ * spec NULL, the Slurm array task's shard: unset SLURM_ARRAY_TASK_ID is 0/1;
+ * else index = SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and count =
+ * SLURM_ARRAY_TASK_COUNT (or _MAX - _MIN + 1). Refused (RL_ERR_ARG, naming
+ * the variable): a TASK_ID without MIN and MAX/COUNT, a value that is not
+ * plain decimal, a SLURM_ARRAY_TASK_STEP other than 1, a COUNT that does not
+ * match MIN..MAX (a listed array such as --array=1,3,7). */
 rl_status run_shard_parse(const char *spec, uint32_t *index, uint32_t *count, rl_error *err);
 
 typedef struct run_options {
@@ -111,9 +131,11 @@ typedef struct run_outcome {
 rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outcome *out,
                             rl_error *err);
 
-/* Prints the plan (run id, kind, encoding, swept values, memory estimate)
- * and its size to fp. */
-void run_plan_print(const run_batch *b, uint32_t shard_index, uint32_t shard_count, FILE *fp);
+/* Prints shard shard_index of shard_count's part of the plan (run id, kind,
+ * encoding, swept values, memory estimate) and its size to fp.
+ * RL_ERR_NOMEM only. */
+rl_status run_plan_print(const run_batch *b, uint32_t shard_index, uint32_t shard_count, FILE *fp,
+                         rl_error *err);
 
 /* Merge report. */
 typedef struct run_merge_report {
@@ -123,9 +145,15 @@ typedef struct run_merge_report {
     char missing_shards[256];    /* "1, 3" */
 } run_merge_report;
 
-/* Combines shard output directories into out_dir (results.csv and
- * manifest.json over all runs). Fills rep; fp receives one line per missing
- * or duplicated run. RL_OK when the inputs could be read (completeness is in
+/* Combines shard output directories into out_dir: every run directory
+ * that verifies copied into out_dir/runs (a name another device's run took
+ * gets "-i<input number>"), results.csv and manifest.json over all of them.
+ * An input is its shard index and device set: the same shard from another
+ * device set is complementary; a duplicated run is the same run id on the
+ * same device. Missing runs are reported with the shard the plan's
+ * assignment (run_shard_assign_costs over its estimated_cost) gave them.
+ * Fills rep; fp receives one line per missing or duplicated run. RL_OK when
+ * the inputs could be read and the output written (completeness is in
  * rep). */
 rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
                     run_merge_report *rep, FILE *fp, rl_error *err);

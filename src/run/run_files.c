@@ -238,6 +238,66 @@ void run_rm_dir(const char *path)
     rmdir(path);
 }
 
+/* Copies one regular file (src to dst, created or truncated). */
+static rl_status copy_file(const char *src, const char *dst, rl_error *err)
+{
+    FILE *in = fopen(src, "rb");
+    if (!in)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
+    FILE *out = fopen(dst, "wb");
+    if (!out) {
+        fclose(in);
+        return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", dst, strerror(errno));
+    }
+    char buf[65536];
+    size_t n;
+    int bad = 0;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        bad |= fwrite(buf, 1, n, out) != n;
+    bad |= ferror(in);
+    fclose(in);
+    bad |= fclose(out) != 0;
+    return bad ? rl_fail(err, RL_ERR_IO, "%s: copy to %s failed", src, dst) : RL_OK;
+}
+
+rl_status run_copy_run_dir(const char *src, const char *dst, rl_error *err)
+{
+    char tmp[1400], p[2048], q[2048];
+    const char *slash = strrchr(dst, '/');
+    if (slash)
+        snprintf(tmp, sizeof tmp, "%.*s/.tmp-%s", (int)(slash - dst), dst, slash + 1);
+    else
+        snprintf(tmp, sizeof tmp, ".tmp-%s", dst);
+    run_rm_dir(tmp);
+    if (mkdir(tmp, 0777) != 0)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    DIR *d = opendir(src);
+    if (!d) {
+        run_rm_dir(tmp);
+        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
+    }
+    rl_status st = RL_OK;
+    struct dirent *e;
+    while (!st && (e = readdir(d))) {
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", src, e->d_name);
+        if (e->d_name[0] == '.' || stat(p, &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue; /* a run directory holds plain files only */
+        snprintf(q, sizeof q, "%s/%s", tmp, e->d_name);
+        st = copy_file(p, q, err);
+    }
+    closedir(d);
+    if (!st) {
+        run_rm_dir(dst); /* an earlier merge's copy */
+        if (rename(tmp, dst) != 0)
+            st = rl_fail(err, RL_ERR_IO, "%s: cannot rename to %s: %s", tmp, dst,
+                         strerror(errno));
+    }
+    if (st)
+        run_rm_dir(tmp);
+    return st;
+}
+
 rl_status run_write_json(const char *path, json_t *v, rl_error *err)
 {
     rl_atomic_file af;

@@ -40,6 +40,9 @@ rl_status run_mkdir_p(const char *path, rl_error *err);
 
 /* Removes a run directory and its files (one level deep); missing is fine. */
 void run_rm_dir(const char *path);
+/* Copies run directory src (its plain files) to dst: built as .tmp-<name>
+ * beside dst, then renamed over dst (an existing dst is replaced). */
+rl_status run_copy_run_dir(const char *src, const char *dst, rl_error *err);
 
 /* Takes the exclusive lock of output directory dir (flock on
  * dir/.ropelab.lock, which records the holder's pid): a second `run` or

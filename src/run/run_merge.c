@@ -1,6 +1,12 @@
 /* run_merge.c — shard output directories combined: which runs of the plan
- * are present, missing or duplicated, and results.csv and manifest.json
- * over all of them. */
+ * are present, missing or duplicated, each verified run directory copied
+ * into OUT/runs, and results.csv and manifest.json over all of them.
+ *
+ * Inputs may come from different devices (the same plan run on an NVIDIA
+ * and an AMD node): an input is identified by its shard index and its
+ * device set (the manifest's device names), so the same shard on another
+ * device set is a complementary run, not a duplicate; a duplicated run is
+ * the same run id on the same device. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <limits.h>
 #include <stdio.h>
@@ -18,10 +24,15 @@ typedef struct merge {
     const char *hash0;           /* the first input's batch hash */
     json_t *plan, *keys;         /* borrowed from the first manifest */
     json_t *runs, *jobs, *seen, *devices;
+    json_t *inputs;              /* "<shard index>|<device set>" -> dir, for "given twice" */
+    json_t *names;               /* OUT/runs/ directory names taken -> 1 */
+    json_t *copies;              /* [[source run dir, name in OUT/runs], ...] */
+    size_t n_input;              /* inputs read so far */
     uint8_t shards[MAX_SHARD_FLAGS];
 } merge;
 
-/* The jobs of one input that ran: each run directory once (by dir name). */
+/* The jobs of one input that ran: each run once per device (by run id and
+ * device), under a name in OUT/runs that no other input's run took. */
 static void merge_jobs(merge *g, const json_t *m, const char *dir)
 {
     json_t *jb;
@@ -32,12 +43,16 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
             continue;
         const char *id = json_string_value(json_object_get(jb, "run_id"));
         const char *dn = json_string_value(json_object_get(jb, "dir"));
-        if (!id || !dn)
+        const char *dev = json_string_value(json_object_get(jb, "device"));
+        if (!id || !dn || strchr(dn, '/') || dn[0] == '.')
             continue;
-        json_t *prev = json_object_get(g->seen, dn);
+        char key[1400];
+        snprintf(key, sizeof key, "%s|%s", dn, dev ? dev : "");
+        json_t *prev = json_object_get(g->seen, key);
         if (prev) {
             g->rep->duplicated++;
-            fprintf(g->fp, "duplicated run %s: in %s and %s\n", dn, json_string_value(prev), dir);
+            fprintf(g->fp, "duplicated run %s on %s: in %s and %s\n", dn, dev ? dev : "?",
+                    json_string_value(prev), dir);
             continue;
         }
         char rp[1300], why[1600];
@@ -58,9 +73,18 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
             fprintf(g->fp, "incomplete run %s (listed in %s/manifest.json): %s\n", dn, dir, why);
             continue; /* counted as missing below unless another input has it */
         }
-        json_object_set_new(g->seen, dn, json_string(dir));
-        json_array_append_new(g->runs, json_string(rp));
-        json_array_append(g->jobs, jb);
+        /* the same directory name from another device: suffixed with the
+         * input's position (-i2 = the second input) */
+        char name[256];
+        snprintf(name, sizeof name, "%s", dn);
+        if (json_object_get(g->names, name))
+            snprintf(name, sizeof name, "%.200s-i%zu", dn, g->n_input + 1);
+        json_object_set_new(g->names, name, json_true());
+        json_object_set_new(g->seen, key, json_string(dir));
+        json_array_append_new(g->copies, json_pack("[s,s]", rp, name));
+        json_t *j2 = json_deep_copy(jb);
+        json_object_set_new(j2, "dir", json_string(name));
+        json_array_append_new(g->jobs, j2);
     }
 }
 
@@ -94,20 +118,37 @@ static rl_status merge_input(merge *g, const char *dir, rl_error *err)
                        "(batch %s, %u shards; first input: batch %s, %u shards)", dir, h, cnt,
                        g->hash0, rep->shard_count);
     }
-    if (si < sizeof g->shards) {
-        if (g->shards[si])
-            fprintf(g->fp, "shard %u/%u given twice (%s)\n", si, cnt, dir);
-        g->shards[si] = 1;
-    }
+    /* the input's device set: its devices' names, in order */
+    char key[1024];
+    size_t kn = (size_t)snprintf(key, sizeof key, "%u", si);
     json_t *dv;
     size_t k;
-    json_array_foreach(json_object_get(m, "devices"), k, dv) json_array_append(g->devices, dv);
+    json_array_foreach(json_object_get(m, "devices"), k, dv) {
+        const char *nm = json_string_value(json_object_get(dv, "name"));
+        if (kn < sizeof key)
+            kn += (size_t)snprintf(key + kn, sizeof key - kn, "|%s", nm ? nm : "?");
+        int have = 0;
+        json_t *d2;
+        size_t k2;
+        json_array_foreach(g->devices, k2, d2) have |= json_equal(d2, dv);
+        if (!have)
+            json_array_append(g->devices, dv);
+    }
+    const json_t *prev = json_object_get(g->inputs, key);
+    if (prev)
+        fprintf(g->fp, "shard %u/%u on the same device(s) given twice (%s and %s)\n", si, cnt,
+                json_string_value(prev), dir);
+    else
+        json_object_set_new(g->inputs, key, json_string(dir));
+    if (si < sizeof g->shards)
+        g->shards[si] = 1;
     merge_jobs(g, m, dir);
+    g->n_input++;
     return RL_OK;
 }
 
 /* Shards seen and missing; runs of the plan present and missing. */
-static void merge_count(merge *g)
+static rl_status merge_count(merge *g, rl_error *err)
 {
     run_merge_report *rep = g->rep;
     size_t n = 0;
@@ -120,23 +161,63 @@ static void merge_count(merge *g)
         }
     }
     json_t *pe;
-    size_t k;
-    rep->plan = json_array_size(g->plan);
+    size_t k, np = json_array_size(g->plan);
+    rep->plan = np;
+    /* the shard of a missing run: the assignment every task computed, from
+     * the plan's ids and costs as the manifest records them */
+    uint64_t *cost = malloc((np ? np : 1) * sizeof *cost);
+    const char **ids = malloc((np ? np : 1) * sizeof *ids);
+    uint32_t *shard = malloc((np ? np : 1) * sizeof *shard);
+    rl_status st = RL_OK;
+    if (!cost || !ids || !shard) {
+        st = rl_fail(err, RL_ERR_NOMEM, "merge: out of memory (%zu runs)", np);
+        goto done;
+    }
     json_array_foreach(g->plan, k, pe) {
         const char *id = json_string_value(json_object_get(pe, "id"));
+        json_int_t c = json_integer_value(json_object_get(pe, "estimated_cost"));
+        ids[k] = id ? id : "";
+        cost[k] = c > 0 ? (uint64_t)c : 1;
+    }
+    if ((st = run_shard_assign_costs(np, cost, ids, rep->shard_count, shard, err)))
+        goto done;
+    json_array_foreach(g->plan, k, pe) {
         int found = 0;
-        const char *dn;
+        const char *key;
         json_t *v;
-        json_object_foreach(g->seen, dn, v) found |= !strncmp(dn, id, 16);
+        json_object_foreach(g->seen, key, v) found |= !strncmp(key, ids[k], 16);
         if (found) {
             rep->present++;
         } else {
             rep->missing++;
-            uint64_t h = strtoull(id, NULL, 16);
-            fprintf(g->fp, "missing run %s (shard %llu/%u)\n", id,
-                    (unsigned long long)(h % rep->shard_count), rep->shard_count);
+            fprintf(g->fp, "missing run %s (shard %u/%u)\n", ids[k], shard[k], rep->shard_count);
         }
     }
+done:
+    free(cost);
+    free(ids);
+    free(shard);
+    return st;
+}
+
+/* Copies every verified run into OUT/runs (under the output's lock); g->runs
+ * receives the copies' paths for results.csv. */
+static rl_status merge_copy(merge *g, const char *out_dir, rl_error *err)
+{
+    char path[1300];
+    snprintf(path, sizeof path, "%s/runs", out_dir);
+    rl_status st = run_mkdir_p(path, err);
+    json_t *c;
+    size_t k;
+    json_array_foreach(g->copies, k, c) {
+        if (st)
+            break;
+        snprintf(path, sizeof path, "%s/runs/%s", out_dir,
+                 json_string_value(json_array_get(c, 1)));
+        if (!(st = run_copy_run_dir(json_string_value(json_array_get(c, 0)), path, err)))
+            json_array_append_new(g->runs, json_string(path));
+    }
+    return st;
 }
 
 static rl_status merge_manifest(merge *g, const char *const *dirs, size_t n_dirs,
@@ -173,14 +254,16 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
                                "merge --out %s is also input %zu (%s); write the merge to a new "
                                "directory", out_dir, i + 1, dirs[i]);
     merge g = {.rep = rep, .fp = fp, .mans = json_array(), .runs = json_array(),
-               .jobs = json_array(), .seen = json_object(), .devices = json_array()};
+               .jobs = json_array(), .seen = json_object(), .devices = json_array(),
+               .inputs = json_object(), .names = json_object(), .copies = json_array()};
     rl_status st = RL_OK;
     for (size_t i = 0; i < n_dirs && !st; i++)
         st = merge_input(&g, dirs[i], err);
     int lock = -1;
-    if (!st) {
-        merge_count(&g);
-        if (!(st = run_mkdir_p(out_dir, err)) && !(st = run_lock_dir(out_dir, &lock, err)) &&
+    if (!st && !(st = merge_count(&g, err)) && !(st = run_mkdir_p(out_dir, err)) &&
+        !(st = run_lock_dir(out_dir, &lock, err))) {
+        run_clean_stale(out_dir);
+        if (!(st = merge_copy(&g, out_dir, err)) &&
             !(st = run_results_write(out_dir, g.keys, g.runs, err)))
             st = merge_manifest(&g, dirs, n_dirs, out_dir, err);
     }
@@ -190,5 +273,8 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
     json_decref(g.jobs);
     json_decref(g.seen);
     json_decref(g.devices);
+    json_decref(g.inputs);
+    json_decref(g.names);
+    json_decref(g.copies);
     return st;
 }

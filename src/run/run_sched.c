@@ -24,6 +24,7 @@ typedef struct sched {
     size_t n_workers;
     run_job *jobs;
     size_t n_jobs;
+    uint32_t *shard;             /* [b->n_items] each run's shard (run_shard_assign) */
     char out[1024];
     pthread_mutex_t lock;
     size_t done, total, started;
@@ -165,7 +166,7 @@ static void plan_jobs(sched *s, run_outcome *out)
     const run_options *opt = s->opt;
     for (size_t i = 0; i < b->n_items; i++) {
         const run_item *it = &b->items[i];
-        if (!run_in_shard(it, opt->shard_index, opt->shard_count))
+        if (s->shard[i] != opt->shard_index)
             continue;
         uint32_t nd = it->kind->needs_gpu ? s->n_dev : 1;
         for (uint32_t k = 0; k < nd; k++) {
@@ -333,14 +334,23 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     int need_gpu = 0, need_cpu = 0;
     json_t *dirs = json_array(), *jobs_j = json_array();
     pthread_mutex_init(&s.lock, NULL);
+    rl_status st;
+    int lock = -1;
+    /* the partition is computed once, from the plan alone: every task of an
+     * array computes the same one */
+    s.shard = malloc((b->n_items ? b->n_items : 1) * sizeof *s.shard);
+    if (!s.shard) {
+        st = rl_fail(err, RL_ERR_NOMEM, "out of memory (%zu runs)", b->n_items);
+        goto done;
+    }
+    if ((st = run_shard_assign(b, opt->shard_count, s.shard, err)))
+        goto done;
     for (size_t i = 0; i < b->n_items; i++)
-        if (run_in_shard(&b->items[i], opt->shard_index, opt->shard_count)) {
+        if (s.shard[i] == opt->shard_index) {
             need_gpu |= b->items[i].kind->needs_gpu;
             need_cpu |= !b->items[i].kind->needs_gpu;
         }
     snprintf(path, sizeof path, "%s/runs", s.out);
-    rl_status st;
-    int lock = -1;
     /* one process per output directory; what a killed one left half
      * written is removed under the lock */
     if ((st = run_mkdir_p(s.out, err)) || (st = run_lock_dir(s.out, &lock, err)))
@@ -361,6 +371,7 @@ done:
     json_decref(dirs);
     json_decref(jobs_j);
     free(s.jobs);
+    free(s.shard);
     free(s.workers);
     free(s.idx);
     if (s.have_inst)

@@ -91,10 +91,16 @@ typedef struct rlvk_device_info {
 rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
                                  rlvk_device_info *info, rl_error *err);
 
+/* The deviceUUID (VkPhysicalDeviceIDProperties) of physical device index
+ * (< inst->n_physical) into uuid. RL_ERR_UNSUPPORTED: a Vulkan 1.0 device. */
+rl_status rlvk_device_uuid(const rlvk_instance *inst, uint32_t index, uint8_t uuid[VK_UUID_SIZE]);
+
 /* Resolves a device spec to physical device indices, in order:
  *   "auto"  — first discrete GPU, else integrated, virtual, CPU, other;
  *   "all"   — every device;
  *   "N"     — index N;
+ *   "uuid:U" — the device whose deviceUUID is U (32 hex digits; dashes and a
+ *             "GPU-" prefix, as in CUDA_VISIBLE_DEVICES, ignored);
  *   text    — every device whose name contains the text (case-insensitive).
  * out must hold inst->n_physical entries; *count receives how many. */
 rl_status rlvk_select(const rlvk_instance *inst, const char *spec, uint32_t *out,

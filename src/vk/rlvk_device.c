@@ -1,4 +1,5 @@
 /* Device information, selection, logical device creation. */
+#include <assert.h>
 #include "vk/rlvk.h"
 
 #include <ctype.h>
@@ -144,10 +145,60 @@ static int contains_nocase(const char *hay, const char *needle)
     return n == 0;
 }
 
+/* "GPU-8a2f0c1e-..." or "8a2f0c1e..." (dashes ignored) as 16 bytes; 0 when
+ * it is not 32 hex digits. */
+static int parse_uuid(const char *s, uint8_t uuid[VK_UUID_SIZE])
+{
+    if (!strncmp(s, "GPU-", 4))
+        s += 4;
+    unsigned n = 0;
+    for (; *s; s++) {
+        if (*s == '-')
+            continue;
+        if (!isxdigit((unsigned char)*s) || n >= 2 * VK_UUID_SIZE)
+            return 0;
+        unsigned v = isdigit((unsigned char)*s) ? (unsigned)(*s - '0')
+                                                : (unsigned)(tolower((unsigned char)*s) - 'a' + 10);
+        uuid[n / 2] = (uint8_t)(n % 2 ? (uuid[n / 2] << 4) | v : v);
+        n++;
+    }
+    return n == 2 * VK_UUID_SIZE;
+}
+
+rl_status rlvk_device_uuid(const rlvk_instance *inst, uint32_t index, uint8_t uuid[VK_UUID_SIZE])
+{
+    assert(index < inst->n_physical);
+    VkPhysicalDeviceProperties base;
+    vkGetPhysicalDeviceProperties(inst->physical[index], &base);
+    if (base.apiVersion < VK_API_VERSION_1_1)
+        return RL_ERR_UNSUPPORTED;
+    VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &id};
+    vkGetPhysicalDeviceProperties2(inst->physical[index], &p2);
+    memcpy(uuid, id.deviceUUID, VK_UUID_SIZE);
+    return RL_OK;
+}
+
 rl_status rlvk_select(const rlvk_instance *inst, const char *spec, uint32_t *out,
                       uint32_t *count, rl_error *err)
 {
     *count = 0;
+    if (spec && !strncmp(spec, "uuid:", 5)) {
+        uint8_t want[VK_UUID_SIZE], have[VK_UUID_SIZE];
+        if (!parse_uuid(spec + 5, want))
+            return rl_fail(err, RL_ERR_ARG,
+                           "--device %s: expected uuid: and 32 hex digits (dashes and a GPU- "
+                           "prefix allowed)", spec);
+        for (uint32_t i = 0; i < inst->n_physical; i++)
+            if (rlvk_device_uuid(inst, i, have) == RL_OK && !memcmp(want, have, VK_UUID_SIZE))
+                out[(*count)++] = i;
+        if (*count == 0)
+            return rl_fail(err, RL_ERR_NO_DEVICE,
+                           "--device %s: no Vulkan device has that deviceUUID (%u device%s)",
+                           spec, inst->n_physical, inst->n_physical == 1 ? "" : "s");
+        return RL_OK;
+    }
     if (!spec || !*spec || strcmp(spec, "auto") == 0) {
         int best = -1, best_rank = 99;
         for (uint32_t i = 0; i < inst->n_physical; i++) {

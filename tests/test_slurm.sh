@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The Slurm examples as a cluster would run them, with fake SLURM_*
+# variables and CPU-only kinds (no device, no Slurm): a 3-task array with
+# SLURM_ARRAY_TASK_MIN=1 (--array=1-3) runs every run of the plan exactly
+# once across its tasks, and the merge job's logic merges it complete.
+# usage: test_slurm.sh path/to/ropelab source-root
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=$2
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*" >&2; }
+t=$(mktemp -d /tmp/rlslurmXXXX)
+trap 'rm -rf "$t"' EXIT
+cat > "$t/b.yaml" <<'YAML'
+model: {head_dim: 16, heads: 1, train_len: 64}
+experiments:
+  - kind: decay
+    params: {max_distance: [8, 16, 24, 32, 40, 48, 56], step: [1, 2]}
+YAML
+unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_MAX SLURM_ARRAY_TASK_COUNT \
+  SLURM_ARRAY_TASK_STEP CUDA_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES ZE_AFFINITY_MASK ROPELAB_DEVICE
+plan=$("$bin" run "$t/b.yaml" --dry-run | grep -cE '^[0-9a-f]{16} ')
+[ "$plan" -eq 14 ] && ok || bad "plan has $plan runs, want 14"
+
+# 1. the array: tasks 1, 2, 3 (as sbatch --array=1-3 sets them)
+for id in 1 2 3; do
+  out=$(env SLURM_SUBMIT_DIR="$src" SLURM_ARRAY_JOB_ID=4242 SLURM_ARRAY_TASK_ID=$id \
+    SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=3 SLURM_ARRAY_TASK_COUNT=3 \
+    SLURM_ARRAY_TASK_STEP=1 BATCH="$t/b.yaml" RESULTS="$t/r" ROPELAB="$bin" \
+    bash "$src/scripts/slurm/array.sbatch" 2>&1) || bad "array task $id: $out"
+  [ -s "$t/r/shard-$id/manifest.json" ] &&
+    grep -q "\"index\": $((id - 1))" "$t/r/shard-$id/manifest.json" &&
+    grep -q '"count": 3' "$t/r/shard-$id/manifest.json" && ok ||
+    bad "task $id is not shard $((id - 1))/3: $(grep -A3 '"shard"' "$t/r/shard-$id/manifest.json")"
+done
+# every run exactly once over the three shards, and no shard empty
+all=$(ls "$t"/r/shard-*/runs | grep -E '^[0-9a-f]{16}$' | sort)
+if [ "$(wc -l <<<"$all")" -eq "$plan" ] && [ "$(sort -u <<<"$all" | wc -l)" -eq "$plan" ] &&
+   [ -n "$(ls "$t/r/shard-1/runs")" ] && [ -n "$(ls "$t/r/shard-2/runs")" ] &&
+   [ -n "$(ls "$t/r/shard-3/runs")" ]; then ok
+else bad "runs over the shards: $(for s in 1 2 3; do ls "$t/r/shard-$s/runs" | wc -l; done)"; fi
+
+# 2. the merge job (afterok of the array)
+out=$(env SLURM_SUBMIT_DIR="$src" RESULTS="$t/r" ROPELAB="$bin" PATH=/usr/bin:/bin \
+  bash "$src/scripts/slurm/merge.sbatch" 2>&1); rc=$?
+if [ $rc -eq 0 ] && grep -q "merged 3 of 3 shard(s): $plan of $plan run(s) present, 0 missing" <<<"$out" &&
+   [ "$(ls "$t/r/merged/runs" | wc -l)" -eq "$plan" ] &&
+   [ "$(cut -d, -f1 "$t/r/merged/results.csv" | sed 1d | sort -u | wc -l)" -eq "$plan" ]; then ok
+else bad "merge job: exit $rc: $out"; fi
+
+# 3. what a task refuses: a lone TASK_ID, a stepped array; --shard wins
+out=$(env SLURM_ARRAY_TASK_ID=3 "$bin" run "$t/b.yaml" --dry-run 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_MIN" <<<"$out" && ok ||
+  bad "lone TASK_ID: $rc $out"
+out=$(env SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=14 \
+  SLURM_ARRAY_TASK_COUNT=8 SLURM_ARRAY_TASK_STEP=2 "$bin" run "$t/b.yaml" --dry-run 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "SLURM_ARRAY_TASK_STEP=2" <<<"$out" && ok || bad "stepped: $rc $out"
+out=$(env SLURM_ARRAY_TASK_ID=08 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=8 \
+  "$bin" run "$t/b.yaml" --dry-run 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "shard 7/8" <<<"$out" && ok || bad "task 08 of 1-8 (decimal): $rc $out"
+out=$(env SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_STEP=2 "$bin" run "$t/b.yaml" --dry-run \
+  --shard 1/2 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -q "shard 1/2" <<<"$out" && ok || bad "--shard over the env: $rc $out"
+
+# 4. the device the script passes
+dev() { env -u CUDA_VISIBLE_DEVICES -u ROCR_VISIBLE_DEVICES -u ZE_AFFINITY_MASK "$@" \
+  bash "$src/scripts/slurm/device.sh" 2>/dev/null; }
+[ "$(dev)" = auto ] && [ "$(dev CUDA_VISIBLE_DEVICES=2,3)" = 2 ] &&
+  [ "$(dev ROCR_VISIBLE_DEVICES=1)" = 1 ] && [ "$(dev ZE_AFFINITY_MASK=3.1)" = 3 ] &&
+  [ "$(dev CUDA_VISIBLE_DEVICES=GPU-8a2f0c1e-1111-2222-3333-444455556666,GPU-1)" = \
+    uuid:GPU-8a2f0c1e-1111-2222-3333-444455556666 ] &&
+  [ "$(dev ROCR_VISIBLE_DEVICES=GPU-4a1b2c3d4e5f6a7b)" = auto ] &&
+  [ "$(dev ROPELAB_DEVICE=all CUDA_VISIBLE_DEVICES=1)" = all ] && ok ||
+  bad "device.sh: $(dev) $(dev CUDA_VISIBLE_DEVICES=2,3) $(dev ZE_AFFINITY_MASK=3.1)"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
