@@ -46,7 +46,7 @@ static void make_report(chk_report *rep)
     r.stats.first_bad = 5;
     r.stats.bound_at_worst = 0.25;
     ck_assert_int_eq(chk_report_add(rep, &r, &err), RL_OK);
-    snprintf(r.kernel, sizeof r.kernel, "pe/learned");
+    snprintf(r.kernel, sizeof r.kernel, "pe/learned#1\n");
     r.skipped = 1;
     ck_assert_int_eq(chk_report_add(rep, &r, &err), RL_OK);
 }
@@ -117,7 +117,7 @@ START_TEST(tap_plan_points_skip_and_yaml_block)
     ck_assert(strstr(buf, "\n  ---\n    message: \""));
     ck_assert(strstr(buf, "first at index 5"));
     ck_assert(strstr(buf, "    bound_at_worst: 0.25\n"));
-    ck_assert(strstr(buf, "\nok 3 - pe/learned T=2 \x01 ctl # SKIP unsupported on this device\n"));
+    ck_assert(strstr(buf, "\nok 3 - pe/learned\\#1  T=2 \x01 ctl # SKIP unsupported on this device\n"));
     ck_assert(strstr(buf, "\nnot ok 4 - device 0 run\n"));
     ck_assert_uint_eq(count(buf, "\n  ...\n"), 2);
     free(buf);

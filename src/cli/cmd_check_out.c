@@ -53,6 +53,15 @@ static int device_failed(const chk_report *rep)
     return rep->error[0] || rep->validation_messages;
 }
 
+/* Why a device failed as a whole: its error, else its validation messages. */
+static void device_failure_text(const chk_report *rep, char *buf, size_t cap)
+{
+    if (rep->error[0])
+        snprintf(buf, cap, "%s", rep->error);
+    else
+        snprintf(buf, cap, "the validation layer reported %u message(s)", rep->validation_messages);
+}
+
 /* A YAML double-quoted scalar: backslash, quote and control characters escaped. */
 static void yaml_str(FILE *out, const char *s)
 {
@@ -67,6 +76,18 @@ static void yaml_str(FILE *out, const char *s)
             fputc(c, out);
     }
     fputc('"', out);
+}
+
+/* A test point's description: '#' escaped (it would start a directive),
+ * line breaks as spaces (they would end the line). */
+static void tap_desc(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '#')
+            fputs("\\#", out);
+        else
+            fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+    }
 }
 
 static void yaml_num(FILE *out, const char *key, double v)
@@ -89,7 +110,10 @@ void cli_check_tap(FILE *out, const chk_report *reps, size_t n)
         for (size_t i = 0; i < rep->n_rows; i++) {
             const chk_row *r = &rep->rows[i];
             int bad = cli_check_row_failed(r);
-            fprintf(out, "%s %zu - %s %s", bad ? "not ok" : "ok", ++k, r->kernel, r->shape);
+            fprintf(out, "%s %zu - ", bad ? "not ok" : "ok", ++k);
+            tap_desc(out, r->kernel);
+            fputc(' ', out);
+            tap_desc(out, r->shape);
             if (r->skipped)
                 fprintf(out, " # SKIP unsupported on this device");
             fputc('\n', out);
@@ -115,11 +139,7 @@ void cli_check_tap(FILE *out, const chk_report *reps, size_t n)
         if (device_failed(rep)) {
             fprintf(out, "not ok %zu - device %u run\n  ---\n    message: ", ++k, rep->device_index);
             char msg[1200];
-            if (rep->error[0])
-                snprintf(msg, sizeof msg, "%s", rep->error);
-            else
-                snprintf(msg, sizeof msg, "the validation layer reported %u message(s)",
-                         rep->validation_messages);
+            device_failure_text(rep, msg, sizeof msg);
             yaml_str(out, msg);
             fprintf(out, "\n  ...\n");
         }
@@ -218,11 +238,7 @@ rl_status cli_check_junit(const char *path, const chk_report *reps, size_t n, rl
         }
         if (device_failed(rep)) {
             char msg[1200];
-            if (rep->error[0])
-                snprintf(msg, sizeof msg, "%s", rep->error);
-            else
-                snprintf(msg, sizeof msg, "the validation layer reported %u message(s)",
-                         rep->validation_messages);
+            device_failure_text(rep, msg, sizeof msg);
             fprintf(out, "    <testcase classname=\"device\" name=\"device %u run\">\n      <error",
                     rep->device_index);
             xml_attr(out, "message", msg);
