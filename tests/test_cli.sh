@@ -42,7 +42,13 @@ expect float_hex 2 "--from: '0x10' is not a decimal number" -- inspect alibi --f
 expect float_space 2 "--to: ' 3' is not a decimal number" -- inspect alibi --to " 3"
 expect check_bad_pos 2 'max-pos-log2 30' -- check --max-pos-log2 30
 # Version, help CMD, bench --help (issue 16).
-expect version 0 '^ropelab [0-9]+\.[0-9]+\.[0-9]+( [0-9a-f]{7,}(-dirty)?)?$' -- --version
+expect version 0 '^ropelab [0-9]+\.[0-9]+\.[0-9]+( [0-9A-Za-z._-]+)?$' -- --version
+# Built from a git checkout (meson test rebuilds first): the commit is HEAD's.
+src=$(dirname "$0")/..
+if [ -e "$src/.git" ] && command -v git >/dev/null 2>&1 &&
+   head=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null); then
+  expect version_commit 0 "^ropelab [0-9.]+ $head" -- --version
+fi
 expect help_cmd 0 'positions up to 2\^20' -- help check
 expect help_sub 0 'FMA peak' -- help bench attention
 expect help_unknown 2 "help: unknown command 'nope'" -- help nope
