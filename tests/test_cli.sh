@@ -41,6 +41,25 @@ expect empty_device 2 "--device: empty" -- bench rope --device ""
 expect float_hex 2 "--from: '0x10' is not a decimal number" -- inspect alibi --from 0x10
 expect float_space 2 "--to: ' 3' is not a decimal number" -- inspect alibi --to " 3"
 expect check_bad_pos 2 'max-pos-log2 30' -- check --max-pos-log2 30
+# Version, help CMD, bench --help (issue 16).
+expect version 0 '^ropelab [0-9]+\.[0-9]+\.[0-9]+( [0-9A-Za-z._-]+)?$' -- --version
+# Built from a git checkout (meson test rebuilds first): the commit is HEAD's.
+src=$(dirname "$0")/..
+if [ -e "$src/.git" ] && command -v git >/dev/null 2>&1 &&
+   head=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null); then
+  expect version_commit 0 "^ropelab [0-9.]+ $head" -- --version
+fi
+expect help_cmd 0 'positions up to 2\^20' -- help check
+expect help_sub 0 'FMA peak' -- help bench attention
+expect help_unknown 2 "help: unknown command 'nope'" -- help nope
+expect bench_help_lists 0 'rope +RoPE kernel bandwidth' -- bench --help
+expect bench_help_attn 0 'attention +streaming attention' -- bench --help
+expect check_json_tap 2 '--json and --tap both print on stdout' -- check --json --tap
+expect check_list_tap 2 '--list names the rows without running' -- check --list --tap
+expect check_help_ci 0 '--junit FILE' -- check --help
+# `help CMD` is exactly `CMD --help`.
+if [ "$("$bin" help check)" = "$("$bin" check --help)" ]; then pass=$((pass + 1)); else
+  fail=$((fail + 1)); echo 'FAIL help_cmd_same: help check differs from check --help' >&2; fi
 # The validation layer is required where the suites run the GPU: with it
 # hidden from the loader, check refuses instead of passing unvalidated, and
 # with it present check --json says it was on.
@@ -150,6 +169,13 @@ expect merge_nothing 2 'name the shard output' -- merge
 if [ $have_device = 1 ]; then
   expect devices 0 'llvmpipe|\[0\]' -- devices
   expect devices_json 0 '"subgroup_size"' -- devices --json
+  expect devices_driver_id 0 'driverID [A-Z_]+, version [0-9]+\.[0-9]+' -- devices
+  expect devices_uuid 0 'device UUID ([0-9a-f]{32}|unknown)' -- devices
+  expect devices_wg 0 'max workgroup size [0-9]+ x [0-9]+ x [0-9]+, max invocations [0-9]+' -- devices
+  expect devices_conformance 0 'conformance version' -- devices
+  expect devices_json_ident 0 '"driver_version_decoded": "[0-9.]+"' -- devices --json
+  expect devices_json_wg 0 '"max_workgroup_invocations": [0-9]+' -- devices --json
+  expect devices_json_hex 0 '"vendor_id_hex": "0x[0-9a-f]{4,}"' -- devices --json
   expect bad_index 2 '--device 42: no device with that index' -- check --device 42
   expect bad_name 2 "--device 'no-such-gpu': no device name contains it" -- check --device no-such-gpu
   expect bench_rotary_odd 2 'rotary_dim 5 must be even' -- bench rope --tokens 16 --rotary-dim 5
@@ -160,6 +186,59 @@ if [ $have_device = 1 ]; then
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
   expect bench_precise 0 'rope half precise' -- bench rope --tokens 4096 --reps 3 --precision precise
   expect check_quick_modes 0 'rope/half/precise' -- check --quick
+  # check in CI (issue 16): --list, --kernel, --tap, --junit, deterministic --json.
+  ck=$(mktemp -d)
+  ok() { pass=$((pass + 1)); }
+  bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*" >&2; }
+  expect check_list 0 '^[0-9]+ rows would run$' -- check --quick --list
+  expect check_list_attn 0 'attn_none +1x4/2x64 bidir' -- check --quick --list --kernel 'attn_*'
+  expect check_kernel_none 2 "--kernel 'no-such-kernel\*' matches no kernel" -- check --quick --kernel 'no-such-kernel*'
+  nlist=$("$bin" check --quick --list | sed -n 's/^\([0-9]*\) rows would run$/\1/p')
+  nlist_rope=$("$bin" check --quick --list --kernel 'rope/*' | sed -n 's/^\([0-9]*\) rows would run$/\1/p')
+  # every listed row is a rope row, and there are fewer than in the whole list
+  if [ -n "$nlist_rope" ] && [ "$nlist_rope" -gt 0 ] && [ "$nlist_rope" -lt "$nlist" ] &&
+     ! "$bin" check --quick --list --kernel 'rope/*' | grep -E '^  ' | grep -vqE '^  rope/'; then ok; else
+    bad "check_list_kernel: $nlist_rope rope rows of $nlist"; fi
+  # --kernel runs exactly the listed rows; TAP plan and test points agree
+  tap=$("$bin" check --quick --tap --kernel 'rope/*' --junit "$ck/rope.xml"); rc=$?
+  plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' <<<"$tap")
+  nok=$(grep -cE '^ok [0-9]+ - rope/' <<<"$tap")
+  if [ $rc -eq 0 ] && [ "$(head -1 <<<"$tap")" = "TAP version 13" ] && [ "$plan" = "$nlist_rope" ] &&
+     [ "$nok" = "$nlist_rope" ] && ! grep -q '^not ok' <<<"$tap"; then ok; else
+    bad "check_tap: rc $rc plan '$plan' ok $nok want $nlist_rope"; fi
+  # JUnit: well-formed XML, one testcase per row, classname = family
+  nxml=$(grep -c '<testcase ' "$ck/rope.xml")
+  if command -v python3 >/dev/null 2>&1; then
+    nxml=$(python3 -c 'import sys, xml.etree.ElementTree as E
+r = E.parse(sys.argv[1]).getroot()
+tc = list(r.iter("testcase"))
+assert r.tag == "testsuites" and r.get("failures") == "0" and int(r.get("tests")) == len(tc)
+assert all(t.get("classname") == "rope" for t in tc)
+print(len(tc))' "$ck/rope.xml")
+  fi
+  if [ "$nxml" = "$nlist_rope" ] && ! ls "$ck"/rope.xml.tmp* >/dev/null 2>&1; then ok; else
+    bad "check_junit: $nxml testcases, want $nlist_rope"; fi
+  expect check_junit_bad_dir 1 '--junit: .*nonexistent' -- check --quick --kernel 'bias/alibi*' --junit "$ck/nonexistent/x.xml"
+  # --json: version, commit, seed, device identity; identical runs without "timings"
+  "$bin" check --quick --json --seed 7 >"$ck/a.json" && "$bin" check --quick --json --seed 7 >"$ck/b.json"
+  if command -v python3 >/dev/null 2>&1; then
+    if python3 -c 'import sys, json
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert "gpu_ms" in json.dumps(a["timings"]) and "gpu_ms" not in json.dumps(a["devices"])
+for x in (a, b): del x["timings"]
+assert a == b, "runs differ outside timings"
+assert a["version"] and a["seed"] == "7" and a["flags"]["quick"] is True
+d = a["devices"][0]
+for k in ("vendor_id_hex", "device_id_hex", "driver_id", "driver_version_decoded", "conformance_version", "device_uuid"):
+    assert k in d, k
+assert d["vendor_id_hex"].startswith("0x") and len(d["device_uuid"]) in (0, 32)
+assert all(isinstance(r["nmse_gate"], (float, int, type(None))) for r in d["results"])' "$ck/a.json" "$ck/b.json"; then ok; else
+      bad check_json_deterministic; fi
+  else
+    if diff <(sed '/"timings"/,$d' "$ck/a.json") <(sed '/"timings"/,$d' "$ck/b.json") >/dev/null; then ok; else
+      bad check_json_deterministic; fi
+  fi
+  rm -rf "$ck"
   expect run_example 0 '8 run\(s\): 8 passed' -- run "$example" --out "$runtmp/out" --quiet
   expect run_resume 0 '8 already complete' -- run "$example" --out "$runtmp/out" --quiet --resume
   expect merge_one 0 'merged 1 of 1 shard' -- merge "$runtmp/out" --out "$runtmp/merged"

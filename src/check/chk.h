@@ -24,6 +24,7 @@ typedef struct chk_row {
     vf_stats stats;             /* the verdict (guard folded in: vf_set_guard) */
     int skipped;                /* unsupported on this device */
     int guard_ok;               /* the guard words after the output are untouched */
+    int listed;                 /* --list: named only, never run (no verdict) */
     double gpu_ms;
 } chk_row;
 
@@ -34,11 +35,15 @@ typedef struct chk_report {
     uint32_t device_index;
     chk_row *rows;
     size_t n_rows, cap;
+    const char *kernel_pattern; /* rows kept: kernel matches this fnmatch glob; NULL: all */
     unsigned validation_messages;
     int failed;                 /* any row failed, or an error occurred */
     char error[1024];           /* non-empty if the device could not run */
 } chk_report;
 
+/* Appends a copy of row unless r->kernel_pattern is set and row->kernel does
+ * not match it (dropped, RL_OK). A failed, non-skipped, non-listed row marks
+ * the report failed. */
 rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err);
 void chk_report_free(chk_report *r);
 
@@ -47,7 +52,20 @@ typedef struct chk_options {
     int quick;                  /* fewer shapes (tests) */
     uint32_t max_pos_log2;      /* largest position 2^k; 0: 20 */
     uint64_t seed;              /* 0: 1 */
+    const char *kernel_pattern; /* run only rows whose kernel matches (fnmatch); NULL: all */
+    int list_only;              /* name the rows that would run, run nothing on the device */
 } chk_options;
+
+/* 1 if a row named `kernel` is selected by opt->kernel_pattern (fnmatch glob,
+ * no flags; NULL or "" selects everything). */
+int chk_kernel_selected(const chk_options *opt, const char *kernel);
+
+/* Called by a case table once row->kernel and row->shape are named, before
+ * any device work. *run = 1: run the case. *run = 0: skip it — the kernel is
+ * not selected, or opt->list_only (then row is recorded as listed). Returns
+ * RL_ERR_NOMEM only if recording fails. */
+rl_status chk_case_begin(const chk_options *opt, chk_report *report, const chk_row *row,
+                         int *run, rl_error *err);
 
 /* Runs every registered kernel's case table on an open device. Returns
  * RL_OK when the cases could be run (passes and failures are in report). */

@@ -80,8 +80,8 @@ static int data_make(const attn_case *c, uint64_t seed, attn_data *x)
     return 1;
 }
 
-rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c, uint64_t seed,
-                            chk_row *row, rl_error *err)
+/* Zeroes row and names its kernel and shape (before any work: --kernel, --list). */
+static void attn_row_name(const attn_case *c, chk_row *row)
 {
     memset(row, 0, sizeof *row);
     snprintf(row->kernel, sizeof row->kernel, "attn_%s%s", c->bias ? c->bias : "none",
@@ -89,6 +89,12 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
     snprintf(row->shape, sizeof row->shape, "%ux%u/%ux%u %s%s", c->tokens, c->heads, c->kv_heads,
              c->head_dim, c->causal ? "causal" : "bidir",
              (c->flags & ATTN_OUT) ? " O" : "");
+}
+
+rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c, uint64_t seed,
+                            chk_row *row, rl_error *err)
+{
+    attn_row_name(c, row);
     row->guard_ok = 1;
     if (c->fp16 && !dev->feat_storage16) {
         row->skipped = 1;
@@ -189,6 +195,10 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                 if (!cs[k].bias && k == 2)
                     continue;
                 chk_row row;
+                attn_row_name(&cs[k], &row);
+                int run;
+                if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
+                    continue;
                 st = chk_attn_run_case(dev, &e, &cs[k], seed + li * 16 + causal * 4 + k, &row, err);
                 if (!st)
                     st = chk_report_add(report, &row, err);

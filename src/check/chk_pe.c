@@ -52,6 +52,20 @@ static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_c
     rl_status st = make_encoding(fam->name, c->params, &shape, &e, err);
     if (st)
         return st;
+    chk_row row = {0};
+    snprintf(row.kernel, sizeof row.kernel, "pe/%s", c->label);
+    if (c->pos_cap_log2)
+        snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u pos<=%u", c->tokens, c->heads,
+                 c->head_dim, pmax);
+    else
+        snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u pos<=2^%u", c->tokens, c->heads,
+                 c->head_dim, k);
+    snprintf(row.tolerance, sizeof row.tolerance, "family bound (pe_vec_bound; 0: bit-exact)");
+    int run;
+    if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run) {
+        pe_encoding_destroy(e);
+        return st;
+    }
     size_t n = (size_t)c->tokens * c->heads * c->head_dim;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
@@ -76,15 +90,6 @@ static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_c
     if ((st = pe_vec_ref(e, x, pos, c->tokens, c->heads, ref, err)))
         goto done;
     pe_vec_bound(e, x, pos, c->tokens, c->heads, bound, scale);
-    chk_row row = {0};
-    snprintf(row.kernel, sizeof row.kernel, "pe/%s", c->label);
-    if (c->pos_cap_log2)
-        snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u pos<=%u", c->tokens, c->heads,
-                 c->head_dim, pmax);
-    else
-        snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u pos<=2^%u", c->tokens, c->heads,
-                 c->head_dim, k);
-    snprintf(row.tolerance, sizeof row.tolerance, "family bound (pe_vec_bound; 0: bit-exact)");
     row.gpu_ms = -1;
     if ((st = pe_vec_gpu_create(dev, e, c->heads, &g, err)) ||
         (st = pe_vec_gpu_apply(dev, &g, x, pos, c->tokens, y, &row.guard_ok, err)))
@@ -172,6 +177,15 @@ static rl_status run_bias_case(rlvk_device *dev, const pe_family *fam, const pe_
     uint32_t T = c->tokens, H = c->heads, D = c->head_dim;
     const int32_t sweep = 300; /* r in [-sweep, sweep] at a mid position */
     uint32_t n = T * T * H + (2 * sweep + 1) * 2;
+    chk_row row = {0};
+    snprintf(row.kernel, sizeof row.kernel, "bias/%s", c->label);
+    snprintf(row.shape, sizeof row.shape, "H=%u KV=%u D=%u %u points pos<=2^%u", H, KV, D, n, k);
+    snprintf(row.tolerance, sizeof row.tolerance, "family bound (pe_bias_bound; 0: bit-exact)");
+    int run;
+    if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run) {
+        pe_encoding_destroy(e);
+        return st;
+    }
     float *q = malloc((size_t)T * H * D * sizeof *q), *kk = malloc((size_t)T * KV * D * sizeof *kk);
     int32_t *pos = malloc(T * sizeof *pos);
     bias_item *items = calloc(n, sizeof *items);
@@ -219,10 +233,6 @@ static rl_status run_bias_case(rlvk_device *dev, const pe_family *fam, const pe_
         want[i] = pe_bias_ref(e, it->h, it->qtok, it->ktok, it->qpos, it->kpos, qi, kj);
         bound[i] = pe_bias_bound(e, it->h, it->qtok, it->ktok, it->qpos, it->kpos, qi, kj);
     }
-    chk_row row = {0};
-    snprintf(row.kernel, sizeof row.kernel, "bias/%s", c->label);
-    snprintf(row.shape, sizeof row.shape, "H=%u KV=%u D=%u %u points pos<=2^%u", H, KV, D, n, k);
-    snprintf(row.tolerance, sizeof row.tolerance, "family bound (pe_bias_bound; 0: bit-exact)");
     row.gpu_ms = -1;
     if ((st = pe_bias_gpu_create(dev, e, q, kk, T, H, KV, D, &b, err)) ||
         (st = chk_pe_bias_eval(dev, &b, items, n, got, &row.guard_ok, err)))

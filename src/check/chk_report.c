@@ -1,10 +1,36 @@
 /* Collected rows of `ropelab check` (the judging is verify/vf.h's). */
+#include <fnmatch.h>
 #include <stdlib.h>
 
 #include "check/chk.h"
 
+int chk_kernel_selected(const chk_options *opt, const char *kernel)
+{
+    const char *p = opt ? opt->kernel_pattern : NULL;
+    return !p || !*p || fnmatch(p, kernel, 0) == 0;
+}
+
+rl_status chk_case_begin(const chk_options *opt, chk_report *report, const chk_row *row,
+                         int *run, rl_error *err)
+{
+    *run = 0;
+    if (!chk_kernel_selected(opt, row->kernel))
+        return RL_OK;
+    if (!opt->list_only) {
+        *run = 1;
+        return RL_OK;
+    }
+    chk_row l = *row;
+    l.listed = 1;
+    l.guard_ok = 1;
+    l.gpu_ms = -1;
+    return chk_report_add(report, &l, err);
+}
+
 rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err)
 {
+    if (r->kernel_pattern && *r->kernel_pattern && fnmatch(r->kernel_pattern, row->kernel, 0) != 0)
+        return RL_OK;
     if (r->n_rows == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 32;
         chk_row *p = realloc(r->rows, cap * sizeof *p);
@@ -16,7 +42,7 @@ rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err)
     r->rows[r->n_rows] = *row;
     /* The guard is part of the verdict (also when a case table forgot to fold it in). */
     vf_set_guard(&r->rows[r->n_rows].stats, row->guard_ok);
-    if (!row->skipped && !r->rows[r->n_rows].stats.pass)
+    if (!row->skipped && !row->listed && !r->rows[r->n_rows].stats.pass)
         r->failed = 1;
     r->n_rows++;
     return RL_OK;

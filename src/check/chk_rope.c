@@ -60,6 +60,19 @@ static rl_status run_rope_case(rlvk_device *dev, rope_kernel *k, const rope_case
     rl_status st = rope_freqs_compute(&desc, &f, err);
     if (st)
         return st;
+    chk_row row = {0};
+    const char *tn = rope_type_name(desc.rope_type);
+    snprintf(row.kernel, sizeof row.kernel, "rope/%s/%s%s%s",
+             layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", rope_precision_name(precision),
+             desc.rope_type ? "/" : "", desc.rope_type ? tn : "");
+    snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u rot=%u pos<=2^%u%s", c->tokens, c->heads,
+             c->head_dim, f.rotary_dim, opt->max_pos_log2 ? opt->max_pos_log2 : 20,
+             c->random_positions ? " random" : "");
+    snprintf(row.tolerance, sizeof row.tolerance, "%s",
+             precision == RL_ROPE_PREC_FP32 ? "M*(|phi|*2^-23 + 2^-11) + 4ulp(M)" : "4ulp(M)");
+    int run;
+    if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
+        return st;
     size_t n = (size_t)c->tokens * c->heads * c->head_dim;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
@@ -75,16 +88,6 @@ static rl_status run_rope_case(rlvk_device *dev, rope_kernel *k, const rope_case
     rope_ref_apply(&f, x, pos, c->tokens, c->heads, ref);
     rope_error_bounds(&f, x, pos, c->tokens, c->heads, bound, scale);
 
-    chk_row row = {0};
-    const char *tn = rope_type_name(desc.rope_type);
-    snprintf(row.kernel, sizeof row.kernel, "rope/%s/%s%s%s",
-             layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", rope_precision_name(precision),
-             desc.rope_type ? "/" : "", desc.rope_type ? tn : "");
-    snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u rot=%u pos<=2^%u%s", c->tokens, c->heads,
-             c->head_dim, f.rotary_dim, opt->max_pos_log2 ? opt->max_pos_log2 : 20,
-             c->random_positions ? " random" : "");
-    snprintf(row.tolerance, sizeof row.tolerance, "%s",
-             precision == RL_ROPE_PREC_FP32 ? "M*(|phi|*2^-23 + 2^-11) + 4ulp(M)" : "4ulp(M)");
     double ns = -1;
     st = rope_gpu_apply(dev, k, &f, x, pos, c->tokens, c->heads, y, &ns, &row.guard_ok, err);
     if (st)

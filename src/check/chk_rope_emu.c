@@ -80,6 +80,27 @@ static rl_status run_emu_case(rlvk_device *dev, rope_kernel *k, const emu_mode *
     rl_status st = rope_freqs_compute(&d, &f, err);
     if (st)
         return st;
+    uint32_t lg = opt->max_pos_log2 ? opt->max_pos_log2 : 20;
+    char shape[96];
+    snprintf(shape, sizeof shape, "T=%u H=%u D=%u rot=%u %s base=%g pos<=2^%u%s", c->tokens,
+             c->heads, c->head_dim, f.rotary_dim,
+             c->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", c->theta, lg,
+             c->random_positions ? " random" : "");
+    /* One device run yields three rows (angle, emu, double): run it if any
+     * is selected (chk_report_add drops the others); --list names them. */
+    static const char *const whats[] = {"angle", "emu", "double"};
+    int any = 0;
+    for (size_t w = 0; w < 3 && !st; w++) {
+        chk_row row = {0};
+        snprintf(row.kernel, sizeof row.kernel, "emu/%.11s/%s/%s", m->label,
+                 rope_dtype_name(m->dtype), whats[w]);
+        snprintf(row.shape, sizeof row.shape, "%s", shape);
+        int run;
+        st = chk_case_begin(opt, report, &row, &run, err);
+        any |= run;
+    }
+    if (st || !any)
+        return st;
     size_t n = (size_t)c->tokens * c->heads * c->head_dim, na = (size_t)c->tokens * f.n_pairs;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *ye = malloc(n * sizeof *ye);
     float *ang = malloc((na ? na : 1) * sizeof *ang), *ang_cpu = malloc((na ? na : 1) * sizeof *ang_cpu);
@@ -94,16 +115,10 @@ static rl_status run_emu_case(rlvk_device *dev, rope_kernel *k, const emu_mode *
     char stream[64];
     snprintf(stream, sizeof stream, "check/rope-emu/%u/%u/%u", c->tokens, c->heads, c->head_dim);
     chk_rope_inputs(opt, stream, x, n, pos, c->tokens, c->random_positions);
-    uint32_t lg = opt->max_pos_log2 ? opt->max_pos_log2 : 20;
     int guard_ok = 0;
     if ((st = rope_gpu_apply_dump(dev, k, &f, x, pos, c->tokens, c->heads, y, ang, NULL, &guard_ok,
                                   err)))
         goto done;
-    char shape[96];
-    snprintf(shape, sizeof shape, "T=%u H=%u D=%u rot=%u %s base=%g pos<=2^%u%s", c->tokens,
-             c->heads, c->head_dim, f.rotary_dim,
-             c->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", c->theta, lg,
-             c->random_positions ? " random" : "");
     /* 1. angles: the CPU emulation's own, bit for bit (ggml-vulkan: pow). */
     rope_emu_apply(&f, x, pos, c->tokens, c->heads, NULL, ye, ang_cpu);
     for (size_t i = 0; i < na; i++) {

@@ -61,6 +61,13 @@ typedef rl_status (*cli_device_fn)(rlvk_device *dev, void *ctx, struct json_t *a
  * else 2 for bad input or an unusable device. */
 int cli_each_device(cli_devices *d, cli_device_fn fn, void *ctx, struct json_t *arr);
 
+/* A device's identity as JSON (new object, caller owns): vendor_id_hex,
+ * device_id_hex, driver_version_raw, driver_version_decoded (vulkaninfo's
+ * decoding), driver_id (VkDriverId name) and driver_id_value,
+ * conformance_version ("" if not reported), device_uuid (hex, "" if not
+ * reported). Used by `devices --json` and `check --json`. */
+struct json_t *cli_device_identity_json(const rlvk_device_info *in);
+
 /* Prints "ropelab: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -77,8 +77,12 @@ int cmd_bench(int argc, char **argv)
     };
     const char *pos[1];
     int n_pos = 0;
-    int rc = cli_parse("ropelab bench rope [--device D] [--tokens N] [--heads H] [--head-dim D]",
-                       "Measures the RoPE kernel's bandwidth (Q read + written) and a plain copy\n"
+    int rc = cli_parse("ropelab bench rope|attention [options]",
+                       "Two benches, each verified against the CPU reference before it is timed:\n"
+                       "  rope       RoPE kernel bandwidth against a copy kernel (options below)\n"
+                       "  attention  streaming attention GFLOP/s against the device's FMA peak\n"
+                       "             (`ropelab bench attention --help` lists its options)\n\n"
+                       "bench rope measures the RoPE kernel's bandwidth (Q read + written) and a plain copy\n"
                        "kernel's over the same bytes on the same device, and their ratio. The RoPE\n"
                        "output is verified against the CPU reference before timing; GPU times come\n"
                        "from timestamp queries, median of --reps runs after --warmup runs.",

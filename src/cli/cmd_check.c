@@ -1,4 +1,4 @@
-/* ropelab check [--device D|all] [--json] */
+/* ropelab check [--device D|all] [--json|--tap] [--junit FILE] [--kernel GLOB] [--list] */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +7,8 @@
 
 #include "check/chk.h"
 #include "cli/cli.h"
+#include "cli/cmd_check_out.h"
+#include "cli_version.h"
 #include "core/rl_util.h"
 
 static json_t *num(double v)
@@ -14,26 +16,58 @@ static json_t *num(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* One row's verdict and tolerances (numbers), no timings: two identical
+ * runs give identical rows. */
 static json_t *row_json(const chk_row *r)
 {
     const vf_stats *s = &r->stats;
     json_int_t first = s->first_bad == VF_NONE ? -1 : (json_int_t)s->first_bad;
-    return json_pack("{s:s,s:s,s:s,s:b,s:b,s:f,s:f,s:f,s:o,s:o,s:o,s:o,s:b,s:I,s:I,s:I,s:I,s:b,s:f}",
-                     "kernel", r->kernel, "shape", r->shape, "tolerance", r->tolerance, "skipped",
-                     r->skipped, "pass", !r->skipped && s->pass && r->guard_ok, "max_abs_error",
-                     s->max_abs, "max_rel_error", s->max_rel, "bound_at_worst", s->bound_at_worst,
-                     "worst_error_over_bound", num(s->worst_ratio), "nmse", num(s->nmse),
-                     "nmse_gate", num(s->nmse_gate), "nmse_gate_fraction", num(s->gate_fraction),
-                     "nmse_ok", s->nmse_ok, "elements", (json_int_t)s->n, "over_bound",
-                     (json_int_t)(s->n_over + s->n_nonfinite), "reference_nan",
-                     (json_int_t)s->n_ref_nan, "first_bad", (json_int_t)(s->pass ? -1 : first),
-                     "guard_ok", r->guard_ok, "gpu_ms", r->gpu_ms);
+    char fam[32];
+    cli_check_family(r->kernel, fam, sizeof fam);
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:s,s:b,s:b,s:f,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:I,s:I,s:I,s:I,s:b}",
+        "kernel", r->kernel, "family", fam, "shape", r->shape, "tolerance", r->tolerance,
+        "skipped", r->skipped, "pass", !r->skipped && s->pass && r->guard_ok, "max_abs_error",
+        s->max_abs, "max_rel_error", s->max_rel, "bound_at_worst", num(s->bound_at_worst),
+        "error_at_worst", num(s->err_at_worst), "worst_error_over_bound", num(s->worst_ratio),
+        "nmse", num(s->nmse), "nmse_bound", num(s->nmse_bound), "nmse_gate", num(s->nmse_gate),
+        "nmse_gate_fraction", num(s->gate_fraction), "nmse_ok", s->nmse_ok, "elements",
+        (json_int_t)s->n, "over_bound", (json_int_t)(s->n_over + s->n_nonfinite),
+        "reference_nan", (json_int_t)s->n_ref_nan, "first_bad", (json_int_t)(s->pass ? -1 : first),
+        "guard_ok", r->guard_ok);
+    if (r->listed)
+        json_object_set_new(o, "listed", json_true());
+    return o;
+}
+
+static int width(const chk_report *rep, int shape, int minimum)
+{
+    size_t w = (size_t)minimum;
+    for (size_t i = 0; i < rep->n_rows; i++) {
+        size_t n = strlen(shape ? rep->rows[i].shape : rep->rows[i].kernel);
+        if (n > w)
+            w = n;
+    }
+    return (int)w;
+}
+
+static void print_list(const chk_report *rep)
+{
+    int wk = width(rep, 0, 6);
+    printf("device %u: %s (%s)\n", rep->device_index, rep->device, rep->driver);
+    for (size_t i = 0; i < rep->n_rows; i++)
+        printf("  %-*s  %s\n", wk, rep->rows[i].kernel, rep->rows[i].shape);
+    if (rep->error[0])
+        printf("  ERROR: %s\n", rep->error);
 }
 
 static void print_report(const chk_report *rep)
 {
+    /* Columns as wide as the longest kernel name and shape, so long names
+     * keep the table aligned. */
+    int wk = width(rep, 0, 22), ws = width(rep, 1, 40);
     printf("device %u: %s (%s)\n", rep->device_index, rep->device, rep->driver);
-    printf("  %-22s %-40s %10s %10s %10s %8s %10s %10s  %s\n", "kernel", "shape", "max_abs",
+    printf("  %-*s %-*s %10s %10s %10s %8s %10s %10s  %s\n", wk, "kernel", ws, "shape", "max_abs",
            "max_rel", "bound", "err/bnd", "nmse", "gate", "result");
     for (size_t i = 0; i < rep->n_rows; i++) {
         const chk_row *r = &rep->rows[i];
@@ -42,9 +76,9 @@ static void print_report(const chk_report *rep)
                         : !r->guard_ok ? "FAIL (wrote past the output)"
                         : s->pass     ? "pass"
                                       : "FAIL";
-        printf("  %-22s %-40s %10.3e %10.3e %10.3e %8.3f %10.3e %10.3e  %s", r->kernel, r->shape,
-               s->max_abs, s->max_rel, s->bound_at_worst, s->worst_ratio, s->nmse, s->nmse_gate,
-               res);
+        printf("  %-*s %-*s %10.3e %10.3e %10.3e %8.3f %10.3e %10.3e  %s", wk, r->kernel, ws,
+               r->shape, s->max_abs, s->max_rel, s->bound_at_worst, s->worst_ratio, s->nmse,
+               s->nmse_gate, res);
         if (!r->skipped && r->guard_ok && !s->pass) {
             if (s->n_over + s->n_nonfinite)
                 printf(" (%zu of %zu over bound, first at %zu)", s->n_over + s->n_nonfinite, s->n,
@@ -72,87 +106,175 @@ static void print_report(const chk_report *rep)
         printf("  ERROR: %s\n", rep->error);
 }
 
+typedef struct check_flags {
+    const char *device, *junit, *kernel;
+    int json, tap, quick, no_validate, list;
+    uint32_t max_pos_log2;
+    uint64_t seed;
+} check_flags;
+
+/* --json: version, build, inputs, each device's identity and rows; every
+ * timing in "timings" alone, so deleting it leaves a deterministic document. */
+static void print_json(const check_flags *f, const cli_devices *d, const chk_report *reps,
+                       const rlvk_device_info *infos, const int *have_info, int failed)
+{
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)f->seed);
+    json_t *devs = json_array(), *tdevs = json_array();
+    for (uint32_t k = 0; k < d->n; k++) {
+        const chk_report *rep = &reps[k];
+        json_t *rows = json_array(), *trows = json_array();
+        for (size_t i = 0; i < rep->n_rows; i++) {
+            const chk_row *r = &rep->rows[i];
+            json_array_append_new(rows, row_json(r));
+            json_array_append_new(trows, json_pack("{s:s,s:s,s:o}", "kernel", r->kernel, "shape",
+                                                   r->shape, "gpu_ms",
+                                                   r->gpu_ms >= 0 ? json_real(r->gpu_ms)
+                                                                  : json_null()));
+        }
+        json_t *o = json_pack("{s:i,s:s,s:s,s:b,s:i,s:b,s:s}", "index", (int)rep->device_index,
+                              "device", rep->device, "driver", rep->driver, "validation",
+                              d->inst.validation, "validation_messages",
+                              (int)rep->validation_messages, "pass", !rep->failed, "error",
+                              rep->error);
+        if (have_info[k]) {
+            json_t *ident = cli_device_identity_json(&infos[k]);
+            json_object_update(o, ident);
+            json_decref(ident);
+        }
+        json_object_set_new(o, "results", rows);
+        json_array_append_new(devs, o);
+        json_array_append_new(tdevs, json_pack("{s:i,s:o}", "index", (int)rep->device_index,
+                                               "rows", trows));
+    }
+    json_t *flags = json_pack("{s:s,s:b,s:i,s:s,s:b,s:b}", "device", f->device, "quick", f->quick,
+                              "max_pos_log2", (int)f->max_pos_log2, "kernel",
+                              f->kernel ? f->kernel : "", "validate", !f->no_validate, "list",
+                              f->list);
+    json_t *root = json_pack("{s:s,s:s,s:s,s:o,s:b,s:o,s:{s:o}}", "version", RL_VERSION,
+                             "git_commit", RL_GIT_COMMIT, "seed", seed, "flags", flags, "pass",
+                             !failed, "devices", devs, "timings", "devices", tdevs);
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    if (s)
+        puts(s);
+    free(s);
+    json_decref(root);
+}
+
 int cmd_check(int argc, char **argv)
 {
-    const char *device = "auto";
-    int json = 0, quick = 0, no_validate = 0;
-    uint32_t max_pos_log2 = 20;
-    uint64_t seed = 1;
+    check_flags f = {.device = "auto", .max_pos_log2 = 20, .seed = 1};
     const cli_opt opts[] = {
-        {"--device", CLI_STR, &device, "D", "device: index, name substring, auto (default) or all"},
-        {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},
-        {"--quick", CLI_FLAG, &quick, NULL, "run a reduced set of shapes"},
-        {"--max-pos-log2", CLI_U32, &max_pos_log2, "K", "largest position tested is 2^K (default 20, max 24)"},
-        {"--seed", CLI_U64, &seed, "S", "seed of the random inputs (default 1)"},
-        {"--no-validate", CLI_FLAG, &no_validate, NULL,
+        {"--device", CLI_STR, &f.device, "D", "device: index, name substring, auto (default) or all"},
+        {"--json", CLI_FLAG, &f.json, NULL,
+         "print results as JSON (version, commit, seed, flags, device identity, rows; "
+         "timings in their own section)"},
+        {"--tap", CLI_FLAG, &f.tap, NULL, "print results as TAP version 13 (one test point per row)"},
+        {"--junit", CLI_STR, &f.junit, "FILE",
+         "also write JUnit XML to FILE (atomically; one testcase per kernel x shape)"},
+        {"--kernel", CLI_STR, &f.kernel, "GLOB",
+         "run only rows whose kernel name matches the glob (fnmatch), e.g. 'rope/*' or 'attn_*'"},
+        {"--list", CLI_FLAG, &f.list, NULL,
+         "print the rows that would run (kernel, shape) and run nothing on the device"},
+        {"--quick", CLI_FLAG, &f.quick, NULL, "run a reduced set of shapes"},
+        {"--max-pos-log2", CLI_U32, &f.max_pos_log2, "K", "largest position tested is 2^K (default 20, max 24)"},
+        {"--seed", CLI_U64, &f.seed, "S", "seed of the random inputs (default 1)"},
+        {"--no-validate", CLI_FLAG, &f.no_validate, NULL,
          "do not enable the Khronos validation layer (on by default when installed)"},
     };
-    int rc = cli_parse("ropelab check [--device D|all] [--json] [--quick]",
+    int rc = cli_parse("ropelab check [--device D|all] [--json|--tap] [--junit FILE] [--kernel GLOB] "
+                       "[--list] [--quick]",
                        "Runs every kernel at several shapes (odd token counts, 1 and 8 heads, head_dim\n"
                        "64 and 128, partial rotary dims, positions up to 2^20) on the chosen devices\n"
                        "and compares each output element with a double-precision CPU reference\n"
                        "against an explicit per-element bound. Prints max abs/rel error, the bound and\n"
-                       "pass/fail per kernel and shape. Exit code 1 if anything fails.",
+                       "pass/fail per kernel and shape. Exit code 1 if anything fails. For CI:\n"
+                       "--junit FILE (JUnit XML), --tap (TAP 13 on stdout); --kernel GLOB selects\n"
+                       "rows by kernel name, --list names them without running (after opening the\n"
+                       "device: the case tables ask it what it supports).",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
         return rc;
-    if (max_pos_log2 < 1 || max_pos_log2 > 24) {
+    if (f.max_pos_log2 < 1 || f.max_pos_log2 > 24) {
         cli_error("--max-pos-log2 %u: must be 1..24 (positions above 2^24 are not exact in fp32)",
-                  max_pos_log2);
+                  f.max_pos_log2);
+        return CLI_EXIT_USAGE;
+    }
+    if (f.json && f.tap) {
+        cli_error("--json and --tap both print on stdout; choose one (--junit FILE goes with either)");
+        return CLI_EXIT_USAGE;
+    }
+    if (f.list && (f.tap || f.junit)) {
+        cli_error("--list names the rows without running them; it has no results for --tap or --junit");
+        return CLI_EXIT_USAGE;
+    }
+    if (f.junit && !*f.junit) {
+        cli_error("--junit: empty file name");
         return CLI_EXIT_USAGE;
     }
     cli_devices d;
-    if ((rc = cli_open(device, !no_validate, &d)) >= 0)
+    if ((rc = cli_open(f.device, !f.no_validate, &d)) >= 0)
         return rc;
-    if (!no_validate && !d.inst.validation)
+    if (!f.no_validate && !d.inst.validation)
         fprintf(stderr, "ropelab: note: VK_LAYER_KHRONOS_validation is not installed; "
                         "checking without it\n");
-    chk_options opt = {.quick = quick, .max_pos_log2 = max_pos_log2, .seed = seed};
+    chk_options opt = {.quick = f.quick, .max_pos_log2 = f.max_pos_log2, .seed = f.seed,
+                       .kernel_pattern = f.kernel, .list_only = f.list};
+    chk_report reps[RL_ARRAY_LEN(d.index)];
+    memset(reps, 0, sizeof reps);
+    rlvk_device_info infos[RL_ARRAY_LEN(d.index)];
+    int have_info[RL_ARRAY_LEN(d.index)] = {0};
     int failed = 0;
-    json_t *devs = json_array();
+    size_t n_rows = 0;
     for (uint32_t k = 0; k < d.n; k++) {
-        chk_report rep = {0};
+        chk_report *rep = &reps[k];
         rlvk_device dev;
         rl_error err = {0};
         rl_status st = rlvk_device_create(&d.inst, d.index[k], &dev, &err);
         if (st == RL_OK) {
-            st = chk_run_device(&dev, &opt, &rep, &err);
+            infos[k] = dev.info;
+            have_info[k] = 1;
+            st = chk_run_device(&dev, &opt, rep, &err);
             rlvk_device_destroy(&dev);
         } else {
-            snprintf(rep.device, sizeof rep.device, "device %u", d.index[k]);
-            rep.device_index = d.index[k];
+            snprintf(rep->device, sizeof rep->device, "device %u", d.index[k]);
+            rep->device_index = d.index[k];
         }
         if (st != RL_OK) {
-            snprintf(rep.error, sizeof rep.error, "%s", err.msg);
-            rep.failed = 1;
+            snprintf(rep->error, sizeof rep->error, "%s", err.msg);
+            rep->failed = 1;
         }
-        failed |= rep.failed;
-        if (json) {
-            json_t *rows = json_array();
-            for (size_t i = 0; i < rep.n_rows; i++)
-                json_array_append_new(rows, row_json(&rep.rows[i]));
-            json_array_append_new(
-                devs, json_pack("{s:i,s:s,s:s,s:b,s:i,s:b,s:s,s:o}", "index", (int)rep.device_index,
-                                "device", rep.device, "driver", rep.driver, "validation",
-                                d.inst.validation, "validation_messages",
-                                (int)rep.validation_messages, "pass", !rep.failed, "error",
-                                rep.error, "results", rows));
-        } else {
-            print_report(&rep);
+        failed |= rep->failed;
+        n_rows += rep->n_rows;
+        if (!f.json && !f.tap)
+            (f.list ? print_list : print_report)(rep);
+        fflush(stdout);
+    }
+    /* A glob that selects nothing is a mistake (a typo would pass CI green). */
+    int none = f.kernel && *f.kernel && n_rows == 0 && !failed;
+    if (f.tap)
+        cli_check_tap(stdout, reps, d.n);
+    if (f.json)
+        print_json(&f, &d, reps, infos, have_info, failed || none);
+    if (f.junit) {
+        rl_error err = {0};
+        if (cli_check_junit(f.junit, reps, d.n, &err) != RL_OK) {
+            cli_error("--junit: %s", err.msg);
+            failed = 1;
         }
-        chk_report_free(&rep);
     }
-    if (json) {
-        json_t *root = json_pack("{s:b,s:o}", "pass", !failed, "devices", devs);
-        char *s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        if (s)
-            puts(s);
-        free(s);
-        json_decref(root);
-    } else {
-        json_decref(devs);
-        printf("%s\n", failed ? "check: FAILED" : "check: all kernels within bounds");
+    if (!f.json && !f.tap) {
+        if (f.list)
+            printf("%zu row%s would run\n", n_rows, n_rows == 1 ? "" : "s");
+        else if (!none)
+            printf("%s\n", failed ? "check: FAILED" : "check: all kernels within bounds");
     }
+    for (uint32_t k = 0; k < d.n; k++)
+        chk_report_free(&reps[k]);
     cli_close(&d);
+    if (none) {
+        cli_error("--kernel '%s' matches no kernel (see `ropelab check --list`)", f.kernel);
+        return CLI_EXIT_USAGE;
+    }
     return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

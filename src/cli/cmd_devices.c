@@ -12,6 +12,23 @@ static void version_str(uint32_t v, char *buf, size_t cap)
              VK_API_VERSION_PATCH(v));
 }
 
+json_t *cli_device_identity_json(const rlvk_device_info *in)
+{
+    char vid[16], did[16], conf[32] = "", uuid[33] = "";
+    snprintf(vid, sizeof vid, "0x%04x", in->vendor_id);
+    snprintf(did, sizeof did, "0x%04x", in->device_id);
+    if (in->has_driver_props)
+        snprintf(conf, sizeof conf, "%u.%u.%u.%u", in->conformance[0], in->conformance[1],
+                 in->conformance[2], in->conformance[3]);
+    if (in->has_uuid)
+        rlvk_uuid_hex(in->device_uuid, uuid);
+    return json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:s,s:s}", "vendor_id_hex", vid, "device_id_hex",
+                     did, "driver_version_raw", (json_int_t)in->driver_version,
+                     "driver_version_decoded", in->driver_version_str, "driver_id",
+                     rlvk_driver_id_name(in->driver_id), "driver_id_value", (int)in->driver_id,
+                     "conformance_version", conf, "device_uuid", uuid);
+}
+
 int cmd_devices(int argc, char **argv)
 {
     int json = 0;
@@ -19,9 +36,12 @@ int cmd_devices(int argc, char **argv)
         {"--json", CLI_FLAG, &json, NULL, "print a JSON array instead of a table"},
     };
     int rc = cli_parse("ropelab devices [--json]",
-                       "Lists every Vulkan device with its index (for --device), type, vendor,\n"
-                       "driver, API version, subgroup size, shared memory, fp16/fp64/int64 support\n"
-                       "and memory heaps.",
+                       "Lists every Vulkan device with its index (for --device), type, vendor and\n"
+                       "device id (hex), driver (name, info, driverID, version decoded as vulkaninfo\n"
+                       "does), conformance version, device UUID, API version, subgroup size, shared\n"
+                       "memory, workgroup count/size/invocation limits, fp16/fp64/int64 support and\n"
+                       "memory heaps. Conformance, driverID and UUID are empty/UNKNOWN on a device\n"
+                       "without Vulkan 1.2 / VK_KHR_driver_properties (1.1 for the UUID).",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -54,13 +74,35 @@ int cmd_devices(int argc, char **argv)
                 (int)in.max_workgroup_count[2], "fp16", in.fp16, "fp64", in.fp64, "int64", in.int64,
                 "storage_buffer_16bit", in.storage16, "timestamps", in.timestamps,
                 "timestamp_period_ns", in.timestamp_period_ns, "heaps", heaps);
+            json_t *ident = cli_device_identity_json(&in);
+            json_object_update(o, ident);
+            json_decref(ident);
+            json_object_set_new(o, "max_workgroup_size",
+                                json_pack("[i,i,i]", (int)in.max_workgroup_size[0],
+                                          (int)in.max_workgroup_size[1],
+                                          (int)in.max_workgroup_size[2]));
+            json_object_set_new(o, "max_workgroup_invocations",
+                                json_integer(in.max_workgroup_invocations));
             json_array_append_new(arr, o);
         } else {
             printf("[%u] %s\n", in.index, in.name);
             printf("    type %s, vendor 0x%04x, device 0x%04x, Vulkan %s\n", in.type, in.vendor_id,
                    in.device_id, api);
-            printf("    driver %s (%s), version 0x%08x\n", in.driver_name, in.driver_info,
+            char uuid[33] = "";
+            if (in.has_uuid)
+                rlvk_uuid_hex(in.device_uuid, uuid);
+            printf("    driver %s (%s), driverID %s, version %s (0x%08x)\n", in.driver_name,
+                   in.driver_info, rlvk_driver_id_name(in.driver_id), in.driver_version_str,
                    in.driver_version);
+            if (in.has_driver_props)
+                printf("    conformance version %u.%u.%u.%u\n", in.conformance[0],
+                       in.conformance[1], in.conformance[2], in.conformance[3]);
+            else
+                printf("    conformance version unknown (no VK_KHR_driver_properties)\n");
+            printf("    device UUID %s\n", in.has_uuid ? uuid : "unknown");
+            printf("    max workgroup size %u x %u x %u, max invocations %u\n",
+                   in.max_workgroup_size[0], in.max_workgroup_size[1], in.max_workgroup_size[2],
+                   in.max_workgroup_invocations);
             printf("    subgroup %u, shared memory %u B, max storage buffer range %llu B, "
                    "max workgroups %u x %u x %u\n",
                    in.subgroup_size, in.max_shared_memory,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli_version.h"
 
 typedef struct command {
     const char *name;
@@ -30,7 +31,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: ropelab <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].about);
-    fprintf(out, "\n`ropelab <command> --help` describes each command's options.\n"
+    fprintf(out, "\n`ropelab <command> --help` (or `ropelab help <command>`) describes each\n"
+                 "command's options; `ropelab --version` prints the version and git commit.\n"
                  "exit codes: 0 ok, 1 a check failed, 2 bad usage or no usable Vulkan device\n");
 }
 
@@ -40,12 +42,26 @@ int main(int argc, char **argv)
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    /* `ropelab help CMD [SUB]` is `ropelab CMD [SUB] --help`. */
+    if (strcmp(argv[1], "help") == 0 && argc >= 3 && argc <= 4) {
+        char *hargv[4] = {argv[2], argc == 4 ? argv[3] : (char *)"--help",
+                          argc == 4 ? (char *)"--help" : NULL, NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (strcmp(argv[2], commands[i].name) == 0)
+                return commands[i].run(argc - 1, hargv);
+        cli_error("help: unknown command '%s' (see ropelab --help)", argv[2]);
+        return CLI_EXIT_USAGE;
+    }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        if (argc > 2 && strcmp(argv[1], "help") == 0) {
+            cli_error("help: name one command (ropelab help CMD [SUBCOMMAND])");
+            return CLI_EXIT_USAGE;
+        }
         usage(stdout);
         return CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ropelab 0.1.0\n");
+        printf("ropelab %s%s%s\n", RL_VERSION, RL_GIT_COMMIT[0] ? " " : "", RL_GIT_COMMIT);
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -12,6 +12,7 @@
 #define RLVK_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <volk.h>
@@ -70,7 +71,14 @@ typedef struct rlvk_device_info {
     uint32_t vendor_id, device_id;
     char driver_name[256];
     char driver_info[256];
-    uint32_t driver_version;
+    uint32_t driver_version;         /* raw VkPhysicalDeviceProperties::driverVersion */
+    char driver_version_str[32];     /* decoded as vulkaninfo does (rlvk_driver_version_str) */
+    int has_driver_props;            /* driver_id, driver_name/info, conformance were reported
+                                        (Vulkan 1.2 or VK_KHR_driver_properties) */
+    uint32_t driver_id;              /* VkDriverId; 0 if unknown */
+    uint8_t conformance[4];          /* conformanceVersion major.minor.subminor.patch */
+    int has_uuid;                    /* device_uuid was reported (Vulkan 1.1 ID properties) */
+    uint8_t device_uuid[16];         /* VkPhysicalDeviceIDProperties::deviceUUID */
     uint32_t api_version;
     uint32_t subgroup_size;
     uint32_t max_shared_memory;      /* maxComputeSharedMemorySize, bytes */
@@ -86,6 +94,16 @@ typedef struct rlvk_device_info {
     uint32_t n_heaps;
     rlvk_heap_info heaps[RLVK_MAX_HEAPS];
 } rlvk_device_info;
+
+/* Decodes a driverVersion as vulkaninfo does: NVIDIA (vendor 0x10de)
+ * 10.8.8.6 bits, Intel (0x8086) on Windows 18.14 bits, everyone else
+ * VK_API_VERSION major.minor.patch. Writes "" when cap is too small. */
+void rlvk_driver_version_str(uint32_t vendor_id, uint32_t version, char *buf, size_t cap);
+/* VkDriverId as its enum suffix ("MESA_LLVMPIPE"); "UNKNOWN" for 0 or a
+ * value newer than this table. */
+const char *rlvk_driver_id_name(uint32_t driver_id);
+/* The 16 UUID bytes as 32 lowercase hex digits plus NUL (33 bytes). */
+void rlvk_uuid_hex(const uint8_t uuid[16], char out[33]);
 
 /* Fills info for physical device `index` of the instance. */
 rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,

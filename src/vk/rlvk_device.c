@@ -20,6 +20,63 @@ static const char *type_name(VkPhysicalDeviceType t)
     }
 }
 
+void rlvk_driver_version_str(uint32_t vendor_id, uint32_t v, char *buf, size_t cap)
+{
+    int n;
+    if (vendor_id == 0x10de) /* NVIDIA: 10.8.8.6 */
+        n = snprintf(buf, cap, "%u.%u.%u.%u", (v >> 22) & 0x3ffu, (v >> 14) & 0xffu,
+                     (v >> 6) & 0xffu, v & 0x3fu);
+#ifdef _WIN32
+    else if (vendor_id == 0x8086) /* Intel on Windows: 18.14 */
+        n = snprintf(buf, cap, "%u.%u", v >> 14, v & 0x3fffu);
+#endif
+    else
+        n = snprintf(buf, cap, "%u.%u.%u", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v),
+                     VK_API_VERSION_PATCH(v));
+    if (cap && (n < 0 || (size_t)n >= cap))
+        buf[0] = '\0';
+}
+
+const char *rlvk_driver_id_name(uint32_t id)
+{
+    /* VkDriverId 1..25 (vulkan_core.h), in order. */
+    static const char *const names[] = {
+        "UNKNOWN", "AMD_PROPRIETARY", "AMD_OPEN_SOURCE", "MESA_RADV", "NVIDIA_PROPRIETARY",
+        "INTEL_PROPRIETARY_WINDOWS", "INTEL_OPEN_SOURCE_MESA", "IMAGINATION_PROPRIETARY",
+        "QUALCOMM_PROPRIETARY", "ARM_PROPRIETARY", "GOOGLE_SWIFTSHADER", "GGP_PROPRIETARY",
+        "BROADCOM_PROPRIETARY", "MESA_LLVMPIPE", "MOLTENVK", "COREAVI_PROPRIETARY",
+        "JUICE_PROPRIETARY", "VERISILICON_PROPRIETARY", "MESA_TURNIP", "MESA_V3DV", "MESA_PANVK",
+        "SAMSUNG_PROPRIETARY", "MESA_VENUS", "MESA_DOZEN", "MESA_NVK",
+        "IMAGINATION_OPEN_SOURCE_MESA",
+    };
+    _Static_assert(VK_DRIVER_ID_MESA_LLVMPIPE == 13, "VkDriverId table order");
+    return id < RL_ARRAY_LEN(names) ? names[id] : "UNKNOWN";
+}
+
+void rlvk_uuid_hex(const uint8_t uuid[16], char out[33])
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[uuid[i] >> 4];
+        out[2 * i + 1] = hex[uuid[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+static int has_device_extension(VkPhysicalDevice pd, const char *name)
+{
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n)
+        return 0;
+    VkExtensionProperties *e = malloc(n * sizeof *e);
+    int found = 0;
+    if (e && vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(e[i].extensionName, name) == 0;
+    free(e);
+    return found;
+}
+
 static int compute_family(VkPhysicalDevice pd, uint32_t *family, int *timestamps,
                           uint32_t *ts_bits)
 {
@@ -58,13 +115,27 @@ rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
 
     VkPhysicalDeviceSubgroupProperties sub = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceIDProperties idp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
     VkPhysicalDeviceDriverProperties drv = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, .pNext = &sub};
-    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &sub};
     VkPhysicalDeviceProperties base;
     vkGetPhysicalDeviceProperties(pd, &base);
-    /* VkPhysicalDeviceDriverProperties is core in 1.2; ask only then. */
-    p2.pNext = base.apiVersion >= VK_API_VERSION_1_2 ? (void *)&drv : (void *)&sub;
+    /* Chain only what the device may be asked for: ID properties are core
+     * in 1.1 (the instance asks for >= 1.1), driver properties in 1.2 or
+     * with VK_KHR_driver_properties (same structure). */
+    int want_id = base.apiVersion >= VK_API_VERSION_1_1;
+    int want_drv = base.apiVersion >= VK_API_VERSION_1_2 ||
+                   has_device_extension(pd, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    if (want_id) {
+        idp.pNext = p2.pNext;
+        p2.pNext = &idp;
+    }
+    if (want_drv) {
+        drv.pNext = p2.pNext;
+        p2.pNext = &drv;
+    }
     vkGetPhysicalDeviceProperties2(pd, &p2);
     const VkPhysicalDeviceProperties *p = &p2.properties;
 
@@ -75,7 +146,19 @@ rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
     info->device_id = p->deviceID;
     info->driver_version = p->driverVersion;
     info->api_version = p->apiVersion;
-    if (base.apiVersion >= VK_API_VERSION_1_2) {
+    rlvk_driver_version_str(p->vendorID, p->driverVersion, info->driver_version_str,
+                            sizeof info->driver_version_str);
+    if (want_id) {
+        info->has_uuid = 1;
+        memcpy(info->device_uuid, idp.deviceUUID, sizeof info->device_uuid);
+    }
+    if (want_drv) {
+        info->has_driver_props = 1;
+        info->driver_id = (uint32_t)drv.driverID;
+        info->conformance[0] = drv.conformanceVersion.major;
+        info->conformance[1] = drv.conformanceVersion.minor;
+        info->conformance[2] = drv.conformanceVersion.subminor;
+        info->conformance[3] = drv.conformanceVersion.patch;
         snprintf(info->driver_name, sizeof info->driver_name, "%s", drv.driverName);
         snprintf(info->driver_info, sizeof info->driver_info, "%s", drv.driverInfo);
     } else {
