@@ -24,7 +24,12 @@ if [ ! -f "$dir/build.ninja" ]; then
   CC=clang meson setup "$dir" -Dfuzz=true -Dbuildtype=debug \
     -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
-ninja -C "$dir" $(printf 'fuzz_%s ' "${harnesses[@]}") >/dev/null
+# a harness that does not build is a failure, shown in full
+if ! ninja -C "$dir" $(printf 'fuzz_%s ' "${harnesses[@]}") >"$dir/build.log" 2>&1; then
+  cat "$dir/build.log" >&2
+  echo "fuzz: the harnesses did not build" >&2
+  exit 1
+fi
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1
 status=0

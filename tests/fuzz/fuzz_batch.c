@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         RL_OK) {
         FILE *null = fopen("/dev/null", "w");
         if (null) {
-            run_plan_print(&b, 0, 1, null);
+            rl_error perr = {0};
+            (void)run_plan_print(&b, 0, 1, null, &perr);
             fclose(null);
         }
         run_batch_free(&b);
