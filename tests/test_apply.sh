@@ -8,17 +8,7 @@ bin=$1
 pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-expect() { # expect NAME CODE PATTERN -- ARGS...
-  local name=$1 code=$2 pat=$3; shift 4
-  local out rc
-  out=$("$bin" "$@" 2>&1); rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pat" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    printf 'FAIL %s: exit %d (want %d), output:\n%s\n' "$name" "$rc" "$code" "$out" >&2
-  fi
-}
+. "$(dirname "$0")/expect_lib.sh"
 ok() { # ok NAME COMMAND...: the command must succeed
   local name=$1; shift
   if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $name" >&2; fi
