@@ -1,5 +1,7 @@
 # expect_lib.sh — sourced by the shell test scripts (test_cli.sh,
-# test_apply.sh): `expect NAME CODE PATTERN -- ARGS...` runs "$bin" ARGS,
+# test_apply.sh, test_results_safety.sh, test_slurm.sh). `ok` / `bad MSG`
+# count a hand-made check into $pass / $fail.
+# `expect NAME CODE PATTERN -- ARGS...` runs "$bin" ARGS,
 # passes when the exit code is CODE and the output matches the extended
 # regex PATTERN, and counts into $pass / $fail (printing the output of a
 # failure). The caller sets bin, pass=0 and fail=0.
@@ -14,3 +16,5 @@ expect() {
     printf 'FAIL %s: exit %d (want %d), output:\n%s\n' "$name" "$rc" "$code" "$out" >&2
   fi
 }
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*" >&2; }

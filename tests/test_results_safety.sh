@@ -9,8 +9,7 @@
 set -u
 bin=$1
 pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*" >&2; }
+. "$(dirname "$0")/expect_lib.sh"
 t=$(mktemp -d /tmp/rlsafeXXXX)
 trap 'rm -rf "$t"' EXIT
 cat > "$t/b.yaml" <<'YAML'

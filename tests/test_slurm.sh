@@ -8,8 +8,7 @@ set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$2
 pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*" >&2; }
+. "$(dirname "$0")/expect_lib.sh"
 t=$(mktemp -d /tmp/rlslurmXXXX)
 trap 'rm -rf "$t"' EXIT
 cat > "$t/b.yaml" <<'YAML'
