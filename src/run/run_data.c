@@ -238,7 +238,7 @@ static rl_status fill_file(const run_data *rd, char which, uint64_t tokens, floa
         return rl_fail(err, RL_ERR_ARG, "data: this run needs tensor '%s', which the data "
                        "section does not name", key);
     tfile f;
-    uint64_t avail;
+    uint64_t avail = 0;
     uint32_t heads = which == 'q' ? rd->model.heads : rd->model.kv_heads, hd = rd->model.head_dim;
     const char *layout = json_string_value(json_object_get(rd->desc, "layout"));
     rl_status st = tfile_open(rd->desc, rd->base_dir, which, &f, err);
