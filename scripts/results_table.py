@@ -34,7 +34,12 @@ def bound_table(path, rows, kind, key, metric, lengths):
         if r["status"] != "passed":
             print(f"{path}: run {r['run_id']} {r['status']}", file=sys.stderr)
             return 1
-        pts[float(r[key])] = float(r["value"])
+        try:
+            pts[float(r[key])] = float(r["value"])
+        except ValueError:
+            print(f"{path}: run {r['run_id']}: {key} = '{r[key]}' or {metric} = '{r['value']}' "
+                  "is not a number", file=sys.stderr)
+            return 1
     if not pts:
         print(f"{path}: no metric {metric}", file=sys.stderr)
         return 1
@@ -42,7 +47,11 @@ def bound_table(path, rows, kind, key, metric, lengths):
     print(f"| L | smallest {key} with {metric} >= L | largest {key} below it with {metric} < L |")
     print("|---|---|---|")
     for s in lengths:
-        L = float(s)
+        try:
+            L = float(s)
+        except ValueError:
+            print(f"--smallest: threshold '{s}' is not a number", file=sys.stderr)
+            return 2
         ok = [b for b in grid if pts[b] >= L]
         if not ok:
             print(f"| {s} | none up to {grid[-1]:g} | — |")
