@@ -24,6 +24,12 @@ def fmt(v, sig):
 
 def bound_table(path, rows, kind, key, metric, lengths):
     """| L | smallest KEY with METRIC >= L | largest KEY below it with METRIC < L |"""
+    for s in lengths:
+        try:
+            float(s)
+        except ValueError:
+            print(f"--smallest: threshold '{s}' is not a number", file=sys.stderr)
+            return 2
     if key not in rows[0]:
         print(f"{path}: no column {key}", file=sys.stderr)
         return 1
@@ -47,11 +53,7 @@ def bound_table(path, rows, kind, key, metric, lengths):
     print(f"| L | smallest {key} with {metric} >= L | largest {key} below it with {metric} < L |")
     print("|---|---|---|")
     for s in lengths:
-        try:
-            L = float(s)
-        except ValueError:
-            print(f"--smallest: threshold '{s}' is not a number", file=sys.stderr)
-            return 2
+        L = float(s)
         ok = [b for b in grid if pts[b] >= L]
         if not ok:
             print(f"| {s} | none up to {grid[-1]:g} | — |")
