@@ -341,8 +341,17 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
     fputs("\nset ylabel ", fp);
     with_unit(text, sizeof text, fg->title, fg->unit);
     gp_string(fp, text);
-    /* the legend below the frame, several entries a row */
-    fputs("\nset grid\nset key below horizontal\n", fp);
+    /* The legend below the frame, several entries a row; entries too
+     * long for that (gnuplot would drop them) go in one column at the
+     * right. */
+    size_t longest = 0;
+    for (size_t si = 0; si < fg->n; si++) {
+        char label[512];
+        plot_series_label(c, fg, si, label, sizeof label);
+        longest = strlen(label) > longest ? strlen(label) : longest;
+    }
+    fputs(longest <= 60 ? "\nset grid\nset key below horizontal\n"
+                        : "\nset grid\nset key outside right top vertical\n", fp);
     /* Log x only where the kind declares it (lengths, distances): a pair
      * index or a linear sweep stays linear, and ln N is a straight line
      * over any span of lengths. Base 2 for lengths up to 2^12 apart. */

@@ -55,7 +55,15 @@ void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, char
             differs = strcmp(v0, plot_field(c, fg->s[k].first_row, (int)col)) != 0;
         if (differs) {
             const char *v = plot_field(c, fg->s[si].first_row, (int)col);
-            len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "", h->f[col],
+            /* a swept key's section is clear from its name: "max_len=4096"
+             * for "params.max_len" */
+            const char *key = h->f[col];
+            static const char *const sections[] = {"params.", "encoding.", "model.", "data."};
+            for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+                if (strncmp(key, sections[i], strlen(sections[i])) == 0 &&
+                    key[strlen(sections[i])])
+                    key += strlen(sections[i]);
+            len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "", key,
                                     *v ? v : "(default)");
         }
     }

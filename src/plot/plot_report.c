@@ -299,7 +299,7 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
     if (n_runs) {
         fputs("\n### ", fp);
         md_text(fp, *kind ? kind : "runs");
-        fputs("\n\n| run | encoding", fp);
+        fputs("\n\n| run | encoding ", fp);
         int *differs = calloc(h->n, sizeof *differs);
         for (size_t col = 0; differs && col < h->n; col++) {
             if (!c->is_param[col] && (int)col != c->c_dev)
@@ -308,7 +308,7 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
                 differs[col] = strcmp(plot_field(c, runs[0], (int)col),
                                       plot_field(c, runs[i], (int)col)) != 0;
             if (differs[col])
-                fprintf(fp, " | %s", h->f[col]);
+                fprintf(fp, "| %s ", h->f[col]);
         }
         for (size_t m = 0; m < n_m; m++) {
             const char *t = plot_field(c, mets[m], c->c_title), *u = plot_field(c, mets[m], c->c_unit);
