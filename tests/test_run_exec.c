@@ -80,8 +80,9 @@ START_TEST(batch_writes_runs_results_and_manifest)
     snprintf(path, sizeof path, "%s/results.csv", out);
     /* decay: 3 runs x (4 metrics + r rows x 3 value columns) */
     size_t decay_bound_rows = count_lines_with(path, ",decay.bound,", header, sizeof header);
-    ck_assert_str_eq(header, "run_id,device,kind,encoding,status,params.max_distance,"
-                             "params.tokens,metric,x,value,x_label,y_label\n");
+    ck_assert_str_eq(header, "run_id,device,kind,status,encoding,type,factor,head_dim,heads,"
+                             "kv_heads,train_len,seed,params.max_distance,params.tokens,metric,"
+                             "length,x,value,unit,title,x_name,x_unit,x_title,plot\n");
     ck_assert_uint_eq(decay_bound_rows, 2 + 3 + 4); /* r = 0,4 / 0,4,8 / 0,4,8,12 */
     ck_assert_uint_eq(count_lines_with(path, ",precision.max_abs_error,", NULL, 0), 3 + 5);
     snprintf(path, sizeof path, "%s/manifest.json", out);
