@@ -171,22 +171,32 @@ static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, int s
             fprintf(fp, "\n[SVG](plots/%s.svg) · [data](plots/%s.dat) · [script](plots/%s.gp)\n",
                     f->name, f->name, f->name);
     }
+    /* once per metric: "at N = ..." only when it has a single length */
     int any = 0;
     for (size_t i = 0; i < n_figs; i++) {
         const plot_figure *f = &figs[i];
-        if (f->drawn || (f->is_ref && !f->constant))
+        if (f->drawn || f->is_ref)
+            continue;
+        size_t first = 0, n_len = 0;
+        int all_const = 1;
+        for (size_t j = 0; j < n_figs; j++)
+            if (!figs[j].drawn && strcmp(figs[j].metric, f->metric) == 0) {
+                if (n_len++ == 0)
+                    first = j;
+                all_const &= figs[j].constant && figs[j].constant_value == f->constant_value;
+            }
+        if (first != i)
             continue;
         if (!any++)
             fputs("\nNot drawn:", fp);
         fputs(" `", fp);
         md_text(fp, f->metric);
-        if (*f->length) {
-            fputs("` at N = ", fp);
+        fputc('`', fp);
+        if (*f->length && n_len == 1) {
+            fputs(" at N = ", fp);
             md_text(fp, f->length);
-        } else {
-            fputc('`', fp);
         }
-        if (f->constant) {
+        if (all_const) {
             fprintf(fp, " (constant %.6g%s", f->constant_value, *f->unit ? " " : "");
             md_text(fp, f->unit);
             fputs(")", fp);
