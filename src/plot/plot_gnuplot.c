@@ -357,8 +357,9 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
      * over any span of lengths. Base 2 for lengths up to 2^12 apart. */
     int logx = !fg->categorical && (fg->flags & PLOT_F_LOGX) && rg->x_pos && rg->xmin > 0;
     if (logx)
-        fputs(rg->xmax / rg->xmin <= 4096 ? "set logscale x 2\nset format x \"%.0f\"\n"
-                                          : "set logscale x 10\n", fp);
+        fputs(rg->xmax / rg->xmin <= 4096
+                  ? "set logscale x 2\nset format x \"%.0f\"\nset autoscale xfix\n"
+                  : "set logscale x 10\nset autoscale xfix\n", fp);
     /* Log y where declared or where the (positive) data span 1000x. */
     int logy = !(fg->flags & PLOT_F_FRACTION) && rg->y_pos && rg->ymin > 0 &&
                ((fg->flags & PLOT_F_LOGY) || rg->ymax / rg->ymin >= 1000);
@@ -366,6 +367,11 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         fputs("set logscale y\nset format y \"%.0e\"\n", fp);
     if (fg->flags & PLOT_F_FRACTION)
         fputs("set yrange [-0.04:1.06]\n", fp); /* 0 and 1 inside the frame */
+    else if (fg->flags & PLOT_F_ONE) {
+        /* y = 1 inside the frame, not on its edge */
+        double top = fmax(isfinite(rg->ymax) ? rg->ymax : 1, 1);
+        fprintf(fp, "set yrange [*:%.17g]\n", logy ? 2 * top : 1.1 * top);
+    }
     with_unit(text, sizeof text, fg->title, fg->unit);
     snprintf(fg->caption, sizeof fg->caption, "%s against %s; one line per run.", text,
              fg->x_title);
@@ -406,7 +412,7 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         snprintf(fg->caption + len, sizeof fg->caption - len, " Dashed black: %s.", ref_names[r]);
     }
     if ((fg->flags & PLOT_F_ONE) && !fg->categorical) {
-        fputs(", \\\n     1 with lines dt 3 lw 1.5 lc rgb \"gray30\" title 'y = 1'", fp);
+        fputs(", \\\n     1 with lines dt 3 lw 2 lc rgb \"black\" title 'y = 1 (error at its bound)'", fp);
         size_t len = strlen(fg->caption);
         snprintf(fg->caption + len, sizeof fg->caption - len,
                  " Dotted horizontal line: 1 (error at its bound).");
