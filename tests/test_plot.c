@@ -127,7 +127,8 @@ START_TEST(renders_png_svg_and_report)
     snprintf(path, sizeof path, "%s/report.md", dir);
     char *md = read_file(path, NULL);
     ck_assert_ptr_nonnull(strstr(md, "![relative bound](plots/decay.bound.png)"));
-    ck_assert_ptr_nonnull(strstr(md, "| b2 | llvmpipe | decay | yarn, x4 | 32 | failed: out of device memory |"));
+    ck_assert_ptr_nonnull(
+        strstr(md, "| b2 | llvmpipe | decay | yarn, x4 | 32 | failed: out of device memory |"));
     /* scalars: an encoding x metric table per kind, readable precision */
     ck_assert_ptr_nonnull(strstr(md, "| run | encoding | params.max_distance | max abs error |"));
     ck_assert_ptr_nonnull(strstr(md, "| a1 | rope | 16 | 1.5e-07 |"));
@@ -172,9 +173,12 @@ static void assert_report_links_exist(const char *dir)
 #define PAIR ",tokens,wavelength,pair,,rotary pair index j,\n"
 static const char *marks =
     HEAD2
-    E1 "h.entropy_nats,64,64,2" ENT E1 "h.entropy_nats,128,128,3" ENT E1 "h.entropy_nats,256,256,4" ENT
-    E2 "h.entropy_nats,64,64,2" ENT E2 "h.entropy_nats,128,128,3" ENT E2 "h.entropy_nats,256,256,4" ENT
-    E3 "h.entropy_nats,64,64,1" ENT E3 "h.entropy_nats,128,128,2" ENT E3 "h.entropy_nats,256,256,2.5" ENT
+    E1 "h.entropy_nats,64,64,2" ENT E1 "h.entropy_nats,128,128,3" ENT
+    E1 "h.entropy_nats,256,256,4" ENT
+    E2 "h.entropy_nats,64,64,2" ENT E2 "h.entropy_nats,128,128,3" ENT
+    E2 "h.entropy_nats,256,256,4" ENT
+    E3 "h.entropy_nats,64,64,1" ENT E3 "h.entropy_nats,128,128,2" ENT
+    E3 "h.entropy_nats,256,256,2.5" ENT
     E1 "h.ref_ln,64,64,4.1589" LN E1 "h.ref_ln,128,128,4.852" LN E1 "h.ref_ln,256,256,5.545" LN
     E1 "r.accuracy,256,1,1" ACC E1 "r.accuracy,256,200,0.5" ACC
     E1 "r.accuracy,512,1,1" ACC E1 "r.accuracy,512,400,0.25" ACC

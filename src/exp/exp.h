@@ -117,7 +117,8 @@ enum {
     EXP_PLOT_LOGX = 1u << 0,     /* x on a log axis (lengths, distances, positions in decades) */
     EXP_PLOT_LOGY = 1u << 1,     /* y on a log axis (errors over decades) */
     EXP_PLOT_HIDE = 1u << 2,     /* no figure: bookkeeping or a constant (still in results.csv) */
-    EXP_PLOT_REF = 1u << 3,      /* a reference curve, drawn in its table's figures of the same unit */
+    EXP_PLOT_REF = 1u << 3,      /* a reference curve, drawn in its table's figures of the
+                                    same unit */
     EXP_PLOT_FRACTION = 1u << 4, /* y in [0, 1] (an accuracy): the frame shows 0 and 1 inside */
     EXP_PLOT_ONE = 1u << 5,      /* a horizontal line at y = 1 (error / bound) */
     EXP_PLOT_TRAIN = 1u << 6,    /* x in tokens: a vertical line at the model's train_len */
@@ -163,8 +164,8 @@ typedef struct exp_kind {
      * verification failed (already recorded in the sink). */
     rl_status (*run)(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err);
     /* Every summary metric and table column run() emits, declared once
-     * (an undeclared one reaches results.csv titled by its own name, which
-     * tests/test_quickstart.sh refuses for the quickstart's kinds). */
+     * (tests/test_run_exec.c runs every kind and refuses an undeclared
+     * one; results.csv would title it by its own name). */
     const exp_metric *metrics;
     size_t n_metrics;
 } exp_kind;

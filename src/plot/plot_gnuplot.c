@@ -412,7 +412,8 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         snprintf(fg->caption + len, sizeof fg->caption - len, " Dashed black: %s.", ref_names[r]);
     }
     if ((fg->flags & PLOT_F_ONE) && !fg->categorical) {
-        fputs(", \\\n     1 with lines dt 3 lw 2 lc rgb \"black\" title 'y = 1 (error at its bound)'", fp);
+        fputs(", \\\n     1 with lines dt 3 lw 2 lc rgb \"black\" "
+              "title 'y = 1 (error at its bound)'", fp);
         size_t len = strlen(fg->caption);
         snprintf(fg->caption + len, sizeof fg->caption - len,
                  " Dotted horizontal line: 1 (error at its bound).");

@@ -321,9 +321,12 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
                 fprintf(fp, "| %s ", h->f[col]);
         }
         for (size_t m = 0; m < n_m; m++) {
-            const char *t = plot_field(c, mets[m], c->c_title), *u = plot_field(c, mets[m], c->c_unit);
+            const char *t = plot_field(c, mets[m], c->c_title);
+            const char *u = plot_field(c, mets[m], c->c_unit);
+            if (!*t)
+                t = plot_field(c, mets[m], c->c_metric);
             char head[600];
-            snprintf(head, sizeof head, *u ? "%s (%s)" : "%s", *t ? t : plot_field(c, mets[m], c->c_metric), u);
+            snprintf(head, sizeof head, *u ? "%s (%s)" : "%s", t, u);
             md_cell(fp, head);
         }
         fputs("|\n|---|---", fp);
