@@ -139,6 +139,15 @@ static void results_rows(FILE *fp, const char *run_dir, const json_t *sum, const
         json_int_t length = json_integer_value(json_object_get(tab, "length"));
         if (!file)
             continue;
+        /* a run directory written before tables carried their length
+         * (retrieval_n<N>.csv, merged into a new results.csv) */
+        unsigned long long old_n = 0;
+        int used = 0;
+        if (!tn && sscanf(file, "retrieval_n%llu%n", &old_n, &used) == 1 && !file[used] &&
+            old_n > 0) {
+            tn = "retrieval_distance";
+            length = (json_int_t)old_n;
+        }
         if (!tn)
             tn = file;
         char path[1400];
