@@ -399,9 +399,13 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
             fputs("\"\"", fp);
         }
         size_t every = fg->s[si].n / 16 + 1; /* about 16 marks a line */
-        fprintf(fp, " index %zu using %s with linespoints lc %zu dt %zu pt %d ps 0.9 pi %zu title ",
+        /* later series draw smaller marks over earlier ones: where series
+         * coincide, their marks nest instead of hiding each other */
+        double ps = fmin(0.8 + 0.25 * (double)(fg->n - 1 - si), 2.3);
+        fprintf(fp, " index %zu using %s with linespoints lc %zu dt %zu pt %d ps %.2f pi %zu "
+                    "title ",
                 si, fg->categorical ? "2:xtic(1)" : "1:2", si % 8 + 1, si % 5 + 1,
-                point_types[si % (sizeof point_types / sizeof point_types[0])], every);
+                point_types[si % (sizeof point_types / sizeof point_types[0])], ps, every);
         gp_string(fp, label);
     }
     for (size_t r = 0; r < n_refs; r++) {
