@@ -3,19 +3,54 @@
 
 usage: results_table.py RESULTS.csv [--kind KIND] [--sig N] COLUMN...
        results_table.py RESULTS.csv [--kind KIND] --smallest KEY METRIC L...
-  COLUMN is METRIC (a summary metric, empty x) or METRIC@X (a table value at
-  x = X, e.g. retrieval_length.accuracy@2048).
+  COLUMN is METRIC (a summary metric, empty x), METRIC@X (a table value at
+  x = X, e.g. retrieval_length.accuracy@2048) or METRIC@X/N (at x = X of the
+  table measured at context length N, e.g. retrieval_distance.accuracy@1024/4096;
+  the older spelling retrieval_n4096.accuracy@1024 means the same).
 Rows: one per encoding and value of the swept keys (runs of different kinds
 with the same encoding and sweep point share a row), in the order they first
 appear in results.csv; values rounded to 4 decimals, or to N significant
-digits with --sig N. Study READMEs quote these tables; rerun the batch, then this.
+digits with --sig N. Study READMEs quote these tables; rerun the batch, then
+this. Reads the tidy format (docs/runner.md "results.csv") and the older one
+(x_label/y_label, lengths in metric names).
 --smallest: for each threshold L, the smallest value of the swept column KEY
 (e.g. encoding.rope_theta) among passed runs whose METRIC is >= L, and the
 largest KEY below it whose METRIC is < L (the grid's bracket of the bound;
 experiments/base-bounds-length).
 """
 import csv
+import re
 import sys
+
+# Columns of the result format itself; every other column is a swept key.
+FIXED = {"run_id", "device", "kind", "status", "encoding", "type", "factor", "head_dim",
+         "heads", "kv_heads", "train_len", "seed", "metric", "length", "x", "value", "unit",
+         "title", "x_name", "x_unit", "x_title", "plot",
+         "x_label", "y_label"}  # the format before the tidy one
+
+
+def parse_column(c):
+    """(metric, x, length) of a COLUMN argument."""
+    m, _, x = c.partition("@")
+    x, _, n = x.partition("/")
+    old = re.fullmatch(r"(\w+)_n([0-9]+)\.(\w+)", m)
+    if old and not n:
+        base = "retrieval_distance" if old.group(1) == "retrieval" else old.group(1)
+        m, n = f"{base}.{old.group(3)}", old.group(2)
+    return m, x, n
+
+
+def row_key(r):
+    """(metric, x, length) of a results.csv row, in either format."""
+    m, n = r["metric"], r.get("length", "")
+    if "length" not in r:
+        old = re.fullmatch(r"(\w+)_n([0-9]+)\.(\w+)", m)
+        if old:
+            base = "retrieval_distance" if old.group(1) == "retrieval" else old.group(1)
+            m, n = f"{base}.{old.group(3)}", old.group(2)
+    if n == r["x"]:
+        n = ""  # the length is the x axis itself
+    return m, r["x"], n
 
 
 def fmt(v, sig):
@@ -93,10 +128,8 @@ def main(argv):
         return 1
     if smallest:
         return bound_table(path, rows, kind, smallest[0], smallest[1], args)
-    cols = [(c.split("@", 1) + [""])[:2] for c in args]
-    fixed = {"run_id", "device", "kind", "encoding", "status", "metric", "x", "value",
-             "x_label", "y_label"}
-    swept = [k for k in rows[0] if k not in fixed]
+    cols = [parse_column(c) for c in args]
+    swept = [k for k in rows[0] if k not in FIXED]
     runs, order = {}, []
     for r in rows:
         if kind and r["kind"] != kind:
@@ -105,19 +138,21 @@ def main(argv):
         # row, and, with --kind (one kind's runs only), its params too
         key = (r["encoding"],) + tuple(r[k] for k in swept
                                        if kind or not k.startswith("params."))
-        for m, x in cols:
-            if r["metric"] == m and r["x"] == x:
+        rk = row_key(r)
+        for c in cols:
+            if rk == c:
                 if key not in runs:
                     runs[key] = {"_r": r}
                     order.append(key)
-                runs[key][(m, x)] = r["value"]
+                runs[key][c] = r["value"]
     used = [k for k in swept if len({runs[i]["_r"][k] for i in order}) > 1]
-    head = ["encoding"] + used + [m + (f" @ {x}" if x else "") for m, x in cols]
+    # headers as given: "METRIC @ X", "METRIC @ X/N"
+    head = ["encoding"] + used + [a.replace("@", " @ ", 1) for a in args]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for i in order:
         r = runs[i]
-        vals = [fmt(float(r[c]), sig) if c in r and r[c] != "" else "—" for c in map(tuple, cols)]
+        vals = [fmt(float(r[c]), sig) if c in r and r[c] != "" else "—" for c in cols]
         print("| " + " | ".join([r["_r"]["encoding"]] + [r["_r"][k] for k in used] + vals) + " |")
     return 0
 

@@ -294,6 +294,28 @@ done:
     return st;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"invariance.shift_t_tokens", "shift t", "tokens", EXP_PLOT_LOGX},
+    {"invariance.device_abs_change", "score change under shift, device", "", EXP_PLOT_LOGY},
+    {"invariance.device_rel_change", "score change under shift / (|q'||k'|), device",
+     "", EXP_PLOT_LOGY},
+    {"invariance.reference_abs_change", "score change under shift, double reference",
+     "", EXP_PLOT_LOGY},
+    {"invariance.reference_rel_change", "score change under shift / (|q'||k'|), reference",
+     "", EXP_PLOT_LOGY},
+    {"invariance.reference_rel_rounding_bound", "rounding bound of the relative change",
+     "", EXP_PLOT_REF | EXP_PLOT_LOGY},
+    {"device_max_abs_change", "max score change, device", "", 0},
+    {"device_max_rel_change", "max relative score change, device", "", 0},
+    {"reference_max_abs_change", "max score change, reference", "", 0},
+    {"reference_max_rel_change", "max relative score change, reference", "", 0},
+    {"vector_max_abs_error", "rotated vectors: max abs error", "", 0},
+    {"vector_worst_error_over_bound", "rotated vectors: worst error / bound", "", 0},
+    {"max_shift", "largest shift", "tokens", 0},
+    {"reference_change_over_rounding_bound", "reference change / rounding bound", "", 0},
+};
+
 const exp_kind exp_kind_invariance = {
     .name = "invariance",
     .about = "|<f(q,m),f(k,n)> - <f(q,m+t),f(k,n+t)>| vs shift t, device and double reference",
@@ -304,4 +326,6 @@ const exp_kind exp_kind_invariance = {
     .check = inv_check,
     .estimate_bytes = inv_bytes,
     .run = inv_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
 };

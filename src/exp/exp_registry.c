@@ -30,6 +30,14 @@ const exp_kind *exp_find(const char *name)
     return NULL;
 }
 
+const exp_metric *exp_metric_find(const exp_kind *k, const char *metric)
+{
+    for (size_t i = 0; k && i < k->n_metrics; i++)
+        if (strcmp(k->metrics[i].name, metric) == 0)
+            return &k->metrics[i];
+    return NULL;
+}
+
 rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const exp_run *run,
                          exp_value *out, rl_error *err)
 {
