@@ -163,7 +163,8 @@ static int scaling_key(const char *k)
 {
     return rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0 && strcmp(k, "layout") &&
            strcmp(k, "precision") && strcmp(k, "rotary_dim") && strcmp(k, "seq_len") &&
-           strcmp(k, "max_position_embeddings");
+           strcmp(k, "max_position_embeddings") && strcmp(k, "dynamic_mode") &&
+           strcmp(k, "prompt_len");
 }
 
 /* One rope dict into enc (registry keys), validating every value with
