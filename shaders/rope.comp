@@ -112,6 +112,8 @@ void main()
     if (k < ROT_ITEMS && PRECISION >= RL_ROPE_PREC_HF) {
         /* Framework emulation (scalar variant only, rope_gpu.c). */
         float ang = rope_emu_angle(p, k, inv_freq[k]);
+        if ((EMU_FLAGS & RL_ROPE_EMU_YARN) != 0u) /* freq_scale, ramp_mix after the factors */
+            ang = rope_emu_yarn(ang, inv_freq[ROT_ITEMS], inv_freq[ROT_ITEMS + 1u + k]);
         if ((EMU_FLAGS & RL_ROPE_EMU_DUMP) != 0u && row % N_HEADS == 0u)
             angles_out[tok * ROT_ITEMS + k] = ang;
         uint32_t ia = LAYOUT == RL_ROPE_LAYOUT_HALF ? base + k : base + 2u * k;

@@ -295,6 +295,16 @@ float rope_emu_round(int dtype, float v);
  * ggml-vulkan theta_scale = powf(base, -2/rotary_dim), cuda-fast
  * powf(theta_scale, j). out: [n_pairs]. */
 void rope_emu_factors(const rope_freqs *f, float *out);
+/* ggml's rope_yarn in the ggml-cpu / ggml-vulkan modes for rope_type linear
+ * and yarn (ggml/src/ggml-cpu/ops.cpp rope_yarn, ggml_rope_yarn_corr_dims):
+ * returns 1 and, in ggml's fp32 arithmetic, freq_scale = 1/factor,
+ * ramp_mix[n_pairs] = rope_yarn_ramp(corr_dims, 2j) * ext_factor (ext_factor
+ * 1 for yarn, 0 for linear) and mscale = attn_factor * (1 + 0.1 logf(1 /
+ * freq_scale)) (yarn; attn_factor = the type's attention factor over
+ * get_mscale(factor), 1 unless set) or attn_factor (linear); 0 for every
+ * other mode and type (ramp_mix untouched, *mscale = fp32 attention
+ * factor). Any output pointer may be NULL. */
+int rope_emu_yarn(const rope_freqs *f, float *freq_scale, float *ramp_mix, float *mscale);
 /* The fp32 angle of pair j at position p in f's mode (ggml-vulkan: with the
  * host's powf, which the device's pow only approximates). */
 float rope_emu_angle(const rope_freqs *f, uint32_t p, uint32_t j);

@@ -102,9 +102,17 @@ static rl_status rope_emu_validate(const rope_desc *r, rl_error *err)
     if (ggml && r->dtype == RL_DTYPE_BF16)
         return rl_fail(err, RL_ERR_ARG, "dtype bf16: precision %s emulates ggml's fp32 and fp16 "
                        "rope only", pn);
-    if (ggml && r->rope_type != ROPE_TYPE_DEFAULT)
-        return rl_fail(err, RL_ERR_ARG, "precision %s emulates rope_type default only (not %s)", pn,
+    /* ggml-cpu and ggml-vulkan: ggml's rope_yarn (freq_scale, ext_factor,
+     * corr_dims) for linear and yarn; cuda-fast the default rotation only. */
+    int yarn_ok = r->precision != RL_ROPE_PREC_CUDA_FAST &&
+                  (r->rope_type == ROPE_TYPE_LINEAR || r->rope_type == ROPE_TYPE_YARN);
+    if (ggml && r->rope_type != ROPE_TYPE_DEFAULT && !yarn_ok)
+        return rl_fail(err, RL_ERR_ARG, "precision %s emulates rope_type %s only (not %s)", pn,
+                       r->precision == RL_ROPE_PREC_CUDA_FAST ? "default" : "default, linear and yarn",
                        rope_type_name(r->rope_type));
+    if (ggml && r->rope_type == ROPE_TYPE_YARN && r->truncate < 0)
+        return rl_fail(err, RL_ERR_ARG, "precision %s: ggml_rope_yarn_corr_dims always floors and "
+                       "ceils the correction range (truncate false is not ggml's)", pn);
     if (emu && r->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT)
         return rl_fail(err, RL_ERR_ARG, "dynamic_mode cache_consistent: precision %s emulates one "
                        "inv_freq for every token; use fp32, table or precise", pn);

@@ -147,12 +147,16 @@ rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, const uin
 {
     if (per_token(f))
         return upload_freqs_per_token(dev, f, pos, tokens, buf, err);
-    float fr[ROPE_MAX_PAIRS + 4] = {0};
+    float fr[2 * ROPE_MAX_PAIRS + 8] = {0};
+    uint64_t nf = f->n_pairs;
     for (uint32_t j = 0; j < f->n_pairs; j++)
         fr[j] = (float)f->inv_freq[j];
     if (rope_prec_is_emu(f->precision))
         rope_emu_factors(f, fr); /* the framework's own fp32 factors */
-    uint64_t bytes = ((f->n_pairs + 3) / 4) * 4 * sizeof(float);
+    /* ggml rope_yarn: freq_scale at [n_pairs], ramp_mix from [n_pairs + 1] */
+    if (rope_emu_yarn(f, &fr[f->n_pairs], &fr[f->n_pairs + 1], NULL))
+        nf = 2 * (uint64_t)f->n_pairs + 1;
+    uint64_t bytes = ((nf + 3) / 4) * 4 * sizeof(float);
     if (bytes == 0)
         bytes = 16;
     rl_status st = rlvk_buffer_create(dev, bytes, "inv_freq", buf, err);
@@ -240,14 +244,16 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
         return st;
     const rlvk_pipeline *pipe = NULL;
     uint32_t emu_flags = 0;
+    float mscale = (float)f->attention_factor;
     if (rope_prec_is_emu(f->precision))
-        emu_flags = (f->tf32 ? RL_ROPE_EMU_TF32 : 0u) | (io->angle_dump ? RL_ROPE_EMU_DUMP : 0u);
+        emu_flags = (f->tf32 ? RL_ROPE_EMU_TF32 : 0u) | (io->angle_dump ? RL_ROPE_EMU_DUMP : 0u) |
+                    (rope_emu_yarn(f, NULL, NULL, &mscale) ? RL_ROPE_EMU_YARN : 0u);
     if ((st = get_pipe(k, f, io->heads, emu_flags, &pipe, err)))
         return st;
     struct rl_rope_push p = {
         .group_base = 0,
         .n_rows = (uint32_t)(io->tokens * io->heads),
-        .attn_factor = (float)f->attention_factor,
+        .attn_factor = mscale, /* ggml rope_yarn: ggml's fp32 mscale */
         .af_offset = per_token(f) ? (uint32_t)(io->tokens * f->n_pairs) : 0u,
     };
     /* Items per row as in rope.comp: quads (vec4) or single pairs, plus the
