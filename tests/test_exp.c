@@ -264,6 +264,34 @@ START_TEST(invariance_rope_double_is_rounding_level_and_device_is_verified)
 }
 END_TEST
 
+/* dynamic_mode cache_consistent: token p is rotated with its own length
+ * max(p+1, P), so shifting both tokens changes their scales and the score
+ * by design: the kind treats it as not relative (no invariance claim) and
+ * passes, and the double reference's change is far above rounding; the same
+ * dynamic NTK with recompute (one length for all) stays relative. */
+START_TEST(invariance_cache_consistent_is_not_a_relative_rotation)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    fixture f;
+    fx_init(&f, "dynamic", "{\"factor\": 2, \"max_position_embeddings\": 256, "
+            "\"dynamic_mode\": \"cache_consistent\", \"prompt_len\": 64}",
+            "{\"pairs\": 4, \"m\": 64, \"n\": 5, \"max_shift_log2\": 12}", 32, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "invariance", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_gt(metric(&f, "reference_max_rel_change"), 1e-3);
+    ck_assert_ptr_null(find_verification(&f, "relative encoding"));
+    fx_free(&f);
+    fx_init(&f, "dynamic", "{\"factor\": 2, \"max_position_embeddings\": 256}",
+            "{\"pairs\": 4, \"m\": 64, \"n\": 5, \"max_shift_log2\": 12}", 32, 64, 0);
+    ck_assert_msg(fx_run(&f, "invariance", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_le(metric(&f, "reference_max_rel_change"), 1e-12);
+    ck_assert_ptr_nonnull(find_verification(&f, "relative encoding"));
+    fx_free(&f);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* Sinusoidal (interleaved, dim 0 = sin(p * base^0) = sin p), alpha 1, with
  * q = e_0 and k = 0 and m = n = 0: <q + P(m+t), P(n+t)> = sin(t) + <P(t),
  * P(t)>, and <P(t), P(t)> = d/2 for every t, so the change against t = 0 is
@@ -426,6 +454,7 @@ int main(void)
     tcase_add_test(i, invariance_rope_double_is_rounding_level_and_device_is_verified);
     tcase_add_test(i, invariance_sinusoidal_shows_its_cross_term_nope_is_exact);
     tcase_add_test(i, base_bound_finds_the_hand_computed_first_negative_distance);
+    tcase_add_test(i, invariance_cache_consistent_is_not_a_relative_rotation);
     suite_add_tcase(s, i);
     rl_test_require_vulkan("exp");
     return rl_test_run(s);

@@ -378,6 +378,10 @@ START_TEST(unrepresentable_keys_are_refused_naming_key_and_file)
         {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
          "\"rope_parameters\": {\"rope_type\": \"default\"}, \"rope_scaling\": {\"rope_type\": "
          "\"linear\", \"factor\": 2}}", "are both given and differ"},
+        /* ropelab's own semantics keys are not config.json keys */
+        {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
+         "\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2, \"dynamic_mode\": "
+         "\"cache_consistent\"}}", "rope_scaling.dynamic_mode is not a RoPE key ropelab represents"},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {
         FILE *fp = fopen(path, "w");
@@ -420,8 +424,22 @@ START_TEST(unrepresentable_keys_are_refused_naming_key_and_file)
         }
         hfm_free(&m);
     }
-    /* head_dim 128.0 is 128 (HF reads the number) */
+    /* jquesnelle/yarn's "dynamic-yarn" type is dynamic_yarn */
     FILE *fp = fopen(path, "w");
+    fputs("{\"hidden_size\": 4096, \"num_attention_heads\": 32, \"max_position_embeddings\": 4096, "
+          "\"rope_scaling\": {\"type\": \"dynamic-yarn\", \"original_max_position_embeddings\": 4096}}",
+          fp);
+    fclose(fp);
+    {
+        hfm_model dm;
+        rl_error derr = {0};
+        ck_assert_msg(hfm_load(path, &dm, &derr) == RL_OK, "%s", derr.msg);
+        ck_assert_str_eq(json_string_value(json_object_get(dm.types[0].encoding, "rope_type")),
+                         "dynamic_yarn");
+        hfm_free(&dm);
+    }
+    /* head_dim 128.0 is 128 (HF reads the number) */
+    fp = fopen(path, "w");
     fputs("{\"hidden_size\": 4096, \"num_attention_heads\": 64, \"head_dim\": 128.0}", fp);
     fclose(fp);
     hfm_model m;

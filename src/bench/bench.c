@@ -152,7 +152,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     if ((st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
         (st = vf_guarded_create(dev, bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, o.tokens * sizeof(uint32_t), "positions", &bp, err)) ||
-        (st = rope_gpu_upload_freqs(dev, &f, &bf, err)) ||
+        (st = rope_gpu_upload_freqs(dev, &f, pos, o.tokens, &bf, err)) ||
         (st = rope_gpu_upload_angles(dev, &f, pos, o.tokens, &ba, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, n * sizeof(float), err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, o.tokens * sizeof(uint32_t), err)) ||

@@ -80,7 +80,7 @@ int cmd_freqs(int argc, char **argv)
     const cli_opt opts[] = {
         {"--hf-config", CLI_STR, &hf, "FILE", "read rope_theta, rope_scaling/rope_parameters, head_dim, ... from an HF config.json"},
         {"--layer-type", CLI_STR, &layer_type, "T", "with --hf-config: the layer type to read (default: the full-attention layers)"},
-        {"--rope-type", CLI_STR, &type, "T", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional"},
+        {"--rope-type", CLI_STR, &type, "T", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn"},
         {"--head-dim", CLI_U32, &u_head, "D", "head dimension"},
         {"--rotary-dim", CLI_U32, &u_rot, "R", "rotated dimensions (default head_dim)"},
         {"--partial-rotary-factor", CLI_F64, &f_prf, "P", "rotary_dim = int(head_dim * P)"},
@@ -88,7 +88,7 @@ int cmd_freqs(int argc, char **argv)
         {"--factor", CLI_F64, &f_factor, "F", "scaling factor >= 1"},
         {"--original-max-position-embeddings", CLI_U32, &u_orig, "L", "pre-training context length"},
         {"--max-position-embeddings", CLI_U32, &u_max, "M", "model's maximum length"},
-        {"--seq-len", CLI_U32, &u_seq, "N", "sequence length in use (dynamic, longrope)"},
+        {"--seq-len", CLI_U32, &u_seq, "N", "sequence length in use (dynamic, dynamic_yarn, longrope)"},
         {"--beta-fast", CLI_F64, &f_bf, "X", "yarn (default 32)"},
         {"--beta-slow", CLI_F64, &f_bs, "X", "yarn (default 1)"},
         {"--mscale", CLI_F64, &f_ms, "X", "yarn attention factor (with --mscale-all-dim)"},

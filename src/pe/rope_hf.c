@@ -20,8 +20,8 @@ _Static_assert(sizeof rope_params / sizeof rope_params[0] == ROPE_N_PARAMS, "rop
  * real type and default. head_dim is the model's, not a key. */
 #define K(k, help) {k, RL_P_JSON, "null", 0, 0, NULL, help}
 const rl_param rope_params[ROPE_N_PARAMS] = {
-    K("rope_type", "string: default|linear|ntk|dynamic|yarn|llama3|longrope|proportional "
-                   "(default default; alias: type)"),
+    K("rope_type", "string: default|linear|ntk|dynamic|yarn|llama3|longrope|proportional|"
+                   "dynamic_yarn (default default; alias: type)"),
     K("type", "alias of rope_type (HF rope_scaling)"),
     K("rope_theta", "number > 1: frequency base (default 10000)"),
     K("rotary_dim", "even integer: rotated dimensions, the rest pass through (default head_dim)"),
@@ -35,13 +35,14 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
                         "with .to(bfloat16))"),
     K("tf32", "bool: hf's inv_freq and positions rounded to TF32, the matmul's inputs (default "
               "false)"),
-    K("factor", "number >= 1: scaling factor (default per rope_type)"),
+    K("factor", "number >= 1: scaling factor (default per rope_type; dynamic_yarn: the floor "
+                "of its scale, default 1)"),
     K("original_max_position_embeddings",
       "integer: pre-training context length (yarn, llama3, longrope; default "
       "max_position_embeddings)"),
     K("max_position_embeddings",
       "integer: model's maximum length (dynamic; yarn/longrope factor default)"),
-    K("seq_len", "integer: sequence length in use (dynamic, longrope)"),
+    K("seq_len", "integer: sequence length in use (dynamic, dynamic_yarn, longrope)"),
     K("beta_fast", "number: yarn ramp end, rotations (default 32)"),
     K("beta_slow", "number: yarn ramp start, rotations (default 1)"),
     K("mscale", "number: yarn attention factor numerator coefficient (with mscale_all_dim)"),
@@ -52,6 +53,11 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
     K("high_freq_factor", "number: llama3 high-frequency band edge L/high_freq_factor (required)"),
     K("short_factor", "list of rotary_dim/2 numbers: longrope divisors up to the original length"),
     K("long_factor", "list of rotary_dim/2 numbers: longrope divisors beyond it"),
+    K("dynamic_mode", "string: dynamic and dynamic_yarn over one sequence: recompute (default; "
+                      "every token with the length in use) or cache_consistent (token p with "
+                      "length max(p+1, prompt_len), as a KV cache keeps it)"),
+    K("prompt_len", "integer: cache_consistent's prefill length P (default seq_len: pure "
+                    "prefill, where both modes agree)"),
 };
 #undef K
 
@@ -155,6 +161,14 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->tf32 = json_is_true(v);
         return RL_OK;
     }
+    if (strcmp(key, "dynamic_mode") == 0) {
+        int m = json_is_string(v) ? rope_dynamic_mode_parse(json_string_value(v)) : -1;
+        if (m < 0)
+            return rl_fail(err, RL_ERR_ARG,
+                           "dynamic_mode must be \"recompute\" or \"cache_consistent\"");
+        d->dynamic_mode = m;
+        return RL_OK;
+    }
     if (strcmp(key, "truncate") == 0) {
         if (!json_is_boolean(v))
             return rl_fail(err, RL_ERR_ARG, "truncate must be true or false");
@@ -172,6 +186,7 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         {"original_max_position_embeddings", &d->original_max_position_embeddings},
         {"max_position_embeddings", &d->max_position_embeddings},
         {"seq_len", &d->seq_len},
+        {"prompt_len", &d->prompt_len},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(ints); i++)
         if (strcmp(key, ints[i].k) == 0) {
@@ -262,6 +277,9 @@ json_t *rope_desc_to_json(const rope_desc *d)
     SET_NUM("attention_factor", d->attention_factor);
     SET_NUM("low_freq_factor", d->low_freq_factor);
     SET_NUM("high_freq_factor", d->high_freq_factor);
+    if (d->dynamic_mode)
+        json_object_set_new(o, "dynamic_mode", json_string(rope_dynamic_mode_name(d->dynamic_mode)));
+    SET_INT("prompt_len", d->prompt_len);
 #undef SET_NUM
 #undef SET_INT
     const struct { const char *k; uint32_t n; const double *v; } lists[] = {
