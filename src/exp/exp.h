@@ -128,6 +128,11 @@ typedef struct exp_kind {
     /* Runs it: tables and metrics into sink. RL_ERR_MISMATCH when a
      * verification failed (already recorded in the sink). */
     rl_status (*run)(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err);
+    /* Kinds that use data: how many rows of each of q, k (and v) the run
+     * reads from the source (its longest pass), so the plan can refuse a
+     * source that holds fewer (a capture's token count); 0 when the
+     * parameters do not resolve (check reports that). NULL: not known. */
+    uint64_t (*data_rows)(const exp_run *run);
 } exp_kind;
 
 /* The registry, in a fixed order. */

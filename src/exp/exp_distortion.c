@@ -239,6 +239,14 @@ done:
     return st;
 }
 
+/* Rows of each tensor the run reads: length. */
+static uint64_t dist_rows(const exp_run *run)
+{
+    dist_params p;
+    rl_error err = {0};
+    return dist_params_of(run, &p, &err) ? 0 : (uint64_t)p.length;
+}
+
 const exp_kind exp_kind_distortion = {
     .name = "distortion",
     .about = "KL divergence of a RoPE scaling's attention from plain RoPE's within the original "
@@ -250,4 +258,5 @@ const exp_kind exp_kind_distortion = {
     .check = dist_check,
     .estimate_bytes = dist_bytes,
     .run = dist_run,
+    .data_rows = dist_rows,
 };

@@ -219,6 +219,14 @@ done:
     return st;
 }
 
+/* Rows of each tensor the run reads: max_len. */
+static uint64_t ent_rows(const exp_run *run)
+{
+    ent_params p;
+    rl_error err = {0};
+    return ent_params_of(run, &p, &err) ? 0 : (uint64_t)p.max_len;
+}
+
 const exp_kind exp_kind_entropy = {
     .name = "entropy",
     .about = "attention entropy against length and query position, with and without the "
@@ -230,4 +238,5 @@ const exp_kind exp_kind_entropy = {
     .check = ent_check,
     .estimate_bytes = ent_bytes,
     .run = ent_run,
+    .data_rows = ent_rows,
 };

@@ -294,6 +294,14 @@ done:
     return st;
 }
 
+/* Rows of each tensor the run reads: pairs. */
+static uint64_t inv_data_rows(const exp_run *run)
+{
+    inv_params p;
+    rl_error err = {0};
+    return inv_params_of(run, &p, &err) ? 0 : (uint64_t)p.pairs;
+}
+
 const exp_kind exp_kind_invariance = {
     .name = "invariance",
     .about = "|<f(q,m),f(k,n)> - <f(q,m+t),f(k,n+t)>| vs shift t, device and double reference",
@@ -304,4 +312,5 @@ const exp_kind exp_kind_invariance = {
     .check = inv_check,
     .estimate_bytes = inv_bytes,
     .run = inv_run,
+    .data_rows = inv_data_rows,
 };

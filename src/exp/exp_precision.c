@@ -161,6 +161,14 @@ done:
     return st;
 }
 
+/* Rows of each tensor the run reads: tokens. */
+static uint64_t precision_rows(const exp_run *run)
+{
+    precision_params p;
+    rl_error err = {0};
+    return precision_params_of(run, &p, &err) ? 0 : (uint64_t)p.tokens;
+}
+
 const exp_kind exp_kind_precision = {
     .name = "precision",
     .about = "device vs double-reference error of rotated q against position",
@@ -171,4 +179,5 @@ const exp_kind exp_kind_precision = {
     .check = precision_check,
     .estimate_bytes = precision_bytes,
     .run = precision_run,
+    .data_rows = precision_rows,
 };

@@ -315,6 +315,14 @@ done:
     return st;
 }
 
+/* Rows of each tensor the run reads: max_len. */
+static uint64_t ret_rows(const exp_run *run)
+{
+    ret_params p;
+    rl_error err = {0};
+    return ret_params_of(run, &p, &err) ? 0 : (uint64_t)p.max_len;
+}
+
 const exp_kind exp_kind_retrieval = {
     .name = "retrieval",
     .about = "needle retrieval: accuracy (argmax is the needle) and the needle's probability "
@@ -326,4 +334,5 @@ const exp_kind exp_kind_retrieval = {
     .check = ret_check,
     .estimate_bytes = ret_bytes,
     .run = ret_run,
+    .data_rows = ret_rows,
 };
