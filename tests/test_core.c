@@ -232,6 +232,51 @@ START_TEST(safetensors_shape_product_cannot_wrap)
 }
 END_TEST
 
+START_TEST(safetensors_metadata_bf16_and_integers)
+{
+    /* BF16 0x3fc0 = 1.5, 0xc020 = -2.5 (the high halves of their float32s);
+     * I32 -3 sign-extends; I64 2^40 + 1 keeps all bits; __metadata__
+     * strings are found by key. */
+    unsigned char data[] = {0xc0, 0x3f, 0x20, 0xc0,                 /* b: BF16 [2] */
+                            0xfd, 0xff, 0xff, 0xff,                 /* i: I32 [1] */
+                            0x01, 0, 0, 0, 0, 0x01, 0, 0};           /* l: I64 [1] */
+    char path[64];
+    write_safetensors(path, sizeof path,
+                      "{\"__metadata__\":{\"model_id\":\"m/x\",\"tokens\":\"2\"},"
+                      "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
+                      "\"i\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+                      "\"l\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[8,16]}}",
+                      data, sizeof data);
+    rl_safetensors st;
+    rl_error err = {0};
+    ck_assert_msg(rl_safetensors_open(path, &st, &err) == RL_OK, "%s", err.msg);
+    ck_assert_str_eq(rl_safetensors_meta(&st, "model_id"), "m/x");
+    ck_assert_str_eq(rl_safetensors_meta(&st, "tokens"), "2");
+    ck_assert_ptr_null(rl_safetensors_meta(&st, "heads"));
+    float f[2];
+    ck_assert_int_eq(rl_safetensors_read_f32(&st, rl_safetensors_find(&st, "b"), 0, 2, f, &err),
+                     RL_OK);
+    ck_assert(f[0] == 1.5f && f[1] == -2.5f);
+    int64_t v;
+    ck_assert_int_eq(rl_safetensors_read_i64(&st, rl_safetensors_find(&st, "i"), 0, 1, &v, &err),
+                     RL_OK);
+    ck_assert_int_eq(v, -3);
+    ck_assert_int_eq(rl_safetensors_read_i64(&st, rl_safetensors_find(&st, "l"), 0, 1, &v, &err),
+                     RL_OK);
+    ck_assert_int_eq(v, ((int64_t)1 << 40) + 1);
+    ck_assert_int_eq(rl_safetensors_read_i64(&st, rl_safetensors_find(&st, "l"), 1, 1, &v, &err),
+                     RL_ERR_ARG);
+    ck_assert_int_eq(rl_safetensors_read_i64(&st, rl_safetensors_find(&st, "b"), 0, 1, &v, &err),
+                     RL_ERR_UNSUPPORTED);
+    rl_safetensors_close(&st);
+    /* the format's metadata maps strings to strings: a number is refused */
+    write_safetensors(path, sizeof path, "{\"__metadata__\":{\"tokens\":2}}", NULL, 0);
+    ck_assert_int_eq(rl_safetensors_open(path, &st, &err), RL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "__metadata__ key 'tokens' is not a string"));
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("core");
@@ -244,6 +289,7 @@ int main(void)
     tcase_add_test(tc, npy_header_is_exactly_numpys_dict);
     tcase_add_test(tc, non_finite_inputs_are_refused_at_load);
     tcase_add_test(tc, safetensors_shape_product_cannot_wrap);
+    tcase_add_test(tc, safetensors_metadata_bf16_and_integers);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

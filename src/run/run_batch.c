@@ -24,6 +24,7 @@ static const rl_param model_params[] = {
     {.key = "train_len", .type = RL_P_INT, .def = "null", .min = 1, .max = 1 << 30},
     {.key = "preset", .type = RL_P_STR, .def = "null"},
     {.key = "hf_config", .type = RL_P_STR, .def = "null"},
+    {.key = "capture", .type = RL_P_STR, .def = "null"},
     {.key = "layer_type", .type = RL_P_STR, .def = "null"},
 };
 

@@ -126,6 +126,13 @@ static int check_item(run_pctx *c, run_item *it, const run_node *entry, const ch
         run_diag_add(c, RUN_AT(entry), ep, "%s", err.msg);
         return 0;
     }
+    /* a capture holds a fixed number of tokens: a longer run is refused now */
+    if (it->kind->uses_data && it->kind->data_rows &&
+        run_data_check_rows(json_object_get(it->resolved, "data"), it->kind->data_rows(&r),
+                            c->base_dir, &err)) {
+        run_diag_add(c, RUN_AT(entry), ep, "%s", err.msg);
+        return 0;
+    }
     it->est_bytes = it->kind->estimate_bytes(&r);
     return 1;
 }
