@@ -358,8 +358,22 @@ static const struct {
     {"experiments: [{kind: decay, params: {max_distance: []}}]\n", "max_distance", "empty list"},
     {"experiments: [{kind: decay, encodings: [ropee]}]\n", "experiments[0].encodings",
      "no encoding named 'ropee'; did you mean 'rope'?"},
-    {"encodings: [{name: y, type: yarn, factor: 4}]\nexperiments: [{kind: decay}]\n",
-     "experiments[0]", "encoding 'y': rope: yarn needs original_max_position_embeddings"},
+    {"encodings: [{name: y, type: yarn, factor: 0.5}]\nexperiments: [{kind: decay}]\n",
+     "t.yaml:2:35: encodings[0].factor", "type yarn: factor 0.5 must be >= 1"},
+    {"encodings: [{name: a, type: alibii}]\nexperiments: [{kind: decay}]\n",
+     "t.yaml:2:29: encodings[0].type",
+     "unknown encoding type 'alibii'; did you mean 'alibi'? (encoding families: nope, rope, "
+     "sinusoidal, learned, t5, alibi, xl, kerple; RoPE scalings: default, linear, ntk, dynamic, "
+     "yarn, llama3, longrope, proportional; or model"},
+    {"encodings: [{name: a, type: [linear, qqqqqqqq]}]\nexperiments: [{kind: decay}]\n",
+     "encodings[0].type[1]", "unknown encoding type 'qqqqqqqq' (encoding families:"},
+    {"encodings: [{name: a, type: alibi, factor: 4}]\nexperiments: [{kind: decay}]\n",
+     "t.yaml:2:36: encodings[0].factor",
+     "'factor' is not a parameter of type 'alibi'; its parameters: bidirectional, max_bias"},
+    {"encodings: [{name: a, type: [linear, llama3], factor: 8, low_freq_factor: 1, "
+     "high_freq_factor: 4}]\nexperiments: [{kind: decay}]\n",
+     "t.yaml:2:58: encodings[0].low_freq_factor",
+     "'low_freq_factor' has no effect with type linear (it is read by llama3)"},
     {"data: {source: npy, q: /nonexistent/q.npy}\nexperiments: [{kind: precision}]\n", "data",
      "cannot open"},
     {"experiments: [{kind: decay}\n", "t.yaml:3:1", "YAML syntax error"},
@@ -373,6 +387,79 @@ START_TEST(each_error_is_reported_with_position_path_and_message)
     ck_assert_msg(has_msg(&d, bad[_i].where) && has_msg(&d, bad[_i].msg),
                   "case %d: want '%s' ... '%s', got: %s", _i, bad[_i].where, bad[_i].msg,
                   d.n ? d.msg[0] : "(nothing)");
+    run_diag_free(&d);
+}
+END_TEST
+
+/* `type` is swept like any other key: one run per type, each created as
+ * its own family or scaling; the model's train_len is the length yarn
+ * extends when the batch gives none. */
+START_TEST(type_sweeps_over_families_and_scalings)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings:\n  - {name: s, type: [linear, ntk, yarn], factor: 4}\n"
+                          "  - {name: f, type: [rope, alibi, t5]}\n"
+                          "experiments:\n  - kind: decay\n    encodings: [s]\n"
+                          "  - kind: entropy\n    encodings: [f]\n    params: {max_len: 128}\n",
+                          &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 6);
+    const char *want[] = {"linear", "ntk", "yarn", "rope", "alibi", "t5"};
+    for (size_t i = 0; i < 6; i++) {
+        const json_t *e = json_object_get(b.items[i].resolved, "encoding");
+        ck_assert_str_eq(json_string_value(json_object_get(e, "type")), want[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(b.items[i].swept, "encoding.type")),
+                         want[i]);
+        const json_t *rt = json_object_get(b.items[i].enc_params, "rope_type");
+        if (i < 3)
+            ck_assert_str_eq(json_string_value(rt), want[i]);
+        else
+            ck_assert_ptr_null(rt);
+    }
+    ck_assert_int_eq(json_integer_value(json_object_get(b.items[2].enc_params,
+                                                        "original_max_position_embeddings")),
+                     1024);
+    ck_assert_ptr_null(json_object_get(b.items[0].enc_params, "original_max_position_embeddings"));
+    run_batch_free(&b);
+    /* a key one type of the sweep does not take: that combination, at the key */
+    ck_assert_int_eq(load("encodings:\n  - name: s\n    type: [linear, alibi]\n    factor: 4\n"
+                          "experiments: [{kind: entropy}, {kind: retrieval}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_str_eq(d.msg[0], "t.yaml:5:5: encodings[0].factor: 'factor' is not a parameter of "
+                               "type 'alibi'; its parameters: bidirectional, max_bias");
+    run_diag_free(&d);
+}
+END_TEST
+
+/* One pass reports schema, model and encoding errors together, each
+ * encoding error at its key's line and once, however many experiments and
+ * sweep points meet it. */
+START_TEST(encoding_errors_come_with_schema_errors_at_their_keys)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings:\n  - name: y\n    type: yarn\n    factor: 0.5\n"
+                          "  - {name: a, type: alibii}\n"
+                          "experiments:\n  - kind: decay\n    params: {stepp: 2}\n"
+                          "  - kind: precision\n    params: {tokens: [4, 8]}\n"
+                          "  - kind: coverage\n", &b, &d), RL_ERR_PARSE);
+    ck_assert_msg(d.n == 3, "%zu errors: %s", d.n, d.n ? d.msg[0] : "");
+    ck_assert(has_msg(&d, "t.yaml:5:5: encodings[0].factor: type yarn: factor 0.5 must be >= 1"));
+    ck_assert(has_msg(&d, "t.yaml:6:21: encodings[1].type: unknown encoding type 'alibii'; did "
+                          "you mean 'alibi'?"));
+    ck_assert(has_msg(&d, "t.yaml:9:14: experiments[0].params.stepp: unknown key; did you mean "
+                          "'step'?"));
+    run_diag_free(&d);
+    /* with the model itself wrong, the keys a family does not take still come */
+    const char *text = "model: {head_dim: 63, heads: 1, train_len: 64}\n"
+                       "encodings: [{name: a, type: alibi, factor: 2}]\n"
+                       "experiments: [{kind: decay}]\n";
+    rl_error err = {0};
+    ck_assert_int_eq(run_batch_parse("t.yaml", text, strlen(text), ".", &b, &d, &err),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "head_dim 63 must be even"));
+    ck_assert(has_msg(&d, "encodings[0].factor: 'factor' is not a parameter of type 'alibi'"));
     run_diag_free(&d);
 }
 END_TEST
@@ -662,6 +749,8 @@ int main(void)
     tcase_add_loop_test(tc, each_error_is_reported_with_position_path_and_message, 0,
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, model_errors_come_together_with_other_errors);
+    tcase_add_test(tc, type_sweeps_over_families_and_scalings);
+    tcase_add_test(tc, encoding_errors_come_with_schema_errors_at_their_keys);
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);
     tcase_add_test(tc, many_errors_are_each_reported_once);

@@ -107,18 +107,12 @@ static int check_item(run_pctx *c, run_item *it, const run_node *entry, const ch
     it->hash = txt ? rl_hash64(txt, strlen(txt), RUN_FNV_OFFSET) : 0;
     free(txt);
     snprintf(it->id, sizeof it->id, "%016llx", (unsigned long long)it->hash);
-    /* the kind sees the encoding's parameters without name and type; a type
-     * that names a RoPE scaling (`type: yarn`) is family rope with that
-     * rope_type, written here once so every encoding the kinds create reads
-     * these parameters as they are (no per-run copies) */
-    const json_t *enc = json_object_get(it->resolved, "encoding");
-    const char *type = json_string_value(json_object_get(enc, "type"));
-    it->enc_params = json_deep_copy(enc);
-    json_object_del(it->enc_params, "name");
-    json_object_del(it->enc_params, "type");
-    if (type && !pe_family_find(type) && rope_type_parse(type) >= 0 &&
-        !json_object_get(it->enc_params, "rope_type"))
-        json_object_set_new(it->enc_params, "rope_type", json_string(type));
+    /* the kind sees the encoding's parameters without name and type, and a
+     * scaling name as the type with its rope_type (run_enc_params) */
+    const json_t *model = json_object_get(it->resolved, "model");
+    it->enc_params = run_enc_params(json_object_get(it->resolved, "encoding"),
+                                    (uint32_t)json_integer_value(json_object_get(model,
+                                                                                 "train_len")));
     exp_run r;
     run_item_to_exp(it, &r);
     rl_error err = {0};
@@ -166,6 +160,11 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
     int ok = resolve_model(c, res, entry, enc, &m);
     if (ok && kind->uses_data)
         ok = probe_data(c, b, res, s, &m);
+    /* the encoding's own problems at its keys, once however many runs share
+     * them (the same line as the batch-wide pass's); the kind's check only
+     * for a valid encoding */
+    if (ok)
+        ok = run_enc_check(c, enc, json_object_get(res, "encoding"), &m);
     if (ok)
         ok = check_item(c, &it, entry, ep);
     if (!ok) {
@@ -182,7 +181,7 @@ void run_expand_entry(run_pctx *c, run_batch *b, size_t *cap, const run_sections
                      const json_t *params, const run_axes *pax, const int *use_enc)
 {
     for (size_t e = 0; e < s->encs->n; e++) {
-        if (!use_enc[e])
+        if (!use_enc[e] || s->encs->v[e].bad)
             continue;
         const run_enc *enc = &s->encs->v[e];
         const run_axes *lists[4] = {s->model_ax, &enc->ax, pax, s->data_ax};
