@@ -464,6 +464,66 @@ START_TEST(encoding_errors_come_with_schema_errors_at_their_keys)
 }
 END_TEST
 
+/* Loads text as it is (no base prefix). */
+static rl_status load_full(const char *text, run_batch *b, run_diag *d)
+{
+    rl_error err = {0};
+    return run_batch_parse("t.yaml", text, strlen(text), ".", b, d, &err);
+}
+
+/* `!list [...]` is one value; a plain list of them is a sweep of lists; a
+ * plain list stays a sweep (and LongRoPE then says how to write a value). */
+START_TEST(tagged_lists_are_values_and_plain_lists_sweep)
+{
+    run_batch b;
+    run_diag d;
+    static const char head[] = "model: {head_dim: 8, heads: 1, train_len: 256}\n"
+                               "encodings:\n  - name: lr\n    type: longrope\n    factor: 4\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", head,
+             "    short_factor: !list [1.0, 1.0, 1.0, 1.0]\n"
+             "    long_factor: [!list [1.0, 1.5, 2.0, 4.0], !list [1, 2, 3, 4]]\n"
+             "experiments: [{kind: decay, params: {max_distance: 64, step: 8}}]\n");
+    ck_assert_int_eq(load_full(text, &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *e = b.items[i].enc_params;
+        ck_assert_uint_eq(json_array_size(json_object_get(e, "short_factor")), 4);
+        const json_t *lf = json_object_get(e, "long_factor");
+        ck_assert_uint_eq(json_array_size(lf), 4);
+        ck_assert_double_eq(json_number_value(json_array_get(lf, 1)), i ? 2.0 : 1.5);
+    }
+    ck_assert_str_eq(json_string_value(json_object_get(b.items[0].swept, "encoding.long_factor")),
+                     "[1,1.5,2,4]");
+    ck_assert_ptr_null(json_object_get(b.items[0].swept, "encoding.short_factor"));
+    run_batch_free(&b);
+    /* a plain list sweeps: four runs whose short_factor is a number, one error */
+    snprintf(text, sizeof text, "%s%s", head,
+             "    short_factor: [1.0, 1.1, 1.2, 1.3]\n"
+             "    long_factor: !list [1, 2, 3, 4]\n"
+             "experiments: [{kind: decay}, {kind: coverage}]\n");
+    ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_str_eq(d.msg[0], "t.yaml:6:5: encodings[0].short_factor: type longrope: "
+                               "short_factor must be a list of numbers (a plain list is a sweep; "
+                               "a list that is one value is written !list [...])");
+    run_diag_free(&d);
+    /* !list where a parameter takes one value; unknown tags; !list on a scalar */
+    ck_assert_int_eq(load("experiments: [{kind: decay, params: {step: !list [1, 2]}}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:2:44: experiments[0].params.step: takes an integer, not a list"));
+    run_diag_free(&d);
+    ck_assert_int_eq(load("experiments: [{kind: decay, params: {step: !seq [1, 2]}}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:2:44: unknown tag '!seq'"));
+    run_diag_free(&d);
+    ck_assert_int_eq(load("experiments: [{kind: decay, params: {step: !list 2}}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "!list marks a list"));
+    run_diag_free(&d);
+}
+END_TEST
+
 START_TEST(model_errors_come_together_with_other_errors)
 {
     run_batch b;
@@ -750,6 +810,7 @@ int main(void)
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, model_errors_come_together_with_other_errors);
     tcase_add_test(tc, type_sweeps_over_families_and_scalings);
+    tcase_add_test(tc, tagged_lists_are_values_and_plain_lists_sweep);
     tcase_add_test(tc, encoding_errors_come_with_schema_errors_at_their_keys);
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);

@@ -131,6 +131,11 @@ static int check_type(run_pctx *c, const run_node *n, const char *path)
 static int parse_type(run_pctx *c, run_enc *en, const run_node *ty, const char *p2, char *type,
                       size_t cap)
 {
+    if (ty->type == RUN_NODE_SEQ && ty->value_list) {
+        run_diag_add(c, RUN_AT(ty), p2, "takes one type, or a plain list of types to sweep "
+                     "(not a !list)");
+        return 0;
+    }
     if (ty->type != RUN_NODE_SEQ) {
         if (!run_scalar_str(c, ty, p2, type, cap))
             return 0;
@@ -388,7 +393,12 @@ int run_enc_check(run_pctx *c, const run_enc *en, const json_t *enc, const exp_m
                 run_path_join(kp, sizeof kp, en->path, k);
             else
                 snprintf(kp, sizeof kp, "%s.type", en->path);
-            run_diag_add(c, line, col, kp, "type %s: %s", type, msg);
+            run_diag_add(c, line, col, kp, "type %s: %s%s", type, msg,
+                         strstr(msg, "must be a list") && k && !json_is_array(json_object_get(
+                                                                   params, k))
+                             ? " (a plain list is a sweep; a list that is one value is written "
+                               "!list [...])"
+                             : "");
             ok = 0;
         }
         pe_encoding_destroy(pe);

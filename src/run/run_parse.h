@@ -62,6 +62,12 @@ void run_path_join(char *dst, size_t cap, const char *a, const char *b);
  * value; NULL after reporting the problem at path. */
 json_t *run_typed_value(run_pctx *c, const run_node *n, const rl_param *p, const char *path);
 
+/* A `!list [...]` node n (a list that is one value) under spec p (NULL:
+ * a free-form key, any list): a new JSON array, or NULL after reporting (p
+ * takes no list: only RL_P_JSON parameters do). Its items may be scalars,
+ * lists or mappings; none of them is a sweep. */
+json_t *run_list_value(run_pctx *c, const run_node *n, const rl_param *p, const char *path);
+
 /* The parameter called key in ps[0..np), or NULL. */
 const rl_param *run_find_param(const rl_param *ps, size_t np, const char *key);
 
