@@ -429,6 +429,22 @@ START_TEST(type_sweeps_over_families_and_scalings)
     ck_assert_str_eq(d.msg[0], "t.yaml:5:5: encodings[0].factor: 'factor' is not a parameter of "
                                "type 'alibi'; its parameters: bidirectional, max_bias");
     run_diag_free(&d);
+    /* a key for some types only: zipped with the type, null for the others */
+    ck_assert_int_eq(load("encodings:\n  - name: z\n    factor: 4\n"
+                          "    zip: {type: [linear, yarn], beta_fast: [null, 16]}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(b.items[1].enc_params, "beta_fast")), 16);
+    ck_assert_str_eq(json_string_value(json_object_get(b.items[1].enc_params, "rope_type")),
+                     "yarn");
+    run_batch_free(&b);
+    ck_assert_int_eq(load("encodings:\n  - name: z\n    factor: 4\n"
+                          "    zip: {type: [linear, yarn], beta_fast: [8, 16]}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_str_eq(d.msg[0], "t.yaml:5:33: encodings[0].beta_fast: 'beta_fast' has no effect "
+                               "with type linear (it is read by yarn)");
+    run_diag_free(&d);
 }
 END_TEST
 

@@ -198,8 +198,34 @@ static void parse_entry(run_pctx *c, run_enc_list *l, const flat_enc *f)
     snprintf(p2, sizeof p2, "%s.type", ep);
     char type[64] = "";
     en->type_node = ty;
-    if (!ty) {
+    const run_node *zip = run_node_get(e, "zip", NULL);
+    const run_node *zty = zip ? run_node_get(zip, "type", NULL) : NULL;
+    if (!ty && zty && zty->type == RUN_NODE_SEQ && !zty->value_list && zty->n) {
+        /* the type swept in a zip group (paired with keys only some types
+         * take); the group's parser makes the axis */
+        en->type_node = zty;
+        int ok = 1;
+        for (size_t i = 0; i < zty->n; i++) {
+            char ip[160];
+            snprintf(ip, sizeof ip, "%s.zip.type[%zu]", ep, i);
+            ok &= check_type(c, zty->items[i], ip);
+            if (ok && !strcmp(zty->items[i]->text, "model")) {
+                run_diag_add(c, RUN_AT(zty->items[i]), ip, "type 'model' cannot be swept with "
+                             "other types (give it its own encoding entry)");
+                ok = 0;
+            }
+        }
+        if (ok)
+            snprintf(type, sizeof type, "%s", zty->items[0]->text);
+        else
+            en->bad = 1;
+    } else if (!ty) {
         run_diag_add(c, RUN_AT(e), ep, "missing required key 'type' (rope, model, ...)");
+        en->bad = 1;
+    } else if (zty) {
+        size_t zi = 0;
+        run_node_get(zip, "type", &zi);
+        run_diag_add(c, zip->key_line[zi], zip->key_col[zi], p2, "also given in the zip group");
         en->bad = 1;
     } else if (!parse_type(c, en, ty, p2, type, sizeof type))
         en->bad = 1;
