@@ -303,7 +303,7 @@ END_TEST
 
 int main(void)
 {
-Suite *s = suite_create("core");
+    Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, fail_records_status_and_message);
     tcase_add_test(tc, rng_is_deterministic_and_stream_separated);
