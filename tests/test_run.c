@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/rl_sha256.h"
 #include "run/run.h"
 #include "run/run_int.h"
 #include "run/run_yaml.h"
@@ -540,6 +541,116 @@ START_TEST(tagged_lists_are_values_and_plain_lists_sweep)
 }
 END_TEST
 
+/* Reads a whole file into a malloc'd buffer (*len bytes). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    char *buf = malloc(1 << 20);
+    ck_assert_ptr_nonnull(buf);
+    *len = fread(buf, 1, 1 << 20, fp);
+    fclose(fp);
+    return buf;
+}
+
+/* manifest.json records how the batch ran and every file it read, with a
+ * content-addressed copy; --resume refuses an input that changed since. */
+START_TEST(manifest_records_inputs_and_resume_checks_their_hashes)
+{
+    char dir[128], cfg[200], bpath[200], out[200], src[600];
+    snprintf(dir, sizeof dir, "/tmp/rl_manifest_%ld", (long)getpid());
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    snprintf(bpath, sizeof bpath, "%s/batch.yaml", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    mkdir(dir, 0755);
+    snprintf(src, sizeof src, "%s/llama31.json", getenv("RL_TEST_DATA_DIR"));
+    size_t n;
+    char *orig = slurp(src, &n);
+    FILE *fp = fopen(cfg, "wb");
+    fwrite(orig, 1, n, fp);
+    fclose(fp);
+    fp = fopen(bpath, "w");
+    fputs("model: {hf_config: config.json, head_dim: 16, heads: 2, kv_heads: 1, train_len: 64}\n"
+          "encodings: [{name: native, type: model}, {set: rope-bases}]\n"
+          "experiments: [{kind: decay, params: {max_distance: 8, step: 4}}]\n", fp);
+    fclose(fp);
+    run_batch b;
+    run_diag d;
+    rl_error err = {0};
+    ck_assert_msg(run_batch_load(bpath, &b, &d, &err) == RL_OK, "%s", d.n ? d.msg[0] : err.msg);
+    char *argv[] = {"ropelab", "run", bpath, "--resume"};
+    run_options o = {.out = out, .quiet = 1, .argc = 4, .argv = argv, .version = "9.9",
+                     .commit = "abc123"};
+    run_outcome res;
+    ck_assert_msg(run_batch_execute(&b, &o, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(res.passed, b.n_items);
+    char mpath[300];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", out);
+    json_t *man = json_load_file(mpath, 0, NULL);
+    ck_assert_ptr_nonnull(man);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(man, "argv"), 2)), bpath);
+    ck_assert_str_eq(json_string_value(json_object_get(man, "ropelab_version")), "9.9");
+    ck_assert_str_eq(json_string_value(json_object_get(man, "ropelab_commit")), "abc123");
+    char host[256];
+    gethostname(host, sizeof host);
+    ck_assert_str_eq(json_string_value(json_object_get(man, "host")), host);
+    const json_t *in = json_object_get(man, "inputs");
+    ck_assert_uint_eq(json_array_size(in), 2);
+    const json_t *hf = NULL, *set = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *e = json_array_get(in, i);
+        const char *role = json_string_value(json_object_get(e, "role"));
+        if (!strcmp(role, "hf_config"))
+            hf = e;
+        else if (!strcmp(role, "encoding_set"))
+            set = e;
+    }
+    ck_assert_ptr_nonnull(hf);
+    ck_assert_ptr_nonnull(set);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(set, "path")),
+                                 "encodings/rope-bases.yaml"));
+    ck_assert_str_eq(json_string_value(json_object_get(hf, "path")), "config.json");
+    ck_assert_str_eq(json_string_value(json_object_get(hf, "resolved")), cfg);
+    ck_assert_int_eq(json_integer_value(json_object_get(hf, "bytes")), (json_int_t)n);
+    /* the hash is SHA-256 of the bytes (rl_sha256, checked against the
+     * standard vectors in test_core), the copy holds those bytes */
+    char hex[65];
+    rl_sha256_hex(orig, n, hex);
+    ck_assert_str_eq(json_string_value(json_object_get(hf, "sha256")), hex);
+    char cpath[400];
+    snprintf(cpath, sizeof cpath, "%s/%s", out, json_string_value(json_object_get(hf, "copy")));
+    ck_assert_ptr_nonnull(strstr(cpath, hex));
+    ck_assert_ptr_nonnull(strstr(cpath, ".json"));
+    size_t cn;
+    char *copy = slurp(cpath, &cn);
+    ck_assert(cn == n && memcmp(copy, orig, n) == 0);
+    free(copy);
+    json_decref(man);
+    /* one byte changed: --resume refuses, naming the file */
+    fp = fopen(cfg, "r+b");
+    fseek(fp, 0, SEEK_END);
+    fputc(' ', fp);
+    fclose(fp);
+    o.resume = 1;
+    ck_assert_int_eq(run_batch_execute(&b, &o, &res, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "--resume: input config.json (hf_config) changed since") &&
+                      strstr(err.msg, hex),
+                  "%s", err.msg);
+    /* restored: every run is complete */
+    fp = fopen(cfg, "wb");
+    fwrite(orig, 1, n, fp);
+    fclose(fp);
+    ck_assert_msg(run_batch_execute(&b, &o, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(res.skipped, b.n_items);
+    ck_assert_uint_eq(res.passed, 0);
+    run_batch_free(&b);
+    free(orig);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(model_errors_come_together_with_other_errors)
 {
     run_batch b;
@@ -827,6 +938,7 @@ int main(void)
     tcase_add_test(tc, model_errors_come_together_with_other_errors);
     tcase_add_test(tc, type_sweeps_over_families_and_scalings);
     tcase_add_test(tc, tagged_lists_are_values_and_plain_lists_sweep);
+    tcase_add_test(tc, manifest_records_inputs_and_resume_checks_their_hashes);
     tcase_add_test(tc, encoding_errors_come_with_schema_errors_at_their_keys);
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);

@@ -347,6 +347,9 @@ static void parse_document(loader *L, const run_node *root)
     parse_top(L);
     parse_sections(L);
     run_encodings_parse(&L->c, L->root, &L->encs);
+    for (size_t k = 0; k < L->encs.n_sets; k++)
+        if (!run_inputs_note(L->b, "encoding_set", L->encs.set_files[k], L->encs.set_files[k]))
+            L->c.oom = 1;
     /* every encoding checked on its own, whatever else is wrong: against its
      * family's keys always, and created for the model when the model is
      * known (a swept model: per point, during expansion) */
@@ -428,5 +431,6 @@ void run_batch_free(run_batch *b)
     free(b->items);
     free(b->text);
     json_decref(b->swept_keys);
+    json_decref(b->inputs);
     memset(b, 0, sizeof *b);
 }

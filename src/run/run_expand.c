@@ -138,6 +138,26 @@ static void note_swept_keys(run_batch *b, const json_t *swept)
     }
 }
 
+/* The model files a point reads (manifest.json's inputs): its preset and
+ * its hf_config, as run_model.c opens them. */
+static void note_model_files(run_pctx *c, run_batch *b, const json_t *model)
+{
+    const char *preset = json_string_value(json_object_get(model, "preset"));
+    const char *hf = json_string_value(json_object_get(model, "hf_config"));
+    char path[1300];
+    if (preset) {
+        run_preset_path(preset, path, sizeof path);
+        if (!run_inputs_note(b, "preset", preset, path))
+            c->oom = 1;
+    }
+    if (hf) {
+        snprintf(path, sizeof path, "%s%s%s", hf[0] == '/' ? "" : c->base_dir,
+                 hf[0] == '/' ? "" : "/", hf);
+        if (!run_inputs_note(b, "hf_config", hf, path))
+            c->oom = 1;
+    }
+}
+
 /* One sweep point: resolved, checked and added (or reported). */
 static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_sections *s,
                          const run_node *entry, uint32_t ei, const exp_kind *kind,
@@ -156,6 +176,7 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
         json_object_set_new(res, "data", json_deep_copy(s->data_tmpl));
     run_sweep_apply(res, swept, lists, nl, idx);
     run_item it = {.kind = kind, .entry = ei, .resolved = res, .swept = swept};
+    note_model_files(c, b, json_object_get(res, "model"));
     exp_model m;
     int ok = resolve_model(c, res, entry, enc, &m);
     if (ok && kind->uses_data)
@@ -172,6 +193,8 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
         return;
     }
     note_swept_keys(b, swept);
+    if (!run_inputs_note_item(b, &it))
+        c->oom = 1;
     if (add_item(b, cap, &it))
         c->oom = 1;
 }
