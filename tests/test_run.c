@@ -643,6 +643,38 @@ START_TEST(manifest_records_inputs_and_resume_checks_their_hashes)
     ck_assert_msg(run_batch_execute(&b, &o, &res, &err) == RL_OK, "%s", err.msg);
     ck_assert_uint_eq(res.skipped, b.n_items);
     ck_assert_uint_eq(res.passed, 0);
+    /* shards merged: the inputs once, their copies verified */
+    char s0[256], s1[256], mg[256];
+    snprintf(s0, sizeof s0, "%s/s0", dir);
+    snprintf(s1, sizeof s1, "%s/s1", dir);
+    snprintf(mg, sizeof mg, "%s/mg", dir);
+    run_options so = {.quiet = 1, .shard_count = 2};
+    so.out = s0;
+    ck_assert_msg(run_batch_execute(&b, &so, &res, &err) == RL_OK, "%s", err.msg);
+    so.out = s1;
+    so.shard_index = 1;
+    ck_assert_msg(run_batch_execute(&b, &so, &res, &err) == RL_OK, "%s", err.msg);
+    const char *dirs[] = {s0, s1};
+    run_merge_report rep;
+    FILE *null = fopen("/dev/null", "w");
+    ck_assert_msg(run_merge(dirs, 2, mg, &rep, null, &err) == RL_OK, "%s", err.msg);
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", mg);
+    man = json_load_file(mpath, 0, NULL);
+    ck_assert_uint_eq(json_array_size(json_object_get(man, "inputs")), 2);
+    snprintf(cpath, sizeof cpath, "%s/inputs/%s.json", mg, hex);
+    copy = slurp(cpath, &cn);
+    ck_assert(cn == n && memcmp(copy, orig, n) == 0);
+    free(copy);
+    json_decref(man);
+    /* a shard's copy that no longer has its hash is refused */
+    snprintf(cpath, sizeof cpath, "%s/inputs/%s.json", s0, hex);
+    fp = fopen(cpath, "r+b");
+    fputc('#', fp);
+    fclose(fp);
+    snprintf(mg, sizeof mg, "%s/mg2", dir);
+    ck_assert_int_eq(run_merge(dirs, 2, mg, &rep, null, &err), RL_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "changed while it was read"), "%s", err.msg);
+    fclose(null);
     run_batch_free(&b);
     free(orig);
     char cmd[300];

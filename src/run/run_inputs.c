@@ -174,13 +174,16 @@ static rl_status record_one(const json_t *note, json_t **rec, rl_error *err)
     return *rec ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
 }
 
-/* out/<copy> from the file, unless that content is there already (the
- * name is its hash); what is copied must still have the recorded hash. */
-static rl_status copy_one(const char *out, const char *opened, const json_t *rec, rl_error *err)
+rl_status run_inputs_copy(const char *out, const char *opened, const json_t *rec, rl_error *err)
 {
     const char *hex = json_string_value(json_object_get(rec, "sha256"));
+    const char *copy = json_string_value(json_object_get(rec, "copy"));
+    if (!hex || !copy || strncmp(copy, "inputs/", 7) || strchr(copy + 7, '/') ||
+        strncmp(copy + 7, hex, 64) || strlen(hex) != 64)
+        return rl_fail(err, RL_ERR_PARSE, "input record of %s: copy '%s' is not "
+                       "inputs/<its sha256>.<ext>", opened, copy ? copy : "");
     char dst[1400], hex2[65];
-    snprintf(dst, sizeof dst, "%s/%s", out, json_string_value(json_object_get(rec, "copy")));
+    snprintf(dst, sizeof dst, "%s/%s", out, copy);
     FILE *have = fopen(dst, "rb");
     if (have) {
         fclose(have);
@@ -256,8 +259,8 @@ rl_status run_inputs_record(const run_batch *b, const char *out, int resume, jso
     json_array_foreach(b->inputs, i, note) {
         if (st)
             break;
-        st = copy_one(out, json_string_value(json_object_get(note, "opened")),
-                      json_array_get(*recs, i), err);
+        st = run_inputs_copy(out, json_string_value(json_object_get(note, "opened")),
+                             json_array_get(*recs, i), err);
     }
     if (st) {
         json_decref(*recs);

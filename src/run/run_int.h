@@ -81,6 +81,11 @@ int run_inputs_note_item(run_batch *b, const run_item *it);
  * recorded is RL_ERR_ARG naming it. */
 rl_status run_inputs_record(const run_batch *b, const char *out, int resume, json_t **recs,
                             rl_error *err);
+/* out/<rec.copy> from file `opened`, unless that content is there already
+ * (the name is its hash); the bytes copied must have rec's sha256
+ * (RL_ERR_IO otherwise). A copy name that is not inputs/<sha256>.<ext> is
+ * RL_ERR_PARSE (a manifest from elsewhere names no other path). */
+rl_status run_inputs_copy(const char *out, const char *opened, const json_t *rec, rl_error *err);
 /* The host's name (uname nodename; "" when unknown). */
 void run_host_name(char *buf, size_t cap);
 
