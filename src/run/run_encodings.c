@@ -443,7 +443,7 @@ void run_enc_check_all(run_pctx *c, const run_enc *en, const exp_model *m)
         lens[i] = en->ax.a[i].len;
     const run_axes *lists[1] = {&en->ax};
     for (;;) {
-        json_t *res = json_pack("{s:O}", "encoding", en->tmpl), *swept = json_object();
+        json_t *res = json_object(), *swept = json_object();
         json_object_set_new(res, "encoding", json_deep_copy(en->tmpl));
         run_sweep_apply(res, swept, lists, 1, idx);
         run_enc_check(c, en, json_object_get(res, "encoding"), m);
