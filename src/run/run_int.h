@@ -54,7 +54,7 @@ rl_status run_lock_dir(const char *dir, int *fd, rl_error *err);
 void run_unlock_dir(int fd);
 /* Under the lock: removes what a killed process left half written (
  * results.csv.tmp.<pid>, manifest.json.tmp.<pid>, report.md.tmp.<pid>,
- * runs/.tmp-<id>/). */
+ * inputs/<name>.tmp.<pid>, runs/.tmp-<id>/). */
 void run_clean_stale(const char *dir);
 
 /* {"<table>.csv": {"bytes": N, "fnv1a64": "hex"}} for the tables of a run
@@ -67,9 +67,36 @@ int run_files_verify(const char *dir, const json_t *summary, char *why, size_t c
 /* Writes v to path atomically (indented, sorted keys, final newline). */
 rl_status run_write_json(const char *path, json_t *v, rl_error *err);
 
+/* ---- run_inputs.c: the files a batch reads ---------------------------------- */
+
+/* Notes that the plan reads file `path` (opened as that; `given` as the
+ * batch wrote it; role "hf_config", "preset", "encoding_set", "data",
+ * "encoding") into b->inputs, once per path. 0 when out of memory. */
+int run_inputs_note(run_batch *b, const char *role, const char *given, const char *path);
+/* The data files (npy q/k/v, safetensors path, under the batch's
+ * directory) and encoding tables (the family's file_keys) of a run. */
+int run_inputs_note_item(run_batch *b, const run_item *it);
+/* Hashes every noted input (SHA-256, size), copies it to
+ * out/inputs/<sha256>.<ext> (atomically; once per content) and returns the
+ * records [{role, path, resolved, bytes, sha256, copy}] in *recs. With
+ * resume, an input whose hash differs from the one out/manifest.json
+ * recorded is RL_ERR_ARG naming it. */
+rl_status run_inputs_record(const run_batch *b, const char *out, int resume, json_t **recs,
+                            rl_error *err);
+/* out/<rec.copy> from file `opened`, unless that content is there already
+ * (the name is its hash); the bytes copied must have rec's sha256
+ * (RL_ERR_IO otherwise). A copy name that is not inputs/<sha256>.<ext> is
+ * RL_ERR_PARSE (a manifest from elsewhere names no other path). */
+rl_status run_inputs_copy(const char *out, const char *opened, const json_t *rec, rl_error *err);
+/* The host's name (uname nodename; "" when unknown). */
+void run_host_name(char *buf, size_t cap);
+
 /* ---- run_config.c: the configuration directory ---------------------------- */
 /* $ROPELAB_CONFIG_DIR when set, else the source tree's configs/ (compiled in
  * as RL_CONFIG_DIR). Names use letters, digits, '-', '_', '.'. */
+
+/* The file of model preset name: <config dir>/models/<name>.yaml. */
+void run_preset_path(const char *name, char *path, size_t cap);
 
 /* Loads the model preset models/<name>.yaml as a JSON object (*out, caller
  * decrefs). RL_ERR_ARG for a bad or unknown name. */
@@ -222,6 +249,8 @@ typedef struct run_worker {
     char name[256];
     char driver[600];
     uint32_t api_version;
+    rlvk_device_info info;       /* identity for manifest.json (has_info) */
+    int has_info;
     pthread_t thread;            /* 0: none (ran inline) */
 } run_worker;
 
