@@ -277,6 +277,9 @@ START_TEST(safetensors_metadata_bf16_and_integers)
     ck_assert_int_eq(rl_safetensors_open(path, &st, &err), RL_ERR_PARSE);
     ck_assert_ptr_nonnull(strstr(err.msg, "__metadata__ key 'tokens' is not a string"));
     unlink(path);
+}
+END_TEST
+
 /* SHA-256 against the FIPS 180-2 appendix B / NIST CSRC example vectors,
  * and lengths around the padding boundaries (55, 56, 63, 64, 65, 119, 120
  * bytes of 'a': Python hashlib.sha256), one-shot and fed in odd pieces. */

@@ -75,14 +75,17 @@ int rope_type_uses_key(int type, const char *key)
         [ROPE_TYPE_LONGROPE] = " factor original_max_position_embeddings attention_factor "
                                "short_factor long_factor ",
         [ROPE_TYPE_PROPORTIONAL] = " factor ",
+        [ROPE_TYPE_DYNAMIC_YARN] = " factor original_max_position_embeddings beta_fast beta_slow "
+                                   "mscale mscale_all_dim truncate attention_factor ",
     };
     int scaling = 0;
     for (size_t i = 0; i < sizeof scaling_keys / sizeof scaling_keys[0]; i++)
         scaling |= strcmp(key, scaling_keys[i]) == 0;
     if (!scaling)
         return 1;
-    if (type < 0 || type >= ROPE_TYPE_COUNT)
-        return 0;
+    if (type < 0 || type >= ROPE_TYPE_COUNT || !uses[type])
+        return 0; /* a type missing from the table reads nothing (tests/test_run.c checks
+                     that every type reads factor or is default) */
     char w[64];
     size_t kl = strlen(key);
     if (kl + 3 > sizeof w)
