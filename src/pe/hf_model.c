@@ -164,7 +164,7 @@ static int scaling_key(const char *k)
     return rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0 && strcmp(k, "layout") &&
            strcmp(k, "precision") && strcmp(k, "rotary_dim") && strcmp(k, "seq_len") &&
            strcmp(k, "max_position_embeddings") && strcmp(k, "dynamic_mode") &&
-           strcmp(k, "prompt_len");
+           strcmp(k, "prompt_len") && strcmp(k, "semantics");
 }
 
 /* One rope dict into enc (registry keys), validating every value with
@@ -217,6 +217,11 @@ static rl_status read_rope_dict(rd *r, const char *name, const json_t *sc, json_
             return rl_fail(r->err, RL_ERR_ARG, "%s: %s%s: %s", r->m->path, r->where, name, e.msg);
         }
         json_object_set_new(enc, k, val);
+        /* alpha (HunYuan's dynamic) and mixed_b (ntk) are vLLM's keys, read
+         * by vLLM's get_rope only: such a config imports with vLLM's reading,
+         * flagged as such (docs/rope.md "vLLM's readings"). */
+        if (!strcmp(k, "alpha") || !strcmp(k, "mixed_b"))
+            json_object_set_new(enc, "semantics", json_string("vllm"));
     }
     (void)rt;
     return RL_OK;

@@ -58,6 +58,13 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
                       "length max(p+1, prompt_len), as a KV cache keeps it)"),
     K("prompt_len", "integer: cache_consistent's prefill length P (default seq_len: pure "
                     "prefill, where both modes agree)"),
+    K("semantics", "string: whose reading of dynamic and ntk, hf (default) or vllm (vLLM's "
+                   "rotary_embedding: static dynamic at max_position_embeddings*factor, "
+                   "HunYuan alpha, ntk with mixed_b; docs/rope.md)"),
+    K("alpha", "number > 0: semantics vllm, dynamic: HunYuan's base * alpha^(d/(d-2)) "
+               "(vLLM DynamicNTKAlphaRotaryEmbedding)"),
+    K("mixed_b", "number > 0: semantics vllm, ntk: mixed-NTK exponent b, inv_freq_j / "
+                 "exp(ln(factor) ((j+1)/(d/2))^b) (vLLM NTKScalingRotaryEmbedding)"),
 };
 #undef K
 
@@ -169,6 +176,13 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->dynamic_mode = m;
         return RL_OK;
     }
+    if (strcmp(key, "semantics") == 0) {
+        int m = json_is_string(v) ? rope_semantics_parse(json_string_value(v)) : -1;
+        if (m < 0)
+            return rl_fail(err, RL_ERR_ARG, "semantics must be \"hf\" or \"vllm\"");
+        d->semantics = m;
+        return RL_OK;
+    }
     if (strcmp(key, "truncate") == 0) {
         if (!json_is_boolean(v))
             return rl_fail(err, RL_ERR_ARG, "truncate must be true or false");
@@ -208,6 +222,8 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         {"attention_factor", &d->attention_factor},
         {"low_freq_factor", &d->low_freq_factor},
         {"high_freq_factor", &d->high_freq_factor},
+        {"alpha", &d->alpha},
+        {"mixed_b", &d->mixed_b},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(nums); i++)
         if (strcmp(key, nums[i].k) == 0) {
@@ -280,6 +296,10 @@ json_t *rope_desc_to_json(const rope_desc *d)
     if (d->dynamic_mode)
         json_object_set_new(o, "dynamic_mode", json_string(rope_dynamic_mode_name(d->dynamic_mode)));
     SET_INT("prompt_len", d->prompt_len);
+    if (d->semantics)
+        json_object_set_new(o, "semantics", json_string(rope_semantics_name(d->semantics)));
+    SET_NUM("alpha", d->alpha);
+    SET_NUM("mixed_b", d->mixed_b);
 #undef SET_NUM
 #undef SET_INT
     const struct { const char *k; uint32_t n; const double *v; } lists[] = {
