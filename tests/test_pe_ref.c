@@ -162,6 +162,7 @@ START_TEST(rope_registry_keys_are_ropes_own_list)
         {"attention_factor", "2"}, {"low_freq_factor", "2"}, {"high_freq_factor", "2"},
         {"short_factor", "[1, 2]"}, {"long_factor", "[1, 2]"},
         {"dynamic_mode", "\"cache_consistent\""}, {"prompt_len", "2"},
+        {"semantics", "\"vllm\""}, {"alpha", "1000"}, {"mixed_b", "0.5"},
     };
     for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
         const char *js = NULL;

@@ -68,6 +68,8 @@ static rl_status create(pe_encoding *e, rl_error *err)
         if (f->prompt_len)
             pe_param_set_int(e, "prompt_len", f->prompt_len);
     }
+    if (f->desc.semantics != ROPE_SEM_HF) /* whose reading: flagged in every result */
+        pe_param_set_json(e, "semantics", json_string(rope_semantics_name(f->desc.semantics)));
     json_object_del((json_t *)pe_encoding_params(e), "type");
     return RL_OK;
 }
@@ -238,6 +240,14 @@ static const pe_check_case vec_checks[] = {
     {"rope/ggml-cpu/fp16",
      "{\"precision\": \"ggml-cpu\", \"dtype\": \"fp16\", \"layout\": \"interleaved\"}", 65, 4, 0,
      128, 0, 0},
+    /* vLLM's readings through the registry (HunYuan's alpha; ntk mixed_b). */
+    {"rope/dynamic/vllm-alpha",
+     "{\"rope_type\": \"dynamic\", \"semantics\": \"vllm\", \"alpha\": 1000, \"factor\": 1}",
+     33, 4, 0, 128, 0, 1},
+    {"rope/ntk/vllm-mixed_b/table",
+     "{\"rope_type\": \"ntk\", \"semantics\": \"vllm\", \"factor\": 4, \"mixed_b\": 0.5, "
+     "\"precision\": \"table\"}",
+     65, 4, 0, 128, 0, 0},
 };
 
 const pe_family pe_family_rope = {
