@@ -547,10 +547,6 @@ START_TEST(vllm_keys_import_with_vllm_semantics_or_are_refused)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/config.json", dir);
     const struct { const char *json, *msg; } bad[] = {
-        /* Hunyuan-A13B-style: YaRN keys beside alpha, which vLLM does not read */
-        {"{\"hidden_size\": 256, \"num_attention_heads\": 2, \"rope_scaling\": {\"type\": "
-         "\"dynamic\", \"alpha\": 1000.0, \"factor\": 1.0, \"beta_fast\": 32}}",
-         "beta_fast does not apply to rope_type dynamic with alpha"},
         {"{\"hidden_size\": 256, \"num_attention_heads\": 2, \"max_position_embeddings\": 64, "
          "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0, \"mixed_b\": 0.5}}",
          "mixed_b applies to rope_type ntk"},
@@ -573,6 +569,32 @@ START_TEST(vllm_keys_import_with_vllm_semantics_or_are_refused)
             ck_assert_msg(strstr(err.msg, bad[i].msg) && strstr(err.msg, "config.json"),
                           "'%s' lacks '%s'", err.msg, bad[i].msg);
         }
+        hfm_free(&m);
+    }
+    remove(path);
+    rmdir(dir);
+    /* HunYuan dense (Hy-MT2-7B-style): YaRN keys beside alpha, which vLLM
+     * does not read: captured (shown by `ropelab model`), not applied. */
+    ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/rl_hfm_XXXXXX")));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fa = fopen(path, "w");
+    ck_assert_ptr_nonnull(fa);
+    fputs("{\"hidden_size\": 256, \"num_attention_heads\": 2, \"rope_scaling\": {\"alpha\": "
+          "1000.0, \"beta_fast\": 32, \"beta_slow\": 1, \"factor\": 1.0, \"mscale\": 1.0, "
+          "\"mscale_all_dim\": 1.0, \"type\": \"dynamic\"}}", fa);
+    fclose(fa);
+    {
+        rl_error e2 = {0};
+        ck_assert_msg(hfm_load(path, &m, &e2) == RL_OK, "%s", e2.msg);
+        ck_assert_ptr_nonnull(json_object_get(
+            m.attrs, "rope_scaling.beta_fast (unread beside alpha, as vLLM)"));
+        ck_assert_ptr_nonnull(json_object_get(
+            m.attrs, "rope_scaling.mscale_all_dim (unread beside alpha, as vLLM)"));
+        rope_freqs *fh = freqs(&m, NULL);
+        ck_assert_int_eq(fh->desc.semantics, ROPE_SEM_VLLM);
+        ck_assert_double_eq(fh->attention_factor, 1.0);
+        REL(fh->scale[63], 1000.0, 1e-12);
+        free(fh);
         hfm_free(&m);
     }
     remove(path);

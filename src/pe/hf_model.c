@@ -193,6 +193,19 @@ static rl_status read_rope_dict(rd *r, const char *name, const json_t *sc, json_
         }
         if (!strcmp(key, "type") && json_object_get(sc, "rope_type"))
             continue; /* both given: rope_type wins (HF) */
+        /* HunYuan's configs carry YaRN keys beside alpha; vLLM's get_rope
+         * reads alpha alone there (DynamicNTKAlphaRotaryEmbedding), as does
+         * llama.cpp's conversion (alpha folded into the base): captured, shown
+         * by `ropelab model`, not applied. */
+        const json_t *alpha = json_object_get(sc, "alpha");
+        if (alpha && !json_is_null(alpha) &&
+            (!strcmp(key, "beta_fast") || !strcmp(key, "beta_slow") || !strcmp(key, "mscale") ||
+             !strcmp(key, "mscale_all_dim"))) {
+            char cap[200];
+            snprintf(cap, sizeof cap, "%s (unread beside alpha, as vLLM)", full);
+            json_object_set(r->m->attrs, cap, v);
+            continue;
+        }
         if (!scaling_key(key))
             return bad(r, full, "is not a RoPE key ropelab represents", NULL);
         json_t *val = v;
