@@ -146,7 +146,8 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err);
 
 /* THE parameter -> frequency function (shared by the CPU reference and the
  * GPU host side): inv_freq and attention factor of every scaling type, as
- * Hugging Face transformers computes them, in double. */
+ * Hugging Face transformers computes them (semantics vllm: as vLLM does),
+ * in double. */
 rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err);
 
 /* 1 when each token of f has its own rotation (dynamic_mode
