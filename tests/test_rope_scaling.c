@@ -52,6 +52,11 @@ START_TEST(every_scaling_type_reads_its_factor)
                       "rope_type %s: factor", rope_type_name(t));
     ck_assert(rope_type_uses_key(ROPE_TYPE_DYNAMIC_YARN, "beta_fast"));
     ck_assert(!rope_type_uses_key(ROPE_TYPE_LINEAR, "beta_fast"));
+    /* vLLM's keys: alpha is dynamic's, mixed_b ntk's */
+    ck_assert(rope_type_uses_key(ROPE_TYPE_DYNAMIC, "alpha"));
+    ck_assert(!rope_type_uses_key(ROPE_TYPE_YARN, "alpha"));
+    ck_assert(rope_type_uses_key(ROPE_TYPE_NTK, "mixed_b"));
+    ck_assert(!rope_type_uses_key(ROPE_TYPE_DYNAMIC, "mixed_b"));
 }
 END_TEST
 

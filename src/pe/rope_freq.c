@@ -61,13 +61,13 @@ int rope_type_uses_key(int type, const char *key)
     static const char *const scaling_keys[] = {
         "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
         "mscale_all_dim", "truncate", "attention_factor", "low_freq_factor",
-        "high_freq_factor", "short_factor", "long_factor",
+        "high_freq_factor", "short_factor", "long_factor", "alpha", "mixed_b",
     };
     static const char *const uses[ROPE_TYPE_COUNT] = {
         [ROPE_TYPE_DEFAULT] = "",
         [ROPE_TYPE_LINEAR] = " factor ",
-        [ROPE_TYPE_NTK] = " factor ",
-        [ROPE_TYPE_DYNAMIC] = " factor original_max_position_embeddings ",
+        [ROPE_TYPE_NTK] = " factor mixed_b ",                              /* mixed_b: vLLM's */
+        [ROPE_TYPE_DYNAMIC] = " factor original_max_position_embeddings alpha ", /* alpha: vLLM's */
         [ROPE_TYPE_YARN] = " factor original_max_position_embeddings beta_fast beta_slow mscale "
                            "mscale_all_dim truncate attention_factor ",
         [ROPE_TYPE_LLAMA3] = " factor original_max_position_embeddings low_freq_factor "
