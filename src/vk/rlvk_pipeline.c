@@ -5,8 +5,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/rl_util.h"
+
+static rl_status pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
+                                 rlvk_pipeline *pipe, rl_error *err);
+
 rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
                                rlvk_pipeline *pipe, rl_error *err)
+{
+    double t0 = rl_now();
+    rl_status st = pipeline_create(dev, desc, pipe, err);
+    dev->pipeline_s += rl_now() - t0;
+    dev->n_pipelines += st == RL_OK;
+    return st;
+}
+
+static rl_status pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
+                                 rlvk_pipeline *pipe, rl_error *err)
 {
     memset(pipe, 0, sizeof *pipe);
     snprintf(pipe->name, sizeof pipe->name, "%s", desc->name);
