@@ -15,7 +15,7 @@ _Static_assert(sizeof(struct rl_fma_push) == 16, "rl_fma_push layout");
 /* FMA peak: groups x local invocations x RL_FMA_ROUNDS rounds of 32 FMAs
  * (64 flops), timed with timestamps; median over reps. Many groups so every
  * core (or compute unit) is busy for tens of milliseconds or more. */
-static rl_status fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_error *err)
+rl_status bench_fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_error *err)
 {
     rlvk_pipeline pipe = {0};
     rlvk_buffer y = {0};
@@ -141,7 +141,7 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
         flops *= 0.5;
     res->flops = flops;
     res->gflops = flops / (res->gpu_ms * 1e6);
-    if ((st = fma_peak(dev, 5, &res->fma_gflops, err)))
+    if ((st = bench_fma_peak(dev, 5, &res->fma_gflops, err)))
         goto done;
     res->ratio = res->gflops / res->fma_gflops;
 done:
