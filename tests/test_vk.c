@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "fma_peak.spv.h"
+#include "rl_push.h"
 #include "rl_test.h"
 
 START_TEST(select_resolves_auto_all_index_and_name)
@@ -441,6 +443,52 @@ START_TEST(pipeline_cache_persists_and_a_corrupt_file_is_replaced)
 }
 END_TEST
 
+/* The device's pipeline table: an identical variant is handed out again
+ * (same VkPipeline, nothing compiled), another workgroup size or other
+ * specialization constants are new pipelines, and a released entry stays
+ * for the next user until the device goes. */
+START_TEST(pipeline_table_reuses_identical_variants)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    static const uint32_t spec_a[1] = {1}, spec_b[1] = {2};
+    rlvk_pipeline p1, p2, p3, p4, p5;
+    rlvk_pipeline_desc d = {.name = "fma_a", .spirv = rl_spv_fma_peak,
+                            .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
+                            .push_bytes = sizeof(struct rl_fma_push), .local_size_x = 64};
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p1, &err), RL_OK);
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p2, &err), RL_OK);
+    ck_assert(p1.pipeline == p2.pipeline);
+    ck_assert_uint_eq(g.dev.n_pipelines, 1);
+    ck_assert_uint_eq(g.dev.n_pipelines_reused, 1);
+    d.local_size_x = 32;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p3, &err), RL_OK);
+    ck_assert(p3.pipeline != p1.pipeline);
+    ck_assert_uint_eq(p3.local_size_x, 32);
+    d.local_size_x = 64, d.n_spec = 1, d.spec = spec_a;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p4, &err), RL_OK);
+    d.spec = spec_b;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p5, &err), RL_OK);
+    ck_assert(p4.pipeline != p5.pipeline && p4.pipeline != p1.pipeline);
+    ck_assert_uint_eq(g.dev.n_pipelines, 4);
+    VkPipeline first = p1.pipeline;
+    rlvk_pipeline_destroy(&g.dev, &p1);
+    rlvk_pipeline_destroy(&g.dev, &p2);
+    ck_assert(p1.pipeline == VK_NULL_HANDLE);
+    d.n_spec = 0, d.spec = NULL;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p1, &err), RL_OK);
+    ck_assert(p1.pipeline == first);
+    ck_assert_uint_eq(g.dev.n_pipelines, 4);
+    ck_assert_uint_eq(g.dev.n_pipelines_reused, 2);
+    rlvk_pipeline_destroy(&g.dev, &p1);
+    rlvk_pipeline_destroy(&g.dev, &p3);
+    rlvk_pipeline_destroy(&g.dev, &p4);
+    rlvk_pipeline_destroy(&g.dev, &p5);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -457,6 +505,7 @@ int main(void)
     tcase_add_test(tc, dispatch_splits_beyond_max_group_count);
     tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);
     tcase_add_test(tc, pcache_file_is_checked_before_the_driver_sees_it);
+    tcase_add_test(tc, pipeline_table_reuses_identical_variants);
     tcase_add_test(tc, cache_dir_follows_rl_cache_dir_then_xdg_then_home);
     tcase_add_test(tc, pipeline_cache_persists_and_a_corrupt_file_is_replaced);
     suite_add_tcase(s, tc);

@@ -218,7 +218,7 @@ typedef struct run_worker {
  * the rest (data, host transforms, tables, files). */
 typedef struct run_timing {
     double wall_s, pipeline_s, device_s, verify_s, other_s;
-    uint64_t pipelines, submissions;
+    uint64_t pipelines, reused, submissions; /* reused: answered by the pipeline table */
 } run_timing;
 
 /* One run of the plan on one worker. */

@@ -23,8 +23,9 @@ static void job_progress(void *user, const char *phase, double done, double tota
 
 static json_t *timing_json(const run_timing *t)
 {
-    return json_pack("{s:f,s:f,s:I,s:f,s:I,s:f,s:f}", "wall_s", t->wall_s, "pipeline_create_s",
-                     t->pipeline_s, "pipelines_created", (json_int_t)t->pipelines,
+    return json_pack("{s:f,s:f,s:I,s:I,s:f,s:I,s:f,s:f}", "wall_s", t->wall_s,
+                     "pipeline_create_s", t->pipeline_s, "pipelines_created",
+                     (json_int_t)t->pipelines, "pipelines_reused", (json_int_t)t->reused,
                      "device_wait_s", t->device_s, "submissions", (json_int_t)t->submissions,
                      "verify_cpu_s", t->verify_s, "other_s", t->other_s);
 }
@@ -102,6 +103,7 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
         tm->pipeline_s = w->dev.pipeline_s - before.pipeline_s;
         tm->device_s = w->dev.submit_s - before.submit_s;
         tm->pipelines = w->dev.n_pipelines - before.n_pipelines;
+        tm->reused = w->dev.n_pipelines_reused - before.n_pipelines_reused;
         tm->submissions = w->dev.n_submits - before.n_submits;
     }
     tm->other_s = tm->wall_s - tm->pipeline_s - tm->device_s - tm->verify_s;

@@ -198,7 +198,9 @@ typedef struct rlvk_device {
      * to fence: the device's work, and on lavapipe the JIT compile of a
      * pipeline's first dispatch). */
     uint64_t n_pipelines, n_submits;
+    uint64_t n_pipelines_reused;     /* rlvk_pipeline_create answered from the table */
     double pipeline_s, submit_s;
+    struct rlvk_ptable *ptable;      /* the device's pipeline table (rlvk_pipeline.c) */
     rlvk_pcache_key pcache_key;
     rlvk_pcache_info pcache;
     void *pcache_loaded;             /* driver data as loaded (to skip an unchanged save) */
@@ -274,11 +276,24 @@ typedef struct rlvk_pipeline {
     VkPipelineLayout layout;
     VkPipeline pipeline;
     uint32_t n_bindings, push_bytes, local_size_x;
+    int shared;                      /* held by the device's pipeline table */
 } rlvk_pipeline;
 
+/* Creates a compute pipeline, or hands out the one the device's pipeline
+ * table already holds for the same SPIR-V (address, size and FNV-1a hash),
+ * specialization constants, workgroup size, bindings and push-constant size:
+ * runs of one batch on one worker then compile each variant once. The
+ * table (RLVK_PTABLE_SIZE entries, least recently used unused entry
+ * replaced; a full table of pipelines in use gives an unshared one) lives
+ * until rlvk_device_destroy. dev->n_pipelines counts pipelines created,
+ * dev->n_pipelines_reused answers from the table. */
+#define RLVK_PTABLE_SIZE 64
 rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
                                rlvk_pipeline *pipe, rl_error *err);
+/* Releases pipe (a table entry stays with the device for the next user). */
 void rlvk_pipeline_destroy(rlvk_device *dev, rlvk_pipeline *pipe);
+/* Destroys the device's table (rlvk_device_destroy calls it). */
+void rlvk_ptable_destroy(rlvk_device *dev);
 
 /* ---- recording, dispatch, timing --------------------------------------- */
 

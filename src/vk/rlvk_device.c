@@ -428,6 +428,7 @@ void rlvk_device_destroy(rlvk_device *dev)
     dev->vk.vkDeviceWaitIdle(dev->device);
     if (dev->query_pool)
         dev->vk.vkDestroyQueryPool(dev->device, dev->query_pool, NULL);
+    rlvk_ptable_destroy(dev);
     rlvk_pcache_close(dev);
     if (dev->pipeline_cache)
         dev->vk.vkDestroyPipelineCache(dev->device, dev->pipeline_cache, NULL);
