@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_util.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
 #include "pe/rope.h"
@@ -279,6 +280,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     /* Verification download: the transformed K whole, the sampled rows of
      * the transformed Q (the only query rows the reference reads). V and
      * untransformed operands are the raw uploads, bit for bit. */
+    double t_verify = rl_now();
     uint64_t vr = io->verify_rows ? io->verify_rows : ATTN_DEFAULT_VERIFY_ROWS;
     uint64_t rows = vr < T ? vr : T;
     attn_inputs ref = {.q = io->q, .k = io->k, .v = io->v, .pos = pos, .target = io->target,
@@ -324,6 +326,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     snprintf(r->worst, sizeof r->worst, "%s", r->attn.verify.worst);
     r->pass = r->vec_q.pass && r->vec_k.pass && r->attn_stats.pass &&
               (!b || (r->vec_qb.pass && r->vec_kb.pass));
+    r->verify_s = rl_now() - t_verify;
 done:
     if (have_bias)
         attn_pe_bias_destroy(dev, &pb);
@@ -343,6 +346,7 @@ done:
 
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
 {
+    sink->verify_s += r->verify_s;
     char what[160];
     const vf_stats *v[4] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb};
     static const char *const names[4] = {"q", "k", "q (paired)", "k (paired)"};
