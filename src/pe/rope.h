@@ -94,6 +94,9 @@ typedef struct rope_desc {
     double long_factor[ROPE_MAX_PAIRS];       /* [n_long_factor] */
     int dynamic_mode;      /* ROPE_DYN_*; 0: recompute (dynamic, dynamic_yarn only) */
     uint32_t prompt_len;   /* cache_consistent: prefill length P; 0: seq_len (pure prefill) */
+    int resonance;         /* Resonance RoPE (Wang et al. 2024): 1 = after the type's scaling, every
+                            * pair with wavelength 2pi/theta_j < L_train gets 2pi/round(2pi/theta_j);
+                            * L_train = original_max_position_embeddings (else max_position_embeddings) */
 } rope_desc;
 
 /* Effective rotation: what the kernel and the reference both consume. */
@@ -165,7 +168,7 @@ rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *
 /* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
  * "type" as the alias of rope_type): the one list of RoPE keys, in the house
  * schema (core/rl_param.h). The registry's family rope declares exactly it. */
-#define ROPE_N_PARAMS 26
+#define ROPE_N_PARAMS 27
 extern const rl_param rope_params[ROPE_N_PARAMS];
 
 /* The keys of d that differ from their defaults, as the JSON object the

@@ -58,6 +58,9 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
                       "length max(p+1, prompt_len), as a KV cache keeps it)"),
     K("prompt_len", "integer: cache_consistent's prefill length P (default seq_len: pure "
                     "prefill, where both modes agree)"),
+    K("resonance", "bool: Resonance RoPE, after the rope_type's scaling every wavelength "
+                   "2pi/theta_j below original_max_position_embeddings (else "
+                   "max_position_embeddings) rounded to an integer (default false)"),
 };
 #undef K
 
@@ -175,6 +178,12 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->truncate = json_is_true(v) ? 1 : -1;
         return RL_OK;
     }
+    if (strcmp(key, "resonance") == 0) {
+        if (!json_is_boolean(v))
+            return rl_fail(err, RL_ERR_ARG, "resonance must be true or false");
+        d->resonance = json_is_true(v);
+        return RL_OK;
+    }
     if (strcmp(key, "short_factor") == 0)
         return get_list(key, v, d->short_factor, &d->n_short_factor, err);
     if (strcmp(key, "long_factor") == 0)
@@ -280,6 +289,8 @@ json_t *rope_desc_to_json(const rope_desc *d)
     if (d->dynamic_mode)
         json_object_set_new(o, "dynamic_mode", json_string(rope_dynamic_mode_name(d->dynamic_mode)));
     SET_INT("prompt_len", d->prompt_len);
+    if (d->resonance)
+        json_object_set_new(o, "resonance", json_true());
 #undef SET_NUM
 #undef SET_INT
     const struct { const char *k; uint32_t n; const double *v; } lists[] = {
