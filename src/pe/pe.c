@@ -232,6 +232,11 @@ rl_status pe_vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, 
     return pe_vec_ref_role(e, PE_ROLE_Q, x, pos, tokens, heads, y, err);
 }
 
+json_t *pe_rope_twin(const pe_encoding *e)
+{
+    return e->fam->ops.rope_twin ? e->fam->ops.rope_twin(e) : NULL;
+}
+
 int pe_vec_qk_differ(const pe_encoding *e) { return e->fam->ops.vec_ref_k != NULL; }
 
 rl_status pe_vec_ref_role(const pe_encoding *e, pe_role role, const float *x, const uint32_t *pos,

@@ -129,6 +129,10 @@ typedef struct pe_ops {
                       uint32_t heads, double *y);
     void (*vec_bound_k)(const pe_encoding *e, const float *x, const uint32_t *pos,
                         size_t tokens, uint32_t heads, double *bound, double *scale);
+    /* A vector encoding built on the RoPE rotation but not of family rope
+     * (xpos): the parameters of the plain RoPE with the same rotation (new
+     * reference; NULL: none), for kinds that compare with plain RoPE. */
+    json_t *(*rope_twin)(const pe_encoding *e);
 } pe_ops;
 
 /* One `ropelab check` case of a family (its check rows are the family's
@@ -178,6 +182,10 @@ struct pe_family {
  * other family: for experiment kinds about the rotation itself. */
 struct rope_freqs;
 const struct rope_freqs *pe_rope_freqs(const pe_encoding *e);
+
+/* The family rope_twin's plain-RoPE parameters of e (new reference), or
+ * NULL when the family declares none. */
+json_t *pe_rope_twin(const pe_encoding *e);
 
 /* ---- registry ----------------------------------------------------------- */
 

@@ -296,6 +296,14 @@ static void vec_gpu_destroy(pe_vec_gpu *g)
     g->impl = NULL;
 }
 
+/* The same rotation without the decay: plain RoPE, interleaved (rotate_every_two),
+ * the same base, fp32 angles. */
+static json_t *rope_twin(const pe_encoding *e)
+{
+    return json_pack("{s:f, s:s, s:s}", "rope_theta", pe_param_num(e, "base"), "layout",
+                     "interleaved", "precision", "fp32");
+}
+
 static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *obj, rl_error *err)
 {
     (void)r0;
@@ -351,6 +359,7 @@ const pe_family pe_family_xpos = {
         .inspect = inspect,
         .vec_ref_k = vec_ref_k,
         .vec_bound_k = vec_bound_k,
+        .rope_twin = rope_twin,
     },
     .vec_checks = vec_checks,
     .n_vec_checks = RL_ARRAY_LEN(vec_checks),
