@@ -55,7 +55,8 @@ static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_c
         return st;
     chk_row row = {0};
     if (pe_vec_qk_differ(e))
-        snprintf(row.kernel, sizeof row.kernel, "pe/%s/%s", c->label, role == PE_ROLE_K ? "k" : "q");
+        snprintf(row.kernel, sizeof row.kernel, "pe/%s/%s", c->label,
+                 role == PE_ROLE_K ? "k" : "q");
     else
         snprintf(row.kernel, sizeof row.kernel, "pe/%s", c->label);
     if (c->pos_cap_log2)

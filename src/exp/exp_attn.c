@@ -289,8 +289,10 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
             goto done;
         }
-        if ((st = operand_fetch(dev, eref, PE_ROLE_Q, &bq, io->q, pos, T, H, 0, rows, hq, &r->vec_q, err)) ||
-            (st = operand_fetch(dev, eref, PE_ROLE_K, &bk, io->k, pos, T, KV, 1, rows, hk, &r->vec_k, err)))
+        if ((st = operand_fetch(dev, eref, PE_ROLE_Q, &bq, io->q, pos, T, H, 0, rows, hq,
+                                &r->vec_q, err)) ||
+            (st = operand_fetch(dev, eref, PE_ROLE_K, &bk, io->k, pos, T, KV, 1, rows, hk,
+                                &r->vec_k, err)))
             goto done;
         ref.q = hq;
         ref.k = hk;
@@ -306,10 +308,10 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
                 st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
                 goto done;
             }
-            if ((st = operand_fetch(dev, b, PE_ROLE_Q, &bqb, io->q, pos, T, H, 0, rows, hqb, &r->vec_qb,
-                                    err)) ||
-                (st = operand_fetch(dev, b, PE_ROLE_K, &bkb, io->k, pos, T, KV, 1, rows, hkb, &r->vec_kb,
-                                    err)))
+            if ((st = operand_fetch(dev, b, PE_ROLE_Q, &bqb, io->q, pos, T, H, 0, rows, hqb,
+                                    &r->vec_qb, err)) ||
+                (st = operand_fetch(dev, b, PE_ROLE_K, &bkb, io->k, pos, T, KV, 1, rows, hkb,
+                                    &r->vec_kb, err)))
                 goto done;
             ref.q_b = hqb;
             ref.k_b = hkb;

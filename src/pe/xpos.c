@@ -323,8 +323,9 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
 }
 
 /* `ropelab check` rows: {label, params, tokens, heads, kv_heads, head_dim,
- * pos_cap_log2, quick}, each run for q and for k (src/check/chk_pe.c). The paper's setting within its finite range
- * (positions < 2^15, centre 2^14: |p - c| <= 16384 <= 16998), both roles;
+ * pos_cap_log2, quick}, each run for q and for k (src/check/chk_pe.c). The
+ * paper's setting within its finite range (positions < 2^15, centre 2^14:
+ * |p - c| <= 16384 <= 16997);
  * positions to 2^max_pos_log2 (<= 2^24) with scale_base 2^20 (|p - c| * 1.807
  * / 2^20 <= 29 at c = 2^19); edge shapes: one pair (head_dim 2), an odd pair
  * count (head_dim 6), an odd token count. */
