@@ -42,6 +42,19 @@ START_TEST(linear_divides_every_frequency_by_factor)
 }
 END_TEST
 
+/* The batch check's table of keys each rope_type reads covers every type:
+ * a type added to the enum but not to rope_type_uses_key's table would have
+ * every scaling key refused ("has no effect"). */
+START_TEST(every_scaling_type_reads_its_factor)
+{
+    for (int t = 0; t < ROPE_TYPE_COUNT; t++)
+        ck_assert_msg(rope_type_uses_key(t, "factor") == (t != ROPE_TYPE_DEFAULT),
+                      "rope_type %s: factor", rope_type_name(t));
+    ck_assert(rope_type_uses_key(ROPE_TYPE_DYNAMIC_YARN, "beta_fast"));
+    ck_assert(!rope_type_uses_key(ROPE_TYPE_LINEAR, "beta_fast"));
+}
+END_TEST
+
 START_TEST(ntk_changes_the_base_by_factor_to_d_over_d_minus_2)
 {
     rope_freqs f = compute(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_NTK, .factor = 4});
@@ -549,6 +562,7 @@ int main(void)
     TCase *tc = tcase_create("rope_scaling");
     tcase_add_test(tc, linear_divides_every_frequency_by_factor);
     tcase_add_test(tc, ntk_changes_the_base_by_factor_to_d_over_d_minus_2);
+    tcase_add_test(tc, every_scaling_type_reads_its_factor);
     tcase_add_test(tc, dynamic_is_unscaled_up_to_max_position_and_ntk_beyond);
     tcase_add_test(tc, yarn_blends_between_the_correction_dims);
     tcase_add_test(tc, yarn_without_truncation_uses_the_raw_correction_dims);

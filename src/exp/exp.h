@@ -168,6 +168,11 @@ typedef struct exp_kind {
      * one; results.csv would title it by its own name). */
     const exp_metric *metrics;
     size_t n_metrics;
+    /* Kinds that use data: how many rows of each of q, k (and v) the run
+     * reads from the source (its longest pass), so the plan can refuse a
+     * source that holds fewer (a capture's token count); 0 when the
+     * parameters do not resolve (check reports that). NULL: not known. */
+    uint64_t (*data_rows)(const exp_run *run);
 } exp_kind;
 
 /* The registry, in a fixed order. */

@@ -263,6 +263,14 @@ static const exp_metric metrics[] = {
     {"mass_farthest_bucket_rope", "mass in the farthest bucket, RoPE", "", 0},
 };
 
+/* Rows of each tensor the run reads: length. */
+static uint64_t dist_rows(const exp_run *run)
+{
+    dist_params p;
+    rl_error err = {0};
+    return dist_params_of(run, &p, &err) ? 0 : (uint64_t)p.length;
+}
+
 const exp_kind exp_kind_distortion = {
     .name = "distortion",
     .about = "KL divergence of a RoPE scaling's attention from plain RoPE's within the original "
@@ -276,4 +284,5 @@ const exp_kind exp_kind_distortion = {
     .run = dist_run,
     .metrics = metrics,
     .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = dist_rows,
 };

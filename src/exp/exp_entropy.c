@@ -243,6 +243,14 @@ static const exp_metric metrics[] = {
     {"entropy_no_factor_growth_per_ln_n", "entropy growth per unit ln N without the factor", "", 0},
 };
 
+/* Rows of each tensor the run reads: max_len. */
+static uint64_t ent_rows(const exp_run *run)
+{
+    ent_params p;
+    rl_error err = {0};
+    return ent_params_of(run, &p, &err) ? 0 : (uint64_t)p.max_len;
+}
+
 const exp_kind exp_kind_entropy = {
     .name = "entropy",
     .about = "attention entropy against length and query position, with and without the "
@@ -256,4 +264,5 @@ const exp_kind exp_kind_entropy = {
     .run = ent_run,
     .metrics = metrics,
     .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = ent_rows,
 };

@@ -329,6 +329,14 @@ static const exp_metric metrics[] = {
     {"reference_change_over_rounding_bound", "reference change / rounding bound", "", 0},
 };
 
+/* Rows of each tensor the run reads: pairs. */
+static uint64_t inv_data_rows(const exp_run *run)
+{
+    inv_params p;
+    rl_error err = {0};
+    return inv_params_of(run, &p, &err) ? 0 : (uint64_t)p.pairs;
+}
+
 const exp_kind exp_kind_invariance = {
     .name = "invariance",
     .about = "|<f(q,m),f(k,n)> - <f(q,m+t),f(k,n+t)>| vs shift t, device and double reference",
@@ -341,4 +349,5 @@ const exp_kind exp_kind_invariance = {
     .run = inv_run,
     .metrics = metrics,
     .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = inv_data_rows,
 };

@@ -173,6 +173,14 @@ static const exp_metric metrics[] = {
     {"gpu_ms", "GPU time", "ms", 0},
 };
 
+/* Rows of each tensor the run reads: tokens. */
+static uint64_t precision_rows(const exp_run *run)
+{
+    precision_params p;
+    rl_error err = {0};
+    return precision_params_of(run, &p, &err) ? 0 : (uint64_t)p.tokens;
+}
+
 const exp_kind exp_kind_precision = {
     .name = "precision",
     .about = "device vs double-reference error of rotated q against position",
@@ -185,4 +193,5 @@ const exp_kind exp_kind_precision = {
     .run = precision_run,
     .metrics = metrics,
     .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = precision_rows,
 };

@@ -336,6 +336,14 @@ static const exp_metric metrics[] = {
     {"accuracy_at_max_len", "accuracy at max_len", "", 0},
 };
 
+/* Rows of each tensor the run reads: max_len. */
+static uint64_t ret_rows(const exp_run *run)
+{
+    ret_params p;
+    rl_error err = {0};
+    return ret_params_of(run, &p, &err) ? 0 : (uint64_t)p.max_len;
+}
+
 const exp_kind exp_kind_retrieval = {
     .name = "retrieval",
     .about = "needle retrieval: accuracy (argmax is the needle) and the needle's probability "
@@ -349,4 +357,5 @@ const exp_kind exp_kind_retrieval = {
     .run = ret_run,
     .metrics = metrics,
     .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = ret_rows,
 };

@@ -49,6 +49,14 @@ const char *rope_type_name(int type);
 int rope_type_parse(const char *name);
 /* "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn". */
 const char *rope_type_list(void);
+/* 1 when key (a rope_params key) means something for scaling type `type`:
+ * every key that is not a scaling's own (rope_theta, layout, precision,
+ * seq_len, ...) applies to all types; a scaling's own keys (factor,
+ * beta_fast, low_freq_factor, long_factor, ...) only to the types whose
+ * formula reads them (HF modeling_rope_utils' keys per rope_type). The
+ * rope family ignores the others, as HF does; the batch runner refuses
+ * them, so that a sweep over types says which combination has no effect. */
+int rope_type_uses_key(int type, const char *key);
 
 /* How a length-dependent scaling (dynamic, dynamic_yarn) treats the tokens
  * of one sequence (docs/rope.md "Dynamic scalings and the KV cache"):

@@ -55,6 +55,48 @@ int rope_dynamic_mode_parse(const char *name)
     return -1;
 }
 
+int rope_type_uses_key(int type, const char *key)
+{
+    /* the scaling keys each type's formula reads (docs/rope.md) */
+    static const char *const scaling_keys[] = {
+        "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+        "mscale_all_dim", "truncate", "attention_factor", "low_freq_factor",
+        "high_freq_factor", "short_factor", "long_factor",
+    };
+    static const char *const uses[ROPE_TYPE_COUNT] = {
+        [ROPE_TYPE_DEFAULT] = "",
+        [ROPE_TYPE_LINEAR] = " factor ",
+        [ROPE_TYPE_NTK] = " factor ",
+        [ROPE_TYPE_DYNAMIC] = " factor original_max_position_embeddings ",
+        [ROPE_TYPE_YARN] = " factor original_max_position_embeddings beta_fast beta_slow mscale "
+                           "mscale_all_dim truncate attention_factor ",
+        [ROPE_TYPE_LLAMA3] = " factor original_max_position_embeddings low_freq_factor "
+                             "high_freq_factor ",
+        [ROPE_TYPE_LONGROPE] = " factor original_max_position_embeddings attention_factor "
+                               "short_factor long_factor ",
+        [ROPE_TYPE_PROPORTIONAL] = " factor ",
+        [ROPE_TYPE_DYNAMIC_YARN] = " factor original_max_position_embeddings beta_fast beta_slow "
+                                   "mscale mscale_all_dim truncate attention_factor ",
+    };
+    int scaling = 0;
+    for (size_t i = 0; i < sizeof scaling_keys / sizeof scaling_keys[0]; i++)
+        scaling |= strcmp(key, scaling_keys[i]) == 0;
+    if (!scaling)
+        return 1;
+    if (type < 0 || type >= ROPE_TYPE_COUNT || !uses[type])
+        return 0; /* a type missing from the table reads nothing (tests/test_run.c checks
+                     that every type reads factor or is default) */
+    char w[64];
+    size_t kl = strlen(key);
+    if (kl + 3 > sizeof w)
+        return 0;
+    w[0] = ' ';
+    memcpy(w + 1, key, kl);
+    w[kl + 1] = ' ';
+    w[kl + 2] = '\0';
+    return strstr(uses[type], w) != NULL;
+}
+
 const char *rope_precision_name(int precision)
 {
     switch (precision) {

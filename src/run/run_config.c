@@ -56,6 +56,11 @@ rl_status run_encoding_set_load(const char *name, run_node **root, char *path, s
     return RL_OK;
 }
 
+void run_preset_path(const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/models/%s.yaml", config_dir(), name);
+}
+
 rl_status run_preset_load(const char *name, json_t **out, rl_error *err)
 {
     *out = NULL;
@@ -63,7 +68,7 @@ rl_status run_preset_load(const char *name, json_t **out, rl_error *err)
         return rl_fail(err, RL_ERR_ARG, "preset '%s': names use letters, digits, '-', '_', '.'",
                        name);
     char path[1200];
-    snprintf(path, sizeof path, "%s/models/%s.yaml", config_dir(), name);
+    run_preset_path(name, path, sizeof path);
     char *text;
     size_t len;
     rl_status st = run_read_file(path, 1u << 20, &text, &len, err);
