@@ -638,6 +638,68 @@ START_TEST(vllm_semantics_keys_are_refused_where_they_do_not_apply)
     ck_assert_msg(strstr(err.msg, "semantics must be \"hf\" or \"vllm\""), "%s", err.msg);
     ck_assert_int_eq(set_json(&d, "{\"mixed_b\": 0}", &err), RL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "mixed_b 0 must be > 0"), "%s", err.msg);
+/* Resonance RoPE (Wang et al. 2024): head_dim 8, base 10000, L = 64.
+ * Unscaled theta = 1, 0.1, 0.01, 0.001; wavelengths 2pi/theta = 6.283,
+ * 62.83, 628.3, 6283: the first two are below 64 and become 6 and 63 tokens
+ * (theta' = 2pi/6 = pi/3 and 2pi/63), the others are kept. */
+START_TEST(resonance_rounds_wavelengths_below_the_training_length)
+{
+    rope_freqs f = compute(&(rope_desc){.head_dim = 8, .resonance = 1,
+                                        .original_max_position_embeddings = 64});
+    REL(f.inv_freq[0], M_PI / 3.0, 1e-15);
+    REL(f.inv_freq[1], 2.0 * M_PI / 63.0, 1e-15);
+    REL(f.inv_freq[2], 0.01, 1e-15);
+    REL(f.inv_freq[3], 0.001, 1e-15);
+    /* max_position_embeddings stands in for the training length. */
+    f = compute(&(rope_desc){.head_dim = 8, .resonance = 1, .max_position_embeddings = 62});
+    REL(f.inv_freq[1], 0.1, 1e-15); /* 62.83 >= 62: kept */
+    REL(f.inv_freq[0], M_PI / 3.0, 1e-15);
+    /* A rounded pair repeats exactly after its integer wavelength. */
+    f = compute(&(rope_desc){.head_dim = 8, .resonance = 1,
+                             .original_max_position_embeddings = 64});
+    ck_assert_double_eq_tol(fmod(63.0 * f.inv_freq[1], 2.0 * M_PI), 0.0, 1e-12);
+}
+END_TEST
+
+/* After the scaling: linear factor 2 halves theta first (1/2, 1/20, ...):
+ * wavelengths 4pi = 12.57 -> 13 tokens, 125.7 >= 64 kept. YaRN's own inv_freq
+ * (computed without resonance) rounded the same way. */
+START_TEST(resonance_applies_after_the_scaling_type)
+{
+    rope_freqs f = compute(&(rope_desc){.head_dim = 8, .rope_type = ROPE_TYPE_LINEAR, .factor = 2,
+                                        .resonance = 1, .original_max_position_embeddings = 64});
+    REL(f.inv_freq[0], 2.0 * M_PI / 13.0, 1e-15);
+    REL(f.inv_freq[1], 0.05, 1e-15);
+    rope_desc y = {.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                   .original_max_position_embeddings = 4096};
+    rope_freqs plain = compute(&y);
+    y.resonance = 1;
+    rope_freqs res = compute(&y);
+    int rounded = 0;
+    for (uint32_t j = 0; j < plain.n_pairs; j++) {
+        double wl = 2.0 * M_PI / plain.inv_freq[j];
+        double want = wl < 4096 ? 2.0 * M_PI / floor(wl + 0.5) : plain.inv_freq[j];
+        rounded += wl < 4096;
+        REL(res.inv_freq[j], want, 1e-15);
+    }
+    ck_assert_int_gt(rounded, 10);
+    ck_assert_int_lt(rounded, 32);
+    REL(res.attention_factor, plain.attention_factor, 0);
+}
+END_TEST
+
+START_TEST(resonance_errors_name_the_key)
+{
+    rope_freqs f;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_freqs_compute(&(rope_desc){.head_dim = 8, .resonance = 1}, &f, &err),
+                     RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "resonance needs original_max_position_embeddings"));
+    rope_desc d = {0};
+    json_t *v = json_integer(1);
+    ck_assert_int_eq(rope_desc_set_json(&d, "resonance", v, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "resonance must be true or false"));
+    json_decref(v);
 }
 END_TEST
 
@@ -667,6 +729,9 @@ int main(void)
     tcase_add_test(tc, vllm_ntk_divides_by_factor_to_2_j_plus_1_over_d);
     tcase_add_test(tc, vllm_ntk_mixed_b_blends_the_divisor_by_m_to_the_b);
     tcase_add_test(tc, vllm_semantics_keys_are_refused_where_they_do_not_apply);
+    tcase_add_test(tc, resonance_rounds_wavelengths_below_the_training_length);
+    tcase_add_test(tc, resonance_applies_after_the_scaling_type);
+    tcase_add_test(tc, resonance_errors_name_the_key);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

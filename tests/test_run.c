@@ -364,7 +364,8 @@ static const struct {
     {"encodings: [{name: a, type: alibii}]\nexperiments: [{kind: decay}]\n",
      "t.yaml:2:29: encodings[0].type",
      "unknown encoding type 'alibii'; did you mean 'alibi'? (encoding families: nope, rope, "
-     "sinusoidal, learned, t5, alibi, xl, kerple; RoPE scalings: default, linear, ntk, dynamic, "
+     "sinusoidal, learned, t5, alibi, xl, kerple, xpos; RoPE scalings: default, linear, ntk, "
+     "dynamic, "
      "yarn, llama3, longrope, proportional"},
     {"encodings: [{name: a, type: [linear, qqqqqqqq]}]\nexperiments: [{kind: decay}]\n",
      "encodings[0].type[1]", "unknown encoding type 'qqqqqqqq' (encoding families:"},

@@ -234,6 +234,12 @@ static const pe_check_case vec_checks[] = {
      "\"seq_len\": 1048577, \"dynamic_mode\": \"cache_consistent\", \"prompt_len\": 4096, "
      "\"precision\": \"precise\"}",
      33, 8, 0, 64, 0, 0},
+    /* Resonance RoPE on YaRN's frequencies (rounded wavelengths: the same
+     * kernel, other inv_freq), positions to 2^max_pos_log2. */
+    {"rope/yarn/resonance",
+     "{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 4096, "
+     "\"resonance\": true}",
+     33, 4, 0, 128, 0, 1},
     /* Framework emulation through the registry (bound against double:
      * rope_error_bounds' emulation branch). */
     {"rope/hf/bf16", "{\"precision\": \"hf\", \"dtype\": \"bf16\"}", 33, 8, 0, 64, 0, 1},

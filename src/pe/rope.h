@@ -115,6 +115,9 @@ typedef struct rope_desc {
     int semantics;         /* ROPE_SEM_*; 0: hf */
     double alpha;          /* semantics vllm, dynamic: HunYuan's NTK alpha; 0: not given */
     double mixed_b;        /* semantics vllm, ntk: vLLM's mixed-NTK exponent b; 0: not given */
+    int resonance;         /* Resonance RoPE (Wang et al. 2024): 1 = after the type's scaling, every
+                            * pair with wavelength 2pi/theta_j < L_train gets 2pi/round(2pi/theta_j);
+                            * L_train = original_max_position_embeddings (else max_position_embeddings) */
 } rope_desc;
 
 /* Effective rotation: what the kernel and the reference both consume. */
@@ -190,7 +193,7 @@ rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *
 /* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
  * "type" as the alias of rope_type): the one list of RoPE keys, in the house
  * schema (core/rl_param.h). The registry's family rope declares exactly it. */
-#define ROPE_N_PARAMS 29
+#define ROPE_N_PARAMS 30
 extern const rl_param rope_params[ROPE_N_PARAMS];
 
 /* The keys of d that differ from their defaults, as the JSON object the

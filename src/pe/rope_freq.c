@@ -413,6 +413,18 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
                            "proportional takes partial_rotary_factor or rotary_dim, not both");
         break;
     }
+    if (r.resonance) {
+        if (!r.original_max_position_embeddings)
+            r.original_max_position_embeddings = r.max_position_embeddings;
+        if (!r.original_max_position_embeddings)
+            return rl_fail(err, RL_ERR_ARG, "resonance needs original_max_position_embeddings (or "
+                                            "max_position_embeddings): the training length whose "
+                                            "shorter wavelengths are rounded");
+        if (rope_prec_is_emu(r.precision))
+            return rl_fail(err, RL_ERR_ARG, "resonance is not part of the framework emulation "
+                                            "mode %s (no framework implements it)",
+                           rope_precision_name(r.precision));
+    }
     *out = r;
     return RL_OK;
 }
@@ -578,6 +590,26 @@ static void freqs_core(const rope_desc *r, uint64_t n, uint32_t np, double *inv,
     }
     default:
         break;
+    }
+    /* Resonance RoPE (Wang et al. 2024, arXiv:2403.00071, section 4 and
+     * Algorithm 1), on whatever the type made of inv_freq: a pair whose
+     * wavelength lambda_j = 2pi/theta_j is below the training length L
+     * (pre-critical: it completes a full turn within L) gets the integer
+     * wavelength round(lambda_j), theta_j' = 2pi/round(lambda_j), so its
+     * rotation repeats exactly every round(lambda_j) positions and positions
+     * beyond L show it no new angle. Pairs at or above L and zero (identity)
+     * frequencies are kept. round() is half away from zero (as Python's
+     * math.floor(x + 0.5) for x > 0; torch.round is half-to-even: they differ
+     * only for wavelengths exactly k + 1/2, which pow never hits exactly). */
+    if (r->resonance) {
+        double L = r->original_max_position_embeddings;
+        for (uint32_t j = 0; j < np; j++) {
+            if (!(inv[j] > 0))
+                continue;
+            double wl = 2.0 * M_PI / inv[j], rwl = round(wl);
+            if (wl < L && rwl >= 1)
+                inv[j] = 2.0 * M_PI / rwl;
+        }
     }
 }
 

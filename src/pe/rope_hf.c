@@ -65,6 +65,9 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
                "(vLLM DynamicNTKAlphaRotaryEmbedding)"),
     K("mixed_b", "number > 0: semantics vllm, ntk: mixed-NTK exponent b, inv_freq_j / "
                  "exp(ln(factor) ((j+1)/(d/2))^b) (vLLM NTKScalingRotaryEmbedding)"),
+    K("resonance", "bool: Resonance RoPE, after the rope_type's scaling every wavelength "
+                   "2pi/theta_j below original_max_position_embeddings (else "
+                   "max_position_embeddings) rounded to an integer (default false)"),
 };
 #undef K
 
@@ -189,6 +192,12 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->truncate = json_is_true(v) ? 1 : -1;
         return RL_OK;
     }
+    if (strcmp(key, "resonance") == 0) {
+        if (!json_is_boolean(v))
+            return rl_fail(err, RL_ERR_ARG, "resonance must be true or false");
+        d->resonance = json_is_true(v);
+        return RL_OK;
+    }
     if (strcmp(key, "short_factor") == 0)
         return get_list(key, v, d->short_factor, &d->n_short_factor, err);
     if (strcmp(key, "long_factor") == 0)
@@ -300,6 +309,8 @@ json_t *rope_desc_to_json(const rope_desc *d)
         json_object_set_new(o, "semantics", json_string(rope_semantics_name(d->semantics)));
     SET_NUM("alpha", d->alpha);
     SET_NUM("mixed_b", d->mixed_b);
+    if (d->resonance)
+        json_object_set_new(o, "resonance", json_true());
 #undef SET_NUM
 #undef SET_INT
     const struct { const char *k; uint32_t n; const double *v; } lists[] = {
