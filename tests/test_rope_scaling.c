@@ -638,6 +638,9 @@ START_TEST(vllm_semantics_keys_are_refused_where_they_do_not_apply)
     ck_assert_msg(strstr(err.msg, "semantics must be \"hf\" or \"vllm\""), "%s", err.msg);
     ck_assert_int_eq(set_json(&d, "{\"mixed_b\": 0}", &err), RL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "mixed_b 0 must be > 0"), "%s", err.msg);
+}
+END_TEST
+
 /* Resonance RoPE (Wang et al. 2024): head_dim 8, base 10000, L = 64.
  * Unscaled theta = 1, 0.1, 0.01, 0.001; wavelengths 2pi/theta = 6.283,
  * 62.83, 628.3, 6283: the first two are below 64 and become 6 and 63 tokens
