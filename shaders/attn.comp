@@ -70,6 +70,7 @@ const bool PAIRED = (FLAGS & RL_ATTN_F_PAIRED) != 0u;
 const bool DUMP = (FLAGS & RL_ATTN_F_DUMP) != 0u;
 const bool BIAS_A = (FLAGS & RL_ATTN_F_NO_BIAS_A) == 0u;
 const bool BIAS_B = (FLAGS & RL_ATTN_F_NO_BIAS_B) == 0u;
+const bool MASKED = (FLAGS & RL_ATTN_F_MASK) != 0u;
 #ifdef RL_ATTN_NO_BIAS
 const bool NEED_KPOS = WANT_BUCKETS;
 #else
@@ -112,6 +113,7 @@ float s2[PAIRED ? KB : 1u];
 float m, l, ent, mb, lb, kl, s_target, mt, mtb, m_new, mb_new;
 uint32_t amax;
 uint32_t n, qi, qrow, head, target;
+uint32_t mlo, mhi;  /* MASKED: the row's local keys are mlo..mhi (sinks apart) */
 int32_t qpos;
 bool live;
 
@@ -146,6 +148,8 @@ void rl_mask(uint32_t t0, uint32_t k)
 {
     uint32_t j = pc.p.key_base + t0 + k;
     bool valid = j < n && (!CAUSAL || j <= qi);
+    if (MASKED)
+        valid = valid && (j < pc.p.n_sink || (j >= mlo && j <= mhi));
     s[k] *= pc.p.scale_a;
     if (PAIRED)
         s2[k] *= pc.p.scale_b;
@@ -174,13 +178,18 @@ void rl_accum(uint32_t t0, uint32_t k)
 {
     float t = s[k] - m_new;
     float pj = exp(t);
+    /* Masked: a row may meet wholly masked blocks before its first visible
+     * key (m_new = -inf, t = NaN): masked keys give 0 explicitly. */
+    if (MASKED)
+        pj = s[k] == NEG_INF ? 0.0 : pj;
     bool pos = pj > 0.0;
     l += pj;
     if (WANT_H)
         ent += pos ? pj * t : 0.0;
     if (PAIRED) {
         kl += pos ? pj * (t - (s2[k] - mb_new)) : 0.0;
-        lb += exp(s2[k] - mb_new);
+        float pb = exp(s2[k] - mb_new);
+        lb += (MASKED && s2[k] == NEG_INF) ? 0.0 : pb;
     }
     if (WANT_TARGET)
         s_target = pc.p.key_base + t0 + k == target ? s[k] : s_target;
@@ -294,6 +303,23 @@ void main()
     target = WANT_TARGET ? idx[n + qrow] : 0u;
     uint32_t row = qrow * HEADS + head;
     uint32_t so = row * RL_ATTN_NSTAT;
+    /* Mask: local keys |qi - j| < window and in qi's chunk, as one key
+     * interval [mlo, mhi] (window, chunk_size <= 2^31 and qi < 2^31: no
+     * overflow). */
+    mlo = 0u;
+    mhi = 0xffffffffu;
+    if (MASKED) {
+        uint32_t w = pc.p.window, c = pc.p.chunk_size;
+        if (w != 0u) {
+            mlo = qi >= w - 1u ? qi - (w - 1u) : 0u;
+            mhi = qi + (w - 1u);
+        }
+        if (c != 0u) {
+            uint32_t cs = qi - qi % c;
+            mlo = max(mlo, cs);
+            mhi = min(mhi, cs + (c - 1u));
+        }
+    }
 
     [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
         q[d] = vec4(qa[row * D4 + d]);
@@ -304,6 +330,11 @@ void main()
     /* Running state: fresh in the first chunk, else the row's output slots
      * (see the write-back at the end). */
     bool first = j0 == 0u;
+    /* Masked: the host skips chunks no query of a block sees, so a row's
+     * first chunk may start anywhere; its slots read l = 0 until a visible
+     * key came (a visible key adds e^0 = 1 to l). */
+    if (MASKED)
+        first = first || outv[so + RL_ATTN_S_LSE] == 0.0;
     m = first ? NEG_INF : outv[so + RL_ATTN_S_MAX];
     l = first ? 0.0 : outv[so + RL_ATTN_S_LSE];
     ent = (first || !WANT_H) ? 0.0 : outv[so + RL_ATTN_S_ENTROPY];
@@ -328,7 +359,10 @@ void main()
     /* Causal rows before this chunk are finished: leave them alone. */
     if (!live || (CAUSAL && qi < j0))
         return;
-    bool last = CAUSAL ? qi < j0 + N_BLOCKS * KB : j0 + N_BLOCKS * KB >= n;
+    /* Bidirectional masked: the last chunk the block is dispatched for comes
+     * from the host (idx[2 n + qblock]: its key_base). */
+    bool last = CAUSAL ? qi < j0 + N_BLOCKS * KB
+                       : (MASKED ? j0 == idx[2u * n + qblock] : j0 + N_BLOCKS * KB >= n);
     float logl = log(l);
     outv[so + RL_ATTN_S_MAX] = m;
     outv[so + RL_ATTN_S_LSE] = last ? m + logl : l;

@@ -106,6 +106,8 @@ struct rl_bias_eval_push {
 #define RL_ATTN_F_CAUSAL 128u    /* keys j <= i only (token order) */
 #define RL_ATTN_F_NO_BIAS_A 256u /* logits a without the bias function */
 #define RL_ATTN_F_NO_BIAS_B 512u /* logits b without the bias function */
+#define RL_ATTN_F_MASK 1024u     /* window / sinks / chunks (push constants; idx[2 tokens + qb]:
+                                    bidirectional, key_base of the last chunk block qb sees) */
 
 /* Per-query statistic slots of the stats block [tokens][heads][RL_ATTN_NSTAT]. */
 #define RL_ATTN_S_LSE 0          /* log sum_j exp(logit_a) */
@@ -129,7 +131,10 @@ struct rl_attn_push {
     uint32_t off_dump;
     uint32_t key_base;    /* first key of this dispatch's chunk */
     uint32_t kv_head;     /* the KV head of this dispatch */
-    uint32_t pad0, pad1;
+    uint32_t window;      /* RL_ATTN_F_MASK: local keys |i - j| < window (0: no limit) */
+    uint32_t n_sink;      /* RL_ATTN_F_MASK: keys j < n_sink always visible */
+    uint32_t chunk_size;  /* RL_ATTN_F_MASK: local keys in i's chunk of chunk_size (0: one) */
+    uint32_t pad0, pad1, pad2;
 };
 
 /* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 independent vec4 FMA

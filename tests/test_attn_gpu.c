@@ -60,6 +60,86 @@ START_TEST(gpu_uniform_logits_give_log_n)
 }
 END_TEST
 
+/* Masks with q = 0: every visible logit is exactly 0, so lse = log(number
+ * of visible keys) and the argmax is the first visible key, both counted by
+ * hand from the mask definitions (token i, key j): sliding window W (causal:
+ * min(i + 1, W) keys from max(0, i - W + 1); bidirectional: keys
+ * max(0, i - W + 1) .. min(N - 1, i + W - 1)), sinks S + window W (causal:
+ * i + 1 keys while i < S + W, then S + W; first key 0), chunks C (causal:
+ * i mod C + 1 keys from i - i mod C). Bound as above (4e-4). Chunks of 4
+ * keys (block 4, 1 per dispatch): whole chunks are skipped; the skipped
+ * tiles are counted against the masks' own (query block, chunk) bands. */
+static void mask_case(attn_engine *e, int causal, uint32_t w, uint32_t sink, uint32_t chunk,
+                      const float *q, const float *k, float *stats, int n)
+{
+    rl_error err = {0};
+    attn_desc d = {.tokens = (uint64_t)n, .heads = 1, .head_dim = 8, .causal = causal,
+                   .flags = ATTN_ARGMAX, .scale = 1, .no_verify = 1, .block_keys = 4,
+                   .chunk_blocks = 1, .window = w, .n_sink = sink, .chunk_size = chunk};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs out = {.stats = stats};
+    attn_result res;
+    ck_assert_msg(attn_run(e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(res.tiles_run < res.tiles_full, "w %u s %u c %u: %llu of %llu tiles", w, sink,
+                  chunk, (unsigned long long)res.tiles_run, (unsigned long long)res.tiles_full);
+    for (int i = 0; i < n; i++) {
+        long cnt, first;
+        if (chunk) {
+            cnt = i % (long)chunk + 1;
+            first = i - i % (long)chunk;
+        } else if (sink) {
+            cnt = i < (long)(sink + w) ? i + 1 : (long)(sink + w);
+            first = 0;
+        } else if (causal) {
+            cnt = i + 1 < (long)w ? i + 1 : (long)w;
+            first = i - cnt + 1;
+        } else {
+            first = i - (long)w + 1 > 0 ? i - (long)w + 1 : 0;
+            long last = i + (long)w - 1 < n - 1 ? i + (long)w - 1 : n - 1;
+            cnt = last - first + 1;
+        }
+        const float *s = stats + i * RL_ATTN_NSTAT;
+        uint32_t am;
+        memcpy(&am, &s[RL_ATTN_S_ARGMAX], 4);
+        ck_assert_msg(fabs(s[RL_ATTN_S_LSE] - log((double)cnt)) < 4e-4,
+                      "w %u s %u c %u causal %d row %d: lse %g, log %ld keys %g", w, sink, chunk,
+                      causal, i, s[RL_ATTN_S_LSE], cnt, log((double)cnt));
+        ck_assert_float_eq(s[RL_ATTN_S_MAX], 0);
+        ck_assert_msg(am == (uint32_t)first, "row %d: argmax %u, first visible %ld", i, am, first);
+    }
+}
+
+START_TEST(gpu_masks_count_visible_keys)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 300, D = 8 };
+    float *q = calloc(N * D, sizeof *q), *k = malloc(N * D * sizeof *k);
+    for (int i = 0; i < N * D; i++)
+        k[i] = (float)((i * 37) % 11) - 5;
+    float *stats = malloc(N * RL_ATTN_NSTAT * sizeof *stats);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    mask_case(&e, 1, 37, 0, 0, q, k, stats, N);
+    mask_case(&e, 0, 37, 0, 0, q, k, stats, N);
+    mask_case(&e, 1, 20, 6, 0, q, k, stats, N);
+    mask_case(&e, 1, 0, 0, 70, q, k, stats, N);
+    /* n_sink alone is refused (every key would be visible). */
+    attn_desc d = {.tokens = N, .heads = 1, .head_dim = D, .scale = 1, .n_sink = 4};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs out = {.stats = stats};
+    attn_result res;
+    ck_assert(attn_run(&e, &d, &in, &out, &res, &err) == RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "n_sink") != NULL, "%s", err.msg);
+    attn_engine_destroy(&e);
+    free(stats);
+    free(k);
+    free(q);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* The registry's ALiBi (causal) with q = 0: logit(h, i, j) = -m_h (i - j),
  * m_h = 2^(-8 (h+1) / H) (Press et al. 2022). H = 2: slopes 1/16 and 1/256.
  * Causal row 2 of head 0: logits -1/8, -1/16, 0. Bound: slopes and distances
@@ -109,15 +189,30 @@ END_TEST
  * the NMSE gate of verify/vf.h. */
 static const chk_attn_case random_cases[] = {
     {65, 4, 2, 64, 1, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0},
-    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0},
-    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0},
-    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0},
+    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0},
+    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0},
+    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0},
     /* 4-key blocks, 3 per dispatch: 12-key chunks start inside the 64-query
      * workgroups (causal rows before a chunk must be left alone) and rows
      * are finished mid-workgroup. */
-    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3},
-    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1},
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0},
+    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1, 0, 0, 0},
+    /* Masks with chunks of 4 or 12 keys, so whole chunks are skipped, rows
+     * start on wholly masked blocks and finish mid-workgroup: sliding
+     * window (causal; bidirectional with every output and the dump), sinks
+     * + window with a bias, chunks, chunks + window. */
+    {300, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+     4, 1, 37, 0, 0},
+    {200, 4, 2, 16, 0, 0, NULL,
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED, 4, 3, 29, 0, 0},
+    {260, 2, 1, 32, 1, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_PAIRED |
+     ATTN_NO_BIAS_B, 4, 1, 50, 5, 0},
+    {230, 2, 2, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 40, 3,
+     0},
+    {300, 2, 1, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 1, 0, 0, 70},
+    {300, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 20, 2,
+     90},
 };
 
 START_TEST(gpu_random_problems_match_reference)
@@ -131,8 +226,9 @@ START_TEST(gpu_random_problems_match_reference)
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &random_cases[_i], 7 + _i, &row, &err) == RL_OK,
                   "%s", err.msg);
     if (!row.skipped)
-        ck_assert_msg(row.stats.pass, "%s %s: worst err/bound %.3f (%s)", row.kernel, row.shape,
-                      row.stats.worst_ratio, row.tolerance);
+        ck_assert_msg(row.stats.pass, "%s %s: worst err/bound %.3f (%s), nmse %g gate %g, nonfinite %zu",
+                      row.kernel, row.shape, row.stats.worst_ratio, row.tolerance, row.stats.nmse,
+                      row.stats.nmse_gate, row.stats.n_nonfinite);
     attn_engine_destroy(&e);
     rl_gpu_close(&g);
 }
@@ -151,7 +247,7 @@ START_TEST(gpu_rows_beyond_65535_keys)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     const chk_attn_case c = {70001, 1, 1, 8, 1, 0, NULL,
-                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0};
+                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0};
     chk_row row;
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &c, 11, &row, &err) == RL_OK, "%s", err.msg);
     ck_assert(!row.skipped);
@@ -543,6 +639,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, gpu_uniform_logits_give_log_n);
     tcase_add_test(tc, gpu_bias_hook_adds_alibi_logits);
+    tcase_add_test(tc, gpu_masks_count_visible_keys);
     tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
     tcase_add_test(tc, gpu_rows_beyond_65535_keys);

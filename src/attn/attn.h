@@ -75,6 +75,15 @@ typedef struct attn_desc {
     uint32_t kv_heads;      /* 0: heads; must divide heads */
     uint32_t head_dim;      /* multiple of 4, <= ATTN_MAX_HEAD_DIM */
     int causal;             /* 1: keys j <= i only */
+    /* Masks beyond causal/bidirectional (docs/attention.md "Masks"), in
+     * token order like causal: key j is visible to query i when it passes
+     * causal and (j < n_sink or local(i, j)), local(i, j) = (window == 0 or
+     * |i - j| < window) and (chunk_size == 0 or floor(i / chunk_size) ==
+     * floor(j / chunk_size)). All 0: no mask. n_sink needs window or
+     * chunk_size. Each at most 2^31. Sliding window (Mistral, Gemma local
+     * layers): window = W; StreamingLLM / LM-Infinite's Lambda mask: n_sink +
+     * window; Llama 4 chunked attention: chunk_size. */
+    uint32_t window, n_sink, chunk_size;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
     uint32_t flags;         /* ATTN_* statistics */
     float scale;            /* logit scale of definition a (e.g. 1/sqrt(head_dim)) */
@@ -203,6 +212,8 @@ typedef struct attn_result {
     uint32_t submissions;
     double gpu_ms;          /* sum of the submissions' GPU time (-1 without timestamps) */
     double wall_ms;         /* host wall time of the GPU part (upload to download) */
+    uint64_t tiles_run;     /* (64-query block, key chunk, KV head) tiles dispatched */
+    uint64_t tiles_full;    /* the same without the mask (causal or bidirectional) */
     double before_gpu_ms;   /* attn_run_resident: GPU time of `before`'s work (0: none, -1: no
                                timestamps); not in gpu_ms */
     int guard_ok;           /* the guard words after the output tensor are untouched */
@@ -236,6 +247,11 @@ uint32_t attn_bucket_of(uint64_t distance);
  * names the limit (maxStorageBufferRange, heap size, 32-bit index, shared
  * memory, dump size) and the largest token count that fits. */
 rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error *err);
+
+/* 1 when some query of [q0, q1) sees some key of [k0, k1) under d's causal
+ * flag and mask (exact, by intervals): the host skips the tiles where it is
+ * 0 (attn_gpu.c). */
+int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0, uint64_t k1);
 
 /* Runs the engine: uploads inputs, records one dispatch per (key chunk, KV
  * head) in submissions of at most d->work_per_submit MACs, downloads the asked
@@ -287,6 +303,7 @@ typedef struct attn_ref_problem {
     uint64_t tokens;
     uint32_t heads, kv_heads, head_dim;
     int causal;
+    uint32_t window, n_sink, chunk_size; /* as attn_desc (0: none) */
     double scale, scale_b;
     int paired, bias_a, bias_b;      /* bias_a/b: apply the bias to definition a/b */
     const float *q, *k, *v, *q_b, *k_b; /* shapes as attn_inputs; v may be NULL */
@@ -303,6 +320,10 @@ typedef struct attn_ref_row {
     double max_abs_dot, max_abs_bias;
     double max_bias_err;             /* max attn_bias.bound over the row's keys (0: none) */
 } attn_ref_row;
+
+/* 1 when key j is visible to query i under p's causal flag and mask
+ * (attn_desc.window/n_sink/chunk_size), from the definition. */
+int attn_ref_visible(const attn_ref_problem *p, uint64_t i, uint64_t j);
 
 /* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf
  * when j is masked. */

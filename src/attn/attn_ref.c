@@ -7,9 +7,23 @@
 
 #include "attn/attn.h"
 
-double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
+int attn_ref_visible(const attn_ref_problem *p, uint64_t i, uint64_t j)
 {
     if (p->causal && j > i)
+        return 0;
+    if (j < p->n_sink)
+        return 1;
+    uint64_t dist = i > j ? i - j : j - i;
+    if (p->window && dist >= p->window)
+        return 0;
+    if (p->chunk_size && i / p->chunk_size != j / p->chunk_size)
+        return 0;
+    return 1;
+}
+
+double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
+{
+    if (!attn_ref_visible(p, i, j))
         return -INFINITY;
     uint32_t d = p->head_dim;
     uint32_t kvh = h / (p->heads / p->kv_heads);
@@ -49,8 +63,15 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
     double *sa = scratch, *sb = scratch + n;
     double m = -INFINITY, mn = INFINITY;
     r->argmax = 0;
+    uint64_t nvis = 0;
     for (uint64_t j = 0; j < nk; j++) {
         sa[j] = attn_ref_logit(p, 0, h, i, j);
+        if (!attn_ref_visible(p, i, j)) { /* masked: p = 0, no error term */
+            if (p->paired)
+                sb[j] = -INFINITY;
+            continue;
+        }
+        nvis++;
         if (sa[j] > m) {
             m = sa[j];
             r->argmax = j;
@@ -85,12 +106,12 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
                 r->max_bias_err = eb;
         }
     }
-    r->n_keys = nk;
+    r->n_keys = nvis;
     r->max = m;
     r->min_logit = mn;
     double sum = 0;
     for (uint64_t j = 0; j < nk; j++)
-        sum += exp(sa[j] - m);
+        sum += exp(sa[j] - m); /* masked keys: exp(-inf) = 0 */
     r->lse = m + log(sum);
     double lse_b = 0;
     if (p->paired) {
@@ -111,6 +132,8 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
     uint32_t kvh = h / (p->heads / p->kv_heads);
     double ent = 0, kl = 0;
     for (uint64_t j = 0; j < nk; j++) {
+        if (sa[j] == -INFINITY)
+            continue;                         /* masked */
         double lp = sa[j] - r->lse;          /* log p_j */
         double pj = exp(lp);
         if (pj > 0)

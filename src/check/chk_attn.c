@@ -89,6 +89,10 @@ static void attn_row_name(const attn_case *c, chk_row *row)
     snprintf(row->shape, sizeof row->shape, "%ux%u/%ux%u %s%s", c->tokens, c->heads, c->kv_heads,
              c->head_dim, c->causal ? "causal" : "bidir",
              (c->flags & ATTN_OUT) ? " O" : "");
+    size_t n = strlen(row->shape);
+    if (c->window || c->chunk_size)
+        snprintf(row->shape + n, sizeof row->shape - n, " mask w%u s%u c%u", c->window, c->n_sink,
+                 c->chunk_size);
 }
 
 rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c, uint64_t seed,
@@ -128,7 +132,8 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
                    .head_dim = c->head_dim, .causal = c->causal, .fp16 = c->fp16,
                    .flags = c->flags, .scale = (float)(1.0 / sqrt(c->head_dim)),
                    .scale_b = (float)(1.25 / sqrt(c->head_dim)),
-                   .block_keys = c->block_keys, .chunk_blocks = c->chunk_blocks};
+                   .block_keys = c->block_keys, .chunk_blocks = c->chunk_blocks,
+                   .window = c->window, .n_sink = c->n_sink, .chunk_size = c->chunk_size};
     attn_inputs in = {.q = x.q, .k = x.k, .v = x.v, .q_b = x.qb, .k_b = x.kb, .pos = x.pos,
                       .target = x.target, .bias = c->bias ? &pb.bias : NULL};
     attn_outputs out = {.stats = stats, .buckets = buckets, .out = o};
@@ -183,16 +188,23 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
              * direction, in registry order) with 2 heads over 1 KV head,
              * paired against the same logits without the bias. */
             const char *bias = nbias ? biases[(li + (size_t)causal) % nbias] : NULL;
-            attn_case cs[4] = {
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0},
-                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0},
-                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0},
+            attn_case cs[7] = {
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0, 0, 0, 0},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0, 0, 0, 0},
+                /* Masks (docs/attention.md "Masks"), from 65 tokens on: a
+                 * sliding window, StreamingLLM / LM-Infinite sinks + window
+                 * (with the bias), Llama 4 chunks; sizes that cut chunks and
+                 * workgroups unevenly (window/chunk in keys). */
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, n / 5 + 1, 0, 0},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, n / 7 + 3, 4, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS | ATTN_OUT, 0, 0, 0, 0, n / 3 + 5},
             };
             /* O on 65 tokens causal (tail of a workgroup) and 1000 bidirectional. */
             int with_o = (n == 65 && causal) || (n == 1000 && !causal && !opt->quick);
-            for (int k = 0; k < 3 + with_o && !st; k++) {
-                if (!cs[k].bias && k == 2)
+            for (int k = 0; k < 7 && !st; k++) {
+                if ((!cs[k].bias && (k == 2 || k == 5)) || (k == 3 && !with_o) || (k >= 4 && n < 65))
                     continue;
                 chk_row row;
                 attn_row_name(&cs[k], &row);
