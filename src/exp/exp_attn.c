@@ -36,6 +36,18 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
     return s;
 }
 
+rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
+                            const exp_value *c, exp_attn_mask *m, rl_error *err)
+{
+    *m = (exp_attn_mask){.window = (uint32_t)w->num, .n_sink = (uint32_t)s->num,
+                         .chunk_size = (uint32_t)c->num};
+    if (m->n_sink && !m->window && !m->chunk_size)
+        return rl_fail(err, RL_ERR_ARG,
+                       "%s: attn_sinks %u needs attn_window or attn_chunk (without either every "
+                       "key is visible)", kind, m->n_sink);
+    return RL_OK;
+}
+
 /* One operand on the device: [tokens][heads][head_dim] f32 (the raw tensor,
  * or nothing when a transform writes it) followed by the verification
  * layer's guard words (vf_guarded_create), which no transform may touch. */
@@ -253,6 +265,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : r->scale;
     r->desc = (attn_desc){
         .tokens = T, .heads = H, .kv_heads = KV, .head_dim = D, .causal = io->causal,
+        .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
         .flags = io->flags | (b ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)r->scale, .scale_b = (float)r->scale_b,
         .verify_rows = io->verify_rows,

@@ -28,13 +28,14 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-enum { P_LENGTH, P_ATTENTION_FACTOR, P_COUNT };
+enum { P_LENGTH, P_ATTENTION_FACTOR, P_WINDOW, P_SINKS, P_CHUNK, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_LENGTH] = {.key = "length", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                   .help = "tokens (0: the model's train_len, the original context)"},
     [P_ATTENTION_FACTOR] = {.key = "attention_factor", .type = RL_P_BOOL, .def = "true",
                             .help = "apply the scaled encoding's attention factor (af^2 on the "
                                     "logits)"},
+    EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get); length
@@ -42,6 +43,7 @@ static const rl_param params[P_COUNT] = {
 typedef struct dist_params {
     uint64_t length;
     int attention_factor;
+    exp_attn_mask mask;
 } dist_params;
 
 static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *err)
@@ -52,7 +54,7 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
         return st;
     p->length = v[P_LENGTH].num ? (uint64_t)v[P_LENGTH].num : run->model.train_len;
     p->attention_factor = v[P_ATTENTION_FACTOR].num != 0;
-    return RL_OK;
+    return exp_attn_mask_get("distortion", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &p->mask, err);
 }
 
 /* The plain RoPE twin of a RoPE-family run encoding. */
@@ -159,8 +161,8 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     int no_af = !p.attention_factor;
     exp_attn_result r;
     /* Pass 1: scaled (a) paired with plain RoPE (b): KL and a's masses. */
-    exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS,
-                      .no_attention_factor = no_af, .paired = b};
+    exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask,
+                      .flags = ATTN_BUCKETS, .no_attention_factor = no_af, .paired = b};
     attn_outputs out = {.stats = stats, .buckets = bk_a};
     if ((st = exp_attn_run(ctx->dev, eng, a, &io, &out, &r, err)))
         goto done;
@@ -170,7 +172,8 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
      * distance T - 1 (nb above is an upper bound for the allocation). */
     nb = r.attn.n_buckets;
     /* Pass 2: plain RoPE alone: its masses. */
-    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS};
+    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask,
+                        .flags = ATTN_BUCKETS};
     attn_outputs out_b = {.buckets = bk_b};
     if ((st = exp_attn_run(ctx->dev, eng, b, &io_b, &out_b, &r, err)))
         goto done;
