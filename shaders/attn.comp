@@ -71,6 +71,7 @@ const bool DUMP = (FLAGS & RL_ATTN_F_DUMP) != 0u;
 const bool BIAS_A = (FLAGS & RL_ATTN_F_NO_BIAS_A) == 0u;
 const bool BIAS_B = (FLAGS & RL_ATTN_F_NO_BIAS_B) == 0u;
 const bool MASKED = (FLAGS & RL_ATTN_F_MASK) != 0u;
+const bool SINKS = (FLAGS & RL_ATTN_F_SINKS) != 0u;
 #ifdef RL_ATTN_NO_BIAS
 const bool NEED_KPOS = WANT_BUCKETS;
 #else
@@ -91,6 +92,7 @@ layout(std430, binding = 3) readonly buffer KB_ { VEC4_T kb[]; }; /* paired: lik
 layout(std430, binding = 4) readonly buffer VV { VEC4_T vv[]; };  /* [tokens][kv_heads][D4] */
 layout(std430, binding = 5) readonly buffer IDX { uint32_t idx[]; }; /* [2][tokens]: pos, target */
 layout(std430, binding = 6) buffer OUT { float outv[]; };         /* see rl_push.h */
+layout(std430, binding = 7) readonly buffer SNK { float sinkv[]; }; /* SINKS: [heads] logits */
 
 /* The current block's keys (and K_b, V rows, positions), staged by the
  * workgroup. Element d of key k of the block sits at a constant address. */
@@ -364,26 +366,44 @@ void main()
     bool last = CAUSAL ? qi < j0 + N_BLOCKS * KB
                        : (MASKED ? j0 == idx[2u * n + qblock] : j0 + N_BLOCKS * KB >= n);
     float logl = log(l);
+    /* Finished values: lse, entropy and the normaliser 1/l of p. With a
+     * learned sink sg (gpt-oss: a per-head logit in the denominator only),
+     * in the frame m2 = max(m, sg): L = l e^(m - m2) + e^(sg - m2),
+     * lse = m2 + log L, p_j = e^(s_j - m) e^(m - m2) / L, and the keys'
+     * entropy -sum p_j log p_j = (l al / L) log L - al (a + (m - m2) l) / L
+     * (a = ent, al = e^(m - m2)). */
+    float lse_f = m + logl, ent_f = logl - ent / l, fin = 1.0 / l;
+    if (SINKS && last) {
+        float sg = sinkv[head];
+        float m2 = max(m, sg);
+        float al = exp(m - m2);
+        float L = l * al + exp(sg - m2);
+        float logL = log(L);
+        lse_f = m2 + logL;
+        fin = al / L;
+        ent_f = (l * al / L) * logL - al * (ent + (m - m2) * l) / L;
+    }
     outv[so + RL_ATTN_S_MAX] = m;
-    outv[so + RL_ATTN_S_LSE] = last ? m + logl : l;
+    outv[so + RL_ATTN_S_LSE] = last ? lse_f : l;
     if (WANT_H)
-        outv[so + RL_ATTN_S_ENTROPY] = last ? logl - ent / l : ent;
+        outv[so + RL_ATTN_S_ENTROPY] = last ? ent_f : ent;
     if (WANT_ARGMAX)
         outv[so + RL_ATTN_S_ARGMAX] = uintBitsToFloat(amax);
     if (WANT_TARGET)
-        outv[so + RL_ATTN_S_TARGET_P] = last ? exp(s_target - (m + logl)) : s_target;
+        outv[so + RL_ATTN_S_TARGET_P] = last ? exp(s_target - lse_f) : s_target;
     if (PAIRED) {
         outv[so + RL_ATTN_S_KL] = last ? kl / l - logl + log(lb) : kl;
         outv[so + RL_ATTN_S_LSE_B] = last ? mb + log(lb) : lb;
     }
     if (WANT_ARGMAX || PAIRED) /* the argmax's p when finished; mb in between */
-        outv[so + RL_ATTN_S_ARGMAX_P] = last ? (WANT_ARGMAX ? 1.0 / l : 0.0) : mb;
+        outv[so + RL_ATTN_S_ARGMAX_P] = last ? (WANT_ARGMAX ? fin : 0.0) : mb;
     if (WANT_BUCKETS)
         [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
-            outv[pc.p.off_buckets + row * N_BUCKETS + b] = last ? mass[b] / l : mass[b];
+            outv[pc.p.off_buckets + row * N_BUCKETS + b] =
+                last ? (SINKS ? mass[b] * fin : mass[b] / l) : mass[b];
     if (WANT_O)
         [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
-            vec4 r = last ? o[d] / l : o[d];
+            vec4 r = last ? (SINKS ? o[d] * fin : o[d] / l) : o[d];
             uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * d;
             outv[base] = r.x; outv[base + 1u] = r.y; outv[base + 2u] = r.z; outv[base + 3u] = r.w;
         }

@@ -90,7 +90,8 @@ struct rl_bias_eval_push {
  * 2 Q_b, 3 K_b (paired mode), 4 V [tokens][kv_heads][head_dim] (f32 or f16),
  * 5 idx u32 [2][tokens] (positions, then target keys), 6 out f32 (stats at 0,
  * buckets at off_buckets, O at off_out, logit dump at off_dump; rows not yet
- * finished hold their running state there), 7 unused; 8..11 the bias
+ * finished hold their running state there), 7 learned sinks f32 [heads]
+ * (RL_ATTN_F_SINKS); 8..11 the bias
  * function's own buffers (bias_NAME.glsl). One dispatch covers one chunk of
  * RL_ATTN_KB * n_blocks keys of one KV head (key_base, kv_head). Flags are a
  * specialization constant, so statistics not asked for cost nothing. */
@@ -106,6 +107,8 @@ struct rl_bias_eval_push {
 #define RL_ATTN_F_CAUSAL 128u    /* keys j <= i only (token order) */
 #define RL_ATTN_F_NO_BIAS_A 256u /* logits a without the bias function */
 #define RL_ATTN_F_NO_BIAS_B 512u /* logits b without the bias function */
+#define RL_ATTN_F_SINKS 2048u    /* learned sinks: binding 7 f32 [heads], one logit per head in
+                                    the softmax denominator only (gpt-oss) */
 #define RL_ATTN_F_MASK 1024u     /* window / sinks / chunks (push constants; idx[2 tokens + qb]:
                                     bidirectional, key_base of the last chunk block qb sees) */
 

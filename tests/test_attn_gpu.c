@@ -140,6 +140,57 @@ START_TEST(gpu_masks_count_visible_keys)
 }
 END_TEST
 
+/* Learned sinks with q = 0: N keys of logit 0 and a sink logit s_h in the
+ * denominator only: L = N + e^(s_h), lse = log L, every p = 1/L, the keys'
+ * entropy -sum p log p = (N / L) log L, argmax_p = 1/L, and the masses sum to
+ * N / L (hand derivation). Bound as above, 4e-4 (relative 4e-4 on p). */
+START_TEST(gpu_learned_sinks_enter_the_denominator_only)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 300, H = 2, D = 8 };
+    float *q = calloc(N * H * D, sizeof *q), *k = malloc(N * D * sizeof *k);
+    for (int i = 0; i < N * D; i++)
+        k[i] = (float)((i * 37) % 11) - 5;
+    float *stats = malloc(N * H * RL_ATTN_NSTAT * sizeof *stats);
+    float *buckets = malloc(N * H * ATTN_MAX_BUCKETS * sizeof *buckets);
+    const float sinks[H] = {2.0f, -3.0f};
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    attn_desc d = {.tokens = N, .heads = H, .kv_heads = 1, .head_dim = D,
+                   .flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, .scale = 1};
+    attn_inputs in = {.q = q, .k = k, .sinks = sinks};
+    attn_outputs out = {.stats = stats, .buckets = buckets};
+    attn_result res;
+    ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(res.verify.verdict.pass, "worst %s", res.verify.worst);
+    for (int i = 0; i < N; i += 37)
+        for (int h = 0; h < H; h++) {
+            const float *s = stats + (i * H + h) * RL_ATTN_NSTAT;
+            double L = N + exp((double)sinks[h]);
+            ck_assert_double_eq_tol(s[RL_ATTN_S_LSE], log(L), 4e-4);
+            ck_assert_double_eq_tol(s[RL_ATTN_S_ENTROPY], N / L * log(L), 4e-4);
+            ck_assert_double_eq_tol(s[RL_ATTN_S_ARGMAX_P], 1.0 / L, 4e-4 / L);
+            ck_assert_float_eq(s[RL_ATTN_S_MAX], 0); /* the sink is no key */
+            double mass = 0;
+            for (uint32_t b = 0; b < res.n_buckets; b++)
+                mass += buckets[(i * H + h) * res.n_buckets + b];
+            ck_assert_double_eq_tol(mass, N / L, 4e-4);
+        }
+    /* Paired mode with sinks is refused. */
+    d.flags = ATTN_PAIRED;
+    ck_assert(attn_run(&e, &d, &in, &out, &res, &err) == RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "sinks") != NULL, "%s", err.msg);
+    attn_engine_destroy(&e);
+    free(buckets);
+    free(stats);
+    free(k);
+    free(q);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* The registry's ALiBi (causal) with q = 0: logit(h, i, j) = -m_h (i - j),
  * m_h = 2^(-8 (h+1) / H) (Press et al. 2022). H = 2: slopes 1/16 and 1/256.
  * Causal row 2 of head 0: logits -1/8, -1/16, 0. Bound: slopes and distances
@@ -189,30 +240,37 @@ END_TEST
  * the NMSE gate of verify/vf.h. */
 static const chk_attn_case random_cases[] = {
     {65, 4, 2, 64, 1, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0},
-    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0},
-    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0},
-    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0, 0},
+    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0},
+    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0},
+    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0},
     /* 4-key blocks, 3 per dispatch: 12-key chunks start inside the 64-query
      * workgroups (causal rows before a chunk must be left alone) and rows
      * are finished mid-workgroup. */
-    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0},
-    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1, 0, 0, 0},
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0, 0},
+    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1, 0, 0, 0, 0},
     /* Masks with chunks of 4 or 12 keys, so whole chunks are skipped, rows
      * start on wholly masked blocks and finish mid-workgroup: sliding
      * window (causal; bidirectional with every output and the dump), sinks
      * + window with a bias, chunks, chunks + window. */
     {300, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
-     4, 1, 37, 0, 0},
+     4, 1, 37, 0, 0, 0},
     {200, 4, 2, 16, 0, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED, 4, 3, 29, 0, 0},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED, 4, 3, 29, 0, 0, 0},
     {260, 2, 1, 32, 1, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_PAIRED |
-     ATTN_NO_BIAS_B, 4, 1, 50, 5, 0},
+     ATTN_NO_BIAS_B, 4, 1, 50, 5, 0, 0},
     {230, 2, 2, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 40, 3,
-     0},
-    {300, 2, 1, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 1, 0, 0, 70},
+     0, 0},
+    {300, 2, 1, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 1, 0, 0, 70, 0},
     {300, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 20, 2,
-     90},
+     90, 0},
+    /* Learned sinks (head h: 1.5 - 0.75 h): causal with O and 12-key
+     * chunks; bidirectional with a bias and a window (sinks and masks
+     * together, as gpt-oss's sliding layers). */
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+     4, 3, 0, 0, 0, 1},
+    {150, 4, 2, 16, 0, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 1, 33,
+     0, 0, 1},
 };
 
 START_TEST(gpu_random_problems_match_reference)
@@ -247,7 +305,7 @@ START_TEST(gpu_rows_beyond_65535_keys)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     const chk_attn_case c = {70001, 1, 1, 8, 1, 0, NULL,
-                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0};
+                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0};
     chk_row row;
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &c, 11, &row, &err) == RL_OK, "%s", err.msg);
     ck_assert(!row.skipped);
@@ -640,6 +698,7 @@ int main(void)
     tcase_add_test(tc, gpu_uniform_logits_give_log_n);
     tcase_add_test(tc, gpu_bias_hook_adds_alibi_logits);
     tcase_add_test(tc, gpu_masks_count_visible_keys);
+    tcase_add_test(tc, gpu_learned_sinks_enter_the_denominator_only);
     tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
     tcase_add_test(tc, gpu_rows_beyond_65535_keys);

@@ -110,6 +110,8 @@ typedef struct attn_inputs {
     const uint32_t *pos;    /* [tokens] positions; NULL: 0, 1, ... */
     const uint32_t *target; /* [tokens] target key per query, for ATTN_TARGET */
     const attn_bias *bias;  /* NULL: no bias */
+    const float *sinks;     /* [heads] learned sink logits (gpt-oss), in the softmax
+                               denominator only; NULL: none. Not with ATTN_PAIRED */
 } attn_inputs;
 
 /* What the CPU reference computes from when the engine's operands are not
@@ -142,6 +144,7 @@ typedef struct attn_resident {
     const uint32_t *pos;         /* host [tokens] positions; NULL: 0, 1, ... */
     const uint32_t *target;      /* host [tokens], for ATTN_TARGET */
     const attn_bias *bias;       /* NULL: no bias */
+    const float *sinks;          /* host [heads] learned sink logits; NULL: none */
     attn_record_fn before;       /* NULL: nothing recorded before */
     void *before_ctx;
     uint32_t before_dispatches;  /* dispatches `before` records (descriptor sets) */
@@ -181,6 +184,7 @@ typedef struct attn_verify {
     double max_range;               /* max over rows of (max logit - min valid logit) */
     uint64_t max_keys;              /* most keys of a row */
     double max_bias_err;            /* max over valid keys of the bias's own bound (attn_bias.bound) */
+    int sinks;                      /* learned sinks folded in (their terms in attn_tol.c) */
     /* Judged by the verification layer (verify/vf.h): */
     vf_acc acc[ATTN_V_COUNT];       /* per statistic, bound tol[k] * scale (abs: 1) */
     double tol[ATTN_V_COUNT];       /* attn_tolerances */
@@ -309,6 +313,8 @@ typedef struct attn_ref_problem {
     const float *q, *k, *v, *q_b, *k_b; /* shapes as attn_inputs; v may be NULL */
     const uint32_t *pos;             /* [tokens] */
     const attn_bias *bias;           /* may be NULL */
+    const float *sinks;              /* [heads] learned sink logits or NULL (definition a;
+                                        not paired) */
 } attn_ref_problem;
 
 /* Statistics of one query row, from the definitions. */

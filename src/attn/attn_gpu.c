@@ -285,7 +285,7 @@ int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0,
     return 0;
 }
 
-static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d,
+static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d, int sinks,
                           uint32_t kb, uint32_t blocks, uint32_t n_buckets, const rlvk_pipeline **out,
                           rl_error *err)
 {
@@ -294,6 +294,8 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
         flags |= RL_ATTN_F_CAUSAL;
     if (masked(d))
         flags |= RL_ATTN_F_MASK;
+    if (sinks)
+        flags |= RL_ATTN_F_SINKS;
     char key[96];
     snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
@@ -380,7 +382,8 @@ uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens)
 /* Verifies sampled rows; stats/buckets/o/dump are the downloaded outputs,
  * ref what the reference computes from (fp32 host tensors). */
 static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const uint32_t *pos,
-                        const uint32_t *target, const attn_bias *bias, uint32_t n_buckets,
+                        const uint32_t *target, const attn_bias *bias, const float *sinks,
+                        uint32_t n_buckets,
                         const float *stats, const float *buckets, const float *o,
                         const float *dump, attn_verify *v, rl_error *err)
 {
@@ -403,7 +406,9 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
         .q = ref->q, .k = ref->k, .v = ref->v, .q_b = paired ? qb : NULL,
         .k_b = paired ? kb : NULL, .pos = pos, .bias = bias,
         .window = d->window, .n_sink = d->n_sink, .chunk_size = d->chunk_size,
+        .sinks = sinks,
     };
+    v->sinks = sinks != NULL;
     uint64_t rows = d->verify_rows < n ? d->verify_rows : n;
     for (uint64_t r = 0; r < rows; r++) {
         uint64_t i = attn_verify_token(r, rows, n);
@@ -418,9 +423,11 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
             v->max_abs_bias = dmax(v->max_abs_bias, R.max_abs_bias);
             if (!(R.max_bias_err <= v->max_bias_err))
                 v->max_bias_err = R.max_bias_err;
-            v->max_range = dmax(v->max_range, R.max - R.min_logit);
-            if (R.n_keys > v->max_keys)
-                v->max_keys = R.n_keys;
+            /* a sink is one more term of the normaliser, inside the range */
+            double top = sinks ? dmax(R.max, sinks[h]) : R.max;
+            v->max_range = dmax(v->max_range, top - R.min_logit);
+            if (R.n_keys + (sinks ? 1 : 0) > v->max_keys)
+                v->max_keys = R.n_keys + (sinks ? 1 : 0);
             uint64_t row = i * d->heads + h;
             const float *s = stats + row * RL_ATTN_NSTAT;
             note(v, ATTN_V_LSE, s[RL_ATTN_S_LSE], R.lse, dmax(fabs(R.lse), 1));
@@ -504,7 +511,8 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
     int own_b = (d.flags & ATTN_PAIRED) && (in->q_b || in->k_b);
     rl_status st = ref_of_inputs(&d, in, own_b, &ref, conv, err);
     if (!st)
-        st = verify(&d, &ref, pos, in->target, in->bias, n_buckets, out->stats, out->buckets,
+        st = verify(&d, &ref, pos, in->target, in->bias, in->sinks, n_buckets, out->stats,
+                    out->buckets,
                     out->out, out->dump, v, err);
     if (!st)
         attn_judge(&d, v, guard_ok);
@@ -517,7 +525,7 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
 /* What both entry points do first: res cleared, *d = din with defaults,
  * the checks, *var = the bias's shader variant. */
 static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias *bias,
-                           int have_qk, int have_v, int have_target, const attn_outputs *out,
+                           int have_sinks, int have_qk, int have_v, int have_target, const attn_outputs *out,
                            attn_desc *d, const attn_variant **var, attn_result *res, rl_error *err)
 {
     rlvk_device *dev = e->dev;
@@ -545,6 +553,9 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
     if (((d->flags & ATTN_BUCKETS) && !out->buckets) || ((d->flags & ATTN_OUT) && !out->out) ||
         ((d->flags & ATTN_DUMP) && !out->dump))
         return rl_fail(err, RL_ERR_ARG, "attention: an asked-for output array is NULL");
+    if (have_sinks && (d->flags & ATTN_PAIRED))
+        return rl_fail(err, RL_ERR_ARG, "attention: learned sinks are not supported in paired mode "
+                                        "(KL between definitions with and without a sink term)");
     if (bias && bias->n_buffers > 4)
         return rl_fail(err, RL_ERR_ARG, "attention: bias '%s' has %u buffers (at most 4)", vname,
                        bias->n_buffers);
@@ -567,7 +578,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     uint32_t *idx = malloc((2 * n + n_qb) * sizeof *idx);
     uint32_t *qlo = NULL, *qcnt = NULL; /* per key chunk: query blocks dispatched */
     float *stats = out->stats ? out->stats : malloc(n * d.heads * RL_ATTN_NSTAT * sizeof(float));
-    rlvk_buffer bidx = {0}, bout = {0}, dummy = {0};
+    rlvk_buffer bidx = {0}, bout = {0}, dummy = {0}, bsink = {0};
     rlvk_cmd cmd = {0};
     if (!idx || !stats) {
         st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for %llu tokens",
@@ -650,11 +661,15 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         goto done;
 
     const rlvk_pipeline *pipe;
-    if ((st = get_pipe(e, var, &d, kb, blocks, nb_k, &pipe, err)))
+    if ((st = get_pipe(e, var, &d, in->sinks != NULL, kb, blocks, nb_k, &pipe, err)))
+        goto done;
+    if (in->sinks && ((st = rlvk_buffer_create(dev, (uint64_t)d.heads * 4, "sinks", &bsink, err)) ||
+                      (st = rlvk_buffer_upload(dev, &bsink, 0, in->sinks, (uint64_t)d.heads * 4, err))))
         goto done;
     const rlvk_buffer *bufs[12] = {
         in->q, in->k, paired ? in->q_b : &dummy, paired ? in->k_b : &dummy,
-        (d.flags & ATTN_OUT) ? in->v : &dummy, &bidx, &bout, &dummy, &dummy, &dummy, &dummy, &dummy};
+        (d.flags & ATTN_OUT) ? in->v : &dummy, &bidx, &bout, in->sinks ? &bsink : &dummy, &dummy,
+        &dummy, &dummy, &dummy};
     for (uint32_t b = 0; in->bias && b < in->bias->n_buffers; b++)
         bufs[8 + b] = in->bias->buffers[b];
 
@@ -771,11 +786,13 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         goto done;
     res->wall_ms = (rl_now() - t_start) * 1e3;
     if (!d.no_verify &&
-        !(st = verify(&d, &in->ref, idx, in->target, in->bias, nb, stats, out->buckets, out->out,
+        !(st = verify(&d, &in->ref, idx, in->target, in->bias, in->sinks, nb, stats, out->buckets,
+                      out->out,
                       out->dump, &res->verify, err)))
         attn_judge(&d, &res->verify, res->guard_ok);
 done:
     rlvk_cmd_destroy(&cmd);
+    rlvk_buffer_destroy(dev, &bsink);
     rlvk_buffer_destroy(dev, &dummy);
     rlvk_buffer_destroy(dev, &bout);
     rlvk_buffer_destroy(dev, &bidx);
@@ -793,7 +810,8 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     rlvk_device *dev = e->dev;
     attn_desc d;
     const attn_variant *var;
-    rl_status st = begin_run(e, din, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
+    rl_status st = begin_run(e, din, in->bias, in->sinks != NULL, in->q && in->k, in->v != NULL,
+                             in->target != NULL,
                              out, &d, &var, res, err);
     if (st)
         return st;
@@ -824,7 +842,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         goto done;
     attn_resident r = {
         .q = &bqa, .k = &bka, .v = &bv, .q_b = own_b ? &bqb : &bqa, .k_b = own_b ? &bkb : &bka,
-        .pos = in->pos, .target = in->target, .bias = in->bias,
+        .pos = in->pos, .target = in->target, .bias = in->bias, .sinks = in->sinks,
         .ref = ref,
     };
     st = run(e, &d, var, &r, out, res, t_start, err);
@@ -844,7 +862,8 @@ rl_status attn_run_resident(attn_engine *e, const attn_desc *din, const attn_res
 {
     attn_desc d;
     const attn_variant *var;
-    rl_status st = begin_run(e, din, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
+    rl_status st = begin_run(e, din, in->bias, in->sinks != NULL, in->q && in->k, in->v != NULL,
+                             in->target != NULL,
                              out, &d, &var, res, err);
     if (st)
         return st;

@@ -113,6 +113,17 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
     for (uint64_t j = 0; j < nk; j++)
         sum += exp(sa[j] - m); /* masked keys: exp(-inf) = 0 */
     r->lse = m + log(sum);
+    if (p->sinks) {
+        /* learned sink: one more term of the denominator, no key */
+        double sg = p->sinks[h], m2 = m > sg ? m : sg;
+        double s2 = 0;
+        for (uint64_t j = 0; j < nk; j++)
+            s2 += exp(sa[j] - m2);
+        s2 += exp(sg - m2);
+        r->lse = m2 + log(s2);
+        if (sg < r->min_logit)
+            r->min_logit = sg;
+    }
     double lse_b = 0;
     if (p->paired) {
         double mb = -INFINITY, sumb = 0;

@@ -20,6 +20,7 @@ typedef chk_attn_case attn_case;
 /* Everything but O; O (ATTN_OUT) is checked on two cases only because its
  * pipeline takes lavapipe ~10 s to build. */
 #define ALL_STATS (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED)
+#define SINK_STATS (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS)
 
 /* Random test problem: q, k, v ~ N(0, 1) (rounded to half for fp16), q_b/k_b
  * a perturbed copy (paired mode: KL of a small distortion), positions
@@ -91,8 +92,10 @@ static void attn_row_name(const attn_case *c, chk_row *row)
              (c->flags & ATTN_OUT) ? " O" : "");
     size_t n = strlen(row->shape);
     if (c->window || c->chunk_size)
-        snprintf(row->shape + n, sizeof row->shape - n, " mask w%u s%u c%u", c->window, c->n_sink,
-                 c->chunk_size);
+        n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " mask w%u s%u c%u",
+                              c->window, c->n_sink, c->chunk_size);
+    if (c->sinks && n < sizeof row->shape)
+        snprintf(row->shape + n, sizeof row->shape - n, " sinks");
 }
 
 rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c, uint64_t seed,
@@ -134,8 +137,12 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
                    .scale_b = (float)(1.25 / sqrt(c->head_dim)),
                    .block_keys = c->block_keys, .chunk_blocks = c->chunk_blocks,
                    .window = c->window, .n_sink = c->n_sink, .chunk_size = c->chunk_size};
+    float sinks[64];
+    for (uint32_t h = 0; h < c->heads && h < 64; h++)
+        sinks[h] = 1.5f - 0.75f * (float)h; /* above and below the logits' typical range */
     attn_inputs in = {.q = x.q, .k = x.k, .v = x.v, .q_b = x.qb, .k_b = x.kb, .pos = x.pos,
-                      .target = x.target, .bias = c->bias ? &pb.bias : NULL};
+                      .target = x.target, .bias = c->bias ? &pb.bias : NULL,
+                      .sinks = c->sinks && c->heads <= 64 ? sinks : NULL};
     attn_outputs out = {.stats = stats, .buckets = buckets, .out = o};
     attn_result res;
     st = attn_run(e, &d, &in, &out, &res, err);
@@ -188,22 +195,26 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
              * direction, in registry order) with 2 heads over 1 KV head,
              * paired against the same logits without the bias. */
             const char *bias = nbias ? biases[(li + (size_t)causal) % nbias] : NULL;
-            attn_case cs[7] = {
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0},
-                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0, 0, 0, 0},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0},
-                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0, 0, 0, 0},
+            attn_case cs[9] = {
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0, 0, 0, 0, 0},
                 /* Masks (docs/attention.md "Masks"), from 65 tokens on: a
                  * sliding window, StreamingLLM / LM-Infinite sinks + window
                  * (with the bias), Llama 4 chunks; sizes that cut chunks and
                  * workgroups unevenly (window/chunk in keys). */
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, n / 5 + 1, 0, 0},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, n / 7 + 3, 4, 0},
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS | ATTN_OUT, 0, 0, 0, 0, n / 3 + 5},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, n / 5 + 1, 0, 0, 0},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, n / 7 + 3, 4, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS | ATTN_OUT, 0, 0, 0, 0, n / 3 + 5, 0},
+                /* Learned sinks (gpt-oss), with O; the last with a window
+                 * as gpt-oss's sliding layers. Not paired. */
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, 0, 0, 0, 1},
+                {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, n / 4 + 1, 0, 0, 1},
             };
             /* O on 65 tokens causal (tail of a workgroup) and 1000 bidirectional. */
             int with_o = (n == 65 && causal) || (n == 1000 && !causal && !opt->quick);
-            for (int k = 0; k < 7 && !st; k++) {
+            for (int k = 0; k < 9 && !st; k++) {
                 if ((!cs[k].bias && (k == 2 || k == 5)) || (k == 3 && !with_o) || (k >= 4 && n < 65))
                     continue;
                 chk_row row;
