@@ -622,6 +622,29 @@ START_TEST(entropy_with_a_window_is_ln_of_the_visible_keys)
 }
 END_TEST
 
+/* A learned sink reaches the engine: zero queries make every key's logit 0,
+ * so with the sink logit 1.5 each p_j = 1 / L, L = N + e^1.5, and the keys'
+ * entropy is (N / L) ln L at N = 64 (hand derivation; bound as above).
+ * Distortion's paired pass cannot take a sink: refused naming the key. */
+START_TEST(entropy_with_a_learned_sink_takes_its_share)
+{
+    kfix f;
+    kf_init(&f, "nope", "{}",
+            "{\"min_len\": 64, \"max_len\": 64, \"attn_learned_sink\": true, "
+            "\"attn_sink_logit\": 1.5}", 1, 1, 64, 2);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    double L = 64 + exp(1.5);
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), 64 / L * log(L), 1e-5);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"length\": 64, \"attn_learned_sink\": true}", 1, 1, 64, 0);
+    ck_assert_int_eq(kf_run(&f, "distortion", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_learned_sink") != NULL, "%s", err.msg);
+    kf_free(&f);
+}
+END_TEST
+
 /* Retrieval as in the test above, with attn_window 65 at N = 128: needles at
  * distances 1, 2, 4, ..., 64 stay visible (accuracy 1), the needle at
  * r = 96 is masked (p = 0, the argmax is another key: accuracy 0). */
@@ -718,6 +741,7 @@ int main(void)
     tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);
     tcase_add_test(tc, entropy_with_a_window_is_ln_of_the_visible_keys);
     tcase_add_test(tc, retrieval_with_a_window_misses_needles_beyond_it);
+    tcase_add_test(tc, entropy_with_a_learned_sink_takes_its_share);
     tcase_add_test(tc, distortion_of_rope_against_itself_is_zero);
     tcase_add_test(tc, distortion_of_yarn_applies_its_temperature);
     tcase_add_test(tc, distortion_refuses_non_rope_encodings);

@@ -226,8 +226,15 @@ rl_status exp_rope_freqs(const exp_run *run, uint64_t seq_len, rope_freqs *f, rl
  * read with exp_attn_mask_get. Semantics: attn_desc.window/n_sink/chunk_size. */
 typedef struct exp_attn_mask {
     uint32_t window, n_sink, chunk_size;
+    int learned_sink;        /* attn_learned_sink: every head's sink logit is sink_logit */
+    double sink_logit;
 } exp_attn_mask;
-#define EXP_ATTN_MASK_PARAMS(W, S, C)                                                          \
+#define EXP_ATTN_MASK_PARAMS(W, S, C, LS, SL)                                                  \
+    [LS] = {.key = "attn_learned_sink", .type = RL_P_BOOL, .def = "false",                     \
+            .help = "learned attention sink (gpt-oss): attn_sink_logit in every head's softmax " \
+                    "denominator only"},                                                         \
+    [SL] = {.key = "attn_sink_logit", .type = RL_P_NUM, .min = -1e4, .max = 1e4, .def = "0",   \
+            .help = "the learned sink's logit (with attn_learned_sink)"},                        \
     [W] = {.key = "attn_window", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",       \
            .help = "attention mask: sliding window, keys |i - j| < attn_window (0: none)"},     \
     [S] = {.key = "attn_sinks", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",        \
@@ -236,10 +243,12 @@ typedef struct exp_attn_mask {
     [C] = {.key = "attn_chunk", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",        \
            .help = "attention mask: keys in the query's chunk of attn_chunk tokens (Llama 4 "   \
                    "attention_chunk_size; 0: none)"}
-/* The mask from a kind's resolved values v[W], v[S], v[C]; attn_sinks
- * without a window or chunk is RL_ERR_ARG naming the kind and keys. */
+/* The mask from a kind's resolved values v[W], v[S], v[C], v[LS], v[SL];
+ * attn_sinks without a window or chunk is RL_ERR_ARG naming the kind and
+ * keys. */
 rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
-                            const exp_value *c, exp_attn_mask *m, rl_error *err);
+                            const exp_value *c, const exp_value *ls, const exp_value *sl,
+                            exp_attn_mask *m, rl_error *err);
 
 typedef struct exp_attn_io {
     uint64_t tokens;

@@ -37,10 +37,12 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
 }
 
 rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
-                            const exp_value *c, exp_attn_mask *m, rl_error *err)
+                            const exp_value *c, const exp_value *ls, const exp_value *sl,
+                            exp_attn_mask *m, rl_error *err)
 {
     *m = (exp_attn_mask){.window = (uint32_t)w->num, .n_sink = (uint32_t)s->num,
-                         .chunk_size = (uint32_t)c->num};
+                         .chunk_size = (uint32_t)c->num, .learned_sink = ls->num != 0,
+                         .sink_logit = sl->num};
     if (m->n_sink && !m->window && !m->chunk_size)
         return rl_fail(err, RL_ERR_ARG,
                        "%s: attn_sinks %u needs attn_window or attn_chunk (without either every "
@@ -196,7 +198,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     int have_bias = 0;
     rl_status st = RL_OK;
     uint32_t *own_pos = NULL;
-    float *own_stats = NULL, *hq = NULL, *hk = NULL, *hqb = NULL, *hkb = NULL;
+    float *own_stats = NULL, *sinks = NULL, *hq = NULL, *hk = NULL, *hqb = NULL, *hkb = NULL;
     const uint32_t *pos = io->pos;
     /* Without the attention factor: a rotation whose factor differs per
      * token (dynamic_yarn, dynamic_mode cache_consistent) cannot be undone
@@ -281,10 +283,18 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
      * read, which are on the device until it finished). */
     attn_desc run_desc = r->desc;
     run_desc.no_verify = 1;
+    if (io->mask.learned_sink) {
+        if (!(sinks = malloc(H * sizeof *sinks))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+            goto done;
+        }
+        for (uint32_t h = 0; h < H; h++)
+            sinks[h] = (float)io->mask.sink_logit;
+    }
     attn_resident in = {
         .q = &bq, .k = &bk, .v = (io->flags & ATTN_OUT) ? &bv : NULL,
         .q_b = b ? &bqb : NULL, .k_b = b ? &bkb : NULL,
-        .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL,
+        .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL, .sinks = sinks,
         .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
     };
     if ((st = attn_run_resident(eng, &run_desc, &in, &o, &r->attn, err)))
@@ -295,7 +305,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     uint64_t vr = io->verify_rows ? io->verify_rows : ATTN_DEFAULT_VERIFY_ROWS;
     uint64_t rows = vr < T ? vr : T;
     attn_inputs ref = {.q = io->q, .k = io->k, .v = io->v, .pos = pos, .target = io->target,
-                       .bias = have_bias ? &pb.bias : NULL};
+                       .bias = have_bias ? &pb.bias : NULL, .sinks = sinks};
     if (ea) {
         if (!(hq = malloc(nq * sizeof *hq)) || !(hk = malloc(nk * sizeof *hk))) {
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
@@ -349,6 +359,7 @@ done:
     rlvk_buffer_destroy(dev, &bq);
     free(hq), free(hk), free(hqb), free(hkb);
     free(own_stats);
+    free(sinks);
     free(own_pos);
     pe_encoding_destroy(twin); /* after the transforms that point to it */
     return st;
