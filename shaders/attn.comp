@@ -72,6 +72,7 @@ const bool BIAS_A = (FLAGS & RL_ATTN_F_NO_BIAS_A) == 0u;
 const bool BIAS_B = (FLAGS & RL_ATTN_F_NO_BIAS_B) == 0u;
 const bool MASKED = (FLAGS & RL_ATTN_F_MASK) != 0u;
 const bool SINKS = (FLAGS & RL_ATTN_F_SINKS) != 0u;
+const bool TEMP = (FLAGS & RL_ATTN_F_TEMP) != 0u;
 #ifdef RL_ATTN_NO_BIAS
 const bool NEED_KPOS = WANT_BUCKETS;
 #else
@@ -116,6 +117,7 @@ float m, l, ent, mb, lb, kl, s_target, mt, mtb, m_new, mb_new;
 uint32_t amax;
 uint32_t n, qi, qrow, head, target;
 uint32_t mlo, mhi;  /* MASKED: the row's local keys are mlo..mhi (sinks apart) */
+float tau;          /* TEMP: the row's logit scale (definition a) */
 int32_t qpos;
 bool live;
 
@@ -153,6 +155,8 @@ void rl_mask(uint32_t t0, uint32_t k)
     if (MASKED)
         valid = valid && (j < pc.p.n_sink || (j >= mlo && j <= mhi));
     s[k] *= pc.p.scale_a;
+    if (TEMP)
+        s[k] *= tau;
     if (PAIRED)
         s2[k] *= pc.p.scale_b;
 #ifndef RL_ATTN_NO_BIAS
@@ -308,6 +312,7 @@ void main()
     /* Mask: local keys |qi - j| < window and in qi's chunk, as one key
      * interval [mlo, mhi] (window, chunk_size <= 2^31 and qi < 2^31: no
      * overflow). */
+    tau = TEMP ? uintBitsToFloat(idx[pc.p.off_temp + qrow]) : 1.0;
     mlo = 0u;
     mhi = 0xffffffffu;
     if (MASKED) {

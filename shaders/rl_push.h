@@ -109,6 +109,8 @@ struct rl_bias_eval_push {
 #define RL_ATTN_F_NO_BIAS_B 512u /* logits b without the bias function */
 #define RL_ATTN_F_SINKS 2048u    /* learned sinks: binding 7 f32 [heads], one logit per head in
                                     the softmax denominator only (gpt-oss) */
+#define RL_ATTN_F_TEMP 4096u     /* per-query logit scale tau_i (f32 bits at idx[off_temp + i]),
+                                    definition a only: Llama 4 / Qwen log-n / SSMax */
 #define RL_ATTN_F_MASK 1024u     /* window / sinks / chunks (push constants; idx[2 tokens + qb]:
                                     bidirectional, key_base of the last chunk block qb sees) */
 
@@ -137,7 +139,8 @@ struct rl_attn_push {
     uint32_t window;      /* RL_ATTN_F_MASK: local keys |i - j| < window (0: no limit) */
     uint32_t n_sink;      /* RL_ATTN_F_MASK: keys j < n_sink always visible */
     uint32_t chunk_size;  /* RL_ATTN_F_MASK: local keys in i's chunk of chunk_size (0: one) */
-    uint32_t pad0, pad1, pad2;
+    uint32_t off_temp;    /* RL_ATTN_F_TEMP: index into idx of the per-token logit scales */
+    uint32_t pad1, pad2;
 };
 
 /* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 independent vec4 FMA

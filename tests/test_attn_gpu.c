@@ -191,6 +191,91 @@ START_TEST(gpu_learned_sinks_enter_the_denominator_only)
 }
 END_TEST
 
+/* Temperature: q = e_0, k_j = c_j e_0 with c_j = (j mod 3) - 1, scale 1, so
+ * row i's logits are tau_i c_j and (causal) lse_i = log(n_- e^-tau + n_0 +
+ * n_+ e^tau) with n_c the keys j <= i of each c, tau_i from the formulas
+ * (attn.h) written out here: Llama 4 (attn_scale 0.1, floor_scale 4 at
+ * positions 1000 + i), Qwen log-n (L = 64 at positions i), SSMax (s = 0.4,
+ * n = i + 1). Bound 1e-4: logits below 3.3 in magnitude, exp 9 ulp, 300
+ * terms (4e-5 relative), log 2^-21. Then random q/k through the engine's own
+ * verification (tolerance with the temperature's terms, attn_tol.c). */
+static double hand_tau(int kind, int i)
+{
+    if (kind == ATTN_TEMP_LLAMA4)
+        return 1 + 0.1 * log(floor((1000.0 + i + 1) / 4) + 1);
+    if (kind == ATTN_TEMP_QWEN_LOGN)
+        return i + 1 > 64 ? log(i + 1.0) / log(64.0) : 1.0;
+    return 0.4 * log(i + 1.0);
+}
+
+START_TEST(gpu_temperature_scales_each_querys_logits)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 300, D = 8 };
+    float *q = calloc(N * 2 * D, sizeof *q), *k = calloc(N * D, sizeof *k);
+    uint32_t pos[N];
+    float *stats = malloc(N * 2 * RL_ATTN_NSTAT * sizeof *stats);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    const int kinds[3] = {ATTN_TEMP_LLAMA4, ATTN_TEMP_QWEN_LOGN, ATTN_TEMP_SSMAX};
+    const double as[3] = {0.1, 64, 0.4}, bs[3] = {4, 0, 0};
+    for (int c = 0; c < 3; c++) {
+        memset(q, 0, N * 2 * D * sizeof *q);
+        for (int i = 0; i < N; i++) {
+            q[(i * 2 + 0) * D] = q[(i * 2 + 1) * D] = 1;
+            k[i * D] = (float)(i % 3 - 1);
+            pos[i] = (uint32_t)(kinds[c] == ATTN_TEMP_LLAMA4 ? 1000 + i : i);
+        }
+        attn_desc d = {.tokens = N, .heads = 2, .kv_heads = 1, .head_dim = D, .causal = 1,
+                       .flags = ATTN_ENTROPY, .scale = 1, .temp = kinds[c], .temp_a = as[c],
+                       .temp_b = bs[c]};
+        attn_inputs in = {.q = q, .k = k, .pos = pos};
+        attn_outputs out = {.stats = stats};
+        attn_result res;
+        ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(res.verify.verdict.pass, "kind %d: worst %s", kinds[c], res.verify.worst);
+        for (int i = 0; i < N; i += 7) {
+            double t = hand_tau(kinds[c], i), n[3] = {0, 0, 0};
+            for (int j = 0; j <= i; j++)
+                n[j % 3] += 1;
+            double want = log(n[0] * exp(-t) + n[1] + n[2] * exp(t));
+            ck_assert_msg(fabs(stats[(i * 2 + 1) * RL_ATTN_NSTAT + RL_ATTN_S_LSE] - want) < 1e-4,
+                          "kind %d row %d: lse %g, want %g (tau %g)", kinds[c], i,
+                          stats[(i * 2 + 1) * RL_ATTN_NSTAT + RL_ATTN_S_LSE], want, t);
+        }
+        /* random q/k, bidirectional, GQA, through the engine's verification */
+        rl_rng rng;
+        rl_rng_seed(&rng, 5 + (uint64_t)c, "test/attn/temp");
+        for (int i = 0; i < N * 2 * D; i++)
+            q[i] = (float)rl_rng_normal(&rng);
+        for (int i = 0; i < N * D; i++)
+            k[i] = (float)rl_rng_normal(&rng);
+        d.causal = 0;
+        d.flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS;
+        d.scale = 0.35f;
+        float *bk = malloc(N * 2 * ATTN_MAX_BUCKETS * sizeof *bk);
+        out.buckets = bk;
+        ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(res.verify.verdict.pass, "kind %d random: worst %s ratio %g", kinds[c],
+                      res.verify.worst, res.verify.verdict.worst_ratio);
+        free(bk);
+    }
+    attn_desc bad = {.tokens = N, .heads = 1, .head_dim = D, .scale = 1,
+                     .temp = ATTN_TEMP_QWEN_LOGN, .temp_a = 1};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs out = {.stats = stats};
+    attn_result res;
+    ck_assert(attn_run(&e, &bad, &in, &out, &res, &err) == RL_ERR_ARG);
+    attn_engine_destroy(&e);
+    free(stats);
+    free(k);
+    free(q);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* The registry's ALiBi (causal) with q = 0: logit(h, i, j) = -m_h (i - j),
  * m_h = 2^(-8 (h+1) / H) (Press et al. 2022). H = 2: slopes 1/16 and 1/256.
  * Causal row 2 of head 0: logits -1/8, -1/16, 0. Bound: slopes and distances
@@ -240,37 +325,37 @@ END_TEST
  * the NMSE gate of verify/vf.h. */
 static const chk_attn_case random_cases[] = {
     {65, 4, 2, 64, 1, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0, 0},
-    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0},
-    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0},
-    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0, 0, 0},
+    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0, 0},
+    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
+    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
     /* 4-key blocks, 3 per dispatch: 12-key chunks start inside the 64-query
      * workgroups (causal rows before a chunk must be left alone) and rows
      * are finished mid-workgroup. */
-    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0, 0},
-    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1, 0, 0, 0, 0},
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0, 0, 0},
+    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1, 0, 0, 0, 0, 0},
     /* Masks with chunks of 4 or 12 keys, so whole chunks are skipped, rows
      * start on wholly masked blocks and finish mid-workgroup: sliding
      * window (causal; bidirectional with every output and the dump), sinks
      * + window with a bias, chunks, chunks + window. */
     {300, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
-     4, 1, 37, 0, 0, 0},
+     4, 1, 37, 0, 0, 0, 0},
     {200, 4, 2, 16, 0, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED, 4, 3, 29, 0, 0, 0},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED, 4, 3, 29, 0, 0, 0, 0},
     {260, 2, 1, 32, 1, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_PAIRED |
-     ATTN_NO_BIAS_B, 4, 1, 50, 5, 0, 0},
+     ATTN_NO_BIAS_B, 4, 1, 50, 5, 0, 0, 0},
     {230, 2, 2, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 40, 3,
-     0, 0},
-    {300, 2, 1, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 1, 0, 0, 70, 0},
+     0, 0, 0},
+    {300, 2, 1, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 1, 0, 0, 70, 0, 0},
     {300, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 20, 2,
-     90, 0},
+     90, 0, 0},
     /* Learned sinks (head h: 1.5 - 0.75 h): causal with O and 12-key
      * chunks; bidirectional with a bias and a window (sinks and masks
      * together, as gpt-oss's sliding layers). */
     {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
-     4, 3, 0, 0, 0, 1},
+     4, 3, 0, 0, 0, 1, 0},
     {150, 4, 2, 16, 0, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 1, 33,
-     0, 0, 1},
+     0, 0, 1, 0},
 };
 
 START_TEST(gpu_random_problems_match_reference)
@@ -305,7 +390,7 @@ START_TEST(gpu_rows_beyond_65535_keys)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     const chk_attn_case c = {70001, 1, 1, 8, 1, 0, NULL,
-                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0};
+                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0, 0};
     chk_row row;
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &c, 11, &row, &err) == RL_OK, "%s", err.msg);
     ck_assert(!row.skipped);
@@ -699,6 +784,7 @@ int main(void)
     tcase_add_test(tc, gpu_bias_hook_adds_alibi_logits);
     tcase_add_test(tc, gpu_masks_count_visible_keys);
     tcase_add_test(tc, gpu_learned_sinks_enter_the_denominator_only);
+    tcase_add_test(tc, gpu_temperature_scales_each_querys_logits);
     tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
     tcase_add_test(tc, gpu_rows_beyond_65535_keys);

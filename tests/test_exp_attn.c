@@ -645,6 +645,39 @@ START_TEST(entropy_with_a_learned_sink_takes_its_share)
 }
 END_TEST
 
+/* attn_temperature reaches the engine: SSMax with s = 0 makes every logit
+ * 0 (tau = 0 log n), so the entropy of any data is ln N (without the
+ * temperature these rows are not uniform: checked against 0.01 below ln N).
+ * Llama 4 with its defaults verifies too; distortion refuses it. */
+START_TEST(entropy_with_a_temperature_scales_the_logits)
+{
+    kfix f;
+    kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64}", 1, 1, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_lt(kmetric(&f, "entropy_at_max_len"), log(64.0) - 0.01);
+    kf_free(&f);
+    kf_init(&f, "rope", "{}",
+            "{\"min_len\": 64, \"max_len\": 64, \"attn_temperature\": \"ssmax\", "
+            "\"attn_temp_scale\": 0}", 1, 1, 64, 0);
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), log(64.0), 1e-5);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+    kf_init(&f, "rope", "{}",
+            "{\"min_len\": 64, \"max_len\": 256, \"attn_temperature\": \"llama4\", "
+            "\"attn_temp_floor\": 16}", 2, 1, 64, 0);
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"length\": 64, \"attn_temperature\": \"qwen_logn\"}", 1, 1,
+            64, 0);
+    ck_assert_int_eq(kf_run(&f, "distortion", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_temperature") != NULL, "%s", err.msg);
+    kf_free(&f);
+}
+END_TEST
+
 /* Retrieval as in the test above, with attn_window 65 at N = 128: needles at
  * distances 1, 2, 4, ..., 64 stay visible (accuracy 1), the needle at
  * r = 96 is masked (p = 0, the argmax is another key: accuracy 0). */
@@ -742,6 +775,7 @@ int main(void)
     tcase_add_test(tc, entropy_with_a_window_is_ln_of_the_visible_keys);
     tcase_add_test(tc, retrieval_with_a_window_misses_needles_beyond_it);
     tcase_add_test(tc, entropy_with_a_learned_sink_takes_its_share);
+    tcase_add_test(tc, entropy_with_a_temperature_scales_the_logits);
     tcase_add_test(tc, distortion_of_rope_against_itself_is_zero);
     tcase_add_test(tc, distortion_of_yarn_applies_its_temperature);
     tcase_add_test(tc, distortion_refuses_non_rope_encodings);

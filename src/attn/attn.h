@@ -46,6 +46,8 @@
     (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED |   \
      ATTN_DUMP | ATTN_NO_BIAS_A | ATTN_NO_BIAS_B)
 
+enum { ATTN_TEMP_NONE, ATTN_TEMP_LLAMA4, ATTN_TEMP_QWEN_LOGN, ATTN_TEMP_SSMAX };
+
 #define ATTN_MAX_HEAD_DIM 512
 #define ATTN_MAX_BUCKETS 34        /* distances up to 2^32 - 1 */
 #define ATTN_DUMP_MAX 4194304u     /* heads * tokens^2 logits at most (16 MiB) */
@@ -84,6 +86,16 @@ typedef struct attn_desc {
      * layers): window = W; StreamingLLM / LM-Infinite's Lambda mask: n_sink +
      * window; Llama 4 chunked attention: chunk_size. */
     uint32_t window, n_sink, chunk_size;
+    /* Attention temperature: a per-query logit scale tau_i on definition a
+     * (docs/attention.md "Temperature"; pos_i = the query's position, n_i =
+     * its key count, i + 1 causal, tokens bidirectional):
+     *   ATTN_TEMP_LLAMA4: 1 + temp_a log(floor((pos_i + 1) / temp_b) + 1)
+     *                     (attn_scale, floor_scale)
+     *   ATTN_TEMP_QWEN_LOGN: log(pos_i + 1) / log(temp_a) when pos_i + 1 > temp_a, else 1
+     *                     (temp_a = the training length L)
+     *   ATTN_TEMP_SSMAX:  temp_a log n_i (Scalable-Softmax's s) */
+    int temp;
+    double temp_a, temp_b;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
     uint32_t flags;         /* ATTN_* statistics */
     float scale;            /* logit scale of definition a (e.g. 1/sqrt(head_dim)) */
@@ -185,6 +197,7 @@ typedef struct attn_verify {
     uint64_t max_keys;              /* most keys of a row */
     double max_bias_err;            /* max over valid keys of the bias's own bound (attn_bias.bound) */
     int sinks;                      /* learned sinks folded in (their terms in attn_tol.c) */
+    int temp;                       /* a temperature scaled definition a (attn_tol.c) */
     /* Judged by the verification layer (verify/vf.h): */
     vf_acc acc[ATTN_V_COUNT];       /* per statistic, bound tol[k] * scale (abs: 1) */
     double tol[ATTN_V_COUNT];       /* attn_tolerances */
@@ -308,6 +321,8 @@ typedef struct attn_ref_problem {
     uint32_t heads, kv_heads, head_dim;
     int causal;
     uint32_t window, n_sink, chunk_size; /* as attn_desc (0: none) */
+    int temp;                        /* as attn_desc */
+    double temp_a, temp_b;
     double scale, scale_b;
     int paired, bias_a, bias_b;      /* bias_a/b: apply the bias to definition a/b */
     const float *q, *k, *v, *q_b, *k_b; /* shapes as attn_inputs; v may be NULL */
@@ -330,6 +345,10 @@ typedef struct attn_ref_row {
 /* 1 when key j is visible to query i under p's causal flag and mask
  * (attn_desc.window/n_sink/chunk_size), from the definition. */
 int attn_ref_visible(const attn_ref_problem *p, uint64_t i, uint64_t j);
+
+/* The temperature tau_i of query token i under p (1 without), from the
+ * definitions in attn_desc, in double. */
+double attn_ref_temperature(const attn_ref_problem *p, uint64_t i);
 
 /* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf
  * when j is masked. */

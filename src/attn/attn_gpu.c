@@ -189,6 +189,14 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
         return rl_fail(err, RL_ERR_ARG,
                        "attention: window %u, n_sink %u and chunk_size %u must be at most 2^31",
                        d.window, d.n_sink, d.chunk_size);
+    if (d.temp < ATTN_TEMP_NONE || d.temp > ATTN_TEMP_SSMAX ||
+        (d.temp == ATTN_TEMP_LLAMA4 && !(d.temp_b >= 1)) ||
+        (d.temp == ATTN_TEMP_QWEN_LOGN && !(d.temp_a > 1)) ||
+        (d.temp && !isfinite(d.temp_a)))
+        return rl_fail(err, RL_ERR_ARG,
+                       "attention: temperature %d with a = %g, b = %g: the kinds are 1 llama4 "
+                       "(b = floor_scale >= 1), 2 qwen_logn (a = training length > 1), 3 ssmax",
+                       d.temp, d.temp_a, d.temp_b);
     if (d.n_sink && !d.window && !d.chunk_size)
         return rl_fail(err, RL_ERR_ARG,
                        "attention: n_sink %u needs a window or a chunk_size (without either every "
@@ -246,6 +254,21 @@ static int masked(const attn_desc *d)
     return d->window || d->chunk_size;
 }
 
+/* The temperature of query token t at position pos (attn.h), in double,
+ * rounded to fp32 by the caller: the kernel multiplies the row's logits by
+ * it. */
+static double temperature(const attn_desc *d, uint64_t t, uint32_t pos)
+{
+    double n1 = (double)pos + 1.0;
+    if (d->temp == ATTN_TEMP_LLAMA4)
+        return d->temp_a * log(floor(n1 / d->temp_b) + 1.0) + 1.0;
+    if (d->temp == ATTN_TEMP_QWEN_LOGN)
+        return n1 > d->temp_a ? log(n1) / log(d->temp_a) : 1.0;
+    if (d->temp == ATTN_TEMP_SSMAX)
+        return d->temp_a * log(d->causal ? (double)(t + 1) : (double)d->tokens);
+    return 1.0;
+}
+
 /* Some i in [a, b] and j in [c, e] (inclusive, a <= b, c <= e) with
  * (causal: j <= i) and |i - j| < window (window 0: any distance). */
 static int intervals_meet(int causal, uint64_t window, uint64_t a, uint64_t b, uint64_t c,
@@ -296,6 +319,8 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
         flags |= RL_ATTN_F_MASK;
     if (sinks)
         flags |= RL_ATTN_F_SINKS;
+    if (d->temp)
+        flags |= RL_ATTN_F_TEMP;
     char key[96];
     snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
@@ -406,9 +431,10 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
         .q = ref->q, .k = ref->k, .v = ref->v, .q_b = paired ? qb : NULL,
         .k_b = paired ? kb : NULL, .pos = pos, .bias = bias,
         .window = d->window, .n_sink = d->n_sink, .chunk_size = d->chunk_size,
-        .sinks = sinks,
+        .sinks = sinks, .temp = d->temp, .temp_a = d->temp_a, .temp_b = d->temp_b,
     };
     v->sinks = sinks != NULL;
+    v->temp = d->temp != 0;
     uint64_t rows = d->verify_rows < n ? d->verify_rows : n;
     for (uint64_t r = 0; r < rows; r++) {
         uint64_t i = attn_verify_token(r, rows, n);
@@ -575,7 +601,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     rl_status st = RL_OK;
     uint64_t n = d.tokens;
     uint64_t n_qb = (n + ATTN_WG - 1) / ATTN_WG;
-    uint32_t *idx = malloc((2 * n + n_qb) * sizeof *idx);
+    uint32_t *idx = malloc((3 * n + n_qb) * sizeof *idx);
     uint32_t *qlo = NULL, *qcnt = NULL; /* per key chunk: query blocks dispatched */
     float *stats = out->stats ? out->stats : malloc(n * d.heads * RL_ATTN_NSTAT * sizeof(float));
     rlvk_buffer bidx = {0}, bout = {0}, dummy = {0}, bsink = {0};
@@ -653,7 +679,12 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         }
         res->tiles_run += (uint64_t)qcnt[c] * d.kv_heads;
     }
-    uint64_t n_idx = 2 * n + (masked(&d) ? n_qb : 0);
+    uint64_t off_temp = 2 * n + (masked(&d) ? n_qb : 0);
+    uint64_t n_idx = off_temp + (d.temp ? n : 0);
+    for (uint64_t t = 0; d.temp && t < n; t++) {
+        float tau = (float)temperature(&d, t, idx[t]);
+        memcpy(&idx[off_temp + t], &tau, 4);
+    }
     if ((st = rlvk_buffer_create(dev, 16, "attn dummy", &dummy, err)) ||
         (st = rlvk_buffer_create(dev, n_idx * 4, "positions+targets", &bidx, err)) ||
         (st = vf_guarded_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
@@ -686,7 +717,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         .group_base = 0, .n_tokens = (uint32_t)n, .scale_a = d.scale, .scale_b = d.scale_b,
         .off_buckets = (uint32_t)L.off_buckets, .off_out = (uint32_t)L.off_out,
         .off_dump = (uint32_t)L.off_dump, .window = d.window, .n_sink = d.n_sink,
-        .chunk_size = d.chunk_size};
+        .chunk_size = d.chunk_size, .off_temp = (uint32_t)off_temp};
     res->gpu_ms = 0;
     /* Dispatch x: chunk x / kv_heads, KV head x % kv_heads; its first key and
      * first query block (causal: the block holding that key). */

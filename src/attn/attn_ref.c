@@ -21,6 +21,21 @@ int attn_ref_visible(const attn_ref_problem *p, uint64_t i, uint64_t j)
     return 1;
 }
 
+double attn_ref_temperature(const attn_ref_problem *p, uint64_t i)
+{
+    double pos = (double)p->pos[i];
+    switch (p->temp) {
+    case ATTN_TEMP_LLAMA4: /* HF Llama4: log(floor((cache_position + 1) / floor_scale) + 1) * attn_scale + 1 */
+        return 1.0 + p->temp_a * log(floor((pos + 1.0) / p->temp_b) + 1.0);
+    case ATTN_TEMP_QWEN_LOGN: /* Qwen: log_L(n) for the 1-based position n > L */
+        return pos + 1.0 > p->temp_a ? log(pos + 1.0) / log(p->temp_a) : 1.0;
+    case ATTN_TEMP_SSMAX: /* Nakanishi 2025: s log n, n = keys of the row */
+        return p->temp_a * log(p->causal ? (double)i + 1.0 : (double)p->tokens);
+    default:
+        return 1.0;
+    }
+}
+
 double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
 {
     if (!attn_ref_visible(p, i, j))
@@ -35,6 +50,8 @@ double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t
     for (uint32_t e = 0; e < d; e++)
         dot += (double)qi[e] * (double)kj[e];
     double s = (which ? p->scale_b : p->scale) * dot;
+    if (!which && p->temp)
+        s *= attn_ref_temperature(p, i);
     int use_bias = which ? p->bias_b : p->bias_a;
     if (use_bias && p->bias && p->bias->ref)
         s += p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i], (int64_t)p->pos[j]);
@@ -50,7 +67,8 @@ static double abs_dot(const attn_ref_problem *p, int which, uint32_t h, uint64_t
     double s = 0;
     for (uint32_t e = 0; e < d; e++)
         s += fabs((double)qi[e] * (double)kj[e]);
-    return s * fabs(which ? p->scale_b : p->scale);
+    double t = !which && p->temp ? fabs(attn_ref_temperature(p, i)) : 1.0;
+    return s * fabs(which ? p->scale_b : p->scale) * t;
 }
 
 void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint64_t target,

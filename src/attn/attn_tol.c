@@ -65,7 +65,9 @@ void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol)
     double A = v->max_abs_dot, B = v->max_abs_bias;
     double R = v->max_range < 104 ? v->max_range : 104;
     double nk = (double)v->max_keys;
-    double es = (d->head_dim + 2.0) * u * A + 3 * u * B + v->max_bias_err;
+    /* Temperature (v->temp): tau_i rounded to fp32 on the host and one more
+     * multiply in the kernel, 2 u of the scaled dot (A includes |tau|). */
+    double es = (d->head_dim + 2.0 + (v->temp ? 2.0 : 0.0)) * u * A + 3 * u * B + v->max_bias_err;
     double rho = (3 + 2 * R) * 0x1p-23;
     double eps = 2 * es + rho + nk * u + 3 * (nk / 4 + 1) * 0x1p-23 + 0x1p-21;
     /* Learned sink (v->sinks): folded into l once at the end, in the frame

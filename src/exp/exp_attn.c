@@ -38,11 +38,22 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
 
 rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
                             const exp_value *c, const exp_value *ls, const exp_value *sl,
-                            exp_attn_mask *m, rl_error *err)
+                            const exp_value *t, const exp_value *ts, const exp_value *tf,
+                            uint32_t train_len, exp_attn_mask *m, rl_error *err)
 {
     *m = (exp_attn_mask){.window = (uint32_t)w->num, .n_sink = (uint32_t)s->num,
                          .chunk_size = (uint32_t)c->num, .learned_sink = ls->num != 0,
                          .sink_logit = sl->num};
+    static const char *const temps[] = {"none", "llama4", "qwen_logn", "ssmax"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(t->str, temps[i]) == 0)
+            m->temp = i; /* ATTN_TEMP_* in this order */
+    m->temp_a = m->temp == ATTN_TEMP_QWEN_LOGN ? (double)train_len : ts->num;
+    m->temp_b = tf->num;
+    if (m->temp == ATTN_TEMP_QWEN_LOGN && train_len < 2)
+        return rl_fail(err, RL_ERR_ARG,
+                       "%s: attn_temperature qwen_logn needs the model's train_len above 1 (got %u)",
+                       kind, train_len);
     if (m->n_sink && !m->window && !m->chunk_size)
         return rl_fail(err, RL_ERR_ARG,
                        "%s: attn_sinks %u needs attn_window or attn_chunk (without either every "
@@ -268,6 +279,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     r->desc = (attn_desc){
         .tokens = T, .heads = H, .kv_heads = KV, .head_dim = D, .causal = io->causal,
         .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
+        .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
         .flags = io->flags | (b ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)r->scale, .scale_b = (float)r->scale_b,
         .verify_rows = io->verify_rows,

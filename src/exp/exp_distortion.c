@@ -28,14 +28,16 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-enum { P_LENGTH, P_ATTENTION_FACTOR, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_COUNT };
+enum { P_LENGTH, P_ATTENTION_FACTOR, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+    P_TFLOOR, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_LENGTH] = {.key = "length", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                   .help = "tokens (0: the model's train_len, the original context)"},
     [P_ATTENTION_FACTOR] = {.key = "attention_factor", .type = RL_P_BOOL, .def = "true",
                             .help = "apply the scaled encoding's attention factor (af^2 on the "
                                     "logits)"},
-    EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT),
+    EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+                         P_TFLOOR),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get); length
@@ -55,7 +57,11 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
     p->length = v[P_LENGTH].num ? (uint64_t)v[P_LENGTH].num : run->model.train_len;
     p->attention_factor = v[P_ATTENTION_FACTOR].num != 0;
     st = exp_attn_mask_get("distortion", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
-                           &v[P_SLOGIT], &p->mask, err);
+                           &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
+                           run->model.train_len, &p->mask, err);
+    if (!st && p->mask.temp)
+        return rl_fail(err, RL_ERR_ARG, "distortion: attn_temperature is not supported (the engine "
+                                        "scales definition a only; its KL pass is paired)");
     if (!st && p->mask.learned_sink)
         return rl_fail(err, RL_ERR_ARG, "distortion: attn_learned_sink is not supported (its KL "
                                         "pass is paired; the engine has no sink in paired mode)");

@@ -28,13 +28,15 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-enum { P_MIN_LEN, P_MAX_LEN, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_COUNT };
+enum { P_MIN_LEN, P_MAX_LEN, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+    P_TFLOOR, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
                    .help = "shortest sequence (tokens); lengths double up to max_len"},
     [P_MAX_LEN] = {.key = "max_len", .type = RL_P_INT, .min = 1, .max = 1048576,
                    .def = "1024", .help = "longest sequence (tokens); also the causal pass's length"},
-    EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT),
+    EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+                         P_TFLOOR),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
@@ -52,7 +54,8 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
                           .max_len = (uint64_t)v[P_MAX_LEN].num};
     if (!st)
         st = exp_attn_mask_get("entropy", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
-                               &v[P_SLOGIT], &p->mask, err);
+                               &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
+                           run->model.train_len, &p->mask, err);
     return st;
 }
 
