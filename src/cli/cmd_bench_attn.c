@@ -97,6 +97,11 @@ int cmd_bench_attention(int argc, char **argv)
         cli_error("--tokens, --heads, --head-dim and --reps must be at least 1");
         return CLI_EXIT_USAGE;
     }
+    if (n_sink && !window && !chunk) {
+        cli_error("--sinks %u needs --window or --chunk (without either every key is visible)",
+                  n_sink);
+        return CLI_EXIT_USAGE;
+    }
     cli_devices d;
     if ((rc = cli_open(device, validate, &d)) >= 0)
         return rc;
