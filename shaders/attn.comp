@@ -70,6 +70,9 @@ const bool PAIRED = (FLAGS & RL_ATTN_F_PAIRED) != 0u;
 const bool DUMP = (FLAGS & RL_ATTN_F_DUMP) != 0u;
 const bool BIAS_A = (FLAGS & RL_ATTN_F_NO_BIAS_A) == 0u;
 const bool BIAS_B = (FLAGS & RL_ATTN_F_NO_BIAS_B) == 0u;
+const bool MASKED = (FLAGS & RL_ATTN_F_MASK) != 0u;
+const bool SINKS = (FLAGS & RL_ATTN_F_SINKS) != 0u;
+const bool TEMP = (FLAGS & RL_ATTN_F_TEMP) != 0u;
 #ifdef RL_ATTN_NO_BIAS
 const bool NEED_KPOS = WANT_BUCKETS;
 #else
@@ -90,6 +93,7 @@ layout(std430, binding = 3) readonly buffer KB_ { VEC4_T kb[]; }; /* paired: lik
 layout(std430, binding = 4) readonly buffer VV { VEC4_T vv[]; };  /* [tokens][kv_heads][D4] */
 layout(std430, binding = 5) readonly buffer IDX { uint32_t idx[]; }; /* [2][tokens]: pos, target */
 layout(std430, binding = 6) buffer OUT { float outv[]; };         /* see rl_push.h */
+layout(std430, binding = 7) readonly buffer SNK { float sinkv[]; }; /* SINKS: [heads] logits */
 
 /* The current block's keys (and K_b, V rows, positions), staged by the
  * workgroup. Element d of key k of the block sits at a constant address. */
@@ -112,6 +116,8 @@ float s2[PAIRED ? KB : 1u];
 float m, l, ent, mb, lb, kl, s_target, mt, mtb, m_new, mb_new;
 uint32_t amax;
 uint32_t n, qi, qrow, head, target;
+uint32_t mlo, mhi;  /* MASKED: the row's local keys are mlo..mhi (sinks apart) */
+float tau;          /* TEMP: the row's logit scale (definition a) */
 int32_t qpos;
 bool live;
 
@@ -146,7 +152,11 @@ void rl_mask(uint32_t t0, uint32_t k)
 {
     uint32_t j = pc.p.key_base + t0 + k;
     bool valid = j < n && (!CAUSAL || j <= qi);
+    if (MASKED)
+        valid = valid && (j < pc.p.n_sink || (j >= mlo && j <= mhi));
     s[k] *= pc.p.scale_a;
+    if (TEMP)
+        s[k] *= tau;
     if (PAIRED)
         s2[k] *= pc.p.scale_b;
 #ifndef RL_ATTN_NO_BIAS
@@ -174,13 +184,18 @@ void rl_accum(uint32_t t0, uint32_t k)
 {
     float t = s[k] - m_new;
     float pj = exp(t);
+    /* Masked: a row may meet wholly masked blocks before its first visible
+     * key (m_new = -inf, t = NaN): masked keys give 0 explicitly. */
+    if (MASKED)
+        pj = s[k] == NEG_INF ? 0.0 : pj;
     bool pos = pj > 0.0;
     l += pj;
     if (WANT_H)
         ent += pos ? pj * t : 0.0;
     if (PAIRED) {
         kl += pos ? pj * (t - (s2[k] - mb_new)) : 0.0;
-        lb += exp(s2[k] - mb_new);
+        float pb = exp(s2[k] - mb_new);
+        lb += (MASKED && s2[k] == NEG_INF) ? 0.0 : pb;
     }
     if (WANT_TARGET)
         s_target = pc.p.key_base + t0 + k == target ? s[k] : s_target;
@@ -294,6 +309,24 @@ void main()
     target = WANT_TARGET ? idx[n + qrow] : 0u;
     uint32_t row = qrow * HEADS + head;
     uint32_t so = row * RL_ATTN_NSTAT;
+    /* Mask: local keys |qi - j| < window and in qi's chunk, as one key
+     * interval [mlo, mhi] (window, chunk_size <= 2^31 and qi < 2^31: no
+     * overflow). */
+    tau = TEMP ? uintBitsToFloat(idx[pc.p.off_temp + qrow]) : 1.0;
+    mlo = 0u;
+    mhi = 0xffffffffu;
+    if (MASKED) {
+        uint32_t w = pc.p.window, c = pc.p.chunk_size;
+        if (w != 0u) {
+            mlo = qi >= w - 1u ? qi - (w - 1u) : 0u;
+            mhi = qi + (w - 1u);
+        }
+        if (c != 0u) {
+            uint32_t cs = qi - qi % c;
+            mlo = max(mlo, cs);
+            mhi = min(mhi, cs + (c - 1u));
+        }
+    }
 
     [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
         q[d] = vec4(qa[row * D4 + d]);
@@ -304,6 +337,11 @@ void main()
     /* Running state: fresh in the first chunk, else the row's output slots
      * (see the write-back at the end). */
     bool first = j0 == 0u;
+    /* Masked: the host skips chunks no query of a block sees, so a row's
+     * first chunk may start anywhere; its slots read l = 0 until a visible
+     * key came (a visible key adds e^0 = 1 to l). */
+    if (MASKED)
+        first = first || outv[so + RL_ATTN_S_LSE] == 0.0;
     m = first ? NEG_INF : outv[so + RL_ATTN_S_MAX];
     l = first ? 0.0 : outv[so + RL_ATTN_S_LSE];
     ent = (first || !WANT_H) ? 0.0 : outv[so + RL_ATTN_S_ENTROPY];
@@ -328,28 +366,49 @@ void main()
     /* Causal rows before this chunk are finished: leave them alone. */
     if (!live || (CAUSAL && qi < j0))
         return;
-    bool last = CAUSAL ? qi < j0 + N_BLOCKS * KB : j0 + N_BLOCKS * KB >= n;
+    /* Bidirectional masked: the last chunk the block is dispatched for comes
+     * from the host (idx[2 n + qblock]: its key_base). */
+    bool last = CAUSAL ? qi < j0 + N_BLOCKS * KB
+                       : (MASKED ? j0 == idx[2u * n + qblock] : j0 + N_BLOCKS * KB >= n);
     float logl = log(l);
+    /* Finished values: lse, entropy and the normaliser 1/l of p. With a
+     * learned sink sg (gpt-oss: a per-head logit in the denominator only),
+     * in the frame m2 = max(m, sg): L = l e^(m - m2) + e^(sg - m2),
+     * lse = m2 + log L, p_j = e^(s_j - m) e^(m - m2) / L, and the keys'
+     * entropy -sum p_j log p_j = (l al / L) log L - al (a + (m - m2) l) / L
+     * (a = ent, al = e^(m - m2)). */
+    float lse_f = m + logl, ent_f = logl - ent / l, fin = 1.0 / l;
+    if (SINKS && last) {
+        float sg = sinkv[head];
+        float m2 = max(m, sg);
+        float al = exp(m - m2);
+        float L = l * al + exp(sg - m2);
+        float logL = log(L);
+        lse_f = m2 + logL;
+        fin = al / L;
+        ent_f = (l * al / L) * logL - al * (ent + (m - m2) * l) / L;
+    }
     outv[so + RL_ATTN_S_MAX] = m;
-    outv[so + RL_ATTN_S_LSE] = last ? m + logl : l;
+    outv[so + RL_ATTN_S_LSE] = last ? lse_f : l;
     if (WANT_H)
-        outv[so + RL_ATTN_S_ENTROPY] = last ? logl - ent / l : ent;
+        outv[so + RL_ATTN_S_ENTROPY] = last ? ent_f : ent;
     if (WANT_ARGMAX)
         outv[so + RL_ATTN_S_ARGMAX] = uintBitsToFloat(amax);
     if (WANT_TARGET)
-        outv[so + RL_ATTN_S_TARGET_P] = last ? exp(s_target - (m + logl)) : s_target;
+        outv[so + RL_ATTN_S_TARGET_P] = last ? exp(s_target - lse_f) : s_target;
     if (PAIRED) {
         outv[so + RL_ATTN_S_KL] = last ? kl / l - logl + log(lb) : kl;
         outv[so + RL_ATTN_S_LSE_B] = last ? mb + log(lb) : lb;
     }
     if (WANT_ARGMAX || PAIRED) /* the argmax's p when finished; mb in between */
-        outv[so + RL_ATTN_S_ARGMAX_P] = last ? (WANT_ARGMAX ? 1.0 / l : 0.0) : mb;
+        outv[so + RL_ATTN_S_ARGMAX_P] = last ? (WANT_ARGMAX ? fin : 0.0) : mb;
     if (WANT_BUCKETS)
         [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
-            outv[pc.p.off_buckets + row * N_BUCKETS + b] = last ? mass[b] / l : mass[b];
+            outv[pc.p.off_buckets + row * N_BUCKETS + b] =
+                last ? (SINKS ? mass[b] * fin : mass[b] / l) : mass[b];
     if (WANT_O)
         [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
-            vec4 r = last ? o[d] / l : o[d];
+            vec4 r = last ? (SINKS ? o[d] * fin : o[d] / l) : o[d];
             uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * d;
             outv[base] = r.x; outv[base + 1u] = r.y; outv[base + 2u] = r.z; outv[base + 3u] = r.w;
         }

@@ -102,7 +102,8 @@ struct rl_bias_eval_push {
  * 2 Q_b, 3 K_b (paired mode), 4 V [tokens][kv_heads][head_dim] (f32 or f16),
  * 5 idx u32 [2][tokens] (positions, then target keys), 6 out f32 (stats at 0,
  * buckets at off_buckets, O at off_out, logit dump at off_dump; rows not yet
- * finished hold their running state there), 7 unused; 8..11 the bias
+ * finished hold their running state there), 7 learned sinks f32 [heads]
+ * (RL_ATTN_F_SINKS); 8..11 the bias
  * function's own buffers (bias_NAME.glsl). One dispatch covers one chunk of
  * RL_ATTN_KB * n_blocks keys of one KV head (key_base, kv_head). Flags are a
  * specialization constant, so statistics not asked for cost nothing. */
@@ -118,6 +119,12 @@ struct rl_bias_eval_push {
 #define RL_ATTN_F_CAUSAL 128u    /* keys j <= i only (token order) */
 #define RL_ATTN_F_NO_BIAS_A 256u /* logits a without the bias function */
 #define RL_ATTN_F_NO_BIAS_B 512u /* logits b without the bias function */
+#define RL_ATTN_F_SINKS 2048u    /* learned sinks: binding 7 f32 [heads], one logit per head in
+                                    the softmax denominator only (gpt-oss) */
+#define RL_ATTN_F_TEMP 4096u     /* per-query logit scale tau_i (f32 bits at idx[off_temp + i]),
+                                    definition a only: Llama 4 / Qwen log-n / SSMax */
+#define RL_ATTN_F_MASK 1024u     /* window / sinks / chunks (push constants; idx[2 tokens + qb]:
+                                    bidirectional, key_base of the last chunk block qb sees) */
 
 /* Per-query statistic slots of the stats block [tokens][heads][RL_ATTN_NSTAT]. */
 #define RL_ATTN_S_LSE 0          /* log sum_j exp(logit_a) */
@@ -141,7 +148,11 @@ struct rl_attn_push {
     uint32_t off_dump;
     uint32_t key_base;    /* first key of this dispatch's chunk */
     uint32_t kv_head;     /* the KV head of this dispatch */
-    uint32_t pad0, pad1;
+    uint32_t window;      /* RL_ATTN_F_MASK: local keys |i - j| < window (0: no limit) */
+    uint32_t n_sink;      /* RL_ATTN_F_MASK: keys j < n_sink always visible */
+    uint32_t chunk_size;  /* RL_ATTN_F_MASK: local keys in i's chunk of chunk_size (0: one) */
+    uint32_t off_temp;    /* RL_ATTN_F_TEMP: index into idx of the per-token logit scales */
+    uint32_t pad1, pad2;
 };
 
 /* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 independent vec4 FMA

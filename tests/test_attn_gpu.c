@@ -60,6 +60,222 @@ START_TEST(gpu_uniform_logits_give_log_n)
 }
 END_TEST
 
+/* Masks with q = 0: every visible logit is exactly 0, so lse = log(number
+ * of visible keys) and the argmax is the first visible key, both counted by
+ * hand from the mask definitions (token i, key j): sliding window W (causal:
+ * min(i + 1, W) keys from max(0, i - W + 1); bidirectional: keys
+ * max(0, i - W + 1) .. min(N - 1, i + W - 1)), sinks S + window W (causal:
+ * i + 1 keys while i < S + W, then S + W; first key 0), chunks C (causal:
+ * i mod C + 1 keys from i - i mod C). Bound as above (4e-4). Chunks of 4
+ * keys (block 4, 1 per dispatch): whole chunks are skipped; the skipped
+ * tiles are counted against the masks' own (query block, chunk) bands. */
+static void mask_case(attn_engine *e, int causal, uint32_t w, uint32_t sink, uint32_t chunk,
+                      const float *q, const float *k, float *stats, int n)
+{
+    rl_error err = {0};
+    attn_desc d = {.tokens = (uint64_t)n, .heads = 1, .head_dim = 8, .causal = causal,
+                   .flags = ATTN_ARGMAX, .scale = 1, .no_verify = 1, .block_keys = 4,
+                   .chunk_blocks = 1, .window = w, .n_sink = sink, .chunk_size = chunk};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs out = {.stats = stats};
+    attn_result res;
+    ck_assert_msg(attn_run(e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(res.tiles_run < res.tiles_full, "w %u s %u c %u: %llu of %llu tiles", w, sink,
+                  chunk, (unsigned long long)res.tiles_run, (unsigned long long)res.tiles_full);
+    for (int i = 0; i < n; i++) {
+        long cnt, first;
+        if (chunk) {
+            cnt = i % (long)chunk + 1;
+            first = i - i % (long)chunk;
+        } else if (sink) {
+            cnt = i < (long)(sink + w) ? i + 1 : (long)(sink + w);
+            first = 0;
+        } else if (causal) {
+            cnt = i + 1 < (long)w ? i + 1 : (long)w;
+            first = i - cnt + 1;
+        } else {
+            first = i - (long)w + 1 > 0 ? i - (long)w + 1 : 0;
+            long last = i + (long)w - 1 < n - 1 ? i + (long)w - 1 : n - 1;
+            cnt = last - first + 1;
+        }
+        const float *s = stats + i * RL_ATTN_NSTAT;
+        uint32_t am;
+        memcpy(&am, &s[RL_ATTN_S_ARGMAX], 4);
+        ck_assert_msg(fabs(s[RL_ATTN_S_LSE] - log((double)cnt)) < 4e-4,
+                      "w %u s %u c %u causal %d row %d: lse %g, log %ld keys %g", w, sink, chunk,
+                      causal, i, s[RL_ATTN_S_LSE], cnt, log((double)cnt));
+        ck_assert_float_eq(s[RL_ATTN_S_MAX], 0);
+        ck_assert_msg(am == (uint32_t)first, "row %d: argmax %u, first visible %ld", i, am, first);
+    }
+}
+
+START_TEST(gpu_masks_count_visible_keys)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 300, D = 8 };
+    float *q = calloc(N * D, sizeof *q), *k = malloc(N * D * sizeof *k);
+    for (int i = 0; i < N * D; i++)
+        k[i] = (float)((i * 37) % 11) - 5;
+    float *stats = malloc(N * RL_ATTN_NSTAT * sizeof *stats);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    mask_case(&e, 1, 37, 0, 0, q, k, stats, N);
+    mask_case(&e, 0, 37, 0, 0, q, k, stats, N);
+    mask_case(&e, 1, 20, 6, 0, q, k, stats, N);
+    mask_case(&e, 1, 0, 0, 70, q, k, stats, N);
+    /* n_sink alone is refused (every key would be visible). */
+    attn_desc d = {.tokens = N, .heads = 1, .head_dim = D, .scale = 1, .n_sink = 4};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs out = {.stats = stats};
+    attn_result res;
+    ck_assert(attn_run(&e, &d, &in, &out, &res, &err) == RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "n_sink") != NULL, "%s", err.msg);
+    attn_engine_destroy(&e);
+    free(stats);
+    free(k);
+    free(q);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* Learned sinks with q = 0: N keys of logit 0 and a sink logit s_h in the
+ * denominator only: L = N + e^(s_h), lse = log L, every p = 1/L, the keys'
+ * entropy -sum p log p = (N / L) log L, argmax_p = 1/L, and the masses sum to
+ * N / L (hand derivation). Bound as above, 4e-4 (relative 4e-4 on p). */
+START_TEST(gpu_learned_sinks_enter_the_denominator_only)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 300, H = 2, D = 8 };
+    float *q = calloc(N * H * D, sizeof *q), *k = malloc(N * D * sizeof *k);
+    for (int i = 0; i < N * D; i++)
+        k[i] = (float)((i * 37) % 11) - 5;
+    float *stats = malloc(N * H * RL_ATTN_NSTAT * sizeof *stats);
+    float *buckets = malloc(N * H * ATTN_MAX_BUCKETS * sizeof *buckets);
+    const float sinks[H] = {2.0f, -3.0f};
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    attn_desc d = {.tokens = N, .heads = H, .kv_heads = 1, .head_dim = D,
+                   .flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, .scale = 1};
+    attn_inputs in = {.q = q, .k = k, .sinks = sinks};
+    attn_outputs out = {.stats = stats, .buckets = buckets};
+    attn_result res;
+    ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(res.verify.verdict.pass, "worst %s", res.verify.worst);
+    for (int i = 0; i < N; i += 37)
+        for (int h = 0; h < H; h++) {
+            const float *s = stats + (i * H + h) * RL_ATTN_NSTAT;
+            double L = N + exp((double)sinks[h]);
+            ck_assert_double_eq_tol(s[RL_ATTN_S_LSE], log(L), 4e-4);
+            ck_assert_double_eq_tol(s[RL_ATTN_S_ENTROPY], N / L * log(L), 4e-4);
+            ck_assert_double_eq_tol(s[RL_ATTN_S_ARGMAX_P], 1.0 / L, 4e-4 / L);
+            ck_assert_float_eq(s[RL_ATTN_S_MAX], 0); /* the sink is no key */
+            double mass = 0;
+            for (uint32_t b = 0; b < res.n_buckets; b++)
+                mass += buckets[(i * H + h) * res.n_buckets + b];
+            ck_assert_double_eq_tol(mass, N / L, 4e-4);
+        }
+    /* Paired mode with sinks is refused. */
+    d.flags = ATTN_PAIRED;
+    ck_assert(attn_run(&e, &d, &in, &out, &res, &err) == RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "sinks") != NULL, "%s", err.msg);
+    attn_engine_destroy(&e);
+    free(buckets);
+    free(stats);
+    free(k);
+    free(q);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* Temperature: q = e_0, k_j = c_j e_0 with c_j = (j mod 3) - 1, scale 1, so
+ * row i's logits are tau_i c_j and (causal) lse_i = log(n_- e^-tau + n_0 +
+ * n_+ e^tau) with n_c the keys j <= i of each c, tau_i from the formulas
+ * (attn.h) written out here: Llama 4 (attn_scale 0.1, floor_scale 4 at
+ * positions 1000 + i), Qwen log-n (L = 64 at positions i), SSMax (s = 0.4,
+ * n = i + 1). Bound 1e-4: logits below 3.3 in magnitude, exp 9 ulp, 300
+ * terms (4e-5 relative), log 2^-21. Then random q/k through the engine's own
+ * verification (tolerance with the temperature's terms, attn_tol.c). */
+static double hand_tau(int kind, int i)
+{
+    if (kind == ATTN_TEMP_LLAMA4)
+        return 1 + 0.1 * log(floor((1000.0 + i + 1) / 4) + 1);
+    if (kind == ATTN_TEMP_QWEN_LOGN)
+        return i + 1 > 64 ? log(i + 1.0) / log(64.0) : 1.0;
+    return 0.4 * log(i + 1.0);
+}
+
+START_TEST(gpu_temperature_scales_each_querys_logits)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 300, D = 8 };
+    float *q = calloc(N * 2 * D, sizeof *q), *k = calloc(N * D, sizeof *k);
+    uint32_t pos[N];
+    float *stats = malloc(N * 2 * RL_ATTN_NSTAT * sizeof *stats);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    const int kinds[3] = {ATTN_TEMP_LLAMA4, ATTN_TEMP_QWEN_LOGN, ATTN_TEMP_SSMAX};
+    const double as[3] = {0.1, 64, 0.4}, bs[3] = {4, 0, 0};
+    for (int c = 0; c < 3; c++) {
+        memset(q, 0, N * 2 * D * sizeof *q);
+        for (int i = 0; i < N; i++) {
+            q[(i * 2 + 0) * D] = q[(i * 2 + 1) * D] = 1;
+            k[i * D] = (float)(i % 3 - 1);
+            pos[i] = (uint32_t)(kinds[c] == ATTN_TEMP_LLAMA4 ? 1000 + i : i);
+        }
+        attn_desc d = {.tokens = N, .heads = 2, .kv_heads = 1, .head_dim = D, .causal = 1,
+                       .flags = ATTN_ENTROPY, .scale = 1, .temp = kinds[c], .temp_a = as[c],
+                       .temp_b = bs[c]};
+        attn_inputs in = {.q = q, .k = k, .pos = pos};
+        attn_outputs out = {.stats = stats};
+        attn_result res;
+        ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(res.verify.verdict.pass, "kind %d: worst %s", kinds[c], res.verify.worst);
+        for (int i = 0; i < N; i += 7) {
+            double t = hand_tau(kinds[c], i), n[3] = {0, 0, 0};
+            for (int j = 0; j <= i; j++)
+                n[j % 3] += 1;
+            double want = log(n[0] * exp(-t) + n[1] + n[2] * exp(t));
+            ck_assert_msg(fabs(stats[(i * 2 + 1) * RL_ATTN_NSTAT + RL_ATTN_S_LSE] - want) < 1e-4,
+                          "kind %d row %d: lse %g, want %g (tau %g)", kinds[c], i,
+                          stats[(i * 2 + 1) * RL_ATTN_NSTAT + RL_ATTN_S_LSE], want, t);
+        }
+        /* random q/k, bidirectional, GQA, through the engine's verification */
+        rl_rng rng;
+        rl_rng_seed(&rng, 5 + (uint64_t)c, "test/attn/temp");
+        for (int i = 0; i < N * 2 * D; i++)
+            q[i] = (float)rl_rng_normal(&rng);
+        for (int i = 0; i < N * D; i++)
+            k[i] = (float)rl_rng_normal(&rng);
+        d.causal = 0;
+        d.flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS;
+        d.scale = 0.35f;
+        float *bk = malloc(N * 2 * ATTN_MAX_BUCKETS * sizeof *bk);
+        out.buckets = bk;
+        ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(res.verify.verdict.pass, "kind %d random: worst %s ratio %g", kinds[c],
+                      res.verify.worst, res.verify.verdict.worst_ratio);
+        free(bk);
+    }
+    attn_desc bad = {.tokens = N, .heads = 1, .head_dim = D, .scale = 1,
+                     .temp = ATTN_TEMP_QWEN_LOGN, .temp_a = 1};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs out = {.stats = stats};
+    attn_result res;
+    ck_assert(attn_run(&e, &bad, &in, &out, &res, &err) == RL_ERR_ARG);
+    attn_engine_destroy(&e);
+    free(stats);
+    free(k);
+    free(q);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* The registry's ALiBi (causal) with q = 0: logit(h, i, j) = -m_h (i - j),
  * m_h = 2^(-8 (h+1) / H) (Press et al. 2022). H = 2: slopes 1/16 and 1/256.
  * Causal row 2 of head 0: logits -1/8, -1/16, 0. Bound: slopes and distances
@@ -109,15 +325,37 @@ END_TEST
  * the NMSE gate of verify/vf.h. */
 static const chk_attn_case random_cases[] = {
     {65, 4, 2, 64, 1, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0},
-    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0},
-    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0},
-    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0, 0, 0},
+    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0, 0},
+    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
+    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
     /* 4-key blocks, 3 per dispatch: 12-key chunks start inside the 64-query
      * workgroups (causal rows before a chunk must be left alone) and rows
      * are finished mid-workgroup. */
-    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3},
-    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1},
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0, 0, 0},
+    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1, 0, 0, 0, 0, 0},
+    /* Masks with chunks of 4 or 12 keys, so whole chunks are skipped, rows
+     * start on wholly masked blocks and finish mid-workgroup: sliding
+     * window (causal; bidirectional with every output and the dump), sinks
+     * + window with a bias, chunks, chunks + window. */
+    {300, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+     4, 1, 37, 0, 0, 0, 0},
+    {200, 4, 2, 16, 0, 0, NULL,
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED, 4, 3, 29, 0, 0, 0, 0},
+    {260, 2, 1, 32, 1, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_PAIRED |
+     ATTN_NO_BIAS_B, 4, 1, 50, 5, 0, 0, 0},
+    {230, 2, 2, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 40, 3,
+     0, 0, 0},
+    {300, 2, 1, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 1, 0, 0, 70, 0, 0},
+    {300, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 20, 2,
+     90, 0, 0},
+    /* Learned sinks (head h: 1.5 - 0.75 h): causal with O and 12-key
+     * chunks; bidirectional with a bias and a window (sinks and masks
+     * together, as gpt-oss's sliding layers). */
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+     4, 3, 0, 0, 0, 1, 0},
+    {150, 4, 2, 16, 0, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 1, 33,
+     0, 0, 1, 0},
 };
 
 START_TEST(gpu_random_problems_match_reference)
@@ -131,8 +369,9 @@ START_TEST(gpu_random_problems_match_reference)
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &random_cases[_i], 7 + _i, &row, &err) == RL_OK,
                   "%s", err.msg);
     if (!row.skipped)
-        ck_assert_msg(row.stats.pass, "%s %s: worst err/bound %.3f (%s)", row.kernel, row.shape,
-                      row.stats.worst_ratio, row.tolerance);
+        ck_assert_msg(row.stats.pass, "%s %s: worst err/bound %.3f (%s), nmse %g gate %g, nonfinite %zu",
+                      row.kernel, row.shape, row.stats.worst_ratio, row.tolerance, row.stats.nmse,
+                      row.stats.nmse_gate, row.stats.n_nonfinite);
     attn_engine_destroy(&e);
     rl_gpu_close(&g);
 }
@@ -151,7 +390,7 @@ START_TEST(gpu_rows_beyond_65535_keys)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     const chk_attn_case c = {70001, 1, 1, 8, 1, 0, NULL,
-                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0};
+                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0, 0};
     chk_row row;
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &c, 11, &row, &err) == RL_OK, "%s", err.msg);
     ck_assert(!row.skipped);
@@ -543,6 +782,9 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, gpu_uniform_logits_give_log_n);
     tcase_add_test(tc, gpu_bias_hook_adds_alibi_logits);
+    tcase_add_test(tc, gpu_masks_count_visible_keys);
+    tcase_add_test(tc, gpu_learned_sinks_enter_the_denominator_only);
+    tcase_add_test(tc, gpu_temperature_scales_each_querys_logits);
     tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
     tcase_add_test(tc, gpu_rows_beyond_65535_keys);

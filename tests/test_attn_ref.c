@@ -149,6 +149,73 @@ START_TEST(buckets_and_halves_follow_their_definitions)
 }
 END_TEST
 
+/* Masks, hand values: Mistral's sliding window 3 (causal row 5 sees keys
+ * 3, 4, 5), StreamingLLM sinks 2 + window 3 (row 9 sees 0, 1, 7, 8, 9),
+ * Llama 4 chunks of 4 (row 6 sees 4, 5, 6), bidirectional window 2 (row 5
+ * sees 4, 5, 6). */
+START_TEST(masks_follow_their_definitions)
+{
+    attn_ref_problem p = {.tokens = 12, .heads = 1, .kv_heads = 1, .head_dim = 4, .causal = 1,
+                          .window = 3};
+    const char *want_w = "000111000000";
+    for (int j = 0; j < 12; j++)
+        ck_assert_int_eq(attn_ref_visible(&p, 5, (uint64_t)j), want_w[j] - '0');
+    p.n_sink = 2;
+    const char *want_s = "110000011100";
+    for (int j = 0; j < 12; j++)
+        ck_assert_int_eq(attn_ref_visible(&p, 9, (uint64_t)j), want_s[j] - '0');
+    p = (attn_ref_problem){.tokens = 12, .heads = 1, .kv_heads = 1, .head_dim = 4, .causal = 1,
+                           .chunk_size = 4};
+    const char *want_c = "000011100000";
+    for (int j = 0; j < 12; j++)
+        ck_assert_int_eq(attn_ref_visible(&p, 6, (uint64_t)j), want_c[j] - '0');
+    p = (attn_ref_problem){.tokens = 12, .heads = 1, .kv_heads = 1, .head_dim = 4, .window = 2};
+    const char *want_b = "000011100000";
+    for (int j = 0; j < 12; j++)
+        ck_assert_int_eq(attn_ref_visible(&p, 5, (uint64_t)j), want_b[j] - '0');
+}
+END_TEST
+
+/* The host's tile skipping (attn_tile_visible, intervals) against every
+ * (query, key) pair of the reference's attn_ref_visible, over windows, sinks,
+ * chunks and tiles of many sizes and offsets: a tile is visible exactly when
+ * one of its pairs is. */
+START_TEST(tile_skipping_matches_the_pairs)
+{
+    const uint32_t ws[] = {0, 1, 2, 5, 16, 64}, ss[] = {0, 1, 3, 17}, cs[] = {0, 1, 3, 16, 50};
+    uint64_t checked = 0, skipped = 0;
+    for (int causal = 0; causal < 2; causal++)
+        for (size_t a = 0; a < 6; a++)
+            for (size_t b = 0; b < 4; b++)
+                for (size_t c = 0; c < 5; c++) {
+                    if (!ws[a] && !cs[c])
+                        continue;
+                    attn_desc d = {.tokens = 200, .causal = causal, .window = ws[a],
+                                   .n_sink = ss[b], .chunk_size = cs[c]};
+                    attn_ref_problem p = {.tokens = 200, .causal = causal, .window = ws[a],
+                                          .n_sink = ss[b], .chunk_size = cs[c]};
+                    for (uint64_t q0 = 0; q0 < 200; q0 += 13)
+                        for (uint64_t k0 = 0; k0 < 200; k0 += 7) {
+                            uint64_t q1 = q0 + 1 + (q0 * 7) % 40, k1 = k0 + 1 + (k0 * 5) % 30;
+                            q1 = q1 < 200 ? q1 : 200;
+                            k1 = k1 < 200 ? k1 : 200;
+                            int any = 0;
+                            for (uint64_t i = q0; i < q1 && !any; i++)
+                                for (uint64_t j = k0; j < k1 && !any; j++)
+                                    any = attn_ref_visible(&p, i, j);
+                            ck_assert_msg(attn_tile_visible(&d, q0, q1, k0, k1) == any,
+                                          "causal %d w %u s %u c %u tile q [%llu,%llu) k [%llu,%llu)",
+                                          causal, ws[a], ss[b], cs[c], (unsigned long long)q0,
+                                          (unsigned long long)q1, (unsigned long long)k0,
+                                          (unsigned long long)k1);
+                            checked++;
+                            skipped += !any;
+                        }
+                }
+    ck_assert(skipped > checked / 4); /* the masks do exclude tiles */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("attn_ref");
@@ -159,6 +226,8 @@ int main(void)
     tcase_add_test(tc, bucket_masses_of_uniform_causal_row);
     tcase_add_test(tc, output_is_probability_weighted_values_and_gqa_shares_kv);
     tcase_add_test(tc, buckets_and_halves_follow_their_definitions);
+    tcase_add_test(tc, masks_follow_their_definitions);
+    tcase_add_test(tc, tile_skipping_matches_the_pairs);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

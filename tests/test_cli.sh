@@ -235,6 +235,8 @@ assert all(isinstance(r["nmse_gate"], (float, int, type(None))) for r in d["resu
   expect bench_attn_too_big 2 'largest length that fits' -- bench attention --tokens 100000000
   expect bench_attn_bad_dim 2 'multiple of 4' -- bench attention --tokens 16 --head-dim 6
   expect bench_attn_small 0 'ratio to FMA peak' -- bench attention --tokens 256 --head-dim 32 --causal --reps 1
+  expect bench_attn_mask 0 'excludes f = 0.7515 of the pairs' -- bench attention --tokens 300 --head-dim 8 --causal --window 40 --reps 1
+  expect bench_attn_sinks_alone 2 '--sinks 4 needs --window or --chunk' -- bench attention --tokens 16 --head-dim 8 --sinks 4
   # a length beyond the device's limits fails the run at its start, naming the
   # limit, before any host work (was: minutes of data generation first)
   printf 'model: {head_dim: 128, heads: 32, kv_heads: 8, train_len: 4096}\nexperiments:\n  - kind: entropy\n    params: {min_len: 1024, max_len: 1048576}\n' > "$runtmp/huge.yaml"

@@ -598,6 +598,109 @@ START_TEST(retrieval_fails_when_the_needle_is_a_zero_key)
 }
 END_TEST
 
+/* The mask keys reach the engine. Identical keys (nope): a bidirectional row
+ * i of N = 96 with attn_window 8 sees the keys max(0, i - 7) .. min(95, i + 7),
+ * uniformly, so its entropy is ln of their count and entropy_at_max_len is
+ * the mean of those logs (counted here by hand). Bound as the unmasked test. */
+START_TEST(entropy_with_a_window_is_ln_of_the_visible_keys)
+{
+    kfix f;
+    kf_init(&f, "nope", "{}", "{\"min_len\": 96, \"max_len\": 96, \"attn_window\": 8}", 2, 1,
+            64, 1);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    double want = 0;
+    for (int i = 0; i < 96; i++) {
+        int lo = i - 7 > 0 ? i - 7 : 0, hi = i + 7 < 95 ? i + 7 : 95;
+        want += log((double)(hi - lo + 1)) / 96;
+    }
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), want, 1e-5);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+    /* attn_sinks alone would leave every key visible: refused, naming the keys */
+    kf_init(&f, "nope", "{}", "{\"attn_sinks\": 4}", 1, 1, 64, 1);
+    ck_assert_int_eq(kf_run(&f, "entropy", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_sinks 4 needs attn_window or attn_chunk") != NULL, "%s",
+                  err.msg);
+    kf_free(&f);
+}
+END_TEST
+
+/* A learned sink reaches the engine: zero queries make every key's logit 0,
+ * so with the sink logit 1.5 each p_j = 1 / L, L = N + e^1.5, and the keys'
+ * entropy is (N / L) ln L at N = 64 (hand derivation; bound as above).
+ * Distortion's paired pass cannot take a sink: refused naming the key. */
+START_TEST(entropy_with_a_learned_sink_takes_its_share)
+{
+    kfix f;
+    kf_init(&f, "nope", "{}",
+            "{\"min_len\": 64, \"max_len\": 64, \"attn_learned_sink\": true, "
+            "\"attn_sink_logit\": 1.5}", 1, 1, 64, 2);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    double L = 64 + exp(1.5);
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), 64 / L * log(L), 1e-5);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"length\": 64, \"attn_learned_sink\": true}", 1, 1, 64, 0);
+    ck_assert_int_eq(kf_run(&f, "distortion", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_learned_sink") != NULL, "%s", err.msg);
+    kf_free(&f);
+}
+END_TEST
+
+/* attn_temperature reaches the engine: SSMax with s = 0 makes every logit
+ * 0 (tau = 0 log n), so the entropy of any data is ln N (without the
+ * temperature these rows are not uniform: checked against 0.01 below ln N).
+ * Llama 4 with its defaults verifies too; distortion refuses it. */
+START_TEST(entropy_with_a_temperature_scales_the_logits)
+{
+    kfix f;
+    kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64}", 1, 1, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_lt(kmetric(&f, "entropy_at_max_len"), log(64.0) - 0.01);
+    kf_free(&f);
+    kf_init(&f, "rope", "{}",
+            "{\"min_len\": 64, \"max_len\": 64, \"attn_temperature\": \"ssmax\", "
+            "\"attn_temp_scale\": 0}", 1, 1, 64, 0);
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), log(64.0), 1e-5);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+    kf_init(&f, "rope", "{}",
+            "{\"min_len\": 64, \"max_len\": 256, \"attn_temperature\": \"llama4\", "
+            "\"attn_temp_floor\": 16}", 2, 1, 64, 0);
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    assert_verified(&f, "entropy");
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"length\": 64, \"attn_temperature\": \"qwen_logn\"}", 1, 1,
+            64, 0);
+    ck_assert_int_eq(kf_run(&f, "distortion", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_temperature") != NULL, "%s", err.msg);
+    kf_free(&f);
+}
+END_TEST
+
+/* Retrieval as in the test above, with attn_window 65 at N = 128: needles at
+ * distances 1, 2, 4, ..., 64 stay visible (accuracy 1), the needle at
+ * r = 96 is masked (p = 0, the argmax is another key: accuracy 0). */
+START_TEST(retrieval_with_a_window_misses_needles_beyond_it)
+{
+    kfix f;
+    kf_init(&f, "nope", "{}",
+            "{\"min_len\": 128, \"max_len\": 128, \"needle_scale\": 4, \"distractors\": "
+            "\"none\", \"attn_window\": 65}", 2, 1, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(kmetric(&f, "accuracy_within_train"), 1.0);
+    ck_assert_double_eq(kmetric(&f, "accuracy_beyond_train"), 0.0);
+    ck_assert_double_eq(kmetric(&f, "needle_p_beyond_train"), 0.0);
+    assert_verified(&f, "target_p");
+    kf_free(&f);
+}
+END_TEST
+
 /* Plain RoPE paired with its own twin: identical logits, KL = 0 up to the
  * fp32 rounding of two identical sums, equal bucket masses. */
 START_TEST(distortion_of_rope_against_itself_is_zero)
@@ -752,6 +855,10 @@ int main(void)
     tcase_add_test(tc, t5_attention_is_unscaled_as_in_the_model);
     tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);
     tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);
+    tcase_add_test(tc, entropy_with_a_window_is_ln_of_the_visible_keys);
+    tcase_add_test(tc, retrieval_with_a_window_misses_needles_beyond_it);
+    tcase_add_test(tc, entropy_with_a_learned_sink_takes_its_share);
+    tcase_add_test(tc, entropy_with_a_temperature_scales_the_logits);
     tcase_add_test(tc, distortion_of_rope_against_itself_is_zero);
     tcase_add_test(tc, distortion_of_yarn_applies_its_temperature);
     tcase_add_test(tc, distortion_refuses_non_rope_encodings);

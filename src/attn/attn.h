@@ -46,6 +46,8 @@
     (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED |   \
      ATTN_DUMP | ATTN_NO_BIAS_A | ATTN_NO_BIAS_B)
 
+enum { ATTN_TEMP_NONE, ATTN_TEMP_LLAMA4, ATTN_TEMP_QWEN_LOGN, ATTN_TEMP_SSMAX };
+
 #define ATTN_MAX_HEAD_DIM 512
 #define ATTN_MAX_BUCKETS 34        /* distances up to 2^32 - 1 */
 #define ATTN_DUMP_MAX 4194304u     /* heads * tokens^2 logits at most (16 MiB) */
@@ -75,6 +77,25 @@ typedef struct attn_desc {
     uint32_t kv_heads;      /* 0: heads; must divide heads */
     uint32_t head_dim;      /* multiple of 4, <= ATTN_MAX_HEAD_DIM */
     int causal;             /* 1: keys j <= i only */
+    /* Masks beyond causal/bidirectional (docs/attention.md "Masks"), in
+     * token order like causal: key j is visible to query i when it passes
+     * causal and (j < n_sink or local(i, j)), local(i, j) = (window == 0 or
+     * |i - j| < window) and (chunk_size == 0 or floor(i / chunk_size) ==
+     * floor(j / chunk_size)). All 0: no mask. n_sink needs window or
+     * chunk_size. Each at most 2^31. Sliding window (Mistral, Gemma local
+     * layers): window = W; StreamingLLM / LM-Infinite's Lambda mask: n_sink +
+     * window; Llama 4 chunked attention: chunk_size. */
+    uint32_t window, n_sink, chunk_size;
+    /* Attention temperature: a per-query logit scale tau_i on definition a
+     * (docs/attention.md "Temperature"; pos_i = the query's position, n_i =
+     * its key count, i + 1 causal, tokens bidirectional):
+     *   ATTN_TEMP_LLAMA4: 1 + temp_a log(floor((pos_i + 1) / temp_b) + 1)
+     *                     (attn_scale, floor_scale)
+     *   ATTN_TEMP_QWEN_LOGN: log(pos_i + 1) / log(temp_a) when pos_i + 1 > temp_a, else 1
+     *                     (temp_a = the training length L)
+     *   ATTN_TEMP_SSMAX:  temp_a log n_i (Scalable-Softmax's s) */
+    int temp;
+    double temp_a, temp_b;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
     uint32_t flags;         /* ATTN_* statistics */
     float scale;            /* logit scale of definition a (e.g. 1/sqrt(head_dim)) */
@@ -101,6 +122,8 @@ typedef struct attn_inputs {
     const uint32_t *pos;    /* [tokens] positions; NULL: 0, 1, ... */
     const uint32_t *target; /* [tokens] target key per query, for ATTN_TARGET */
     const attn_bias *bias;  /* NULL: no bias */
+    const float *sinks;     /* [heads] learned sink logits (gpt-oss), in the softmax
+                               denominator only; NULL: none. Not with ATTN_PAIRED */
 } attn_inputs;
 
 /* What the CPU reference computes from when the engine's operands are not
@@ -133,6 +156,7 @@ typedef struct attn_resident {
     const uint32_t *pos;         /* host [tokens] positions; NULL: 0, 1, ... */
     const uint32_t *target;      /* host [tokens], for ATTN_TARGET */
     const attn_bias *bias;       /* NULL: no bias */
+    const float *sinks;          /* host [heads] learned sink logits; NULL: none */
     attn_record_fn before;       /* NULL: nothing recorded before */
     void *before_ctx;
     uint32_t before_dispatches;  /* dispatches `before` records (descriptor sets) */
@@ -172,6 +196,8 @@ typedef struct attn_verify {
     double max_range;               /* max over rows of (max logit - min valid logit) */
     uint64_t max_keys;              /* most keys of a row */
     double max_bias_err;            /* max over valid keys of the bias's own bound (attn_bias.bound) */
+    int sinks;                      /* learned sinks folded in (their terms in attn_tol.c) */
+    int temp;                       /* a temperature scaled definition a (attn_tol.c) */
     /* Judged by the verification layer (verify/vf.h): */
     vf_acc acc[ATTN_V_COUNT];       /* per statistic, bound tol[k] * scale (abs: 1) */
     double tol[ATTN_V_COUNT];       /* attn_tolerances */
@@ -203,6 +229,8 @@ typedef struct attn_result {
     uint32_t submissions;
     double gpu_ms;          /* sum of the submissions' GPU time (-1 without timestamps) */
     double wall_ms;         /* host wall time of the GPU part (upload to download) */
+    uint64_t tiles_run;     /* (64-query block, key chunk, KV head) tiles dispatched */
+    uint64_t tiles_full;    /* the same without the mask (causal or bidirectional) */
     double before_gpu_ms;   /* attn_run_resident: GPU time of `before`'s work (0: none, -1: no
                                timestamps); not in gpu_ms */
     int guard_ok;           /* the guard words after the output tensor are untouched */
@@ -236,6 +264,11 @@ uint32_t attn_bucket_of(uint64_t distance);
  * names the limit (maxStorageBufferRange, heap size, 32-bit index, shared
  * memory, dump size) and the largest token count that fits. */
 rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error *err);
+
+/* 1 when some query of [q0, q1) sees some key of [k0, k1) under d's causal
+ * flag and mask (exact, by intervals): the host skips the tiles where it is
+ * 0 (attn_gpu.c). */
+int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0, uint64_t k1);
 
 /* Runs the engine: uploads inputs, records one dispatch per (key chunk, KV
  * head) in submissions of at most d->work_per_submit MACs, downloads the asked
@@ -287,11 +320,16 @@ typedef struct attn_ref_problem {
     uint64_t tokens;
     uint32_t heads, kv_heads, head_dim;
     int causal;
+    uint32_t window, n_sink, chunk_size; /* as attn_desc (0: none) */
+    int temp;                        /* as attn_desc */
+    double temp_a, temp_b;
     double scale, scale_b;
     int paired, bias_a, bias_b;      /* bias_a/b: apply the bias to definition a/b */
     const float *q, *k, *v, *q_b, *k_b; /* shapes as attn_inputs; v may be NULL */
     const uint32_t *pos;             /* [tokens] */
     const attn_bias *bias;           /* may be NULL */
+    const float *sinks;              /* [heads] learned sink logits or NULL (definition a;
+                                        not paired) */
 } attn_ref_problem;
 
 /* Statistics of one query row, from the definitions. */
@@ -303,6 +341,14 @@ typedef struct attn_ref_row {
     double max_abs_dot, max_abs_bias;
     double max_bias_err;             /* max attn_bias.bound over the row's keys (0: none) */
 } attn_ref_row;
+
+/* 1 when key j is visible to query i under p's causal flag and mask
+ * (attn_desc.window/n_sink/chunk_size), from the definition. */
+int attn_ref_visible(const attn_ref_problem *p, uint64_t i, uint64_t j);
+
+/* The temperature tau_i of query token i under p (1 without), from the
+ * definitions in attn_desc, in double. */
+double attn_ref_temperature(const attn_ref_problem *p, uint64_t i);
 
 /* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf
  * when j is masked. */

@@ -12,7 +12,7 @@
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_variants.spv.h"
 
-_Static_assert(sizeof(struct rl_attn_push) == 48, "rl_attn_push layout");
+_Static_assert(sizeof(struct rl_attn_push) == 64, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, key_base) == 32, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, group_base) == 0, "group_base first");
 _Static_assert(offsetof(struct rl_attn_push, scale_a) == 12, "rl_attn_push layout");
@@ -185,6 +185,22 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
         return rl_fail(err, RL_ERR_ARG,
                        "attention: block_keys %u must be 0, 4, 8 or 16 and chunk_blocks %u at most %u",
                        d.block_keys, d.chunk_blocks, RL_ATTN_MAX_BLOCKS);
+    if (d.window > (1u << 31) || d.n_sink > (1u << 31) || d.chunk_size > (1u << 31))
+        return rl_fail(err, RL_ERR_ARG,
+                       "attention: window %u, n_sink %u and chunk_size %u must be at most 2^31",
+                       d.window, d.n_sink, d.chunk_size);
+    if (d.temp < ATTN_TEMP_NONE || d.temp > ATTN_TEMP_SSMAX ||
+        (d.temp == ATTN_TEMP_LLAMA4 && !(d.temp_b >= 1)) ||
+        (d.temp == ATTN_TEMP_QWEN_LOGN && !(d.temp_a > 1)) ||
+        (d.temp && !isfinite(d.temp_a)))
+        return rl_fail(err, RL_ERR_ARG,
+                       "attention: temperature %d with a = %g, b = %g: the kinds are 1 llama4 "
+                       "(b = floor_scale >= 1), 2 qwen_logn (a = training length > 1), 3 ssmax",
+                       d.temp, d.temp_a, d.temp_b);
+    if (d.n_sink && !d.window && !d.chunk_size)
+        return rl_fail(err, RL_ERR_ARG,
+                       "attention: n_sink %u needs a window or a chunk_size (without either every "
+                       "key is visible)", d.n_sink);
     if (block_keys(dev, &d) == 0)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: head_dim %u with these outputs needs more than %s's "
@@ -233,13 +249,78 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
     return RL_OK;
 }
 
-static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d,
+static int masked(const attn_desc *d)
+{
+    return d->window || d->chunk_size;
+}
+
+/* The temperature of query token t at position pos (attn.h), in double,
+ * rounded to fp32 by the caller: the kernel multiplies the row's logits by
+ * it. */
+static double temperature(const attn_desc *d, uint64_t t, uint32_t pos)
+{
+    double n1 = (double)pos + 1.0;
+    if (d->temp == ATTN_TEMP_LLAMA4)
+        return d->temp_a * log(floor(n1 / d->temp_b) + 1.0) + 1.0;
+    if (d->temp == ATTN_TEMP_QWEN_LOGN)
+        return n1 > d->temp_a ? log(n1) / log(d->temp_a) : 1.0;
+    if (d->temp == ATTN_TEMP_SSMAX)
+        return d->temp_a * log(d->causal ? (double)(t + 1) : (double)d->tokens);
+    return 1.0;
+}
+
+/* Some i in [a, b] and j in [c, e] (inclusive, a <= b, c <= e) with
+ * (causal: j <= i) and |i - j| < window (window 0: any distance). */
+static int intervals_meet(int causal, uint64_t window, uint64_t a, uint64_t b, uint64_t c,
+                          uint64_t e)
+{
+    if (causal && c > b)
+        return 0;
+    /* Smallest |i - j| over the pairs (causal: j <= i; with c <= b the
+     * pair i = b, j = c is allowed, and so is every closer one). */
+    uint64_t gap = e < a ? a - e : (c > b ? c - b : 0);
+    return window == 0 || gap < window;
+}
+
+int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0, uint64_t k1)
+{
+    if (q0 >= q1 || k0 >= k1)
+        return 0;
+    uint64_t a = q0, b = q1 - 1, c = k0, e = k1 - 1;
+    if (d->causal && c > b)
+        return 0;
+    if (!masked(d))
+        return 1;
+    if (c < d->n_sink)                /* key c is a sink; causal: c <= b */
+        return 1;
+    if (!d->chunk_size)
+        return intervals_meet(d->causal, d->window, a, b, c, e);
+    uint64_t C = d->chunk_size;
+    /* chunks holding both a query and a key of the tile */
+    uint64_t t0 = (a / C > c / C ? a / C : c / C), t1 = (b / C < e / C ? b / C : e / C);
+    for (uint64_t t = t0; t <= t1; t++) {
+        uint64_t lo = t * C, hi = lo + C - 1;
+        uint64_t ia = a > lo ? a : lo, ib = b < hi ? b : hi;
+        uint64_t ja = c > lo ? c : lo, jb = e < hi ? e : hi;
+        if (intervals_meet(d->causal, d->window, ia, ib, ja, jb))
+            return 1;
+    }
+    return 0;
+}
+
+static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d, int sinks,
                           uint32_t kb, uint32_t blocks, uint32_t n_buckets, const rlvk_pipeline **out,
                           rl_error *err)
 {
     uint32_t flags = d->flags;
     if (d->causal)
         flags |= RL_ATTN_F_CAUSAL;
+    if (masked(d))
+        flags |= RL_ATTN_F_MASK;
+    if (sinks)
+        flags |= RL_ATTN_F_SINKS;
+    if (d->temp)
+        flags |= RL_ATTN_F_TEMP;
     char key[96];
     snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
@@ -326,7 +407,8 @@ uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens)
 /* Verifies sampled rows; stats/buckets/o/dump are the downloaded outputs,
  * ref what the reference computes from (fp32 host tensors). */
 static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const uint32_t *pos,
-                        const uint32_t *target, const attn_bias *bias, uint32_t n_buckets,
+                        const uint32_t *target, const attn_bias *bias, const float *sinks,
+                        uint32_t n_buckets,
                         const float *stats, const float *buckets, const float *o,
                         const float *dump, attn_verify *v, rl_error *err)
 {
@@ -348,7 +430,11 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
         .bias_a = !(d->flags & ATTN_NO_BIAS_A), .bias_b = !(d->flags & ATTN_NO_BIAS_B),
         .q = ref->q, .k = ref->k, .v = ref->v, .q_b = paired ? qb : NULL,
         .k_b = paired ? kb : NULL, .pos = pos, .bias = bias,
+        .window = d->window, .n_sink = d->n_sink, .chunk_size = d->chunk_size,
+        .sinks = sinks, .temp = d->temp, .temp_a = d->temp_a, .temp_b = d->temp_b,
     };
+    v->sinks = sinks != NULL;
+    v->temp = d->temp != 0;
     uint64_t rows = d->verify_rows < n ? d->verify_rows : n;
     for (uint64_t r = 0; r < rows; r++) {
         uint64_t i = attn_verify_token(r, rows, n);
@@ -363,9 +449,11 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
             v->max_abs_bias = dmax(v->max_abs_bias, R.max_abs_bias);
             if (!(R.max_bias_err <= v->max_bias_err))
                 v->max_bias_err = R.max_bias_err;
-            v->max_range = dmax(v->max_range, R.max - R.min_logit);
-            if (R.n_keys > v->max_keys)
-                v->max_keys = R.n_keys;
+            /* a sink is one more term of the normaliser, inside the range */
+            double top = sinks ? dmax(R.max, sinks[h]) : R.max;
+            v->max_range = dmax(v->max_range, top - R.min_logit);
+            if (R.n_keys + (sinks ? 1 : 0) > v->max_keys)
+                v->max_keys = R.n_keys + (sinks ? 1 : 0);
             uint64_t row = i * d->heads + h;
             const float *s = stats + row * RL_ATTN_NSTAT;
             note(v, ATTN_V_LSE, s[RL_ATTN_S_LSE], R.lse, dmax(fabs(R.lse), 1));
@@ -375,7 +463,9 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
             if (d->flags & ATTN_ARGMAX) {
                 uint32_t am;
                 memcpy(&am, &s[RL_ATTN_S_ARGMAX], 4);
-                double gap = am < R.n_keys ? R.max - attn_ref_logit(&P, 0, h, i, am) : INFINITY;
+                double gap = am < n && attn_ref_visible(&P, i, am)
+                                 ? R.max - attn_ref_logit(&P, 0, h, i, am)
+                                 : INFINITY;
                 note(v, ATTN_V_ARGMAX_GAP, gap, 0, 1);
                 note(v, ATTN_V_ARGMAX_P, s[RL_ATTN_S_ARGMAX_P], R.argmax_p, dmax(R.argmax_p, 1e-30));
             }
@@ -447,7 +537,8 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
     int own_b = (d.flags & ATTN_PAIRED) && (in->q_b || in->k_b);
     rl_status st = ref_of_inputs(&d, in, own_b, &ref, conv, err);
     if (!st)
-        st = verify(&d, &ref, pos, in->target, in->bias, n_buckets, out->stats, out->buckets,
+        st = verify(&d, &ref, pos, in->target, in->bias, in->sinks, n_buckets, out->stats,
+                    out->buckets,
                     out->out, out->dump, v, err);
     if (!st)
         attn_judge(&d, v, guard_ok);
@@ -460,7 +551,7 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
 /* What both entry points do first: res cleared, *d = din with defaults,
  * the checks, *var = the bias's shader variant. */
 static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias *bias,
-                           int have_qk, int have_v, int have_target, const attn_outputs *out,
+                           int have_sinks, int have_qk, int have_v, int have_target, const attn_outputs *out,
                            attn_desc *d, const attn_variant **var, attn_result *res, rl_error *err)
 {
     rlvk_device *dev = e->dev;
@@ -488,6 +579,9 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
     if (((d->flags & ATTN_BUCKETS) && !out->buckets) || ((d->flags & ATTN_OUT) && !out->out) ||
         ((d->flags & ATTN_DUMP) && !out->dump))
         return rl_fail(err, RL_ERR_ARG, "attention: an asked-for output array is NULL");
+    if (have_sinks && (d->flags & ATTN_PAIRED))
+        return rl_fail(err, RL_ERR_ARG, "attention: learned sinks are not supported in paired mode "
+                                        "(KL between definitions with and without a sink term)");
     if (bias && bias->n_buffers > 4)
         return rl_fail(err, RL_ERR_ARG, "attention: bias '%s' has %u buffers (at most 4)", vname,
                        bias->n_buffers);
@@ -506,9 +600,11 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     const attn_desc d = *dp;
     rl_status st = RL_OK;
     uint64_t n = d.tokens;
-    uint32_t *idx = malloc(2 * n * sizeof *idx);
+    uint64_t n_qb = (n + ATTN_WG - 1) / ATTN_WG;
+    uint32_t *idx = malloc((3 * n + n_qb) * sizeof *idx);
+    uint32_t *qlo = NULL, *qcnt = NULL; /* per key chunk: query blocks dispatched */
     float *stats = out->stats ? out->stats : malloc(n * d.heads * RL_ATTN_NSTAT * sizeof(float));
-    rlvk_buffer bidx = {0}, bout = {0}, dummy = {0};
+    rlvk_buffer bidx = {0}, bout = {0}, dummy = {0}, bsink = {0};
     rlvk_cmd cmd = {0};
     if (!idx || !stats) {
         st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for %llu tokens",
@@ -538,18 +634,73 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     res->chunk_keys = blocks * kb;
 
     int paired = (d.flags & ATTN_PAIRED) != 0;
+    /* Per key chunk, the query blocks that see it: all (bidirectional) or
+     * from the block holding the chunk's first key on (causal); with a mask,
+     * the blocks attn_tile_visible finds (a band: sinks, windows and chunks
+     * keep it contiguous; checked), none = the chunk is skipped. idx[2n + qb]:
+     * key_base of the last chunk block qb is dispatched for. */
+    uint64_t chunk = (uint64_t)blocks * kb;
+    uint64_t n_chunks = (n + chunk - 1) / chunk;
+    if (!(qlo = malloc(n_chunks * sizeof *qlo)) || !(qcnt = malloc(n_chunks * sizeof *qcnt))) {
+        st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for %llu chunks",
+                     (unsigned long long)n_chunks);
+        goto done;
+    }
+    for (uint64_t qb = 0; qb < n_qb; qb++)
+        idx[2 * n + qb] = 0;
+    res->tiles_run = res->tiles_full = 0;
+    for (uint64_t c = 0; c < n_chunks; c++) {
+        uint64_t k0 = c * chunk, k1 = k0 + chunk < n ? k0 + chunk : n;
+        uint64_t full0 = d.causal ? k0 / ATTN_WG : 0;
+        res->tiles_full += (n_qb - full0) * d.kv_heads;
+        if (!masked(&d)) {
+            qlo[c] = (uint32_t)full0;
+            qcnt[c] = (uint32_t)(n_qb - full0);
+        } else {
+            uint64_t lo = n_qb, hi = 0;
+            for (uint64_t qb = full0; qb < n_qb; qb++) {
+                uint64_t q0 = qb * ATTN_WG, q1 = q0 + ATTN_WG < n ? q0 + ATTN_WG : n;
+                if (attn_tile_visible(&d, q0, q1, k0, k1)) {
+                    if (lo == n_qb)
+                        lo = qb;
+                    else if (hi + 1 != qb) {
+                        st = rl_fail(err, RL_ERR_ARG,
+                                     "attention: the query blocks seeing key chunk %llu are not "
+                                     "contiguous (mask window %u, n_sink %u, chunk_size %u)",
+                                     (unsigned long long)c, d.window, d.n_sink, d.chunk_size);
+                        goto done;
+                    }
+                    hi = qb;
+                    idx[2 * n + qb] = (uint32_t)k0;
+                }
+            }
+            qlo[c] = (uint32_t)(lo == n_qb ? 0 : lo);
+            qcnt[c] = (uint32_t)(lo == n_qb ? 0 : hi - lo + 1);
+        }
+        res->tiles_run += (uint64_t)qcnt[c] * d.kv_heads;
+    }
+    uint64_t off_temp = 2 * n + (masked(&d) ? n_qb : 0);
+    uint64_t n_idx = off_temp + (d.temp ? n : 0);
+    for (uint64_t t = 0; d.temp && t < n; t++) {
+        float tau = (float)temperature(&d, t, idx[t]);
+        memcpy(&idx[off_temp + t], &tau, 4);
+    }
     if ((st = rlvk_buffer_create(dev, 16, "attn dummy", &dummy, err)) ||
-        (st = rlvk_buffer_create(dev, 2 * n * 4, "positions+targets", &bidx, err)) ||
+        (st = rlvk_buffer_create(dev, n_idx * 4, "positions+targets", &bidx, err)) ||
         (st = vf_guarded_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
-        (st = rlvk_buffer_upload(dev, &bidx, 0, idx, 2 * n * 4, err)))
+        (st = rlvk_buffer_upload(dev, &bidx, 0, idx, n_idx * 4, err)))
         goto done;
 
     const rlvk_pipeline *pipe;
-    if ((st = get_pipe(e, var, &d, kb, blocks, nb_k, &pipe, err)))
+    if ((st = get_pipe(e, var, &d, in->sinks != NULL, kb, blocks, nb_k, &pipe, err)))
+        goto done;
+    if (in->sinks && ((st = rlvk_buffer_create(dev, (uint64_t)d.heads * 4, "sinks", &bsink, err)) ||
+                      (st = rlvk_buffer_upload(dev, &bsink, 0, in->sinks, (uint64_t)d.heads * 4, err))))
         goto done;
     const rlvk_buffer *bufs[12] = {
         in->q, in->k, paired ? in->q_b : &dummy, paired ? in->k_b : &dummy,
-        (d.flags & ATTN_OUT) ? in->v : &dummy, &bidx, &bout, &dummy, &dummy, &dummy, &dummy, &dummy};
+        (d.flags & ATTN_OUT) ? in->v : &dummy, &bidx, &bout, in->sinks ? &bsink : &dummy, &dummy,
+        &dummy, &dummy, &dummy};
     for (uint32_t b = 0; in->bias && b < in->bias->n_buffers; b++)
         bufs[8 + b] = in->bias->buffers[b];
 
@@ -561,28 +712,32 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
      * rlvk_cmd_dispatch). The first submission starts with `before`'s work
      * (its own timestamps), so producer and attention share one command
      * buffer. */
-    uint64_t chunk = (uint64_t)blocks * kb;
-    uint64_t n_chunks = (n + chunk - 1) / chunk;
-    uint64_t n_qb = (n + ATTN_WG - 1) / ATTN_WG;
     uint32_t group = d.heads / d.kv_heads;
     struct rl_attn_push push = {
         .group_base = 0, .n_tokens = (uint32_t)n, .scale_a = d.scale, .scale_b = d.scale_b,
         .off_buckets = (uint32_t)L.off_buckets, .off_out = (uint32_t)L.off_out,
-        .off_dump = (uint32_t)L.off_dump};
+        .off_dump = (uint32_t)L.off_dump, .window = d.window, .n_sink = d.n_sink,
+        .chunk_size = d.chunk_size, .off_temp = (uint32_t)off_temp};
     res->gpu_ms = 0;
     /* Dispatch x: chunk x / kv_heads, KV head x % kv_heads; its first key and
      * first query block (causal: the block holding that key). */
 #define KEY0(x) ((x) / d.kv_heads * chunk)
-#define QB0(x) (d.causal ? KEY0(x) / ATTN_WG : 0)
+#define QB0(x) qlo[(x) / d.kv_heads]
+#define QBN(x) qcnt[(x) / d.kv_heads]
     uint64_t next = 0, total = n_chunks * d.kv_heads;
+    while (next < total && QBN(next) == 0) /* skipped chunks (mask) */
+        next++;
     while (next < total) {
         uint64_t work = 0, end = next;
         while (end < total && (end == next || work < d.work_per_submit)) {
-            work += (n_qb - QB0(end)) * ATTN_WG * group * chunk * d.head_dim * (paired ? 2 : 1);
+            work += (uint64_t)QBN(end) * ATTN_WG * group * chunk * d.head_dim * (paired ? 2 : 1);
             end++;
         }
+        uint32_t n_disp = 0;
+        for (uint64_t x = next; x < end; x++)
+            n_disp += QBN(x) ? 1u : 0u;
         int first = next == 0, hook = first && in->before;
-        if ((st = rlvk_cmd_begin(dev, (uint32_t)(end - next) + (hook ? in->before_dispatches : 0),
+        if ((st = rlvk_cmd_begin(dev, n_disp + (hook ? in->before_dispatches : 0),
                                  &cmd, err)))
             goto done;
         if (hook) {
@@ -601,10 +756,12 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         }
         rlvk_cmd_timestamp(&cmd, 0);
         for (uint64_t x = next; x < end; x++) {
+            if (QBN(x) == 0)
+                continue;
             push.qblock_base = (uint32_t)QB0(x);
             push.key_base = (uint32_t)KEY0(x);
             push.kv_head = (uint32_t)(x % d.kv_heads);
-            if ((st = rlvk_cmd_dispatch(&cmd, pipe, bufs, &push, (n_qb - QB0(x)) * group, err)))
+            if ((st = rlvk_cmd_dispatch(&cmd, pipe, bufs, &push, (uint64_t)QBN(x) * group, err)))
                 goto done;
         }
         rlvk_cmd_timestamp(&cmd, 1);
@@ -623,7 +780,10 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         memset(&cmd, 0, sizeof cmd);
         res->submissions++;
         next = end;
+        while (next < total && QBN(next) == 0)
+            next++;
     }
+#undef QBN
 #undef QB0
 #undef KEY0
     if (d.test_write_past) {
@@ -657,16 +817,20 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         goto done;
     res->wall_ms = (rl_now() - t_start) * 1e3;
     if (!d.no_verify &&
-        !(st = verify(&d, &in->ref, idx, in->target, in->bias, nb, stats, out->buckets, out->out,
+        !(st = verify(&d, &in->ref, idx, in->target, in->bias, in->sinks, nb, stats, out->buckets,
+                      out->out,
                       out->dump, &res->verify, err)))
         attn_judge(&d, &res->verify, res->guard_ok);
 done:
     rlvk_cmd_destroy(&cmd);
+    rlvk_buffer_destroy(dev, &bsink);
     rlvk_buffer_destroy(dev, &dummy);
     rlvk_buffer_destroy(dev, &bout);
     rlvk_buffer_destroy(dev, &bidx);
     if (stats != out->stats)
         free(stats);
+    free(qcnt);
+    free(qlo);
     free(idx);
     return st;
 }
@@ -677,7 +841,8 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     rlvk_device *dev = e->dev;
     attn_desc d;
     const attn_variant *var;
-    rl_status st = begin_run(e, din, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
+    rl_status st = begin_run(e, din, in->bias, in->sinks != NULL, in->q && in->k, in->v != NULL,
+                             in->target != NULL,
                              out, &d, &var, res, err);
     if (st)
         return st;
@@ -708,7 +873,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         goto done;
     attn_resident r = {
         .q = &bqa, .k = &bka, .v = &bv, .q_b = own_b ? &bqb : &bqa, .k_b = own_b ? &bkb : &bka,
-        .pos = in->pos, .target = in->target, .bias = in->bias,
+        .pos = in->pos, .target = in->target, .bias = in->bias, .sinks = in->sinks,
         .ref = ref,
     };
     st = run(e, &d, var, &r, out, res, t_start, err);
@@ -728,7 +893,8 @@ rl_status attn_run_resident(attn_engine *e, const attn_desc *din, const attn_res
 {
     attn_desc d;
     const attn_variant *var;
-    rl_status st = begin_run(e, din, in->bias, in->q && in->k, in->v != NULL, in->target != NULL,
+    rl_status st = begin_run(e, din, in->bias, in->sinks != NULL, in->q && in->k, in->v != NULL,
+                             in->target != NULL,
                              out, &d, &var, res, err);
     if (st)
         return st;

@@ -7,9 +7,38 @@
 
 #include "attn/attn.h"
 
-double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
+int attn_ref_visible(const attn_ref_problem *p, uint64_t i, uint64_t j)
 {
     if (p->causal && j > i)
+        return 0;
+    if (j < p->n_sink)
+        return 1;
+    uint64_t dist = i > j ? i - j : j - i;
+    if (p->window && dist >= p->window)
+        return 0;
+    if (p->chunk_size && i / p->chunk_size != j / p->chunk_size)
+        return 0;
+    return 1;
+}
+
+double attn_ref_temperature(const attn_ref_problem *p, uint64_t i)
+{
+    double pos = (double)p->pos[i];
+    switch (p->temp) {
+    case ATTN_TEMP_LLAMA4: /* HF Llama4: log(floor((cache_position + 1) / floor_scale) + 1) * attn_scale + 1 */
+        return 1.0 + p->temp_a * log(floor((pos + 1.0) / p->temp_b) + 1.0);
+    case ATTN_TEMP_QWEN_LOGN: /* Qwen: log_L(n) for the 1-based position n > L */
+        return pos + 1.0 > p->temp_a ? log(pos + 1.0) / log(p->temp_a) : 1.0;
+    case ATTN_TEMP_SSMAX: /* Nakanishi 2025: s log n, n = keys of the row */
+        return p->temp_a * log(p->causal ? (double)i + 1.0 : (double)p->tokens);
+    default:
+        return 1.0;
+    }
+}
+
+double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
+{
+    if (!attn_ref_visible(p, i, j))
         return -INFINITY;
     uint32_t d = p->head_dim;
     uint32_t kvh = h / (p->heads / p->kv_heads);
@@ -21,6 +50,8 @@ double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t
     for (uint32_t e = 0; e < d; e++)
         dot += (double)qi[e] * (double)kj[e];
     double s = (which ? p->scale_b : p->scale) * dot;
+    if (!which && p->temp)
+        s *= attn_ref_temperature(p, i);
     int use_bias = which ? p->bias_b : p->bias_a;
     if (use_bias && p->bias && p->bias->ref)
         s += p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i], (int64_t)p->pos[j]);
@@ -36,7 +67,8 @@ static double abs_dot(const attn_ref_problem *p, int which, uint32_t h, uint64_t
     double s = 0;
     for (uint32_t e = 0; e < d; e++)
         s += fabs((double)qi[e] * (double)kj[e]);
-    return s * fabs(which ? p->scale_b : p->scale);
+    double t = !which && p->temp ? fabs(attn_ref_temperature(p, i)) : 1.0;
+    return s * fabs(which ? p->scale_b : p->scale) * t;
 }
 
 void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint64_t target,
@@ -49,8 +81,15 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
     double *sa = scratch, *sb = scratch + n;
     double m = -INFINITY, mn = INFINITY;
     r->argmax = 0;
+    uint64_t nvis = 0;
     for (uint64_t j = 0; j < nk; j++) {
         sa[j] = attn_ref_logit(p, 0, h, i, j);
+        if (!attn_ref_visible(p, i, j)) { /* masked: p = 0, no error term */
+            if (p->paired)
+                sb[j] = -INFINITY;
+            continue;
+        }
+        nvis++;
         if (sa[j] > m) {
             m = sa[j];
             r->argmax = j;
@@ -85,13 +124,24 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
                 r->max_bias_err = eb;
         }
     }
-    r->n_keys = nk;
+    r->n_keys = nvis;
     r->max = m;
     r->min_logit = mn;
     double sum = 0;
     for (uint64_t j = 0; j < nk; j++)
-        sum += exp(sa[j] - m);
+        sum += exp(sa[j] - m); /* masked keys: exp(-inf) = 0 */
     r->lse = m + log(sum);
+    if (p->sinks) {
+        /* learned sink: one more term of the denominator, no key */
+        double sg = p->sinks[h], m2 = m > sg ? m : sg;
+        double s2 = 0;
+        for (uint64_t j = 0; j < nk; j++)
+            s2 += exp(sa[j] - m2);
+        s2 += exp(sg - m2);
+        r->lse = m2 + log(s2);
+        if (sg < r->min_logit)
+            r->min_logit = sg;
+    }
     double lse_b = 0;
     if (p->paired) {
         double mb = -INFINITY, sumb = 0;
@@ -111,6 +161,8 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
     uint32_t kvh = h / (p->heads / p->kv_heads);
     double ent = 0, kl = 0;
     for (uint64_t j = 0; j < nk; j++) {
+        if (sa[j] == -INFINITY)
+            continue;                         /* masked */
         double lp = sa[j] - r->lse;          /* log p_j */
         double pj = exp(lp);
         if (pj > 0)

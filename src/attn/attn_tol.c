@@ -27,6 +27,8 @@
  *       additions (N_k u), one rescale exp per key block (<= N_k/4 blocks, 3
  *       ulp each) and log's 2^-21 absolute error:
  *       eps = 2 E_s + rho + N_k u + 3 (N_k/4 + 1) 2^-23 + 2^-21.
+ *       A learned sink adds 2 rho + 3 ulp to eps (its fold, see below) and
+ *       one term to N_k.
  *  lse      : E_s + eps + 2^-23 (A + B + log N_k + 1)  (absolute; |lse| bound)
  *  max      : E_s                                      (absolute)
  *  entropy  : H = log l - sum_j p_j t_j with |t_j| <= R: (R + 2) eps + 2 E_s
@@ -63,9 +65,17 @@ void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol)
     double A = v->max_abs_dot, B = v->max_abs_bias;
     double R = v->max_range < 104 ? v->max_range : 104;
     double nk = (double)v->max_keys;
-    double es = (d->head_dim + 2.0) * u * A + 3 * u * B + v->max_bias_err;
+    /* Temperature (v->temp): tau_i rounded to fp32 on the host and one more
+     * multiply in the kernel, 2 u of the scaled dot (A includes |tau|). */
+    double es = (d->head_dim + 2.0 + (v->temp ? 2.0 : 0.0)) * u * A + 3 * u * B + v->max_bias_err;
     double rho = (3 + 2 * R) * 0x1p-23;
     double eps = 2 * es + rho + nk * u + 3 * (nk / 4 + 1) * 0x1p-23 + 0x1p-21;
+    /* Learned sink (v->sinks): folded into l once at the end, in the frame
+     * m2 = max(m, sink): exp(m - m2) and exp(sink - m2) (rho each, their
+     * arguments within the range R, which includes the sink), one multiply,
+     * one add, one divide (3 ulp = 3 * 2^-23); N_k counts the sink as a key. */
+    if (v->sinks)
+        eps += 2 * rho + 3 * 0x1p-23;
     /* |lse| <= max logit + log N_k <= A + B + log N_k (final addition's rounding). */
     tol[ATTN_V_LSE] = es + eps + 0x1p-23 * (A + B + log(nk > 1 ? nk : 1) + 1);
     tol[ATTN_V_MAX] = es;

@@ -71,6 +71,8 @@ typedef struct bench_attn_opts {
     int with_output;      /* also O = softmax(QK^T) V (random V) */
     uint32_t reps;        /* timed runs, 0: 3 (max BENCH_MAX_REPS) */
     int single;           /* 1: time the verified run itself, no extra runs (long inputs) */
+    uint32_t window, n_sink, chunk_size; /* mask (attn_desc); any set: the unmasked run is
+                                            timed too */
 } bench_attn_opts;
 
 typedef struct bench_attn_result {
@@ -89,6 +91,12 @@ typedef struct bench_attn_result {
     uint32_t submissions, chunk_keys;
     vf_stats verify;            /* the engine's verdict before timing */
     char verify_worst[32];      /* statistic with the worst error/bound */
+    /* With a mask: */
+    double excluded;            /* f: fraction of the unmasked (query, key) pairs the mask excludes */
+    double tiles_skipped;       /* fraction of (query block, key chunk) tiles not dispatched */
+    double full_gpu_ms;         /* median GPU time of the same run unmasked */
+    double time_ratio;          /* gpu_ms / full_gpu_ms */
+    double saved_over_f;        /* (1 - time_ratio) / f (the target is >= 0.8) */
 } bench_attn_result;
 
 /* Verifies, then times the attention kernel and the FMA yardstick.

@@ -73,6 +73,37 @@ rl_status bench_fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_err
     return st;
 }
 
+/* |[a, b] ∩ [c, e]| for inclusive integer intervals (empty when b < a). */
+static uint64_t overlap(int64_t a, int64_t b, int64_t c, int64_t e)
+{
+    int64_t lo = a > c ? a : c, hi = b < e ? b : e;
+    return hi >= lo ? (uint64_t)(hi - lo + 1) : 0;
+}
+
+/* Visible (query, key) pairs per head under the mask (attn.h's definition,
+ * counted by intervals per row) and without it. */
+static void count_pairs(const bench_attn_opts *o, double *visible, double *full)
+{
+    int64_t n = (int64_t)o->tokens, S = o->n_sink, W = o->window, C = o->chunk_size;
+    *visible = *full = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t last = o->causal ? i : n - 1;  /* keys 0..last */
+        int64_t lo = 0, hi = last;
+        if (W) {
+            lo = i - W + 1 > lo ? i - W + 1 : lo;
+            hi = i + W - 1 < hi ? i + W - 1 : hi;
+        }
+        if (C) {
+            int64_t cs = i - i % C;
+            lo = cs > lo ? cs : lo;
+            hi = cs + C - 1 < hi ? cs + C - 1 : hi;
+        }
+        uint64_t local = overlap(lo, hi, 0, last), sinks = overlap(0, S - 1, 0, last);
+        *visible += (double)(local + sinks - overlap(lo, hi, 0, S - 1 < last ? S - 1 : last));
+        *full += (double)(last + 1);
+    }
+}
+
 rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_attn_result *res,
                           rl_error *err)
 {
@@ -92,7 +123,9 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
                        dev->info.name);
     attn_desc d = {.tokens = o.tokens, .heads = o.heads, .head_dim = o.head_dim,
                    .causal = o.causal, .fp16 = o.fp16, .flags = o.with_output ? ATTN_OUT : 0,
-                   .scale = (float)(1.0 / sqrt(o.head_dim)), .verify_rows = 8};
+                   .scale = (float)(1.0 / sqrt(o.head_dim)), .verify_rows = 8,
+                   .window = o.window, .n_sink = o.n_sink, .chunk_size = o.chunk_size};
+    int masked = o.window || o.chunk_size;
     rl_status st = attn_check_shape(dev, &d, err);
     if (st)
         return st;
@@ -101,7 +134,7 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     void *q = malloc(n * esz), *k = malloc(n * esz), *v = o.with_output ? malloc(n * esz) : NULL;
     float *stats = malloc(o.tokens * o.heads * RL_ATTN_NSTAT * sizeof *stats);
     float *out = o.with_output ? malloc(n * sizeof *out) : NULL;
-    double times[BENCH_MAX_REPS];
+    double times[BENCH_MAX_REPS], *ut = NULL, *rt = NULL;
     attn_engine e = {0};
     if (!q || !k || !stats || (o.with_output && (!v || !out))) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the benchmark");
@@ -138,15 +171,40 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     }
     res->chunk_keys = r.chunk_keys;
     res->submissions = r.submissions;
+    if (masked)
+        res->tiles_skipped = 1.0 - (double)r.tiles_run / (double)r.tiles_full;
     res->wall_ms = r.wall_ms;
     times[0] = r.gpu_ms;
     d.no_verify = 1;
-    for (uint32_t i = 0; !o.single && i < o.reps; i++) {
-        if ((st = attn_run(&e, &d, &in, &ou, &r, err)))
+    /* Masked: the same run unmasked is timed too, each rep right after the
+     * masked one (machine load drifts; pairs see the same load), after a
+     * warm-up run that builds its pipeline. The ratio is the median of the
+     * per-rep ratios: the saving is measured, not assumed. */
+    attn_desc u = d;
+    u.window = u.n_sink = u.chunk_size = 0;
+    uint32_t nrep = o.single ? 1 : o.reps;
+    if (masked) {
+        if (!(ut = malloc(nrep * sizeof *ut)) || !(rt = malloc(nrep * sizeof *rt))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the benchmark");
             goto done;
-        times[i] = r.gpu_ms;
-        res->submissions = r.submissions;
-        res->wall_ms = r.wall_ms;
+        }
+        if ((st = attn_run(&e, &u, &in, &ou, &r, err)))
+            goto done;
+    }
+    for (uint32_t i = 0; i < nrep; i++) {
+        if (!o.single) {
+            if ((st = attn_run(&e, &d, &in, &ou, &r, err)))
+                goto done;
+            times[i] = r.gpu_ms;
+            res->submissions = r.submissions;
+            res->wall_ms = r.wall_ms;
+        }
+        if (masked) {
+            if ((st = attn_run(&e, &u, &in, &ou, &r, err)))
+                goto done;
+            ut[i] = r.gpu_ms;
+            rt[i] = times[i] / ut[i];
+        }
     }
     if (o.single)
         o.reps = res->opts.reps = 1;
@@ -158,6 +216,16 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
         flops *= 2;
     if (o.causal)
         flops *= 0.5;
+    if (masked) {
+        /* Masked: the flops of the visible pairs. */
+        double vis, full;
+        count_pairs(&o, &vis, &full);
+        res->excluded = 1.0 - vis / full;
+        flops = 2.0 * vis * o.head_dim * o.heads * (o.with_output ? 2 : 1);
+        res->full_gpu_ms = bench_median(ut, nrep);
+        res->time_ratio = bench_median(rt, nrep);
+        res->saved_over_f = res->excluded > 0 ? (1.0 - res->time_ratio) / res->excluded : 0;
+    }
     res->flops = flops;
     res->gflops = flops / (res->gpu.median * 1e6);
     if ((st = fma_peak(dev, BENCH_FMA_REPS, res, err)))
@@ -165,6 +233,8 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     res->ratio = res->gflops / res->fma_gflops;
 done:
     attn_engine_destroy(&e);
+    free(rt);
+    free(ut);
     free(out);
     free(stats);
     free(v);

@@ -119,6 +119,9 @@ typedef struct chk_attn_case {
     const char *bias;         /* registry encoding of the logit bias ("alibi", "t5", "xl"); NULL: none */
     uint32_t flags;           /* ATTN_* statistics */
     uint32_t block_keys, chunk_blocks; /* attn_desc tuning; 0: automatic */
+    uint32_t window, n_sink, chunk_size; /* attn_desc mask; 0: none */
+    int sinks;                /* 1: learned sinks, head h's logit 1.5 - 0.75 h (attn_inputs.sinks) */
+    int temp;                 /* attn_desc.temp with fixed parameters (chk_attn.c); 0: none */
 } chk_attn_case;
 struct attn_engine;
 rl_status chk_attn_run_case(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,

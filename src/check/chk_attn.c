@@ -20,6 +20,7 @@ typedef chk_attn_case attn_case;
 /* Everything but O; O (ATTN_OUT) is checked on two cases only because its
  * pipeline takes lavapipe ~10 s to build. */
 #define ALL_STATS (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED)
+#define SINK_STATS (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS)
 
 /* Random test problem: q, k, v ~ N(0, 1) (rounded to half for fp16), q_b/k_b
  * a perturbed copy (paired mode: KL of a small distortion), positions
@@ -89,6 +90,15 @@ static void attn_row_name(const attn_case *c, chk_row *row)
     snprintf(row->shape, sizeof row->shape, "%ux%u/%ux%u %s%s", c->tokens, c->heads, c->kv_heads,
              c->head_dim, c->causal ? "causal" : "bidir",
              (c->flags & ATTN_OUT) ? " O" : "");
+    size_t n = strlen(row->shape);
+    if (c->window || c->chunk_size)
+        n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " mask w%u s%u c%u",
+                              c->window, c->n_sink, c->chunk_size);
+    if (c->sinks && n < sizeof row->shape)
+        n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " sinks");
+    static const char *const temps[] = {"", " temp llama4", " temp qwen_logn", " temp ssmax"};
+    if (c->temp > 0 && c->temp < 4 && n < sizeof row->shape)
+        snprintf(row->shape + n, sizeof row->shape - n, "%s", temps[c->temp]);
 }
 
 rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c, uint64_t seed,
@@ -128,9 +138,19 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
                    .head_dim = c->head_dim, .causal = c->causal, .fp16 = c->fp16,
                    .flags = c->flags, .scale = (float)(1.0 / sqrt(c->head_dim)),
                    .scale_b = (float)(1.25 / sqrt(c->head_dim)),
-                   .block_keys = c->block_keys, .chunk_blocks = c->chunk_blocks};
+                   .block_keys = c->block_keys, .chunk_blocks = c->chunk_blocks,
+                   .window = c->window, .n_sink = c->n_sink, .chunk_size = c->chunk_size,
+                   .temp = c->temp,
+                   .temp_a = c->temp == ATTN_TEMP_LLAMA4      ? 0.1
+                             : c->temp == ATTN_TEMP_QWEN_LOGN ? c->tokens / 4 + 1.0
+                                                              : 0.35,
+                   .temp_b = 64};
+    float sinks[64];
+    for (uint32_t h = 0; h < c->heads && h < 64; h++)
+        sinks[h] = 1.5f - 0.75f * (float)h; /* above and below the logits' typical range */
     attn_inputs in = {.q = x.q, .k = x.k, .v = x.v, .q_b = x.qb, .k_b = x.kb, .pos = x.pos,
-                      .target = x.target, .bias = c->bias ? &pb.bias : NULL};
+                      .target = x.target, .bias = c->bias ? &pb.bias : NULL,
+                      .sinks = c->sinks && c->heads <= 64 ? sinks : NULL};
     attn_outputs out = {.stats = stats, .buckets = buckets, .out = o};
     attn_result res;
     st = attn_run(e, &d, &in, &out, &res, err);
@@ -183,16 +203,34 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
              * direction, in registry order) with 2 heads over 1 KV head,
              * paired against the same logits without the bias. */
             const char *bias = nbias ? biases[(li + (size_t)causal) % nbias] : NULL;
-            attn_case cs[4] = {
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0},
-                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0},
-                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0},
+            attn_case cs[12] = {
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0},
+                /* Masks (docs/attention.md "Masks"), from 65 tokens on: a
+                 * sliding window, StreamingLLM / LM-Infinite sinks + window
+                 * (with the bias), Llama 4 chunks; sizes that cut chunks and
+                 * workgroups unevenly (window/chunk in keys). */
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, n / 5 + 1, 0, 0, 0, 0},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, n / 7 + 3, 4, 0, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS | ATTN_OUT, 0, 0, 0, 0, n / 3 + 5, 0, 0},
+                /* Learned sinks (gpt-oss), with O; the last with a window
+                 * as gpt-oss's sliding layers. Not paired. */
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, 0, 0, 0, 1, 0},
+                {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, n / 4 + 1, 0, 0, 1, 0},
+                /* Temperature (per-query logit scale): Llama 4 (attn_scale 0.1,
+                 * floor_scale 64), Qwen log-n (L = n / 4 + 1), SSMax (s = 0.35). */
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, ATTN_TEMP_LLAMA4},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0,
+                 ATTN_TEMP_QWEN_LOGN},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, n / 3 + 1, 0, 0, 1,
+                 ATTN_TEMP_SSMAX},
             };
             /* O on 65 tokens causal (tail of a workgroup) and 1000 bidirectional. */
             int with_o = (n == 65 && causal) || (n == 1000 && !causal && !opt->quick);
-            for (int k = 0; k < 3 + with_o && !st; k++) {
-                if (!cs[k].bias && k == 2)
+            for (int k = 0; k < 12 && !st; k++) {
+                if ((!cs[k].bias && (k == 2 || k == 5 || k == 10)) || (k == 3 && !with_o) || (k >= 4 && n < 65))
                     continue;
                 chk_row row;
                 attn_row_name(&cs[k], &row);

@@ -61,6 +61,12 @@ static json_t *attn_json(const rlvk_device *dev, const bench_attn_result *r, rl_
         (json_int_t)v->n, "over_bound", (json_int_t)(v->n_over + v->n_nonfinite),
         "worst_statistic", r->verify_worst, "worst_error_over_bound", v->worst_ratio, "nmse",
         v->nmse, "nmse_gate", v->nmse_gate, "guard_ok", !v->guard_bad));
+    if (o->window || o->chunk_size) /* masked: the saving, measured against the unmasked run */
+        json_object_set_new(res, "mask", st != RL_OK ? json_null() : json_pack(
+            "{s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:f}", "window", (int)o->window, "n_sink",
+            (int)o->n_sink, "chunk_size", (int)o->chunk_size, "excluded_fraction", r->excluded,
+            "tiles_skipped_fraction", r->tiles_skipped, "unmasked_gpu_ms_median", r->full_gpu_ms,
+            "time_ratio_to_unmasked", r->time_ratio, "saved_over_excluded", r->saved_over_f));
     return res;
 }
 
@@ -89,6 +95,14 @@ static rl_status bench_attention_on(rlvk_device *dev, void *p, json_t *arr, rl_e
     printf("  attention    : %10.2f GFLOP/s (%.3f GFLOP counted)\n", r.gflops, r.flops * 1e-9);
     printf("  FMA peak     : %10.2f GFLOP/s (fma_peak kernel, same run)\n", r.fma_gflops);
     printf("  ratio to FMA peak: %.3f\n", r.ratio);
+    if (o->window || o->chunk_size) {
+        printf("  mask         : window %u, sinks %u, chunk %u: excludes f = %.4f of the pairs, "
+               "skips %.4f of the tiles\n", o->window, o->n_sink, o->chunk_size, r.excluded,
+               r.tiles_skipped);
+        printf("  unmasked     : %10.3f ms median of %u; masked/unmasked GPU time %.4f (median of pairs), "
+               "saved %.4f = %.3f f (target >= 0.8 f)\n", r.full_gpu_ms, r.gpu.n,
+               r.time_ratio, 1.0 - r.time_ratio, r.saved_over_f);
+    }
     return RL_OK;
 }
 
@@ -97,7 +111,7 @@ int cmd_bench_attention(int argc, char **argv)
     const char *device = "auto";
     int json = 0, validate = 0, causal = 0, fp16 = 0, with_o = 0, single = 0;
     uint64_t tokens = 16384;
-    uint32_t heads = 1, head_dim = 128, reps = 3;
+    uint32_t heads = 1, head_dim = 128, reps = 3, window = 0, n_sink = 0, chunk = 0;
     const cli_opt opts[] = {
         {"--device", CLI_STR, &device, "D", "device: index, name substring, auto (default) or all"},
         {"--tokens", CLI_U64, &tokens, "N", "tokens (default 16384)"},
@@ -108,6 +122,9 @@ int cmd_bench_attention(int argc, char **argv)
         {"--output", CLI_FLAG, &with_o, NULL, "also compute O = softmax(QK^T)V (default: statistics only)"},
         {"--reps", CLI_U32, &reps, "N", "timed runs, median reported (default 3, max 63)"},
         {"--single", CLI_FLAG, &single, NULL, "time the verified run itself, no extra runs (long inputs)"},
+        {"--window", CLI_U32, &window, "W", "sliding-window mask: keys |i - j| < W (also times the unmasked run)"},
+        {"--sinks", CLI_U32, &n_sink, "S", "with --window or --chunk: keys j < S always visible (StreamingLLM)"},
+        {"--chunk", CLI_U32, &chunk, "C", "chunked mask: keys in the query's chunk of C tokens (Llama 4)"},
         {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},
         {"--validate", CLI_FLAG, &validate, NULL, "enable the Khronos validation layer"},
     };
@@ -116,7 +133,10 @@ int cmd_bench_attention(int argc, char **argv)
                        "Times the streaming attention kernel (statistics only unless --output) and\n"
                        "reports GPU time, GFLOP/s (2*N^2*d for QK^T, 4*N^2*d with O, half when\n"
                        "causal) and the ratio to the device's FMA peak measured by ropelab's own FMA\n"
-                       "kernel in the same run. Verified against the CPU reference first.",
+                       "kernel in the same run. Verified against the CPU reference first.\n"
+                       "With a mask (--window, --sinks, --chunk) it also reports the fraction f of\n"
+                       "pairs the mask excludes, the tiles skipped, and the GPU time against the\n"
+                       "same run unmasked.",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, &n_pos);
     if (rc >= 0)
         return rc;
@@ -128,20 +148,28 @@ int cmd_bench_attention(int argc, char **argv)
         cli_error("--reps %u: must be between 1 and %u", reps, (unsigned)BENCH_MAX_REPS);
         return CLI_EXIT_USAGE;
     }
+    if (n_sink && !window && !chunk) {
+        cli_error("--sinks %u needs --window or --chunk (without either every key is visible)",
+                  n_sink);
+        return CLI_EXIT_USAGE;
+    }
     cli_devices d;
     if ((rc = cli_open(device, validate, &d)) >= 0)
         return rc;
     attn_bench_ctx c = {.o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
                               .causal = causal, .fp16 = fp16, .with_output = with_o, .reps = reps,
-                              .single = single},
+                              .single = single, .window = window, .n_sink = n_sink,
+                              .chunk_size = chunk},
                         .results = json ? json_array() : NULL};
     rc = cli_each_device(&d, bench_attention_on, &c, NULL);
     cli_close(&d);
     if (json) {
-        json_t *flags = json_pack("{s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:i,s:b,s:b}", "device", device,
-                                  "tokens", (json_int_t)tokens, "heads", (int)heads, "head_dim",
-                                  (int)head_dim, "causal", causal, "fp16", fp16, "output", with_o,
-                                  "reps", (int)reps, "single", single, "validate", validate);
+        json_t *flags = json_pack("{s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:i,s:b,s:b,s:i,s:i,s:i}",
+                                  "device", device, "tokens", (json_int_t)tokens, "heads",
+                                  (int)heads, "head_dim", (int)head_dim, "causal", causal, "fp16",
+                                  fp16, "output", with_o, "reps", (int)reps, "single", single,
+                                  "validate", validate, "window", (int)window, "sinks",
+                                  (int)n_sink, "chunk", (int)chunk);
         rc = cli_bench_print("attention", flags, c.results, rc);
     }
     return rc;

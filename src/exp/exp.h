@@ -239,6 +239,48 @@ rl_status exp_rope_freqs(const exp_run *run, uint64_t seq_len, rope_freqs *f, rl
 /* ---- attention of a run's encoding (exp_attn.c) ------------------------- */
 
 /* Raw inputs of one attention problem for exp_attn_run. */
+/* The attention mask of the attention kinds (entropy, retrieval,
+ * distortion): one definition of the batch keys (docs/runner.md), placed in
+ * a kind's parameter list with EXP_ATTN_MASK_PARAMS(its three indices) and
+ * read with exp_attn_mask_get. Semantics: attn_desc.window/n_sink/chunk_size. */
+typedef struct exp_attn_mask {
+    uint32_t window, n_sink, chunk_size;
+    int learned_sink;        /* attn_learned_sink: every head's sink logit is sink_logit */
+    double sink_logit;
+    int temp;                /* attn_temperature: ATTN_TEMP_*, parameters as attn_desc */
+    double temp_a, temp_b;
+} exp_attn_mask;
+#define EXP_ATTN_MASK_PARAMS(W, S, C, LS, SL, T, TS, TF)                                       \
+    [T] = {.key = "attn_temperature", .type = RL_P_ENUM, .def = "\"none\"",                    \
+           .choices = "none|llama4|qwen_logn|ssmax",                                            \
+           .help = "per-query logit scale: llama4 1 + s log(floor((pos + 1) / floor) + 1), "    \
+                   "qwen_logn log_L(pos + 1) beyond L = train_len, ssmax s log n"},             \
+    [TS] = {.key = "attn_temp_scale", .type = RL_P_NUM, .min = 0, .max = 1e3, .def = "0.1",    \
+            .help = "s of attn_temperature llama4 (attn_scale) and ssmax"},                      \
+    [TF] = {.key = "attn_temp_floor", .type = RL_P_NUM, .min = 1, .max = 1e9, .def = "8192",   \
+            .help = "floor_scale of attn_temperature llama4"},                                   \
+    [LS] = {.key = "attn_learned_sink", .type = RL_P_BOOL, .def = "false",                     \
+            .help = "learned attention sink (gpt-oss): attn_sink_logit in every head's softmax " \
+                    "denominator only"},                                                         \
+    [SL] = {.key = "attn_sink_logit", .type = RL_P_NUM, .min = -1e4, .max = 1e4, .def = "0",   \
+            .help = "the learned sink's logit (with attn_learned_sink)"},                        \
+    [W] = {.key = "attn_window", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",       \
+           .help = "attention mask: sliding window, keys |i - j| < attn_window (0: none)"},     \
+    [S] = {.key = "attn_sinks", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",        \
+           .help = "attention mask: the first attn_sinks keys always visible (StreamingLLM; "   \
+                   "needs attn_window or attn_chunk)"},                                          \
+    [C] = {.key = "attn_chunk", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",        \
+           .help = "attention mask: keys in the query's chunk of attn_chunk tokens (Llama 4 "   \
+                   "attention_chunk_size; 0: none)"}
+/* The mask from a kind's resolved values v[W], v[S], v[C], v[LS], v[SL],
+ * v[T], v[TS], v[TF] (qwen_logn's L: train_len);
+ * attn_sinks without a window or chunk is RL_ERR_ARG naming the kind and
+ * keys. */
+rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
+                            const exp_value *c, const exp_value *ls, const exp_value *sl,
+                            const exp_value *t, const exp_value *ts, const exp_value *tf,
+                            uint32_t train_len, exp_attn_mask *m, rl_error *err);
+
 typedef struct exp_attn_io {
     uint64_t tokens;
     const float *q;          /* [tokens][heads][head_dim] f32, raw (before the encoding) */
@@ -247,6 +289,7 @@ typedef struct exp_attn_io {
     const uint32_t *pos;     /* [tokens] positions */
     const uint32_t *target;  /* [tokens] target key per query for ATTN_TARGET, else NULL */
     int causal;
+    exp_attn_mask mask;      /* window / sinks / chunks (0: none) */
     uint32_t flags;          /* ATTN_* statistics */
     uint32_t verify_rows;    /* sampled rows verified; 0: 32 */
     int no_attention_factor; /* 1: logit scale 1/sqrt(d) even if the RoPE scaling has a factor */

@@ -37,6 +37,31 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
     return s;
 }
 
+rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
+                            const exp_value *c, const exp_value *ls, const exp_value *sl,
+                            const exp_value *t, const exp_value *ts, const exp_value *tf,
+                            uint32_t train_len, exp_attn_mask *m, rl_error *err)
+{
+    *m = (exp_attn_mask){.window = (uint32_t)w->num, .n_sink = (uint32_t)s->num,
+                         .chunk_size = (uint32_t)c->num, .learned_sink = ls->num != 0,
+                         .sink_logit = sl->num};
+    static const char *const temps[] = {"none", "llama4", "qwen_logn", "ssmax"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(t->str, temps[i]) == 0)
+            m->temp = i; /* ATTN_TEMP_* in this order */
+    m->temp_a = m->temp == ATTN_TEMP_QWEN_LOGN ? (double)train_len : ts->num;
+    m->temp_b = tf->num;
+    if (m->temp == ATTN_TEMP_QWEN_LOGN && train_len < 2)
+        return rl_fail(err, RL_ERR_ARG,
+                       "%s: attn_temperature qwen_logn needs the model's train_len above 1 (got %u)",
+                       kind, train_len);
+    if (m->n_sink && !m->window && !m->chunk_size)
+        return rl_fail(err, RL_ERR_ARG,
+                       "%s: attn_sinks %u needs attn_window or attn_chunk (without either every "
+                       "key is visible)", kind, m->n_sink);
+    return RL_OK;
+}
+
 /* One operand on the device: [tokens][heads][head_dim] f32 (the raw tensor,
  * or nothing when a transform writes it) followed by the verification
  * layer's guard words (vf_guarded_create), which no transform may touch. */
@@ -186,7 +211,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     int have_bias = 0;
     rl_status st = RL_OK;
     uint32_t *own_pos = NULL;
-    float *own_stats = NULL, *hq = NULL, *hk = NULL, *hqb = NULL, *hkb = NULL;
+    float *own_stats = NULL, *sinks = NULL, *hq = NULL, *hk = NULL, *hqb = NULL, *hkb = NULL;
     const uint32_t *pos = io->pos;
     /* Without the attention factor: a rotation whose factor differs per
      * token (dynamic_yarn, dynamic_mode cache_consistent) cannot be undone
@@ -255,6 +280,8 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : r->scale;
     r->desc = (attn_desc){
         .tokens = T, .heads = H, .kv_heads = KV, .head_dim = D, .causal = io->causal,
+        .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
+        .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
         .flags = io->flags | (b ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)r->scale, .scale_b = (float)r->scale_b,
         .verify_rows = io->verify_rows,
@@ -270,10 +297,18 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
      * read, which are on the device until it finished). */
     attn_desc run_desc = r->desc;
     run_desc.no_verify = 1;
+    if (io->mask.learned_sink) {
+        if (!(sinks = malloc(H * sizeof *sinks))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+            goto done;
+        }
+        for (uint32_t h = 0; h < H; h++)
+            sinks[h] = (float)io->mask.sink_logit;
+    }
     attn_resident in = {
         .q = &bq, .k = &bk, .v = (io->flags & ATTN_OUT) ? &bv : NULL,
         .q_b = b ? &bqb : NULL, .k_b = b ? &bkb : NULL,
-        .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL,
+        .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL, .sinks = sinks,
         .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
     };
     if ((st = attn_run_resident(eng, &run_desc, &in, &o, &r->attn, err)))
@@ -285,7 +320,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     uint64_t vr = io->verify_rows ? io->verify_rows : ATTN_DEFAULT_VERIFY_ROWS;
     uint64_t rows = vr < T ? vr : T;
     attn_inputs ref = {.q = io->q, .k = io->k, .v = io->v, .pos = pos, .target = io->target,
-                       .bias = have_bias ? &pb.bias : NULL};
+                       .bias = have_bias ? &pb.bias : NULL, .sinks = sinks};
     if (ea) {
         if (!(hq = malloc(nq * sizeof *hq)) || !(hk = malloc(nk * sizeof *hk))) {
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
@@ -342,6 +377,7 @@ done:
     rlvk_buffer_destroy(dev, &bq);
     free(hq), free(hk), free(hqb), free(hkb);
     free(own_stats);
+    free(sinks);
     free(own_pos);
     pe_encoding_destroy(twin); /* after the transforms that point to it */
     return st;

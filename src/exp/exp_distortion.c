@@ -28,13 +28,16 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-enum { P_LENGTH, P_ATTENTION_FACTOR, P_COUNT };
+enum { P_LENGTH, P_ATTENTION_FACTOR, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+    P_TFLOOR, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_LENGTH] = {.key = "length", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                   .help = "tokens (0: the model's train_len, the original context)"},
     [P_ATTENTION_FACTOR] = {.key = "attention_factor", .type = RL_P_BOOL, .def = "true",
                             .help = "apply the scaled encoding's attention factor (af^2 on the "
                                     "logits)"},
+    EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+                         P_TFLOOR),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get); length
@@ -42,6 +45,7 @@ static const rl_param params[P_COUNT] = {
 typedef struct dist_params {
     uint64_t length;
     int attention_factor;
+    exp_attn_mask mask;
 } dist_params;
 
 static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *err)
@@ -52,7 +56,16 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
         return st;
     p->length = v[P_LENGTH].num ? (uint64_t)v[P_LENGTH].num : run->model.train_len;
     p->attention_factor = v[P_ATTENTION_FACTOR].num != 0;
-    return RL_OK;
+    st = exp_attn_mask_get("distortion", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
+                           &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
+                           run->model.train_len, &p->mask, err);
+    if (!st && p->mask.temp)
+        return rl_fail(err, RL_ERR_ARG, "distortion: attn_temperature is not supported (the engine "
+                                        "scales definition a only; its KL pass is paired)");
+    if (!st && p->mask.learned_sink)
+        return rl_fail(err, RL_ERR_ARG, "distortion: attn_learned_sink is not supported (its KL "
+                                        "pass is paired; the engine has no sink in paired mode)");
+    return st;
 }
 
 /* The plain RoPE twin of a run encoding: for family rope the same base,
@@ -165,8 +178,8 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     int no_af = !p.attention_factor;
     exp_attn_result r;
     /* Pass 1: scaled (a) paired with plain RoPE (b): KL and a's masses. */
-    exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS,
-                      .no_attention_factor = no_af, .paired = b};
+    exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask,
+                      .flags = ATTN_BUCKETS, .no_attention_factor = no_af, .paired = b};
     attn_outputs out = {.stats = stats, .buckets = bk_a};
     if ((st = exp_attn_run(ctx->dev, eng, a, &io, &out, &r, err)))
         goto done;
@@ -176,7 +189,8 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
      * distance T - 1 (nb above is an upper bound for the allocation). */
     nb = r.attn.n_buckets;
     /* Pass 2: plain RoPE alone: its masses. */
-    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_BUCKETS};
+    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask,
+                        .flags = ATTN_BUCKETS};
     attn_outputs out_b = {.buckets = bk_b};
     if ((st = exp_attn_run(ctx->dev, eng, b, &io_b, &out_b, &r, err)))
         goto done;

@@ -28,17 +28,21 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-enum { P_MIN_LEN, P_MAX_LEN, P_COUNT };
+enum { P_MIN_LEN, P_MAX_LEN, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+    P_TFLOOR, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
                    .help = "shortest sequence (tokens); lengths double up to max_len"},
     [P_MAX_LEN] = {.key = "max_len", .type = RL_P_INT, .min = 1, .max = 1048576,
                    .def = "1024", .help = "longest sequence (tokens); also the causal pass's length"},
+    EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+                         P_TFLOOR),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
 typedef struct ent_params {
     uint64_t min_len, max_len;
+    exp_attn_mask mask;
 } ent_params;
 
 static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
@@ -48,6 +52,10 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
     if (!st)
         *p = (ent_params){.min_len = (uint64_t)v[P_MIN_LEN].num,
                           .max_len = (uint64_t)v[P_MAX_LEN].num};
+    if (!st)
+        st = exp_attn_mask_get("entropy", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
+                               &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
+                           run->model.train_len, &p->mask, err);
     return st;
 }
 
@@ -166,7 +174,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         if ((st = exp_encoding_for_pass(run, N, 0, &en, err)))
             goto done;
         for (int nf = 0; nf <= two; nf++) {
-            exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .flags = ATTN_ENTROPY,
+            exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .mask = p.mask, .flags = ATTN_ENTROPY,
                               .no_attention_factor = nf};
             attn_outputs out = {.stats = nf ? stats_nf : stats};
             snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
@@ -196,7 +204,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     /* Entropy against query position: one causal pass at max_len; rows
      * grouped by key count i + 1 in [2^b, 2^(b+1)). */
     for (int nf = 0; nf <= two; nf++) {
-        exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY,
+        exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask, .flags = ATTN_ENTROPY,
                           .no_attention_factor = nf};
         attn_outputs out = {.stats = nf ? stats_nf : stats};
         snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,

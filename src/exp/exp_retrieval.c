@@ -41,7 +41,8 @@
 
 enum {
     P_MIN_LEN, P_MAX_LEN, P_SIMILARITY, P_NEEDLE_SCALE, P_NOISE, P_DISTRACTORS,
-    P_DISTRACTOR_SCALE, P_COUNT
+    P_DISTRACTOR_SCALE, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+    P_TFLOOR, P_COUNT
 };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 4, .max = 1048576, .def = "256",
@@ -60,6 +61,8 @@ static const rl_param params[P_COUNT] = {
     [P_DISTRACTOR_SCALE] = {.key = "distractor_scale", .type = RL_P_NUM, .min = 0, .max = 1e4,
                             .def = "1",
                             .help = "gaussian distractors: standard deviation per element"},
+    EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
+                         P_TFLOOR),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
@@ -67,6 +70,7 @@ typedef struct ret_params {
     uint64_t min_len, max_len;
     double similarity, needle_scale, noise, distractor_scale;
     char distractors[64];
+    exp_attn_mask mask;
 } ret_params;
 
 static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
@@ -81,6 +85,9 @@ static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
                           .noise = v[P_NOISE].num,
                           .distractor_scale = v[P_DISTRACTOR_SCALE].num};
         snprintf(p->distractors, sizeof p->distractors, "%s", v[P_DISTRACTORS].str);
+        st = exp_attn_mask_get("retrieval", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
+                               &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
+                           run->model.train_len, &p->mask, err);
     }
     return st;
 }
@@ -266,7 +273,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             goto done;
         build_keys(run, &p, N, q, kdata, k, target, dist_idx, r, m, &rng);
         exp_attn_io io = {.tokens = N, .q = q, .k = k, .target = target, .causal = 1,
-                          .flags = ATTN_ARGMAX | ATTN_TARGET};
+                          .mask = p.mask, .flags = ATTN_ARGMAX | ATTN_TARGET};
         attn_outputs out = {.stats = stats};
         exp_attn_result res;
         char label[48];
