@@ -622,6 +622,9 @@ START_TEST(encoding_sets_expand_and_report_their_own_file)
     fp = fopen(path, "w");
     fputs("# a comment\n- {name: x}\n", fp);
     fclose(fp);
+    const char *prev = getenv("ROPELAB_CONFIG_DIR");
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", prev ? prev : "");
     setenv("ROPELAB_CONFIG_DIR", dir, 1);
     run_batch b;
     run_diag d;
@@ -635,7 +638,10 @@ START_TEST(encoding_sets_expand_and_report_their_own_file)
     ck_assert_msg(has_msg(&d, "encodings/bad.yaml:2:3: encodings[0](set bad)[0]: missing required "
                               "key 'type'"), "%s", d.n ? d.msg[0] : "");
     run_diag_free(&d);
-    unsetenv("ROPELAB_CONFIG_DIR");
+    if (prev)
+        setenv("ROPELAB_CONFIG_DIR", saved, 1);
+    else
+        unsetenv("ROPELAB_CONFIG_DIR");
     snprintf(path, sizeof path, "%s/encodings/bad.yaml", dir);
     remove(path);
     snprintf(path, sizeof path, "%s/encodings/two.yaml", dir);

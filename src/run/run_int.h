@@ -66,8 +66,10 @@ int run_files_verify(const char *dir, const json_t *summary, char *why, size_t c
 rl_status run_write_json(const char *path, json_t *v, rl_error *err);
 
 /* ---- run_config.c: the configuration directory ---------------------------- */
-/* $ROPELAB_CONFIG_DIR when set, else the source tree's configs/ (compiled in
- * as RL_CONFIG_DIR). Names use letters, digits, '-', '_', '.'. */
+/* $ROPELAB_CONFIG_DIR when set, else found from the executable's own
+ * directory: the install's datadir/ropelab/configs, or the source tree's
+ * configs/ beside an uninstalled build; no absolute source path is compiled
+ * in (run_config.c). Names use letters, digits, '-', '_', '.'. */
 
 /* Loads the model preset models/<name>.yaml as a JSON object (*out, caller
  * decrefs). RL_ERR_ARG for a bad or unknown name. */
