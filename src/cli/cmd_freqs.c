@@ -80,7 +80,7 @@ int cmd_freqs(int argc, char **argv)
     const cli_opt opts[] = {
         {"--hf-config", CLI_STR, &hf, "FILE", "read rope_theta, rope_scaling/rope_parameters, head_dim, ... from an HF config.json"},
         {"--layer-type", CLI_STR, &layer_type, "T", "with --hf-config: the layer type to read (default: the full-attention layers)"},
-        {"--rope-type", CLI_STR, &type, "T", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional"},
+        {"--rope-type", CLI_STR, &type, "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional"},
         {"--head-dim", CLI_U32, &u_head, "D", "head dimension"},
         {"--rotary-dim", CLI_U32, &u_rot, "R", "rotated dimensions (default head_dim)"},
         {"--partial-rotary-factor", CLI_F64, &f_prf, "P", "rotary_dim = int(head_dim * P)"},
@@ -99,7 +99,7 @@ int cmd_freqs(int argc, char **argv)
         {"--high-freq-factor", CLI_F64, &f_hi, "X", "llama3"},
         {"--short-factor", CLI_STR, &shortf, "LIST", "longrope: comma-separated rotary_dim/2 numbers"},
         {"--long-factor", CLI_STR, &longf, "LIST", "longrope: comma-separated rotary_dim/2 numbers"},
-        {"--layout", CLI_STR, &layout, "L", "half (default) or interleaved: which dimensions pair up"},
+        {"--layout", CLI_STR, &layout, "half|interleaved", "half (default) or interleaved: which dimensions pair up"},
         {"--json", CLI_FLAG, &json, NULL, "print JSON (inv_freq at full double precision)"},
         {"--csv", CLI_FLAG, &csv, NULL, "print a CSV table"},
     };
