@@ -29,6 +29,10 @@ for f in bin/ropelab share/ropelab/configs/models/llama-3.1-8b.yaml \
   [ -f "$root/$f" ] && ok || bad "not installed: $prefix/$f"
 done
 
+# no absolute source path is compiled in
+if grep -qaF -- "$src/configs" "$root/bin/ropelab"; then bad "the binary holds $src/configs"
+else ok; fi
+
 # 2. moved where nothing points: presets are found from the binary's own place
 mv "$root" "$t/moved"
 [ ! -e "$prefix/share/ropelab/configs" ] || echo "note: $prefix/share/ropelab exists here" >&2
