@@ -6,7 +6,8 @@
 # its presets (it reads the moved files: a marker value edited into the
 # moved preset comes back). An uninstalled binary copied together with a
 # configs/ at the build dir's relative place finds it too; with the data
-# directory gone, the error names every place searched. CPU only (decay).
+# directory gone, the error names every place searched. `run`, `model
+# --preset` and `freqs --preset` all read presets this way. CPU only (decay).
 # usage: test_install.sh MESON BUILD_DIR PREFIX SOURCE_DIR
 set -u
 meson=$1 build=$2 prefix=$3 src=$4
@@ -51,6 +52,10 @@ expect "moved install: batch with preset and set runs" 0 '3 passed, 0 failed' --
 expect "moved install: the installed quickstart parses" 0 'run\(s\)' -- \
   run "$t/moved/share/ropelab/experiments/quickstart.yaml" --dry-run
 expect "moved install: encodings" 0 'rope_theta' -- encodings
+expect "moved install: model --preset" 0 'heads 16, kv heads 8, head_dim 128' -- \
+  model --preset llama-3.1-8b
+expect "moved install: freqs --preset" 0 'rope_type llama3, head_dim 128' -- \
+  freqs --preset llama-3.1-8b
 
 # 3. the installed man page renders and the completion loads
 if command -v man > /dev/null; then
@@ -77,6 +82,8 @@ bin=$t/moved/bin/ropelab
 expect "no data dir: the places searched" 2 \
   "no configuration directory.*$t/moved/bin/\.\./share/ropelab/configs.*ROPELAB_CONFIG_DIR" -- \
   run "$t/b.yaml" --dry-run
+expect "no data dir: model --preset" 2 "no configuration directory.*$t/moved/bin/\.\./share" -- \
+  model --preset llama-3.1-8b
 # ROPELAB_CONFIG_DIR wins when set, and must exist
 export ROPELAB_CONFIG_DIR=$src/configs
 expect "ROPELAB_CONFIG_DIR is used" 0 'heads=32' -- run "$t/b.yaml" --dry-run
