@@ -1,15 +1,102 @@
 #!/usr/bin/env python3
 """Markdown table of chosen metrics from a ropelab results.csv.
 
-usage: results_table.py RESULTS.csv [--kind KIND] COLUMN...
-  COLUMN is METRIC (a summary metric, empty x) or METRIC@X (a table value at
-  x = X, e.g. retrieval_length.accuracy@2048).
+usage: results_table.py RESULTS.csv [--kind KIND] [--sig N] COLUMN...
+       results_table.py RESULTS.csv [--kind KIND] --smallest KEY METRIC L...
+  COLUMN is METRIC (a summary metric, empty x), METRIC@X (a table value at
+  x = X, e.g. retrieval_length.accuracy@2048) or METRIC@X/N (at x = X of the
+  table measured at context length N, e.g. retrieval_distance.accuracy@1024/4096;
+  the older spelling retrieval_n4096.accuracy@1024 means the same).
 Rows: one per encoding and value of the swept keys (runs of different kinds
 with the same encoding and sweep point share a row), in the order they first
-appear in results.csv; values rounded to 4 decimals. Study READMEs quote these tables; rerun the batch, then this.
+appear in results.csv; values rounded to 4 decimals, or to N significant
+digits with --sig N. Study READMEs quote these tables; rerun the batch, then
+this. Reads the tidy format (docs/runner.md "results.csv") and the older one
+(x_label/y_label, lengths in metric names).
+--smallest: for each threshold L, the smallest value of the swept column KEY
+(e.g. encoding.rope_theta) among passed runs whose METRIC is >= L, and the
+largest KEY below it whose METRIC is < L (the grid's bracket of the bound;
+experiments/base-bounds-length).
 """
 import csv
+import re
 import sys
+
+# Columns of the result format itself; every other column is a swept key.
+FIXED = {"run_id", "device", "kind", "status", "encoding", "type", "factor", "head_dim",
+         "heads", "kv_heads", "train_len", "seed", "metric", "length", "x", "value", "unit",
+         "title", "x_name", "x_unit", "x_title", "plot",
+         "x_label", "y_label"}  # the format before the tidy one
+
+
+def parse_column(c):
+    """(metric, x, length) of a COLUMN argument."""
+    m, _, x = c.partition("@")
+    x, _, n = x.partition("/")
+    old = re.fullmatch(r"(\w+)_n([0-9]+)\.(\w+)", m)
+    if old and not n:
+        base = "retrieval_distance" if old.group(1) == "retrieval" else old.group(1)
+        m, n = f"{base}.{old.group(3)}", old.group(2)
+    return m, x, n
+
+
+def row_key(r):
+    """(metric, x, length) of a results.csv row, in either format."""
+    m, n = r["metric"], r.get("length", "")
+    if "length" not in r:
+        old = re.fullmatch(r"(\w+)_n([0-9]+)\.(\w+)", m)
+        if old:
+            base = "retrieval_distance" if old.group(1) == "retrieval" else old.group(1)
+            m, n = f"{base}.{old.group(3)}", old.group(2)
+    if n == r["x"]:
+        n = ""  # the length is the x axis itself
+    return m, r["x"], n
+
+
+def fmt(v, sig):
+    return f"{v:.4f}" if sig is None else f"{v:.{sig}g}"
+
+
+def bound_table(path, rows, kind, key, metric, lengths):
+    """| L | smallest KEY with METRIC >= L | largest KEY below it with METRIC < L |"""
+    for s in lengths:
+        try:
+            float(s)
+        except ValueError:
+            print(f"--smallest: threshold '{s}' is not a number", file=sys.stderr)
+            return 2
+    if key not in rows[0]:
+        print(f"{path}: no column {key}", file=sys.stderr)
+        return 1
+    pts = {}
+    for r in rows:
+        if (kind and r["kind"] != kind) or r["metric"] != metric or r["x"] != "":
+            continue
+        if r["status"] != "passed":
+            print(f"{path}: run {r['run_id']} {r['status']}", file=sys.stderr)
+            return 1
+        try:
+            pts[float(r[key])] = float(r["value"])
+        except ValueError:
+            print(f"{path}: run {r['run_id']}: {key} = '{r[key]}' or {metric} = '{r['value']}' "
+                  "is not a number", file=sys.stderr)
+            return 1
+    if not pts:
+        print(f"{path}: no metric {metric}", file=sys.stderr)
+        return 1
+    grid = sorted(pts)
+    print(f"| L | smallest {key} with {metric} >= L | largest {key} below it with {metric} < L |")
+    print("|---|---|---|")
+    for s in lengths:
+        L = float(s)
+        ok = [b for b in grid if pts[b] >= L]
+        if not ok:
+            print(f"| {s} | none up to {grid[-1]:g} | — |")
+            continue
+        below = [b for b in grid if b < ok[0]]
+        print(f"| {s} | {ok[0]:.4g} | {below[-1]:.4g} |" if below else
+              f"| {s} | {ok[0]:.4g} | none (grid starts there) |")
+    return 0
 
 
 def main(argv):
@@ -17,38 +104,55 @@ def main(argv):
     if not args or args[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 2
-    path, kind = args.pop(0), None
-    if len(args) >= 2 and args[0] == "--kind":
-        kind = args[1]
+    path, kind, sig, smallest = args.pop(0), None, None, None
+    while args and args[0] in ("--kind", "--sig", "--smallest"):
+        if args[0] == "--smallest":
+            if len(args) < 4:
+                print("--smallest needs KEY METRIC and at least one L", file=sys.stderr)
+                return 2
+            smallest = (args[1], args[2])
+            args = args[3:]
+            break
+        if len(args) < 2:
+            print(f"{args[0]} needs a value", file=sys.stderr)
+            return 2
+        if args[0] == "--kind":
+            kind = args[1]
+        else:
+            sig = int(args[1])
         args = args[2:]
-    cols = [(c.split("@", 1) + [""])[:2] for c in args]
     with open(path, newline="") as fp:
         rows = list(csv.DictReader(fp))
     if not rows:
         print(f"{path}: no rows", file=sys.stderr)
         return 1
-    fixed = {"run_id", "device", "kind", "encoding", "status", "metric", "x", "value",
-             "x_label", "y_label"}
-    swept = [k for k in rows[0] if k not in fixed]
+    if smallest:
+        return bound_table(path, rows, kind, smallest[0], smallest[1], args)
+    cols = [parse_column(c) for c in args]
+    swept = [k for k in rows[0] if k not in FIXED]
     runs, order = {}, []
     for r in rows:
         if kind and r["kind"] != kind:
             continue
-        # params.* differ between kinds; encoding, model and data define the row
-        key = (r["encoding"],) + tuple(r[k] for k in swept if not k.startswith("params."))
-        for m, x in cols:
-            if r["metric"] == m and r["x"] == x:
+        # params.* differ between kinds; encoding, model and data define the
+        # row, and, with --kind (one kind's runs only), its params too
+        key = (r["encoding"],) + tuple(r[k] for k in swept
+                                       if kind or not k.startswith("params."))
+        rk = row_key(r)
+        for c in cols:
+            if rk == c:
                 if key not in runs:
                     runs[key] = {"_r": r}
                     order.append(key)
-                runs[key][(m, x)] = r["value"]
+                runs[key][c] = r["value"]
     used = [k for k in swept if len({runs[i]["_r"][k] for i in order}) > 1]
-    head = ["encoding"] + used + [m + (f" @ {x}" if x else "") for m, x in cols]
+    # headers as given: "METRIC @ X", "METRIC @ X/N"
+    head = ["encoding"] + used + [a.replace("@", " @ ", 1) for a in args]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for i in order:
         r = runs[i]
-        vals = [f"{float(r[c]):.4f}" if c in r and r[c] != "" else "—" for c in map(tuple, cols)]
+        vals = [fmt(float(r[c]), sig) if c in r and r[c] != "" else "—" for c in cols]
         print("| " + " | ".join([r["_r"]["encoding"]] + [r["_r"][k] for k in used] + vals) + " |")
     return 0
 

@@ -40,15 +40,17 @@
 /* rope.comp specialization constant 7 (emulation flags). */
 #define RL_ROPE_EMU_TF32 1u          /* hf: inv_freq and position rounded to TF32 */
 #define RL_ROPE_EMU_DUMP 2u          /* write every token's angles to binding 6 */
+#define RL_ROPE_EMU_YARN 4u          /* ggml modes: rope_yarn (binding 3: factors, freq_scale, ramp_mix) */
 
 /* rope.comp: bindings 0 x [rows][head_dim] f32 (in), 1 y [rows][head_dim]
- * f32 (out, may alias x), 2 pos [tokens] u32, 3 inv_freq [rot/2] f32.
+ * f32 (out, may alias x), 2 pos [tokens] u32, 3 inv_freq [rot/2] f32 (per
+ * token: [tokens][rot/2] then [tokens] attention factors from af_offset).
  * Shape (layout, head_dim, rotary_dim, heads) is specialised; see rope.comp. */
 struct rl_rope_push {
     uint32_t group_base;
     uint32_t n_rows;      /* tokens * heads */
     float attn_factor;    /* multiplies cos and sin (HF attention_scaling) */
-    uint32_t pad0;
+    uint32_t af_offset;   /* per-token variant: float index of the attention factors in binding 3 */
 };
 
 /* round.comp: out[i] = bits of in[i] rounded to the dtype (specialised),

@@ -21,6 +21,11 @@ layout(constant_id = 4) const uint32_t N_HEADS = 1;
 layout(constant_id = 5) const uint32_t PRECISION = RL_ROPE_PREC_FP32;
 layout(constant_id = 6) const uint32_t DTYPE = RL_DTYPE_FP32;   /* emulation modes */
 layout(constant_id = 7) const uint32_t EMU_FLAGS = 0u;          /* RL_ROPE_EMU_* */
+/* 1: every token has its own rotation (dynamic_mode cache_consistent):
+ * binding 3 is [tokens][rot/2] inv_freq then [tokens] attention factors
+ * (from pc.p.af_offset), binding 5 [tokens][rot/2] turns; all made on the
+ * host from the one frequency formula (rope_freqs_at), in double. */
+layout(constant_id = 8) const uint32_t PER_TOKEN = 0u;
 #include "rope_emu.glsl"
 
 layout(push_constant) uniform Push { rl_rope_push p; } pc;
@@ -29,7 +34,7 @@ layout(std430, binding = 2) readonly buffer P { uint32_t pos[]; };  /* [tokens] 
 /* table mode: attention-scaled (cos, sin) per token and pair, from double. */
 layout(std430, binding = 4) readonly buffer T { vec2 cs_table[]; };  /* [tokens][rot/2] */
 /* precise mode: frac(inv_freq / 2pi) as (lo, hi) 64-bit binary fractions. */
-layout(std430, binding = 5) readonly buffer W { uvec2 turns[]; };    /* [rot/2] */
+layout(std430, binding = 5) readonly buffer W { uvec2 turns[]; };    /* [rot/2] (per token: [tokens][rot/2]) */
 /* emulation modes with RL_ROPE_EMU_DUMP: the angle handed to cos/sin. */
 layout(std430, binding = 6) writeonly buffer A { float angles_out[]; }; /* [tokens][rot/2] */
 
@@ -56,7 +61,7 @@ vec2 rope_cs(uint32_t t, uint32_t p, uint32_t j, float f, float af)
     if (PRECISION == RL_ROPE_PREC_TABLE)
         return cs_table[t * (ROT_DIM / 2u) + j];
     if (PRECISION == RL_ROPE_PREC_PRECISE)
-        return rope_cos_sin_precise(p, turns[j]) * af;
+        return rope_cos_sin_precise(p, turns[PER_TOKEN != 0u ? t * (ROT_DIM / 2u) + j : j]) * af;
     return rope_cos_sin_fp32(p, f) * af;
 }
 
@@ -71,9 +76,14 @@ void main()
     uint32_t p = pos[tok];
     float af = pc.p.attn_factor;
 #ifdef RL_ROPE_VEC4
+    if (PER_TOKEN != 0u) { /* af_offset and rot/2 are multiples of 4 here */
+        uint32_t a = pc.p.af_offset + tok;
+        af = inv_freq[a / 4u][a % 4u];
+    }
     uint32_t base = row * ROW4;
     if (k < ROT_ITEMS) {
-        vec4 f = PRECISION == RL_ROPE_PREC_FP32 ? inv_freq[k] : vec4(0);
+        uint32_t fi = PER_TOKEN != 0u ? tok * ROT_ITEMS + k : k;
+        vec4 f = PRECISION == RL_ROPE_PREC_FP32 ? inv_freq[fi] : vec4(0);
         vec4 c, s;
         for (int e = 0; e < 4; e++) {
             vec2 cs = rope_cs(tok, p, 4u * k + uint32_t(e), f[e], af);
@@ -96,10 +106,14 @@ void main()
         y[o] = x[o];
     }
 #else
+    if (PER_TOKEN != 0u)
+        af = inv_freq[pc.p.af_offset + tok];
     uint32_t base = row * HEAD_DIM;
     if (k < ROT_ITEMS && PRECISION >= RL_ROPE_PREC_HF) {
         /* Framework emulation (scalar variant only, rope_gpu.c). */
         float ang = rope_emu_angle(p, k, inv_freq[k]);
+        if ((EMU_FLAGS & RL_ROPE_EMU_YARN) != 0u) /* freq_scale, ramp_mix after the factors */
+            ang = rope_emu_yarn(ang, inv_freq[ROT_ITEMS], inv_freq[ROT_ITEMS + 1u + k]);
         if ((EMU_FLAGS & RL_ROPE_EMU_DUMP) != 0u && row % N_HEADS == 0u)
             angles_out[tok * ROT_ITEMS + k] = ang;
         uint32_t ia = LAYOUT == RL_ROPE_LAYOUT_HALF ? base + k : base + 2u * k;
@@ -108,7 +122,8 @@ void main()
         y[ia] = r.x;
         y[ib] = r.y;
     } else if (k < ROT_ITEMS) {
-        vec2 cs = rope_cs(tok, p, k, PRECISION == RL_ROPE_PREC_FP32 ? inv_freq[k] : 0.0, af);
+        uint32_t fi = PER_TOKEN != 0u ? tok * ROT_ITEMS + k : k;
+        vec2 cs = rope_cs(tok, p, k, PRECISION == RL_ROPE_PREC_FP32 ? inv_freq[fi] : 0.0, af);
         uint32_t ia, ib;
         if (LAYOUT == RL_ROPE_LAYOUT_HALF) {
             ia = base + k;

@@ -33,6 +33,17 @@ float rope_emu_angle(uint32_t p, uint32_t j, float fac)
     return a;
 }
 
+/* ggml's rope_yarn angle (ggml-cpu ops.cpp, ggml-vulkan rope_funcs.glsl):
+ * theta_interp = freq_scale * theta_extrap, then
+ * theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix; ramp_mix (0 for
+ * linear, whose result is then theta_interp exactly) from the host. */
+float rope_emu_yarn(float te, float fs, float rm)
+{
+    precise float ti = fs * te;
+    precise float t = ti * (1.0 - rm) + te * rm;
+    return t;
+}
+
 /* (y_a, y_b) of the pair (xa, xb) rotated by ang in the mode's arithmetic. */
 vec2 rope_emu_rotate(float xa, float xb, float ang, float af)
 {

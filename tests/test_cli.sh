@@ -128,11 +128,11 @@ expect gnuplot_quoting_run 0 'plot: [1-9][0-9]* figure' -- run "$gpt/batch.yaml"
 gpout="$gpt/o\`touch $gpt/m/out\` \$(touch $gpt/m/out2) 'q' \"d\" @GPVAL_PWD"
 mkdir -p "$gpt/r\`touch $gpt/m/r\`"
 cat > "$gpt/r\`touch $gpt/m/r\`/results.csv" <<'CSV'
-run_id,device,encoding,metric,x,value,x_label,y_label
+run_id,device,encoding,metric,x,value,x_title,title,unit
 r1,cpu,"e`touch MK/m/e` $(touch MK/m/e2) x' ; system 'touch MK/m/e3' ; ' ""d"" @GPVAL_PWD",t.m,1,2,"x`touch MK/m/x`","y
-system 'touch MK/m/y'"
-r1,cpu,"e`touch MK/m/e` $(touch MK/m/e2) x' ; system 'touch MK/m/e3' ; ' ""d"" @GPVAL_PWD",t.m,2,3,x,y
-r2,cpu,rope,t.m,1,1,x,y
+system 'touch MK/m/y'",
+r1,cpu,"e`touch MK/m/e` $(touch MK/m/e2) x' ; system 'touch MK/m/e3' ; ' ""d"" @GPVAL_PWD",t.m,2,3,x,y,
+r2,cpu,rope,t.m,1,1,x,y,
 CSV
 sed -i "s#MK#$gpt#g" "$gpt/r\`touch $gpt/m/r\`/results.csv"
 expect gnuplot_quoting_plot 0 'plot: 1 figure for 2 runs' -- plot "$gpt/r\`touch $gpt/m/r\`"

@@ -1,10 +1,13 @@
 /* core/: status messages, RNG determinism, ulp helpers, half -> float, atomic files. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/rl_npy.h"
 #include "core/rl_safetensors.h"
+#include "core/rl_sha256.h"
 #include "core/rl_util.h"
 #include "rl_test.h"
 
@@ -232,6 +235,117 @@ START_TEST(safetensors_shape_product_cannot_wrap)
 }
 END_TEST
 
+START_TEST(safetensors_metadata_bf16_and_integers)
+{
+    /* BF16 0x3fc0 = 1.5, 0xc020 = -2.5 (the high halves of their float32s);
+     * I32 -3 sign-extends; I64 2^40 + 1 keeps all bits; __metadata__
+     * strings are found by key. */
+    unsigned char data[] = {0xc0, 0x3f, 0x20, 0xc0,                 /* b: BF16 [2] */
+                            0xfd, 0xff, 0xff, 0xff,                 /* i: I32 [1] */
+                            0x01, 0, 0, 0, 0, 0x01, 0, 0};           /* l: I64 [1] */
+    char path[64];
+    write_safetensors(path, sizeof path,
+                      "{\"__metadata__\":{\"model_id\":\"m/x\",\"tokens\":\"2\"},"
+                      "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
+                      "\"i\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+                      "\"l\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[8,16]}}",
+                      data, sizeof data);
+    rl_safetensors st;
+    rl_error err = {0};
+    ck_assert_msg(rl_safetensors_open(path, &st, &err) == RL_OK, "%s", err.msg);
+    ck_assert_str_eq(rl_safetensors_meta(&st, "model_id"), "m/x");
+    ck_assert_str_eq(rl_safetensors_meta(&st, "tokens"), "2");
+    ck_assert_ptr_null(rl_safetensors_meta(&st, "heads"));
+    float f[2];
+    ck_assert_int_eq(rl_safetensors_read_f32(&st, rl_safetensors_find(&st, "b"), 0, 2, f, &err),
+                     RL_OK);
+    ck_assert(f[0] == 1.5f && f[1] == -2.5f);
+    int64_t v;
+    ck_assert_int_eq(rl_safetensors_read_i64(&st, rl_safetensors_find(&st, "i"), 0, 1, &v, &err),
+                     RL_OK);
+    ck_assert_int_eq(v, -3);
+    ck_assert_int_eq(rl_safetensors_read_i64(&st, rl_safetensors_find(&st, "l"), 0, 1, &v, &err),
+                     RL_OK);
+    ck_assert_int_eq(v, ((int64_t)1 << 40) + 1);
+    ck_assert_int_eq(rl_safetensors_read_i64(&st, rl_safetensors_find(&st, "l"), 1, 1, &v, &err),
+                     RL_ERR_ARG);
+    ck_assert_int_eq(rl_safetensors_read_i64(&st, rl_safetensors_find(&st, "b"), 0, 1, &v, &err),
+                     RL_ERR_UNSUPPORTED);
+    rl_safetensors_close(&st);
+    /* the format's metadata maps strings to strings: a number is refused */
+    write_safetensors(path, sizeof path, "{\"__metadata__\":{\"tokens\":2}}", NULL, 0);
+    ck_assert_int_eq(rl_safetensors_open(path, &st, &err), RL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "__metadata__ key 'tokens' is not a string"));
+    unlink(path);
+}
+END_TEST
+
+/* SHA-256 against the FIPS 180-2 appendix B / NIST CSRC example vectors,
+ * and lengths around the padding boundaries (55, 56, 63, 64, 65, 119, 120
+ * bytes of 'a': Python hashlib.sha256), one-shot and fed in odd pieces. */
+static const struct {
+    const char *msg;
+    size_t repeat_a;             /* 0: msg; else that many 'a' */
+    const char *hex;
+} sha_vectors[] = {
+    {"", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+    {"abc", 0, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+    {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 0,
+     "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmno"
+     "pqrsmnopqrstnopqrstu", 0,
+     "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+    {NULL, 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"},
+    {NULL, 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+    {NULL, 56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+    {NULL, 63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
+    {NULL, 64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+    {NULL, 65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0"},
+    {NULL, 119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
+    {NULL, 120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
+};
+
+START_TEST(sha256_matches_the_standard_vectors)
+{
+    size_t n = sha_vectors[_i].repeat_a ? sha_vectors[_i].repeat_a : strlen(sha_vectors[_i].msg);
+    char *m = malloc(n + 1);
+    ck_assert_ptr_nonnull(m);
+    if (sha_vectors[_i].repeat_a)
+        memset(m, 'a', n);
+    else
+        memcpy(m, sha_vectors[_i].msg, n);
+    char hex[65];
+    rl_sha256_hex(m, n, hex);
+    ck_assert_str_eq(hex, sha_vectors[_i].hex);
+    /* the same in pieces of 1, 2, 3, ... bytes */
+    rl_sha256_ctx c;
+    rl_sha256_init(&c);
+    for (size_t o = 0, k = 1; o < n; o += k, k = k % 97 + 1)
+        rl_sha256_update(&c, m + o, o + k <= n ? k : n - o);
+    uint8_t d[32];
+    rl_sha256_final(&c, d);
+    char hex2[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(hex2 + 2 * i, 3, "%02x", d[i]);
+    ck_assert_str_eq(hex2, sha_vectors[_i].hex);
+    /* and read from a file */
+    char path[] = "/tmp/rl_sha256_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, m, n), (ssize_t)n);
+    close(fd);
+    uint64_t size = 0;
+    rl_error err = {0};
+    ck_assert_int_eq(rl_sha256_file(path, hex, &size, &err), RL_OK);
+    ck_assert_str_eq(hex, sha_vectors[_i].hex);
+    ck_assert_uint_eq(size, n);
+    unlink(path);
+    ck_assert_int_eq(rl_sha256_file(path, hex, &size, &err), RL_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(err.msg, path));
+    free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("core");
@@ -244,6 +358,9 @@ int main(void)
     tcase_add_test(tc, npy_header_is_exactly_numpys_dict);
     tcase_add_test(tc, non_finite_inputs_are_refused_at_load);
     tcase_add_test(tc, safetensors_shape_product_cannot_wrap);
+    tcase_add_test(tc, safetensors_metadata_bf16_and_integers);
+    tcase_add_loop_test(tc, sha256_matches_the_standard_vectors, 0,
+                        (int)(sizeof sha_vectors / sizeof sha_vectors[0]));
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

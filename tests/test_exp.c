@@ -145,7 +145,7 @@ END_TEST
 START_TEST(kinds_registry_lists_every_kind_once)
 {
     const char *want[] = {"decay", "precision", "invariance", "coverage", "interpolation",
-                          "entropy", "retrieval", "distortion"};
+                          "entropy", "retrieval", "distortion", "base_bound"};
     size_t n;
     const exp_kind *const *k = exp_kinds(&n);
     ck_assert_uint_eq(n, RL_ARRAY_LEN(want));
@@ -154,7 +154,7 @@ START_TEST(kinds_registry_lists_every_kind_once)
         ck_assert_ptr_eq(exp_find(want[i]), k[i]);
     }
     ck_assert_str_eq(exp_kind_names(), "decay, precision, invariance, coverage, interpolation, "
-                                       "entropy, retrieval, distortion");
+                                       "entropy, retrieval, distortion, base_bound");
 }
 END_TEST
 
@@ -264,6 +264,34 @@ START_TEST(invariance_rope_double_is_rounding_level_and_device_is_verified)
 }
 END_TEST
 
+/* dynamic_mode cache_consistent: token p is rotated with its own length
+ * max(p+1, P), so shifting both tokens changes their scales and the score
+ * by design: the kind treats it as not relative (no invariance claim) and
+ * passes, and the double reference's change is far above rounding; the same
+ * dynamic NTK with recompute (one length for all) stays relative. */
+START_TEST(invariance_cache_consistent_is_not_a_relative_rotation)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    fixture f;
+    fx_init(&f, "dynamic", "{\"factor\": 2, \"max_position_embeddings\": 256, "
+            "\"dynamic_mode\": \"cache_consistent\", \"prompt_len\": 64}",
+            "{\"pairs\": 4, \"m\": 64, \"n\": 5, \"max_shift_log2\": 12}", 32, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "invariance", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_gt(metric(&f, "reference_max_rel_change"), 1e-3);
+    ck_assert_ptr_null(find_verification(&f, "relative encoding"));
+    fx_free(&f);
+    fx_init(&f, "dynamic", "{\"factor\": 2, \"max_position_embeddings\": 256}",
+            "{\"pairs\": 4, \"m\": 64, \"n\": 5, \"max_shift_log2\": 12}", 32, 64, 0);
+    ck_assert_msg(fx_run(&f, "invariance", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_le(metric(&f, "reference_max_rel_change"), 1e-12);
+    ck_assert_ptr_nonnull(find_verification(&f, "relative encoding"));
+    fx_free(&f);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* Sinusoidal (interleaved, dim 0 = sin(p * base^0) = sin p), alpha 1, with
  * q = e_0 and k = 0 and m = n = 0: <q + P(m+t), P(n+t)> = sin(t) + <P(t),
  * P(t)>, and <P(t), P(t)> = d/2 for every t, so the change against t = 0 is
@@ -341,6 +369,72 @@ START_TEST(interpolation_matches_a_hand_solved_one_pair_fit)
 }
 END_TEST
 
+/* ---- base_bound ------------------------------------------------------------ */
+
+/* head_dim 4, base 100: theta_0 = 1, theta_1 = 100^(-1/2) = 0.1, so
+ * <R_r 1, R_0 1> = 2 (cos r + cos 0.1 r): r = 0, 1, 2 give 4, 3.07, 1.13,
+ * r = 3 gives 2 (cos 3 + cos 0.3) = 2 (-0.98999 + 0.95534) = -0.0693, the
+ * first negative (0.017 per dim from 0, far beyond fp32 rounding). With
+ * max_distance 2 the scan never sees it. Half the dims unrotated (partial
+ * rotary 0.5): 2 + 2 cos r >= 0 for every r (Su 2024): never negative in
+ * double (cos r = -1 needs r an odd multiple of pi, never an integer), but
+ * near-multiples (r = 355: 2 + 2 cos r = 9.1e-10) are below fp32's
+ * resolution, so there only the reference's sign is asserted; the kind
+ * accepts a device sign that differs within the score's error bound. */
+START_TEST(base_bound_finds_the_hand_computed_first_negative_distance)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    fixture f;
+    fx_init(&f, "rope", "{\"rope_theta\": 100}", "{\"max_distance\": 100}", 4, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "base_bound", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(metric(&f, "first_negative_distance"), 3);
+    ck_assert_double_eq(metric(&f, "reference_first_negative_distance"), 3);
+    ck_assert_double_eq(metric(&f, "nonnegative_to_max_distance"), 0);
+    /* the minimum over the scanned r includes r = 3 */
+    ck_assert_double_le(metric(&f, "min_score_reference"), 2 * (cos(3.0) + cos(0.3)) / 4 + 1e-15);
+    ck_assert_double_le(metric(&f, "vector_worst_error_over_bound"), 1.0);
+    ck_assert_double_le(metric(&f, "score_worst_error_over_bound"), 1.0);
+    const json_t *v = find_verification(&f, "sign of the score");
+    ck_assert_ptr_nonnull(v);
+    ck_assert(json_is_true(json_object_get(v, "pass")));
+    fx_free(&f);
+
+    fx_init(&f, "rope", "{\"rope_theta\": 100}", "{\"max_distance\": 2}", 4, 64, 0);
+    ck_assert_msg(fx_run(&f, "base_bound", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(metric(&f, "nonnegative_to_max_distance"), 1);
+    ck_assert_double_eq(metric(&f, "first_negative_distance"), 3);
+    ck_assert_double_eq(metric(&f, "scanned_distances"), 3);
+    fx_free(&f);
+
+    fx_init(&f, "rope", "{\"rope_theta\": 100, \"partial_rotary_factor\": 0.5}",
+            "{\"max_distance\": 1000}", 4, 64, 0);
+    ck_assert_msg(fx_run(&f, "base_bound", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(metric(&f, "reference_first_negative_distance"), 1001);
+    fx_free(&f);
+
+    /* table mode over more chunks (8192 rows) than one device state takes
+     * table launches (16): the kind renews the state */
+    fx_init(&f, "rope",
+            "{\"rope_theta\": 100, \"partial_rotary_factor\": 0.5, \"precision\": \"table\"}",
+            "{\"max_distance\": 140000}", 4, 64, 0);
+    ck_assert_msg(fx_run(&f, "base_bound", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(metric(&f, "reference_first_negative_distance"), 140001);
+    ck_assert_double_eq(metric(&f, "scanned_distances"), 140001);
+    v = find_verification(&f, "sign of the score");
+    ck_assert_ptr_nonnull(v);
+    ck_assert(json_is_true(json_object_get(v, "pass")));
+    fx_free(&f);
+
+    fx_init(&f, "sinusoidal", "{}", "{\"max_distance\": 10}", 4, 64, 0);
+    ck_assert_int_ne(fx_run(&f, "base_bound", &g.dev, &err), RL_OK);
+    ck_assert_ptr_nonnull(strstr(err.msg, "RoPE-family"));
+    fx_free(&f);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("exp");
@@ -359,6 +453,8 @@ int main(void)
     tcase_add_test(i, invariance_refuses_logit_bias_encodings);
     tcase_add_test(i, invariance_rope_double_is_rounding_level_and_device_is_verified);
     tcase_add_test(i, invariance_sinusoidal_shows_its_cross_term_nope_is_exact);
+    tcase_add_test(i, base_bound_finds_the_hand_computed_first_negative_distance);
+    tcase_add_test(i, invariance_cache_consistent_is_not_a_relative_rotation);
     suite_add_tcase(s, i);
     rl_test_require_vulkan("exp");
     return rl_test_run(s);

@@ -434,8 +434,9 @@ END_TEST
  * is 4 |q|^2 / sqrt(d) > 0 and every other logit is exactly 0, so the
  * argmax is the needle for every scored query, at every distance and length
  * (2 query heads share one kv head: the group's heads share the query). */
-/* Row of the entropy_length table at length N: entropy_nats. */
-static double entropy_at(const kfix *f, uint64_t N)
+/* Row of the entropy_length table at length N: entropy_nats, or
+ * entropy_no_factor_nats with nf. */
+static double entropy_col(const kfix *f, uint64_t N, int nf)
 {
     char path[128], line[256];
     snprintf(path, sizeof path, "%s/entropy_length.csv", f->dir);
@@ -443,14 +444,16 @@ static double entropy_at(const kfix *f, uint64_t N)
     ck_assert_ptr_nonnull(fp);
     double v = NAN;
     while (fgets(line, sizeof line, fp)) {
-        double n, h;
-        if (sscanf(line, "%lf,%lf", &n, &h) == 2 && n == (double)N)
-            v = h;
+        double n, h, hn;
+        if (sscanf(line, "%lf,%lf,%lf", &n, &h, &hn) == 3 && n == (double)N)
+            v = nf ? hn : h;
     }
     fclose(fp);
     ck_assert_msg(!isnan(v), "no entropy row for N=%llu", (unsigned long long)N);
     return v;
 }
+
+static double entropy_at(const kfix *f, uint64_t N) { return entropy_col(f, N, 0); }
 
 /* Dynamic NTK rescales only once the sequence outgrows
  * max_position_embeddings M (HF recomputes from the current length): at
@@ -469,6 +472,74 @@ START_TEST(entropy_sweep_recomputes_dynamic_scaling_per_length)
     ck_assert(fabs(entropy_at(&a, 128) - entropy_at(&b, 128)) > 1e-4);
     kf_free(&a);
     kf_free(&b);
+}
+END_TEST
+
+/* The largest bound among the run's entropy verifications (device entropy vs
+ * the double reference on the sampled rows, attn_tol.c). */
+static double entropy_bound(const kfix *f)
+{
+    size_t i;
+    json_t *v;
+    double b = 0;
+    json_array_foreach(f->sink.verification, i, v) {
+        const char *what = json_string_value(json_object_get(v, "what"));
+        if (what && strstr(what, ": entropy of "))
+            b = fmax(b, json_number_value(json_object_get(v, "bound")));
+    }
+    ck_assert(b > 0);
+    return b;
+}
+
+/* dynamic_mode cache_consistent (HF generation with a KV cache, #25104):
+ * the token at p keeps the rotation of the step that computed it, length
+ * max(p+1, P). Default P = N (pure prefill): every token has length N, the
+ * recompute rotation, so the whole sweep agrees with recompute. P = 16:
+ * at N = 16 still a prefill (agree); at N = 64 and 128 the tokens past 16
+ * keep s = max(1, (p+1)/32) where recompute gives every token s = N/32:
+ * the entropies differ by far more than the verified tolerance. */
+START_TEST(entropy_cache_consistent_differs_from_recompute_only_past_the_prompt)
+{
+    static const char *const enc[4] = {
+        "{\"original_max_position_embeddings\": 32}",
+        "{\"original_max_position_embeddings\": 32, \"dynamic_mode\": \"cache_consistent\"}",
+        "{\"original_max_position_embeddings\": 32, \"dynamic_mode\": \"cache_consistent\", "
+        "\"prompt_len\": 16}",
+        "{\"original_max_position_embeddings\": 32, \"dynamic_mode\": \"cache_consistent\", "
+        "\"prompt_len\": 16, \"attention_factor\": 1}",
+    };
+    kfix f[4];
+    rl_error err = {0};
+    for (int i = 0; i < 4; i++) {
+        kf_init(&f[i], "dynamic_yarn", enc[i], "{\"min_len\": 16, \"max_len\": 128}", 2, 1, 32, 0);
+        ck_assert_msg(kf_run(&f[i], "entropy", &err) == RL_OK, "%s", err.msg);
+        assert_verified(&f[i], "entropy");
+    }
+    static const uint64_t ns[] = {16, 32, 64, 128};
+    for (size_t i = 0; i < RL_ARRAY_LEN(ns); i++) {
+        double tol = entropy_bound(&f[0]) + entropy_bound(&f[1]);
+        double d = fabs(entropy_at(&f[0], ns[i]) - entropy_at(&f[1], ns[i]));
+        ck_assert_msg(d <= tol, "N=%llu: prefill differs from recompute by %g (tol %g)",
+                      (unsigned long long)ns[i], d, tol);
+    }
+    double tol = entropy_bound(&f[0]) + entropy_bound(&f[2]);
+    ck_assert_msg(fabs(entropy_at(&f[0], 16) - entropy_at(&f[2], 16)) <= tol, "N=16");
+    for (size_t i = 2; i < RL_ARRAY_LEN(ns); i++) {
+        double d = fabs(entropy_at(&f[0], ns[i]) - entropy_at(&f[2], ns[i]));
+        ck_assert_msg(d > 10 * tol, "N=%llu: cache_consistent P=16 within %g of recompute (tol %g)",
+                      (unsigned long long)ns[i], d, tol);
+    }
+    /* "Without the factor" of a per-token factor is every token at factor 1
+     * (no one logit scale undoes factors that differ per token): the same
+     * as the run with attention_factor 1 given. */
+    tol = entropy_bound(&f[2]) + entropy_bound(&f[3]);
+    for (size_t i = 0; i < RL_ARRAY_LEN(ns); i++)
+        ck_assert_msg(fabs(entropy_col(&f[2], ns[i], 1) - entropy_at(&f[3], ns[i])) <= tol,
+                      "N=%llu: no-factor %.9g vs attention_factor 1 %.9g",
+                      (unsigned long long)ns[i], entropy_col(&f[2], ns[i], 1),
+                      entropy_at(&f[3], ns[i]));
+    for (int i = 0; i < 4; i++)
+        kf_free(&f[i]);
 }
 END_TEST
 
@@ -594,6 +665,7 @@ int main(void)
     tcase_add_test(tc, entropy_of_identical_keys_is_ln_n);
     tcase_add_test(tc, entropy_of_zero_queries_is_ln_n_with_and_without_the_factor);
     tcase_add_test(tc, entropy_sweep_recomputes_dynamic_scaling_per_length);
+    tcase_add_test(tc, entropy_cache_consistent_differs_from_recompute_only_past_the_prompt);
     tcase_add_test(tc, t5_attention_is_unscaled_as_in_the_model);
     tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);
     tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);

@@ -189,6 +189,38 @@ START_TEST(phi3_su_is_longrope_with_top_level_original)
 }
 END_TEST
 
+START_TEST(phi35_longrope_real_factor_lists)
+{
+    /* microsoft/Phi-3.5-mini-instruct's lists (tests/data/README.md). HF's
+     * longrope: inv_freq_j = 1 / (factor_j * base^(2j/d)), the short list while
+     * the sequence is <= original_max_position_embeddings (4096), the long one
+     * beyond; expected factors copied from the config's lists by hand. */
+    hfm_model m;
+    load("phi3_longrope.json", &m);
+    ck_assert_uint_eq(m.head_dim, 96);
+    const hfm_layer_type *t;
+    rl_error err = {0};
+    ck_assert_msg(hfm_select(&m, NULL, &t, NULL, &err) == RL_OK, "%s", err.msg);
+    static const struct { uint32_t seq; uint32_t j; double factor; } c[] = {
+        {4096, 0, 1.0}, {4096, 7, 1.0499999523162842}, {4096, 17, 1.679999828338623},
+        {4096, 47, 2.8399994373321533}, {4097, 0, 1.0800000429153442},
+        {4097, 7, 2.620000123977661}, {4097, 17, 28.57000160217285},
+        {4097, 47, 64.83999633789062},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        rope_desc d;
+        ck_assert_msg(hfm_rope_desc(&m, t, &d, &err) == RL_OK, "%s", err.msg);
+        d.seq_len = c[i].seq;
+        rope_freqs f;
+        ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s", err.msg);
+        ck_assert_int_eq(f.rope_type, ROPE_TYPE_LONGROPE);
+        REL(f.inv_freq[c[i].j], pow(1e4, -2.0 * c[i].j / 96) / c[i].factor, 1e-14);
+        REL(f.attention_factor, sqrt(17.0 / 12.0), 1e-15); /* 131072 / 4096 = 32 */
+    }
+    hfm_free(&m);
+}
+END_TEST
+
 START_TEST(gemma_layer_patterns_local_base_and_query_scalar)
 {
     hfm_model m;
@@ -378,6 +410,10 @@ START_TEST(unrepresentable_keys_are_refused_naming_key_and_file)
         {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
          "\"rope_parameters\": {\"rope_type\": \"default\"}, \"rope_scaling\": {\"rope_type\": "
          "\"linear\", \"factor\": 2}}", "are both given and differ"},
+        /* ropelab's own semantics keys are not config.json keys */
+        {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
+         "\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2, \"dynamic_mode\": "
+         "\"cache_consistent\"}}", "rope_scaling.dynamic_mode is not a RoPE key ropelab represents"},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {
         FILE *fp = fopen(path, "w");
@@ -420,8 +456,22 @@ START_TEST(unrepresentable_keys_are_refused_naming_key_and_file)
         }
         hfm_free(&m);
     }
-    /* head_dim 128.0 is 128 (HF reads the number) */
+    /* jquesnelle/yarn's "dynamic-yarn" type is dynamic_yarn */
     FILE *fp = fopen(path, "w");
+    fputs("{\"hidden_size\": 4096, \"num_attention_heads\": 32, \"max_position_embeddings\": 4096, "
+          "\"rope_scaling\": {\"type\": \"dynamic-yarn\", \"original_max_position_embeddings\": 4096}}",
+          fp);
+    fclose(fp);
+    {
+        hfm_model dm;
+        rl_error derr = {0};
+        ck_assert_msg(hfm_load(path, &dm, &derr) == RL_OK, "%s", derr.msg);
+        ck_assert_str_eq(json_string_value(json_object_get(dm.types[0].encoding, "rope_type")),
+                         "dynamic_yarn");
+        hfm_free(&dm);
+    }
+    /* head_dim 128.0 is 128 (HF reads the number) */
+    fp = fopen(path, "w");
     fputs("{\"hidden_size\": 4096, \"num_attention_heads\": 64, \"head_dim\": 128.0}", fp);
     fclose(fp);
     hfm_model m;
@@ -482,6 +532,7 @@ int main(void)
     tcase_add_test(tc, llama4_rope_layers_are_interleaved_and_nope_layers_refused);
     tcase_add_test(tc, qwen_yarn_and_mrope);
     tcase_add_test(tc, phi3_su_is_longrope_with_top_level_original);
+    tcase_add_test(tc, phi35_longrope_real_factor_lists);
     tcase_add_test(tc, gemma_layer_patterns_local_base_and_query_scalar);
     tcase_add_test(tc, deepseek_mla_rotates_the_rope_part_interleaved_with_softmax_correction);
     tcase_add_test(tc, partial_rotary_families);

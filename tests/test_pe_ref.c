@@ -207,6 +207,7 @@ START_TEST(rope_registry_keys_are_ropes_own_list)
         {"beta_slow", "2"}, {"mscale", "2"}, {"mscale_all_dim", "2"}, {"truncate", "true"},
         {"attention_factor", "2"}, {"low_freq_factor", "2"}, {"high_freq_factor", "2"},
         {"short_factor", "[1, 2]"}, {"long_factor", "[1, 2]"},
+        {"dynamic_mode", "\"cache_consistent\""}, {"prompt_len", "2"},
     };
     for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
         const char *js = NULL;

@@ -47,21 +47,28 @@ static void rm_tree(const char *dir)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-/* Two runs of a decay-like table over r = 1..1024 (decades: log x), one
- * categorical table (distance buckets), scalar rows, a quoted field. */
+/* Two runs of a decay-like table over r = 1..1024 declared log-x, its
+ * reference curve, one categorical table (distance buckets), scalar rows, a
+ * quoted field — in the tidy format (docs/runner.md "results.csv"). */
+#define HEAD                                                                                    \
+    "run_id,device,kind,status,encoding,type,factor,head_dim,heads,kv_heads,train_len,seed,"    \
+    "params.max_distance,metric,length,x,value,unit,title,x_name,x_unit,x_title,plot\n"
+#define A1 "a1,llvmpipe,decay,passed,rope,rope,,64,2,1,512,1,16,"
+#define B2 "b2,llvmpipe,decay,passed,\"yarn, x4\",yarn,4,64,2,1,512,1,32,"
+#define BOUND ",,relative bound,r,tokens,relative distance r,log-x\n"
 static const char *results =
-    "run_id,device,encoding,factor,metric,x,value,x_label,y_label\n"
-    "a1,llvmpipe,rope,1,decay.bound,1,20.5,relative distance r (tokens),bound\n"
-    "a1,llvmpipe,rope,1,decay.bound,1024,3.25,relative distance r (tokens),bound\n"
-    "a1,llvmpipe,rope,1,decay.bound,32,8.0,relative distance r (tokens),bound\n"
-    "b2,llvmpipe,\"yarn, x4\",4,decay.bound,1,20.5,relative distance r (tokens),bound\n"
-    "b2,llvmpipe,\"yarn, x4\",4,decay.bound,1024,5.5,relative distance r (tokens),bound\n"
-    "a1,llvmpipe,rope,1,decay.ref_one_over_r,1,1,relative distance r (tokens),ref\n"
-    "a1,llvmpipe,rope,1,decay.ref_one_over_r,1024,0.0009765625,relative distance r (tokens),ref\n"
-    "a1,llvmpipe,rope,1,mass,0,0.5,distance bucket,attention mass\n"
-    "a1,llvmpipe,rope,1,mass,2-3,0.25,distance bucket,attention mass\n"
-    "a1,llvmpipe,rope,1,verify.max_abs_error,,1.5e-07,,\n"
-    "b2,llvmpipe,\"yarn, x4\",4,verify.max_abs_error,,2.5e-07,,\n";
+    HEAD
+    A1 "decay.bound,,1,20.5" BOUND
+    A1 "decay.bound,,1024,3.25" BOUND
+    A1 "decay.bound,,32,8.0" BOUND
+    B2 "decay.bound,,1,20.5" BOUND
+    B2 "decay.bound,,1024,5.5" BOUND
+    A1 "decay.one_over_r,,1,1,,1/r,r,tokens,relative distance r,log-x ref\n"
+    A1 "decay.one_over_r,,1024,0.0009765625,,1/r,r,tokens,relative distance r,log-x ref\n"
+    A1 "mass,,0,0.5,,attention mass,bucket,,distance bucket,\n"
+    A1 "mass,,2-3,0.25,,attention mass,bucket,,distance bucket,\n"
+    A1 "verify.max_abs_error,,,1.5e-07,,max abs error,,,,\n"
+    B2 "verify.max_abs_error,,,2.5e-07,,max abs error,,,,\n";
 
 START_TEST(renders_png_svg_and_report)
 {
@@ -94,19 +101,23 @@ START_TEST(renders_png_svg_and_report)
         ck_assert_ptr_nonnull(strstr(svg, "</svg>"));
         free(svg);
     }
-    /* The decay figure spans three decades of r: log x; legend names runs by
-     * encoding and the parameter that differs. */
+    /* log x as declared; legend names runs by encoding and the parameter
+     * that differs; titles and axis labels are the human ones with units */
     snprintf(path, sizeof path, "%s/plots/decay.bound.gp", dir);
     char *gp = read_file(path, NULL);
     ck_assert_ptr_nonnull(strstr(gp, "set logscale x"));
     ck_assert_ptr_null(strstr(gp, "set logscale y"));
-    ck_assert_ptr_nonnull(strstr(gp, "title 'rope factor=1'"));
-    ck_assert_ptr_nonnull(strstr(gp, "title 'yarn, x4 factor=4'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'rope max_distance=16'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'yarn, x4 max_distance=32'"));
     ck_assert_ptr_nonnull(strstr(gp, "set xlabel 'relative distance r (tokens)'"));
-    /* The table's ref_ column is a dashed reference inside the figure, not a
-     * figure of its own (n_figures stays 2). */
+    ck_assert_ptr_nonnull(strstr(gp, "set title 'relative bound'"));
+    /* series differ in colour, dash and point type */
+    ck_assert_ptr_nonnull(strstr(gp, "lc 1 dt 1 pt 7"));
+    ck_assert_ptr_nonnull(strstr(gp, "lc 2 dt 2 pt 5"));
+    /* the "ref" column is a dashed reference inside the figure, not a
+     * figure of its own (n_figures stays 2) */
     ck_assert_ptr_nonnull(strstr(gp, "index 2 using 1:2 with lines dt 2"));
-    ck_assert_ptr_nonnull(strstr(gp, "title 'ref_one_over_r'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title '1/r'"));
     free(gp);
     /* Data sorted by x within a run. */
     snprintf(path, sizeof path, "%s/plots/decay.bound.dat", dir);
@@ -115,10 +126,171 @@ START_TEST(renders_png_svg_and_report)
     free(dat);
     snprintf(path, sizeof path, "%s/report.md", dir);
     char *md = read_file(path, NULL);
-    ck_assert_ptr_nonnull(strstr(md, "![decay.bound](plots/decay.bound.png)"));
-    ck_assert_ptr_nonnull(strstr(md, "| b2 | llvmpipe |  | yarn, x4 | 4 | failed: out of device memory |"));
-    ck_assert_ptr_nonnull(strstr(md, "| a1 | rope | verify.max_abs_error | 1.5e-07 |"));
+    ck_assert_ptr_nonnull(strstr(md, "![relative bound](plots/decay.bound.png)"));
+    ck_assert_ptr_nonnull(
+        strstr(md, "| b2 | llvmpipe | decay | yarn, x4 | 32 | failed: out of device memory |"));
+    /* scalars: an encoding x metric table per kind, readable precision */
+    ck_assert_ptr_nonnull(strstr(md, "| run | encoding | params.max_distance | max abs error |"));
+    ck_assert_ptr_nonnull(strstr(md, "| a1 | rope | 16 | 1.5e-07 |"));
     free(md);
+    rm_tree(dir);
+}
+END_TEST
+
+/* Every ](target) link of DIR/report.md names a file that exists. */
+static void assert_report_links_exist(const char *dir)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = read_file(path, NULL);
+    ck_assert_ptr_nonnull(md);
+    size_t n = 0;
+    for (const char *p = strstr(md, "]("); p; p = strstr(p + 2, "](")) {
+        const char *e = strchr(p + 2, ')');
+        ck_assert_ptr_nonnull(e);
+        snprintf(path, sizeof path, "%s/%.*s", dir, (int)(e - p - 2), p + 2);
+        ck_assert_msg(access(path, F_OK) == 0, "report.md links %s, which does not exist", path);
+        n++;
+    }
+    ck_assert_uint_gt(n, 0);
+    free(md);
+}
+
+/* An entropy-like table over lengths 64..256 (a 4x span, declared log-x,
+ * with the training length), its ln N reference, retrieval-like curves at
+ * two context lengths (fractions), a pair index over decades (linear), a
+ * constant column and a bookkeeping one, an error/bound column, and two
+ * runs whose curves coincide. */
+#define E1 "e1,cpu,entropy,passed,rope,rope,,64,2,1,128,1,"
+#define E2 "e2,cpu,entropy,passed,pi,linear,4,64,2,1,128,1,"
+#define E3 "e3,cpu,entropy,passed,ntk,ntk,4,64,2,1,128,1,"
+#define HEAD2                                                                                   \
+    "run_id,device,kind,status,encoding,type,factor,head_dim,heads,kv_heads,train_len,seed,"    \
+    "metric,length,x,value,unit,title,x_name,x_unit,x_title,plot\n"
+#define ENT ",nats,entropy,length_tokens,tokens,context length N,log-x train-len\n"
+#define LN ",nats,ln N,length_tokens,tokens,context length N,log-x train-len ref\n"
+#define ACC ",,accuracy,distance_tokens,tokens,needle distance,log-x train-len fraction\n"
+#define PAIR ",tokens,wavelength,pair,,rotary pair index j,\n"
+static const char *marks =
+    HEAD2
+    E1 "h.entropy_nats,64,64,2" ENT E1 "h.entropy_nats,128,128,3" ENT
+    E1 "h.entropy_nats,256,256,4" ENT
+    E2 "h.entropy_nats,64,64,2" ENT E2 "h.entropy_nats,128,128,3" ENT
+    E2 "h.entropy_nats,256,256,4" ENT
+    E3 "h.entropy_nats,64,64,1" ENT E3 "h.entropy_nats,128,128,2" ENT
+    E3 "h.entropy_nats,256,256,2.5" ENT
+    E1 "h.ref_ln,64,64,4.1589" LN E1 "h.ref_ln,128,128,4.852" LN E1 "h.ref_ln,256,256,5.545" LN
+    E1 "r.accuracy,256,1,1" ACC E1 "r.accuracy,256,200,0.5" ACC
+    E1 "r.accuracy,512,1,1" ACC E1 "r.accuracy,512,400,0.25" ACC
+    E1 "r.trials,256,1,8,trials,trials,distance_tokens,tokens,needle distance,log-x hide\n"
+    E1 "r.trials,256,200,16,trials,trials,distance_tokens,tokens,needle distance,log-x hide\n"
+    E1 "c.wavelength,,0,6" PAIR E1 "c.wavelength,,1,60" PAIR E1 "c.wavelength,,63,60000" PAIR
+    E1 "c.train,,0,128,tokens,training length,pair,,rotary pair index j,\n"
+    E1 "c.train,,63,128,tokens,training length,pair,,rotary pair index j,\n"
+    E1 "p.error_over_bound,,1,0.25,,error / bound,position,tokens,position,log-x line-1\n"
+    E1 "p.error_over_bound,,64,0.5,,error / bound,position,tokens,position,log-x line-1\n";
+
+START_TEST(figures_carry_reference_marks_and_skip_constants)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, marks);
+    plot_result r;
+    rl_error err = {0};
+    ck_assert_msg(plot_dir(dir, NULL, &r, &err) == RL_OK, "%s", err.msg);
+    /* entropy, accuracy at 256 and at 512, wavelength, error/bound; not the
+     * reference, the constant training length or the bookkeeping trials */
+    ck_assert_uint_eq(r.n_figures, 5);
+    snprintf(path, sizeof path, "%s/plots/c.train.png", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/plots/r.trials_n256.png", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    /* log x over a 4x span (ln N straight), training length marked */
+    snprintf(path, sizeof path, "%s/plots/h.entropy_nats.gp", dir);
+    char *gp = read_file(path, NULL);
+    ck_assert_ptr_nonnull(strstr(gp, "set logscale x 2"));
+    ck_assert_ptr_nonnull(strstr(gp, "set arrow 1 from 128, graph 0 to 128, graph 1 nohead"));
+    ck_assert_ptr_nonnull(strstr(gp, "set ylabel 'entropy (nats)'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'ln N'"));
+    free(gp);
+    /* one figure per context length, 0 and 1 inside the frame */
+    snprintf(path, sizeof path, "%s/plots/r.accuracy_n512.gp", dir);
+    gp = read_file(path, NULL);
+    ck_assert_ptr_nonnull(gp);
+    ck_assert_ptr_nonnull(strstr(gp, "set title 'accuracy, N = 512 tokens'"));
+    ck_assert_ptr_nonnull(strstr(gp, "set yrange [-0.04:1.06]"));
+    free(gp);
+    /* the pair index stays linear though it spans decades */
+    snprintf(path, sizeof path, "%s/plots/c.wavelength.gp", dir);
+    gp = read_file(path, NULL);
+    ck_assert_ptr_null(strstr(gp, "set logscale x"));
+    free(gp);
+    snprintf(path, sizeof path, "%s/plots/p.error_over_bound.gp", dir);
+    gp = read_file(path, NULL);
+    ck_assert_ptr_nonnull(strstr(gp, "1 with lines dt 3"));
+    free(gp);
+    /* captions: coinciding series named, skipped figures said */
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = read_file(path, NULL);
+    ck_assert_ptr_nonnull(strstr(md, "Coinciding"));
+    ck_assert_ptr_nonnull(strstr(md, ": rope = pi."));
+    ck_assert_ptr_null(strstr(md, "= ntk"));
+    ck_assert_ptr_nonnull(strstr(md, "`c.train` (constant 128 tokens)"));
+    ck_assert_ptr_nonnull(strstr(md, "`r.trials` at N = 256 (bookkeeping)"));
+    free(md);
+    assert_report_links_exist(dir);
+    rm_tree(dir);
+}
+END_TEST
+
+/* A .gp file re-renders its figure where it lies: `cd plots && gnuplot
+ * NAME.gp` writes NAME.png and NAME.svg beside it, naming no other path. */
+START_TEST(gp_files_rerender_where_they_lie)
+{
+    char dir[64], path[256], cmd[600];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, marks);
+    rl_error err = {0};
+    ck_assert_msg(plot_dir(dir, NULL, NULL, &err) == RL_OK, "%s", err.msg);
+    static const char *const names[] = {"h.entropy_nats", "r.accuracy_n256", "c.wavelength"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/plots/%s.png", dir, names[i]);
+        ck_assert_int_eq(remove(path), 0);
+        snprintf(path, sizeof path, "%s/plots/%s.svg", dir, names[i]);
+        ck_assert_int_eq(remove(path), 0);
+        snprintf(cmd, sizeof cmd, "cd '%s/plots' && gnuplot %s.gp 2>/dev/null", dir, names[i]);
+        ck_assert_int_eq(system(cmd), 0);
+        size_t len;
+        snprintf(path, sizeof path, "%s/plots/%s.png", dir, names[i]);
+        char *png = read_file(path, &len);
+        ck_assert_msg(png != NULL, "%s not re-rendered", path);
+        ck_assert_mem_eq(png, "\x89PNG\r\n\x1a\n", 8);
+        free(png);
+        snprintf(path, sizeof path, "%s/plots/%s.svg", dir, names[i]);
+        ck_assert_int_eq(access(path, F_OK), 0);
+    }
+    /* nothing left under a temporary name */
+    snprintf(cmd, sizeof cmd, "ls '%s/plots' | grep -q tmp", dir);
+    ck_assert_int_ne(system(cmd), 0);
+    rm_tree(dir);
+}
+END_TEST
+
+/* results.csv written before the tidy format is refused, saying how to
+ * rewrite it. */
+START_TEST(old_format_results_are_refused_clearly)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, "run_id,device,kind,encoding,status,metric,x,value,x_label,y_label\n"
+                     "r,cpu,decay,rope,passed,decay.bound,1,2,r,bound\n");
+    rl_error err = {0};
+    ck_assert_int_eq(plot_dir(dir, NULL, NULL, &err), RL_ERR_PARSE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "results.csv:1: results.csv in the old format"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "ropelab merge"));
     rm_tree(dir);
 }
 END_TEST
@@ -147,13 +319,13 @@ START_TEST(malformed_results_are_reported_with_line)
     ck_assert_int_eq(plot_dir(dir, NULL, NULL, &err), RL_ERR_IO);
     ck_assert_ptr_nonnull(strstr(err.msg, "results.csv: cannot open"));
     snprintf(path, sizeof path, "%s/results.csv", dir);
-    write_file(path, "run_id,encoding,x,value\nr,rope,1,2\n");
+    write_file(path, "run_id,encoding,x,value,unit\nr,rope,1,2,\n");
     ck_assert_int_eq(plot_dir(dir, NULL, NULL, &err), RL_ERR_PARSE);
     ck_assert_ptr_nonnull(strstr(err.msg, "results.csv:1: missing column 'metric'"));
-    write_file(path, "run_id,encoding,metric,x,value\nr,rope,m,1,2\nr,rope,m,2\n");
+    write_file(path, "run_id,encoding,metric,x,value,unit\nr,rope,m,1,2,\nr,rope,m,2,\n");
     ck_assert_int_eq(plot_dir(dir, NULL, NULL, &err), RL_ERR_PARSE);
-    ck_assert_ptr_nonnull(strstr(err.msg, "results.csv:3: 4 fields, the header has 5"));
-    write_file(path, "run_id,encoding,metric,x,value\nr,\"rope,m,1,2\n");
+    ck_assert_ptr_nonnull(strstr(err.msg, "results.csv:3: 5 fields, the header has 6"));
+    write_file(path, "run_id,encoding,metric,x,value,unit\nr,\"rope,m,1,2\n");
     ck_assert_int_eq(plot_dir(dir, NULL, NULL, &err), RL_ERR_PARSE);
     ck_assert_ptr_nonnull(strstr(err.msg, "unterminated quoted field"));
     rm_tree(dir);
@@ -232,9 +404,9 @@ static size_t count_entries(const char *dir)
 static void write_hostile_results(const char *dir, const char *mk)
 {
     char path[1400], p[12][1024], col[600];
-    static const char *const tags[] = {"val1", "dev1", "enc1", "run3", "met",
-                                       "ref", "xl", "yl", "cat", "val2", "met2"};
-    for (int i = 0; i < 11; i++)
+    static const char *const tags[] = {"val1", "dev1", "enc1", "run3", "met", "ref",
+                                       "xl",   "yl",   "cat",  "val2", "met2", "unit"};
+    for (int i = 0; i < 12; i++)
         payload(p[i], sizeof p[i], mk, tags[i]);
     snprintf(col, sizeof col, "Lcol `touch %s/bcol` $(touch %s/scol) q'q d\"d @GPVAL_PWD\n"
              "system 'touch %s/ncol'", mk, mk, mk);
@@ -243,7 +415,7 @@ static void write_hostile_results(const char *dir, const char *mk)
     ck_assert_ptr_nonnull(f);
     fputs("run_id,device,encoding,", f);
     csv_put(f, col, ',');
-    fputs("metric,x,value,x_label,y_label\n", f);
+    fputs("metric,x,value,x_title,title,unit\n", f);
     char metric[1100], ref[2200], plain[1100];
     snprintf(metric, sizeof metric, "%s.t", p[4]);
     snprintf(ref, sizeof ref, "%s.ref_%s", p[4], p[5]);
@@ -256,28 +428,34 @@ static void write_hostile_results(const char *dir, const char *mk)
         csv_put(f, metric, ',');
         fprintf(f, "%d,%d,", x, x + 1);
         csv_put(f, p[6], ',');
-        csv_put(f, p[7], '\n');
+        csv_put(f, p[7], ',');
+        csv_put(f, p[11], '\n');
         fputs("r2,d,rope,", f);
         csv_put(f, p[9], ',');
         csv_put(f, metric, ',');
-        fprintf(f, "%d,%d,xl,yl\n", x, x + 2);
-        /* a reference curve of that table */
+        fprintf(f, "%d,%d,xl,yl,", x, x + 2);
+        csv_put(f, p[11], '\n');
+        /* a reference curve of that table, in the same unit */
         fputs("r1,d,rope,1,", f);
         csv_put(f, ref, ',');
-        fprintf(f, "%d,%d,xl,yl\n", x, x);
+        fprintf(f, "%d,%d,xl,", x, x);
+        csv_put(f, p[5], ',');
+        csv_put(f, p[11], '\n');
         /* one run on two devices: the device goes into the legend */
         fputs("r1,", f);
         csv_put(f, p[1], ',');
-        fprintf(f, "rope,1,dev.w,%d,%d,xl,yl\nr1,d,rope,1,dev.w,%d,%d,xl,yl\n", x, x, x, x + 1);
+        fprintf(f, "rope,1,dev.w,%d,%d,xl,yl,\nr1,d,rope,1,dev.w,%d,%d,xl,yl,\n", x, x, x, x + 1);
         /* one series without encoding: its legend is the run id */
         csv_put(f, p[3], ',');
         fputs("d,,1,", f);
         csv_put(f, plain, ',');
-        fprintf(f, "%d,%d,xl,yl\n", x, x);
+        fprintf(f, "%d,%d,xl,", x, x);
+        csv_put(f, p[10], ',');
+        fputs("\n", f);
         /* categorical x values */
         fputs("r1,d,rope,1,cat.v,", f);
         csv_put(f, x == 1 ? p[8] : "plain", ',');
-        fprintf(f, "%d,xl,yl\n", x);
+        fprintf(f, "%d,xl,yl,\n", x);
     }
     fclose(f);
 }
@@ -323,7 +501,8 @@ START_TEST(hostile_labels_and_directory_never_run_as_gnuplot_code)
     }
     closedir(d);
     ck_assert_uint_eq(n_svg, 4);
-    static const char *const shown[] = {"val1", "dev1", "enc1", "run3", "met", "ref",
+    /* (the metric names themselves are file names, never drawn) */
+    static const char *const shown[] = {"val1", "dev1", "enc1", "run3", "unit", "ref",
                                         "xl",   "yl",   "cat",  "val2", "met2"};
     for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
         rendered(want, sizeof want, mk, shown[i]);
@@ -418,6 +597,9 @@ int main(void)
     TCase *tc = tcase_create("plot");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, renders_png_svg_and_report);
+    tcase_add_test(tc, figures_carry_reference_marks_and_skip_constants);
+    tcase_add_test(tc, gp_files_rerender_where_they_lie);
+    tcase_add_test(tc, old_format_results_are_refused_clearly);
     tcase_add_test(tc, missing_gnuplot_says_how_to_install);
     tcase_add_test(tc, malformed_results_are_reported_with_line);
     tcase_add_test(tc, hostile_labels_and_directory_never_run_as_gnuplot_code);

@@ -15,7 +15,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$bin" run "$batch" --out "$tmp/out" --quiet >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "ropelab run exited $?"; }
 out=$tmp/out
 [ -s "$out/results.csv" ] || fail "results.csv missing or empty"
-head -1 "$out/results.csv" | grep -q '^run_id,device,kind,encoding,status' || fail "results.csv header"
+head -1 "$out/results.csv" |
+  grep -q '^run_id,device,kind,status,encoding,type,factor,head_dim,heads,kv_heads,train_len,seed,metric,length,x,value,unit,title,x_name,x_unit,x_title,plot$' ||
+  fail "results.csv header"
 grep -q ',failed,' "$out/results.csv" && fail "results.csv has a failed run"
 [ -s "$out/report.md" ] || fail "report.md missing"
 grep -q '](plots/.*\.png)' "$out/report.md" || fail "report.md embeds no plot"
@@ -27,6 +29,14 @@ for f in "$out"/plots/*.png; do
   n_png=$((n_png + 1))
 done
 [ "$n_png" -ge 1 ] || fail "no PNG plot"
+# every link in report.md names a file that exists
+grep -o '](plots/[^)]*)' "$out/report.md" | sed 's/^](//; s/)$//' | sort -u >"$tmp/links"
+[ -s "$tmp/links" ] || fail "report.md links nothing"
+while read -r l; do [ -f "$out/$l" ] || fail "report.md links $l, which does not exist"; done <"$tmp/links"
+# a .gp file re-renders its figure where it lies
+rm "$out/plots/entropy_length.entropy_nats.png"
+(cd "$out/plots" && gnuplot entropy_length.entropy_nats.gp 2>/dev/null) &&
+  [ -s "$out/plots/entropy_length.entropy_nats.png" ] || fail "entropy_length.entropy_nats.gp does not re-render in plots/"
 python3 - "$out/manifest.json" "$out/results.csv" <<'PY' || fail "manifest check"
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -45,7 +55,19 @@ for k in ("decay", "precision", "coverage", "entropy", "retrieval"):
 # more than twice the largest verified entropy tolerance of their runs (two
 # means each within tol of their double reference; tol ~0.011 here, so the
 # margin is ~0.022 nats); measured: >= 0.066 apart.
-import csv, os
+import csv, os, re
+# tidy results.csv: the run's description on every row, lengths in a
+# column (not in metric names), a human title for every metric
+rows = list(csv.DictReader(open(sys.argv[2], newline="")))
+for r in rows:
+    for col in ("type", "head_dim", "heads", "kv_heads", "train_len", "seed"):
+        assert r[col] != "", f"results.csv: empty {col} in {r['run_id']} {r['metric']}"
+    assert not re.search(r"_n[0-9]+\.", r["metric"]), f"length in a metric name: {r['metric']}"
+    assert r["title"] and r["title"] != r["metric"], f"no title declared for {r['kind']} {r['metric']}"
+    if r["kind"] == "retrieval" and r["metric"].startswith("retrieval_distance."):
+        assert r["length"] != "", f"retrieval distance row without length"
+factors = {r["factor"] for r in rows if r["encoding"] == "yarn-4x"}
+assert factors == {"4"}, f"yarn-4x factor column {factors}"
 srcs = {p["resolved"].get("data", {}).get("source") for p in plan
         if p["kind"] in ("entropy", "retrieval")}
 assert srcs == {"structured"}, f"entropy/retrieval data sources {srcs}"

@@ -166,6 +166,51 @@ START_TEST(ggml_cpu_angle_is_repeated_product)
 }
 END_TEST
 
+/* ggml's rope_yarn (ggml-cpu ops.cpp rope_yarn / rope_yarn_ramp /
+ * ggml_rope_yarn_corr_dims), by hand for yarn factor 4, d 128, base 10000,
+ * n_ctx_orig 4096: corr dims floor(20.94) = 20 and ceil(45.03) = 46 (see
+ * test_rope_scaling), freq_scale 1/4, ramp_mix 1 up to pair 20 (extrapolate),
+ * 0 from 46 (interpolate), 1 - 13/26 = 0.5 at 33; mscale 1 + 0.1 logf(4);
+ * the angle ti (1 - rm) + te rm with te ggml-cpu's repeated product. */
+START_TEST(ggml_yarn_follows_rope_yarn_by_hand)
+{
+    rl_error err = {0};
+    rope_desc d = {.head_dim = 128, .precision = RL_ROPE_PREC_GGML_CPU,
+                   .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                   .original_max_position_embeddings = 4096};
+    rope_freqs f;
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_OK);
+    float fs = 0, rm[64], ms = 0;
+    ck_assert_int_eq(rope_emu_yarn(&f, &fs, rm, &ms), 1);
+    ck_assert(fs == 0.25f);
+    ck_assert(ms == 1.0f * (1.0f + 0.1f * logf(4.0f)));
+    for (int j = 0; j <= 20; j++)
+        ck_assert_msg(rm[j] == 1.0f, "pair %d: %g", j, rm[j]);
+    for (int j = 46; j < 64; j++)
+        ck_assert_msg(rm[j] == 0.0f, "pair %d: %g", j, rm[j]);
+    ck_assert(rm[33] == 0.5f);
+    ck_assert(rm[21] == 1.0f - 1.0f / 26.0f);
+    float ts = powf(10000.0f, -2.0f / 128.0f), te = 1000.0f;
+    for (int k = 0; k < 33; k++)
+        te *= ts;
+    float ti = 0.25f * te;
+    ck_assert(rope_emu_angle(&f, 1000, 33) == ti * (1.0f - 0.5f) + te * 0.5f);
+    /* linear: ext_factor 0, theta = freq_scale * theta_extrap, mscale 1 */
+    rope_desc l = {.head_dim = 128, .precision = RL_ROPE_PREC_GGML_VULKAN,
+                   .rope_type = ROPE_TYPE_LINEAR, .factor = 4};
+    ck_assert_int_eq(rope_freqs_compute(&l, &f, &err), RL_OK);
+    ck_assert_int_eq(rope_emu_yarn(&f, &fs, rm, &ms), 1);
+    ck_assert(fs == 0.25f && ms == 1.0f && rm[0] == 0.0f && rm[63] == 0.0f);
+    ck_assert(rope_emu_angle(&f, 1000, 5) == 0.25f * (1000.0f * powf(ts, 5.0f)));
+    /* other modes and types: not rope_yarn */
+    rope_desc h = {.head_dim = 128, .precision = RL_ROPE_PREC_HF, .rope_type = ROPE_TYPE_LINEAR,
+                   .factor = 4};
+    ck_assert_int_eq(rope_freqs_compute(&h, &f, &err), RL_OK);
+    ck_assert_int_eq(rope_emu_yarn(&f, NULL, NULL, &ms), 0);
+    ck_assert(ms == 1.0f);
+}
+END_TEST
+
 static const struct {
     const char *json, *needle;
 } bad_params[] = {
@@ -177,6 +222,14 @@ static const struct {
     {"{\"head_dim\": 64, \"precision\": \"ggml-cpu\", \"dtype\": \"bf16\"}", "dtype bf16: precision ggml-cpu"},
     {"{\"head_dim\": 64, \"precision\": \"cuda-fast\", \"rope_type\": \"linear\", \"factor\": 2}", "rope_type default only"},
     {"{\"head_dim\": 64, \"precision\": \"hf\", \"tf32\": 1}", "tf32 must be true or false"},
+    {"{\"head_dim\": 64, \"precision\": \"ggml-cpu\", \"rope_type\": \"llama3\", \"factor\": 8, "
+     "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"original_max_position_embeddings\": 8192}",
+     "precision ggml-cpu emulates rope_type default, linear and yarn only (not llama3)"},
+    {"{\"head_dim\": 64, \"precision\": \"ggml-vulkan\", \"rope_type\": \"yarn\", \"factor\": 4, "
+     "\"original_max_position_embeddings\": 4096, \"truncate\": false}",
+     "ggml_rope_yarn_corr_dims always floors and ceils"},
+    {"{\"head_dim\": 64, \"precision\": \"cuda-fast\", \"rope_type\": \"yarn\", \"factor\": 4, "
+     "\"original_max_position_embeddings\": 4096}", "precision cuda-fast emulates rope_type default only"},
 };
 
 START_TEST(bad_emulation_params_name_the_key)
@@ -205,6 +258,7 @@ int main(void)
     tcase_add_test(cpu, cpu_rounding_known_values);
     tcase_add_test(cpu, hf_bf16_output_is_bf16_and_cos_rounded);
     tcase_add_test(cpu, ggml_cpu_angle_is_repeated_product);
+    tcase_add_test(cpu, ggml_yarn_follows_rope_yarn_by_hand);
     tcase_add_loop_test(cpu, bad_emulation_params_name_the_key, 0, RL_ARRAY_LEN(bad_params));
     suite_add_tcase(s, cpu);
     rl_test_require_vulkan("rope_emu");

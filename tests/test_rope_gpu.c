@@ -87,6 +87,75 @@ START_TEST(small_positions_match_reference_closely)
 }
 END_TEST
 
+/* dynamic_mode cache_consistent on the device: tokens in any order (and
+ * repeated positions), each rotated with its own length max(p+1, P). The
+ * device output is within the kernel's bound of the per-token reference;
+ * prompt tokens (p < P) match the static rotation at length P and decoded
+ * ones the static rotation at p + 1 (rope_freqs_compute with that seq_len,
+ * an independent route to the same formula); the one-length (recompute)
+ * rotation is far outside the bound. Shapes: vec4 (D 16) and scalar (D 6). */
+START_TEST(cache_consistent_gives_each_token_its_own_rotation_on_device)
+{
+    static const uint32_t shapes[2][2] = {{16, 16}, {6, 6}}; /* head_dim, rotary_dim */
+    const uint32_t D = shapes[_i % 2][0];
+    const int prec = _i / 2 ? RL_ROPE_PREC_PRECISE : RL_ROPE_PREC_FP32;
+    enum { T = 10, H = 3, P = 100 };
+    static const uint32_t pos[T] = {500, 3, 500, 99, 100, 4000, 101, 0, 2047, 98};
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    rope_desc d = {.head_dim = D, .rotary_dim = shapes[_i % 2][1], .precision = prec,
+                   .rope_type = ROPE_TYPE_DYNAMIC_YARN, .original_max_position_embeddings = 64,
+                   .seq_len = 4096, .dynamic_mode = ROPE_DYN_CACHE_CONSISTENT, .prompt_len = P};
+    rope_freqs f, rec;
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_OK);
+    rope_desc dr = d;
+    dr.dynamic_mode = ROPE_DYN_RECOMPUTE;
+    dr.prompt_len = 0;
+    ck_assert_int_eq(rope_freqs_compute(&dr, &rec, &err), RL_OK);
+    size_t n = (size_t)T * H * D;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
+           *scale = malloc(n * sizeof *scale), *one = malloc(H * D * sizeof *one);
+    rl_rng rng;
+    rl_rng_seed(&rng, 11, "test/rope/cache");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)rl_rng_normal(&rng);
+    rope_kernel k;
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    int guard_ok = 0;
+    ck_assert_msg(rope_gpu_apply(&g.dev, &k, &f, x, pos, T, H, y, NULL, &guard_ok, &err) == RL_OK,
+                  "%s", err.msg);
+    ck_assert(guard_ok);
+    rope_ref_apply(&f, x, pos, T, H, ref);
+    rope_error_bounds(&f, x, pos, T, H, bound, scale);
+    vf_stats st;
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &st);
+    ck_assert_msg(st.pass, "device vs per-token reference: %zu over, worst %g", st.n_over,
+                  st.worst_ratio);
+    for (uint32_t t = 0; t < T; t++) {
+        rope_desc ds = dr; /* the static rotation at this token's length */
+        ds.seq_len = pos[t] + 1 > P ? pos[t] + 1 : P;
+        rope_freqs fs;
+        ck_assert_int_eq(rope_freqs_compute(&ds, &fs, &err), RL_OK);
+        rope_ref_apply(&fs, x + (size_t)t * H * D, &pos[t], 1, H, one);
+        for (uint32_t i = 0; i < H * D; i++) {
+            size_t e = (size_t)t * H * D + i;
+            ck_assert_msg(fabs(y[e] - one[i]) <= bound[e], "token %u (pos %u) elem %u: %.9g vs %.9g",
+                          t, pos[t], i, y[e], one[i]);
+        }
+    }
+    /* the recompute reference (every token at 4096) is not what the device did */
+    rope_ref_apply(&rec, x, pos, T, H, ref);
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &st);
+    ck_assert(!st.pass);
+    ck_assert(st.worst_ratio > 100);
+    rope_kernel_destroy(&g.dev, &k);
+    free(x), free(y), free(ref), free(bound), free(scale), free(one);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* A NaN fed to the kernel comes out NaN on the device and in the double
  * reference: NaN never equals NaN, so check's verdict fails the row and
  * reports the reference NaN; the same tensor without it passes. */
@@ -171,6 +240,7 @@ int main(void)
     tcase_add_loop_test(tc, small_positions_match_reference_closely, 0, 8);
     tcase_add_test(tc, bad_shapes_are_refused_with_messages);
     tcase_add_test(tc, check_fails_nan_against_nan_and_passes_the_clean_tensor);
+    tcase_add_loop_test(tc, cache_consistent_gives_each_token_its_own_rotation_on_device, 0, 4);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -42,6 +42,19 @@ START_TEST(linear_divides_every_frequency_by_factor)
 }
 END_TEST
 
+/* The batch check's table of keys each rope_type reads covers every type:
+ * a type added to the enum but not to rope_type_uses_key's table would have
+ * every scaling key refused ("has no effect"). */
+START_TEST(every_scaling_type_reads_its_factor)
+{
+    for (int t = 0; t < ROPE_TYPE_COUNT; t++)
+        ck_assert_msg(rope_type_uses_key(t, "factor") == (t != ROPE_TYPE_DEFAULT),
+                      "rope_type %s: factor", rope_type_name(t));
+    ck_assert(rope_type_uses_key(ROPE_TYPE_DYNAMIC_YARN, "beta_fast"));
+    ck_assert(!rope_type_uses_key(ROPE_TYPE_LINEAR, "beta_fast"));
+}
+END_TEST
+
 START_TEST(ntk_changes_the_base_by_factor_to_d_over_d_minus_2)
 {
     rope_freqs f = compute(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_NTK, .factor = 4});
@@ -275,6 +288,163 @@ static rl_status set_json(rope_desc *d, const char *text, rl_error *err)
     return st;
 }
 
+/* Dynamic YaRN (YaRN paper §3.3 "Dynamic Scaling"; jquesnelle/yarn
+ * LlamaDynamicYaRNScaledRotaryEmbedding): s = max(factor, N / L_orig)
+ * (factor default 1), then YaRN's blend at s. head_dim 128, base 10000,
+ * L_orig 4096: the ramp runs from pair 20 to 46 (derived above, it does not
+ * depend on s). */
+START_TEST(dynamic_yarn_scale_follows_length_over_original)
+{
+    rope_desc d = {.head_dim = 128, .rope_type = ROPE_TYPE_DYNAMIC_YARN,
+                   .original_max_position_embeddings = 4096};
+    /* no length, or N <= L_orig: s = 1, the plain rotation, factor 1 */
+    static const uint32_t short_n[] = {0, 1, 4096};
+    for (size_t i = 0; i < RL_ARRAY_LEN(short_n); i++) {
+        d.seq_len = short_n[i];
+        rope_freqs f = compute(&d);
+        for (int j = 0; j < 64; j++)
+            REL(f.inv_freq[j], th(1e4, j, 128), 1e-14);
+        ck_assert_double_eq(f.attention_factor, 1.0);
+        ck_assert_double_eq(f.factor, 1.0);
+    }
+    /* N = 16384: s = 4, the values of yarn factor 4 */
+    d.seq_len = 16384;
+    rope_freqs f = compute(&d);
+    ck_assert_double_eq(f.factor, 4.0);
+    REL(f.inv_freq[10], th(1e4, 10, 128), 1e-14);
+    REL(f.inv_freq[33], th(1e4, 33, 128) * (0.5 / 4 + 0.5), 1e-14);
+    REL(f.inv_freq[50], th(1e4, 50, 128) / 4, 1e-14);
+    REL(f.attention_factor, 1.0 + 0.1 * log(4.0), 1e-15);
+    /* N = 10000: s = 10000/4096 = 2.44140625 */
+    d.seq_len = 10000;
+    f = compute(&d);
+    double s = 10000.0 / 4096.0;
+    REL(f.inv_freq[50], th(1e4, 50, 128) / s, 1e-14);
+    REL(f.inv_freq[21], th(1e4, 21, 128) * ((1.0 / 26) / s + 25.0 / 26), 1e-14);
+    REL(f.attention_factor, 1.0 + 0.1 * log(s), 1e-15);
+    /* factor is the floor (jquesnelle's finetuned: M / L_orig): 8 until N = 8 L_orig */
+    d.factor = 8;
+    f = compute(&d);
+    ck_assert_double_eq(f.factor, 8.0);
+    REL(f.inv_freq[63], th(1e4, 63, 128) / 8, 1e-14);
+    d.seq_len = 65536;
+    ck_assert_double_eq(compute(&d).factor, 16.0);
+    /* L_orig defaults to max_position_embeddings (as yarn) */
+    rope_desc e = {.head_dim = 128, .rope_type = ROPE_TYPE_DYNAMIC_YARN,
+                   .max_position_embeddings = 2048, .seq_len = 8192};
+    ck_assert_double_eq(compute(&e).factor, 4.0);
+    ck_assert_int_eq(rope_type_parse("dynamic-yarn"), ROPE_TYPE_DYNAMIC_YARN);
+    ck_assert_str_eq(rope_type_name(ROPE_TYPE_DYNAMIC_YARN), "dynamic_yarn");
+}
+END_TEST
+
+/* cache_consistent: the token at position p keeps the rotation of the step
+ * that computed it, length L(p) = max(p + 1, P). Values by hand from
+ * HF's dynamic NTK formula, base' = b (s L/M - (s - 1))^(d/(d-2)). */
+START_TEST(cache_consistent_rotates_each_position_with_its_own_length)
+{
+    rope_desc d = {.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 2,
+                   .max_position_embeddings = 4096, .seq_len = 16384,
+                   .dynamic_mode = ROPE_DYN_CACHE_CONSISTENT, .prompt_len = 8192};
+    rope_freqs f = compute(&d);
+    ck_assert(rope_freqs_per_position(&f));
+    ck_assert_uint_eq(f.prompt_len, 8192);
+    ck_assert_uint_eq(rope_position_len(&f, 0), 8192);
+    ck_assert_uint_eq(rope_position_len(&f, 8191), 8192);
+    ck_assert_uint_eq(rope_position_len(&f, 12000), 12001);
+    /* f itself describes length seq_len: 2*16384/4096 - 1 = 7 */
+    REL(f.theta, 1e4 * pow(7.0, 64.0 / 62), 1e-14);
+    double inv[ROPE_MAX_PAIRS], af = 0;
+    rope_freqs_at(&f, 100, inv, &af); /* prompt: L = 8192, 2*2 - 1 = 3 */
+    REL(inv[5], pow(1e4 * pow(3.0, 64.0 / 62), -10.0 / 64), 1e-14);
+    ck_assert_double_eq(af, 1.0);
+    double b12 = 1e4 * pow(2.0 * 12001 / 4096 - 1, 64.0 / 62); /* decoded at L = 12001 */
+    rope_freqs_at(&f, 12000, inv, &af);
+    REL(inv[5], pow(b12, -10.0 / 64), 1e-14);
+    /* the reference rotates e_a of pair 5 (half layout: dims 5, 37) by 12000 theta_5(12001) */
+    float x[64] = {0};
+    x[5] = 1;
+    uint32_t pos[2] = {12000, 100};
+    double y[64];
+    rope_ref_apply(&f, x, pos, 1, 1, y);
+    double a = 12000 * pow(b12, -10.0 / 64);
+    REL(y[5], cos(a), 1e-12);
+    REL(y[37], sin(a), 1e-12);
+    /* default prompt_len = seq_len: pure prefill, every p < N has L = N, the recompute rotation */
+    d.prompt_len = 0;
+    f = compute(&d);
+    ck_assert_uint_eq(f.prompt_len, 16384);
+    rope_desc r = d;
+    r.dynamic_mode = ROPE_DYN_RECOMPUTE;
+    rope_freqs g = compute(&r);
+    static const uint32_t ps[] = {0, 5000, 16383};
+    for (size_t i = 0; i < RL_ARRAY_LEN(ps); i++) {
+        rope_freqs_at(&f, ps[i], inv, &af);
+        for (int j = 0; j < 32; j++)
+            ck_assert_double_eq(inv[j], g.inv_freq[j]);
+    }
+    /* a prompt longer than the sequence is the sequence */
+    d.prompt_len = 99999;
+    ck_assert_uint_eq(compute(&d).prompt_len, 16384);
+
+    /* dynamic_yarn, P = 4096 = L_orig: a prompt token has s = 1; the token
+     * at 20000 s = 20001/4096, attention factor 0.1 ln s + 1 on its own */
+    rope_desc y2 = {.head_dim = 128, .rope_type = ROPE_TYPE_DYNAMIC_YARN,
+                    .original_max_position_embeddings = 4096, .seq_len = 32768,
+                    .dynamic_mode = ROPE_DYN_CACHE_CONSISTENT, .prompt_len = 4096};
+    f = compute(&y2);
+    rope_freqs_at(&f, 3000, inv, &af);
+    REL(inv[63], th(1e4, 63, 128), 1e-14);
+    ck_assert_double_eq(af, 1.0);
+    rope_freqs_at(&f, 20000, inv, &af);
+    double s = 20001.0 / 4096;
+    REL(inv[63], th(1e4, 63, 128) / s, 1e-14);
+    REL(inv[0], 1.0, 1e-15);
+    REL(af, 1.0 + 0.1 * log(s), 1e-15);
+    float xy[128] = {0};
+    xy[63] = 2;
+    uint32_t p20 = 20000;
+    double yy[128];
+    rope_ref_apply(&f, xy, &p20, 1, 1, yy);
+    REL(yy[63], 2 * af * cos(20000 * th(1e4, 63, 128) / s), 1e-12);
+    REL(yy[127], 2 * af * sin(20000 * th(1e4, 63, 128) / s), 1e-12);
+}
+END_TEST
+
+START_TEST(dynamic_mode_errors_name_the_key)
+{
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                              .original_max_position_embeddings = 4096,
+                              .dynamic_mode = ROPE_DYN_CACHE_CONSISTENT},
+                 "dynamic_mode cache_consistent applies to rope_type dynamic and dynamic_yarn only "
+                 "(not yarn)");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 2,
+                              .max_position_embeddings = 4096, .prompt_len = 10},
+                 "prompt_len 10 applies to dynamic_mode cache_consistent only");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 2,
+                              .max_position_embeddings = 4096, .precision = RL_ROPE_PREC_HF,
+                              .dynamic_mode = ROPE_DYN_CACHE_CONSISTENT},
+                 "dynamic_mode cache_consistent: precision hf emulates one inv_freq");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC_YARN},
+                 "dynamic_yarn needs original_max_position_embeddings");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 2,
+                              .max_position_embeddings = 4096, .dynamic_mode = 7},
+                 "dynamic_mode 7 must be recompute");
+    rope_desc d = {0};
+    rl_error err = {0};
+    ck_assert_int_eq(set_json(&d, "{\"rope_type\": \"dynamic-yarn\", \"dynamic_mode\": "
+                                  "\"cache_consistent\", \"prompt_len\": 512}", &err), RL_OK);
+    ck_assert_int_eq(d.rope_type, ROPE_TYPE_DYNAMIC_YARN);
+    ck_assert_int_eq(d.dynamic_mode, ROPE_DYN_CACHE_CONSISTENT);
+    ck_assert_uint_eq(d.prompt_len, 512);
+    ck_assert_int_eq(set_json(&d, "{\"dynamic_mode\": \"lazy\"}", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "dynamic_mode must be \"recompute\" or \"cache_consistent\""),
+                  "%s", err.msg);
+    ck_assert_int_eq(set_json(&d, "{\"prompt_len\": 0}", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "prompt_len 0 must be at least 1"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(json_settings_use_hf_names_and_name_bad_keys)
 {
     rope_desc d = {0};
@@ -327,6 +497,7 @@ int main(void)
     TCase *tc = tcase_create("rope_scaling");
     tcase_add_test(tc, linear_divides_every_frequency_by_factor);
     tcase_add_test(tc, ntk_changes_the_base_by_factor_to_d_over_d_minus_2);
+    tcase_add_test(tc, every_scaling_type_reads_its_factor);
     tcase_add_test(tc, dynamic_is_unscaled_up_to_max_position_and_ntk_beyond);
     tcase_add_test(tc, yarn_blends_between_the_correction_dims);
     tcase_add_test(tc, yarn_without_truncation_uses_the_raw_correction_dims);
@@ -338,6 +509,9 @@ int main(void)
     tcase_add_test(tc, proportional_rotates_a_proportion_with_head_dim_exponent);
     tcase_add_test(tc, bad_settings_are_errors_naming_the_key);
     tcase_add_test(tc, json_settings_use_hf_names_and_name_bad_keys);
+    tcase_add_test(tc, dynamic_yarn_scale_follows_length_over_original);
+    tcase_add_test(tc, cache_consistent_rotates_each_position_with_its_own_length);
+    tcase_add_test(tc, dynamic_mode_errors_name_the_key);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

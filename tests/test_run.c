@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/rl_sha256.h"
 #include "run/run.h"
 #include "run/run_int.h"
 #include "run/run_yaml.h"
@@ -358,8 +359,22 @@ static const struct {
     {"experiments: [{kind: decay, params: {max_distance: []}}]\n", "max_distance", "empty list"},
     {"experiments: [{kind: decay, encodings: [ropee]}]\n", "experiments[0].encodings",
      "no encoding named 'ropee'; did you mean 'rope'?"},
-    {"encodings: [{name: y, type: yarn, factor: 4}]\nexperiments: [{kind: decay}]\n",
-     "experiments[0]", "encoding 'y': rope: yarn needs original_max_position_embeddings"},
+    {"encodings: [{name: y, type: yarn, factor: 0.5}]\nexperiments: [{kind: decay}]\n",
+     "t.yaml:2:35: encodings[0].factor", "type yarn: factor 0.5 is below the minimum 1"},
+    {"encodings: [{name: a, type: alibii}]\nexperiments: [{kind: decay}]\n",
+     "t.yaml:2:29: encodings[0].type",
+     "unknown encoding type 'alibii'; did you mean 'alibi'? (encoding families: nope, rope, "
+     "sinusoidal, learned, t5, alibi, xl, kerple; RoPE scalings: default, linear, ntk, dynamic, "
+     "yarn, llama3, longrope, proportional"},
+    {"encodings: [{name: a, type: [linear, qqqqqqqq]}]\nexperiments: [{kind: decay}]\n",
+     "encodings[0].type[1]", "unknown encoding type 'qqqqqqqq' (encoding families:"},
+    {"encodings: [{name: a, type: alibi, factor: 4}]\nexperiments: [{kind: decay}]\n",
+     "t.yaml:2:36: encodings[0].factor",
+     "'factor' is not a parameter of type 'alibi'; its parameters: bidirectional, max_bias"},
+    {"encodings: [{name: a, type: [linear, llama3], factor: 8, low_freq_factor: 1, "
+     "high_freq_factor: 4}]\nexperiments: [{kind: decay}]\n",
+     "t.yaml:2:58: encodings[0].low_freq_factor",
+     "'low_freq_factor' has no effect with type linear (it is read by llama3)"},
     {"data: {source: npy, q: /nonexistent/q.npy}\nexperiments: [{kind: precision}]\n", "data",
      "cannot open"},
     {"experiments: [{kind: decay}\n", "t.yaml:3:1", "YAML syntax error"},
@@ -374,6 +389,299 @@ START_TEST(each_error_is_reported_with_position_path_and_message)
                   "case %d: want '%s' ... '%s', got: %s", _i, bad[_i].where, bad[_i].msg,
                   d.n ? d.msg[0] : "(nothing)");
     run_diag_free(&d);
+}
+END_TEST
+
+/* `type` is swept like any other key: one run per type, each created as
+ * its own family or scaling; the model's train_len is the length yarn
+ * extends when the batch gives none. */
+START_TEST(type_sweeps_over_families_and_scalings)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings:\n  - {name: s, type: [linear, ntk, yarn], factor: 4}\n"
+                          "  - {name: f, type: [rope, alibi, t5]}\n"
+                          "experiments:\n  - kind: decay\n    encodings: [s]\n"
+                          "  - kind: entropy\n    encodings: [f]\n    params: {max_len: 128}\n",
+                          &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 6);
+    const char *want[] = {"linear", "ntk", "yarn", "rope", "alibi", "t5"};
+    for (size_t i = 0; i < 6; i++) {
+        const json_t *e = json_object_get(b.items[i].resolved, "encoding");
+        ck_assert_str_eq(json_string_value(json_object_get(e, "type")), want[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(b.items[i].swept, "encoding.type")),
+                         want[i]);
+        const json_t *rt = json_object_get(b.items[i].enc_params, "rope_type");
+        if (i < 3)
+            ck_assert_str_eq(json_string_value(rt), want[i]);
+        else
+            ck_assert_ptr_null(rt);
+    }
+    ck_assert_int_eq(json_integer_value(json_object_get(b.items[2].enc_params,
+                                                        "original_max_position_embeddings")),
+                     1024);
+    ck_assert_ptr_null(json_object_get(b.items[0].enc_params, "original_max_position_embeddings"));
+    run_batch_free(&b);
+    /* a key one type of the sweep does not take: that combination, at the key */
+    ck_assert_int_eq(load("encodings:\n  - name: s\n    type: [linear, alibi]\n    factor: 4\n"
+                          "experiments: [{kind: entropy}, {kind: retrieval}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_str_eq(d.msg[0], "t.yaml:5:5: encodings[0].factor: 'factor' is not a parameter of "
+                               "type 'alibi'; its parameters: bidirectional, max_bias");
+    run_diag_free(&d);
+    /* a key for some types only: zipped with the type, null for the others */
+    ck_assert_int_eq(load("encodings:\n  - name: z\n    factor: 4\n"
+                          "    zip: {type: [linear, yarn], beta_fast: [null, 16]}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(b.items[1].enc_params, "beta_fast")), 16);
+    ck_assert_str_eq(json_string_value(json_object_get(b.items[1].enc_params, "rope_type")),
+                     "yarn");
+    run_batch_free(&b);
+    ck_assert_int_eq(load("encodings:\n  - name: z\n    factor: 4\n"
+                          "    zip: {type: [linear, yarn], beta_fast: [8, 16]}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 1);
+    /* the readers listed come from rope_type_uses_key's table (yarn first) */
+    const char *want_lin = "t.yaml:5:33: encodings[0].beta_fast: 'beta_fast' has no effect "
+                       "with type linear (it is read by yarn";
+    ck_assert_msg(!strncmp(d.msg[0], want_lin, strlen(want_lin)), "got: %s", d.msg[0]);
+    run_diag_free(&d);
+}
+END_TEST
+
+/* One pass reports schema, model and encoding errors together, each
+ * encoding error at its key's line and once, however many experiments and
+ * sweep points meet it. */
+START_TEST(encoding_errors_come_with_schema_errors_at_their_keys)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings:\n  - name: y\n    type: yarn\n    factor: 0.5\n"
+                          "  - {name: a, type: alibii}\n"
+                          "experiments:\n  - kind: decay\n    params: {stepp: 2}\n"
+                          "  - kind: precision\n    params: {tokens: [4, 8]}\n"
+                          "  - kind: coverage\n", &b, &d), RL_ERR_PARSE);
+    ck_assert_msg(d.n == 3, "%zu errors: %s", d.n, d.n ? d.msg[0] : "");
+    ck_assert(has_msg(&d, "t.yaml:5:5: encodings[0].factor: type yarn: factor 0.5 is below the minimum 1"));
+    ck_assert(has_msg(&d, "t.yaml:6:21: encodings[1].type: unknown encoding type 'alibii'; did "
+                          "you mean 'alibi'?"));
+    ck_assert(has_msg(&d, "t.yaml:9:14: experiments[0].params.stepp: unknown key; did you mean "
+                          "'step'?"));
+    run_diag_free(&d);
+    /* with the model itself wrong, the keys a family does not take still come */
+    const char *text = "model: {head_dim: 63, heads: 1, train_len: 64}\n"
+                       "encodings: [{name: a, type: alibi, factor: 2}]\n"
+                       "experiments: [{kind: decay}]\n";
+    rl_error err = {0};
+    ck_assert_int_eq(run_batch_parse("t.yaml", text, strlen(text), ".", &b, &d, &err),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "head_dim 63 must be even"));
+    ck_assert(has_msg(&d, "encodings[0].factor: 'factor' is not a parameter of type 'alibi'"));
+    run_diag_free(&d);
+}
+END_TEST
+
+/* Loads text as it is (no base prefix). */
+static rl_status load_full(const char *text, run_batch *b, run_diag *d)
+{
+    rl_error err = {0};
+    return run_batch_parse("t.yaml", text, strlen(text), ".", b, d, &err);
+}
+
+/* `!list [...]` is one value; a plain list of them is a sweep of lists; a
+ * plain list stays a sweep (and LongRoPE then says how to write a value). */
+START_TEST(tagged_lists_are_values_and_plain_lists_sweep)
+{
+    run_batch b;
+    run_diag d;
+    static const char head[] = "model: {head_dim: 8, heads: 1, train_len: 256}\n"
+                               "encodings:\n  - name: lr\n    type: longrope\n    factor: 4\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", head,
+             "    short_factor: !list [1.0, 1.0, 1.0, 1.0]\n"
+             "    long_factor: [!list [1.0, 1.5, 2.0, 4.0], !list [1, 2, 3, 4]]\n"
+             "experiments: [{kind: decay, params: {max_distance: 64, step: 8}}]\n");
+    ck_assert_int_eq(load_full(text, &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *e = b.items[i].enc_params;
+        ck_assert_uint_eq(json_array_size(json_object_get(e, "short_factor")), 4);
+        const json_t *lf = json_object_get(e, "long_factor");
+        ck_assert_uint_eq(json_array_size(lf), 4);
+        ck_assert_double_eq(json_number_value(json_array_get(lf, 1)), i ? 2.0 : 1.5);
+    }
+    ck_assert_str_eq(json_string_value(json_object_get(b.items[0].swept, "encoding.long_factor")),
+                     "[1,1.5,2,4]");
+    ck_assert_ptr_null(json_object_get(b.items[0].swept, "encoding.short_factor"));
+    run_batch_free(&b);
+    /* a plain list sweeps: four runs whose short_factor is a number, one error */
+    snprintf(text, sizeof text, "%s%s", head,
+             "    short_factor: [1.0, 1.1, 1.2, 1.3]\n"
+             "    long_factor: !list [1, 2, 3, 4]\n"
+             "experiments: [{kind: decay}, {kind: coverage}]\n");
+    ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_str_eq(d.msg[0], "t.yaml:6:5: encodings[0].short_factor: type longrope: "
+                               "short_factor must be a list of numbers (a plain list is a sweep; "
+                               "a list that is one value is written !list [...])");
+    run_diag_free(&d);
+    /* !list where a parameter takes one value; unknown tags; !list on a scalar */
+    ck_assert_int_eq(load("experiments: [{kind: decay, params: {step: !list [1, 2]}}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:2:44: experiments[0].params.step: takes an integer, not a list"));
+    run_diag_free(&d);
+    ck_assert_int_eq(load("experiments: [{kind: decay, params: {step: !seq [1, 2]}}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:2:44: unknown tag '!seq'"));
+    run_diag_free(&d);
+    ck_assert_int_eq(load("experiments: [{kind: decay, params: {step: !list 2}}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "!list marks a list"));
+    run_diag_free(&d);
+}
+END_TEST
+
+/* Reads a whole file into a malloc'd buffer (*len bytes). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    char *buf = malloc(1 << 20);
+    ck_assert_ptr_nonnull(buf);
+    *len = fread(buf, 1, 1 << 20, fp);
+    fclose(fp);
+    return buf;
+}
+
+/* manifest.json records how the batch ran and every file it read, with a
+ * content-addressed copy; --resume refuses an input that changed since. */
+START_TEST(manifest_records_inputs_and_resume_checks_their_hashes)
+{
+    char dir[128], cfg[200], bpath[200], out[200], src[600];
+    snprintf(dir, sizeof dir, "/tmp/rl_manifest_%ld", (long)getpid());
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    snprintf(bpath, sizeof bpath, "%s/batch.yaml", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    mkdir(dir, 0755);
+    snprintf(src, sizeof src, "%s/llama31.json", getenv("RL_TEST_DATA_DIR"));
+    size_t n;
+    char *orig = slurp(src, &n);
+    FILE *fp = fopen(cfg, "wb");
+    fwrite(orig, 1, n, fp);
+    fclose(fp);
+    fp = fopen(bpath, "w");
+    fputs("model: {hf_config: config.json, head_dim: 16, heads: 2, kv_heads: 1, train_len: 64}\n"
+          "encodings: [{name: native, type: model}, {set: rope-bases}]\n"
+          "experiments: [{kind: decay, params: {max_distance: 8, step: 4}}]\n", fp);
+    fclose(fp);
+    run_batch b;
+    run_diag d;
+    rl_error err = {0};
+    ck_assert_msg(run_batch_load(bpath, &b, &d, &err) == RL_OK, "%s", d.n ? d.msg[0] : err.msg);
+    char *argv[] = {"ropelab", "run", bpath, "--resume"};
+    run_options o = {.out = out, .quiet = 1, .argc = 4, .argv = argv, .version = "9.9",
+                     .commit = "abc123"};
+    run_outcome res;
+    ck_assert_msg(run_batch_execute(&b, &o, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(res.passed, b.n_items);
+    char mpath[300];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", out);
+    json_t *man = json_load_file(mpath, 0, NULL);
+    ck_assert_ptr_nonnull(man);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(man, "argv"), 2)), bpath);
+    ck_assert_str_eq(json_string_value(json_object_get(man, "ropelab_version")), "9.9");
+    ck_assert_str_eq(json_string_value(json_object_get(man, "ropelab_commit")), "abc123");
+    char host[256];
+    gethostname(host, sizeof host);
+    ck_assert_str_eq(json_string_value(json_object_get(man, "host")), host);
+    const json_t *in = json_object_get(man, "inputs");
+    ck_assert_uint_eq(json_array_size(in), 2);
+    const json_t *hf = NULL, *set = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *e = json_array_get(in, i);
+        const char *role = json_string_value(json_object_get(e, "role"));
+        if (!strcmp(role, "hf_config"))
+            hf = e;
+        else if (!strcmp(role, "encoding_set"))
+            set = e;
+    }
+    ck_assert_ptr_nonnull(hf);
+    ck_assert_ptr_nonnull(set);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(set, "path")),
+                                 "encodings/rope-bases.yaml"));
+    ck_assert_str_eq(json_string_value(json_object_get(hf, "path")), "config.json");
+    ck_assert_str_eq(json_string_value(json_object_get(hf, "resolved")), cfg);
+    ck_assert_int_eq(json_integer_value(json_object_get(hf, "bytes")), (json_int_t)n);
+    /* the hash is SHA-256 of the bytes (rl_sha256, checked against the
+     * standard vectors in test_core), the copy holds those bytes */
+    char hex[65];
+    rl_sha256_hex(orig, n, hex);
+    ck_assert_str_eq(json_string_value(json_object_get(hf, "sha256")), hex);
+    char cpath[400];
+    snprintf(cpath, sizeof cpath, "%s/%s", out, json_string_value(json_object_get(hf, "copy")));
+    ck_assert_ptr_nonnull(strstr(cpath, hex));
+    ck_assert_ptr_nonnull(strstr(cpath, ".json"));
+    size_t cn;
+    char *copy = slurp(cpath, &cn);
+    ck_assert(cn == n && memcmp(copy, orig, n) == 0);
+    free(copy);
+    json_decref(man);
+    /* one byte changed: --resume refuses, naming the file */
+    fp = fopen(cfg, "r+b");
+    fseek(fp, 0, SEEK_END);
+    fputc(' ', fp);
+    fclose(fp);
+    o.resume = 1;
+    ck_assert_int_eq(run_batch_execute(&b, &o, &res, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "--resume: input config.json (hf_config) changed since") &&
+                      strstr(err.msg, hex),
+                  "%s", err.msg);
+    /* restored: every run is complete */
+    fp = fopen(cfg, "wb");
+    fwrite(orig, 1, n, fp);
+    fclose(fp);
+    ck_assert_msg(run_batch_execute(&b, &o, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(res.skipped, b.n_items);
+    ck_assert_uint_eq(res.passed, 0);
+    /* shards merged: the inputs once, their copies verified */
+    char s0[256], s1[256], mg[256];
+    snprintf(s0, sizeof s0, "%s/s0", dir);
+    snprintf(s1, sizeof s1, "%s/s1", dir);
+    snprintf(mg, sizeof mg, "%s/mg", dir);
+    run_options so = {.quiet = 1, .shard_count = 2};
+    so.out = s0;
+    ck_assert_msg(run_batch_execute(&b, &so, &res, &err) == RL_OK, "%s", err.msg);
+    so.out = s1;
+    so.shard_index = 1;
+    ck_assert_msg(run_batch_execute(&b, &so, &res, &err) == RL_OK, "%s", err.msg);
+    const char *dirs[] = {s0, s1};
+    run_merge_report rep;
+    FILE *null = fopen("/dev/null", "w");
+    ck_assert_msg(run_merge(dirs, 2, mg, &rep, null, &err) == RL_OK, "%s", err.msg);
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", mg);
+    man = json_load_file(mpath, 0, NULL);
+    ck_assert_uint_eq(json_array_size(json_object_get(man, "inputs")), 2);
+    snprintf(cpath, sizeof cpath, "%s/inputs/%s.json", mg, hex);
+    copy = slurp(cpath, &cn);
+    ck_assert(cn == n && memcmp(copy, orig, n) == 0);
+    free(copy);
+    json_decref(man);
+    /* a shard's copy that no longer has its hash is refused */
+    snprintf(cpath, sizeof cpath, "%s/inputs/%s.json", s0, hex);
+    fp = fopen(cpath, "r+b");
+    fputc('#', fp);
+    fclose(fp);
+    snprintf(mg, sizeof mg, "%s/mg2", dir);
+    ck_assert_int_eq(run_merge(dirs, 2, mg, &rep, null, &err), RL_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "changed while it was read"), "%s", err.msg);
+    fclose(null);
+    run_batch_free(&b);
+    free(orig);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -668,6 +976,10 @@ int main(void)
     tcase_add_loop_test(tc, each_error_is_reported_with_position_path_and_message, 0,
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, model_errors_come_together_with_other_errors);
+    tcase_add_test(tc, type_sweeps_over_families_and_scalings);
+    tcase_add_test(tc, tagged_lists_are_values_and_plain_lists_sweep);
+    tcase_add_test(tc, manifest_records_inputs_and_resume_checks_their_hashes);
+    tcase_add_test(tc, encoding_errors_come_with_schema_errors_at_their_keys);
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);
     tcase_add_test(tc, many_errors_are_each_reported_once);

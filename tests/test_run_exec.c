@@ -80,8 +80,9 @@ START_TEST(batch_writes_runs_results_and_manifest)
     snprintf(path, sizeof path, "%s/results.csv", out);
     /* decay: 3 runs x (4 metrics + r rows x 3 value columns) */
     size_t decay_bound_rows = count_lines_with(path, ",decay.bound,", header, sizeof header);
-    ck_assert_str_eq(header, "run_id,device,kind,encoding,status,params.max_distance,"
-                             "params.tokens,metric,x,value,x_label,y_label\n");
+    ck_assert_str_eq(header, "run_id,device,kind,status,encoding,type,factor,head_dim,heads,"
+                             "kv_heads,train_len,seed,params.max_distance,params.tokens,metric,"
+                             "length,x,value,unit,title,x_name,x_unit,x_title,plot\n");
     ck_assert_uint_eq(decay_bound_rows, 2 + 3 + 4); /* r = 0,4 / 0,4,8 / 0,4,8,12 */
     ck_assert_uint_eq(count_lines_with(path, ",precision.max_abs_error,", NULL, 0), 3 + 5);
     snprintf(path, sizeof path, "%s/manifest.json", out);
@@ -304,6 +305,82 @@ START_TEST(structured_data_separates_rope_from_pi_where_gaussian_cannot)
 }
 END_TEST
 
+/* Every summary metric and table column each kind emits is declared in the
+ * kind's metric table (title, unit, plot flags), so results.csv and the
+ * figures never fall back to a bare identifier; a table measured at several
+ * lengths carries its length. One tiny run of every registered kind. */
+START_TEST(every_kind_declares_every_metric_it_emits)
+{
+    static const char *const text =
+        "model: {head_dim: 16, heads: 2, kv_heads: 1, train_len: 64}\n"
+        "data: {source: shared}\n"
+        "encodings:\n"
+        "  - {name: yarn, type: yarn, factor: 2, original_max_position_embeddings: 64}\n"
+        "experiments:\n"
+        "  - {kind: decay, params: {max_distance: 8, step: 4}}\n"
+        "  - {kind: precision, params: {tokens: 3, max_pos_log2: 6}}\n"
+        "  - {kind: coverage, params: {eval_len: 128}}\n"
+        "  - {kind: interpolation}\n"
+        "  - {kind: invariance, params: {pairs: 2, m: 8, max_shift_log2: 4}}\n"
+        "  - {kind: entropy, params: {min_len: 16, max_len: 64}}\n"
+        "  - {kind: retrieval, params: {min_len: 64, max_len: 128}}\n"
+        "  - {kind: distortion}\n"
+        "  - {kind: base_bound, params: {max_distance: 64}}\n";
+    run_batch b;
+    load(text, &b);
+    size_t n_kinds;
+    exp_kinds(&n_kinds);
+    char out[64], path[1200];
+    tmpdir(out, sizeof out);
+    run_options o = {.out = out, .device = "auto", .shard_count = 1, .quiet = 1, .validation = 1};
+    run_outcome r;
+    rl_error err = {0};
+    ck_assert_msg(run_batch_execute(&b, &o, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(r.passed, b.n_items);
+    ck_assert_uint_eq(b.n_items, n_kinds); /* the batch covers the whole registry */
+    size_t n_checked = 0, n_at = 0;
+    for (size_t i = 0; i < b.n_items; i++) {
+        snprintf(path, sizeof path, "%s/runs/%s/summary.json", out, b.items[i].id);
+        json_t *sum = json_load_file(path, 0, NULL);
+        ck_assert_ptr_nonnull(sum);
+        const char *kn = json_string_value(json_object_get(sum, "kind"));
+        const exp_kind *k = exp_find(kn);
+        ck_assert_ptr_nonnull(k);
+        const char *m;
+        json_t *v;
+        json_object_foreach(json_object_get(sum, "metrics"), m, v) {
+            ck_assert_msg(exp_metric_find(k, m) != NULL, "%s: metric %s not declared", kn, m);
+            n_checked++;
+        }
+        size_t ti, ci;
+        json_t *t, *col;
+        json_array_foreach(json_object_get(sum, "tables"), ti, t) {
+            const char *tn = json_string_value(json_object_get(t, "table"));
+            if (tn)
+                n_at++;
+            else
+                tn = json_string_value(json_object_get(t, "name"));
+            json_array_foreach(json_object_get(t, "columns"), ci, col) {
+                char name[200];
+                snprintf(name, sizeof name, "%s.%s", tn, json_string_value(col));
+                ck_assert_msg(exp_metric_find(k, name) != NULL, "%s: column %s not declared", kn,
+                              name);
+                n_checked++;
+            }
+        }
+        json_decref(sum);
+    }
+    ck_assert_uint_gt(n_checked, 60);
+    ck_assert_uint_eq(n_at, 2); /* retrieval's distance tables at N = 64 and 128 */
+    /* ... and results.csv gives those lengths a column, not a name */
+    snprintf(path, sizeof path, "%s/results.csv", out);
+    ck_assert_uint_eq(count_lines_with(path, "retrieval_n", NULL, 0), 0);
+    ck_assert_uint_gt(count_lines_with(path, ",retrieval_distance.accuracy,128,", NULL, 0), 0);
+    rmrf(out);
+    run_batch_free(&b);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -312,6 +389,7 @@ int main(void)
     TCase *tc = tcase_create("exec");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, batch_writes_runs_results_and_manifest);
+    tcase_add_test(tc, every_kind_declares_every_metric_it_emits);
     tcase_add_test(tc, resume_redoes_only_runs_without_completion);
     tcase_add_test(tc, failed_run_is_recorded_and_batch_continues);
     tcase_add_test(tc, merge_combines_shards_and_detects_a_missing_one);

@@ -23,6 +23,22 @@ double bench_median(double *v, uint32_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+void bench_times_set(bench_times *t, const double *ms, uint32_t n)
+{
+    memset(t, 0, sizeof *t);
+    if (n > BENCH_MAX_REPS)
+        n = BENCH_MAX_REPS;
+    t->n = n;
+    if (n == 0)
+        return;
+    memcpy(t->ms, ms, n * sizeof *ms);
+    double sorted[BENCH_MAX_REPS];
+    memcpy(sorted, ms, n * sizeof *ms);
+    t->median = bench_median(sorted, n);
+    t->min = sorted[0];
+    t->max = sorted[n - 1];
+}
+
 /* Records warmup + reps launches of `record` separated by timestamps and
  * returns per-launch GPU times in ms (times[reps]). */
 typedef rl_status (*record_fn)(rlvk_cmd *cmd, void *ctx, rl_error *err);
@@ -107,9 +123,9 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     if (!o.head_dim) o.head_dim = 128;
     if (!o.reps) o.reps = 25;
     if (!o.warmup) o.warmup = 3;
-    if (o.reps > RLVK_MAX_TIMESTAMPS - 1)
+    if (o.reps > BENCH_MAX_REPS)
         return rl_fail(err, RL_ERR_ARG, "--reps %u exceeds the maximum %u", o.reps,
-                       RLVK_MAX_TIMESTAMPS - 1);
+                       BENCH_MAX_REPS);
     res->opts = o;
     if (!dev->query_pool)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
@@ -152,7 +168,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     if ((st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
         (st = vf_guarded_create(dev, bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, o.tokens * sizeof(uint32_t), "positions", &bp, err)) ||
-        (st = rope_gpu_upload_freqs(dev, &f, &bf, err)) ||
+        (st = rope_gpu_upload_freqs(dev, &f, pos, o.tokens, &bf, err)) ||
         (st = rope_gpu_upload_angles(dev, &f, pos, o.tokens, &ba, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, n * sizeof(float), err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, o.tokens * sizeof(uint32_t), err)) ||
@@ -185,13 +201,11 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
 
     if ((st = time_launches(dev, record_rope, &rc, o.warmup, o.reps, times, err)))
         goto done;
-    res->rope_ms = bench_median(times, o.reps);
-    res->rope_ms_min = times[0];
+    bench_times_set(&res->rope, times, o.reps);
     copy_ctx cc = {.pipe = &copy, .x = &bx, .y = &by, .n_vec4 = (uint32_t)n_vec4};
     if ((st = time_launches(dev, record_copy, &cc, o.warmup, o.reps, times, err)))
         goto done;
-    res->copy_ms = bench_median(times, o.reps);
-    res->copy_ms_min = times[0];
+    bench_times_set(&res->copy, times, o.reps);
     /* The copy must have copied: check a few words. */
     float probe[4];
     if ((st = rlvk_buffer_download(dev, &by, (n_vec4 - 1) * 16, probe, 16, err)))
@@ -202,8 +216,8 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
                          (unsigned long long)i);
             goto done;
         }
-    res->rope_gbs = (double)res->bytes / (res->rope_ms * 1e-3) * 1e-9;
-    res->copy_gbs = (double)res->bytes / (res->copy_ms * 1e-3) * 1e-9;
+    res->rope_gbs = (double)res->bytes / (res->rope.median * 1e-3) * 1e-9;
+    res->copy_gbs = (double)res->bytes / (res->copy.median * 1e-3) * 1e-9;
     res->ratio = res->rope_gbs / res->copy_gbs;
 done:
     rlvk_pipeline_destroy(dev, &copy);

@@ -14,6 +14,22 @@
 #include "verify/vf.h"
 #include "vk/rlvk.h"
 
+/* Most timed runs of one measurement: one timestamp slot each, plus the
+ * first (rope and copy time consecutive launches in one command buffer). */
+#define BENCH_MAX_REPS (RLVK_MAX_TIMESTAMPS - 1)
+
+/* One measurement's GPU times: every run in the order it ran, and their
+ * median, min and max (all in ms). */
+typedef struct bench_times {
+    uint32_t n;                    /* runs, at most BENCH_MAX_REPS */
+    double ms[BENCH_MAX_REPS];     /* [n], run order */
+    double median, min, max;
+} bench_times;
+
+/* Copies n (at most BENCH_MAX_REPS; more are ignored) times in ms into t and
+ * computes their median, min and max; ms is not modified. n = 0 gives zeros. */
+void bench_times_set(bench_times *t, const double *ms, uint32_t n);
+
 typedef struct bench_rope_opts {
     uint64_t tokens;      /* 0: 65536 */
     uint32_t heads;       /* 0: 1 */
@@ -21,15 +37,14 @@ typedef struct bench_rope_opts {
     uint32_t rotary_dim;  /* 0: head_dim */
     int layout;           /* RL_ROPE_LAYOUT_* */
     int precision;        /* RL_ROPE_PREC_* (0: fp32) */
-    uint32_t reps;        /* timed runs, 0: 25 (max 60) */
+    uint32_t reps;        /* timed runs, 0: 25 (max BENCH_MAX_REPS) */
     uint32_t warmup;      /* 0: 3 */
 } bench_rope_opts;
 
 typedef struct bench_rope_result {
     bench_rope_opts opts;          /* resolved */
     uint64_t bytes;                /* bytes moved per run (read + write of Q) */
-    double rope_ms, copy_ms;       /* median GPU time per run */
-    double rope_ms_min, copy_ms_min;
+    bench_times rope, copy;        /* GPU time per run of each kernel (same reps, warm-up) */
     double rope_gbs, copy_gbs;     /* bytes / median time */
     double ratio;                  /* rope_gbs / copy_gbs */
     vf_stats verify;               /* RoPE output vs the CPU reference (guarded) */
@@ -54,20 +69,26 @@ typedef struct bench_attn_opts {
     uint32_t head_dim;    /* 0: 128 */
     int causal, fp16;
     int with_output;      /* also O = softmax(QK^T) V (random V) */
-    uint32_t reps;        /* timed runs, 0: 3 */
+    uint32_t reps;        /* timed runs, 0: 3 (max BENCH_MAX_REPS) */
     int single;           /* 1: time the verified run itself, no extra runs (long inputs) */
 } bench_attn_opts;
 
 typedef struct bench_attn_result {
     bench_attn_opts opts;       /* resolved */
-    double gpu_ms;              /* median GPU time of one full pass (all submissions) */
+    bench_times gpu;            /* GPU time of one full pass (all submissions) per timed run;
+                                   --single: the verified run alone */
     double wall_ms;             /* host wall time of the last timed run */
     double flops;               /* 2 N^2 d (x2 with O, /2 causal) x heads */
-    double gflops;              /* flops / gpu time */
-    double fma_gflops;          /* fma_peak.comp on the same device */
+    double gflops;              /* flops / median gpu time */
+    bench_times fma;            /* fma_peak.comp on the same device, same run (after the
+                                   attention runs; one untimed warm-up first) */
+    uint32_t fma_groups, fma_local;  /* its dispatch: groups x local invocations */
+    double fma_flops;           /* flops of one fma_peak dispatch */
+    double fma_gflops;          /* fma_flops / median fma time */
     double ratio;               /* gflops / fma_gflops */
     uint32_t submissions, chunk_keys;
     vf_stats verify;            /* the engine's verdict before timing */
+    char verify_worst[32];      /* statistic with the worst error/bound */
 } bench_attn_result;
 
 /* Verifies, then times the attention kernel and the FMA yardstick.
@@ -78,5 +99,8 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
 
 /* Median of n doubles (sorts v in place). */
 double bench_median(double *v, uint32_t n);
+
+/* Number of FMA peak runs timed per bench_attention (after one warm-up). */
+#define BENCH_FMA_REPS 5
 
 #endif

@@ -2,6 +2,7 @@
  * its ratio to the same device's FMA peak, measured by fma_peak.comp in the
  * same run. Verified against the CPU reference before timing. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,22 +14,23 @@
 _Static_assert(sizeof(struct rl_fma_push) == 16, "rl_fma_push layout");
 
 /* FMA peak: groups x local invocations x RL_FMA_ROUNDS rounds of 32 FMAs
- * (64 flops), timed with timestamps; median over reps. Many groups so every
- * core (or compute unit) is busy for tens of milliseconds or more. */
-static rl_status fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_error *err)
+ * (64 flops), timed with timestamps: one untimed warm-up, then reps timed
+ * dispatches (res->fma), median for the figure. Many groups so every core
+ * (or compute unit) is busy for tens of milliseconds or more. */
+static rl_status fma_peak(rlvk_device *dev, uint32_t reps, bench_attn_result *res, rl_error *err)
 {
     rlvk_pipeline pipe = {0};
     rlvk_buffer y = {0};
     rlvk_cmd cmd = {0};
     const uint32_t local = 64;
     uint32_t groups = dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 4096 : 262144;
-    double *t = malloc(reps * sizeof *t);
+    double t[BENCH_MAX_REPS];
+    if (reps > BENCH_MAX_REPS)
+        reps = BENCH_MAX_REPS;
     rlvk_pipeline_desc pd = {.name = "fma_peak", .spirv = rl_spv_fma_peak,
                              .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
                              .push_bytes = sizeof(struct rl_fma_push), .local_size_x = local};
-    rl_status st = t ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
-    if (!st)
-        st = rlvk_pipeline_create(dev, &pd, &pipe, err);
+    rl_status st = rlvk_pipeline_create(dev, &pd, &pipe, err);
     if (!st)
         st = rlvk_buffer_create(dev, (uint64_t)groups * local * 16, "fma_peak out", &y, err);
     for (uint32_t r = 0; !st && r <= reps; r++) { /* r = 0 is the warm-up */
@@ -45,16 +47,18 @@ static rl_status fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_er
         if (!st)
             st = rlvk_cmd_elapsed_ns(&cmd, 0, 1, &ns, err);
         if (!st && r > 0)
-            t[r - 1] = ns;
+            t[r - 1] = ns * 1e-6;
         rlvk_cmd_destroy(&cmd);
     }
     if (!st) {
-        double ns = bench_median(t, reps);
-        *gflops = (double)groups * local * RL_FMA_ROUNDS * 64.0 / ns;
+        bench_times_set(&res->fma, t, reps);
+        res->fma_groups = groups;
+        res->fma_local = local;
+        res->fma_flops = (double)groups * local * RL_FMA_ROUNDS * 64.0;
+        res->fma_gflops = res->fma_flops / (res->fma.median * 1e6);
     }
     rlvk_buffer_destroy(dev, &y);
     rlvk_pipeline_destroy(dev, &pipe);
-    free(t);
     return st;
 }
 
@@ -68,6 +72,9 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     if (!o.heads) o.heads = 1;
     if (!o.reps) o.reps = 3;
     res->opts = o;
+    if (o.reps > BENCH_MAX_REPS)
+        return rl_fail(err, RL_ERR_ARG, "--reps %u exceeds the maximum %u", o.reps,
+                       BENCH_MAX_REPS);
     if (!dev->query_pool)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "%s has no timestamp queries on its compute queue; cannot time kernels",
@@ -83,9 +90,9 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     void *q = malloc(n * esz), *k = malloc(n * esz), *v = o.with_output ? malloc(n * esz) : NULL;
     float *stats = malloc(o.tokens * o.heads * RL_ATTN_NSTAT * sizeof *stats);
     float *out = o.with_output ? malloc(n * sizeof *out) : NULL;
-    double *times = malloc(o.reps * sizeof *times);
+    double times[BENCH_MAX_REPS];
     attn_engine e = {0};
-    if (!q || !k || !stats || !times || (o.with_output && (!v || !out))) {
+    if (!q || !k || !stats || (o.with_output && (!v || !out))) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the benchmark");
         goto done;
     }
@@ -109,6 +116,7 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     if ((st = attn_run(&e, &d, &in, &ou, &r, err)))
         goto done;
     res->verify = r.verify.verdict;
+    snprintf(res->verify_worst, sizeof res->verify_worst, "%s", r.verify.worst);
     if (!res->verify.pass) {
         st = rl_fail(err, RL_ERR_MISMATCH,
                      "attention failed verification before timing (%s: error/bound %.3g, NMSE "
@@ -131,7 +139,7 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     }
     if (o.single)
         o.reps = res->opts.reps = 1;
-    res->gpu_ms = bench_median(times, o.reps);
+    bench_times_set(&res->gpu, times, o.reps);
     /* QK^T is 2 N^2 d flops (one multiply-add per key, query and dim); PV
      * doubles it; causal halves both. */
     double flops = 2.0 * (double)o.tokens * (double)o.tokens * o.head_dim * o.heads;
@@ -140,13 +148,12 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     if (o.causal)
         flops *= 0.5;
     res->flops = flops;
-    res->gflops = flops / (res->gpu_ms * 1e6);
-    if ((st = fma_peak(dev, 5, &res->fma_gflops, err)))
+    res->gflops = flops / (res->gpu.median * 1e6);
+    if ((st = fma_peak(dev, BENCH_FMA_REPS, res, err)))
         goto done;
     res->ratio = res->gflops / res->fma_gflops;
 done:
     attn_engine_destroy(&e);
-    free(times);
     free(out);
     free(stats);
     free(v);

@@ -18,7 +18,7 @@
 
 /* One reported line of `ropelab check`. */
 typedef struct chk_row {
-    char kernel[32];
+    char kernel[48];
     char shape[96];
     char tolerance[96];         /* how the bound is formed, in words */
     vf_stats stats;             /* the verdict (guard folded in: vf_set_guard) */

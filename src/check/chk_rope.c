@@ -62,12 +62,16 @@ static rl_status run_rope_case(rlvk_device *dev, rope_kernel *k, const rope_case
         return st;
     chk_row row = {0};
     const char *tn = rope_type_name(desc.rope_type);
-    snprintf(row.kernel, sizeof row.kernel, "rope/%s/%s%s%s",
+    int cache = rope_freqs_per_position(&f);
+    snprintf(row.kernel, sizeof row.kernel, "rope/%s/%s%s%s%s",
              layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", rope_precision_name(precision),
-             desc.rope_type ? "/" : "", desc.rope_type ? tn : "");
-    snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u rot=%u pos<=2^%u%s", c->tokens, c->heads,
-             c->head_dim, f.rotary_dim, opt->max_pos_log2 ? opt->max_pos_log2 : 20,
-             c->random_positions ? " random" : "");
+             desc.rope_type ? "/" : "", desc.rope_type ? tn : "", cache ? "/cache" : "");
+    char pl[32] = "";
+    if (cache) /* each token with its own length max(p+1, P) */
+        snprintf(pl, sizeof pl, " P=%u", f.prompt_len);
+    snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u rot=%u pos<=2^%u%s%s", c->tokens,
+             c->heads, c->head_dim, f.rotary_dim, opt->max_pos_log2 ? opt->max_pos_log2 : 20,
+             c->random_positions ? " random" : "", pl);
     snprintf(row.tolerance, sizeof row.tolerance, "%s",
              precision == RL_ROPE_PREC_FP32 ? "M*(|phi|*2^-23 + 2^-11) + 4ulp(M)" : "4ulp(M)");
     int run;
@@ -171,6 +175,26 @@ rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                 st = run_rope_case(dev, &k, &c, &d, layout, prec, opt, report, err);
             }
     }
+    /* dynamic_mode cache_consistent: every token its own scale, length
+     * max(p+1, P) with P = 4096 (positions below share the prompt's), up to
+     * the largest position (2^20 by default): per-token inv_freq and
+     * attention factor on the device. vec4 (rot 64) and scalar (rot 36)
+     * paths, an odd head count. */
+    static const int dyn_types[] = {ROPE_TYPE_DYNAMIC, ROPE_TYPE_DYNAMIC_YARN};
+    for (size_t t = 0; t < RL_ARRAY_LEN(dyn_types) && !st; t++)
+        for (int shape = 0; shape < 2 && !st; shape++) {
+            rope_desc d;
+            scaled_desc(dyn_types[t], &d);
+            d.factor = dyn_types[t] == ROPE_TYPE_DYNAMIC ? 4 : 0; /* dynamic_yarn: s >= 1 */
+            d.dynamic_mode = ROPE_DYN_CACHE_CONSISTENT;
+            d.prompt_len = 4096;
+            d.seq_len = (1u << (opt->max_pos_log2 ? opt->max_pos_log2 : 20)) + 1u;
+            rope_case c = shape == 0 ? (rope_case){opt->quick ? 5 : 33, opt->quick ? 2 : 4, 128, 64, 1}
+                                     : (rope_case){opt->quick ? 3 : 7, 3, 72, 36, 0};
+            for (int layout = 0; layout < 2 && !st; layout++)
+                for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE && !st; prec++)
+                    st = run_rope_case(dev, &k, &c, &d, layout, prec, opt, report, err);
+        }
     rope_kernel_destroy(dev, &k);
     return st;
 }

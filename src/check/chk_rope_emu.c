@@ -20,22 +20,30 @@
 typedef struct emu_mode {
     const char *label;
     int precision, dtype, inv_freq_dtype, tf32;
+    int rope_type; /* 0 default; ggml modes also linear and yarn (factor 4, L 4096) */
 } emu_mode;
 
 static const emu_mode emu_modes[] = {
-    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_FP32, RL_DTYPE_FP32, 0},
-    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_FP32, 0},
-    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_FP16, RL_DTYPE_FP32, 0},
-    {"hf-ifbf16", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_BF16, 0},
-    {"hf-tf32", RL_ROPE_PREC_HF, RL_DTYPE_FP32, RL_DTYPE_FP32, 1},
-    {"vllm", RL_ROPE_PREC_VLLM, RL_DTYPE_FP32, RL_DTYPE_FP32, 0},
-    {"vllm", RL_ROPE_PREC_VLLM, RL_DTYPE_BF16, RL_DTYPE_FP32, 0},
-    {"ggml-cpu", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0},
-    {"ggml-cpu", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP16, RL_DTYPE_FP32, 0},
-    {"ggml-vulkan", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0},
-    {"ggml-vulkan", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP16, RL_DTYPE_FP32, 0},
-    {"cuda-fast", RL_ROPE_PREC_CUDA_FAST, RL_DTYPE_FP32, RL_DTYPE_FP32, 0},
-    {"cuda-fast", RL_ROPE_PREC_CUDA_FAST, RL_DTYPE_FP16, RL_DTYPE_FP32, 0},
+    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
+    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_FP32, 0, 0},
+    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0},
+    {"hf-ifbf16", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_BF16, 0, 0},
+    {"hf-tf32", RL_ROPE_PREC_HF, RL_DTYPE_FP32, RL_DTYPE_FP32, 1, 0},
+    {"vllm", RL_ROPE_PREC_VLLM, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
+    {"vllm", RL_ROPE_PREC_VLLM, RL_DTYPE_BF16, RL_DTYPE_FP32, 0, 0},
+    {"ggml-cpu", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
+    {"ggml-cpu", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0},
+    {"ggml-vulkan", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
+    {"ggml-vulkan", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0},
+    {"cuda-fast", RL_ROPE_PREC_CUDA_FAST, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
+    {"cuda-fast", RL_ROPE_PREC_CUDA_FAST, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0},
+    /* ggml's rope_yarn: freq_scale 1/4 (linear), + corr_dims ramp, mscale (yarn) */
+    {"ggml-cpu-linear", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_LINEAR},
+    {"ggml-cpu-yarn", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN},
+    {"ggml-cpu-yarn", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN},
+    {"ggml-vulkan-linear", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_LINEAR},
+    {"ggml-vulkan-yarn", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN},
+    {"ggml-vulkan-yarn", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN},
 };
 
 typedef struct emu_case {
@@ -59,7 +67,7 @@ static rl_status add_row(chk_report *report, const char *mode, const emu_mode *m
                          rl_error *err)
 {
     chk_row row = {0};
-    snprintf(row.kernel, sizeof row.kernel, "emu/%.11s/%s/%s", mode, rope_dtype_name(m->dtype), what);
+    snprintf(row.kernel, sizeof row.kernel, "emu/%.18s/%s/%s", mode, rope_dtype_name(m->dtype), what);
     snprintf(row.shape, sizeof row.shape, "%s", shape);
     snprintf(row.tolerance, sizeof row.tolerance, "%s", tol);
     row.guard_ok = guard_ok;
@@ -75,7 +83,12 @@ static rl_status run_emu_case(rlvk_device *dev, rope_kernel *k, const emu_mode *
 {
     rope_desc d = {.head_dim = c->head_dim, .rotary_dim = c->rotary_dim, .layout = c->layout,
                    .theta = c->theta, .precision = m->precision, .dtype = m->dtype,
-                   .inv_freq_dtype = m->inv_freq_dtype, .tf32 = m->tf32};
+                   .inv_freq_dtype = m->inv_freq_dtype, .tf32 = m->tf32,
+                   .rope_type = m->rope_type};
+    if (m->rope_type) {
+        d.factor = 4;
+        d.original_max_position_embeddings = 4096;
+    }
     rope_freqs f;
     rl_status st = rope_freqs_compute(&d, &f, err);
     if (st)
@@ -92,7 +105,7 @@ static rl_status run_emu_case(rlvk_device *dev, rope_kernel *k, const emu_mode *
     int any = 0;
     for (size_t w = 0; w < 3 && !st; w++) {
         chk_row row = {0};
-        snprintf(row.kernel, sizeof row.kernel, "emu/%.11s/%s/%s", m->label,
+        snprintf(row.kernel, sizeof row.kernel, "emu/%.18s/%s/%s", m->label,
                  rope_dtype_name(m->dtype), whats[w]);
         snprintf(row.shape, sizeof row.shape, "%s", shape);
         int run;

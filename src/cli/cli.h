@@ -80,6 +80,18 @@ int cli_each_device(cli_devices *d, cli_device_fn fn, void *ctx, struct json_t *
  * reported). Used by `devices --json` and `check --json`. */
 struct json_t *cli_device_identity_json(const rlvk_device_info *in);
 
+/* bench --json (cmd_bench.c, shared by both benches): the device object
+ * (index, name, type, api_version, driver_name, driver_info, the identity
+ * fields above, timestamp_period_ns, timestamp_valid_bits); one
+ * measurement's times {"runs", "median", "min", "max", "all": [run order]}
+ * in ms; and the document {"version", "git_commit", "bench", "flags",
+ * "pass", "results"} printed on stdout, which takes flags and results and
+ * returns rc (2 if it could not be formatted). New objects, caller owns. */
+struct bench_times;
+struct json_t *cli_bench_device_json(const rlvk_device_info *in);
+struct json_t *cli_bench_times_json(const struct bench_times *t);
+int cli_bench_print(const char *bench, struct json_t *flags, struct json_t *results, int rc);
+
 /* Prints "ropelab: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

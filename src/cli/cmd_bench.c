@@ -6,51 +6,130 @@
 
 #include "bench/bench.h"
 #include "cli/cli.h"
+#include "cli_version.h"
 #include "core/rl_util.h"
 #include "pe/rope.h"
 #include "rl_push.h"
 
+json_t *cli_bench_device_json(const rlvk_device_info *in)
+{
+    char api[32];
+    snprintf(api, sizeof api, "%u.%u.%u", VK_API_VERSION_MAJOR(in->api_version),
+             VK_API_VERSION_MINOR(in->api_version), VK_API_VERSION_PATCH(in->api_version));
+    json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "index", (int)in->index, "name", in->name,
+                          "type", in->type, "api_version", api, "driver_name", in->driver_name,
+                          "driver_info", in->driver_info);
+    json_t *ident = cli_device_identity_json(in);
+    json_object_update(o, ident);
+    json_decref(ident);
+    json_object_set_new(o, "timestamp_period_ns", json_real(in->timestamp_period_ns));
+    json_object_set_new(o, "timestamp_valid_bits", json_integer(in->timestamp_valid_bits));
+    return o;
+}
+
+json_t *cli_bench_times_json(const bench_times *t)
+{
+    json_t *all = json_array();
+    for (uint32_t i = 0; i < t->n; i++)
+        json_array_append_new(all, json_real(t->ms[i]));
+    return json_pack("{s:i,s:f,s:f,s:f,s:o}", "runs", (int)t->n, "median", t->median, "min",
+                     t->min, "max", t->max, "all", all);
+}
+
+int cli_bench_print(const char *bench, json_t *flags, json_t *results, int rc)
+{
+    json_t *root = json_pack("{s:s,s:s,s:s,s:o,s:b,s:o}", "version", RL_VERSION, "git_commit",
+                             RL_GIT_COMMIT, "bench", bench, "flags", flags, "pass",
+                             rc == CLI_EXIT_OK, "results", results);
+    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
+    if (s)
+        puts(s);
+    else
+        cli_error("bench: could not format the JSON output");
+    free(s);
+    json_decref(root);
+    return s ? rc : CLI_EXIT_USAGE;
+}
+
 typedef struct rope_bench_ctx {
-    bench_rope_opts o;
+    bench_rope_opts o;            /* every field resolved by the command line */
     const char *layout, *precision;
+    json_t *results;              /* --json: one object per device */
 } rope_bench_ctx;
+
+/* One device's --json object. Every key is always present, in this order;
+ * after a failure (error non-empty) the measurements are null and verify is
+ * null unless verification ran (then it says why it failed). */
+static json_t *rope_json(const rlvk_device *dev, const rope_bench_ctx *c, const bench_rope_result *r,
+                         rl_status st, const rl_error *err)
+{
+    const bench_rope_opts *o = &r->opts; /* resolved (bench_rope sets it before failing) */
+    uint64_t n = o->tokens * o->heads * o->head_dim;
+    json_t *res = json_object();
+    json_object_set_new(res, "device", cli_bench_device_json(&dev->info));
+    json_object_set_new(res, "pass", json_boolean(st == RL_OK));
+    json_object_set_new(res, "error", json_string(st == RL_OK ? "" : err->msg));
+    json_object_set_new(res, "shape", json_pack(
+        "{s:I,s:i,s:i,s:i,s:s,s:s,s:s,s:I}", "tokens", (json_int_t)o->tokens, "heads",
+        (int)o->heads, "head_dim", (int)o->head_dim, "rotary_dim",
+        (int)(o->rotary_dim ? o->rotary_dim : o->head_dim), "layout", c->layout, "precision",
+        c->precision, "dtype", "fp32", "bytes_per_run", (json_int_t)(2 * n * sizeof(float))));
+    json_object_set_new(res, "timing", json_pack("{s:s,s:i,s:i}", "clock",
+                                                 "gpu timestamps, consecutive launches in one submission",
+                                                 "warmup", (int)o->warmup, "reps", (int)o->reps));
+    if (st == RL_OK) {
+        json_object_set_new(res, "kernel", json_pack("{s:s,s:o,s:f}", "name", "rope", "ms",
+                                                     cli_bench_times_json(&r->rope), "gb_per_s",
+                                                     r->rope_gbs));
+        json_object_set_new(res, "yardstick",
+                            json_pack("{s:s,s:s,s:o,s:f}", "name", "copy", "what",
+                                      "y[i] = x[i] over the same bytes, same device, same run",
+                                      "ms", cli_bench_times_json(&r->copy), "gb_per_s",
+                                      r->copy_gbs));
+        json_object_set_new(res, "ratio", json_pack("{s:s,s:f}", "definition",
+                                                    "rope gb_per_s / copy gb_per_s (medians)",
+                                                    "value", r->ratio));
+    } else {
+        json_object_set_new(res, "kernel", json_null());
+        json_object_set_new(res, "yardstick", json_null());
+        json_object_set_new(res, "ratio", json_null());
+    }
+    const vf_stats *v = &r->verify;
+    json_object_set_new(res, "verify", v->n == 0 ? json_null() : json_pack(
+        "{s:b,s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:b}", "pass", v->pass, "against",
+        "double-precision CPU reference, per-element bounds", "elements", (json_int_t)v->n,
+        "over_bound", (json_int_t)(v->n_over + v->n_nonfinite), "max_abs_error", v->max_abs,
+        "max_rel_error", v->max_rel, "worst_error_over_bound", v->worst_ratio, "nmse", v->nmse,
+        "nmse_gate", v->nmse_gate, "guard_ok", !v->guard_bad));
+    return res;
+}
 
 static rl_status bench_rope_on(rlvk_device *dev, void *p, json_t *arr, rl_error *err)
 {
+    (void)arr;
     const rope_bench_ctx *c = p;
     bench_rope_result r;
     rl_status st = bench_rope(dev, &c->o, &r, err);
+    if (c->results) {
+        json_array_append_new(c->results, rope_json(dev, c, &r, st, err));
+        return st;
+    }
     if (st)
         return st;
-    if (arr) {
-        json_array_append_new(arr, json_pack(
-            "{s:s,s:s,s:I,s:i,s:i,s:i,s:s,s:s,s:I,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-            "device", dev->info.name, "kernel", "rope", "tokens", (json_int_t)r.opts.tokens,
-            "heads", (int)r.opts.heads, "head_dim", (int)r.opts.head_dim, "rotary_dim",
-            (int)(r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim), "layout", c->layout,
-            "precision", c->precision,
-            "bytes", (json_int_t)r.bytes, "reps", (int)r.opts.reps, "rope_ms_median", r.rope_ms,
-            "copy_ms_median", r.copy_ms, "rope_ms_min", r.rope_ms_min, "copy_ms_min",
-            r.copy_ms_min, "rope_gb_per_s", r.rope_gbs, "copy_gb_per_s", r.copy_gbs,
-            "ratio", r.ratio, "verify_max_abs_error", r.verify.max_abs,
-            "verify_worst_error_over_bound", r.verify.worst_ratio, "verify_nmse", r.verify.nmse,
-            "verify_nmse_gate", r.verify.nmse_gate));
-    } else {
-        char b[32];
-        printf("device %u: %s\n", dev->info.index, dev->info.name);
-        printf("  rope %s %s, %llu tokens x %u heads x %u dims (rotary %u), %s moved per run\n",
-               c->layout, c->precision, (unsigned long long)r.opts.tokens, r.opts.heads, r.opts.head_dim,
-               r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim,
-               rl_fmt_bytes(r.bytes, b, sizeof b));
-        printf("  verified first: max abs error %.3e, worst error/bound %.3f, NMSE %.3e (gate %.3e)\n",
-               r.verify.max_abs, r.verify.worst_ratio, r.verify.nmse, r.verify.nmse_gate);
-        printf("  rope kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.rope_ms,
-               r.rope_ms_min, r.rope_gbs);
-        printf("  copy kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.copy_ms,
-               r.copy_ms_min, r.copy_gbs);
-        printf("  ratio rope/copy bandwidth: %.3f (GPU timestamps, median of %u runs after %u warm-up)\n",
-               r.ratio, r.opts.reps, r.opts.warmup);
-    }
+    char b[32];
+    printf("device %u: %s\n", dev->info.index, dev->info.name);
+    printf("  rope %s %s, %llu tokens x %u heads x %u dims (rotary %u), %s moved per run\n",
+           c->layout, c->precision, (unsigned long long)r.opts.tokens, r.opts.heads, r.opts.head_dim,
+           r.opts.rotary_dim ? r.opts.rotary_dim : r.opts.head_dim,
+           rl_fmt_bytes(r.bytes, b, sizeof b));
+    printf("  verified first: max abs error %.3e, worst error/bound %.3f, NMSE %.3e (gate %.3e)\n",
+           r.verify.max_abs, r.verify.worst_ratio, r.verify.nmse, r.verify.nmse_gate);
+    printf("  rope kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.rope.median, r.rope.min,
+           r.rope_gbs);
+    printf("  copy kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.copy.median, r.copy.min,
+           r.copy_gbs);
+    printf("  ratio rope/copy bandwidth: %.3f (GPU timestamps, median of %u runs after %u warm-up)\n",
+           r.ratio, r.opts.reps, r.opts.warmup);
     return RL_OK;
 }
 
@@ -112,7 +191,7 @@ int cmd_bench(int argc, char **argv)
         cli_error("--tokens, --heads and --head-dim must be at least 1");
         return CLI_EXIT_USAGE;
     }
-    if (reps < 1 || reps > 63) {
+    if (reps < 1 || reps > BENCH_MAX_REPS) {
         cli_error("--reps %u: must be between 1 and 63 (timestamp slots)", reps);
         return CLI_EXIT_USAGE;
     }
@@ -122,8 +201,17 @@ int cmd_bench(int argc, char **argv)
     rope_bench_ctx c = {.o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
                              .rotary_dim = rotary_dim, .layout = lay,
                              .precision = prec, .reps = reps, .warmup = warmup},
-                         .layout = layout, .precision = precision};
-    rc = cli_each_device(&d, bench_rope_on, &c, json ? json_array() : NULL);
+                         .layout = layout, .precision = precision,
+                         .results = json ? json_array() : NULL};
+    rc = cli_each_device(&d, bench_rope_on, &c, NULL);
     cli_close(&d);
+    if (json) {
+        json_t *flags = json_pack("{s:s,s:I,s:i,s:i,s:i,s:s,s:s,s:i,s:i,s:b}", "device", device,
+                                  "tokens", (json_int_t)tokens, "heads", (int)heads, "head_dim",
+                                  (int)head_dim, "rotary_dim", (int)rotary_dim, "layout", layout,
+                                  "precision", precision, "reps", (int)reps, "warmup",
+                                  (int)warmup, "validate", validate);
+        rc = cli_bench_print("rope", flags, c.results, rc);
+    }
     return rc;
 }

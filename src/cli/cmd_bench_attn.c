@@ -7,39 +7,88 @@
 #include "bench/bench.h"
 #include "cli/cli.h"
 #include "core/rl_util.h"
+#include "rl_push.h"
+
+typedef struct attn_bench_ctx {
+    bench_attn_opts o;            /* every field resolved by the command line */
+    json_t *results;              /* --json: one object per device */
+} attn_bench_ctx;
+
+/* One device's --json object; every key always present, in this order
+ * (measurements null after a failure, verify null unless it ran). */
+static json_t *attn_json(const rlvk_device *dev, const bench_attn_result *r, rl_status st,
+                         const rl_error *err)
+{
+    const bench_attn_opts *o = &r->opts; /* resolved (set before any failure) */
+    json_t *res = json_object();
+    json_object_set_new(res, "device", cli_bench_device_json(&dev->info));
+    json_object_set_new(res, "pass", json_boolean(st == RL_OK));
+    json_object_set_new(res, "error", json_string(st == RL_OK ? "" : err->msg));
+    json_object_set_new(res, "shape", json_pack(
+        "{s:I,s:i,s:i,s:b,s:s,s:b}", "tokens", (json_int_t)o->tokens, "heads", (int)o->heads,
+        "head_dim", (int)o->head_dim, "causal", o->causal, "dtype", o->fp16 ? "fp16" : "fp32",
+        "output", o->with_output));
+    json_object_set_new(res, "timing", json_pack(
+        "{s:s,s:i,s:b}", "clock",
+        o->single ? "gpu timestamps, the verified run itself (--single)"
+                  : "gpu timestamps summed over a pass's submissions; the verified run is the warm-up",
+        "reps", (int)o->reps, "single", o->single));
+    if (st == RL_OK) {
+        json_object_set_new(res, "kernel", json_pack(
+            "{s:s,s:o,s:f,s:s,s:f,s:f,s:i,s:i}", "name",
+            o->with_output ? "attention statistics + O" : "attention statistics", "ms",
+            cli_bench_times_json(&r->gpu), "wall_ms_last", r->wall_ms, "flop_count",
+            "2*N^2*d*heads (x2 with O, /2 causal)", "gflop", r->flops * 1e-9, "gflop_per_s",
+            r->gflops, "submissions", (int)r->submissions, "chunk_keys", (int)r->chunk_keys));
+        json_object_set_new(res, "yardstick", json_pack(
+            "{s:s,s:s,s:o,s:i,s:i,s:i,s:f,s:f}", "name", "fma_peak", "what",
+            "fma_peak.comp: independent vec4 FMA chains, same device, same run", "ms",
+            cli_bench_times_json(&r->fma), "groups", (int)r->fma_groups, "local_size",
+            (int)r->fma_local, "rounds", (int)RL_FMA_ROUNDS, "gflop", r->fma_flops * 1e-9,
+            "gflop_per_s", r->fma_gflops));
+        json_object_set_new(res, "ratio", json_pack("{s:s,s:f}", "definition",
+                                                    "attention gflop_per_s / fma_peak gflop_per_s (medians)",
+                                                    "value", r->ratio));
+    } else {
+        json_object_set_new(res, "kernel", json_null());
+        json_object_set_new(res, "yardstick", json_null());
+        json_object_set_new(res, "ratio", json_null());
+    }
+    const vf_stats *v = &r->verify;
+    json_object_set_new(res, "verify", v->n == 0 ? json_null() : json_pack(
+        "{s:b,s:s,s:I,s:I,s:s,s:f,s:f,s:f,s:b}", "pass", v->pass, "against",
+        "double-precision CPU reference on sampled rows (attn_tol.c bounds)", "elements",
+        (json_int_t)v->n, "over_bound", (json_int_t)(v->n_over + v->n_nonfinite),
+        "worst_statistic", r->verify_worst, "worst_error_over_bound", v->worst_ratio, "nmse",
+        v->nmse, "nmse_gate", v->nmse_gate, "guard_ok", !v->guard_bad));
+    return res;
+}
 
 static rl_status bench_attention_on(rlvk_device *dev, void *p, json_t *arr, rl_error *err)
 {
-    const bench_attn_opts *c = p;
+    (void)arr;
+    const attn_bench_ctx *c = p;
     bench_attn_result r;
-    rl_status st = bench_attention(dev, c, &r, err);
+    rl_status st = bench_attention(dev, &c->o, &r, err);
+    if (c->results) {
+        json_array_append_new(c->results, attn_json(dev, &r, st, err));
+        return st;
+    }
     if (st)
         return st;
-    if (arr) {
-        json_array_append_new(arr, json_pack(
-            "{s:s,s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:f,s:f}",
-            "device", dev->info.name, "kernel", "attention", "tokens", (json_int_t)c->tokens,
-            "heads", (int)c->heads, "head_dim", (int)c->head_dim, "causal", c->causal, "fp16", c->fp16,
-            "output", c->with_output, "gpu_ms_median", r.gpu_ms, "wall_ms", r.wall_ms, "gflop",
-            r.flops * 1e-9, "gflop_per_s", r.gflops, "fma_peak_gflop_per_s", r.fma_gflops,
-            "ratio_to_fma_peak", r.ratio, "submissions", (int)r.submissions,
-            "chunk_keys", (int)r.chunk_keys,
-            "verify_worst_error_over_bound", r.verify.worst_ratio, "verify_nmse", r.verify.nmse,
-            "verify_nmse_gate", r.verify.nmse_gate));
-    } else {
-        printf("device %u: %s\n", dev->info.index, dev->info.name);
-        printf("  attention %s, %llu tokens x %u heads x %u dims, %s, %s, chunks of %u keys, %u submission(s)\n",
-               c->with_output ? "statistics + O" : "statistics only", (unsigned long long)c->tokens,
-               c->heads, c->head_dim, c->causal ? "causal" : "bidirectional", c->fp16 ? "fp16" : "fp32",
-               r.chunk_keys, r.submissions);
-        printf("  verified first: worst error/bound %.3f, NMSE %.3e (gate %.3e)\n",
-               r.verify.worst_ratio, r.verify.nmse, r.verify.nmse_gate);
-        printf("  GPU time     : %10.3f ms median of %u (wall %.3f ms, upload to download)\n",
-               r.gpu_ms, r.opts.reps, r.wall_ms);
-        printf("  attention    : %10.2f GFLOP/s (%.3f GFLOP counted)\n", r.gflops, r.flops * 1e-9);
-        printf("  FMA peak     : %10.2f GFLOP/s (fma_peak kernel, same run)\n", r.fma_gflops);
-        printf("  ratio to FMA peak: %.3f\n", r.ratio);
-    }
+    const bench_attn_opts *o = &r.opts;
+    printf("device %u: %s\n", dev->info.index, dev->info.name);
+    printf("  attention %s, %llu tokens x %u heads x %u dims, %s, %s, chunks of %u keys, %u submission(s)\n",
+           o->with_output ? "statistics + O" : "statistics only", (unsigned long long)o->tokens,
+           o->heads, o->head_dim, o->causal ? "causal" : "bidirectional", o->fp16 ? "fp16" : "fp32",
+           r.chunk_keys, r.submissions);
+    printf("  verified first: worst error/bound %.3f, NMSE %.3e (gate %.3e)\n",
+           r.verify.worst_ratio, r.verify.nmse, r.verify.nmse_gate);
+    printf("  GPU time     : %10.3f ms median of %u (wall %.3f ms, upload to download)\n",
+           r.gpu.median, r.gpu.n, r.wall_ms);
+    printf("  attention    : %10.2f GFLOP/s (%.3f GFLOP counted)\n", r.gflops, r.flops * 1e-9);
+    printf("  FMA peak     : %10.2f GFLOP/s (fma_peak kernel, same run)\n", r.fma_gflops);
+    printf("  ratio to FMA peak: %.3f\n", r.ratio);
     return RL_OK;
 }
 
@@ -57,7 +106,7 @@ int cmd_bench_attention(int argc, char **argv)
         {"--causal", CLI_FLAG, &causal, NULL, "causal mask (half the work)"},
         {"--fp16", CLI_FLAG, &fp16, NULL, "Q/K/V stored as fp16 (fp32 accumulation)"},
         {"--output", CLI_FLAG, &with_o, NULL, "also compute O = softmax(QK^T)V (default: statistics only)"},
-        {"--reps", CLI_U32, &reps, "N", "timed runs, median reported (default 3)"},
+        {"--reps", CLI_U32, &reps, "N", "timed runs, median reported (default 3, max 63)"},
         {"--single", CLI_FLAG, &single, NULL, "time the verified run itself, no extra runs (long inputs)"},
         {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},
         {"--validate", CLI_FLAG, &validate, NULL, "enable the Khronos validation layer"},
@@ -75,13 +124,25 @@ int cmd_bench_attention(int argc, char **argv)
         cli_error("--tokens, --heads, --head-dim and --reps must be at least 1");
         return CLI_EXIT_USAGE;
     }
+    if (reps > BENCH_MAX_REPS) {
+        cli_error("--reps %u: must be between 1 and %u", reps, (unsigned)BENCH_MAX_REPS);
+        return CLI_EXIT_USAGE;
+    }
     cli_devices d;
     if ((rc = cli_open(device, validate, &d)) >= 0)
         return rc;
-    bench_attn_opts o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
-                             .causal = causal, .fp16 = fp16, .with_output = with_o, .reps = reps,
-                             .single = single};
-    rc = cli_each_device(&d, bench_attention_on, &o, json ? json_array() : NULL);
+    attn_bench_ctx c = {.o = {.tokens = tokens, .heads = heads, .head_dim = head_dim,
+                              .causal = causal, .fp16 = fp16, .with_output = with_o, .reps = reps,
+                              .single = single},
+                        .results = json ? json_array() : NULL};
+    rc = cli_each_device(&d, bench_attention_on, &c, NULL);
     cli_close(&d);
+    if (json) {
+        json_t *flags = json_pack("{s:s,s:I,s:i,s:i,s:b,s:b,s:b,s:i,s:b,s:b}", "device", device,
+                                  "tokens", (json_int_t)tokens, "heads", (int)heads, "head_dim",
+                                  (int)head_dim, "causal", causal, "fp16", fp16, "output", with_o,
+                                  "reps", (int)reps, "single", single, "validate", validate);
+        rc = cli_bench_print("attention", flags, c.results, rc);
+    }
     return rc;
 }

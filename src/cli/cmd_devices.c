@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "run/run.h"
 #include "core/rl_util.h"
 
 static void version_str(uint32_t v, char *buf, size_t cap)
@@ -14,19 +15,7 @@ static void version_str(uint32_t v, char *buf, size_t cap)
 
 json_t *cli_device_identity_json(const rlvk_device_info *in)
 {
-    char vid[16], did[16], conf[32] = "", uuid[33] = "";
-    snprintf(vid, sizeof vid, "0x%04x", in->vendor_id);
-    snprintf(did, sizeof did, "0x%04x", in->device_id);
-    if (in->has_driver_props)
-        snprintf(conf, sizeof conf, "%u.%u.%u.%u", in->conformance[0], in->conformance[1],
-                 in->conformance[2], in->conformance[3]);
-    if (in->has_uuid)
-        rlvk_uuid_hex(in->device_uuid, uuid);
-    return json_pack("{s:s,s:s,s:I,s:s,s:s,s:i,s:s,s:s}", "vendor_id_hex", vid, "device_id_hex",
-                     did, "driver_version_raw", (json_int_t)in->driver_version,
-                     "driver_version_decoded", in->driver_version_str, "driver_id",
-                     rlvk_driver_id_name(in->driver_id), "driver_id_value", (int)in->driver_id,
-                     "conformance_version", conf, "device_uuid", uuid);
+    return run_device_identity_json(in); /* one decoder, shared with manifest.json */
 }
 
 int cmd_devices(int argc, char **argv)

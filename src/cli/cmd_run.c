@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "cli_version.h"
 #include "plot/plot.h"
 #include "core/rl_util.h"
 #include "run/run.h"
@@ -31,6 +32,8 @@ static void catch_stop_signals(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }
+
+#define CLI_MAX_RUN_ARGS 256 /* recorded in manifest.json; more are left out */
 
 int cmd_run(int argc, char **argv)
 {
@@ -100,9 +103,17 @@ int cmd_run(int argc, char **argv)
         run_batch_free(&b);
         return CLI_EXIT_USAGE;
     }
+    /* manifest.json's argv: the command line, "ropelab" first (main passes
+     * the subcommand's arguments from "run" on) */
+    char *full_argv[CLI_MAX_RUN_ARGS + 1];
+    int full_argc = 0;
+    full_argv[full_argc++] = (char *)"ropelab";
+    for (int i = 0; i < argc && full_argc <= CLI_MAX_RUN_ARGS; i++)
+        full_argv[full_argc++] = argv[i];
     run_options o = {.out = out, .device = device, .resume = resume, .shard_index = si,
                      .shard_count = sn, .quiet = quiet, .validation = !no_validate,
-                     .fail_after = (int)fail_after, .stop = &stop_signal};
+                     .fail_after = (int)fail_after, .stop = &stop_signal, .argc = full_argc,
+                     .argv = full_argv, .version = RL_VERSION, .commit = RL_GIT_COMMIT};
     run_outcome res;
     char file_buf[1024];
     snprintf(file_buf, sizeof file_buf, "%s", pos[0]);

@@ -26,6 +26,11 @@ static uint64_t dtype_size(const char *d)
 
 void rl_safetensors_close(rl_safetensors *st)
 {
+    for (size_t i = 0; i < st->n_meta; i++) {
+        free(st->meta[i].key);
+        free(st->meta[i].value);
+    }
+    free(st->meta);
     free(st->tensors);
     memset(st, 0, sizeof *st);
 }
@@ -82,6 +87,33 @@ rl_status rl_safetensors_open(const char *path, rl_safetensors *st, rl_error *er
     }
     const char *key;
     json_t *v;
+    json_t *meta = json_object_get(root, "__metadata__");
+    if (meta) {
+        if (!json_is_object(meta)) {
+            stt = rl_fail(err, RL_ERR_PARSE, "%s: __metadata__ is not a JSON object", path);
+            goto done;
+        }
+        st->meta = calloc(json_object_size(meta) + 1, sizeof *st->meta);
+        if (!st->meta) {
+            stt = rl_fail(err, RL_ERR_NOMEM, "%s: out of host memory", path);
+            goto done;
+        }
+        json_object_foreach(meta, key, v) {
+            if (!json_is_string(v)) {
+                stt = rl_fail(err, RL_ERR_PARSE, "%s: __metadata__ key '%.200s' is not a string "
+                              "(the format maps strings to strings)", path, key);
+                goto done;
+            }
+            rl_st_meta *e = &st->meta[st->n_meta];
+            e->key = strdup(key);
+            e->value = strdup(json_string_value(v));
+            st->n_meta += e->key || e->value; /* a half-made entry is freed by close */
+            if (!e->key || !e->value) {
+                stt = rl_fail(err, RL_ERR_NOMEM, "%s: out of host memory", path);
+                goto done;
+            }
+        }
+    }
     json_object_foreach(root, key, v) {
         if (!strcmp(key, "__metadata__"))
             continue;
@@ -160,14 +192,57 @@ const rl_st_tensor *rl_safetensors_find(const rl_safetensors *st, const char *na
     return NULL;
 }
 
+const char *rl_safetensors_meta(const rl_safetensors *st, const char *key)
+{
+    for (size_t i = 0; i < st->n_meta; i++)
+        if (!strcmp(st->meta[i].key, key))
+            return st->meta[i].value;
+    return NULL;
+}
+
+rl_status rl_safetensors_read_i64(const rl_safetensors *st, const rl_st_tensor *t,
+                                  uint64_t first, uint64_t count, int64_t *out, rl_error *err)
+{
+    int i32 = !strcmp(t->dtype, "I32");
+    if (!i32 && strcmp(t->dtype, "I64"))
+        return rl_fail(err, RL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; only I64 and I32 "
+                       "are read as integers", st->path, t->name, t->dtype);
+    uint64_t es = i32 ? 4 : 8;
+    if (first > (t->end - t->begin) / es || count > (t->end - t->begin) / es - first)
+        return rl_fail(err, RL_ERR_ARG, "%s: tensor '%s': elements %llu..%llu out of range",
+                       st->path, t->name, (unsigned long long)first,
+                       (unsigned long long)(first + count));
+    FILE *fp = fopen(st->path, "rb");
+    if (!fp)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", st->path, strerror(errno));
+    rl_status s = RL_OK;
+    if (fseek(fp, (long)(st->data_start + t->begin + first * es), SEEK_SET) != 0)
+        s = rl_fail(err, RL_ERR_IO, "%s: cannot seek", st->path);
+    for (uint64_t i = 0; i < count && !s; i++) {
+        unsigned char b[8];
+        if (fread(b, 1, es, fp) != es) {
+            s = rl_fail(err, RL_ERR_IO, "%s: short read", st->path);
+            break;
+        }
+        uint64_t u = 0;
+        for (uint64_t k = es; k-- > 0;)
+            u = u << 8 | b[k];
+        if (i32) /* sign-extend */
+            u = (u ^ 0x80000000u) - 0x80000000u;
+        memcpy(&out[i], &u, 8);
+    }
+    fclose(fp);
+    return s;
+}
+
 rl_status rl_safetensors_read_f32(const rl_safetensors *st, const rl_st_tensor *t,
                                   uint64_t first, uint64_t count, float *out, rl_error *err)
 {
-    int f16 = !strcmp(t->dtype, "F16");
-    if (!f16 && strcmp(t->dtype, "F32"))
-        return rl_fail(err, RL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; only F32 and F16 "
-                       "are read", st->path, t->name, t->dtype);
-    uint64_t es = f16 ? 2 : 4;
+    int f16 = !strcmp(t->dtype, "F16"), bf16 = !strcmp(t->dtype, "BF16");
+    if (!f16 && !bf16 && strcmp(t->dtype, "F32"))
+        return rl_fail(err, RL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; only F32, F16 and "
+                       "BF16 are read", st->path, t->name, t->dtype);
+    uint64_t es = f16 || bf16 ? 2 : 4;
     if (first + count > (t->end - t->begin) / es)
         return rl_fail(err, RL_ERR_ARG, "%s: tensor '%s': elements %llu..%llu out of range",
                        st->path, t->name, (unsigned long long)first,
@@ -178,13 +253,17 @@ rl_status rl_safetensors_read_f32(const rl_safetensors *st, const rl_st_tensor *
     rl_status s = RL_OK;
     if (fseek(fp, (long)(st->data_start + t->begin + first * es), SEEK_SET) != 0) {
         s = rl_fail(err, RL_ERR_IO, "%s: cannot seek", st->path);
-    } else if (f16) {
+    } else if (f16 || bf16) {
         for (uint64_t i = 0; i < count && !s; i++) {
             unsigned char b[2];
-            if (fread(b, 1, 2, fp) != 2)
+            if (fread(b, 1, 2, fp) != 2) {
                 s = rl_fail(err, RL_ERR_IO, "%s: short read", st->path);
-            else
+            } else if (f16) {
                 out[i] = rl_half_to_float((uint16_t)(b[0] | b[1] << 8));
+            } else { /* bfloat16 is the high half of a float32: exact */
+                uint32_t u = (uint32_t)b[0] << 16 | (uint32_t)b[1] << 24;
+                memcpy(&out[i], &u, 4);
+            }
         }
     } else {
         for (uint64_t i = 0; i < count && !s; i++) {

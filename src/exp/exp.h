@@ -85,6 +85,12 @@ void exp_sink_free(exp_sink *s);
  * first column is the x axis. Closes the previous table. */
 rl_status exp_sink_table(exp_sink *s, const char *name, uint32_t n_cols,
                          const char *const *cols, rl_error *err);
+/* The same for one table of a family measured at several context lengths
+ * (retrieval's per-length distance curves): table `name` at length `length`,
+ * file dir/<name>_n<length>.csv; results.csv shows it as metric
+ * name.<column> with `length` in its length column. */
+rl_status exp_sink_table_at(exp_sink *s, const char *name, uint64_t length, uint32_t n_cols,
+                            const char *const *cols, rl_error *err);
 /* Appends one row of n_cols numbers to the open table. */
 rl_status exp_sink_row(exp_sink *s, const double *vals, rl_error *err);
 /* Ends the open table (also done by the next exp_sink_table or by close). */
@@ -101,6 +107,35 @@ void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bou
  * worst element's error and bound, NMSE and its gate, verdict) under what;
  * adds nmse and nmse_gate to the record's fields. Returns v->pass. */
 int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, const char *detail);
+
+/* ---- what a kind's numbers mean ------------------------------------------ */
+
+/* How a metric is drawn (exp_metric.plot; results.csv's `plot` column spells
+ * these as words, docs/runner.md "results.csv"). An x column's flags and a
+ * value column's flags combine for the value's figure. */
+enum {
+    EXP_PLOT_LOGX = 1u << 0,     /* x on a log axis (lengths, distances, positions in decades) */
+    EXP_PLOT_LOGY = 1u << 1,     /* y on a log axis (errors over decades) */
+    EXP_PLOT_HIDE = 1u << 2,     /* no figure: bookkeeping or a constant (still in results.csv) */
+    EXP_PLOT_REF = 1u << 3,      /* a reference curve, drawn in its table's figures of the
+                                    same unit */
+    EXP_PLOT_FRACTION = 1u << 4, /* y in [0, 1] (an accuracy): the frame shows 0 and 1 inside */
+    EXP_PLOT_ONE = 1u << 5,      /* a horizontal line at y = 1 (error / bound) */
+    EXP_PLOT_TRAIN = 1u << 6,    /* x in tokens: a vertical line at the model's train_len */
+    EXP_PLOT_LENGTH = 1u << 7,   /* (x column) x is the context length: fills the length column */
+};
+
+/* One summary metric ("entropy_at_max_len") or table column
+ * ("entropy_length.entropy_nats"; a table's first column is its x axis,
+ * "entropy_length.length_tokens"), declared once, by the kind that emits it:
+ * the runner copies title, unit and plot flags into results.csv, and plot/
+ * reads them from there. */
+typedef struct exp_metric {
+    const char *name;
+    const char *title;           /* human title, e.g. "attention entropy" */
+    const char *unit;            /* e.g. "nats", "tokens", "rad"; "" dimensionless */
+    unsigned plot;               /* EXP_PLOT_* */
+} exp_metric;
 
 /* ---- kinds -------------------------------------------------------------- */
 
@@ -128,12 +163,24 @@ typedef struct exp_kind {
     /* Runs it: tables and metrics into sink. RL_ERR_MISMATCH when a
      * verification failed (already recorded in the sink). */
     rl_status (*run)(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err);
+    /* Every summary metric and table column run() emits, declared once
+     * (tests/test_run_exec.c runs every kind and refuses an undeclared
+     * one; results.csv would title it by its own name). */
+    const exp_metric *metrics;
+    size_t n_metrics;
+    /* Kinds that use data: how many rows of each of q, k (and v) the run
+     * reads from the source (its longest pass), so the plan can refuse a
+     * source that holds fewer (a capture's token count); 0 when the
+     * parameters do not resolve (check reports that). NULL: not known. */
+    uint64_t (*data_rows)(const exp_run *run);
 } exp_kind;
 
 /* The registry, in a fixed order. */
 const exp_kind *const *exp_kinds(size_t *n);
 /* Kind by name, or NULL. */
 const exp_kind *exp_find(const char *name);
+/* Kind k's declaration of metric (summary name or "table.column"), or NULL. */
+const exp_metric *exp_metric_find(const exp_kind *k, const char *metric);
 /* "decay, precision, ...": every kind, for messages. */
 const char *exp_kind_names(void);
 

@@ -186,6 +186,26 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     uint32_t *own_pos = NULL;
     float *own_stats = NULL, *hq = NULL, *hk = NULL, *hqb = NULL, *hkb = NULL;
     const uint32_t *pos = io->pos;
+    /* Without the attention factor: a rotation whose factor differs per
+     * token (dynamic_yarn, dynamic_mode cache_consistent) cannot be undone
+     * by one logit scale, so its twin with attention_factor 1 rotates every
+     * token without it (and logit_scale then leaves 1/sqrt(d) alone). */
+    pe_encoding *twin = NULL;
+    const rope_freqs *rf = pe_rope_freqs(e);
+    if (io->no_attention_factor && rf && rope_freqs_per_position(rf) &&
+        rf->rope_type == ROPE_TYPE_DYNAMIC_YARN && rf->desc.attention_factor == 0) {
+        json_t *tp = json_deep_copy(pe_encoding_params(e));
+        if (!tp) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+            goto done;
+        }
+        json_object_set_new(tp, "attention_factor", json_real(1.0));
+        st = pe_encoding_create(pe_encoding_family(e)->name, tp, sh, &twin, err);
+        json_decref(tp);
+        if (st)
+            goto done;
+        e = twin;
+    }
     if (!pos) { /* positions 0, 1, ... as the engine's default */
         own_pos = malloc((T ? T : 1) * sizeof *own_pos);
         for (uint64_t t = 0; own_pos && t < T; t++)
@@ -317,6 +337,7 @@ done:
     free(hq), free(hk), free(hqb), free(hkb);
     free(own_stats);
     free(own_pos);
+    pe_encoding_destroy(twin); /* after the transforms that point to it */
     return st;
 }
 

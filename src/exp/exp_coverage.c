@@ -127,6 +127,25 @@ static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     return RL_OK;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"coverage.rotary_pair_j", "rotary pair index j", "", 0},
+    {"coverage.wavelength_tokens", "wavelength 2π/θ_j", "tokens", EXP_PLOT_LOGY},
+    {"coverage.unscaled_wavelength_tokens", "wavelength before the scaling",
+     "tokens", EXP_PLOT_LOGY},
+    {"coverage.train_len_tokens", "training length", "tokens", EXP_PLOT_REF},
+    {"coverage.angle_range_at_eval_len_rad", "largest angle at eval_len", "rad", EXP_PLOT_LOGY},
+    {"coverage.angle_range_in_training_rad", "largest angle within train_len",
+     "rad", EXP_PLOT_LOGY},
+    {"coverage.out_of_distribution", "pair leaves its trained angle range (1: yes)", "", 0},
+    {"ood_pairs", "pairs out of their trained angle range", "pairs", 0},
+    {"ood_fraction", "fraction of pairs out of range", "", 0},
+    {"first_ood_pair", "first out-of-range pair (-1: none)", "", 0},
+    {"critical_dim_formula", "critical dimension, formula", "dims", 0},
+    {"critical_dim_counted", "critical dimension, counted", "dims", 0},
+    {"eval_over_train", "eval_len / train_len", "", 0},
+};
+
 const exp_kind exp_kind_coverage = {
     .name = "coverage",
     .about = "per rotary pair: wavelength and largest angle at eval_len vs training; OOD pairs",
@@ -137,4 +156,6 @@ const exp_kind exp_kind_coverage = {
     .check = cov_check,
     .estimate_bytes = cov_bytes,
     .run = cov_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
 };

@@ -150,6 +150,18 @@ static rl_status decay_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_
     return RL_OK;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"decay.r", "relative distance r", "tokens", 0},
+    {"decay.bound", "RoFormer upper bound (relative)", "", 0},
+    {"decay.score_closed_form", "constant-vector score, closed form", "", 0},
+    {"decay.score_reference", "constant-vector score, reference", "", 0},
+    {"bound_r0", "bound at r = 0", "", 0},
+    {"bound_rmax", "bound at max_distance", "", 0},
+    {"score_rmax", "score at max_distance", "", 0},
+    {"r_bound_halved", "first r where the bound halves", "tokens", 0},
+};
+
 const exp_kind exp_kind_decay = {
     .name = "decay",
     .about = "RoFormer long-term decay: relative upper bound and constant-vector score vs r",
@@ -160,4 +172,6 @@ const exp_kind exp_kind_decay = {
     .check = decay_check,
     .estimate_bytes = decay_bytes,
     .run = decay_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
 };

@@ -239,6 +239,31 @@ done:
     return st;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"kl_position.query_keys_tokens", "keys a query sees",
+     "tokens", EXP_PLOT_LOGX | EXP_PLOT_TRAIN},
+    {"kl_position.kl_nats", "KL(scaled || RoPE) per query", "nats", 0},
+    {"mass_buckets.distance_tokens", "distance bucket (smallest distance)", "tokens", 0},
+    {"mass_buckets.mass_scaled", "attention mass, scaled", "", EXP_PLOT_FRACTION},
+    {"mass_buckets.mass_rope", "attention mass, plain RoPE", "", EXP_PLOT_FRACTION},
+    {"mass_buckets.mass_difference", "attention mass, scaled - RoPE", "", 0},
+    {"kl_mean", "mean KL per query", "nats", 0},
+    {"kl_max", "max KL over queries", "nats", 0},
+    {"attention_factor", "attention factor", "", 0},
+    {"logit_scale_ratio", "logit scale ratio (scaled / RoPE)", "", 0},
+    {"mass_farthest_bucket_scaled", "mass in the farthest bucket, scaled", "", 0},
+    {"mass_farthest_bucket_rope", "mass in the farthest bucket, RoPE", "", 0},
+};
+
+/* Rows of each tensor the run reads: length. */
+static uint64_t dist_rows(const exp_run *run)
+{
+    dist_params p;
+    rl_error err = {0};
+    return dist_params_of(run, &p, &err) ? 0 : (uint64_t)p.length;
+}
+
 const exp_kind exp_kind_distortion = {
     .name = "distortion",
     .about = "KL divergence of a RoPE scaling's attention from plain RoPE's within the original "
@@ -250,4 +275,7 @@ const exp_kind exp_kind_distortion = {
     .check = dist_check,
     .estimate_bytes = dist_bytes,
     .run = dist_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = dist_rows,
 };

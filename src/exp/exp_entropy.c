@@ -219,6 +219,38 @@ done:
     return st;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"entropy_length.length_tokens", "context length N",
+     "tokens", EXP_PLOT_LOGX | EXP_PLOT_TRAIN | EXP_PLOT_LENGTH},
+    {"entropy_length.entropy_nats", "mean attention entropy", "nats", 0},
+    {"entropy_length.entropy_no_factor_nats", "mean attention entropy without the attention factor",
+     "nats", 0},
+    {"entropy_length.ref_ln_n_nats", "ln N (uniform attention)", "nats", EXP_PLOT_REF},
+    {"entropy_position.query_keys_tokens", "keys a query sees",
+     "tokens", EXP_PLOT_LOGX | EXP_PLOT_TRAIN},
+    {"entropy_position.entropy_nats", "attention entropy by query position", "nats", 0},
+    {"entropy_position.entropy_no_factor_nats",
+     "attention entropy by query position, without the attention factor",
+     "nats", 0},
+    {"entropy_position.ref_ln_keys_nats", "ln(keys) (uniform attention)", "nats", EXP_PLOT_REF},
+    {"attention_factor", "attention factor", "", 0},
+    {"logit_scale", "effective logit scale", "", 0},
+    {"entropy_at_max_len", "entropy at max_len", "nats", 0},
+    {"entropy_no_factor_at_max_len", "entropy at max_len without the factor", "nats", 0},
+    {"ln_max_len", "ln max_len", "nats", 0},
+    {"entropy_growth_per_ln_n", "entropy growth per unit ln N", "", 0},
+    {"entropy_no_factor_growth_per_ln_n", "entropy growth per unit ln N without the factor", "", 0},
+};
+
+/* Rows of each tensor the run reads: max_len. */
+static uint64_t ent_rows(const exp_run *run)
+{
+    ent_params p;
+    rl_error err = {0};
+    return ent_params_of(run, &p, &err) ? 0 : (uint64_t)p.max_len;
+}
+
 const exp_kind exp_kind_entropy = {
     .name = "entropy",
     .about = "attention entropy against length and query position, with and without the "
@@ -230,4 +262,7 @@ const exp_kind exp_kind_entropy = {
     .check = ent_check,
     .estimate_bytes = ent_bytes,
     .run = ent_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = ent_rows,
 };

@@ -262,6 +262,23 @@ done:
     return st;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"extrapolation.position_s_tokens", "relative position s", "tokens", EXP_PLOT_TRAIN},
+    {"extrapolation.fitted_score", "fitted attention score a(s)", "", 0},
+    {"extrapolation.target", "target score", "", 0},
+    {"interpolation.position_s_tokens", "relative position s", "tokens", EXP_PLOT_TRAIN},
+    {"interpolation.fitted_score_at_half_integer", "fitted score at half-integer s", "", 0},
+    {"fit_max_abs", "max |fit - target| on [0, L]", "", 0},
+    {"fit_rms_residual", "RMS residual of the fit", "", 0},
+    {"interpolation_max_abs", "max |a(s)| between integers", "", 0},
+    {"extrapolation_max_abs", "max |a(s)| beyond L", "", 0},
+    {"extrapolation_over_interpolation", "extrapolation / interpolation", "", 0},
+    {"rank", "rank kept", "", 0},
+    {"condition_kept", "condition number kept", "", 0},
+    {"svd_sweeps", "SVD sweeps", "", 0},
+};
+
 const exp_kind exp_kind_interpolation = {
     .name = "interpolation",
     .about = "Chen et al. 2023 Fig. 2: least-squares fit of a(s) on [0, L], extrapolated vs "
@@ -273,4 +290,6 @@ const exp_kind exp_kind_interpolation = {
     .check = interp_check,
     .estimate_bytes = interp_bytes,
     .run = interp_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
 };

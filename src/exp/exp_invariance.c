@@ -168,7 +168,9 @@ static rl_status inv_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if (st || (st = inv_encoding(run, &p, &e, err)))
         return st;
     const rope_freqs *rf = pe_rope_freqs(e);
-    int relative = rf != NULL || !pe_has_vectors(e);
+    /* cache_consistent rotations are not relative: each position has its
+     * own scale, so a shift changes the score by design */
+    int relative = (rf != NULL && !rope_freqs_per_position(rf)) || !pe_has_vectors(e);
     uint32_t H = run->model.heads, KV = run->model.kv_heads ? run->model.kv_heads : H,
              hd = run->model.head_dim, L = p.max_shift_log2;
     uint64_t P = p.pairs, S = inv_rows(&p), half = S * P,
@@ -294,6 +296,36 @@ done:
     return st;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"invariance.shift_t_tokens", "shift t", "tokens", EXP_PLOT_LOGX},
+    {"invariance.device_abs_change", "score change under shift, device", "", EXP_PLOT_LOGY},
+    {"invariance.device_rel_change", "score change under shift / (|q'||k'|), device",
+     "", EXP_PLOT_LOGY},
+    {"invariance.reference_abs_change", "score change under shift, double reference",
+     "", EXP_PLOT_LOGY},
+    {"invariance.reference_rel_change", "score change under shift / (|q'||k'|), reference",
+     "", EXP_PLOT_LOGY},
+    {"invariance.reference_rel_rounding_bound", "rounding bound of the relative change",
+     "", EXP_PLOT_REF | EXP_PLOT_LOGY},
+    {"device_max_abs_change", "max score change, device", "", 0},
+    {"device_max_rel_change", "max relative score change, device", "", 0},
+    {"reference_max_abs_change", "max score change, reference", "", 0},
+    {"reference_max_rel_change", "max relative score change, reference", "", 0},
+    {"vector_max_abs_error", "rotated vectors: max abs error", "", 0},
+    {"vector_worst_error_over_bound", "rotated vectors: worst error / bound", "", 0},
+    {"max_shift", "largest shift", "tokens", 0},
+    {"reference_change_over_rounding_bound", "reference change / rounding bound", "", 0},
+};
+
+/* Rows of each tensor the run reads: pairs. */
+static uint64_t inv_data_rows(const exp_run *run)
+{
+    inv_params p;
+    rl_error err = {0};
+    return inv_params_of(run, &p, &err) ? 0 : (uint64_t)p.pairs;
+}
+
 const exp_kind exp_kind_invariance = {
     .name = "invariance",
     .about = "|<f(q,m),f(k,n)> - <f(q,m+t),f(k,n+t)>| vs shift t, device and double reference",
@@ -304,4 +336,7 @@ const exp_kind exp_kind_invariance = {
     .check = inv_check,
     .estimate_bytes = inv_bytes,
     .run = inv_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = inv_data_rows,
 };

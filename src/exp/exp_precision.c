@@ -161,6 +161,26 @@ done:
     return st;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"precision.position", "position", "tokens", EXP_PLOT_LOGX},
+    {"precision.max_abs_error", "max abs error of rotated q vs double", "", EXP_PLOT_LOGY},
+    {"precision.bound", "error bound", "", EXP_PLOT_LOGY},
+    {"precision.error_over_bound", "error / bound", "", EXP_PLOT_ONE},
+    {"max_abs_error", "max abs error", "", 0},
+    {"worst_error_over_bound", "worst error / bound", "", 0},
+    {"nmse", "NMSE", "", 0},
+    {"gpu_ms", "GPU time", "ms", 0},
+};
+
+/* Rows of each tensor the run reads: tokens. */
+static uint64_t precision_rows(const exp_run *run)
+{
+    precision_params p;
+    rl_error err = {0};
+    return precision_params_of(run, &p, &err) ? 0 : (uint64_t)p.tokens;
+}
+
 const exp_kind exp_kind_precision = {
     .name = "precision",
     .about = "device vs double-reference error of rotated q against position",
@@ -171,4 +191,7 @@ const exp_kind exp_kind_precision = {
     .check = precision_check,
     .estimate_bytes = precision_bytes,
     .run = precision_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = precision_rows,
 };

@@ -30,6 +30,14 @@ const exp_kind *exp_find(const char *name)
     return NULL;
 }
 
+const exp_metric *exp_metric_find(const exp_kind *k, const char *metric)
+{
+    for (size_t i = 0; k && i < k->n_metrics; i++)
+        if (strcmp(k->metrics[i].name, metric) == 0)
+            return &k->metrics[i];
+    return NULL;
+}
+
 rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const exp_run *run,
                          exp_value *out, rl_error *err)
 {
@@ -64,7 +72,7 @@ rl_status exp_encoding_for_pass(const exp_run *run, uint64_t seq_len, int causal
      * (run_expand.c). Only a run built by hand without it gets a copy. */
     const json_t *p = run->encoding;
     json_t *own = NULL;
-    if (!pe_family_find(type) && rope_type_parse(type) >= 0) {
+    if (!pe_family_find(type) && rope_type_parse(type) < ROPE_TYPE_COUNT) {
         family = "rope";
         if (!json_object_get(p, "rope_type") && !json_object_get(p, "type")) {
             own = p ? json_deep_copy(p) : json_object();

@@ -273,10 +273,8 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                     a_out += hit, c_out += 1, p_out += s[RL_ATTN_S_TARGET_P];
             }
         }
-        char tname[48];
-        snprintf(tname, sizeof tname, "retrieval_n%llu", (unsigned long long)N);
         const char *cols[] = {"distance_tokens", "accuracy", "needle_p", "trials"};
-        if ((st = exp_sink_table(sink, tname, 4, cols, err)))
+        if ((st = exp_sink_table_at(sink, "retrieval_distance", N, 4, cols, err)))
             goto done;
         for (uint32_t di = 0; di < m && !st; di++) {
             double row[4] = {(double)r[di], cnt[di] ? hits[di] / cnt[di] : NAN,
@@ -315,6 +313,37 @@ done:
     return st;
 }
 
+/* Every metric and table column this kind emits: title, unit, how it is drawn. */
+static const exp_metric metrics[] = {
+    {"retrieval_distance.distance_tokens", "needle distance",
+     "tokens", EXP_PLOT_LOGX | EXP_PLOT_TRAIN},
+    {"retrieval_distance.accuracy", "retrieval accuracy (argmax is the needle)",
+     "", EXP_PLOT_FRACTION},
+    {"retrieval_distance.needle_p", "needle probability", "", EXP_PLOT_FRACTION},
+    {"retrieval_distance.trials", "trials per distance", "trials", EXP_PLOT_HIDE},
+    {"retrieval_length.length_tokens", "context length N",
+     "tokens", EXP_PLOT_LOGX | EXP_PLOT_TRAIN | EXP_PLOT_LENGTH},
+    {"retrieval_length.accuracy", "retrieval accuracy", "", EXP_PLOT_FRACTION},
+    {"retrieval_length.needle_p", "needle probability", "", EXP_PLOT_FRACTION},
+    {"retrieval_length.accuracy_within_train", "accuracy, needle within train_len",
+     "", EXP_PLOT_FRACTION},
+    {"retrieval_length.accuracy_beyond_train", "accuracy, needle beyond train_len",
+     "", EXP_PLOT_FRACTION},
+    {"accuracy_within_train", "accuracy, needle within train_len", "", 0},
+    {"accuracy_beyond_train", "accuracy, needle beyond train_len", "", 0},
+    {"needle_p_within_train", "needle probability within train_len", "", 0},
+    {"needle_p_beyond_train", "needle probability beyond train_len", "", 0},
+    {"accuracy_at_max_len", "accuracy at max_len", "", 0},
+};
+
+/* Rows of each tensor the run reads: max_len. */
+static uint64_t ret_rows(const exp_run *run)
+{
+    ret_params p;
+    rl_error err = {0};
+    return ret_params_of(run, &p, &err) ? 0 : (uint64_t)p.max_len;
+}
+
 const exp_kind exp_kind_retrieval = {
     .name = "retrieval",
     .about = "needle retrieval: accuracy (argmax is the needle) and the needle's probability "
@@ -326,4 +355,7 @@ const exp_kind exp_kind_retrieval = {
     .check = ret_check,
     .estimate_bytes = ret_bytes,
     .run = ret_run,
+    .metrics = metrics,
+    .n_metrics = sizeof metrics / sizeof metrics[0],
+    .data_rows = ret_rows,
 };

@@ -58,19 +58,20 @@ static int name_ok(const char *n)
     return 1;
 }
 
-rl_status exp_sink_table(exp_sink *s, const char *name, uint32_t n_cols,
-                         const char *const *cols, rl_error *err)
+/* Opens dir/<file>.csv for table `name` (length 0: none). */
+static rl_status sink_open(exp_sink *s, const char *file, const char *name, uint64_t length,
+                           uint32_t n_cols, const char *const *cols, rl_error *err)
 {
     rl_status st = exp_sink_end_table(s, err);
     if (st)
         return st;
     assert(name_ok(name) && n_cols >= 2 && n_cols <= EXP_MAX_COLS);
     char path[1200];
-    snprintf(path, sizeof path, "%s/%s.csv", s->dir, name);
+    snprintf(path, sizeof path, "%s/%s.csv", s->dir, file);
     s->fp = fopen(path, "w");
     if (!s->fp)
         return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    snprintf(s->table, sizeof s->table, "%s", name);
+    snprintf(s->table, sizeof s->table, "%s", file);
     s->n_cols = n_cols;
     s->rows = 0;
     json_t *c = json_array();
@@ -80,8 +81,30 @@ rl_status exp_sink_table(exp_sink *s, const char *name, uint32_t n_cols,
         json_array_append_new(c, json_string(cols[i]));
     }
     fputc('\n', s->fp);
-    json_array_append_new(s->tables, json_pack("{s:s,s:o}", "name", name, "columns", c));
+    /* name: the file (without .csv); table and length: what results.csv
+     * calls it */
+    json_t *t = json_pack("{s:s,s:o}", "name", file, "columns", c);
+    if (length) {
+        json_object_set_new(t, "table", json_string(name));
+        json_object_set_new(t, "length", json_integer((json_int_t)length));
+    }
+    json_array_append_new(s->tables, t);
     return RL_OK;
+}
+
+rl_status exp_sink_table(exp_sink *s, const char *name, uint32_t n_cols,
+                         const char *const *cols, rl_error *err)
+{
+    return sink_open(s, name, name, 0, n_cols, cols, err);
+}
+
+rl_status exp_sink_table_at(exp_sink *s, const char *name, uint64_t length, uint32_t n_cols,
+                            const char *const *cols, rl_error *err)
+{
+    assert(length > 0);
+    char file[64];
+    snprintf(file, sizeof file, "%s_n%llu", name, (unsigned long long)length);
+    return sink_open(s, file, name, length, n_cols, cols, err);
 }
 
 rl_status exp_sink_row(exp_sink *s, const double *vals, rl_error *err)

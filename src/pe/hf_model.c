@@ -163,11 +163,13 @@ static int scaling_key(const char *k)
 {
     return rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0 && strcmp(k, "layout") &&
            strcmp(k, "precision") && strcmp(k, "rotary_dim") && strcmp(k, "seq_len") &&
-           strcmp(k, "max_position_embeddings");
+           strcmp(k, "max_position_embeddings") && strcmp(k, "dynamic_mode") &&
+           strcmp(k, "prompt_len");
 }
 
 /* One rope dict into enc (registry keys), validating every value with
- * rope's own setter; "su" (Phi-3) is longrope, "mrope" (Qwen2-VL) is
+ * rope's own setter; "su" (Phi-3) is longrope, "dynamic-yarn" (jquesnelle/yarn)
+ * dynamic_yarn, "mrope" (Qwen2-VL) is
  * default with mrope_section: captured into *mrope (the key's name). */
 static rl_status read_rope_dict(rd *r, const char *name, const json_t *sc, json_t *enc,
                                 const char **mrope)
@@ -198,6 +200,8 @@ static rl_status read_rope_dict(rd *r, const char *name, const json_t *sc, json_
             const char *s = json_string_value(v);
             if (!strcmp(s, "su"))
                 val = json_string("longrope"); /* Phi3Config: su is longrope */
+            else if (!strcmp(s, "dynamic-yarn"))
+                val = json_string("dynamic_yarn"); /* jquesnelle/yarn's configs */
             else if (!strcmp(s, "mrope")) {
                 val = json_string("default"); /* Qwen2-VL: mrope is default + sections */
                 *mrope = "rope_scaling.type mrope";

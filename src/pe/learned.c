@@ -213,6 +213,7 @@ const pe_family pe_family_learned = {
     .paper = "Devlin et al. 2019 (BERT), arXiv:1810.04805; Radford et al. 2019 (GPT-2)",
     .acts = PE_ACTS_VECTORS,
     .params = params,
+    .file_keys = "path",
     .n_params = RL_ARRAY_LEN(params),
     .formula = "q' = q + alpha*T[i], k' = k + alpha*T[j]; T [max_positions][head_dim]",
     .ops = {

@@ -145,6 +145,10 @@ struct pe_family {
      * not depend on the attention's direction. Experiment kinds set it from
      * each attention pass, so the encoding and the mask always agree. */
     const char *direction_key;
+    /* Space-separated keys whose (string) values name files the family
+     * reads ("path"; "u_path v_path w_r_path"), or NULL: the batch runner
+     * records each such file's hash and a copy in manifest.json's inputs. */
+    const char *file_keys;
     /* 1: the model family does not scale q.k by 1/sqrt(head_dim) (T5: Mesh
      * TensorFlow's initialisation folds it into the weights; HF
      * T5Attention applies no scale). Attention of such an encoding uses

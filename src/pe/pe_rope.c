@@ -57,9 +57,17 @@ static rl_status create(pe_encoding *e, rl_error *err)
         pe_param_set_json(e, "inv_freq_dtype", json_string(rope_dtype_name(f->inv_freq_dtype)));
         pe_param_set_json(e, "tf32", json_boolean(f->tf32));
     }
-    pe_param_set_json(e, "attention_factor", json_real(f->attention_factor));
+    /* dynamic_yarn's factor follows the length (and, cache_consistent, the
+     * position): recorded only when given, which fixes it. */
+    if (f->rope_type != ROPE_TYPE_DYNAMIC_YARN)
+        pe_param_set_json(e, "attention_factor", json_real(f->attention_factor));
     if (f->seq_len)
         pe_param_set_int(e, "seq_len", f->seq_len);
+    if (rope_freqs_per_position(f)) {
+        pe_param_set_json(e, "dynamic_mode", json_string(rope_dynamic_mode_name(f->dynamic_mode)));
+        if (f->prompt_len)
+            pe_param_set_int(e, "prompt_len", f->prompt_len);
+    }
     json_object_del((json_t *)pe_encoding_params(e), "type");
     return RL_OK;
 }
@@ -83,15 +91,23 @@ static void vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos,
  * mode (precise: per pair, made once; table: per prepared launch, since it
  * depends on the positions — made by vec_gpu_prepare from the host
  * positions, kept until destroy because a recorded command may not have run
- * yet). */
+ * yet). A per-position rotation (cache_consistent) has per-token inv_freq
+ * and angle data: both per prepared launch. */
 #define ROPE_PE_MAX_TABLES 16
 typedef struct rope_gpu_state {
     rope_kernel k;
-    rlvk_buffer freq;
+    rlvk_buffer freq[ROPE_PE_MAX_TABLES];
+    uint32_t n_freq;
     rlvk_buffer angles[ROPE_PE_MAX_TABLES];
     uint32_t n_angles;
-    uint64_t prepared_tokens; /* table mode: tokens of angles[n_angles - 1]; 0: none */
+    uint64_t prepared_tokens; /* table mode / per position: tokens of the last prepared; 0: none */
 } rope_gpu_state;
+
+/* Data that depends on the launch's positions (prepared per launch). */
+static int per_launch(const rope_freqs *f)
+{
+    return f->precision == RL_ROPE_PREC_TABLE || rope_freqs_per_position(f);
+}
 
 static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
 {
@@ -101,10 +117,12 @@ static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
     g->impl = s;
     const rope_freqs *f = pe_encoding_state(g->e);
     rl_status st = rope_kernel_create(g->dev, &s->k, err);
-    if (!st)
-        st = rope_gpu_upload_freqs(g->dev, f, &s->freq, err);
-    if (!st && f->precision != RL_ROPE_PREC_TABLE) {
-        st = rope_gpu_upload_angles(g->dev, f, NULL, 0, &s->angles[0], err);
+    if (!st && !per_launch(f)) {
+        st = rope_gpu_upload_freqs(g->dev, f, NULL, 0, &s->freq[0], err);
+        if (!st)
+            s->n_freq = 1;
+        if (!st)
+            st = rope_gpu_upload_angles(g->dev, f, NULL, 0, &s->angles[0], err);
         if (!st)
             s->n_angles = 1;
     }
@@ -118,12 +136,16 @@ static rl_status vec_gpu_prepare(pe_vec_gpu *g, const uint32_t *pos, uint64_t to
 {
     rope_gpu_state *s = g->impl;
     const rope_freqs *f = pe_encoding_state(g->e);
-    if (f->precision != RL_ROPE_PREC_TABLE)
+    if (!per_launch(f))
         return RL_OK;
-    if (s->n_angles == ROPE_PE_MAX_TABLES)
-        return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d table-mode launches on one "
-                       "device state", ROPE_PE_MAX_TABLES);
-    rl_status st = rope_gpu_upload_angles(g->dev, f, pos, tokens, &s->angles[s->n_angles], err);
+    if (s->n_angles == ROPE_PE_MAX_TABLES || s->n_freq == ROPE_PE_MAX_TABLES)
+        return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d %s launches on one device state",
+                       ROPE_PE_MAX_TABLES, rope_freqs_per_position(f) ? "per-position" : "table-mode");
+    rl_status st = rope_gpu_upload_freqs(g->dev, f, pos, tokens, &s->freq[s->n_freq], err);
+    if (st)
+        return st;
+    s->n_freq++;
+    st = rope_gpu_upload_angles(g->dev, f, pos, tokens, &s->angles[s->n_angles], err);
     if (st)
         return st;
     s->n_angles++;
@@ -137,17 +159,17 @@ static rl_status vec_gpu_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer 
 {
     rope_gpu_state *s = g->impl;
     const rope_freqs *f = pe_encoding_state(g->e);
-    const rlvk_buffer *angles = &s->angles[0];
-    if (f->precision == RL_ROPE_PREC_TABLE) {
-        /* The table vec_gpu_prepare made for this launch's positions. */
-        if (s->prepared_tokens != tokens)
-            return rl_fail(err, RL_ERR_ARG,
-                           "rope: table mode needs pe_vec_gpu_prepare of the %llu positions "
-                           "before recording (prepared: %llu)",
-                           (unsigned long long)tokens, (unsigned long long)s->prepared_tokens);
-        angles = &s->angles[s->n_angles - 1];
-    }
-    rope_gpu_io io = {.x = x, .y = y, .pos = pos, .freq = &s->freq, .angles = angles,
+    if (per_launch(f) && s->prepared_tokens != tokens)
+        /* The data vec_gpu_prepare made for this launch's positions. */
+        return rl_fail(err, RL_ERR_ARG,
+                       "rope: %s needs pe_vec_gpu_prepare of the %llu positions before recording "
+                       "(prepared: %llu)",
+                       rope_freqs_per_position(f) ? "a per-position rotation" : "table mode",
+                       (unsigned long long)tokens, (unsigned long long)s->prepared_tokens);
+    if (!s->n_freq || !s->n_angles)
+        return rl_fail(err, RL_ERR_ARG, "rope: nothing prepared to record");
+    const rlvk_buffer *angles = &s->angles[s->n_angles - 1];
+    rope_gpu_io io = {.x = x, .y = y, .pos = pos, .freq = &s->freq[s->n_freq - 1], .angles = angles,
                       .tokens = tokens, .heads = g->heads};
     return rope_gpu_record(cmd, &s->k, f, &io, err);
 }
@@ -158,7 +180,8 @@ static void vec_gpu_destroy(pe_vec_gpu *g)
     if (!s)
         return;
     rope_kernel_destroy(g->dev, &s->k);
-    rlvk_buffer_destroy(g->dev, &s->freq);
+    for (uint32_t i = 0; i < s->n_freq; i++)
+        rlvk_buffer_destroy(g->dev, &s->freq[i]);
     for (uint32_t i = 0; i < s->n_angles; i++)
         rlvk_buffer_destroy(g->dev, &s->angles[i]);
     free(s);
@@ -193,6 +216,22 @@ static const pe_check_case vec_checks[] = {
      "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"rope_theta\": 500000, "
      "\"precision\": \"precise\"}",
      33, 8, 0, 128, 0, 0},
+    /* Per-position rotations through the registry (dynamic_mode
+     * cache_consistent: per-launch per-token inv_freq, table and angles). */
+    {"rope/dynamic/cache",
+     "{\"rope_type\": \"dynamic\", \"factor\": 4, \"max_position_embeddings\": 4096, "
+     "\"seq_len\": 1048577, \"dynamic_mode\": \"cache_consistent\", \"prompt_len\": 4096}",
+     33, 4, 0, 128, 0, 1},
+    {"rope/dynamic_yarn/cache/table",
+     "{\"rope_type\": \"dynamic_yarn\", \"original_max_position_embeddings\": 4096, "
+     "\"seq_len\": 1048577, \"dynamic_mode\": \"cache_consistent\", \"prompt_len\": 4096, "
+     "\"precision\": \"table\"}",
+     65, 4, 0, 128, 0, 0},
+    {"rope/dynamic_yarn/cache/precise",
+     "{\"rope_type\": \"dynamic_yarn\", \"original_max_position_embeddings\": 4096, "
+     "\"seq_len\": 1048577, \"dynamic_mode\": \"cache_consistent\", \"prompt_len\": 4096, "
+     "\"precision\": \"precise\"}",
+     33, 8, 0, 64, 0, 0},
     /* Framework emulation through the registry (bound against double:
      * rope_error_bounds' emulation branch). */
     {"rope/hf/bf16", "{\"precision\": \"hf\", \"dtype\": \"bf16\"}", 33, 8, 0, 64, 0, 1},

@@ -38,6 +38,7 @@ typedef enum rope_type {
     ROPE_TYPE_LLAMA3,      /* Llama 3.1 wavelength bands */
     ROPE_TYPE_LONGROPE,    /* Ding et al. 2024 / Phi-3 short/long factors */
     ROPE_TYPE_PROPORTIONAL,/* HF "proportional" (Gemma 4): partial rotation, exponent over head_dim */
+    ROPE_TYPE_DYNAMIC_YARN,/* YaRN with s = max(factor, N/L_orig) (jquesnelle/yarn "dynamic-yarn") */
     ROPE_TYPE_COUNT
 } rope_type;
 
@@ -46,8 +47,28 @@ const char *rope_type_name(int type);
 /* Parses a rope_type name (also accepts HF's legacy "type" values); returns
  * ROPE_TYPE_COUNT if unknown. */
 int rope_type_parse(const char *name);
-/* "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional". */
+/* "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn". */
 const char *rope_type_list(void);
+/* 1 when key (a rope_params key) means something for scaling type `type`:
+ * every key that is not a scaling's own (rope_theta, layout, precision,
+ * seq_len, ...) applies to all types; a scaling's own keys (factor,
+ * beta_fast, low_freq_factor, long_factor, ...) only to the types whose
+ * formula reads them (HF modeling_rope_utils' keys per rope_type). The
+ * rope family ignores the others, as HF does; the batch runner refuses
+ * them, so that a sweep over types says which combination has no effect. */
+int rope_type_uses_key(int type, const char *key);
+
+/* How a length-dependent scaling (dynamic, dynamic_yarn) treats the tokens
+ * of one sequence (docs/rope.md "Dynamic scalings and the KV cache"):
+ *   recompute         every token rotated with the length N in use (one
+ *                     forward pass over the whole sequence: HF prefill,
+ *                     perplexity evaluation);
+ *   cache_consistent  the token at position p rotated with the length of
+ *                     the step that computed it, L(p) = max(p + 1, P):
+ *                     a prefill of P tokens, then one token per step, keys
+ *                     kept as cached (HF generation with a KV cache, #25104). */
+#define ROPE_DYN_RECOMPUTE 0
+#define ROPE_DYN_CACHE_CONSISTENT 1
 
 /* A RoPE configuration. Field names follow HF's rope_scaling/rope_parameters
  * keys. Zero fields mean "default" or "not given" (see rope_desc_resolve);
@@ -79,6 +100,8 @@ typedef struct rope_desc {
     uint32_t n_short_factor, n_long_factor;   /* longrope list lengths (must be rotary_dim/2) */
     double short_factor[ROPE_MAX_PAIRS];      /* [n_short_factor] */
     double long_factor[ROPE_MAX_PAIRS];       /* [n_long_factor] */
+    int dynamic_mode;      /* ROPE_DYN_*; 0: recompute (dynamic, dynamic_yarn only) */
+    uint32_t prompt_len;   /* cache_consistent: prefill length P; 0: seq_len (pure prefill) */
 } rope_desc;
 
 /* Effective rotation: what the kernel and the reference both consume. */
@@ -95,6 +118,12 @@ typedef struct rope_freqs {
     double attention_factor;                 /* multiplies cos and sin (logits scale by its square) */
     double inv_freq[ROPE_MAX_PAIRS];         /* [n_pairs], theta_j, pair order */
     double scale[ROPE_MAX_PAIRS];            /* [n_pairs] base^(-2j/rotary_dim) / inv_freq[j]; 0 where inv_freq is 0 */
+    /* cache_consistent (rope_freqs_per_position): inv_freq, theta and
+     * attention_factor above are those of length seq_len (what `freqs`
+     * shows); each token's own come from rope_freqs_at. */
+    int dynamic_mode;                        /* ROPE_DYN_* */
+    uint32_t prompt_len;                     /* P in effect (min(prompt_len, seq_len)); 0 if none */
+    rope_desc desc;                          /* the resolved settings (rope_freqs_at recomputes) */
 } rope_freqs;
 
 /* Validates d and fills defaults into *out (types' required keys, factor >= 1,
@@ -106,6 +135,21 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err);
  * GPU host side): inv_freq and attention factor of every scaling type, as
  * Hugging Face transformers computes them, in double. */
 rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err);
+
+/* 1 when each token of f has its own rotation (dynamic_mode
+ * cache_consistent on dynamic or dynamic_yarn), else 0. */
+int rope_freqs_per_position(const rope_freqs *f);
+/* The sequence length the token at position p was rotated with:
+ * cache_consistent max(p + 1, P) (P = f->prompt_len); otherwise seq_len. */
+uint64_t rope_position_len(const rope_freqs *f, uint32_t p);
+/* The rotation of the token at position p, from the same formula as
+ * rope_freqs_compute at length rope_position_len(f, p): inv_freq [n_pairs]
+ * and the attention factor *af. For a rotation that is not per position it
+ * copies f's. (The one parameter -> frequency function, per position.) */
+void rope_freqs_at(const rope_freqs *f, uint32_t p, double *inv_freq, double *af);
+/* Name of a dynamic mode ("recompute"); parse returns -1 if unknown. */
+const char *rope_dynamic_mode_name(int mode);
+int rope_dynamic_mode_parse(const char *name);
 
 /* ---- configuration from JSON (src/pe/rope_hf.c) ----------------------- */
 
@@ -129,7 +173,7 @@ rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *
 /* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
  * "type" as the alias of rope_type): the one list of RoPE keys, in the house
  * schema (core/rl_param.h). The registry's family rope declares exactly it. */
-#define ROPE_N_PARAMS 24
+#define ROPE_N_PARAMS 26
 extern const rl_param rope_params[ROPE_N_PARAMS];
 
 /* The keys of d that differ from their defaults, as the JSON object the
@@ -175,7 +219,7 @@ void rope_error_bounds(const rope_freqs *f, const float *x, const uint32_t *pos,
  * == 0), created on first use and kept until rope_kernel_destroy. */
 #define ROPE_KERNEL_MAX_PIPES 96
 typedef struct rope_kernel_pipe {
-    int layout, vec4, precision, dtype;
+    int layout, vec4, precision, dtype, per_token;
     uint32_t emu_flags;
     uint32_t head_dim, rotary_dim, heads;
     rlvk_pipeline pipe;
@@ -195,7 +239,8 @@ typedef struct rope_gpu_io {
     const rlvk_buffer *x;    /* [tokens][heads][head_dim] f32 */
     const rlvk_buffer *y;    /* same shape, may equal x (in place) */
     const rlvk_buffer *pos;  /* [tokens] u32 */
-    const rlvk_buffer *freq; /* [n_pairs] f32, from rope_gpu_upload_freqs */
+    const rlvk_buffer *freq; /* [n_pairs] f32, or per position [tokens][n_pairs] + [tokens]
+                              * attention factors (rope_gpu_upload_freqs) */
     const rlvk_buffer *angles; /* table/precise modes, from rope_gpu_upload_angles; NULL in fp32 */
     const rlvk_buffer *angle_dump; /* emulation modes: [tokens][n_pairs] f32 angles out; NULL: none */
     uint64_t tokens;
@@ -205,14 +250,19 @@ typedef struct rope_gpu_io {
 /* Refuses shapes beyond the device's limits (message names the limit). */
 rl_status rope_gpu_check_shape(const rlvk_device *dev, const rope_freqs *f, uint64_t tokens,
                                uint32_t heads, rl_error *err);
-/* Creates and fills the fp32 inv_freq buffer for f (padded to a vec4). */
-rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, rlvk_buffer *buf,
-                                rl_error *err);
+/* Creates and fills the fp32 inv_freq buffer for f (padded to a vec4):
+ * [n_pairs]; when f is per position (rope_freqs_per_position) each token's
+ * own [tokens][n_pairs] inv_freq (from rope_freqs_at in double, rounded to
+ * fp32) followed by the [tokens] attention factors (pos: [tokens]; unused
+ * otherwise, may be NULL). */
+rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
+                                uint64_t tokens, rlvk_buffer *buf, rl_error *err);
 /* Creates and fills the buffer f's precision mode reads besides inv_freq:
  *   table:   [tokens][n_pairs] vec2 f32 (cos, sin) * attention factor of
  *            pos[t] * inv_freq[j], computed in double (pos: [tokens]);
  *   precise: [n_pairs] uvec2, frac(inv_freq[j] / 2pi) as a 64-bit binary
- *            fraction (lo word first); pos unused;
+ *            fraction (lo word first); pos unused; per position
+ *            [tokens][n_pairs] uvec2 of each token's inv_freq;
  *   fp32:    a 16-byte placeholder. */
 rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
                                  uint64_t tokens, rlvk_buffer *buf, rl_error *err);
@@ -253,6 +303,16 @@ float rope_emu_round(int dtype, float v);
  * ggml-vulkan theta_scale = powf(base, -2/rotary_dim), cuda-fast
  * powf(theta_scale, j). out: [n_pairs]. */
 void rope_emu_factors(const rope_freqs *f, float *out);
+/* ggml's rope_yarn in the ggml-cpu / ggml-vulkan modes for rope_type linear
+ * and yarn (ggml/src/ggml-cpu/ops.cpp rope_yarn, ggml_rope_yarn_corr_dims):
+ * returns 1 and, in ggml's fp32 arithmetic, freq_scale = 1/factor,
+ * ramp_mix[n_pairs] = rope_yarn_ramp(corr_dims, 2j) * ext_factor (ext_factor
+ * 1 for yarn, 0 for linear) and mscale = attn_factor * (1 + 0.1 logf(1 /
+ * freq_scale)) (yarn; attn_factor = the type's attention factor over
+ * get_mscale(factor), 1 unless set) or attn_factor (linear); 0 for every
+ * other mode and type (ramp_mix untouched, *mscale = fp32 attention
+ * factor). Any output pointer may be NULL. */
+int rope_emu_yarn(const rope_freqs *f, float *freq_scale, float *ramp_mix, float *mscale);
 /* The fp32 angle of pair j at position p in f's mode (ggml-vulkan: with the
  * host's powf, which the device's pow only approximates). */
 float rope_emu_angle(const rope_freqs *f, uint32_t p, uint32_t j);

@@ -21,8 +21,13 @@ static void fp32_bounds(const rope_freqs *f, const float *x, const uint32_t *pos
                              size_t tokens, uint32_t heads, double *bound, double *scale)
 {
     uint32_t d = f->head_dim;
-    double s = fabs(f->attention_factor);
-    for (size_t t = 0; t < tokens; t++)
+    int per_pos = rope_freqs_per_position(f);
+    double tf[ROPE_MAX_PAIRS], taf = f->attention_factor;
+    const double *inv = per_pos ? tf : f->inv_freq;
+    for (size_t t = 0; t < tokens; t++) {
+        if (per_pos) /* each token's own rotation (cache_consistent) */
+            rope_freqs_at(f, pos[t], tf, &taf);
+        double s = fabs(taf);
         for (uint32_t h = 0; h < heads; h++) {
             size_t row = (t * heads + h) * d;
             for (uint32_t i = 0; i < d; i++) {
@@ -35,11 +40,12 @@ static void fp32_bounds(const rope_freqs *f, const float *x, const uint32_t *pos
                 uint32_t pair;
                 uint32_t o = rope_partner(f, i, &first, &pair);
                 double m = s * (fabs(x[row + i]) + fabs(x[row + o]));
-                double phi = fabs((double)pos[t] * f->inv_freq[pair]);
+                double phi = fabs((double)pos[t] * inv[pair]);
                 bound[row + i] = m * (phi * 0x1p-23 + 0x1p-11) + 4 * rl_ulp32(m);
                 scale[row + i] = m;
             }
         }
+    }
 }
 
 /* Emulation modes against the double reference (what the framework's own

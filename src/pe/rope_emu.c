@@ -14,6 +14,9 @@
 #include "pe/rope.h"
 
 #define RL_LN2 0.69314718055994530942
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
 
 int rope_prec_is_emu(int precision)
 {
@@ -93,13 +96,86 @@ void rope_emu_factors(const rope_freqs *f, float *out)
     }
 }
 
-static float angle_of(const rope_freqs *f, const float *fac, uint32_t p, uint32_t j)
+/* ggml's rope_yarn inputs. Source: ggml/src/ggml-cpu/ops.cpp (commit
+ * 1f08e2d662715ead7987c365eced4f273d90e431) rope_yarn_ramp, rope_yarn and
+ * ggml_rope_yarn_corr_dim(s), and the same functions in
+ * ggml-vulkan/vulkan-shaders/rope_funcs.glsl; llama.cpp passes freq_scale =
+ * 1/factor, ext_factor 1 for yarn (0 otherwise), n_ctx_orig = L_orig. All
+ * float arithmetic (ISO C11: no contraction). */
+static float ggml_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
 {
-    float pf = (float)p;
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) /
+           (2.0f * logf(base));
+}
+
+static int ggml_yarn_type(const rope_freqs *f)
+{
+    int ggml = f->precision == RL_ROPE_PREC_GGML_CPU || f->precision == RL_ROPE_PREC_GGML_VULKAN;
+    return ggml && (f->rope_type == ROPE_TYPE_LINEAR || f->rope_type == ROPE_TYPE_YARN);
+}
+
+int rope_emu_yarn(const rope_freqs *f, float *freq_scale, float *ramp_mix, float *mscale)
+{
+    float af = (float)f->attention_factor;
+    if (!ggml_yarn_type(f)) {
+        if (mscale)
+            *mscale = af;
+        return 0;
+    }
+    const int yarn = f->rope_type == ROPE_TYPE_YARN;
+    const float fs = 1.0f / (float)f->factor, ext = yarn ? 1.0f : 0.0f;
+    float dims[2] = {0, 0};
+    if (yarn) {
+        const rope_desc *r = &f->desc;
+        float bf = (float)(r->beta_fast ? r->beta_fast : 32), bs = (float)(r->beta_slow ? r->beta_slow : 1);
+        int nd = (int)f->rotary_dim, L = (int)r->original_max_position_embeddings;
+        float start = floorf(ggml_corr_dim(nd, L, bf, (float)f->theta));
+        float end = ceilf(ggml_corr_dim(nd, L, bs, (float)f->theta));
+        dims[0] = start > 0 ? start : 0;
+        dims[1] = end < (float)(nd - 1) ? end : (float)(nd - 1);
+    }
+    if (ramp_mix)
+        for (uint32_t j = 0; j < f->n_pairs; j++) {
+            /* rope_yarn_ramp(low, high, i0): i0/2 is j (integer division) */
+            float den = dims[1] - dims[0] > 0.001f ? dims[1] - dims[0] : 0.001f;
+            float y = ((float)j - dims[0]) / den;
+            y = y < 0 ? 0 : y > 1 ? 1 : y;
+            ramp_mix[j] = (1.0f - y) * ext;
+        }
+    if (freq_scale)
+        *freq_scale = fs;
+    if (mscale) {
+        /* attn_factor: what makes ggml's mscale the type's factor (1 for
+         * yarn's default 0.1 ln s + 1, computed by the same expression) */
+        float m = yarn ? (float)(f->attention_factor / (0.1 * 1.0 * log(f->factor) + 1.0)) : af;
+        if (yarn)
+            m *= 1.0f + 0.1f * logf(1.0f / fs);
+        *mscale = m;
+    }
+    return 1;
+}
+
+/* The mode's per-pair data, once per call. */
+typedef struct emu_ctx {
+    float fac[ROPE_MAX_PAIRS];
+    int yarn;                     /* ggml rope_yarn */
+    float fs, mscale;
+    float rm[ROPE_MAX_PAIRS];     /* ramp_mix */
+} emu_ctx;
+
+static void ctx_init(const rope_freqs *f, emu_ctx *c)
+{
+    rope_emu_factors(f, c->fac);
+    c->yarn = rope_emu_yarn(f, &c->fs, c->rm, &c->mscale);
+}
+
+static float angle_of(const rope_freqs *f, const emu_ctx *c, uint32_t p, uint32_t j)
+{
+    float pf = (float)p, te;
     switch (f->precision) {
     case RL_ROPE_PREC_HF:
     case RL_ROPE_PREC_VLLM: {
-        float fr = fac[j];
+        float fr = c->fac[j];
         if (f->tf32) {
             fr = rope_emu_round(RL_DTYPE_TF32, fr);
             pf = rope_emu_round(RL_DTYPE_TF32, pf);
@@ -109,33 +185,40 @@ static float angle_of(const rope_freqs *f, const float *fac, uint32_t p, uint32_
     case RL_ROPE_PREC_GGML_CPU: {
         float th = pf; /* theta = p; per pair: theta *= theta_scale */
         for (uint32_t k = 0; k < j; k++)
-            th = th * fac[j];
-        return th;
+            th = th * c->fac[j];
+        te = th;
+        break;
     }
     case RL_ROPE_PREC_GGML_VULKAN: {
-        float pw = powf(fac[j], (float)j);
-        return pf * pw;
+        float pw = powf(c->fac[j], (float)j);
+        te = pf * pw;
+        break;
     }
     default:
-        return pf * fac[j];
+        return pf * c->fac[j];
     }
+    if (!c->yarn)
+        return te;
+    /* rope_yarn: theta_interp = freq_scale * theta_extrap; mixed by ramp_mix */
+    float ti = c->fs * te;
+    return ti * (1.0f - c->rm[j]) + te * c->rm[j];
 }
 
 float rope_emu_angle(const rope_freqs *f, uint32_t p, uint32_t j)
 {
-    float fac[ROPE_MAX_PAIRS];
-    rope_emu_factors(f, fac);
-    return angle_of(f, fac, p, j);
+    emu_ctx c;
+    ctx_init(f, &c);
+    return angle_of(f, &c, p, j);
 }
 
 void rope_emu_apply(const rope_freqs *f, const float *x, const uint32_t *pos, size_t tokens,
                     uint32_t heads, const float *use_angles, float *y, float *angles)
 {
-    float fac[ROPE_MAX_PAIRS];
-    rope_emu_factors(f, fac);
+    emu_ctx c;
+    ctx_init(f, &c);
     const int dt = f->dtype;
     const int torch_ops = f->precision == RL_ROPE_PREC_HF || f->precision == RL_ROPE_PREC_VLLM;
-    const float af = (float)f->attention_factor;
+    const float af = c.mscale; /* ggml yarn: its own mscale */
     const uint32_t d = f->head_dim, np = f->n_pairs;
     for (size_t t = 0; t < tokens; t++)
         for (uint32_t h = 0; h < heads; h++) {
@@ -144,7 +227,7 @@ void rope_emu_apply(const rope_freqs *f, const float *x, const uint32_t *pos, si
             for (uint32_t j = 0; j < np; j++) {
                 uint32_t ia = f->layout == RL_ROPE_LAYOUT_HALF ? j : 2 * j;
                 uint32_t ib = f->layout == RL_ROPE_LAYOUT_HALF ? j + np : 2 * j + 1;
-                float ang = use_angles ? use_angles[t * np + j] : angle_of(f, fac, pos[t], j);
+                float ang = use_angles ? use_angles[t * np + j] : angle_of(f, &c, pos[t], j);
                 if (angles && h == 0)
                     angles[t * np + j] = ang;
                 float c32 = (float)cos((double)ang) * af, s32 = (float)sin((double)ang) * af;
@@ -196,7 +279,9 @@ void rope_emu_bounds(const rope_freqs *f, const float *x, size_t tokens, uint32_
                      double *bound)
 {
     const int dt = f->dtype;
-    const double u = unit_roundoff(dt), s = fabs(f->attention_factor);
+    float ms;
+    rope_emu_yarn(f, NULL, NULL, &ms);
+    const double u = unit_roundoff(dt), s = fmax(fabs(f->attention_factor), fabs(ms));
     const double sub = dt == RL_DTYPE_FP16 ? 4 * 0x1p-24 : 0;
     const uint32_t d = f->head_dim;
     for (size_t r = 0; r < tokens * heads; r++)
@@ -231,7 +316,25 @@ double rope_emu_angle_bound(const rope_freqs *f, uint32_t p, uint32_t j)
     const double dz = j * e_log + z * 0x1p-24;
     const double rel = dz * RL_LN2 * 1.01 + (3 + 2 * z) * 0x1p-23 + 0x1p-23;
     const double phi = (double)p * pow(ts, j);
-    return phi * (rel + 0x1p-23) * 1.01;
+    /* rope_yarn's mix (fs*te, its (1 - rm) and rm shares, the sum) is linear
+     * in te (|result| <= |te|): the same relative error plus its own four
+     * roundings, which can fall differently from a different te */
+    const double mix = ggml_yarn_type(f) ? 4 * 0x1p-24 : 0;
+    return phi * (rel + 0x1p-23 + mix) * 1.01;
+}
+
+/* rope_yarn's share of the ggml angle's relative error against the double
+ * p * theta'_j (theta'_j from rope_freq.c's formula): with te the extrapolated
+ * angle and theta >= te / s (s = factor), the fp32 freq_scale (2^-24), its
+ * product, 1 - rm, the two products and the sum (5 roundings, each <= 2^-24
+ * |te|) and the float ramp against the double one (<= 2 ulp of a value in
+ * [0, 1], times |te - fs te| <= |te|): (8 * 2^-24) |te| <= s (8 * 2^-24)
+ * |theta|. Linear: fs and one product. 0 without rope_yarn. */
+static double yarn_rel(const rope_freqs *f)
+{
+    if (!ggml_yarn_type(f))
+        return 0;
+    return f->rope_type == ROPE_TYPE_YARN ? f->factor * 8 * 0x1p-24 : 3 * 0x1p-24;
 }
 
 /* Relative error bound of the mode's fp32 angle against the exact
@@ -253,10 +356,10 @@ double rope_emu_angle_rel(const rope_freqs *f, uint32_t j)
     }
     case RL_ROPE_PREC_GGML_CPU:
         /* theta_scale: exponent -2/d rounded, powf: (ln(b)/d + 1) 2^-23;
-         * j rounded products: j 2^-24 */
-        return (j * (lb / d + 1.5) + 1) * 0x1p-23 * 1.1;
+         * j rounded products: j 2^-24; rope_yarn (below) */
+        return (j * (lb / d + 1.5) + 1) * 0x1p-23 * 1.1 + yarn_rel(f);
     default: {
-        double k = (j * (lb / d + 1) + 2) * 0x1p-23 * 1.1;
+        double k = (j * (lb / d + 1) + 2) * 0x1p-23 * 1.1 + yarn_rel(f);
         if (f->precision == RL_ROPE_PREC_GGML_VULKAN) {
             double ts = pow(f->theta, -2.0 / d), l = fabs(log2(ts)), z = j * l;
             double e_log = ts >= 0.5 && ts <= 2 ? 0x1p-21 : 6 * 0x1p-24 * l;

@@ -17,6 +17,7 @@
 
 static const char *const type_names[ROPE_TYPE_COUNT] = {
     "default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional",
+    "dynamic_yarn",
 };
 
 const char *rope_type_name(int type)
@@ -29,12 +30,71 @@ int rope_type_parse(const char *name)
     for (int i = 0; i < ROPE_TYPE_COUNT; i++)
         if (strcmp(name, type_names[i]) == 0)
             return i;
+    /* jquesnelle/yarn's configs write rope_scaling {"type": "dynamic-yarn"}. */
+    if (strcmp(name, "dynamic-yarn") == 0)
+        return ROPE_TYPE_DYNAMIC_YARN;
     return ROPE_TYPE_COUNT;
 }
 
 const char *rope_type_list(void)
 {
-    return "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional";
+    return "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn";
+}
+
+const char *rope_dynamic_mode_name(int mode)
+{
+    return mode == ROPE_DYN_RECOMPUTE ? "recompute"
+           : mode == ROPE_DYN_CACHE_CONSISTENT ? "cache_consistent" : NULL;
+}
+
+int rope_dynamic_mode_parse(const char *name)
+{
+    for (int m = ROPE_DYN_RECOMPUTE; m <= ROPE_DYN_CACHE_CONSISTENT; m++)
+        if (strcmp(name, rope_dynamic_mode_name(m)) == 0)
+            return m;
+    return -1;
+}
+
+int rope_type_uses_key(int type, const char *key)
+{
+    /* the scaling keys each type's formula reads (docs/rope.md) */
+    static const char *const scaling_keys[] = {
+        "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+        "mscale_all_dim", "truncate", "attention_factor", "low_freq_factor",
+        "high_freq_factor", "short_factor", "long_factor",
+    };
+    static const char *const uses[ROPE_TYPE_COUNT] = {
+        [ROPE_TYPE_DEFAULT] = "",
+        [ROPE_TYPE_LINEAR] = " factor ",
+        [ROPE_TYPE_NTK] = " factor ",
+        [ROPE_TYPE_DYNAMIC] = " factor original_max_position_embeddings ",
+        [ROPE_TYPE_YARN] = " factor original_max_position_embeddings beta_fast beta_slow mscale "
+                           "mscale_all_dim truncate attention_factor ",
+        [ROPE_TYPE_LLAMA3] = " factor original_max_position_embeddings low_freq_factor "
+                             "high_freq_factor ",
+        [ROPE_TYPE_LONGROPE] = " factor original_max_position_embeddings attention_factor "
+                               "short_factor long_factor ",
+        [ROPE_TYPE_PROPORTIONAL] = " factor ",
+        [ROPE_TYPE_DYNAMIC_YARN] = " factor original_max_position_embeddings beta_fast beta_slow "
+                                   "mscale mscale_all_dim truncate attention_factor ",
+    };
+    int scaling = 0;
+    for (size_t i = 0; i < sizeof scaling_keys / sizeof scaling_keys[0]; i++)
+        scaling |= strcmp(key, scaling_keys[i]) == 0;
+    if (!scaling)
+        return 1;
+    if (type < 0 || type >= ROPE_TYPE_COUNT || !uses[type])
+        return 0; /* a type missing from the table reads nothing (tests/test_run.c checks
+                     that every type reads factor or is default) */
+    char w[64];
+    size_t kl = strlen(key);
+    if (kl + 3 > sizeof w)
+        return 0;
+    w[0] = ' ';
+    memcpy(w + 1, key, kl);
+    w[kl + 1] = ' ';
+    w[kl + 2] = '\0';
+    return strstr(uses[type], w) != NULL;
 }
 
 const char *rope_precision_name(int precision)
@@ -84,9 +144,20 @@ static rl_status rope_emu_validate(const rope_desc *r, rl_error *err)
     if (ggml && r->dtype == RL_DTYPE_BF16)
         return rl_fail(err, RL_ERR_ARG, "dtype bf16: precision %s emulates ggml's fp32 and fp16 "
                        "rope only", pn);
-    if (ggml && r->rope_type != ROPE_TYPE_DEFAULT)
-        return rl_fail(err, RL_ERR_ARG, "precision %s emulates rope_type default only (not %s)", pn,
+    /* ggml-cpu and ggml-vulkan: ggml's rope_yarn (freq_scale, ext_factor,
+     * corr_dims) for linear and yarn; cuda-fast the default rotation only. */
+    int yarn_ok = r->precision != RL_ROPE_PREC_CUDA_FAST &&
+                  (r->rope_type == ROPE_TYPE_LINEAR || r->rope_type == ROPE_TYPE_YARN);
+    if (ggml && r->rope_type != ROPE_TYPE_DEFAULT && !yarn_ok)
+        return rl_fail(err, RL_ERR_ARG, "precision %s emulates rope_type %s only (not %s)", pn,
+                       r->precision == RL_ROPE_PREC_CUDA_FAST ? "default" : "default, linear and yarn",
                        rope_type_name(r->rope_type));
+    if (ggml && r->rope_type == ROPE_TYPE_YARN && r->truncate < 0)
+        return rl_fail(err, RL_ERR_ARG, "precision %s: ggml_rope_yarn_corr_dims always floors and "
+                       "ceils the correction range (truncate false is not ggml's)", pn);
+    if (emu && r->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT)
+        return rl_fail(err, RL_ERR_ARG, "dynamic_mode cache_consistent: precision %s emulates one "
+                       "inv_freq for every token; use fp32, table or precise", pn);
     return RL_OK;
 }
 
@@ -146,6 +217,16 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
                        "or an emulation mode (%d..%d)", r.precision, RL_ROPE_PREC_FP32,
                        RL_ROPE_PREC_TABLE, RL_ROPE_PREC_PRECISE, RL_ROPE_PREC_HF,
                        RL_ROPE_PREC_COUNT - 1);
+    if (!rope_dynamic_mode_name(r.dynamic_mode))
+        return rl_fail(err, RL_ERR_ARG, "dynamic_mode %d must be recompute (%d) or cache_consistent "
+                       "(%d)", r.dynamic_mode, ROPE_DYN_RECOMPUTE, ROPE_DYN_CACHE_CONSISTENT);
+    if (r.dynamic_mode == ROPE_DYN_CACHE_CONSISTENT && r.rope_type != ROPE_TYPE_DYNAMIC &&
+        r.rope_type != ROPE_TYPE_DYNAMIC_YARN)
+        return rl_fail(err, RL_ERR_ARG, "dynamic_mode cache_consistent applies to rope_type dynamic "
+                       "and dynamic_yarn only (not %s)", tn);
+    if (r.prompt_len && r.dynamic_mode != ROPE_DYN_CACHE_CONSISTENT)
+        return rl_fail(err, RL_ERR_ARG, "prompt_len %u applies to dynamic_mode cache_consistent "
+                       "only (every token of a recompute pass uses the length in use)", r.prompt_len);
     if ((st = rope_emu_validate(&r, err)))
         return st;
 
@@ -195,6 +276,18 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
                                "factor derived as max_position_embeddings/original_max_position_embeddings"
                                " = %g must be >= 1", r.factor);
         }
+        if ((r.beta_fast ? r.beta_fast : 32) < (r.beta_slow ? r.beta_slow : 1))
+            return rl_fail(err, RL_ERR_ARG, "beta_fast %g must be >= beta_slow %g",
+                           r.beta_fast ? r.beta_fast : 32, r.beta_slow ? r.beta_slow : 1);
+        break;
+    case ROPE_TYPE_DYNAMIC_YARN:
+        /* s = max(factor, N / L_orig); factor (default 1) is the floor, the
+         * fine-tuned scale of jquesnelle/yarn's `finetuned` (M / L_orig). */
+        if (L == 0)
+            L = r.original_max_position_embeddings = M;
+        if (L == 0)
+            return rl_fail(err, RL_ERR_ARG, "dynamic_yarn needs original_max_position_embeddings "
+                           "(or max_position_embeddings)");
         if ((r.beta_fast ? r.beta_fast : 32) < (r.beta_slow ? r.beta_slow : 1))
             return rl_fail(err, RL_ERR_ARG, "beta_fast %g must be >= beta_slow %g",
                            r.beta_fast ? r.beta_fast : 32, r.beta_slow ? r.beta_slow : 1);
@@ -268,6 +361,128 @@ static double yarn_correction_dim(double n_rot, double dim, double base, double 
     return dim * log(len / (n_rot * 2.0 * M_PI)) / (2.0 * log(base));
 }
 
+/* YaRN's blend at scale s (HF _compute_yarn_parameters; jquesnelle/yarn's
+ * yarn()): the ramp from the correction range of beta_fast/beta_slow at
+ * L_orig (independent of s), inv_freq blended between theta_j and
+ * theta_j / s, and the attention factor of s. */
+static void yarn_blend(const rope_desc *r, double base, double s, uint32_t np, double *inv,
+                       double *af)
+{
+    const double dim = r->rotary_dim;
+    if (r->attention_factor > 0)
+        *af = r->attention_factor;
+    else if (r->mscale > 0 && r->mscale_all_dim > 0) /* HF: `if mscale and mscale_all_dim` */
+        *af = yarn_get_mscale(s, r->mscale) / yarn_get_mscale(s, r->mscale_all_dim);
+    else
+        *af = yarn_get_mscale(s, 1.0);
+    double bf = r->beta_fast ? r->beta_fast : 32, bs = r->beta_slow ? r->beta_slow : 1;
+    double L = r->original_max_position_embeddings;
+    double lo = yarn_correction_dim(bf, dim, base, L), hi = yarn_correction_dim(bs, dim, base, L);
+    if (r->truncate >= 0) { /* HF default truncate=True */
+        lo = floor(lo);
+        hi = ceil(hi);
+    }
+    if (lo < 0)
+        lo = 0;
+    if (hi > dim - 1)
+        hi = dim - 1;
+    if (lo == hi)
+        hi += 0.001; /* HF: prevent singularity */
+    for (uint32_t j = 0; j < np; j++) {
+        double ramp = ((double)j - lo) / (hi - lo);
+        ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+        /* extrapolation weight (1 - ramp) keeps theta_j, ramp interpolates theta_j/s */
+        double t = inv[j];
+        inv[j] = (t / s) * ramp + t * (1.0 - ramp);
+    }
+}
+
+/* dynamic_yarn's scale at length n: max(factor, n / L_orig). */
+static double dyn_yarn_scale(const rope_desc *r, uint64_t n)
+{
+    double floor_s = r->factor ? r->factor : 1.0;
+    double s = (double)n / (double)r->original_max_position_embeddings;
+    return s > floor_s ? s : floor_s;
+}
+
+/* The formulas of every type for the resolved settings r at length n (the
+ * sequence length in use; 0: not given): inv_freq [np], effective base,
+ * attention factor. np is rotary_dim/2 (head_dim/2 for proportional). */
+static void freqs_core(const rope_desc *r, uint64_t n, uint32_t np, double *inv, double *theta,
+                       double *af)
+{
+    const double dim = r->rotary_dim, factor = r->factor ? r->factor : 1.0;
+    double base = r->theta;
+    *af = 1.0;
+    switch (r->rope_type) {
+    case ROPE_TYPE_NTK:
+        base = r->theta * pow(factor, dim / (dim - 2.0));
+        break;
+    case ROPE_TYPE_DYNAMIC: {
+        /* HF: seq_len = max(seq_len, M); base * ((factor*L/M) - (factor-1))^(d/(d-2)). */
+        double M = r->max_position_embeddings;
+        double L = (double)n > M ? (double)n : M;
+        base = r->theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
+        break;
+    }
+    default:
+        break;
+    }
+    *theta = base;
+    for (uint32_t j = 0; j < np; j++)
+        inv[j] = pow(base, -(double)(2 * j) / dim);
+
+    switch (r->rope_type) {
+    case ROPE_TYPE_LINEAR:
+        for (uint32_t j = 0; j < np; j++)
+            inv[j] /= factor;
+        break;
+    case ROPE_TYPE_YARN:
+        yarn_blend(r, base, factor, np, inv, af);
+        break;
+    case ROPE_TYPE_DYNAMIC_YARN:
+        yarn_blend(r, base, dyn_yarn_scale(r, n), np, inv, af);
+        break;
+    case ROPE_TYPE_LLAMA3: {
+        double Lo = r->original_max_position_embeddings;
+        double low_wl = Lo / r->low_freq_factor, high_wl = Lo / r->high_freq_factor;
+        for (uint32_t j = 0; j < np; j++) {
+            double t = inv[j], wl = 2.0 * M_PI / t;
+            if (wl > low_wl) {
+                inv[j] = t / factor;
+            } else if (!(wl < high_wl) && r->high_freq_factor > r->low_freq_factor) {
+                double s = (Lo / wl - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
+                inv[j] = (1.0 - s) * t / factor + s * t;
+            }
+        }
+        break;
+    }
+    case ROPE_TYPE_LONGROPE: {
+        double Lo = r->original_max_position_embeddings;
+        if (r->attention_factor > 0)
+            *af = r->attention_factor;
+        else
+            *af = factor <= 1 ? 1.0 : sqrt(1.0 + log(factor) / log(Lo));
+        int use_long = n > r->original_max_position_embeddings;
+        for (uint32_t j = 0; j < np; j++)
+            inv[j] /= use_long ? r->long_factor[j] : r->short_factor[j];
+        break;
+    }
+    case ROPE_TYPE_PROPORTIONAL: {
+        /* HF: rope_angles = int(prf * head_dim // 2); theta_j = base^(-2j/head_dim)/factor for
+         * j < rope_angles, 0 (identity rotation) for the other head_dim/2 - rope_angles pairs. */
+        uint32_t angles = r->partial_rotary_factor > 0
+                              ? (uint32_t)floor(r->partial_rotary_factor * r->head_dim / 2.0)
+                              : r->rotary_dim / 2;
+        for (uint32_t j = 0; j < np; j++)
+            inv[j] = j < angles ? pow(base, -(double)(2 * j) / r->head_dim) / factor : 0.0;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
 rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
 {
     rope_desc r;
@@ -285,114 +500,50 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
     f->tf32 = r.tf32;
     f->rope_type = r.rope_type;
     f->base = r.theta;
-    f->theta = r.theta;
-    f->factor = r.factor ? r.factor : 1.0;
-    f->attention_factor = 1.0;
     f->seq_len = r.seq_len;
-    const double dim = r.rotary_dim, factor = f->factor;
-    const uint32_t np = f->n_pairs;
-    double base = r.theta;
-
-    switch (r.rope_type) {
-    case ROPE_TYPE_NTK:
-        base = r.theta * pow(factor, dim / (dim - 2.0));
-        break;
-    case ROPE_TYPE_DYNAMIC: {
-        /* HF: seq_len = max(seq_len, M); base * ((factor*L/M) - (factor-1))^(d/(d-2)). */
-        double M = r.max_position_embeddings;
-        double L = r.seq_len > r.max_position_embeddings ? r.seq_len : M;
-        f->seq_len = r.seq_len;
-        base = r.theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
-        break;
-    }
-    default:
-        break;
-    }
-    f->theta = base;
-    for (uint32_t j = 0; j < np; j++)
-        f->inv_freq[j] = pow(base, -(double)(2 * j) / dim);
-
-    switch (r.rope_type) {
-    case ROPE_TYPE_LINEAR:
-        for (uint32_t j = 0; j < np; j++)
-            f->inv_freq[j] /= factor;
-        break;
-    case ROPE_TYPE_YARN: {
-        if (r.attention_factor > 0)
-            f->attention_factor = r.attention_factor;
-        else if (r.mscale > 0 && r.mscale_all_dim > 0) /* HF: `if mscale and mscale_all_dim` */
-            f->attention_factor = yarn_get_mscale(factor, r.mscale) /
-                                  yarn_get_mscale(factor, r.mscale_all_dim);
-        else
-            f->attention_factor = yarn_get_mscale(factor, 1.0);
-        double bf = r.beta_fast ? r.beta_fast : 32, bs = r.beta_slow ? r.beta_slow : 1;
-        double L = r.original_max_position_embeddings;
-        double lo = yarn_correction_dim(bf, dim, base, L), hi = yarn_correction_dim(bs, dim, base, L);
-        if (r.truncate >= 0) { /* HF default truncate=True */
-            lo = floor(lo);
-            hi = ceil(hi);
-        }
-        if (lo < 0)
-            lo = 0;
-        if (hi > dim - 1)
-            hi = dim - 1;
-        if (lo == hi)
-            hi += 0.001; /* HF: prevent singularity */
-        for (uint32_t j = 0; j < np; j++) {
-            double ramp = ((double)j - lo) / (hi - lo);
-            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
-            /* extrapolation weight (1 - ramp) keeps theta_j, ramp interpolates theta_j/factor */
-            double t = f->inv_freq[j];
-            f->inv_freq[j] = (t / factor) * ramp + t * (1.0 - ramp);
-        }
-        break;
-    }
-    case ROPE_TYPE_LLAMA3: {
-        double Lo = r.original_max_position_embeddings;
-        double low_wl = Lo / r.low_freq_factor, high_wl = Lo / r.high_freq_factor;
-        for (uint32_t j = 0; j < np; j++) {
-            double t = f->inv_freq[j], wl = 2.0 * M_PI / t;
-            if (wl > low_wl) {
-                f->inv_freq[j] = t / factor;
-            } else if (!(wl < high_wl) && r.high_freq_factor > r.low_freq_factor) {
-                double s = (Lo / wl - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
-                f->inv_freq[j] = (1.0 - s) * t / factor + s * t;
-            }
-        }
-        break;
-    }
-    case ROPE_TYPE_LONGROPE: {
-        double Lo = r.original_max_position_embeddings;
-        if (r.attention_factor > 0)
-            f->attention_factor = r.attention_factor;
-        else
-            f->attention_factor = factor <= 1 ? 1.0 : sqrt(1.0 + log(factor) / log(Lo));
-        int use_long = r.seq_len > r.original_max_position_embeddings;
-        f->seq_len = r.seq_len;
-        for (uint32_t j = 0; j < np; j++)
-            f->inv_freq[j] /= use_long ? r.long_factor[j] : r.short_factor[j];
-        break;
-    }
-    case ROPE_TYPE_PROPORTIONAL: {
-        /* HF: rope_angles = int(prf * head_dim // 2); theta_j = base^(-2j/head_dim)/factor for
-         * j < rope_angles, 0 (identity rotation) for the other head_dim/2 - rope_angles pairs. */
-        uint32_t angles = r.partial_rotary_factor > 0
-                              ? (uint32_t)floor(r.partial_rotary_factor * r.head_dim / 2.0)
-                              : r.rotary_dim / 2;
+    f->factor = r.factor ? r.factor : 1.0;
+    if (r.rope_type == ROPE_TYPE_DYNAMIC_YARN)
+        f->factor = dyn_yarn_scale(&r, r.seq_len);
+    if (r.rope_type == ROPE_TYPE_PROPORTIONAL) {
         f->rotary_dim = r.head_dim;
         f->n_pairs = r.head_dim / 2;
-        for (uint32_t j = 0; j < f->n_pairs; j++)
-            f->inv_freq[j] = j < angles ? pow(base, -(double)(2 * j) / r.head_dim) / factor : 0.0;
-        break;
     }
-    default:
-        break;
-    }
+    f->dynamic_mode = r.dynamic_mode;
+    if (r.dynamic_mode == ROPE_DYN_CACHE_CONSISTENT)
+        f->prompt_len = r.prompt_len && (!r.seq_len || r.prompt_len < r.seq_len) ? r.prompt_len
+                                                                                : r.seq_len;
+    f->desc = r;
+    freqs_core(&r, r.seq_len, f->n_pairs, f->inv_freq, &f->theta, &f->attention_factor);
     for (uint32_t j = 0; j < f->n_pairs; j++) {
         double unscaled = r.rope_type == ROPE_TYPE_PROPORTIONAL
                               ? pow(r.theta, -(double)(2 * j) / r.head_dim)
-                              : pow(r.theta, -(double)(2 * j) / dim);
+                              : pow(r.theta, -(double)(2 * j) / (double)r.rotary_dim);
         f->scale[j] = f->inv_freq[j] > 0 ? unscaled / f->inv_freq[j] : 0.0;
     }
     return RL_OK;
+}
+
+int rope_freqs_per_position(const rope_freqs *f)
+{
+    return f->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT &&
+           (f->rope_type == ROPE_TYPE_DYNAMIC || f->rope_type == ROPE_TYPE_DYNAMIC_YARN);
+}
+
+uint64_t rope_position_len(const rope_freqs *f, uint32_t p)
+{
+    if (!rope_freqs_per_position(f))
+        return f->seq_len;
+    uint64_t l = (uint64_t)p + 1;
+    return l > f->prompt_len ? l : f->prompt_len;
+}
+
+void rope_freqs_at(const rope_freqs *f, uint32_t p, double *inv_freq, double *af)
+{
+    if (!rope_freqs_per_position(f)) {
+        memcpy(inv_freq, f->inv_freq, f->n_pairs * sizeof *inv_freq);
+        *af = f->attention_factor;
+        return;
+    }
+    double theta;
+    freqs_core(&f->desc, rope_position_len(f, p), f->n_pairs, inv_freq, &theta, af);
 }

@@ -29,6 +29,10 @@ void rope_kernel_destroy(rlvk_device *dev, rope_kernel *k)
     k->n_pipes = 0;
 }
 
+/* A rotation of its own per token (cache_consistent): binding 3 holds
+ * [tokens][n_pairs] inv_freq + [tokens] attention factors. */
+static int per_token(const rope_freqs *f) { return rope_freqs_per_position(f); }
+
 static int use_vec4(const rope_freqs *f)
 {
     /* The emulation modes run the scalar variant only. */
@@ -44,7 +48,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         const rope_kernel_pipe *p = &k->pipes[i];
         if (p->layout == f->layout && p->vec4 == vec4 && p->precision == f->precision && p->head_dim == f->head_dim &&
             p->rotary_dim == f->rotary_dim && p->heads == heads && p->dtype == f->dtype &&
-            p->emu_flags == emu_flags) {
+            p->emu_flags == emu_flags && p->per_token == per_token(f)) {
             *out = &p->pipe;
             return RL_OK;
         }
@@ -53,13 +57,14 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d distinct shapes in one kernel object",
                        ROPE_KERNEL_MAX_PIPES);
     rope_kernel_pipe *p = &k->pipes[k->n_pipes];
-    uint32_t spec[7] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
-                        (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags};
+    uint32_t spec[8] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
+                        (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags,
+                        (uint32_t)per_token(f)};
     char name[64];
-    snprintf(name, sizeof name, "rope_%s%s_%s_%s_d%u_r%u_h%u",
+    snprintf(name, sizeof name, "rope_%s%s_%s_%s_d%u_r%u_h%u%s",
              f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "",
              rope_precision_name(f->precision), rope_dtype_name(f->dtype), f->head_dim,
-             f->rotary_dim, heads);
+             f->rotary_dim, heads, per_token(f) ? "_pt" : "");
     rlvk_pipeline_desc pd = {
         .name = name,
         .spirv = vec4 ? rl_spv_rope_vec4 : rl_spv_rope,
@@ -67,7 +72,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         .n_bindings = 7,
         .push_bytes = sizeof(struct rl_rope_push),
         .local_size_x = 64,
-        .n_spec = 7,
+        .n_spec = 8,
         .spec = spec,
     };
     rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
@@ -78,6 +83,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
     p->precision = f->precision;
     p->dtype = f->dtype;
     p->emu_flags = emu_flags;
+    p->per_token = per_token(f);
     p->head_dim = f->head_dim;
     p->rotary_dim = f->rotary_dim;
     p->heads = heads;
@@ -102,15 +108,55 @@ rl_status rope_gpu_check_shape(const rlvk_device *dev, const rope_freqs *f, uint
     return rlvk_check_buffer_size(dev, elems * sizeof(float), "the Q/K tensor", err);
 }
 
-rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, rlvk_buffer *buf,
-                                rl_error *err)
+/* Per token: each token's inv_freq and attention factor (rope_freqs_at, in
+ * double) rounded to fp32: [tokens][n_pairs], then [tokens] factors, padded
+ * to a vec4. Tokens of equal length share one evaluation of the formula. */
+static rl_status upload_freqs_per_token(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
+                                        uint64_t tokens, rlvk_buffer *buf, rl_error *err)
 {
-    float fr[ROPE_MAX_PAIRS + 4] = {0};
+    uint64_t np = f->n_pairs, n = tokens * np + tokens;
+    uint64_t bytes = ((n + 3) / 4) * 4 * sizeof(float);
+    if (!pos || !tokens)
+        return rl_fail(err, RL_ERR_ARG, "rope: a per-position rotation needs the launch's positions");
+    rl_status st = rlvk_check_buffer_size(dev, bytes, "the per-token inv_freq table", err);
+    if (st)
+        return st;
+    float *t = calloc(1, bytes);
+    if (!t)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory for the per-token inv_freq table");
+    double inv[ROPE_MAX_PAIRS], af = 1;
+    uint64_t last = UINT64_MAX;
+    for (uint64_t i = 0; i < tokens; i++) {
+        uint64_t len = rope_position_len(f, pos[i]);
+        if (len != last)
+            rope_freqs_at(f, pos[i], inv, &af);
+        last = len;
+        for (uint64_t j = 0; j < np; j++)
+            t[i * np + j] = (float)inv[j];
+        t[tokens * np + i] = (float)af;
+    }
+    st = rlvk_buffer_create(dev, bytes, "inv_freq per token", buf, err);
+    if (!st)
+        st = rlvk_buffer_upload(dev, buf, 0, t, bytes, err);
+    free(t);
+    return st;
+}
+
+rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
+                                uint64_t tokens, rlvk_buffer *buf, rl_error *err)
+{
+    if (per_token(f))
+        return upload_freqs_per_token(dev, f, pos, tokens, buf, err);
+    float fr[2 * ROPE_MAX_PAIRS + 8] = {0};
+    uint64_t nf = f->n_pairs;
     for (uint32_t j = 0; j < f->n_pairs; j++)
         fr[j] = (float)f->inv_freq[j];
     if (rope_prec_is_emu(f->precision))
         rope_emu_factors(f, fr); /* the framework's own fp32 factors */
-    uint64_t bytes = ((f->n_pairs + 3) / 4) * 4 * sizeof(float);
+    /* ggml rope_yarn: freq_scale at [n_pairs], ramp_mix from [n_pairs + 1] */
+    if (rope_emu_yarn(f, &fr[f->n_pairs], &fr[f->n_pairs + 1], NULL))
+        nf = 2 * (uint64_t)f->n_pairs + 1;
+    uint64_t bytes = ((nf + 3) / 4) * 4 * sizeof(float);
     if (bytes == 0)
         bytes = 16;
     rl_status st = rlvk_buffer_create(dev, bytes, "inv_freq", buf, err);
@@ -132,12 +178,17 @@ rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const ui
         if (!t)
             return rl_fail(err, RL_ERR_NOMEM, "out of host memory for the cos/sin table");
         memset(t, 0, bytes);
-        for (uint64_t i = 0; i < tokens; i++)
+        double inv[ROPE_MAX_PAIRS], af = f->attention_factor;
+        memcpy(inv, f->inv_freq, sizeof inv);
+        for (uint64_t i = 0; i < tokens; i++) {
+            if (per_token(f)) /* this token's own rotation */
+                rope_freqs_at(f, pos[i], inv, &af);
             for (uint32_t j = 0; j < f->n_pairs; j++) {
-                double a = (double)pos[i] * f->inv_freq[j];
-                t[(i * f->n_pairs + j) * 2] = (float)(cos(a) * f->attention_factor);
-                t[(i * f->n_pairs + j) * 2 + 1] = (float)(sin(a) * f->attention_factor);
+                double a = (double)pos[i] * inv[j];
+                t[(i * f->n_pairs + j) * 2] = (float)(cos(a) * af);
+                t[(i * f->n_pairs + j) * 2 + 1] = (float)(sin(a) * af);
             }
+        }
         st = rlvk_buffer_create(dev, bytes, "cos/sin table", buf, err);
         if (!st)
             st = rlvk_buffer_upload(dev, buf, 0, t, bytes, err);
@@ -145,21 +196,37 @@ rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const ui
         return st;
     }
     if (f->precision == RL_ROPE_PREC_PRECISE) {
-        uint32_t w[2 * ROPE_MAX_PAIRS + 2] = {0};
-        for (uint32_t j = 0; j < f->n_pairs; j++) {
-            /* frac(theta / 2pi) in long double (64-bit mantissa on x86-64),
-             * scaled to a 64-bit fraction: pos * turns mod 2^64 is then the
-             * angle in 2^-64 turns, exactly, in the shader. */
-            long double tw = (long double)f->inv_freq[j] / 6.28318530717958647692528676655900577L;
-            tw -= floorl(tw);  /* [0, 1): the scaled value is < 2^64 */
-            uint64_t fx = (uint64_t)ldexpl(tw, 64);
-            w[2 * j] = (uint32_t)fx;
-            w[2 * j + 1] = (uint32_t)(fx >> 32);
+        /* One row of turns per token for a per-position rotation. */
+        uint64_t rows = per_token(f) ? tokens : 1;
+        if (per_token(f) && (!pos || !tokens))
+            return rl_fail(err, RL_ERR_ARG, "rope: a per-position rotation needs the launch's "
+                           "positions");
+        uint64_t bytes = rows * (f->n_pairs ? f->n_pairs : 1) * 8;
+        if ((st = rlvk_check_buffer_size(dev, bytes, "the precise turns", err)))
+            return st;
+        uint32_t *w = calloc(1, bytes);
+        if (!w)
+            return rl_fail(err, RL_ERR_NOMEM, "out of host memory for the precise turns");
+        double inv[ROPE_MAX_PAIRS], af;
+        memcpy(inv, f->inv_freq, sizeof inv);
+        for (uint64_t i = 0; i < rows; i++) {
+            if (per_token(f))
+                rope_freqs_at(f, pos[i], inv, &af);
+            for (uint32_t j = 0; j < f->n_pairs; j++) {
+                /* frac(theta / 2pi) in long double (64-bit mantissa on x86-64),
+                 * scaled to a 64-bit fraction: pos * turns mod 2^64 is then the
+                 * angle in 2^-64 turns, exactly, in the shader. */
+                long double tw = (long double)inv[j] / 6.28318530717958647692528676655900577L;
+                tw -= floorl(tw);  /* [0, 1): the scaled value is < 2^64 */
+                uint64_t fx = (uint64_t)ldexpl(tw, 64);
+                w[2 * (i * f->n_pairs + j)] = (uint32_t)fx;
+                w[2 * (i * f->n_pairs + j) + 1] = (uint32_t)(fx >> 32);
+            }
         }
-        uint64_t bytes = (uint64_t)(f->n_pairs ? f->n_pairs : 1) * 8;
         st = rlvk_buffer_create(dev, bytes, "precise turns", buf, err);
         if (!st)
             st = rlvk_buffer_upload(dev, buf, 0, w, bytes, err);
+        free(w);
         return st;
     }
     uint32_t z[4] = {0};
@@ -177,14 +244,17 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
         return st;
     const rlvk_pipeline *pipe = NULL;
     uint32_t emu_flags = 0;
+    float mscale = (float)f->attention_factor;
     if (rope_prec_is_emu(f->precision))
-        emu_flags = (f->tf32 ? RL_ROPE_EMU_TF32 : 0u) | (io->angle_dump ? RL_ROPE_EMU_DUMP : 0u);
+        emu_flags = (f->tf32 ? RL_ROPE_EMU_TF32 : 0u) | (io->angle_dump ? RL_ROPE_EMU_DUMP : 0u) |
+                    (rope_emu_yarn(f, NULL, NULL, &mscale) ? RL_ROPE_EMU_YARN : 0u);
     if ((st = get_pipe(k, f, io->heads, emu_flags, &pipe, err)))
         return st;
     struct rl_rope_push p = {
         .group_base = 0,
         .n_rows = (uint32_t)(io->tokens * io->heads),
-        .attn_factor = (float)f->attention_factor,
+        .attn_factor = mscale, /* ggml rope_yarn: ggml's fp32 mscale */
+        .af_offset = per_token(f) ? (uint32_t)(io->tokens * f->n_pairs) : 0u,
     };
     /* Items per row as in rope.comp: quads (vec4) or single pairs, plus the
      * pass-through tail. */
@@ -229,7 +299,7 @@ rl_status rope_gpu_apply_dump(rlvk_device *dev, rope_kernel *k, const rope_freqs
     if ((st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
         (st = vf_guarded_create(dev, bytes, "y", &by, err)) ||
         (st = rlvk_buffer_create(dev, tokens * sizeof(uint32_t), "positions", &bp, err)) ||
-        (st = rope_gpu_upload_freqs(dev, f, &bf, err)) ||
+        (st = rope_gpu_upload_freqs(dev, f, pos, tokens, &bf, err)) ||
         (st = rope_gpu_upload_angles(dev, f, pos, tokens, &ba, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)) ||

@@ -22,7 +22,7 @@ _Static_assert(sizeof rope_params / sizeof rope_params[0] == ROPE_N_PARAMS, "rop
  * means "not given"), because most defaults depend on rope_type or on the
  * model: each help ends with "(default ...)", which is what `ropelab
  * encodings` shows as the default. head_dim is the model's, not a key. */
-#define RT_CHOICES "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional"
+#define RT_CHOICES "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional|dynamic_yarn"
 #define PREC_CHOICES "fp32|table|precise|hf|vllm|ggml-cpu|ggml-vulkan|cuda-fast"
 #define DT_CHOICES "fp32|fp16|bf16"
 #define E(k, choices, help) {k, RL_P_ENUM, "null", 0, 0, choices, help}
@@ -46,12 +46,14 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
     E("inv_freq_dtype", DT_CHOICES,
       "hf's inv_freq as stored: fp32, or bf16 for a model cast with .to(bfloat16) (default fp32)"),
     B("tf32", "hf's inv_freq and positions rounded to TF32, the matmul's inputs (default false)"),
-    N("factor", 1, BIG, "scaling factor (default per rope_type)"),
+    N("factor", 1, BIG, "scaling factor; dynamic_yarn: the floor of its scale (default per "
+                        "rope_type; dynamic_yarn: 1)"),
     I("original_max_position_embeddings",
       "pre-training context length: yarn, llama3, longrope (default max_position_embeddings)"),
     I("max_position_embeddings",
       "model's maximum length: dynamic; yarn/longrope factor default (default none)"),
-    I("seq_len", "sequence length in use: dynamic, longrope (default the run's length)"),
+    I("seq_len", "sequence length in use: dynamic, dynamic_yarn, longrope (default the run's "
+                 "length)"),
     N("beta_fast", 0, BIG, "yarn ramp end, rotations (default 32)"),
     N("beta_slow", 0, BIG, "yarn ramp start, rotations (default 1)"),
     N("mscale", 0, BIG, "yarn attention factor numerator coefficient, with mscale_all_dim "
@@ -67,6 +69,12 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
                       "length (default none: required by longrope)"),
     L("long_factor", "list of rotary_dim/2 numbers > 0: longrope divisors beyond it (default "
                      "none: required by longrope)"),
+    E("dynamic_mode", "recompute|cache_consistent",
+      "dynamic and dynamic_yarn over one sequence: recompute (every token with the length in "
+      "use) or cache_consistent (token p with length max(p+1, prompt_len), as a KV cache keeps "
+      "it) (default recompute)"),
+    I("prompt_len", "cache_consistent's prefill length P; seq_len: pure prefill, where both modes "
+                    "agree (default seq_len)"),
 };
 #undef E
 #undef N
@@ -175,6 +183,14 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->tf32 = json_is_true(v);
         return RL_OK;
     }
+    if (strcmp(key, "dynamic_mode") == 0) {
+        int m = json_is_string(v) ? rope_dynamic_mode_parse(json_string_value(v)) : -1;
+        if (m < 0)
+            return rl_fail(err, RL_ERR_ARG,
+                           "dynamic_mode must be \"recompute\" or \"cache_consistent\"");
+        d->dynamic_mode = m;
+        return RL_OK;
+    }
     if (strcmp(key, "truncate") == 0) {
         if (!json_is_boolean(v))
             return rl_fail(err, RL_ERR_ARG, "truncate must be true or false");
@@ -192,6 +208,7 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         {"original_max_position_embeddings", &d->original_max_position_embeddings},
         {"max_position_embeddings", &d->max_position_embeddings},
         {"seq_len", &d->seq_len},
+        {"prompt_len", &d->prompt_len},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(ints); i++)
         if (strcmp(key, ints[i].k) == 0) {
@@ -282,6 +299,9 @@ json_t *rope_desc_to_json(const rope_desc *d)
     SET_NUM("attention_factor", d->attention_factor);
     SET_NUM("low_freq_factor", d->low_freq_factor);
     SET_NUM("high_freq_factor", d->high_freq_factor);
+    if (d->dynamic_mode)
+        json_object_set_new(o, "dynamic_mode", json_string(rope_dynamic_mode_name(d->dynamic_mode)));
+    SET_INT("prompt_len", d->prompt_len);
 #undef SET_NUM
 #undef SET_INT
     const struct { const char *k; uint32_t n; const double *v; } lists[] = {

@@ -19,16 +19,24 @@ uint32_t rope_partner(const rope_freqs *f, uint32_t i, int *is_first, uint32_t *
     return i ^ 1u;
 }
 
+/* A per-position rotation (dynamic_mode cache_consistent) takes each
+ * token's inv_freq and attention factor from rope_freqs_at (the frequency
+ * formula at that token's length); otherwise f's, for every token. */
 #define ROPE_REF_BODY(X_T)                                                          \
     uint32_t d = f->head_dim, r = f->rotary_dim, h = r / 2;                         \
+    int per_pos = rope_freqs_per_position(f);                                       \
+    double tf[ROPE_MAX_PAIRS], taf = f->attention_factor;                           \
+    const double *inv = per_pos ? tf : f->inv_freq;                                 \
     for (size_t t = 0; t < tokens; t++) {                                           \
+        if (per_pos)                                                                \
+            rope_freqs_at(f, pos[t], tf, &taf);                                     \
         for (uint32_t hd = 0; hd < heads; hd++) {                                   \
             const X_T *xr = x + (t * heads + hd) * d;                               \
             double *yr = y + (t * heads + hd) * d;                                  \
             for (uint32_t j = 0; j < h; j++) {                                      \
-                double ang = (double)pos[t] * f->inv_freq[j];                       \
-                double c = cos(ang) * f->attention_factor;                          \
-                double s = sin(ang) * f->attention_factor;                          \
+                double ang = (double)pos[t] * inv[j];                               \
+                double c = cos(ang) * taf;                                          \
+                double s = sin(ang) * taf;                                          \
                 uint32_t ia = f->layout == RL_ROPE_LAYOUT_HALF ? j : 2 * j;         \
                 uint32_t ib = f->layout == RL_ROPE_LAYOUT_HALF ? j + h : 2 * j + 1; \
                 double a = xr[ia], b = xr[ib];                                      \

@@ -192,6 +192,7 @@ const pe_family pe_family_t5 = {
     .direction_key = "bidirectional",
     .unscaled_logits = 1, /* HF T5Attention: no 1/sqrt(d) before the softmax */
     .params = params,
+    .file_keys = "path",
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = B[h][bucket(j - i)]; half the buckets exact, the rest logarithmic up to "
                "max_distance",

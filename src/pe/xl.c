@@ -260,6 +260,7 @@ const pe_family pe_family_xl = {
              "Context, ACL, arXiv:1901.02860, section 3.3",
     .acts = PE_ACTS_LOGITS,
     .params = params,
+    .file_keys = "u_path v_path w_r_path",
     .n_params = RL_ARRAY_LEN(params),
     .formula = "bias = (q_i + v).(W_R R_{i-j}) / sqrt(d) + u.k_j / sqrt(d); R sinusoid "
                "[sin, cos] of i - j",

@@ -41,29 +41,47 @@ rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err)
     if (t->n == 0)
         return rl_fail(err, RL_ERR_PARSE, "%s: empty file (no header)", path);
     const plot_csv_row *h = &t->rows[0];
-    static const char *const required[] = {"run_id", "encoding", "metric", "x", "value"};
+    static const char *const required[] = {"run_id", "encoding", "metric", "x", "value", "unit"};
+    if (plot_csv_col(h, "unit") < 0 && plot_csv_col(h, "x_label") >= 0)
+        return rl_fail(err, RL_ERR_PARSE,
+                       "%s:1: results.csv in the old format (x_label/y_label, no unit, length or "
+                       "title columns) is not read any more; rewrite it in the tidy format from "
+                       "its run directories with `ropelab merge %s --out NEWDIR` (or re-run the "
+                       "batch into the same output: finished runs are kept)",
+                       path, c->dir);
     for (size_t i = 0; i < RL_ARRAY_LEN(required); i++)
         if (plot_csv_col(h, required[i]) < 0)
             return rl_fail(err, RL_ERR_PARSE, "%s:1: missing column '%s' (the header needs %s)",
-                           path, required[i], "run_id, encoding, metric, x, value");
+                           path, required[i], "run_id, encoding, metric, x, value, unit");
     c->c_run = plot_csv_col(h, "run_id");
     c->c_dev = plot_csv_col(h, "device");
     c->c_enc = plot_csv_col(h, "encoding");
     c->c_metric = plot_csv_col(h, "metric");
     c->c_x = plot_csv_col(h, "x");
     c->c_value = plot_csv_col(h, "value");
-    c->c_xl = plot_csv_col(h, "x_label");
-    c->c_yl = plot_csv_col(h, "y_label");
     c->c_kind = plot_csv_col(h, "kind");
     c->c_status = plot_csv_col(h, "status");
+    c->c_len = plot_csv_col(h, "length");
+    c->c_unit = plot_csv_col(h, "unit");
+    c->c_title = plot_csv_col(h, "title");
+    c->c_xname = plot_csv_col(h, "x_name");
+    c->c_xunit = plot_csv_col(h, "x_unit");
+    c->c_xtitle = plot_csv_col(h, "x_title");
+    c->c_plot = plot_csv_col(h, "plot");
+    c->c_train = plot_csv_col(h, "train_len");
+    /* every column the result format defines; the others are swept keys */
+    static const char *const fixed[] = {
+        "run_id", "device", "kind",  "status", "encoding", "type",   "factor", "head_dim",
+        "heads",  "kv_heads", "train_len", "seed", "metric", "length", "x",  "value",
+        "unit",   "title",  "x_name", "x_unit", "x_title", "plot"};
     c->is_param = calloc(h->n, sizeof *c->is_param);
     if (!c->is_param)
         return rl_fail(err, RL_ERR_NOMEM, "out of memory");
     for (size_t col = 0; col < h->n; col++) {
-        int k = (int)col;
-        c->is_param[col] = k != c->c_run && k != c->c_dev && k != c->c_enc && k != c->c_metric &&
-                           k != c->c_x && k != c->c_value && k != c->c_xl && k != c->c_yl &&
-                           k != c->c_kind && k != c->c_status;
+        c->is_param[col] = 1;
+        for (size_t i = 0; i < RL_ARRAY_LEN(fixed); i++)
+            if (strcmp(h->f[col], fixed[i]) == 0)
+                c->is_param[col] = 0;
     }
     for (size_t r = 1; r < t->n; r++)
         if (t->rows[r].n != h->n)
@@ -111,8 +129,8 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     if (!st && n_figs)
         st = prepare_gnuplot(dir, &o, prog, sizeof prog, err);
     for (size_t i = 0; i < n_figs && !st; i++) {
-        if (figs[i].is_ref)
-            continue; /* drawn inside its table's figures */
+        if (figs[i].is_ref || figs[i].constant || (figs[i].flags & PLOT_F_HIDE))
+            continue; /* drawn inside its table's figures, or said in the report */
         st = plot_figure_render(&c, &figs[i], figs, n_figs, prog, !o.no_svg, err);
         if (!st)
             res->n_figures++;

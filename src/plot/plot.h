@@ -1,14 +1,19 @@
 /* plot.h — figures and report of a results directory (prefix plot_).
  *
- * Reads DIR/results.csv (the runner's long format: run_id, device, encoding,
- * one column per swept parameter, metric, x, value, and optionally x_label /
- * y_label), draws one figure per metric that has x values — one line per run,
- * labelled by its encoding and whatever parameters differ between the runs,
- * log scales where the data span decades — as PNG and SVG with gnuplot, and
- * writes DIR/report.md embedding the figures with a table of each run's
- * scalar figures (rows whose x is empty: summaries, verification errors) and,
- * from DIR/manifest.json when present, each run's status.
- * Every output is written under a temporary name and renamed when complete. */
+ * Reads DIR/results.csv (the runner's tidy long format, docs/runner.md
+ * "results.csv": run_id, device, kind, status, encoding, type, factor, model
+ * shape, seed, one column per swept parameter, metric, length, x, value,
+ * unit, title, x_name, x_unit, x_title, plot), draws one figure per metric
+ * (and context length, when that is not the x axis) that has x values — one
+ * line per run, labelled by its encoding and whatever parameters differ
+ * between the runs, axes and reference marks as the `plot` words say — as
+ * PNG and SVG with gnuplot, and writes DIR/report.md: runs and their status
+ * (DIR/manifest.json when present), each run's resolved parameters, the
+ * figures with captions, verification records, and per kind an encoding x
+ * metric table of the scalar figures (rows whose x is empty). A results.csv
+ * in the format before (x_label/y_label, no unit column) is refused,
+ * naming how to rewrite it. Every output is written under a temporary name
+ * and renamed when complete. */
 #ifndef PLOT_H
 #define PLOT_H
 

@@ -55,7 +55,15 @@ void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, char
             differs = strcmp(v0, plot_field(c, fg->s[k].first_row, (int)col)) != 0;
         if (differs) {
             const char *v = plot_field(c, fg->s[si].first_row, (int)col);
-            len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "", h->f[col],
+            /* a swept key's section is clear from its name: "max_len=4096"
+             * for "params.max_len" */
+            const char *key = h->f[col];
+            static const char *const sections[] = {"params.", "encoding.", "model.", "data."};
+            for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+                if (strncmp(key, sections[i], strlen(sections[i])) == 0 &&
+                    key[strlen(sections[i])])
+                    key += strlen(sections[i]);
+            len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "", key,
                                     *v ? v : "(default)");
         }
     }
@@ -92,12 +100,39 @@ rl_status plot_sort_series(const plot_ctx *c, plot_series *s, rl_error *err)
     return RL_OK;
 }
 
-/* The figure of metric m (new at the end of figs when first seen at row r). */
+unsigned plot_flags(const char *words)
+{
+    static const struct {
+        const char *word;
+        unsigned flag;
+    } known[] = {{"log-x", PLOT_F_LOGX},       {"log-y", PLOT_F_LOGY}, {"hide", PLOT_F_HIDE},
+                 {"ref", PLOT_F_REF},          {"fraction", PLOT_F_FRACTION},
+                 {"line-1", PLOT_F_ONE},       {"train-len", PLOT_F_TRAIN}};
+    unsigned f = 0;
+    while (*words) {
+        size_t n = strcspn(words, " ");
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (strlen(known[i].word) == n && strncmp(words, known[i].word, n) == 0)
+                f |= known[i].flag;
+        words += n;
+        words += strspn(words, " ");
+    }
+    return f;
+}
+
+static const char *field_or(const plot_ctx *c, size_t r, int col, const char *fallback)
+{
+    const char *v = plot_field(c, r, col);
+    return *v ? v : fallback;
+}
+
+/* The figure of metric m at length len (new at the end of figs when first
+ * seen at row r). */
 static plot_figure *figure_of(const plot_ctx *c, plot_figure **figs, size_t *n_figs,
-                              size_t *cap_figs, const char *m, size_t r)
+                              size_t *cap_figs, const char *m, const char *len, size_t r)
 {
     for (size_t i = 0; i < *n_figs; i++)
-        if (strcmp((*figs)[i].metric, m) == 0)
+        if (strcmp((*figs)[i].metric, m) == 0 && strcmp((*figs)[i].length, len) == 0)
             return &(*figs)[i];
     if (*n_figs == *cap_figs) {
         size_t cc = *cap_figs ? *cap_figs * 2 : 8;
@@ -110,9 +145,17 @@ static plot_figure *figure_of(const plot_ctx *c, plot_figure **figs, size_t *n_f
     plot_figure *fg = &(*figs)[(*n_figs)++];
     memset(fg, 0, sizeof *fg);
     fg->metric = m;
-    fg->is_ref = is_ref_metric(m);
-    fg->x_label = c->c_xl >= 0 && *plot_field(c, r, c->c_xl) ? plot_field(c, r, c->c_xl) : "x";
-    fg->y_label = c->c_yl >= 0 && *plot_field(c, r, c->c_yl) ? plot_field(c, r, c->c_yl) : m;
+    fg->length = len;
+    char safe[128], sl[32];
+    plot_safe_name(m, safe, sizeof safe);
+    plot_safe_name(len, sl, sizeof sl);
+    snprintf(fg->name, sizeof fg->name, *len ? "%s_n%s" : "%s", safe, sl);
+    fg->flags = plot_flags(plot_field(c, r, c->c_plot));
+    fg->is_ref = is_ref_metric(m) || (fg->flags & PLOT_F_REF);
+    fg->title = field_or(c, r, c->c_title, m);
+    fg->unit = plot_field(c, r, c->c_unit);
+    fg->x_title = field_or(c, r, c->c_xtitle, field_or(c, r, c->c_xname, "x"));
+    fg->x_unit = plot_field(c, r, c->c_xunit);
     return fg;
 }
 
@@ -148,7 +191,11 @@ rl_status plot_group(const plot_ctx *c, plot_figure **figs, size_t *n_figs, rl_e
         if (!*xs)
             continue;
         const char *m = plot_field(c, r, c->c_metric), *run = plot_field(c, r, c->c_run);
-        plot_figure *fg = figure_of(c, figs, n_figs, &cap_figs, m, r);
+        /* a length that is not x itself splits the metric's figures */
+        const char *len = plot_field(c, r, c->c_len);
+        if (strcmp(len, xs) == 0)
+            len = "";
+        plot_figure *fg = figure_of(c, figs, n_figs, &cap_figs, m, len, r);
         if (!fg)
             return rl_fail(err, RL_ERR_NOMEM, "out of memory");
         double xv;
@@ -157,6 +204,24 @@ rl_status plot_group(const plot_ctx *c, plot_figure **figs, size_t *n_figs, rl_e
         plot_series *s = series_of(fg, run, plot_field(c, r, c->c_dev), r);
         if (!s || push_idx(&s->rows, &s->n, &s->cap, r) != 0)
             return rl_fail(err, RL_ERR_NOMEM, "out of memory");
+    }
+    /* A figure whose every value is the same number says nothing a
+     * sentence does not. */
+    for (size_t i = 0; i < *n_figs; i++) {
+        plot_figure *fg = &(*figs)[i];
+        int seen = 0, same = 1;
+        double v0 = 0;
+        for (size_t k = 0; k < fg->n && same; k++)
+            for (size_t j = 0; j < fg->s[k].n && same; j++) {
+                double v;
+                if (!plot_parse_num(plot_field(c, fg->s[k].rows[j], c->c_value), &v))
+                    continue;
+                if (!seen)
+                    v0 = v, seen = 1;
+                same = v == v0;
+            }
+        fg->constant = seen && same;
+        fg->constant_value = v0;
     }
     return RL_OK;
 }

@@ -47,9 +47,23 @@ int plot_parse_num(const char *s, double *v);
 typedef struct plot_ctx {
     const char *dir;
     const plot_csv *t;
-    int c_run, c_dev, c_enc, c_metric, c_x, c_value, c_xl, c_yl, c_kind, c_status;
+    int c_run, c_dev, c_enc, c_metric, c_x, c_value, c_kind, c_status;
+    int c_len, c_unit, c_title, c_xname, c_xunit, c_xtitle, c_plot, c_train;
     int *is_param;               /* [header columns] swept-parameter columns */
 } plot_ctx;
+
+/* results.csv's `plot` column, word by word (docs/runner.md "results.csv"). */
+enum {
+    PLOT_F_LOGX = 1u << 0,       /* "log-x" */
+    PLOT_F_LOGY = 1u << 1,       /* "log-y" */
+    PLOT_F_HIDE = 1u << 2,       /* "hide": no figure */
+    PLOT_F_REF = 1u << 3,        /* "ref": a reference curve in its table's figures */
+    PLOT_F_FRACTION = 1u << 4,   /* "fraction": y in [0, 1], both inside the frame */
+    PLOT_F_ONE = 1u << 5,        /* "line-1": horizontal line at y = 1 */
+    PLOT_F_TRAIN = 1u << 6,      /* "train-len": vertical line at the training length */
+};
+/* The flags named by a `plot` field (unknown words are ignored). */
+unsigned plot_flags(const char *words);
 
 /* plot.c: the header's columns into c (the table must have the required
  * ones; path names the file in messages) and every row as wide as the
@@ -68,18 +82,29 @@ typedef struct plot_series {
     size_t n, cap;
 } plot_series;
 
-/* One metric's rows that have an x value. */
+/* One metric's rows that have an x value (at one context length when the
+ * length is not the x axis itself). */
 typedef struct plot_figure {
     const char *metric;
+    const char *length;          /* "" or the context length of every row */
+    char name[160];              /* file name: metric (and _n<length>), safe */
     plot_series *s;
     size_t n, cap;
-    int is_ref;                  /* a "<table>.ref_*" column: drawn in the table's other figures */
+    int is_ref;                  /* plot word "ref" (or a "<table>.ref_*" column): drawn in the
+                                    table's other figures of the same unit */
     int categorical;             /* some x is not a number */
-    const char *x_label, *y_label;
+    unsigned flags;              /* PLOT_F_* */
+    int constant;                /* every value the same: no figure, a sentence in the report */
+    double constant_value;
+    const char *title, *unit, *x_title, *x_unit;
+    /* filled by plot_figure_render */
+    int drawn;
+    char caption[1600];
 } plot_figure;
 
 /* Groups the table's rows with an x into figures (*figs[*n_figs], in order
- * of first appearance; free with plot_figures_free, also after an error). */
+ * of first appearance; one per metric and length; free with
+ * plot_figures_free, also after an error), and marks the constant ones. */
 rl_status plot_group(const plot_ctx *c, plot_figure **figs, size_t *n_figs, rl_error *err);
 void plot_figures_free(plot_figure *f, size_t n);
 
@@ -103,7 +128,10 @@ void plot_safe_name(const char *in, char *out, size_t cap);
 
 /* Writes DIR/plots/<name>.dat and .gp for figure fg (figs[0..n_figs): the
  * reference curves of its table) and renders them with gnuplot prog into
- * <name>.png (and .svg), each renamed into place when complete. */
+ * <name>.png (and .svg), each renamed into place when complete; sets
+ * fg->drawn and fg->caption. The .gp names only files beside it and
+ * re-renders <name>.png/.svg when run there (`cd plots && gnuplot <name>.gp`);
+ * ropelab passes temporary output names with -e. */
 rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
                              size_t n_figs, const char *prog, int svg, rl_error *err);
 

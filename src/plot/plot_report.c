@@ -132,17 +132,81 @@ static rl_status runs_table(FILE *fp, const plot_ctx *c, json_t *manifest, plot_
     return RL_OK;
 }
 
+/* Text on one line (newlines as spaces) for prose in report.md. */
+static void md_text(FILE *fp, const char *s)
+{
+    for (; *s; s++)
+        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, fp);
+}
+
+/* The drawn figures with their captions, then a sentence for each figure
+ * not drawn (constant, or declared as bookkeeping); references are drawn
+ * inside their table's figures and named in those captions. */
 static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, int svg)
 {
-    if (n_figs)
+    size_t n_drawn = 0;
+    for (size_t i = 0; i < n_figs; i++)
+        n_drawn += figs[i].drawn != 0;
+    if (n_drawn)
         fputs("\n## Figures\n", fp);
+    size_t k = 0;
     for (size_t i = 0; i < n_figs; i++) {
-        char name[128];
-        plot_safe_name(figs[i].metric, name, sizeof name);
-        fprintf(fp, "\n### %s\n\n![%s](plots/%s.png)\n", figs[i].metric, figs[i].metric, name);
+        const plot_figure *f = &figs[i];
+        if (!f->drawn)
+            continue;
+        fputs("\n### ", fp);
+        md_text(fp, f->title);
+        if (*f->length) {
+            fputs(", N = ", fp);
+            md_text(fp, f->length);
+        }
+        fputs("\n\n![", fp);
+        md_text(fp, f->title);
+        fprintf(fp, "](plots/%s.png)\n\n*Figure %zu.* ", f->name, ++k);
+        md_text(fp, f->caption);
+        fputs(" Metric `", fp);
+        md_text(fp, f->metric);
+        fputs("`.\n", fp);
         if (svg)
-            fprintf(fp, "\n[SVG](plots/%s.svg) · [data](plots/%s.dat)\n", name, name);
+            fprintf(fp, "\n[SVG](plots/%s.svg) · [data](plots/%s.dat) · [script](plots/%s.gp)\n",
+                    f->name, f->name, f->name);
     }
+    /* once per metric: "at N = ..." only when it has a single length */
+    int any = 0;
+    for (size_t i = 0; i < n_figs; i++) {
+        const plot_figure *f = &figs[i];
+        if (f->drawn || f->is_ref)
+            continue;
+        size_t first = 0, n_len = 0;
+        int all_const = 1;
+        for (size_t j = 0; j < n_figs; j++)
+            if (!figs[j].drawn && strcmp(figs[j].metric, f->metric) == 0) {
+                if (n_len++ == 0)
+                    first = j;
+                all_const &= figs[j].constant && figs[j].constant_value == f->constant_value;
+            }
+        if (first != i)
+            continue;
+        if (!any++)
+            fputs("\nNot drawn:", fp);
+        fputs(" `", fp);
+        md_text(fp, f->metric);
+        fputc('`', fp);
+        if (*f->length && n_len == 1) {
+            fputs(" at N = ", fp);
+            md_text(fp, f->length);
+        }
+        if (all_const) {
+            fprintf(fp, " (constant %.6g%s", f->constant_value, *f->unit ? " " : "");
+            md_text(fp, f->unit);
+            fputs(")", fp);
+        } else {
+            fputs(" (bookkeeping)", fp);
+        }
+        fputc(';', fp);
+    }
+    if (any)
+        fputs(" their values are in results.csv.\n", fp);
 }
 
 static const char *str_or(const json_t *o, const char *key, const char *fallback)
@@ -213,22 +277,190 @@ static void verification_table(FILE *fp, const plot_ctx *c, const json_t *manife
     }
 }
 
-/* Rows without x: summaries and verification errors. */
+/* Rows without x of kind `kind`: an encoding x metric table (one row per
+ * run and device, one column per metric, in order of first appearance). */
+static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *n_scalars)
+{
+    const plot_csv_row *h = &c->t->rows[0];
+    size_t n = c->t->n, n_runs = 0, n_m = 0;
+    size_t *runs = malloc(n * sizeof *runs), *mets = malloc(n * sizeof *mets);
+    if (!runs || !mets) {
+        free(runs);
+        free(mets);
+        return;
+    }
+    for (size_t r = 1; r < n; r++) {
+        if (*plot_field(c, r, c->c_x) || strcmp(plot_field(c, r, c->c_kind), kind) != 0)
+            continue;
+        (*n_scalars)++;
+        size_t i = 0;
+        for (; i < n_runs; i++)
+            if (strcmp(plot_field(c, runs[i], c->c_run), plot_field(c, r, c->c_run)) == 0 &&
+                strcmp(plot_field(c, runs[i], c->c_dev), plot_field(c, r, c->c_dev)) == 0)
+                break;
+        if (i == n_runs)
+            runs[n_runs++] = r;
+        for (i = 0; i < n_m; i++)
+            if (strcmp(plot_field(c, mets[i], c->c_metric), plot_field(c, r, c->c_metric)) == 0)
+                break;
+        if (i == n_m)
+            mets[n_m++] = r;
+    }
+    if (n_runs) {
+        fputs("\n### ", fp);
+        md_text(fp, *kind ? kind : "runs");
+        fputs("\n\n| run | encoding ", fp);
+        int *differs = calloc(h->n, sizeof *differs);
+        for (size_t col = 0; differs && col < h->n; col++) {
+            if (!c->is_param[col] && (int)col != c->c_dev)
+                continue;
+            for (size_t i = 1; i < n_runs && !differs[col]; i++)
+                differs[col] = strcmp(plot_field(c, runs[0], (int)col),
+                                      plot_field(c, runs[i], (int)col)) != 0;
+            if (differs[col])
+                fprintf(fp, "| %s ", h->f[col]);
+        }
+        for (size_t m = 0; m < n_m; m++) {
+            const char *t = plot_field(c, mets[m], c->c_title);
+            const char *u = plot_field(c, mets[m], c->c_unit);
+            if (!*t)
+                t = plot_field(c, mets[m], c->c_metric);
+            char head[600];
+            snprintf(head, sizeof head, *u ? "%s (%s)" : "%s", t, u);
+            md_cell(fp, head);
+        }
+        fputs("|\n|---|---", fp);
+        for (size_t col = 0; differs && col < h->n; col++)
+            if (differs[col])
+                fputs("|---", fp);
+        for (size_t m = 0; m < n_m; m++)
+            fputs("|---:", fp);
+        fputs("|\n", fp);
+        for (size_t i = 0; i < n_runs; i++) {
+            size_t r0 = runs[i];
+            md_cell(fp, plot_field(c, r0, c->c_run));
+            md_cell(fp, plot_field(c, r0, c->c_enc));
+            for (size_t col = 0; differs && col < h->n; col++)
+                if (differs[col])
+                    md_cell(fp, plot_field(c, r0, (int)col));
+            for (size_t m = 0; m < n_m; m++) {
+                const char *v = "";
+                for (size_t r = 1; r < n && !*v; r++)
+                    if (!*plot_field(c, r, c->c_x) &&
+                        strcmp(plot_field(c, r, c->c_run), plot_field(c, r0, c->c_run)) == 0 &&
+                        strcmp(plot_field(c, r, c->c_dev), plot_field(c, r0, c->c_dev)) == 0 &&
+                        strcmp(plot_field(c, r, c->c_metric),
+                               plot_field(c, mets[m], c->c_metric)) == 0)
+                        v = plot_field(c, r, c->c_value);
+                double d;
+                char num[64];
+                if (plot_parse_num(v, &d)) {
+                    snprintf(num, sizeof num, "%.4g", d);
+                    v = num;
+                }
+                md_cell(fp, *v ? v : "—");
+            }
+            fputs("|\n", fp);
+        }
+        fputs("\nColumns, as named in results.csv:", fp);
+        for (size_t m = 0; m < n_m; m++) {
+            fputs(m ? ", `" : " `", fp);
+            md_text(fp, plot_field(c, mets[m], c->c_metric));
+            fputc('`', fp);
+        }
+        fputs(". Values to 4 significant digits (results.csv has all 17).\n", fp);
+        free(differs);
+    }
+    free(runs);
+    free(mets);
+}
+
+/* Rows without x (summaries, verification errors): one table per kind. */
 static void scalars_table(FILE *fp, const plot_ctx *c, plot_result *res)
 {
-    fputs("\n## Scalar figures\n\n| run | encoding | metric | value |\n|---|---|---|---|\n", fp);
-    size_t n_scalars = 0;
-    for (size_t r = 1; r < c->t->n; r++) {
+    fputs("\n## Scalar figures\n", fp);
+    size_t n_scalars = 0, n = c->t->n;
+    /* kinds in order of first appearance */
+    for (size_t r = 1; r < n; r++) {
         if (*plot_field(c, r, c->c_x))
             continue;
-        md_cell(fp, plot_field(c, r, c->c_run));
-        md_cell(fp, plot_field(c, r, c->c_enc));
-        md_cell(fp, plot_field(c, r, c->c_metric));
-        md_cell(fp, plot_field(c, r, c->c_value));
-        fputs("|\n", fp);
-        n_scalars++;
+        const char *k = plot_field(c, r, c->c_kind);
+        size_t q = 1;
+        for (; q < r; q++)
+            if (!*plot_field(c, q, c->c_x) && strcmp(plot_field(c, q, c->c_kind), k) == 0)
+                break;
+        if (q == r)
+            scalars_kind(fp, c, k, &n_scalars);
     }
     res->n_scalars = n_scalars;
+}
+
+/* One line of "key=value, ..." for a JSON object (nested ones compact). */
+static void md_object(FILE *fp, const json_t *o)
+{
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach((json_t *)o, k, v) {
+        fputs(first ? "" : ", ", fp);
+        first = 0;
+        md_text(fp, k);
+        fputc('=', fp);
+        if (json_is_string(v)) {
+            md_text(fp, json_string_value(v));
+        } else {
+            char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
+            md_text(fp, d ? d : "?");
+            free(d);
+        }
+    }
+    if (first)
+        fputs("(defaults)", fp);
+}
+
+/* Per run, from its summary.json: model, encoding and every resolved
+ * parameter (defaults filled in), data and seed. */
+static void parameters_list(FILE *fp, const plot_ctx *c, const json_t *manifest)
+{
+    json_t *jobs = manifest ? json_object_get(manifest, "jobs") : NULL;
+    if (!json_array_size(jobs))
+        return;
+    fputs("\n## Run parameters\n\nEvery run as it was resolved (defaults filled in), from its "
+          "`runs/<dir>/summary.json`.\n\n", fp);
+    size_t ji;
+    json_t *job;
+    json_array_foreach(jobs, ji, job) {
+        const char *dirn = json_string_value(json_object_get(job, "dir"));
+        if (!dirn)
+            continue;
+        char sp[1400];
+        snprintf(sp, sizeof sp, "%s/runs/%s/summary.json", c->dir, dirn);
+        json_t *sum = json_load_file(sp, 0, NULL);
+        const json_t *res = json_object_get(sum, "resolved");
+        if (res) {
+            fputs("- `", fp);
+            md_text(fp, str_or(job, "run_id", dirn));
+            fputs("` ", fp);
+            md_text(fp, str_or(sum, "kind", ""));
+            fputs(" on ", fp);
+            md_text(fp, str_or(job, "device", ""));
+            fputs(": encoding ", fp);
+            md_object(fp, json_object_get(res, "encoding"));
+            fputs("; model ", fp);
+            md_object(fp, json_object_get(res, "model"));
+            fputs("; params ", fp);
+            md_object(fp, json_object_get(res, "params"));
+            if (json_object_get(res, "data")) {
+                fputs("; data ", fp);
+                md_object(fp, json_object_get(res, "data"));
+            }
+            json_t *seed = json_object_get(res, "seed");
+            if (json_is_integer(seed))
+                fprintf(fp, "; seed %lld", (long long)json_integer_value(seed));
+            fputc('\n', fp);
+        }
+        json_decref(sum);
+    }
 }
 
 rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs, int svg,
@@ -254,6 +486,7 @@ rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n
         json_decref(manifest);
         return st;
     }
+    parameters_list(fp, c, manifest);
     figures_list(fp, figs, n_figs, svg);
     verification_table(fp, c, manifest);
     scalars_table(fp, c, res);

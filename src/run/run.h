@@ -64,6 +64,8 @@ typedef struct run_batch {
     size_t n_items;
     size_t n_duplicates;         /* points that resolved to an existing run */
     json_t *swept_keys;          /* ["params.max_distance", ...] in first-seen order */
+    json_t *inputs;              /* files the plan reads: [{role, path (as given), opened}]
+                                    (NULL: none); hashed and copied when it runs */
 } run_batch;
 
 /* Reads and validates `path`. RL_OK: b holds the plan. RL_ERR_PARSE: every
@@ -123,6 +125,10 @@ typedef struct run_options {
     int fail_after;              /* testing: stop (as if killed) after this many runs; 0: never */
     volatile sig_atomic_t *stop; /* set (by the caller's SIGINT/SIGTERM handler) to stop at
                                     the next safe point, between runs; NULL: never */
+    int argc;                    /* the command line, for manifest.json (argv may be NULL) */
+    char *const *argv;
+    const char *version;         /* ropelab's version and git commit, for manifest.json */
+    const char *commit;          /*   (NULL: RUN_VERSION and "") */
 } run_options;
 
 typedef struct run_outcome {
@@ -131,6 +137,12 @@ typedef struct run_outcome {
     size_t pending;              /* runs of this shard not run because of that */
     unsigned validation_messages;/* Vulkan validation-layer messages during the batch */
 } run_outcome;
+
+/* The identity of a device as every record shows it (`ropelab devices
+ * --json`, check --json, manifest.json's devices): vendor and device id
+ * (hex), driver version raw and decoded, driverID (name and value),
+ * conformance version, device UUID. New reference. */
+json_t *run_device_identity_json(const rlvk_device_info *in);
 
 /* Runs this shard's part of the plan. RL_OK when the batch ran (failed runs
  * are counted in out); an error when the batch could not run at all (no

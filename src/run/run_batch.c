@@ -24,6 +24,7 @@ static const rl_param model_params[] = {
     {.key = "train_len", .type = RL_P_INT, .def = "null", .min = 1, .max = 1 << 30},
     {.key = "preset", .type = RL_P_STR, .def = "null"},
     {.key = "hf_config", .type = RL_P_STR, .def = "null"},
+    {.key = "capture", .type = RL_P_STR, .def = "null"},
     {.key = "layer_type", .type = RL_P_STR, .def = "null"},
 };
 
@@ -40,6 +41,8 @@ typedef struct loader {
     const run_node *model;       /* NULL when absent */
     const run_node *data;        /* the data section, or the root (positions) */
     int shape_bad;               /* model or data invalid: no plan is expanded */
+    exp_model m;                 /* the model, when it is not swept and valid (m_ok) */
+    int m_ok;
     run_enc_list encs;
     size_t cap;                  /* capacity of b->items */
 } loader;
@@ -150,6 +153,8 @@ static void check_shape_now(loader *L, int data_clean)
         L->shape_bad = 1;
         return;
     }
+    L->m = m;
+    L->m_ok = 1;
     if (L->data_ax->n == 0 && data_clean) {
         if (json_integer_value(json_object_get(L->data_tmpl, "seed")) < 0)
             json_object_set_new(L->data_tmpl, "seed", json_integer((json_int_t)L->b->seed));
@@ -343,6 +348,14 @@ static void parse_document(loader *L, const run_node *root)
     parse_top(L);
     parse_sections(L);
     run_encodings_parse(&L->c, L->root, &L->encs);
+    for (size_t k = 0; k < L->encs.n_sets; k++)
+        if (!run_inputs_note(L->b, "encoding_set", L->encs.set_files[k], L->encs.set_files[k]))
+            L->c.oom = 1;
+    /* every encoding checked on its own, whatever else is wrong: against its
+     * family's keys always, and created for the model when the model is
+     * known (a swept model: per point, during expansion) */
+    for (size_t k = 0; k < L->encs.n && !L->c.oom; k++)
+        run_enc_check_all(&L->c, &L->encs.v[k], L->m_ok ? &L->m : NULL);
     if (!L->c.oom)
         parse_experiments(L);
 }
@@ -419,5 +432,6 @@ void run_batch_free(run_batch *b)
     free(b->items);
     free(b->text);
     json_decref(b->swept_keys);
+    json_decref(b->inputs);
     memset(b, 0, sizeof *b);
 }

@@ -126,6 +126,23 @@ rl_status run_encoding_set_load(const char *name, run_node **root, char *path, s
     return RL_OK;
 }
 
+void run_preset_path(const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/models/%s.yaml", config_dir(), name);
+}
+
+void run_preset_path(const char *name, char *path, size_t cap)
+{
+    char dir[PATH_MAX];
+    rl_error err = {0};
+    /* without a configuration directory run_preset_load reports it, naming
+     * every place searched; the path is then only relative */
+    if (config_dir(dir, sizeof dir, &err) == RL_OK)
+        snprintf(path, cap, "%s/models/%s.yaml", dir, name);
+    else
+        snprintf(path, cap, "models/%s.yaml", name);
+}
+
 rl_status run_preset_load(const char *name, json_t **out, rl_error *err)
 {
     *out = NULL;

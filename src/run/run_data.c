@@ -18,7 +18,7 @@
  * the other sources). */
 const rl_param run_data_params[] = {
     {.key = "source", .type = RL_P_ENUM, .def = "\"gaussian\"",
-     .choices = "gaussian|ones|shared|structured|npy|safetensors",
+     .choices = "gaussian|ones|shared|structured|npy|safetensors|capture",
      .help = "where Q/K/V come from (docs/runner.md: what each source can show)"},
     {.key = "seed", .type = RL_P_INT, .min = 0, .max = 9007199254740991.0, .def = "-1",
      .help = "seeds the synthetic data (default: the batch's seed)"},
@@ -26,12 +26,15 @@ const rl_param run_data_params[] = {
      .help = "gaussian/ones/shared: amplitude of every element"},
     {.key = "noise", .type = RL_P_NUM, .min = 0, .max = 1e30, .def = "0.1",
      .help = "shared: standard deviation of the noise added to each key element"},
-    {.key = "path", .type = RL_P_STR, .def = "null", .help = "safetensors: the file"},
+    {.key = "path", .type = RL_P_STR, .def = "null",
+     .help = "safetensors: the file; capture: the file scripts/capture_qk.py wrote"},
     {.key = "q", .type = RL_P_STR, .def = "null", .help = "npy: file; safetensors: tensor name"},
     {.key = "k", .type = RL_P_STR, .def = "null", .help = "npy: file; safetensors: tensor name"},
     {.key = "v", .type = RL_P_STR, .def = "null", .help = "npy: file; safetensors: tensor name"},
     {.key = "layout", .type = RL_P_ENUM, .def = "\"thd\"", .choices = "thd|htd",
      .help = "file tensors: thd = [tokens][heads][head_dim], htd = [heads][tokens][head_dim]"},
+    {.key = "layer", .type = RL_P_INT, .min = 0, .max = 1 << 20, .def = "null",
+     .help = "capture: the captured layer whose q/k/v are read (tensors layer.<layer>.q/k/v)"},
     {.key = "band_lo", .type = RL_P_NUM, .min = 0, .max = 1, .def = "0.125",
      .help = "structured: first rotary pair of the mean band, as a fraction of the pairs "
              "from the fastest (0) to the slowest (1); pair j is in the band when "
@@ -56,6 +59,28 @@ rl_status run_data_resolve(json_t *d, rl_error *err)
 {
     const char *src = json_string_value(json_object_get(d, "source"));
     int structured = src && !strcmp(src, "structured");
+    int capture = src && !strcmp(src, "capture");
+    if (!capture && json_is_integer(json_object_get(d, "layer")))
+        return rl_fail(err, RL_ERR_ARG, "layer applies to source capture only (source is %s)",
+                       src ? src : "?");
+    if (capture) {
+        for (const char *w = "qkv"; *w; w++) {
+            char key[2] = {*w, 0};
+            if (json_is_string(json_object_get(d, key)))
+                return rl_fail(err, RL_ERR_ARG, "source capture names its tensors "
+                               "layer.<layer>.q/k/v itself; give layer, not %s", key);
+        }
+        if (strcmp(json_string_value(json_object_get(d, "layout")), "thd"))
+            return rl_fail(err, RL_ERR_ARG, "source capture stores [tokens][heads][head_dim] "
+                           "(layout thd); layout %s does not apply",
+                           json_string_value(json_object_get(d, "layout")));
+        if (!json_is_string(json_object_get(d, "path")))
+            return rl_fail(err, RL_ERR_ARG, "source capture needs 'path: file.safetensors' (a "
+                           "file scripts/capture_qk.py wrote)");
+        if (!json_is_integer(json_object_get(d, "layer")))
+            return rl_fail(err, RL_ERR_ARG, "source capture needs 'layer: N', one of the "
+                           "captured layers");
+    }
     long first = rl_param_find(run_data_params, run_data_n_params, "band_lo");
     for (size_t i = (size_t)first; first >= 0 && i < run_data_n_params; i++) {
         const rl_param *p = &run_data_params[i];
@@ -85,10 +110,12 @@ rl_status run_data_resolve(json_t *d, rl_error *err)
 /* ---- tensor files --------------------------------------------------------- */
 
 typedef struct tfile {
-    int is_npy;
+    int is_npy, is_capture;
     char path[1200];
     rl_npy npy;    /* header only (data read per slice) */
     rl_safetensors st;
+    run_capture cap;
+    const rl_safetensors *stp;   /* &st or &cap.st */
     const rl_st_tensor *t;
     uint32_t rank;
     const uint64_t *shape;
@@ -96,7 +123,9 @@ typedef struct tfile {
 
 static void tfile_close(tfile *f)
 {
-    if (!f->is_npy)
+    if (f->is_capture)
+        run_capture_close(&f->cap);
+    else if (!f->is_npy)
         rl_safetensors_close(&f->st);
 }
 
@@ -128,6 +157,24 @@ static rl_status tfile_open(const json_t *d, const char *base, char which, tfile
         return RL_OK;
     }
     const char *path = json_string_value(json_object_get(d, "path"));
+    if (!strcmp(src, "capture")) {
+        f->is_capture = 1;
+        if (!path)
+            return rl_fail(err, RL_ERR_ARG, "source capture needs 'path: file.safetensors'");
+        join_path(f->path, sizeof f->path, base, path);
+        if ((st = run_capture_open(f->path, &f->cap, err)))
+            return st;
+        uint32_t layer = (uint32_t)json_integer_value(json_object_get(d, "layer"));
+        if ((st = run_capture_has_layer(&f->cap, layer, err))) {
+            run_capture_close(&f->cap);
+            return st;
+        }
+        f->stp = &f->cap.st;
+        f->t = run_capture_tensor(&f->cap, layer, which);
+        f->rank = f->t->rank;
+        f->shape = f->t->shape;
+        return RL_OK;
+    }
     if (!path)
         return rl_fail(err, RL_ERR_ARG, "source safetensors needs 'path: file.safetensors'");
     if (!name)
@@ -140,9 +187,10 @@ static rl_status tfile_open(const json_t *d, const char *base, char which, tfile
         rl_safetensors_close(&f->st);
         return rl_fail(err, RL_ERR_ARG, "%s: no tensor named '%s'", f->path, name);
     }
-    if (strcmp(f->t->dtype, "F32") && strcmp(f->t->dtype, "F16")) {
-        rl_status s2 = rl_fail(err, RL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32 or "
-                               "F16 needed)", f->path, name, f->t->dtype);
+    f->stp = &f->st;
+    if (strcmp(f->t->dtype, "F32") && strcmp(f->t->dtype, "F16") && strcmp(f->t->dtype, "BF16")) {
+        rl_status s2 = rl_fail(err, RL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32, "
+                               "F16 or BF16 needed)", f->path, name, f->t->dtype);
         rl_safetensors_close(&f->st);
         return s2;
     }
@@ -204,6 +252,23 @@ rl_status run_data_probe(const json_t *d, const exp_model *m, const char *base, 
                            m->head_dim / 2);
         return RL_OK;
     }
+    if (!strcmp(src, "capture")) {
+        tfile f;
+        rl_status st = tfile_open(d, base, 'q', &f, err);
+        if (st)
+            return st;
+        static const char *const keys[] = {"heads", "kv_heads", "head_dim"};
+        uint32_t model[] = {m->heads, m->kv_heads, m->head_dim},
+                 file[] = {f.cap.heads, f.cap.kv_heads, f.cap.head_dim};
+        for (size_t i = 0; !st && i < 3; i++)
+            if (model[i] != file[i])
+                st = rl_fail(err, RL_ERR_ARG, "%s: model %s is %u in the batch but %u in the "
+                             "capture (its metadata key '%s'); use model: {capture: FILE}, "
+                             "or set %s: %u", f.path, keys[i], model[i], file[i], keys[i],
+                             keys[i], file[i]);
+        tfile_close(&f);
+        return st;
+    }
     if (strcmp(src, "npy") && strcmp(src, "safetensors"))
         return RL_OK;
     const char *layout = json_string_value(json_object_get(d, "layout"));
@@ -228,17 +293,36 @@ rl_status run_data_probe(const json_t *d, const exp_model *m, const char *base, 
     return RL_OK;
 }
 
+rl_status run_data_check_rows(const json_t *d, uint64_t rows, const char *base, rl_error *err)
+{
+    const char *src = json_string_value(json_object_get(d, "source"));
+    if (!src || strcmp(src, "capture"))
+        return RL_OK;
+    tfile f;
+    rl_status st = tfile_open(d, base, 'q', &f, err);
+    if (st)
+        return st;
+    if (rows > f.cap.tokens)
+        st = rl_fail(err, RL_ERR_LIMIT, "%s: this run reads %llu tokens but the capture holds "
+                     "%llu (its metadata key 'tokens'); lower the run's length or capture a "
+                     "longer text", f.path, (unsigned long long)rows,
+                     (unsigned long long)f.cap.tokens);
+    tfile_close(&f);
+    return st;
+}
+
 /* ---- filling ------------------------------------------------------------- */
 
 static rl_status fill_file(const run_data *rd, char which, uint64_t tokens, float *out,
                            rl_error *err)
 {
     char key[2] = {which, 0};
-    if (!json_object_get(rd->desc, key))
+    const char *src = json_string_value(json_object_get(rd->desc, "source"));
+    if (strcmp(src, "capture") && !json_object_get(rd->desc, key))
         return rl_fail(err, RL_ERR_ARG, "data: this run needs tensor '%s', which the data "
                        "section does not name", key);
     tfile f;
-    uint64_t avail;
+    uint64_t avail = 0;
     uint32_t heads = which == 'q' ? rd->model.heads : rd->model.kv_heads, hd = rd->model.head_dim;
     const char *layout = json_string_value(json_object_get(rd->desc, "layout"));
     rl_status st = tfile_open(rd->desc, rd->base_dir, which, &f, err);
@@ -247,8 +331,9 @@ static rl_status fill_file(const run_data *rd, char which, uint64_t tokens, floa
     if ((st = tfile_check(&f, layout, heads, hd, which, &avail, err)))
         goto done;
     if (tokens > avail) {
-        st = rl_fail(err, RL_ERR_LIMIT, "%s: this run needs %llu tokens, tensor %c has %llu",
-                     f.path, (unsigned long long)tokens, which, (unsigned long long)avail);
+        st = rl_fail(err, RL_ERR_LIMIT, "%s: this run needs %llu tokens, tensor %c has %llu%s",
+                     f.path, (unsigned long long)tokens, which, (unsigned long long)avail,
+                     f.is_capture ? " (the capture's token count)" : "");
         goto done;
     }
     int htd = !strcmp(layout, "htd");
@@ -281,7 +366,7 @@ static rl_status fill_file(const run_data *rd, char which, uint64_t tokens, floa
                 }
                 fclose(fp);
             } else {
-                st = rl_safetensors_read_f32(&f.st, f.t, first, count, dst, err);
+                st = rl_safetensors_read_f32(f.stp, f.t, first, count, dst, err);
             }
         }
     }
@@ -346,7 +431,7 @@ rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_
     const run_data *rd = user;
     const json_t *d = rd->desc;
     const char *src = json_string_value(json_object_get(d, "source"));
-    if (!strcmp(src, "npy") || !strcmp(src, "safetensors"))
+    if (!strcmp(src, "npy") || !strcmp(src, "safetensors") || !strcmp(src, "capture"))
         return fill_file(rd, which, tokens, out, err);
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(d, "seed"));
     double scale = json_number_value(json_object_get(d, "scale"));

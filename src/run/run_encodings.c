@@ -1,11 +1,14 @@
 /* run_encodings.c — the `encodings:` list of a batch file: `{set: NAME}`
  * entries flattened into the entries of configs/encodings/NAME.yaml, each
  * entry's name, type and (free-form, possibly swept) parameters. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/rl_util.h"
+#include "pe/pe.h"
+#include "pe/rope.h"
 #include "run/run_int.h"
 #include "run/run_parse.h"
 
@@ -77,13 +80,100 @@ static void flatten_set(run_pctx *c, run_enc_list *l, flat_list *f, const run_no
     }
 }
 
-/* One flattened entry into l->v[l->n] (counted only when valid). */
+/* The names a type may take, from the registries: every encoding family,
+ * every RoPE scaling (rope_type) and "model"; at most cap. */
+static size_t type_names(const char **names, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < pe_family_count() && n < cap; i++)
+        names[n++] = pe_family_at(i)->name;
+    for (int t = 0; t < ROPE_TYPE_COUNT && n < cap; t++)
+        names[n++] = rope_type_name(t);
+    if (n < cap)
+        names[n++] = "model";
+    return n;
+}
+
+const char *run_enc_family(const char *type)
+{
+    if (!type)
+        return NULL;
+    const pe_family *f = pe_family_find(type);
+    if (f)
+        return f->name;
+    return rope_type_parse(type) < ROPE_TYPE_COUNT ? "rope" : NULL;
+}
+
+/* A type value (scalar n): 1 when the registry knows it, else reported
+ * with the nearest name and the full lists. */
+static int check_type(run_pctx *c, const run_node *n, const char *path)
+{
+    if (n->type != RUN_NODE_SCALAR) {
+        run_diag_add(c, RUN_AT(n), path, "expected an encoding type, got %s", run_node_kind(n));
+        return 0;
+    }
+    if (!strcmp(n->text, "model") || run_enc_family(n->text))
+        return 1;
+    const char *names[64];
+    size_t nn = type_names(names, 64);
+    char buf[600];
+    run_suggest(n->text, names, nn, buf, sizeof buf);
+    run_diag_add(c, RUN_AT(n), path,
+                 "unknown encoding type '%s'%s (encoding families: %s; RoPE scalings: %s; or "
+                 "model, the model's own)",
+                 n->text, strstr(buf, "did you mean") ? buf : "", pe_family_names(),
+                 rope_type_list());
+    return 0;
+}
+
+/* The entry's `type`: one type, or a list of types (a sweep axis
+ * "encoding.type"); the first one goes into type. 0 after reporting. */
+static int parse_type(run_pctx *c, run_enc *en, const run_node *ty, const char *p2, char *type,
+                      size_t cap)
+{
+    if (ty->type == RUN_NODE_SEQ && ty->value_list) {
+        run_diag_add(c, RUN_AT(ty), p2, "takes one type, or a plain list of types to sweep "
+                     "(not a !list)");
+        return 0;
+    }
+    if (ty->type != RUN_NODE_SEQ) {
+        if (!run_scalar_str(c, ty, p2, type, cap))
+            return 0;
+        return check_type(c, ty, p2);
+    }
+    int ok = ty->n > 0;
+    for (size_t i = 0; i < ty->n; i++) {
+        char ip[160];
+        snprintf(ip, sizeof ip, "%s[%zu]", p2, i);
+        ok &= check_type(c, ty->items[i], ip);
+    }
+    static const rl_param tp = {.key = "type", .type = RL_P_STR};
+    size_t before = en->ax.n;
+    run_sweep_list(c, &en->ax, ty, &tp, p2, "encoding.type"); /* reports an empty list */
+    if (!ok || en->ax.n == before)
+        return 0;
+    for (size_t i = 0; i < ty->n; i++)
+        if (!strcmp(ty->items[i]->text, "model")) {
+            run_diag_add(c, RUN_AT(ty->items[i]), p2, "type 'model' cannot be swept with other "
+                         "types (give it its own encoding entry)");
+            return 0;
+        }
+    snprintf(type, cap, "%s", ty->items[0]->text);
+    return 1;
+}
+
+/* One flattened entry into l->v[l->n] (counted once it has a name; one with
+ * a problem is kept as `bad`, so that experiments selecting it by name
+ * report nothing more). */
 static void parse_entry(run_pctx *c, run_enc_list *l, const flat_enc *f)
 {
     const run_node *e = f->node;
     const char *ep = f->path;
     run_enc *en = &l->v[l->n];
     en->node = f->at;
+    en->map = e;
+    en->file = f->file;
+    snprintf(en->path, sizeof en->path, "%s", ep);
     if (e->type != RUN_NODE_MAP) {
         run_diag_add(c, RUN_AT(e), ep, "expected a mapping {name: ..., type: ..., params}, got %s",
                      run_node_kind(e));
@@ -98,20 +188,48 @@ static void parse_entry(run_pctx *c, run_enc_list *l, const flat_enc *f)
     }
     if (!run_scalar_str(c, nm, p2, en->name, sizeof en->name))
         return;
-    snprintf(p2, sizeof p2, "%s.type", ep);
-    char type[64];
-    if (!ty) {
-        run_diag_add(c, RUN_AT(e), ep, "missing required key 'type' (rope, model, ...)");
-        return;
-    }
-    if (!run_scalar_str(c, ty, p2, type, sizeof type))
-        return;
     for (size_t k = 0; k < l->n; k++)
         if (!strcmp(l->v[k].name, en->name)) {
             run_diag_add(c, RUN_AT(nm), ep, "encoding name '%s' is used twice", en->name);
             return;
         }
     en->tmpl = json_object();
+    l->n++;
+    snprintf(p2, sizeof p2, "%s.type", ep);
+    char type[64] = "";
+    en->type_node = ty;
+    const run_node *zip = run_node_get(e, "zip", NULL);
+    const run_node *zty = zip ? run_node_get(zip, "type", NULL) : NULL;
+    if (!ty && zty && zty->type == RUN_NODE_SEQ && !zty->value_list && zty->n) {
+        /* the type swept in a zip group (paired with keys only some types
+         * take); the group's parser makes the axis */
+        en->type_node = zty;
+        int ok = 1;
+        for (size_t i = 0; i < zty->n; i++) {
+            char ip[160];
+            snprintf(ip, sizeof ip, "%s.zip.type[%zu]", ep, i);
+            ok &= check_type(c, zty->items[i], ip);
+            if (ok && !strcmp(zty->items[i]->text, "model")) {
+                run_diag_add(c, RUN_AT(zty->items[i]), ip, "type 'model' cannot be swept with "
+                             "other types (give it its own encoding entry)");
+                ok = 0;
+            }
+        }
+        if (ok)
+            snprintf(type, sizeof type, "%s", zty->items[0]->text);
+        else
+            en->bad = 1;
+    } else if (!ty) {
+        run_diag_add(c, RUN_AT(e), ep, "missing required key 'type' (rope, model, ...)");
+        en->bad = 1;
+    } else if (zty) {
+        size_t zi = 0;
+        run_node_get(zip, "type", &zi);
+        run_diag_add(c, zip->key_line[zi], zip->key_col[zi], p2, "also given in the zip group");
+        en->bad = 1;
+    } else if (!parse_type(c, en, ty, p2, type, sizeof type))
+        en->bad = 1;
+    size_t d0 = c->diag->n;
     for (size_t k = 0; k < e->n; k++) {
         if (!strcmp(e->keys[k], "name") || !strcmp(e->keys[k], "type"))
             continue;
@@ -123,9 +241,220 @@ static void parse_entry(run_pctx *c, run_enc_list *l, const flat_enc *f)
         sub.key_col = &e->key_col[k];
         run_free_parse(c, &sub, ep, "encoding", en->tmpl, &en->ax, 0);
     }
+    if (c->diag->n != d0)
+        en->bad = 1;
     json_object_set_new(en->tmpl, "name", json_string(en->name));
     json_object_set_new(en->tmpl, "type", json_string(type));
-    l->n++;
+}
+
+json_t *run_enc_params(const json_t *enc, uint32_t train_len)
+{
+    const char *type = json_string_value(json_object_get(enc, "type"));
+    json_t *p = json_deep_copy(enc);
+    if (!p)
+        return NULL;
+    json_object_del(p, "name");
+    json_object_del(p, "type");
+    /* a type that names a RoPE scaling (`type: yarn`) is family rope with
+     * that rope_type, written here once so every encoding the kinds create
+     * reads these parameters as they are */
+    if (type && !pe_family_find(type) && rope_type_parse(type) < ROPE_TYPE_COUNT &&
+        !json_object_get(p, "rope_type"))
+        json_object_set_new(p, "rope_type", json_string(type));
+    /* the model's train_len is the length a scaling extends: where the
+     * scaling needs it and neither length is given, it is the pre-training
+     * length (HF: original_max_position_embeddings, for dynamic
+     * max_position_embeddings) */
+    const json_t *rt = json_object_get(p, "rope_type");
+    if (!rt)
+        rt = json_object_get(p, "type");
+    const char *fam = run_enc_family(type);
+    int t = json_is_string(rt) ? rope_type_parse(json_string_value(rt)) : ROPE_TYPE_DEFAULT;
+    if (train_len && fam && !strcmp(fam, "rope") && t != ROPE_TYPE_DEFAULT &&
+        t < ROPE_TYPE_COUNT && !json_object_get(p, "original_max_position_embeddings") &&
+        !json_object_get(p, "max_position_embeddings")) {
+        const char *key = t == ROPE_TYPE_DYNAMIC ? "max_position_embeddings"
+                                                 : "original_max_position_embeddings";
+        if (t == ROPE_TYPE_DYNAMIC || rope_type_uses_key(t, key))
+            json_object_set_new(p, key, json_integer((json_int_t)train_len));
+    }
+    return p;
+}
+
+/* Position of key in the entry's mapping (or in its `zip:` group); 0 when
+ * it is not there (a key the model's own encoding brought). */
+static int key_pos(const run_enc *en, const char *key, uint32_t *line, uint32_t *col)
+{
+    size_t i;
+    const run_node *m = en->map;
+    if (m && run_node_get(m, key, &i)) {
+        *line = m->key_line[i], *col = m->key_col[i];
+        return 1;
+    }
+    const run_node *z = m ? run_node_get(m, "zip", NULL) : NULL;
+    if (z && run_node_get(z, key, &i)) {
+        *line = z->key_line[i], *col = z->key_col[i];
+        return 1;
+    }
+    return 0;
+}
+
+/* The given key of params whose name occurs first in msg as a whole word
+ * (the subject of a registry message: "factor 0.5 must be >= 1"), or NULL. */
+static const char *key_in_message(const json_t *params, const char *msg)
+{
+    const char *best = NULL, *key;
+    size_t best_at = (size_t)-1;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v) {
+        size_t kl = strlen(key);
+        for (const char *s = strstr(msg, key); s; s = strstr(s + 1, key)) {
+            int before = s > msg && (isalnum((unsigned char)s[-1]) || s[-1] == '_');
+            int after = isalnum((unsigned char)s[kl]) || s[kl] == '_';
+            if (!before && !after) {
+                if ((size_t)(s - msg) < best_at) /* ties: the longer key */
+                    best_at = (size_t)(s - msg), best = key;
+                else if ((size_t)(s - msg) == best_at && strlen(best) < kl)
+                    best = key;
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+/* A RoPE encoding's scaling keys against its rope_type: a key that only
+ * other scalings read is refused at its line, naming the types that do. */
+static int check_rope_keys(run_pctx *c, const run_enc *en, const json_t *params, uint32_t tl,
+                           uint32_t tc)
+{
+    if (!strcmp(json_string_value(json_object_get(en->tmpl, "type")), "model"))
+        return 1; /* the model's own settings, as its config gives them */
+    const json_t *rt = json_object_get(params, "rope_type");
+    if (!rt)
+        rt = json_object_get(params, "type");
+    int t = json_is_string(rt) ? rope_type_parse(json_string_value(rt)) : ROPE_TYPE_DEFAULT;
+    if (t >= ROPE_TYPE_COUNT)
+        return 1; /* the family reports the unknown rope_type */
+    int ok = 1;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v) {
+        if (json_is_null(v) || rope_type_uses_key(t, key))
+            continue;
+        char users[256] = "";
+        size_t o = 0;
+        for (int u = 0; u < ROPE_TYPE_COUNT && o < sizeof users; u++)
+            if (rope_type_uses_key(u, key))
+                o += (size_t)snprintf(users + o, sizeof users - o, "%s%s", o ? ", " : "",
+                                      rope_type_name(u));
+        uint32_t line = tl, col = tc;
+        key_pos(en, key, &line, &col);
+        char kp[200];
+        run_path_join(kp, sizeof kp, en->path, key);
+        run_diag_add(c, line, col, kp, "'%s' has no effect with type %s (it is read by %s)", key,
+                     rope_type_name(t), users);
+        ok = 0;
+    }
+    return ok;
+}
+
+int run_enc_check(run_pctx *c, const run_enc *en, const json_t *enc, const exp_model *m)
+{
+    const char *type = json_string_value(json_object_get(enc, "type"));
+    if (!type || !strcmp(type, "model"))
+        return 1;
+    const char *family = run_enc_family(type);
+    const pe_family *fam = family ? pe_family_find(family) : NULL;
+    if (!fam)
+        return 1; /* reported by parse_type */
+    const char *file = c->file;
+    c->file = en->file;
+    const run_node *at = en->type_node ? en->type_node : en->map ? en->map : en->node;
+    uint32_t tl = at->line, tc = at->col;
+    json_t *params = run_enc_params(enc, m ? m->train_len : 0);
+    if (!params) {
+        c->oom = 1;
+        c->file = file;
+        return 0;
+    }
+    int ok = 1;
+    const char *key;
+    json_t *v;
+    const char *valid[64];
+    size_t nv = run_param_names(fam->params, fam->n_params, valid, 64);
+    json_object_foreach(params, key, v) {
+        if (run_find_param(fam->params, fam->n_params, key))
+            continue;
+        uint32_t line = tl, col = tc;
+        key_pos(en, key, &line, &col);
+        char kp[200], buf[1024];
+        run_path_join(kp, sizeof kp, en->path, key);
+        char sug[900];
+        run_suggest(key, valid, nv, sug, sizeof sug);
+        if (!strncmp(sug, "; valid keys: ", 14))
+            snprintf(buf, sizeof buf, "; its parameters: %s", sug + 14);
+        else
+            snprintf(buf, sizeof buf, "%s", sug);
+        run_diag_add(c, line, col, kp, "'%s' is not a parameter of type '%s'%s%s%s%s", key,
+                     type, strcmp(family, type) ? " (family " : "",
+                     strcmp(family, type) ? family : "", strcmp(family, type) ? ")" : "", buf);
+        ok = 0;
+    }
+    if (ok && !strcmp(family, "rope"))
+        ok = check_rope_keys(c, en, params, tl, tc);
+    if (ok && m) {
+        pe_shape shape = {.head_dim = m->head_dim, .heads = m->heads, .kv_heads = m->kv_heads};
+        pe_encoding *pe = NULL;
+        rl_error err = {0};
+        if (pe_encoding_create(family, params, &shape, &pe, &err)) {
+            const char *msg = err.msg;
+            size_t fl = strlen(family);
+            if (!strncmp(msg, family, fl) && !strncmp(msg + fl, ": ", 2))
+                msg += fl + 2;
+            const char *k = key_in_message(params, msg);
+            uint32_t line = tl, col = tc;
+            char kp[200];
+            if (k && key_pos(en, k, &line, &col))
+                run_path_join(kp, sizeof kp, en->path, k);
+            else
+                snprintf(kp, sizeof kp, "%s.type", en->path);
+            run_diag_add(c, line, col, kp, "type %s: %s%s", type, msg,
+                         strstr(msg, "must be a list") && k && !json_is_array(json_object_get(
+                                                                   params, k))
+                             ? " (a plain list is a sweep; a list that is one value is written "
+                               "!list [...])"
+                             : "");
+            ok = 0;
+        }
+        pe_encoding_destroy(pe);
+    }
+    json_decref(params);
+    c->file = file;
+    return ok;
+}
+
+void run_enc_check_all(run_pctx *c, const run_enc *en, const exp_model *m)
+{
+    if (en->bad)
+        return;
+    size_t lens[RUN_MAX_AXES], idx[RUN_MAX_AXES] = {0};
+    for (size_t i = 0; i < en->ax.n; i++)
+        lens[i] = en->ax.a[i].len;
+    const run_axes *lists[1] = {&en->ax};
+    for (;;) {
+        json_t *res = json_object(), *swept = json_object();
+        json_object_set_new(res, "encoding", json_deep_copy(en->tmpl));
+        run_sweep_apply(res, swept, lists, 1, idx);
+        run_enc_check(c, en, json_object_get(res, "encoding"), m);
+        json_decref(res);
+        json_decref(swept);
+        size_t k = 0;
+        while (k < en->ax.n && ++idx[k] == lens[k])
+            idx[k++] = 0;
+        if (k == en->ax.n)
+            break;
+    }
 }
 
 void run_encodings_parse(run_pctx *c, const run_node *root, run_enc_list *l)
@@ -160,6 +489,8 @@ void run_encodings_parse(run_pctx *c, const run_node *root, run_enc_list *l)
         l->v[0].tmpl = json_pack("{s:s,s:s}", "name", "rope", "type", "rope");
         snprintf(l->v[0].name, sizeof l->v[0].name, "rope");
         l->v[0].node = el ? el : &default_list;
+        l->v[0].file = c->file;
+        snprintf(l->v[0].path, sizeof l->v[0].path, "encodings");
         l->n = 1;
     }
     const char *batch_file = c->file;

@@ -107,22 +107,23 @@ static int check_item(run_pctx *c, run_item *it, const run_node *entry, const ch
     it->hash = txt ? rl_hash64(txt, strlen(txt), RUN_FNV_OFFSET) : 0;
     free(txt);
     snprintf(it->id, sizeof it->id, "%016llx", (unsigned long long)it->hash);
-    /* the kind sees the encoding's parameters without name and type; a type
-     * that names a RoPE scaling (`type: yarn`) is family rope with that
-     * rope_type, written here once so every encoding the kinds create reads
-     * these parameters as they are (no per-run copies) */
-    const json_t *enc = json_object_get(it->resolved, "encoding");
-    const char *type = json_string_value(json_object_get(enc, "type"));
-    it->enc_params = json_deep_copy(enc);
-    json_object_del(it->enc_params, "name");
-    json_object_del(it->enc_params, "type");
-    if (type && !pe_family_find(type) && rope_type_parse(type) >= 0 &&
-        !json_object_get(it->enc_params, "rope_type"))
-        json_object_set_new(it->enc_params, "rope_type", json_string(type));
+    /* the kind sees the encoding's parameters without name and type, and a
+     * scaling name as the type with its rope_type (run_enc_params) */
+    const json_t *model = json_object_get(it->resolved, "model");
+    it->enc_params = run_enc_params(json_object_get(it->resolved, "encoding"),
+                                    (uint32_t)json_integer_value(json_object_get(model,
+                                                                                 "train_len")));
     exp_run r;
     run_item_to_exp(it, &r);
     rl_error err = {0};
     if (it->kind->check(&r, &err)) {
+        run_diag_add(c, RUN_AT(entry), ep, "%s", err.msg);
+        return 0;
+    }
+    /* a capture holds a fixed number of tokens: a longer run is refused now */
+    if (it->kind->uses_data && it->kind->data_rows &&
+        run_data_check_rows(json_object_get(it->resolved, "data"), it->kind->data_rows(&r),
+                            c->base_dir, &err)) {
         run_diag_add(c, RUN_AT(entry), ep, "%s", err.msg);
         return 0;
     }
@@ -144,6 +145,33 @@ static void note_swept_keys(run_batch *b, const json_t *swept)
     }
 }
 
+/* The model files a point reads (manifest.json's inputs): its preset and
+ * its hf_config, as run_model.c opens them. */
+static void note_model_files(run_pctx *c, run_batch *b, const json_t *model)
+{
+    const char *preset = json_string_value(json_object_get(model, "preset"));
+    const char *hf = json_string_value(json_object_get(model, "hf_config"));
+    const char *cap = json_string_value(json_object_get(model, "capture"));
+    char path[1300];
+    if (cap) {
+        snprintf(path, sizeof path, "%s%s%s", cap[0] == '/' ? "" : c->base_dir,
+                 cap[0] == '/' ? "" : "/", cap);
+        if (!run_inputs_note(b, "capture", cap, path))
+            c->oom = 1;
+    }
+    if (preset) {
+        run_preset_path(preset, path, sizeof path);
+        if (!run_inputs_note(b, "preset", preset, path))
+            c->oom = 1;
+    }
+    if (hf) {
+        snprintf(path, sizeof path, "%s%s%s", hf[0] == '/' ? "" : c->base_dir,
+                 hf[0] == '/' ? "" : "/", hf);
+        if (!run_inputs_note(b, "hf_config", hf, path))
+            c->oom = 1;
+    }
+}
+
 /* One sweep point: resolved, checked and added (or reported). */
 static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_sections *s,
                          const run_node *entry, uint32_t ei, const exp_kind *kind,
@@ -162,10 +190,16 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
         json_object_set_new(res, "data", json_deep_copy(s->data_tmpl));
     run_sweep_apply(res, swept, lists, nl, idx);
     run_item it = {.kind = kind, .entry = ei, .resolved = res, .swept = swept};
+    note_model_files(c, b, json_object_get(res, "model"));
     exp_model m;
     int ok = resolve_model(c, res, entry, enc, &m);
     if (ok && kind->uses_data)
         ok = probe_data(c, b, res, s, &m);
+    /* the encoding's own problems at its keys, once however many runs share
+     * them (the same line as the batch-wide pass's); the kind's check only
+     * for a valid encoding */
+    if (ok)
+        ok = run_enc_check(c, enc, json_object_get(res, "encoding"), &m);
     if (ok)
         ok = check_item(c, &it, entry, ep);
     if (!ok) {
@@ -173,6 +207,8 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
         return;
     }
     note_swept_keys(b, swept);
+    if (!run_inputs_note_item(b, &it))
+        c->oom = 1;
     if (add_item(b, cap, &it))
         c->oom = 1;
 }
@@ -182,7 +218,7 @@ void run_expand_entry(run_pctx *c, run_batch *b, size_t *cap, const run_sections
                      const json_t *params, const run_axes *pax, const int *use_enc)
 {
     for (size_t e = 0; e < s->encs->n; e++) {
-        if (!use_enc[e])
+        if (!use_enc[e] || s->encs->v[e].bad)
             continue;
         const run_enc *enc = &s->encs->v[e];
         const run_axes *lists[4] = {s->model_ax, &enc->ax, pax, s->data_ax};

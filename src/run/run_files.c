@@ -129,6 +129,16 @@ void run_clean_stale(const char *dir)
             }
     if (d)
         closedir(d);
+    snprintf(p, sizeof p, "%s/inputs", dir); /* input copies being written */
+    d = opendir(p);
+    while (d && (e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.")) {
+            char q[1700];
+            snprintf(q, sizeof q, "%s/inputs/%s", dir, e->d_name);
+            remove(q);
+        }
+    if (d)
+        closedir(d);
     snprintf(p, sizeof p, "%s/runs", dir);
     d = opendir(p);
     while (d && (e = readdir(d)))

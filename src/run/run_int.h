@@ -5,6 +5,7 @@
  *
  *   run_files.c    whole-file reads, directory trees, JSON written atomically
  *   run_config.c   the configuration directory: model presets, encoding sets
+ *   run_capture.c  capture files of scripts/capture_qk.py (metadata checked)
  *   run_model.c    model shapes from presets, HF config.json, explicit keys
  *   run_data.c     data sections: checked before the run, read during it
  *   run_results.c  results.csv
@@ -20,6 +21,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core/rl_safetensors.h"
 #include "exp/exp.h"
 #include "run/run.h"
 
@@ -52,7 +54,7 @@ rl_status run_lock_dir(const char *dir, int *fd, rl_error *err);
 void run_unlock_dir(int fd);
 /* Under the lock: removes what a killed process left half written (
  * results.csv.tmp.<pid>, manifest.json.tmp.<pid>, report.md.tmp.<pid>,
- * runs/.tmp-<id>/). */
+ * inputs/<name>.tmp.<pid>, runs/.tmp-<id>/). */
 void run_clean_stale(const char *dir);
 
 /* {"<table>.csv": {"bytes": N, "fnv1a64": "hex"}} for the tables of a run
@@ -65,11 +67,38 @@ int run_files_verify(const char *dir, const json_t *summary, char *why, size_t c
 /* Writes v to path atomically (indented, sorted keys, final newline). */
 rl_status run_write_json(const char *path, json_t *v, rl_error *err);
 
+/* ---- run_inputs.c: the files a batch reads ---------------------------------- */
+
+/* Notes that the plan reads file `path` (opened as that; `given` as the
+ * batch wrote it; role "hf_config", "preset", "encoding_set", "data",
+ * "encoding") into b->inputs, once per path. 0 when out of memory. */
+int run_inputs_note(run_batch *b, const char *role, const char *given, const char *path);
+/* The data files (npy q/k/v, safetensors path, under the batch's
+ * directory) and encoding tables (the family's file_keys) of a run. */
+int run_inputs_note_item(run_batch *b, const run_item *it);
+/* Hashes every noted input (SHA-256, size), copies it to
+ * out/inputs/<sha256>.<ext> (atomically; once per content) and returns the
+ * records [{role, path, resolved, bytes, sha256, copy}] in *recs. With
+ * resume, an input whose hash differs from the one out/manifest.json
+ * recorded is RL_ERR_ARG naming it. */
+rl_status run_inputs_record(const run_batch *b, const char *out, int resume, json_t **recs,
+                            rl_error *err);
+/* out/<rec.copy> from file `opened`, unless that content is there already
+ * (the name is its hash); the bytes copied must have rec's sha256
+ * (RL_ERR_IO otherwise). A copy name that is not inputs/<sha256>.<ext> is
+ * RL_ERR_PARSE (a manifest from elsewhere names no other path). */
+rl_status run_inputs_copy(const char *out, const char *opened, const json_t *rec, rl_error *err);
+/* The host's name (uname nodename; "" when unknown). */
+void run_host_name(char *buf, size_t cap);
+
 /* ---- run_config.c: the configuration directory ---------------------------- */
 /* $ROPELAB_CONFIG_DIR when set, else found from the executable's own
  * directory: the install's datadir/ropelab/configs, or the source tree's
  * configs/ beside an uninstalled build; no absolute source path is compiled
  * in (run_config.c). Names use letters, digits, '-', '_', '.'. */
+
+/* The file of model preset name: <config dir>/models/<name>.yaml. */
+void run_preset_path(const char *name, char *path, size_t cap);
 
 /* Loads the model preset models/<name>.yaml as a JSON object (*out, caller
  * decrefs). RL_ERR_ARG for a bad or unknown name. */
@@ -82,12 +111,47 @@ struct run_node;
 rl_status run_encoding_set_load(const char *name, struct run_node **root, char *path,
                                 size_t cap, rl_error *err);
 
+/* ---- run_capture.c: capture files ------------------------------------------ */
+
+/* The capture format scripts/capture_qk.py writes: __metadata__ key
+ * ropelab_capture, and the layers one file may hold. */
+#define RUN_CAPTURE_VERSION "1"
+#define RUN_CAPTURE_MAX_LAYERS 1024
+
+/* An open capture: __metadata__ ropelab_capture (format version), model_id,
+ * layers ("0,5,31"), dtype (fp32 | fp16 | bf16), tokens, heads, kv_heads,
+ * head_dim, config_json (the model's config.json text); tensors
+ * layer.<L>.q [tokens][heads][head_dim], layer.<L>.k and layer.<L>.v
+ * [tokens][kv_heads][head_dim] for every listed layer, in the stored dtype,
+ * and positions (I64 or I32 [tokens], 0..tokens-1). */
+typedef struct run_capture {
+    char path[1200];
+    rl_safetensors st;
+    uint64_t tokens;
+    uint32_t heads, kv_heads, head_dim;
+    uint32_t n_layers;
+    uint32_t layers[RUN_CAPTURE_MAX_LAYERS];  /* [n_layers], increasing */
+    const char *model_id, *config_json;       /* borrowed from st */
+} run_capture;
+
+/* Opens path and checks everything above (a missing or malformed key, a
+ * tensor whose shape or dtype disagrees with the metadata, positions other
+ * than 0..N-1: RL_ERR_PARSE / RL_ERR_UNSUPPORTED naming the file and the
+ * key). The caller closes with run_capture_close (also after a failure). */
+rl_status run_capture_open(const char *path, run_capture *c, rl_error *err);
+void run_capture_close(run_capture *c);
+/* RL_OK when layer was captured; else RL_ERR_ARG listing the captured layers. */
+rl_status run_capture_has_layer(const run_capture *c, uint32_t layer, rl_error *err);
+/* Tensor which ('q', 'k', 'v') of a captured layer (checked by open). */
+const rl_st_tensor *run_capture_tensor(const run_capture *c, uint32_t layer, char which);
+
 /* ---- run_model.c: model shapes --------------------------------------------- */
 
 /* Resolves a model section {head_dim, heads, kv_heads, train_len, preset,
- * hf_config, layer_type} into numbers: preset values first, then the HF
- * config.json (both through pe/hf_model.h, the one reader), then explicit
- * keys. *rope (may stay NULL) receives the encoding of the model's
+ * hf_config, capture, layer_type} into numbers: preset values first, then
+ * the HF config.json (both through pe/hf_model.h, the one reader) — or,
+ * instead of both, a capture file's embedded config.json with the shape its
+ * metadata records — then explicit keys. *rope (may stay NULL) receives the encoding of the model's
  * layer_type (default: its full-attention layers) as registry parameters
  * {type, rope_theta, ...}, or, when ropelab cannot plan that layer type, a
  * JSON string with the refusal (reported by encodings of type 'model').
@@ -124,7 +188,9 @@ rl_status run_data_resolve(json_t *data, rl_error *err);
 
 /* Checks a data section against the model before any GPU work: files
  * exist, tensors are present with rank 3 and the declared layout matches
- * heads / kv_heads / head_dim. */
+ * heads / kv_heads / head_dim; for source capture, the file's metadata
+ * (heads, kv_heads, head_dim) must equal the model's (the message names
+ * the key, the batch's value and the file's) and its layer be captured. */
 rl_status run_data_probe(const json_t *data, const exp_model *m, const char *base_dir,
                          rl_error *err);
 
@@ -134,6 +200,11 @@ typedef struct run_data {
     exp_model model;
     char base_dir[1024];
 } run_data;
+
+/* Source capture: RL_ERR_LIMIT when a run reading `rows` rows of each
+ * tensor needs more tokens than the capture holds; RL_OK for other sources. */
+rl_status run_data_check_rows(const json_t *data, uint64_t rows, const char *base_dir,
+                              rl_error *err);
 
 /* exp_data_fn over a run_data: fills [tokens][heads][head_dim] of q, k or v. */
 rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_error *err);
@@ -180,6 +251,8 @@ typedef struct run_worker {
     char name[256];
     char driver[600];
     uint32_t api_version;
+    rlvk_device_info info;       /* identity for manifest.json (has_info) */
+    int has_info;
     pthread_t thread;            /* 0: none (ran inline) */
 } run_worker;
 

@@ -24,6 +24,7 @@ typedef struct merge {
     const char *hash0;           /* the first input's batch hash */
     json_t *plan, *keys;         /* borrowed from the first manifest */
     json_t *runs, *jobs, *seen, *devices;
+    json_t *in_recs;             /* [[input dir, record]]: manifest inputs, one per content */
     json_t *inputs;              /* "<shard index>|<device set>" -> dir, for "given twice" */
     json_t *names;               /* OUT/runs/ directory names taken -> 1 */
     json_t *copies;              /* [[source run dir, name in OUT/runs], ...] */
@@ -88,6 +89,55 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
     }
 }
 
+/* The input files manifest m recorded, each content once; the same file
+ * read with different contents by two shards is said (both are kept). */
+static void merge_inputs(merge *g, const json_t *m, const char *dir)
+{
+    size_t i, j;
+    json_t *r, *have;
+    json_array_foreach(json_object_get(m, "inputs"), i, r) {
+        const char *res = json_string_value(json_object_get(r, "resolved"));
+        const char *sha = json_string_value(json_object_get(r, "sha256"));
+        int dup = 0;
+        json_array_foreach(g->in_recs, j, have) {
+            const json_t *h = json_array_get(have, 1);
+            const char *hres = json_string_value(json_object_get(h, "resolved"));
+            const char *hsha = json_string_value(json_object_get(h, "sha256"));
+            if (sha && hsha && !strcmp(sha, hsha) && res && hres && !strcmp(res, hres))
+                dup = 1;
+            else if (res && hres && !strcmp(res, hres) && sha && hsha && strcmp(sha, hsha))
+                fprintf(g->fp, "input %s differs between %s (sha256 %.16s...) and %s (%.16s...)\n",
+                        res, json_string_value(json_array_get(have, 0)), hsha, dir, sha);
+        }
+        if (!dup)
+            json_array_append_new(g->in_recs, json_pack("[s,O]", dir, r));
+    }
+}
+
+/* OUT/inputs/ from the inputs' copies (each verified against its hash);
+ * the records go into *recs. */
+static rl_status merge_input_copies(merge *g, const char *out_dir, json_t *recs, rl_error *err)
+{
+    char dir[1300];
+    snprintf(dir, sizeof dir, "%s/inputs", out_dir);
+    rl_status st = json_array_size(g->in_recs) ? run_mkdir_p(dir, err) : RL_OK;
+    size_t i;
+    json_t *e;
+    json_array_foreach(g->in_recs, i, e) {
+        if (st)
+            break;
+        const json_t *r = json_array_get(e, 1);
+        char src[1400];
+        snprintf(src, sizeof src, "%s/%s", json_string_value(json_array_get(e, 0)),
+                 json_is_string(json_object_get(r, "copy"))
+                     ? json_string_value(json_object_get(r, "copy"))
+                     : "");
+        if (!(st = run_inputs_copy(out_dir, src, r, err)))
+            json_array_append(recs, (json_t *)r);
+    }
+    return st;
+}
+
 /* Reads input dir's manifest: same batch and shard count as the first,
  * its devices and its jobs. */
 static rl_status merge_input(merge *g, const char *dir, rl_error *err)
@@ -143,6 +193,7 @@ static rl_status merge_input(merge *g, const char *dir, rl_error *err)
     if (si < sizeof g->shards)
         g->shards[si] = 1;
     merge_jobs(g, m, dir);
+    merge_inputs(g, m, dir);
     g->n_input++;
     return RL_OK;
 }
@@ -233,6 +284,13 @@ static rl_status merge_manifest(merge *g, const char *const *dirs, size_t n_dirs
                             (json_int_t)rep->missing, "duplicated", (json_int_t)rep->duplicated);
     for (size_t i = 0; i < n_dirs; i++)
         json_array_append_new(json_object_get(man, "merged_from"), json_string(dirs[i]));
+    json_t *recs = json_array();
+    json_object_set_new(man, "inputs", recs);
+    rl_status cst = merge_input_copies(g, out_dir, recs, err);
+    if (cst) {
+        json_decref(man);
+        return cst;
+    }
     char path[1200];
     snprintf(path, sizeof path, "%s/manifest.json", out_dir);
     rl_status st = run_write_json(path, man, err);
@@ -255,7 +313,8 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
                                "directory", out_dir, i + 1, dirs[i]);
     merge g = {.rep = rep, .fp = fp, .mans = json_array(), .runs = json_array(),
                .jobs = json_array(), .seen = json_object(), .devices = json_array(),
-               .inputs = json_object(), .names = json_object(), .copies = json_array()};
+               .inputs = json_object(), .names = json_object(), .copies = json_array(),
+               .in_recs = json_array()};
     rl_status st = RL_OK;
     for (size_t i = 0; i < n_dirs && !st; i++)
         st = merge_input(&g, dirs[i], err);
@@ -276,5 +335,6 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
     json_decref(g.inputs);
     json_decref(g.names);
     json_decref(g.copies);
+    json_decref(g.in_recs);
     return st;
 }

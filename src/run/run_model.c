@@ -92,6 +92,46 @@ rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model
     return st;
 }
 
+/* model.capture: the capture's embedded config.json through the one reader,
+ * with the shape the capture's metadata records (which must agree with
+ * that config: a disagreement means the file is not what it says). */
+static rl_status from_capture(const char *path, const char *lt, exp_model *m, json_t **rope,
+                              rl_error *err)
+{
+    run_capture c;
+    rl_status st = run_capture_open(path, &c, err);
+    if (st)
+        return st;
+    json_error_t je;
+    json_t *cfg = json_loads(c.config_json, 0, &je);
+    char name[1300];
+    snprintf(name, sizeof name, "%s (embedded config.json)", path);
+    hfm_model hm;
+    memset(&hm, 0, sizeof hm);
+    if (!json_is_object(cfg)) {
+        st = rl_fail(err, RL_ERR_PARSE, "%s: corrupted capture metadata: key 'config_json' is "
+                     "not a JSON object (%s)", path, cfg ? "wrong type" : je.text);
+    } else if (!(st = hfm_from_json(cfg, name, &hm, err)) &&
+               !(st = from_hfm(&hm, lt, m, rope, err))) {
+        static const char *const keys[] = {"heads", "kv_heads", "head_dim"};
+        uint32_t file[] = {c.heads, c.kv_heads, c.head_dim},
+                 conf[] = {hm.heads, hm.kv_heads, hm.head_dim};
+        for (size_t i = 0; !st && i < 3; i++)
+            if (file[i] != conf[i])
+                st = rl_fail(err, RL_ERR_PARSE, "%s: corrupted capture metadata: %s is %u but "
+                             "its embedded config.json gives %u", path, keys[i], file[i],
+                             conf[i]);
+    }
+    hfm_free(&hm);
+    json_decref(cfg);
+    run_capture_close(&c);
+    if (st) {
+        json_decref(*rope);
+        *rope = NULL;
+    }
+    return st;
+}
+
 rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m,
                          json_t **rope, rl_error *err)
 {
@@ -99,11 +139,25 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
     *rope = NULL;
     const char *preset = json_string_value(json_object_get(model, "preset"));
     const char *hf = json_string_value(json_object_get(model, "hf_config"));
+    const char *cap = json_string_value(json_object_get(model, "capture"));
     const char *lt = json_string_value(json_object_get(model, "layer_type"));
-    if (lt && !preset && !hf)
-        return rl_fail(err, RL_ERR_ARG, "layer_type needs hf_config or preset (a model with layer types)");
+    if (cap && (preset || hf))
+        return rl_fail(err, RL_ERR_ARG, "capture takes the model from the capture's embedded "
+                       "config.json; give capture or %s, not both", preset ? "preset" : "hf_config");
+    if (lt && !preset && !hf && !cap)
+        return rl_fail(err, RL_ERR_ARG, "layer_type needs hf_config, preset or capture (a model "
+                       "with layer types)");
     rl_status st = RL_OK;
     hfm_model hm;
+    if (cap) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s%s%s", cap[0] == '/' ? "" : base_dir,
+                 cap[0] == '/' ? "" : "/", cap);
+        if ((st = from_capture(path, lt, m, rope, err))) {
+            rl_error_prefix(err, "capture");
+            return st;
+        }
+    }
     if (preset) {
         json_t *p;
         if ((st = run_preset_load(preset, &p, err)))

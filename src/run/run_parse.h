@@ -62,6 +62,12 @@ void run_path_join(char *dst, size_t cap, const char *a, const char *b);
  * value; NULL after reporting the problem at path. */
 json_t *run_typed_value(run_pctx *c, const run_node *n, const rl_param *p, const char *path);
 
+/* A `!list [...]` node n (a list that is one value) under spec p (NULL:
+ * a free-form key, any list): a new JSON array, or NULL after reporting (p
+ * takes no list: only RL_P_JSON parameters do). Its items may be scalars,
+ * lists or mappings; none of them is a sweep. */
+json_t *run_list_value(run_pctx *c, const run_node *n, const rl_param *p, const char *path);
+
 /* The parameter called key in ps[0..np), or NULL. */
 const rl_param *run_find_param(const rl_param *ps, size_t np, const char *key);
 
@@ -135,8 +141,13 @@ void run_free_parse(run_pctx *c, const run_node *map, const char *path, const ch
 typedef struct run_enc {
     char name[64];
     json_t *tmpl;                /* {name, type, ...params} (owned) */
-    run_axes ax;                 /* its swept keys */
+    run_axes ax;                 /* its swept keys ("encoding.type" when the type is swept) */
     const run_node *node;        /* where plan-time errors point (the batch's entry) */
+    const run_node *map;         /* the entry's own mapping (positions of its keys) */
+    const run_node *type_node;   /* its `type` value (a scalar or the swept list) */
+    const char *file;            /* file the entry is in (the batch or a set file) */
+    char path[112];              /* "encodings[1]" in messages */
+    int bad;                     /* a problem was reported: no run is expanded from it */
 } run_enc;
 
 typedef struct run_enc_list {
@@ -153,6 +164,32 @@ typedef struct run_enc_list {
  * entries are reported and left out. */
 void run_encodings_parse(run_pctx *c, const run_node *root, run_enc_list *l);
 void run_enc_list_free(run_enc_list *l);
+
+/* The registry family an encoding type names: the family itself, "rope"
+ * for a RoPE scaling name (`type: yarn`), NULL when the type is unknown
+ * (also for "model", which stands for the model's own encoding). */
+const char *run_enc_family(const char *type);
+
+/* The parameters the registry sees of a resolved encoding entry enc
+ * ({name, type, ...}): without name and type, with rope_type set from a
+ * scaling name, and for a RoPE scaling that extends a length and is given
+ * none, original_max_position_embeddings (dynamic: max_position_embeddings)
+ * = train_len (0: not known). New reference (NULL: out of memory). */
+json_t *run_enc_params(const json_t *enc, uint32_t train_len);
+
+/* Checks one sweep point of entry en (enc: its resolved {name, type, ...})
+ * against the registry: every key must be a parameter of the type's family
+ * (reported at that key, naming the type, with the nearest valid key); with
+ * a model shape m (NULL: not known yet) the encoding is also created for it
+ * and a refusal is reported at the key the message names (else at `type`).
+ * Type "model" is checked only after it was replaced (its type is then the
+ * model's). 0 when a problem was reported. */
+int run_enc_check(run_pctx *c, const run_enc *en, const json_t *enc, const exp_model *m);
+
+/* Every sweep point of entry en's own axes checked with run_enc_check
+ * (the batch-wide pass that reports encoding problems even when other
+ * sections have errors). */
+void run_enc_check_all(run_pctx *c, const run_enc *en, const exp_model *m);
 
 /* ---- run_expand.c ---------------------------------------------------------- */
 

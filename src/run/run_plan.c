@@ -282,7 +282,7 @@ static rl_status slurm_shard(uint32_t *index, uint32_t *count, rl_error *err)
                        "SLURM_ARRAY_TASK_MAX/SLURM_ARRAY_TASK_COUNT are not: cannot tell this "
                        "task's shard; give --shard I/N (running the whole plan in every task "
                        "would repeat it)");
-    unsigned long id, mn, mx = 0, cnt = 0, step = 1;
+    unsigned long id = 0, mn = 0, mx = 0, cnt = 0, step = 1;
     rl_status st;
     if ((st = slurm_var("SLURM_ARRAY_TASK_ID", &id, err)) ||
         (st = slurm_var("SLURM_ARRAY_TASK_MIN", &mn, err)) ||

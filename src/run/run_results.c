@@ -1,5 +1,6 @@
 /* run_results.c — OUT/results.csv: every run's metrics and table values
- * in long format, one value per row. */
+ * in tidy long format, one value per row (columns: docs/runner.md
+ * "results.csv"). */
 #include <stdio.h>
 #include <string.h>
 
@@ -37,19 +38,33 @@ void run_json_text(const json_t *v, char *buf, size_t cap)
         buf[0] = '\0';
 }
 
+/* The fixed columns every row carries, swept or not: who ran (run, device,
+ * kind, status) and what (encoding, its type and factor, model shape,
+ * seed), from the run's resolved description. */
+static const char *const fixed_cols[] = {"run_id",   "device",   "kind",     "status",
+                                         "encoding", "type",     "factor",   "head_dim",
+                                         "heads",    "kv_heads", "train_len", "seed"};
+
 static void row_prefix(FILE *fp, const json_t *sum, const json_t *keys)
 {
     char buf[512];
-    csv_field(fp, json_string_value(json_object_get(sum, "run_id")));
-    fputc(',', fp);
-    csv_field(fp, json_string_value(json_object_get(sum, "device")));
-    fputc(',', fp);
-    csv_field(fp, json_string_value(json_object_get(sum, "kind")));
-    fputc(',', fp);
     const json_t *res = json_object_get(sum, "resolved");
-    csv_field(fp, json_string_value(json_object_get(json_object_get(res, "encoding"), "name")));
-    fputc(',', fp);
-    csv_field(fp, json_string_value(json_object_get(sum, "status")));
+    const json_t *enc = json_object_get(res, "encoding"), *model = json_object_get(res, "model");
+    const json_t *vals[] = {
+        json_object_get(sum, "run_id"),   json_object_get(sum, "device"),
+        json_object_get(sum, "kind"),     json_object_get(sum, "status"),
+        json_object_get(enc, "name"),     json_object_get(enc, "type"),
+        json_object_get(enc, "factor"),   json_object_get(model, "head_dim"),
+        json_object_get(model, "heads"),  json_object_get(model, "kv_heads"),
+        json_object_get(model, "train_len"), json_object_get(res, "seed")};
+    _Static_assert(sizeof vals / sizeof vals[0] == sizeof fixed_cols / sizeof fixed_cols[0],
+                   "one value per fixed column");
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        run_json_text(vals[i], buf, sizeof buf);
+        if (i)
+            fputc(',', fp);
+        csv_field(fp, buf);
+    }
     const json_t *sw = json_object_get(sum, "swept");
     for (size_t k = 0; k < json_array_size(keys); k++) {
         run_json_text(json_object_get(sw, json_string_value(json_array_get(keys, k))), buf,
@@ -59,32 +74,98 @@ static void row_prefix(FILE *fp, const json_t *sum, const json_t *keys)
     }
 }
 
-/* Appends the long-format rows of one run directory. */
+/* results.csv's `plot` column: the figure's EXP_PLOT_* flags as words. */
+static void plot_words(FILE *fp, unsigned f)
+{
+    static const struct {
+        unsigned flag;
+        const char *word;
+    } words[] = {{EXP_PLOT_LOGX, "log-x"},       {EXP_PLOT_LOGY, "log-y"},
+                 {EXP_PLOT_HIDE, "hide"},        {EXP_PLOT_REF, "ref"},
+                 {EXP_PLOT_FRACTION, "fraction"}, {EXP_PLOT_ONE, "line-1"},
+                 {EXP_PLOT_TRAIN, "train-len"}};
+    int first = 1;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (f & words[i].flag) {
+            fprintf(fp, "%s%s", first ? "" : " ", words[i].word);
+            first = 0;
+        }
+}
+
+/* The columns after metric, length, x, value: unit, title, x_name, x_unit,
+ * x_title, plot — from the kind's declaration (exp_metric; a metric the
+ * kind does not declare gets its own name as title). */
+static void row_meaning(FILE *fp, const exp_kind *k, const char *metric, const char *xname,
+                        const exp_metric *xm)
+{
+    const exp_metric *m = exp_metric_find(k, metric);
+    fputc(',', fp);
+    csv_field(fp, m ? m->unit : "");
+    fputc(',', fp);
+    csv_field(fp, m ? m->title : metric);
+    fputc(',', fp);
+    csv_field(fp, xname ? xname : "");
+    fputc(',', fp);
+    csv_field(fp, xm ? xm->unit : "");
+    fputc(',', fp);
+    csv_field(fp, xm ? xm->title : xname ? xname : "");
+    fputc(',', fp);
+    plot_words(fp, ((m ? m->plot : 0) | (xm ? xm->plot : 0)) & ~(unsigned)EXP_PLOT_LENGTH);
+    fputc('\n', fp);
+}
+
+/* Appends the tidy rows of one run directory: each summary metric, then
+ * each value of each table (one row per x and column). */
 static void results_rows(FILE *fp, const char *run_dir, const json_t *sum, const json_t *keys)
 {
     const char *mk;
     json_t *mv;
     char buf[64];
+    const char *kn = json_string_value(json_object_get(sum, "kind"));
+    const exp_kind *kind = kn ? exp_find(kn) : NULL;
     json_object_foreach(json_object_get(sum, "metrics"), mk, mv) {
         row_prefix(fp, sum, keys);
         run_json_text(mv, buf, sizeof buf);
-        fprintf(fp, ",%s,,%s,,\n", mk, buf[0] ? buf : "nan");
+        fputc(',', fp);
+        csv_field(fp, mk);
+        fprintf(fp, ",,,%s", buf[0] ? buf : "nan");
+        row_meaning(fp, kind, mk, NULL, NULL);
     }
     const json_t *tables = json_object_get(sum, "tables");
     for (size_t t = 0; t < json_array_size(tables); t++) {
-        const char *tn = json_string_value(json_object_get(json_array_get(tables, t), "name"));
+        const json_t *tab = json_array_get(tables, t);
+        const char *file = json_string_value(json_object_get(tab, "name"));
+        const char *tn = json_string_value(json_object_get(tab, "table"));
+        json_int_t length = json_integer_value(json_object_get(tab, "length"));
+        if (!file)
+            continue;
+        /* a run directory written before tables carried their length
+         * (retrieval_n<N>.csv, merged into a new results.csv) */
+        unsigned long long old_n = 0;
+        int used = 0;
+        if (!tn && sscanf(file, "retrieval_n%llu%n", &old_n, &used) == 1 && !file[used] &&
+            old_n > 0) {
+            tn = "retrieval_distance";
+            length = (json_int_t)old_n;
+        }
+        if (!tn)
+            tn = file;
         char path[1400];
-        snprintf(path, sizeof path, "%s/%s.csv", run_dir, tn);
+        snprintf(path, sizeof path, "%s/%s.csv", run_dir, file);
         FILE *in = fopen(path, "r");
         if (!in)
             continue;
-        char line[4096], cols[EXP_MAX_COLS][64];
+        char line[4096], cols[EXP_MAX_COLS][64], metric[EXP_MAX_COLS][160];
         size_t nc = 0;
         if (fgets(line, sizeof line, in)) {
             line[strcspn(line, "\r\n")] = '\0';
-            for (char *tok = strtok(line, ","); tok && nc < EXP_MAX_COLS; tok = strtok(NULL, ","))
-                snprintf(cols[nc++], sizeof cols[0], "%s", tok);
+            for (char *tok = strtok(line, ","); tok && nc < EXP_MAX_COLS; tok = strtok(NULL, ",")) {
+                snprintf(cols[nc], sizeof cols[0], "%s", tok);
+                snprintf(metric[nc], sizeof metric[0], "%s.%s", tn, tok);
+                nc++;
+            }
         }
+        const exp_metric *xm = nc ? exp_metric_find(kind, metric[0]) : NULL;
         while (fgets(line, sizeof line, in)) {
             line[strcspn(line, "\r\n")] = '\0';
             char *vals[EXP_MAX_COLS];
@@ -93,13 +174,17 @@ static void results_rows(FILE *fp, const char *run_dir, const json_t *sum, const
                 vals[nv++] = tok;
             for (size_t c = 1; c < nv && c < nc; c++) {
                 row_prefix(fp, sum, keys);
-                /* x_label / y_label: the table's x column and this column,
-                 * for plot axes. */
-                fprintf(fp, ",%s.%s,%s,%s,", tn, cols[c], vals[0], vals[c]);
-                csv_field(fp, cols[0]);
                 fputc(',', fp);
-                csv_field(fp, cols[c]);
-                fputc('\n', fp);
+                csv_field(fp, metric[c]);
+                /* length: the table's context length, or x when x is one */
+                if (length > 0)
+                    fprintf(fp, ",%lld", (long long)length);
+                else if (xm && (xm->plot & EXP_PLOT_LENGTH))
+                    fprintf(fp, ",%s", vals[0]);
+                else
+                    fputc(',', fp);
+                fprintf(fp, ",%s,%s", vals[0], vals[c]);
+                row_meaning(fp, kind, metric[c], cols[0], xm);
             }
         }
         fclose(in);
@@ -115,12 +200,13 @@ rl_status run_results_write(const char *out, const json_t *keys, const json_t *d
     rl_status st = rl_atomic_open(&af, path, err);
     if (st)
         return st;
-    fputs("run_id,device,kind,encoding,status", af.fp);
+    for (size_t i = 0; i < sizeof fixed_cols / sizeof fixed_cols[0]; i++)
+        fprintf(af.fp, "%s%s", i ? "," : "", fixed_cols[i]);
     for (size_t k = 0; k < json_array_size(keys); k++) {
         fputc(',', af.fp);
         csv_field(af.fp, json_string_value(json_array_get(keys, k)));
     }
-    fputs(",metric,x,value,x_label,y_label\n", af.fp);
+    fputs(",metric,length,x,value,unit,title,x_name,x_unit,x_title,plot\n", af.fp);
     for (size_t i = 0; i < json_array_size(dirs); i++) {
         const char *d = json_string_value(json_array_get(dirs, i));
         char sp[1300];

@@ -132,6 +132,8 @@ static rl_status make_workers(sched *s, int need_cpu, rl_error *err)
             snprintf(w->name, sizeof w->name, "%s", info.name);
             snprintf(w->driver, sizeof w->driver, "%s %s", info.driver_name, info.driver_info);
             w->api_version = info.api_version;
+            w->info = info;
+            w->has_info = 1;
         }
     }
     if (need_cpu)
@@ -285,17 +287,37 @@ static json_t *devices_json(const sched *s)
         char api[32];
         snprintf(api, sizeof api, "%u.%u.%u", VK_API_VERSION_MAJOR(w->api_version),
                  VK_API_VERSION_MINOR(w->api_version), VK_API_VERSION_PATCH(w->api_version));
-        json_array_append_new(a, w->gpu ? json_pack("{s:i,s:s,s:s,s:s}", "index", (int)w->index,
-                                                    "name", w->name, "driver", w->driver,
-                                                    "api_version", api)
-                                        : json_pack("{s:s}", "name", "cpu"));
+        json_t *d = w->gpu ? json_pack("{s:i,s:s,s:s,s:s}", "index", (int)w->index, "name",
+                                       w->name, "driver", w->driver, "api_version", api)
+                           : json_pack("{s:s}", "name", "cpu");
+        if (w->gpu && w->has_info) { /* UUID, driver version decoded, driverID, ... */
+            json_t *id = run_device_identity_json(&w->info);
+            json_object_update(d, id);
+            json_decref(id);
+        }
+        json_array_append_new(a, d);
     }
     return a;
 }
 
-/* OUT/manifest.json (takes jobs_j). */
-static rl_status write_manifest(sched *s, run_outcome *out, json_t *jobs_j, const char *started,
-                                rl_error *err)
+/* How the batch was run: argv, version, commit, host. */
+static void add_invocation(json_t *man, const run_options *opt)
+{
+    json_t *argv = json_array();
+    for (int i = 0; opt->argv && i < opt->argc; i++)
+        json_array_append_new(argv, json_string(opt->argv[i]));
+    char host[256];
+    run_host_name(host, sizeof host);
+    json_object_set_new(man, "argv", argv);
+    json_object_set_new(man, "ropelab_version",
+                        json_string(opt->version ? opt->version : RUN_VERSION));
+    json_object_set_new(man, "ropelab_commit", json_string(opt->commit ? opt->commit : ""));
+    json_object_set_new(man, "host", json_string(host));
+}
+
+/* OUT/manifest.json (takes jobs_j and inputs_j). */
+static rl_status write_manifest(sched *s, run_outcome *out, json_t *jobs_j, json_t *inputs_j,
+                                const char *started, rl_error *err)
 {
     const run_batch *b = s->b;
     const run_options *opt = s->opt;
@@ -308,6 +330,8 @@ static rl_status write_manifest(sched *s, run_outcome *out, json_t *jobs_j, cons
                             "swept_keys", b->swept_keys, "plan", run_plan_json(b), "devices",
                             devices_json(s), "jobs", jobs_j, "started", started, "finished",
                             finished, "complete", !out->interrupted);
+    add_invocation(man, opt);
+    json_object_set_new(man, "inputs", inputs_j ? inputs_j : json_array());
     snprintf(h, sizeof h, "%016llx", (unsigned long long)b->text_hash);
     json_object_set_new(json_object_get(man, "batch"), "hash", json_string(h));
     /* validation-layer messages (counted quietly) are part of the record */
@@ -332,7 +356,7 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     char started[32], path[1300];
     now_iso(started, sizeof started);
     int need_gpu = 0, need_cpu = 0;
-    json_t *dirs = json_array(), *jobs_j = json_array();
+    json_t *dirs = json_array(), *jobs_j = json_array(), *inputs_j = NULL;
     pthread_mutex_init(&s.lock, NULL);
     rl_status st;
     int lock = -1;
@@ -356,6 +380,10 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     if ((st = run_mkdir_p(s.out, err)) || (st = run_lock_dir(s.out, &lock, err)))
         goto done;
     run_clean_stale(s.out);
+    /* every input hashed and copied before any run (and, resuming, checked
+     * against the hashes the complete runs were made from) */
+    if ((st = run_inputs_record(b, s.out, opt->resume, &inputs_j, err)))
+        goto done;
     if ((st = run_mkdir_p(path, err)) || (need_gpu && (st = open_instance(&s, err))) ||
         (st = make_workers(&s, need_cpu, err)))
         goto done;
@@ -364,12 +392,13 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     collect_jobs(&s, out, dirs, jobs_j);
     if ((st = run_results_write(s.out, b->swept_keys, dirs, err)))
         goto done;
-    st = write_manifest(&s, out, jobs_j, started, err);
-    jobs_j = NULL;
+    st = write_manifest(&s, out, jobs_j, inputs_j, started, err);
+    jobs_j = inputs_j = NULL;
 done:
     run_unlock_dir(lock);
     json_decref(dirs);
     json_decref(jobs_j);
+    json_decref(inputs_j);
     free(s.jobs);
     free(s.shard);
     free(s.workers);

@@ -69,6 +69,12 @@ void run_schema_parse(run_pctx *c, const run_node *map, const char *path, const 
             run_unknown_key(c, map, i, path, valid, nv);
             continue;
         }
+        if (v->type == RUN_NODE_SEQ && v->value_list) {
+            json_t *val = run_list_value(c, v, p, kp);
+            if (val)
+                json_object_set_new(tmpl, key, val);
+            continue;
+        }
         if (v->type == RUN_NODE_SEQ) {
             char full[sizeof ax->a[0].key[0]];
             run_path_join(full, sizeof full, section, key);
@@ -97,6 +103,10 @@ void run_free_parse(run_pctx *c, const run_node *map, const char *path, const ch
         }
         if (v->type == RUN_NODE_SCALAR) {
             json_object_set_new(obj, key, run_scalar_json(v));
+        } else if (v->type == RUN_NODE_SEQ && v->value_list) {
+            json_t *val = run_list_value(c, v, NULL, kp);
+            if (val)
+                json_object_set_new(obj, key, val);
         } else if (v->type == RUN_NODE_MAP) {
             json_t *sub = json_object();
             run_free_parse(c, v, kp, q, sub, ax, depth + 1);

@@ -2,6 +2,7 @@
  * expected is one axis, a `zip:` group pairs its lists element-wise into
  * one axis; a point of the sweep sets one value of every axis. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run/run_parse.h"
@@ -40,14 +41,17 @@ static json_t *sweep_values(run_pctx *c, const run_node *n, const rl_param *p, c
         char ip[400];
         snprintf(ip, sizeof ip, "%s[%zu]", path, i);
         json_t *v;
-        if (p)
-            v = run_typed_value(c, n->items[i], p, ip);
-        else if (n->items[i]->type != RUN_NODE_SCALAR) {
-            run_diag_add(c, RUN_AT(n->items[i]), ip, "a swept value must be a scalar, got %s",
-                         run_node_kind(n->items[i]));
+        const run_node *it = n->items[i];
+        if (it->type == RUN_NODE_SEQ && it->value_list)
+            v = run_list_value(c, it, p, ip); /* a sweep of lists */
+        else if (p)
+            v = run_typed_value(c, it, p, ip);
+        else if (it->type != RUN_NODE_SCALAR) {
+            run_diag_add(c, RUN_AT(it), ip, "a swept value must be a scalar%s, got %s",
+                         it->type == RUN_NODE_SEQ ? " or a !list [...]" : "", run_node_kind(it));
             v = NULL;
         } else
-            v = run_scalar_json(n->items[i]);
+            v = run_scalar_json(it);
         if (!v)
             bad = 1;
         else
@@ -179,7 +183,14 @@ void run_sweep_apply(json_t *resolved, json_t *swept, const run_axes *const *lis
             for (size_t j = 0; j < a->n_keys; j++) {
                 json_t *v = json_array_get(a->vals[j], idx[k]);
                 set_dotted(resolved, a->key[j], v);
-                json_object_set(swept, a->key[j], v);
+                if (json_is_array(v) || json_is_object(v)) {
+                    /* a swept list value: its compact JSON text, so that
+                     * results.csv's column and --dry-run show which one */
+                    char *t = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+                    json_object_set_new(swept, a->key[j], json_string(t ? t : ""));
+                    free(t);
+                } else
+                    json_object_set(swept, a->key[j], v);
             }
         }
 }

@@ -97,3 +97,25 @@ int run_scalar_str(run_pctx *c, const run_node *n, const char *path, char *dst, 
     snprintf(dst, cap, "%s", n->text);
     return 1;
 }
+
+json_t *run_list_value(run_pctx *c, const run_node *n, const rl_param *p, const char *path)
+{
+    if (p && p->type != RL_P_JSON) {
+        run_diag_add(c, RUN_AT(n), path, "takes %s, not a list (!list [...] is for list "
+                     "parameters)", type_name(p->type));
+        return NULL;
+    }
+    json_t *v = run_node_json(n);
+    if (!v) {
+        c->oom = 1;
+        return NULL;
+    }
+    json_t *out = NULL;
+    rl_error err = {0};
+    if (p && rl_param_check(NULL, p, v, &out, &err) != RL_OK)
+        run_diag_add(c, RUN_AT(n), path, "%s", err.msg);
+    if (!p)
+        out = json_incref(v);
+    json_decref(v);
+    return out;
+}

@@ -100,6 +100,34 @@ static int grow(run_node *n, size_t *cap)
     return 0;
 }
 
+/* The tag of a node's event: 1 for `!list` on a sequence, 0 for none or a
+ * standard tag, -1 after filling err (an unknown local tag, or `!list`
+ * elsewhere). */
+static int node_tag(builder *b, const yaml_event_t *ev)
+{
+    const yaml_char_t *tag = ev->type == YAML_SCALAR_EVENT           ? ev->data.scalar.tag
+                             : ev->type == YAML_SEQUENCE_START_EVENT ? ev->data.sequence_start.tag
+                             : ev->type == YAML_MAPPING_START_EVENT  ? ev->data.mapping_start.tag
+                                                                     : NULL;
+    if (!tag || tag[0] != '!')
+        return 0; /* none, or a standard tag (tag:yaml.org,2002:...) */
+    unsigned long line = (unsigned long)ev->start_mark.line + 1;
+    unsigned long col = (unsigned long)ev->start_mark.column + 1;
+    if (strcmp((const char *)tag, "!list") != 0) {
+        rl_fail(b->err, RL_ERR_PARSE, "%s:%lu:%lu: unknown tag '%.40s' (the one tag of batch "
+                "files is !list: a list that is a value, not a sweep)", b->name, line, col,
+                (const char *)tag);
+        return -1;
+    }
+    if (ev->type != YAML_SEQUENCE_START_EVENT) {
+        rl_fail(b->err, RL_ERR_PARSE, "%s:%lu:%lu: !list marks a list ([...] or '- ' items), "
+                "not %s", b->name, line, col,
+                ev->type == YAML_SCALAR_EVENT ? "a scalar" : "a mapping");
+        return -1;
+    }
+    return 1;
+}
+
 /* Builds the node that starts with *ev (consumed: deleted by this function). */
 static rl_status build(builder *b, yaml_event_t *ev, int depth, run_node **out)
 {
@@ -111,6 +139,11 @@ static rl_status build(builder *b, yaml_event_t *ev, int depth, run_node **out)
                      (unsigned long)ev->start_mark.column + 1, RUN_YAML_MAX_DEPTH);
         yaml_event_delete(ev);
         return st;
+    }
+    int tag = node_tag(b, ev);
+    if (tag < 0) {
+        yaml_event_delete(ev);
+        return RL_ERR_PARSE;
     }
     switch (ev->type) {
     case YAML_ALIAS_EVENT:
@@ -149,6 +182,7 @@ static rl_status build(builder *b, yaml_event_t *ev, int depth, run_node **out)
         yaml_event_delete(ev);
         if (!n)
             return rl_fail(b->err, RL_ERR_NOMEM, "%s: out of memory", b->name);
+        n->value_list = tag == 1;
         size_t cap = 0;
         for (;;) {
             yaml_event_t e;

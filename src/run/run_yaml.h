@@ -5,7 +5,11 @@
  * every node and every mapping key keeps its 1-based line and column so that
  * later (semantic) errors can be reported as `file:line:col`. Aliases and
  * anchors are refused (batch files do not need them and they would let a tiny
- * file expand without bound); nesting is limited to RUN_YAML_MAX_DEPTH. */
+ * file expand without bound); nesting is limited to RUN_YAML_MAX_DEPTH.
+ * One local tag is known: `!list` on a sequence marks a list that is a value
+ * (LongRoPE's long_factor) rather than a sweep axis (run_node.value_list);
+ * any other local tag (`!foo`), and `!list` on a scalar or mapping, is a
+ * parse error. Standard tags (`!!str`) are ignored, as before. */
 #ifndef RUN_YAML_H
 #define RUN_YAML_H
 
@@ -24,6 +28,7 @@ typedef struct run_node {
     uint32_t line, col;          /* 1-based position of the node's first character */
     char *text;                  /* scalar: its text (NUL-terminated, owned) */
     int quoted;                  /* scalar: written in quotes, hence always a string */
+    int value_list;              /* seq: tagged `!list`, a list that is one value (not a sweep) */
     size_t n;                    /* seq/map: number of children */
     struct run_node **items;     /* seq: [n] items; map: [n] values (owned) */
     char **keys;                 /* map: [n] keys (owned) */
