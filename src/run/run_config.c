@@ -128,11 +128,6 @@ rl_status run_encoding_set_load(const char *name, run_node **root, char *path, s
 
 void run_preset_path(const char *name, char *path, size_t cap)
 {
-    snprintf(path, cap, "%s/models/%s.yaml", config_dir(), name);
-}
-
-void run_preset_path(const char *name, char *path, size_t cap)
-{
     char dir[PATH_MAX];
     rl_error err = {0};
     /* without a configuration directory run_preset_load reports it, naming
