@@ -77,6 +77,18 @@ struct rl_pe_add_push {
     uint32_t table_rows;  /* PE_ADD_TABLE: rows of the table */
 };
 
+/* xpos.comp: one invocation per rotary pair (x_2j, x_2j+1) of every token
+ * and head; bindings 0 x [tokens][heads][head_dim] f32, 1 y (same, may alias
+ * x), 2 pos [tokens] u32, 3 aux [head_dim/2] vec2 (theta_j, k_j) with k_j =
+ * +-log2(zeta_j)/scale_base (sign: + for q, - for k). head_dim and heads are
+ * specialised. */
+struct rl_xpos_push {
+    uint32_t group_base;
+    uint32_t n_pairs;     /* tokens * heads * head_dim/2 */
+    int32_t center;       /* c: the decay exponent is (pos - c) * k_j */
+    uint32_t pad;
+};
+
 /* bias_eval.comp: out[n] = rl_bias(items[n]) for one bias variant; binding 0
  * items [n_items] {h, qtok, ktok, qpos, kpos, pad x3} (32 bytes), 1 out
  * [n_items] f32, 2..7 unused, 8.. the variant's buffers (bias_contract.md). */

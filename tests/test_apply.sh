@@ -67,6 +67,15 @@ if "$bin" devices >/dev/null 2>&1; then
   expect hf_config_dim 2 'head_dim 64, but the input' -- apply --encoding rope --hf-config "$tmp/config64.json" --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
   expect bad_precision 2 "precision 'ggml' is not one of fp32\|" -- apply --encoding rope --precision ggml --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
   expect bad_dtype_mode 2 'dtype bf16 needs an emulation precision' -- apply --encoding rope --set dtype=bf16 --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+  # xpos: keys are scaled by zeta^-(n-c), queries by zeta^+(m-c); at the
+  # centre (token 2, position 2) both factors are 2^0 = 1 and the rows agree
+  # bit for bit, elsewhere (token 0) they differ
+  expect xpos_q 0 'reference .*pass' -- apply --encoding xpos --set center=2 --role q --input "$tmp/q.npy" --positions 0:5 --out "$tmp/xq.npy"
+  expect xpos_k 0 'reference .*pass' -- apply --encoding xpos --set center=2 --role k --input "$tmp/q.npy" --positions 0:5 --out "$tmp/xk.npy"
+  ok xpos_roles_agree_at_the_centre cmp -s <(data_of "$tmp/xq.npy" | head -c 192 | tail -c 64) <(data_of "$tmp/xk.npy" | head -c 192 | tail -c 64)
+  ok xpos_roles_differ_elsewhere bash -c "! cmp -s <(tail -c 320 '$tmp/xq.npy' | head -c 64) <(tail -c 320 '$tmp/xk.npy' | head -c 64)"
+  expect xpos_limit 2 'is 16998 from the centre 0: .*\|position - center\| <= 16997' -- apply --encoding xpos --input "$tmp/q.npy" --positions 16994:16999 --out "$tmp/y.npy"
+  expect bad_role 2 '--role v: expected q or k' -- apply --encoding xpos --role v --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
   expect logits_encoding 2 'acts on logits' -- apply --encoding alibi --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
 fi
 expect missing_flags 2 'are required' -- apply --encoding rope

@@ -322,6 +322,27 @@ START_TEST(invariance_sinusoidal_shows_its_cross_term_nope_is_exact)
 }
 END_TEST
 
+/* xpos is relative: q' k' = sum_j zeta_j^((m-n)/s) <R((m-n) theta_j) q_j, k_j>, so shifting
+ * both positions leaves the reference score at rounding level — only when keys are
+ * transformed as keys (as queries the product would carry zeta^((m+n+2t)/s): a relative
+ * change of 1 - zeta_0^(2048/4096) = 0.47 at t = 1024). */
+START_TEST(invariance_xpos_is_relative_with_keys_as_keys)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    fixture f;
+    fx_init(&f, "xpos", "{\"scale_base\": 4096}",
+            "{\"pairs\": 2, \"m\": 64, \"n\": 0, \"max_shift_log2\": 10}", 16, 64, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "invariance", &g.dev, &err) == RL_OK, "%s", err.msg);
+    ck_assert(metric(&f, "reference_max_rel_change") < 1e-12);
+    ck_assert(metric(&f, "device_max_rel_change") < 0.05);
+    ck_assert(metric(&f, "vector_worst_error_over_bound") <= 1.0);
+    fx_free(&f);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(invariance_refuses_logit_bias_encodings)
 {
     fixture f;
@@ -453,6 +474,7 @@ int main(void)
     tcase_add_test(i, invariance_refuses_logit_bias_encodings);
     tcase_add_test(i, invariance_rope_double_is_rounding_level_and_device_is_verified);
     tcase_add_test(i, invariance_sinusoidal_shows_its_cross_term_nope_is_exact);
+    tcase_add_test(i, invariance_xpos_is_relative_with_keys_as_keys);
     tcase_add_test(i, base_bound_finds_the_hand_computed_first_negative_distance);
     tcase_add_test(i, invariance_cache_consistent_is_not_a_relative_rotation);
     suite_add_tcase(s, i);

@@ -29,6 +29,10 @@ static const struct {
     {"sinusoidal", NULL},
     {"xl", NULL},
     {"nope", NULL},
+    /* keys decay the other way (zeta^-n): the K transform must run as K */
+    {"xpos", "{\"scale_base\": 64}"},
+    {"rope", "{\"rope_type\": \"linear\", \"factor\": 2, \"resonance\": true, "
+             "\"original_max_position_embeddings\": 32}"},
 };
 
 START_TEST(encoding_attention_is_verified_end_to_end)
@@ -649,6 +653,82 @@ START_TEST(distortion_refuses_non_rope_encodings)
 }
 END_TEST
 
+/* ---- xpos and Resonance RoPE in the attention kinds ---- */
+
+/* Zero queries: q' = 0 whatever the decay, every logit 0, H = ln N at N = 64
+ * (as entropy_of_zero_queries...); smooth data: every pass verified. */
+START_TEST(entropy_of_xpos_and_resonance_runs_verified)
+{
+    const char *type[] = {"xpos", "rope"};
+    const char *enc[] = {"{}", "{\"resonance\": true, \"original_max_position_embeddings\": 32}"};
+    for (int i = 0; i < 2; i++) {
+        kfix f;
+        kf_init(&f, type[i], enc[i], "{\"min_len\": 16, \"max_len\": 64}", 2, 1, 32, 2);
+        rl_error err = {0};
+        ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+        ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), log(64.0), 1e-5);
+        assert_verified(&f, "entropy");
+        kf_free(&f);
+        kf_init(&f, type[i], enc[i], "{\"min_len\": 16, \"max_len\": 64}", 2, 1, 32, 0);
+        ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+        double h = kmetric(&f, "entropy_at_max_len");
+        ck_assert(h >= 0 && h <= log(64.0) + 1e-5);
+        assert_verified(&f, "entropy");
+        kf_free(&f);
+    }
+}
+END_TEST
+
+START_TEST(retrieval_of_xpos_and_resonance_runs_verified)
+{
+    const char *type[] = {"xpos", "rope"};
+    const char *enc[] = {"{\"scale_base\": 128}",
+                         "{\"resonance\": true, \"original_max_position_embeddings\": 64}"};
+    for (int i = 0; i < 2; i++) {
+        kfix f;
+        kf_init(&f, type[i], enc[i],
+                "{\"min_len\": 32, \"max_len\": 128, \"needle_scale\": 4, \"distractors\": "
+                "\"none\"}", 2, 1, 64, 0);
+        rl_error err = {0};
+        ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+        double a = kmetric(&f, "accuracy_at_max_len");
+        ck_assert(a >= 0 && a <= 1);
+        assert_verified(&f, "target_p");
+        kf_free(&f);
+    }
+}
+END_TEST
+
+/* xpos against its plain-RoPE twin (interleaved, same base): with scale_base
+ * 1e12 the decay zeta^((m-n)/1e12) is 1 - O(1e-10) over 64 tokens, so the
+ * distributions agree (KL ~ 0, as rope against itself); with the paper's 512
+ * the logits of distant keys shrink (zeta_0^(63/512) = 0.86) and KL > 0. No
+ * attention factor: ratio 1. Resonance rounds theta_0 = 1 to 2pi/6: KL > 0. */
+START_TEST(distortion_of_xpos_and_resonance_against_plain_rope)
+{
+    kfix f;
+    rl_error err = {0};
+    kf_init(&f, "xpos", "{\"scale_base\": 1e12}", "{\"length\": 64}", 2, 1, 64, 0);
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "kl_max"), 0.0, 1e-6);
+    ck_assert_double_eq(kmetric(&f, "logit_scale_ratio"), 1.0);
+    assert_verified(&f, "kl");
+    kf_free(&f);
+    kf_init(&f, "xpos", "{}", "{\"length\": 64}", 2, 1, 64, 0);
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert(kmetric(&f, "kl_mean") > 1e-5);
+    assert_verified(&f, "kl");
+    kf_free(&f);
+    kf_init(&f, "rope", "{\"resonance\": true, \"original_max_position_embeddings\": 64}",
+            "{\"length\": 64}", 2, 1, 64, 0);
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert(kmetric(&f, "kl_mean") > 1e-5);
+    ck_assert_double_eq(kmetric(&f, "logit_scale_ratio"), 1.0);
+    assert_verified(&f, "kl");
+    kf_free(&f);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -658,6 +738,9 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, encoding_attention_is_verified_end_to_end, 0,
                         (int)(sizeof encodings / sizeof encodings[0]));
+    tcase_add_test(tc, entropy_of_xpos_and_resonance_runs_verified);
+    tcase_add_test(tc, retrieval_of_xpos_and_resonance_runs_verified);
+    tcase_add_test(tc, distortion_of_xpos_and_resonance_against_plain_rope);
     tcase_add_test(tc, paired_encoding_against_itself_has_zero_kl);
     tcase_add_test(tc, attention_path_keeps_transformed_qk_on_the_device);
     tcase_add_test(tc, verification_catches_a_wrong_device_transform);

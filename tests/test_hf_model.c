@@ -524,6 +524,103 @@ START_TEST(older_test_configs_still_import)
 }
 END_TEST
 
+/* HunYuan's rope_scaling {"type": "dynamic", "alpha": 1000, "factor": 1}:
+ * alpha is read by vLLM's get_rope only (DynamicNTKAlphaRotaryEmbedding),
+ * so the import takes vLLM's reading, flagged: base' = 10000 *
+ * 1000^(128/126), theta_j = 10000^(-2j/128) * 1000^(-2j/126). Keys vLLM's
+ * alpha class does not read, mixed_b off ntk, and ropelab's own semantics
+ * key are refused, by name. */
+START_TEST(vllm_keys_import_with_vllm_semantics_or_are_refused)
+{
+    hfm_model m;
+    load("hunyuan_dynamic_alpha.json", &m);
+    rope_freqs *f = freqs(&m, NULL);
+    ck_assert_int_eq(f->desc.semantics, ROPE_SEM_VLLM);
+    ck_assert_double_eq(f->desc.alpha, 1000.0);
+    REL(f->theta, 1e4 * pow(1000.0, 128.0 / 126.0), 1e-14);
+    REL(f->inv_freq[63], pow(1e4, -126.0 / 128) * pow(1000.0, -1.0), 1e-13);
+    REL(f->scale[63], 1000.0, 1e-12);
+    free(f);
+    hfm_free(&m);
+
+    char dir[] = "/tmp/rl_hfm_XXXXXX", path[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    const struct { const char *json, *msg; } bad[] = {
+        {"{\"hidden_size\": 256, \"num_attention_heads\": 2, \"max_position_embeddings\": 64, "
+         "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0, \"mixed_b\": 0.5}}",
+         "mixed_b applies to rope_type ntk"},
+        {"{\"hidden_size\": 256, \"num_attention_heads\": 2, \"rope_scaling\": {\"type\": "
+         "\"dynamic\", \"alpha\": 1000.0, \"factor\": 4.0}}",
+         "factor 4 with alpha: vLLM ignores factor"},
+        {"{\"hidden_size\": 256, \"num_attention_heads\": 2, \"max_position_embeddings\": 64, "
+         "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0, \"semantics\": \"vllm\"}}",
+         "rope_scaling.semantics is not a RoPE key ropelab represents"},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {
+        FILE *fp = fopen(path, "w");
+        ck_assert_ptr_nonnull(fp);
+        fputs(bad[i].json, fp);
+        fclose(fp);
+        rl_error err = {0};
+        if (hfm_load(path, &m, &err) == RL_OK) {
+            refused(&m, NULL, bad[i].msg);
+        } else {
+            ck_assert_msg(strstr(err.msg, bad[i].msg) && strstr(err.msg, "config.json"),
+                          "'%s' lacks '%s'", err.msg, bad[i].msg);
+        }
+        hfm_free(&m);
+    }
+    remove(path);
+    rmdir(dir);
+    /* HunYuan dense (Hy-MT2-7B-style): YaRN keys beside alpha, which vLLM
+     * does not read: captured (shown by `ropelab model`), not applied. */
+    ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/rl_hfm_XXXXXX")));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fa = fopen(path, "w");
+    ck_assert_ptr_nonnull(fa);
+    fputs("{\"hidden_size\": 256, \"num_attention_heads\": 2, \"rope_scaling\": {\"alpha\": "
+          "1000.0, \"beta_fast\": 32, \"beta_slow\": 1, \"factor\": 1.0, \"mscale\": 1.0, "
+          "\"mscale_all_dim\": 1.0, \"type\": \"dynamic\"}}", fa);
+    fclose(fa);
+    {
+        rl_error e2 = {0};
+        ck_assert_msg(hfm_load(path, &m, &e2) == RL_OK, "%s", e2.msg);
+        ck_assert_ptr_nonnull(json_object_get(
+            m.attrs, "rope_scaling.beta_fast (unread beside alpha, as vLLM)"));
+        ck_assert_ptr_nonnull(json_object_get(
+            m.attrs, "rope_scaling.mscale_all_dim (unread beside alpha, as vLLM)"));
+        rope_freqs *fh = freqs(&m, NULL);
+        ck_assert_int_eq(fh->desc.semantics, ROPE_SEM_VLLM);
+        ck_assert_double_eq(fh->attention_factor, 1.0);
+        REL(fh->scale[63], 1000.0, 1e-12);
+        free(fh);
+        hfm_free(&m);
+    }
+    remove(path);
+    rmdir(dir);
+    /* ntk with mixed_b: vLLM's mixed divisors exp(ln(4) (m/64)^0.5), pair 15 (m = 16): 4^0.5 */
+    ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/rl_hfm_XXXXXX")));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs("{\"hidden_size\": 256, \"num_attention_heads\": 2, \"rope_scaling\": {\"type\": \"ntk\", "
+          "\"factor\": 4.0, \"mixed_b\": 0.5}}", fp);
+    fclose(fp);
+    rl_error err = {0};
+    ck_assert_msg(hfm_load(path, &m, &err) == RL_OK, "%s", err.msg);
+    f = freqs(&m, NULL);
+    ck_assert_int_eq(f->desc.semantics, ROPE_SEM_VLLM);
+    REL(f->scale[15], 2.0, 1e-13);
+    REL(f->scale[63], 4.0, 1e-13);
+    REL(f->theta, 1e4, 1e-15);
+    free(f);
+    hfm_free(&m);
+    remove(path);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hf_model");
@@ -539,6 +636,7 @@ int main(void)
     tcase_add_test(tc, falcon_bloom_mpt_gpt2_t5_gpt_oss);
     tcase_add_test(tc, unrepresentable_keys_are_refused_naming_key_and_file);
     tcase_add_test(tc, older_test_configs_still_import);
+    tcase_add_test(tc, vllm_keys_import_with_vllm_semantics_or_are_refused);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

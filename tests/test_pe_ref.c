@@ -18,7 +18,8 @@ static const pe_shape shape8 = {.head_dim = 4, .heads = 8};
 
 START_TEST(registry_lists_every_encoding_once)
 {
-    const char *want[] = {"nope", "rope", "sinusoidal", "learned", "t5", "alibi", "xl", "kerple"};
+    const char *want[] = {"nope",  "rope", "sinusoidal", "learned", "t5",
+                          "alibi", "xl",   "kerple",     "xpos"};
     ck_assert_uint_eq(pe_family_count(), RL_ARRAY_LEN(want));
     for (size_t i = 0; i < RL_ARRAY_LEN(want); i++) {
         const pe_family *f = pe_family_find(want[i]);
@@ -118,7 +119,8 @@ static const bad_param bad_params[] = {
     {"alibi", "{}", 4, 8, 3, "alibi: kv_heads 3 must divide heads 8"},
     {"alibi", "{}", 0, 8, 0, "alibi: head_dim must be at least 1"},
     {"rope9", "{}", 4, 8, 0,
-     "unknown encoding 'rope9' (known: nope, rope, sinusoidal, learned, t5, alibi, xl, kerple)"},
+     "unknown encoding 'rope9' (known: nope, rope, sinusoidal, learned, t5, alibi, xl, kerple, "
+     "xpos)"},
     {"kerple", "{\"r2\": 0}", 4, 2, 0,
      "kerple: r2 must be a finite number > 0 (the kernel needs r1, r2 > 0)"},
     {"kerple", "{\"r1\": [1, -2]}", 4, 2, 0,
@@ -208,6 +210,8 @@ START_TEST(rope_registry_keys_are_ropes_own_list)
         {"attention_factor", "2"}, {"low_freq_factor", "2"}, {"high_freq_factor", "2"},
         {"short_factor", "[1, 2]"}, {"long_factor", "[1, 2]"},
         {"dynamic_mode", "\"cache_consistent\""}, {"prompt_len", "2"},
+        {"semantics", "\"vllm\""}, {"alpha", "1000"}, {"mixed_b", "0.5"},
+        {"resonance", "true"},
     };
     for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
         const char *js = NULL;
@@ -696,6 +700,107 @@ START_TEST(xl_tables_accept_hf_layouts_and_refuse_others)
 }
 END_TEST
 
+/* ---- xpos ---------------------------------------------------------------------------------- */
+
+/* head_dim 4, gamma 1, scale_base 1, base 10000: zeta = ((0 + 1)/2, (2/4 + 1)/2) = (0.5, 0.75),
+ * theta = (1, 10000^(-1/2) = 0.01). Position 2, centre 0, x = (1, 0, 0, 1):
+ *   q' = (0.5^2 (cos 2, sin 2), 0.75^2 (-sin 0.02, cos 0.02)),
+ *   k' = (0.5^-2 (cos 2, sin 2), 0.75^-2 (-sin 0.02, cos 0.02)).
+ * Centre 1: the exponents are (2 - 1) = 1 for q and -1 for k. */
+START_TEST(xpos_scales_q_by_zeta_m_and_k_by_zeta_minus_n)
+{
+    pe_shape s = {.head_dim = 4, .heads = 1};
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_int_eq(make_enc("xpos", "{\"gamma\": 1, \"scale_base\": 1, \"center\": 0}", &s, &e,
+                              &err), RL_OK);
+    const float x[4] = {1, 0, 0, 1};
+    uint32_t pos[1] = {2};
+    double q[4], k[4];
+    ck_assert_int_eq(pe_vec_ref_role(e, PE_ROLE_Q, x, pos, 1, 1, q, &err), RL_OK);
+    ck_assert_int_eq(pe_vec_ref_role(e, PE_ROLE_K, x, pos, 1, 1, k, &err), RL_OK);
+    const double c2 = -0.4161468365471424, s2 = 0.9092974268256817; /* cos 2, sin 2 */
+    const double c02 = 0.9998000066665778, s02 = 0.019998666693333080; /* cos/sin 0.02 */
+    const double wq[4] = {0.25 * c2, 0.25 * s2, -0.5625 * s02, 0.5625 * c02};
+    const double wk[4] = {4 * c2, 4 * s2, -s02 / 0.5625, c02 / 0.5625};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_double_eq_tol(q[i], wq[i], 1e-15);
+        ck_assert_double_eq_tol(k[i], wk[i], 1e-14);
+    }
+    pe_encoding_destroy(e);
+    ck_assert_int_eq(make_enc("xpos", "{\"gamma\": 1, \"scale_base\": 1, \"center\": 1}", &s, &e,
+                              &err), RL_OK);
+    ck_assert_int_eq(pe_vec_ref_role(e, PE_ROLE_Q, x, pos, 1, 1, q, &err), RL_OK);
+    ck_assert_int_eq(pe_vec_ref_role(e, PE_ROLE_K, x, pos, 1, 1, k, &err), RL_OK);
+    ck_assert_double_eq_tol(q[0], 0.5 * c2, 1e-15);
+    ck_assert_double_eq_tol(k[0], 2 * c2, 1e-15);
+    ck_assert_double_eq_tol(q[3], 0.75 * c02, 1e-15);
+    ck_assert_double_eq_tol(k[3], c02 / 0.75, 1e-15);
+    /* pe_vec_ref is the query transform; rope's keys are its queries */
+    double y[4];
+    ck_assert_int_eq(pe_vec_ref(e, x, pos, 1, 1, y, &err), RL_OK);
+    ck_assert_double_eq(y[0], q[0]);
+    ck_assert(pe_vec_qk_differ(e));
+    pe_encoding_destroy(e);
+}
+END_TEST
+
+/* <q'_m, k'_n> = sum_j zeta_j^((m-n)/scale_base) <R((m-n) theta_j) q_j, k_j>: it depends on
+ * m - n only, whatever the centre. One pair (head_dim 2, gamma 0.4: zeta = 0.4/1.4 = 2/7,
+ * theta 1), q = k = (1, 0), m = 5, n = 3, scale_base 2: (2/7)^(2/2) cos(2) for centres 0, 4
+ * and 40. */
+START_TEST(xpos_logit_depends_on_distance_not_on_the_centre)
+{
+    pe_shape s = {.head_dim = 2, .heads = 1};
+    const char *cfg[] = {"{\"scale_base\": 2, \"center\": 0}", "{\"scale_base\": 2, \"center\": 4}",
+                         "{\"scale_base\": 2, \"center\": 40}"};
+    for (int c = 0; c < 3; c++) {
+        pe_encoding *e = NULL;
+        rl_error err = {0};
+        ck_assert_int_eq(make_enc("xpos", cfg[c], &s, &e, &err), RL_OK);
+        const float x[2] = {1, 0};
+        uint32_t m = 5, n = 3;
+        double q[2], k[2];
+        ck_assert_int_eq(pe_vec_ref_role(e, PE_ROLE_Q, x, &m, 1, 1, q, &err), RL_OK);
+        ck_assert_int_eq(pe_vec_ref_role(e, PE_ROLE_K, x, &n, 1, 1, k, &err), RL_OK);
+        ck_assert_double_eq_tol(q[0] * k[0] + q[1] * k[1], 2.0 / 7.0 * -0.4161468365471424,
+                                1e-15);
+        pe_encoding_destroy(e);
+    }
+}
+END_TEST
+
+/* The centre defaults to torchscale's -min_pos = ceil(length/2) (Python: length 7:
+ * min_pos = -(7)//2 = -4, c = 4; length 8: c = 4); positions farther than 60 * scale_base /
+ * |log2 zeta_0| from it are refused: gamma 0.4, scale_base 512: 60 * 512 / 1.8073549 =
+ * 16997.2, so |p - c| = 16997 passes and 16998 does not. */
+START_TEST(xpos_centre_defaults_to_torchscale_and_far_positions_are_refused)
+{
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    pe_shape s7 = {.head_dim = 8, .max_positions = 7}, s8 = {.head_dim = 8, .max_positions = 8};
+    ck_assert_int_eq(make_enc("xpos", "{}", &s7, &e, &err), RL_OK);
+    ck_assert_int_eq(json_integer_value(json_object_get(pe_encoding_params(e), "center")), 4);
+    pe_encoding_destroy(e);
+    ck_assert_int_eq(make_enc("xpos", "{}", &s8, &e, &err), RL_OK);
+    ck_assert_int_eq(json_integer_value(json_object_get(pe_encoding_params(e), "center")), 4);
+    pe_encoding_destroy(e);
+    pe_shape s = {.head_dim = 8};
+    ck_assert_int_eq(make_enc("xpos", "{\"center\": 100}", &s, &e, &err), RL_OK);
+    uint32_t ok[2] = {100 + 16997, 0}, bad = 100 + 16998;
+    ck_assert_int_eq(pe_vec_check(e, ok, 2, &err), RL_OK);
+    ck_assert_int_eq(pe_vec_check(e, &bad, 1, &err), RL_ERR_LIMIT);
+    ck_assert_msg(strstr(err.msg, "xpos: position 17098 is 16998 from the centre 100") &&
+                      strstr(err.msg, "|position - center| <= 16997"),
+                  "%s", err.msg);
+    pe_encoding_destroy(e);
+    ck_assert_int_eq(make_enc("xpos", "{}", &(pe_shape){.head_dim = 5}, &e, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "xpos: head_dim 5 must be even"));
+    ck_assert_int_eq(make_enc("xpos", "{\"center\": 1.5}", &s, &e, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "xpos: center must be an integer"));
+}
+END_TEST
+
 START_TEST(bias_ref_callback_finds_rows_with_gqa)
 {
     /* heads 4, kv_heads 2: head 3 of token 1 reads q row (1*4+3), k row of
@@ -724,6 +829,9 @@ int main(void)
     TCase *tc = tcase_create("pe_ref");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, registry_lists_every_encoding_once);
+    tcase_add_test(tc, xpos_scales_q_by_zeta_m_and_k_by_zeta_minus_n);
+    tcase_add_test(tc, xpos_logit_depends_on_distance_not_on_the_centre);
+    tcase_add_test(tc, xpos_centre_defaults_to_torchscale_and_far_positions_are_refused);
     tcase_add_test(tc, resolved_params_fill_every_default);
     tcase_add_loop_test(tc, every_parameter_error_names_the_key, 0, (int)RL_ARRAY_LEN(bad_params));
     tcase_add_test(tc, rope_registry_keys_are_ropes_own_list);

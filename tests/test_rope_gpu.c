@@ -20,14 +20,18 @@ START_TEST(check_cases_pass_on_device)
     chk_options opt = {0};
     ck_assert_msg(chk_rope_cases(&g.dev, &opt, &rep, &err) == RL_OK, "%s", err.msg);
     ck_assert_uint_ge(rep.n_rows, 16);
+    size_t n_vllm = 0;
     for (size_t i = 0; i < rep.n_rows; i++) {
         const chk_row *r = &rep.rows[i];
+        n_vllm += strstr(r->kernel, "/vllm") != NULL;
         ck_assert_msg(!r->skipped, "%s %s skipped", r->kernel, r->shape);
         ck_assert_msg(r->guard_ok, "%s %s wrote past its output", r->kernel, r->shape);
         ck_assert_msg(r->stats.pass, "%s %s: %zu over bound, first %zu, max abs %g", r->kernel,
                       r->shape, r->stats.n_over, r->stats.first_bad, r->stats.max_abs);
         ck_assert_uint_eq(r->stats.n_nonfinite, 0);
     }
+    /* vLLM's readings: 4 settings x 2 layouts x 3 precisions */
+    ck_assert_uint_eq(n_vllm, 24);
     chk_report_free(&rep);
     rl_gpu_close(&g);
 }
@@ -229,6 +233,54 @@ START_TEST(bad_shapes_are_refused_with_messages)
 }
 END_TEST
 
+/* semantics vllm on the device: a dynamic config (factor 4, M 4096) at a
+ * length inside M, where HF leaves RoPE unscaled and vLLM uses its static
+ * base 10000 * 13^(d/(d-2)): the device output is within the kernel's bound
+ * of vLLM's reference and far outside it of HF's. */
+START_TEST(vllm_static_dynamic_on_device_is_not_hfs)
+{
+    enum { T = 9, H = 2, D = 64 };
+    static const uint32_t pos[T] = {0, 1, 17, 255, 1000, 2047, 3, 4095, 100};
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    rope_desc d = {.head_dim = D, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 4,
+                   .max_position_embeddings = 4096, .seq_len = 2048,
+                   .semantics = ROPE_SEM_VLLM};
+    rope_freqs fv, fh;
+    ck_assert_int_eq(rope_freqs_compute(&d, &fv, &err), RL_OK);
+    d.semantics = ROPE_SEM_HF;
+    ck_assert_int_eq(rope_freqs_compute(&d, &fh, &err), RL_OK);
+    size_t n = (size_t)T * H * D;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
+           *scale = malloc(n * sizeof *scale);
+    rl_rng rng;
+    rl_rng_seed(&rng, 5, "test/rope/vllm");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)rl_rng_normal(&rng);
+    rope_kernel k;
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    int guard_ok = 0;
+    ck_assert_msg(rope_gpu_apply(&g.dev, &k, &fv, x, pos, T, H, y, NULL, &guard_ok, &err) == RL_OK,
+                  "%s", err.msg);
+    ck_assert(guard_ok);
+    rope_ref_apply(&fv, x, pos, T, H, ref);
+    rope_error_bounds(&fv, x, pos, T, H, bound, scale);
+    vf_stats st;
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &st);
+    ck_assert_msg(st.pass, "device vs vLLM reference: %zu over, worst %g", st.n_over,
+                  st.worst_ratio);
+    rope_ref_apply(&fh, x, pos, T, H, ref);
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &st);
+    ck_assert(!st.pass);
+    ck_assert(st.worst_ratio > 100);
+    rope_kernel_destroy(&g.dev, &k);
+    free(x), free(y), free(ref), free(bound), free(scale);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -237,6 +289,7 @@ int main(void)
     TCase *tc = tcase_create("rope_gpu");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, check_cases_pass_on_device);
+    tcase_add_test(tc, vllm_static_dynamic_on_device_is_not_hfs);
     tcase_add_loop_test(tc, small_positions_match_reference_closely, 0, 8);
     tcase_add_test(tc, bad_shapes_are_refused_with_messages);
     tcase_add_test(tc, check_fails_nan_against_nan_and_passes_the_clean_tensor);

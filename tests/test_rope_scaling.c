@@ -52,6 +52,11 @@ START_TEST(every_scaling_type_reads_its_factor)
                       "rope_type %s: factor", rope_type_name(t));
     ck_assert(rope_type_uses_key(ROPE_TYPE_DYNAMIC_YARN, "beta_fast"));
     ck_assert(!rope_type_uses_key(ROPE_TYPE_LINEAR, "beta_fast"));
+    /* vLLM's keys: alpha is dynamic's, mixed_b ntk's */
+    ck_assert(rope_type_uses_key(ROPE_TYPE_DYNAMIC, "alpha"));
+    ck_assert(!rope_type_uses_key(ROPE_TYPE_YARN, "alpha"));
+    ck_assert(rope_type_uses_key(ROPE_TYPE_NTK, "mixed_b"));
+    ck_assert(!rope_type_uses_key(ROPE_TYPE_DYNAMIC, "mixed_b"));
 }
 END_TEST
 
@@ -491,6 +496,216 @@ START_TEST(json_settings_use_hf_names_and_name_bad_keys)
 }
 END_TEST
 
+/* vLLM's readings (semantics vllm; vllm/model_executor/layers/rotary_embedding/
+ * and get_rope()). Every expected value below is written from the formula
+ * in a form other than rope_freq.c's. */
+
+/* DynamicNTKAlphaRotaryEmbedding (HunYuan): base' = base * alpha^(d/(d-2)),
+ * once, for every length: theta_j = base^(-2j/d) * alpha^(-2j/(d-2)).
+ * HunYuan's config: head_dim 128, rope_theta 10000, alpha 1000. */
+START_TEST(vllm_alpha_is_hunyuans_fixed_base_change)
+{
+    rope_desc d = {.head_dim = 128, .rope_type = ROPE_TYPE_DYNAMIC, .alpha = 1000,
+                   .semantics = ROPE_SEM_VLLM};
+    const uint32_t lens[] = {0, 2048, 262144};
+    for (size_t i = 0; i < 3; i++) {
+        d.seq_len = lens[i]; /* no length enters */
+        rope_freqs f = compute(&d);
+        REL(f.theta, 1e4 * pow(10.0, 3.0 * 128.0 / 126.0), 1e-14);
+        for (int j = 0; j < 64; j += 21)
+            REL(f.inv_freq[j], pow(1e4, -2.0 * j / 128) * pow(1000.0, -2.0 * j / 126), 1e-13);
+        /* the lowest pair, j = 63: scaled by alpha^(126/126) = 1000 exactly */
+        REL(f.scale[63], 1000.0, 1e-12);
+        ck_assert_double_eq(f.inv_freq[0], 1.0);
+        ck_assert_double_eq(f.attention_factor, 1.0);
+    }
+    /* factor 1 (HunYuan's configs carry it) is accepted and changes nothing */
+    d.factor = 1;
+    REL(compute(&d).scale[63], 1000.0, 1e-12);
+}
+END_TEST
+
+/* DynamicNTKScalingRotaryEmbedding: one cache of max_len = M * factor with
+ * base * (factor * max_len / M - (factor - 1))^(d/(d-2)); factor 4:
+ * 4*4 - 3 = 13 for every length (vLLM #3488), where HF is unscaled up to M. */
+START_TEST(vllm_dynamic_is_static_at_max_position_times_factor)
+{
+    rope_desc d = {.head_dim = 128, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 4,
+                   .max_position_embeddings = 4096, .semantics = ROPE_SEM_VLLM};
+    const uint32_t lens[] = {0, 1, 2048, 4096, 16384, 1u << 20};
+    for (size_t i = 0; i < RL_ARRAY_LEN(lens); i++) {
+        d.seq_len = lens[i];
+        rope_freqs f = compute(&d);
+        REL(f.theta, 1e4 * pow(13.0, 64.0 / 63.0), 1e-14);
+        REL(f.inv_freq[40], pow(1e4, -80.0 / 128) * pow(13.0, -80.0 / 126), 1e-13);
+        REL(f.scale[63], 13.0, 1e-12);
+    }
+    /* HF at 2048 (inside M): unscaled; at 16384 (= M * factor) the two agree */
+    d.semantics = ROPE_SEM_HF;
+    d.seq_len = 2048;
+    REL(compute(&d).scale[63], 1.0, 1e-12);
+    d.seq_len = 16384;
+    REL(compute(&d).scale[63], 13.0, 1e-12);
+}
+END_TEST
+
+/* NTKScalingRotaryEmbedding without mixed_b: (base * factor)^(-2j/d) /
+ * factor^(2/d) = theta_j * factor^(-2(j+1)/d); HF-style ntk (base *
+ * factor^(d/(d-2))) keeps pair 0 at 1. d = 64, factor 4: scale_j =
+ * 2^((j+1)/16). */
+START_TEST(vllm_ntk_divides_by_factor_to_2_j_plus_1_over_d)
+{
+    rope_freqs f = compute(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_NTK, .factor = 4,
+                                        .semantics = ROPE_SEM_VLLM});
+    REL(f.theta, 40000.0, 1e-15);
+    for (int j = 0; j < 32; j++)
+        REL(f.scale[j], pow(2.0, (j + 1) / 16.0), 1e-13);
+    REL(f.inv_freq[0], pow(2.0, -1.0 / 16), 1e-15);
+    REL(f.inv_freq[31], th(1e4, 31, 64) / 4, 1e-13);
+    /* the same config under hf: pair 0 unscaled */
+    ck_assert_double_eq(compute(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_NTK,
+                                             .factor = 4}).inv_freq[0], 1.0);
+}
+END_TEST
+
+/* mixed_b (kexue.fm/archives/9706): base unchanged, theta_j / lambda_{j+1},
+ * lambda_m = exp(a m^b), a = ln(factor) / (d/2)^b. d = 64, factor 4, b = 2:
+ * lambda_m = 4^(m^2 / 1024): pair 15 (m = 16) sqrt(2), pair 31 (m = 32) 4.
+ * b = 1 is vLLM's plain ntk. */
+START_TEST(vllm_ntk_mixed_b_blends_the_divisor_by_m_to_the_b)
+{
+    rope_desc d = {.head_dim = 64, .rope_type = ROPE_TYPE_NTK, .factor = 4, .mixed_b = 2,
+                   .semantics = ROPE_SEM_VLLM};
+    rope_freqs f = compute(&d);
+    REL(f.theta, 10000.0, 1e-15);
+    REL(f.scale[15], sqrt(2.0), 1e-13);
+    REL(f.scale[31], 4.0, 1e-13);
+    REL(f.scale[0], pow(4.0, 1.0 / 1024), 1e-14);
+    REL(f.inv_freq[7], th(1e4, 7, 64) * pow(4.0, -64.0 / 1024), 1e-13);
+    d.mixed_b = 1;
+    f = compute(&d);
+    for (int j = 0; j < 32; j += 5)
+        REL(f.scale[j], pow(2.0, (j + 1) / 16.0), 1e-13);
+}
+END_TEST
+
+START_TEST(vllm_semantics_keys_are_refused_where_they_do_not_apply)
+{
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .alpha = 1000},
+                 "alpha applies to rope_type dynamic with semantics vllm only");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_NTK, .factor = 2,
+                              .alpha = 1000, .semantics = ROPE_SEM_VLLM},
+                 "alpha applies to rope_type dynamic with semantics vllm only");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_NTK, .factor = 2,
+                              .mixed_b = 2},
+                 "mixed_b applies to rope_type ntk with semantics vllm only");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 2,
+                              .max_position_embeddings = 4096, .mixed_b = 2,
+                              .semantics = ROPE_SEM_VLLM},
+                 "mixed_b applies to rope_type ntk");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                              .original_max_position_embeddings = 4096,
+                              .semantics = ROPE_SEM_VLLM},
+                 "semantics vllm applies to rope_type dynamic and ntk only");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .alpha = 1000,
+                              .factor = 2, .semantics = ROPE_SEM_VLLM},
+                 "factor 2 with alpha: vLLM ignores factor");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .alpha = 1000,
+                              .beta_fast = 32, .semantics = ROPE_SEM_VLLM},
+                 "beta_fast does not apply to rope_type dynamic with alpha");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .factor = 2,
+                              .max_position_embeddings = 4096, .semantics = ROPE_SEM_VLLM,
+                              .dynamic_mode = ROPE_DYN_CACHE_CONSISTENT},
+                 "semantics vllm computes one static base");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC,
+                              .max_position_embeddings = 4096, .semantics = ROPE_SEM_VLLM},
+                 "dynamic needs factor (a number >= 1) or, semantics vllm, alpha");
+    expect_error(&(rope_desc){.head_dim = 64, .semantics = 3}, "semantics 3 must be hf");
+    expect_error(&(rope_desc){.head_dim = 64, .rope_type = ROPE_TYPE_DYNAMIC, .alpha = -1,
+                              .semantics = ROPE_SEM_VLLM},
+                 "alpha -1 must be a finite number > 0");
+    rope_desc d = {.head_dim = 64};
+    rl_error err = {0};
+    ck_assert_int_eq(set_json(&d, "{\"rope_type\": \"dynamic\", \"semantics\": \"vllm\", "
+                                  "\"alpha\": 1000, \"factor\": 1.0}", &err), RL_OK);
+    ck_assert_int_eq(d.semantics, ROPE_SEM_VLLM);
+    ck_assert_double_eq(d.alpha, 1000.0);
+    json_t *o = rope_desc_to_json(&d);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "semantics")), "vllm");
+    ck_assert_double_eq(json_real_value(json_object_get(o, "alpha")), 1000.0);
+    json_decref(o);
+    ck_assert_int_eq(set_json(&d, "{\"semantics\": \"sglang\"}", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "semantics must be \"hf\" or \"vllm\""), "%s", err.msg);
+    ck_assert_int_eq(set_json(&d, "{\"mixed_b\": 0}", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "mixed_b 0 must be > 0"), "%s", err.msg);
+}
+END_TEST
+
+/* Resonance RoPE (Wang et al. 2024): head_dim 8, base 10000, L = 64.
+ * Unscaled theta = 1, 0.1, 0.01, 0.001; wavelengths 2pi/theta = 6.283,
+ * 62.83, 628.3, 6283: the first two are below 64 and become 6 and 63 tokens
+ * (theta' = 2pi/6 = pi/3 and 2pi/63), the others are kept. */
+START_TEST(resonance_rounds_wavelengths_below_the_training_length)
+{
+    rope_freqs f = compute(&(rope_desc){.head_dim = 8, .resonance = 1,
+                                        .original_max_position_embeddings = 64});
+    REL(f.inv_freq[0], M_PI / 3.0, 1e-15);
+    REL(f.inv_freq[1], 2.0 * M_PI / 63.0, 1e-15);
+    REL(f.inv_freq[2], 0.01, 1e-15);
+    REL(f.inv_freq[3], 0.001, 1e-15);
+    /* max_position_embeddings stands in for the training length. */
+    f = compute(&(rope_desc){.head_dim = 8, .resonance = 1, .max_position_embeddings = 62});
+    REL(f.inv_freq[1], 0.1, 1e-15); /* 62.83 >= 62: kept */
+    REL(f.inv_freq[0], M_PI / 3.0, 1e-15);
+    /* A rounded pair repeats exactly after its integer wavelength. */
+    f = compute(&(rope_desc){.head_dim = 8, .resonance = 1,
+                             .original_max_position_embeddings = 64});
+    ck_assert_double_eq_tol(fmod(63.0 * f.inv_freq[1], 2.0 * M_PI), 0.0, 1e-12);
+}
+END_TEST
+
+/* After the scaling: linear factor 2 halves theta first (1/2, 1/20, ...):
+ * wavelengths 4pi = 12.57 -> 13 tokens, 125.7 >= 64 kept. YaRN's own inv_freq
+ * (computed without resonance) rounded the same way. */
+START_TEST(resonance_applies_after_the_scaling_type)
+{
+    rope_freqs f = compute(&(rope_desc){.head_dim = 8, .rope_type = ROPE_TYPE_LINEAR, .factor = 2,
+                                        .resonance = 1, .original_max_position_embeddings = 64});
+    REL(f.inv_freq[0], 2.0 * M_PI / 13.0, 1e-15);
+    REL(f.inv_freq[1], 0.05, 1e-15);
+    rope_desc y = {.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                   .original_max_position_embeddings = 4096};
+    rope_freqs plain = compute(&y);
+    y.resonance = 1;
+    rope_freqs res = compute(&y);
+    int rounded = 0;
+    for (uint32_t j = 0; j < plain.n_pairs; j++) {
+        double wl = 2.0 * M_PI / plain.inv_freq[j];
+        double want = wl < 4096 ? 2.0 * M_PI / floor(wl + 0.5) : plain.inv_freq[j];
+        rounded += wl < 4096;
+        REL(res.inv_freq[j], want, 1e-15);
+    }
+    ck_assert_int_gt(rounded, 10);
+    ck_assert_int_lt(rounded, 32);
+    REL(res.attention_factor, plain.attention_factor, 0);
+}
+END_TEST
+
+START_TEST(resonance_errors_name_the_key)
+{
+    rope_freqs f;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_freqs_compute(&(rope_desc){.head_dim = 8, .resonance = 1}, &f, &err),
+                     RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "resonance needs original_max_position_embeddings"));
+    rope_desc d = {0};
+    json_t *v = json_integer(1);
+    ck_assert_int_eq(rope_desc_set_json(&d, "resonance", v, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "resonance must be true or false"));
+    json_decref(v);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rope_scaling");
@@ -512,6 +727,14 @@ int main(void)
     tcase_add_test(tc, dynamic_yarn_scale_follows_length_over_original);
     tcase_add_test(tc, cache_consistent_rotates_each_position_with_its_own_length);
     tcase_add_test(tc, dynamic_mode_errors_name_the_key);
+    tcase_add_test(tc, vllm_alpha_is_hunyuans_fixed_base_change);
+    tcase_add_test(tc, vllm_dynamic_is_static_at_max_position_times_factor);
+    tcase_add_test(tc, vllm_ntk_divides_by_factor_to_2_j_plus_1_over_d);
+    tcase_add_test(tc, vllm_ntk_mixed_b_blends_the_divisor_by_m_to_the_b);
+    tcase_add_test(tc, vllm_semantics_keys_are_refused_where_they_do_not_apply);
+    tcase_add_test(tc, resonance_rounds_wavelengths_below_the_training_length);
+    tcase_add_test(tc, resonance_applies_after_the_scaling_type);
+    tcase_add_test(tc, resonance_errors_name_the_key);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -364,7 +364,8 @@ static const struct {
     {"encodings: [{name: a, type: alibii}]\nexperiments: [{kind: decay}]\n",
      "t.yaml:2:29: encodings[0].type",
      "unknown encoding type 'alibii'; did you mean 'alibi'? (encoding families: nope, rope, "
-     "sinusoidal, learned, t5, alibi, xl, kerple; RoPE scalings: default, linear, ntk, dynamic, "
+     "sinusoidal, learned, t5, alibi, xl, kerple, xpos; RoPE scalings: default, linear, ntk, "
+     "dynamic, "
      "yarn, llama3, longrope, proportional"},
     {"encodings: [{name: a, type: [linear, qqqqqqqq]}]\nexperiments: [{kind: decay}]\n",
      "encodings[0].type[1]", "unknown encoding type 'qqqqqqqq' (encoding families:"},
@@ -960,6 +961,28 @@ START_TEST(encoding_sets_expand_and_report_their_own_file)
 }
 END_TEST
 
+/* The live line's ETA is the rest of the work at the throughput measured
+ * so far: 25% done after 10 s leaves 30 s; before any work it is unknown. */
+START_TEST(progress_eta_follows_measured_throughput)
+{
+    char buf[256];
+    run_progress_line(buf, sizeof buf, 2, 5, "0123456789abcdef", "entropy", "yarn-4x",
+                      "N=4096 causal", 25, 100, 10);
+    ck_assert_str_eq(buf, "run 2/5 0123456789abcdef entropy yarn-4x: N=4096 causal  25% "
+                          "10.0 s, ETA 30.0 s");
+    run_progress_line(buf, sizeof buf, 1, 1, "x", "k", "e", "N=64", 0, 100, 0.5);
+    ck_assert_ptr_nonnull(strstr(buf, "  0% 0.5 s, ETA ?"));
+    run_progress_line(buf, sizeof buf, 1, 1, "x", "k", "e", "p", 1, 4, 100);
+    ck_assert_ptr_nonnull(strstr(buf, " 25% 1 min 40 s, ETA 5 min 00 s"));
+    run_progress_done_line(buf, sizeof buf, 3, 3, "x", "entropy", "rope", "dev", 1, "", 3.5,
+                           1.25);
+    ck_assert_str_eq(buf, "run 3/3 x entropy rope on dev: passed, verified (3.50 s wall, 1.25 s "
+                          "device)");
+    run_progress_done_line(buf, sizeof buf, 1, 3, "x", "entropy", "rope", "dev", 0, "why", 2, 0);
+    ck_assert_str_eq(buf, "run 1/3 x entropy rope on dev: FAILED: why (2.00 s wall)");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run");
@@ -988,6 +1011,7 @@ int main(void)
     tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);
     tcase_add_test(tc, hf_config_layer_type_picks_the_layers_encoding);
     tcase_add_test(tc, encoding_sets_expand_and_report_their_own_file);
+    tcase_add_test(tc, progress_eta_follows_measured_throughput);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -1,9 +1,14 @@
 /* vk/: device selection, buffers, split dispatch, timestamps, limits —
  * on a real device under the validation layer. */
 #include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
+#include "fma_peak.spv.h"
+#include "rl_push.h"
 #include "rl_test.h"
 
 START_TEST(select_resolves_auto_all_index_and_name)
@@ -219,6 +224,271 @@ START_TEST(dispatch_reports_exhausted_descriptor_reservation)
 }
 END_TEST
 
+/* ---- persisted pipeline cache ------------------------------------------ */
+
+static char *tmp_dir(void)
+{
+    static char buf[64];
+    snprintf(buf, sizeof buf, "/tmp/rl_pcache_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(buf));
+    return buf;
+}
+
+static size_t read_file(const char *path, uint8_t *buf, size_t cap)
+{
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    size_t n = fread(buf, 1, cap, fp);
+    fclose(fp);
+    return n;
+}
+
+static void write_bytes(const char *path, const uint8_t *buf, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_uint_eq(fwrite(buf, 1, n, fp), n);
+    fclose(fp);
+}
+
+/* Driver data as the spec lays it out: headerSize 32, version ONE, vendor,
+ * device, UUID, then payload bytes. */
+static size_t spec_blob(uint8_t *b, const rlvk_pcache_key *k, uint32_t hsize, uint32_t hver,
+                        size_t payload)
+{
+    uint32_t w[4] = {hsize, hver, k->vendor_id, k->device_id};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            b[4 * i + j] = (uint8_t)(w[i] >> (8 * j));
+    memcpy(b + 16, k->uuid, 16);
+    for (size_t i = 0; i < payload; i++)
+        b[32 + i] = (uint8_t)(i * 7 + 1);
+    return 32 + payload;
+}
+
+/* Writes blob with the wrapper for key wk, reads it back and checks it
+ * against key ck: returns the verdict, why receives the reason. */
+static int check_written(const char *path, const rlvk_pcache_key *wk, const rlvk_pcache_key *ck,
+                         const uint8_t *blob, size_t n, char *why)
+{
+    rl_error err = {0};
+    ck_assert_int_eq(rlvk_pcache_write(path, wk, blob, n, &err), RL_OK);
+    static uint8_t f[4096];
+    size_t fn = read_file(path, f, sizeof f);
+    const void *d = NULL;
+    size_t dn = 0;
+    why[0] = '\0';
+    int ok = rlvk_pcache_check(f, fn, ck, &d, &dn, why, 160);
+    if (ok) {
+        ck_assert_uint_eq(dn, n);
+        ck_assert_mem_eq(d, blob, n);
+    }
+    return ok;
+}
+
+START_TEST(pcache_file_is_checked_before_the_driver_sees_it)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/sub/dir/p.bin", tmp_dir()); /* parents are created */
+    rlvk_pcache_key k = {.vendor_id = 0x10005, .device_id = 0x1234, .driver_version = 7};
+    for (int i = 0; i < 16; i++)
+        k.uuid[i] = (uint8_t)(0xa0 + i);
+    uint8_t blob[256], f[4096];
+    char why[160];
+    size_t n = spec_blob(blob, &k, 32, VK_PIPELINE_CACHE_HEADER_VERSION_ONE, 100);
+    ck_assert(check_written(path, &k, &k, blob, n, why));
+
+    /* the wrapper: truncation, flipped data byte, magic */
+    size_t fn = read_file(path, f, sizeof f);
+    const void *d;
+    size_t dn;
+    ck_assert(!rlvk_pcache_check(f, fn - 1, &k, &d, &dn, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "truncated"));
+    ck_assert(!rlvk_pcache_check(f, 40, &k, &d, &dn, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "shorter than"));
+    f[32 + 50] ^= 1;
+    ck_assert(!rlvk_pcache_check(f, fn, &k, &d, &dn, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "checksum"));
+    f[32 + 50] ^= 1;
+    f[0] = 'X';
+    ck_assert(!rlvk_pcache_check(f, fn, &k, &d, &dn, why, sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "not a ropelab pipeline cache"));
+
+    /* the key: another driver version, vendor, device, UUID */
+    rlvk_pcache_key o = k;
+    o.driver_version = 8;
+    ck_assert(!check_written(path, &k, &o, blob, n, why));
+    ck_assert_ptr_nonnull(strstr(why, "driver version"));
+    o = k;
+    o.vendor_id = 0x10de;
+    ck_assert(!check_written(path, &o, &o, blob, n, why));
+    ck_assert_ptr_nonnull(strstr(why, "for vendor 0x10005 device 0x1234"));
+    o = k;
+    o.device_id = 1;
+    ck_assert(!check_written(path, &o, &o, blob, n, why));
+    ck_assert_ptr_nonnull(strstr(why, "device"));
+    o = k;
+    o.uuid[15] ^= 0xff;
+    ck_assert(!check_written(path, &o, &o, blob, n, why));
+    ck_assert_ptr_nonnull(strstr(why, "pipelineCacheUUID"));
+
+    /* the spec header itself: headerSize, headerVersion */
+    n = spec_blob(blob, &k, 16, VK_PIPELINE_CACHE_HEADER_VERSION_ONE, 100);
+    ck_assert(!check_written(path, &k, &k, blob, n, why));
+    ck_assert_ptr_nonnull(strstr(why, "header size 16"));
+    n = spec_blob(blob, &k, 200, VK_PIPELINE_CACHE_HEADER_VERSION_ONE, 100);
+    ck_assert(!check_written(path, &k, &k, blob, n, why));
+    ck_assert_ptr_nonnull(strstr(why, "header size 200"));
+    n = spec_blob(blob, &k, 32, 2, 100);
+    ck_assert(!check_written(path, &k, &k, blob, n, why));
+    ck_assert_ptr_nonnull(strstr(why, "header version 2"));
+}
+END_TEST
+
+START_TEST(cache_dir_follows_rl_cache_dir_then_xdg_then_home)
+{
+    char buf[512], home[512], *h = getenv("HOME"), *x = getenv("XDG_CACHE_HOME");
+    char xdg[512];
+    snprintf(home, sizeof home, "%s", h ? h : "");
+    snprintf(xdg, sizeof xdg, "%s", x ? x : "");
+    rl_error err = {0};
+    setenv("RL_CACHE_DIR", "/a/b", 1);
+    setenv("XDG_CACHE_HOME", "/x", 1);
+    setenv("HOME", "/h", 1);
+    ck_assert_int_eq(rlvk_cache_dir(buf, sizeof buf, &err), RL_OK);
+    ck_assert_str_eq(buf, "/a/b");
+    unsetenv("RL_CACHE_DIR");
+    ck_assert_int_eq(rlvk_cache_dir(buf, sizeof buf, &err), RL_OK);
+    ck_assert_str_eq(buf, "/x/ropelab");
+    setenv("XDG_CACHE_HOME", "relative", 1); /* invalid per XDG: ignored */
+    ck_assert_int_eq(rlvk_cache_dir(buf, sizeof buf, &err), RL_OK);
+    ck_assert_str_eq(buf, "/h/.cache/ropelab");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    ck_assert_int_eq(rlvk_cache_dir(buf, sizeof buf, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "RL_CACHE_DIR"));
+    if (h) /* later tests (CK_FORK=no) and the driver see the environment as it was */
+        setenv("HOME", home, 1);
+    if (x)
+        setenv("XDG_CACHE_HOME", xdg, 1);
+}
+END_TEST
+
+/* Opens device "auto" with a persisted cache in RL_CACHE_DIR, builds the
+ * copy kernel (so the cache has something), and closes it again; the
+ * validation layer must stay silent. info receives dev.pcache after close. */
+static void persisted_session(rlvk_pcache_info *open_info, rlvk_pcache_info *closed)
+{
+    rlvk_instance inst;
+    rlvk_device dev;
+    rl_error err = {0};
+    rlvk_instance_desc d = {.validation = 1, .require_validation = 1, .persist_pipelines = 1};
+    ck_assert_msg(rlvk_instance_create(&d, &inst, &err) == RL_OK, "%s", err.msg);
+    uint32_t idx[16], n = 0;
+    ck_assert_int_eq(rlvk_select(&inst, "auto", idx, &n, &err), RL_OK);
+    ck_assert_msg(rlvk_device_create(&inst, idx[0], &dev, &err) == RL_OK, "%s", err.msg);
+    *open_info = dev.pcache;
+    rlvk_pipeline copy;
+    ck_assert_msg(bench_copy_create(&dev, &copy, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(dev.n_pipelines, 1);
+    ck_assert(dev.pipeline_s > 0);
+    rlvk_pipeline_destroy(&dev, &copy);
+    rlvk_device_destroy(&dev);
+    *closed = dev.pcache;
+    ck_assert_msg(rlvk_instance_messages(&inst) == 0, "validation: %s", inst.first_message);
+    rlvk_instance_destroy(&inst);
+}
+
+START_TEST(pipeline_cache_persists_and_a_corrupt_file_is_replaced)
+{
+    const char *dir = tmp_dir();
+    setenv("RL_CACHE_DIR", dir, 1);
+    unsetenv("RL_NO_PIPELINE_CACHE");
+    rlvk_pcache_info a, b;
+    persisted_session(&a, &b);
+    ck_assert_int_eq(a.enabled, 1);
+    ck_assert_str_eq(a.status, "none yet");
+    ck_assert_ptr_nonnull(strstr(a.path, dir));
+    ck_assert_uint_ge(b.saved_bytes, 32); /* at least the spec header */
+    uint8_t f[1 << 16];
+    size_t fn = read_file(a.path, f, sizeof f);
+    ck_assert_uint_eq(fn, 32 + b.saved_bytes);
+
+    /* the second process starts from the file */
+    persisted_session(&a, &b);
+    ck_assert_str_eq(a.status, "loaded");
+    ck_assert_uint_eq(a.loaded_bytes, fn - 32);
+
+    /* a corrupt file is never handed to the driver, and is replaced */
+    f[fn - 1] ^= 0x55;
+    write_bytes(a.path, f, fn);
+    persisted_session(&a, &b);
+    ck_assert_msg(!strncmp(a.status, "rejected: checksum", 18), "%s", a.status);
+    ck_assert_uint_eq(a.loaded_bytes, 0);
+    ck_assert_uint_gt(b.saved_bytes, 0);
+    persisted_session(&a, &b);
+    ck_assert_str_eq(a.status, "loaded");
+
+    /* RL_NO_PIPELINE_CACHE=1 turns it off */
+    remove(a.path);
+    setenv("RL_NO_PIPELINE_CACHE", "1", 1);
+    persisted_session(&a, &b);
+    unsetenv("RL_NO_PIPELINE_CACHE");
+    ck_assert_int_eq(a.enabled, 0);
+    ck_assert_str_eq(a.status, "disabled");
+    ck_assert_uint_eq(b.saved_bytes, 0);
+    FILE *fp = fopen(a.path[0] ? a.path : "/nonexistent/x", "rb");
+    ck_assert_ptr_null(fp);
+    rmdir(dir);
+}
+END_TEST
+
+/* The device's pipeline table: an identical variant is handed out again
+ * (same VkPipeline, nothing compiled), another workgroup size or other
+ * specialization constants are new pipelines, and a released entry stays
+ * for the next user until the device goes. */
+START_TEST(pipeline_table_reuses_identical_variants)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    static const uint32_t spec_a[1] = {1}, spec_b[1] = {2};
+    rlvk_pipeline p1, p2, p3, p4, p5;
+    rlvk_pipeline_desc d = {.name = "fma_a", .spirv = rl_spv_fma_peak,
+                            .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
+                            .push_bytes = sizeof(struct rl_fma_push), .local_size_x = 64};
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p1, &err), RL_OK);
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p2, &err), RL_OK);
+    ck_assert(p1.pipeline == p2.pipeline);
+    ck_assert_uint_eq(g.dev.n_pipelines, 1);
+    ck_assert_uint_eq(g.dev.n_pipelines_reused, 1);
+    d.local_size_x = 32;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p3, &err), RL_OK);
+    ck_assert(p3.pipeline != p1.pipeline);
+    ck_assert_uint_eq(p3.local_size_x, 32);
+    d.local_size_x = 64, d.n_spec = 1, d.spec = spec_a;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p4, &err), RL_OK);
+    d.spec = spec_b;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p5, &err), RL_OK);
+    ck_assert(p4.pipeline != p5.pipeline && p4.pipeline != p1.pipeline);
+    ck_assert_uint_eq(g.dev.n_pipelines, 4);
+    VkPipeline first = p1.pipeline;
+    rlvk_pipeline_destroy(&g.dev, &p1);
+    rlvk_pipeline_destroy(&g.dev, &p2);
+    ck_assert(p1.pipeline == VK_NULL_HANDLE);
+    d.n_spec = 0, d.spec = NULL;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p1, &err), RL_OK);
+    ck_assert(p1.pipeline == first);
+    ck_assert_uint_eq(g.dev.n_pipelines, 4);
+    ck_assert_uint_eq(g.dev.n_pipelines_reused, 2);
+    rlvk_pipeline_destroy(&g.dev, &p1);
+    rlvk_pipeline_destroy(&g.dev, &p3);
+    rlvk_pipeline_destroy(&g.dev, &p4);
+    rlvk_pipeline_destroy(&g.dev, &p5);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -234,6 +504,10 @@ int main(void)
     tcase_add_test(tc, size_check_names_the_limit);
     tcase_add_test(tc, dispatch_splits_beyond_max_group_count);
     tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);
+    tcase_add_test(tc, pcache_file_is_checked_before_the_driver_sees_it);
+    tcase_add_test(tc, pipeline_table_reuses_identical_variants);
+    tcase_add_test(tc, cache_dir_follows_rl_cache_dir_then_xdg_then_home);
+    tcase_add_test(tc, pipeline_cache_persists_and_a_corrupt_file_is_replaced);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

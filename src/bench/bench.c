@@ -101,6 +101,45 @@ rl_status bench_copy_record(rlvk_cmd *cmd, const rlvk_pipeline *pipe, const rlvk
     return rlvk_cmd_dispatch(cmd, pipe, bufs, &push, rlvk_groups(n_vec4, pipe->local_size_x), err);
 }
 
+rl_status bench_copy_gbs(rlvk_device *dev, uint32_t reps, double *gbs, rl_error *err)
+{
+    const uint32_t n_vec4 = 2u << 20; /* 32 MiB */
+    rlvk_pipeline pipe = {0};
+    rlvk_buffer x = {0}, y = {0};
+    rlvk_cmd cmd = {0};
+    double t[16];
+    if (!dev->query_pool)
+        return rl_fail(err, RL_ERR_UNSUPPORTED, "%s has no timestamp queries", dev->info.name);
+    if (reps > 16)
+        reps = 16;
+    rl_status st = bench_copy_create(dev, &pipe, err);
+    if (!st)
+        st = rlvk_buffer_create(dev, (uint64_t)n_vec4 * 16, "copy x", &x, err);
+    if (!st)
+        st = rlvk_buffer_create(dev, (uint64_t)n_vec4 * 16, "copy y", &y, err);
+    for (uint32_t r = 0; !st && r <= reps; r++) { /* r = 0 is the warm-up */
+        if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
+            break;
+        rlvk_cmd_timestamp(&cmd, 0);
+        if (!(st = bench_copy_record(&cmd, &pipe, &x, &y, n_vec4, err))) {
+            rlvk_cmd_timestamp(&cmd, 1);
+            st = rlvk_cmd_submit_wait(&cmd, err);
+        }
+        double ns = 0;
+        if (!st)
+            st = rlvk_cmd_elapsed_ns(&cmd, 0, 1, &ns, err);
+        if (!st && r > 0)
+            t[r - 1] = ns;
+        rlvk_cmd_destroy(&cmd);
+    }
+    if (!st)
+        *gbs = 2.0 * n_vec4 * 16 / bench_median(t, reps);
+    rlvk_buffer_destroy(dev, &x);
+    rlvk_buffer_destroy(dev, &y);
+    rlvk_pipeline_destroy(dev, &pipe);
+    return st;
+}
+
 typedef struct copy_ctx {
     const rlvk_pipeline *pipe;
     const rlvk_buffer *x, *y;

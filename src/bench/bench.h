@@ -97,6 +97,13 @@ typedef struct bench_attn_result {
 rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_attn_result *res,
                           rl_error *err);
 
+/* The yardsticks on their own (--dry-run's time estimates): the FMA peak
+ * in GFLOP/s (fma_peak.comp, median of reps after a warm-up) and the copy
+ * kernel's bandwidth in GB/s (read + write of a 32 MiB buffer, median of
+ * reps after a warm-up). RL_ERR_UNSUPPORTED without timestamps. */
+rl_status bench_fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_error *err);
+rl_status bench_copy_gbs(rlvk_device *dev, uint32_t reps, double *gbs, rl_error *err);
+
 /* Median of n doubles (sorts v in place). */
 double bench_median(double *v, uint32_t n);
 

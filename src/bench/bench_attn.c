@@ -62,6 +62,17 @@ static rl_status fma_peak(rlvk_device *dev, uint32_t reps, bench_attn_result *re
     return st;
 }
 
+/* The FMA peak alone (run's --dry-run estimates): the same kernel and timing. */
+rl_status bench_fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_error *err)
+{
+    bench_attn_result r;
+    memset(&r, 0, sizeof r);
+    rl_status st = fma_peak(dev, reps, &r, err);
+    if (!st)
+        *gflops = r.fma_gflops;
+    return st;
+}
+
 rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_attn_result *res,
                           rl_error *err)
 {

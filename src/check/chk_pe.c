@@ -42,8 +42,9 @@ static rl_status make_encoding(const char *name, const char *params_json, const 
     return st;
 }
 
-static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_check_case *c, const chk_options *opt,
-                              chk_report *report, rl_error *err)
+static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_check_case *c,
+                              pe_role role, const chk_options *opt, chk_report *report,
+                              rl_error *err)
 {
     uint32_t k = opt->max_pos_log2 ? opt->max_pos_log2 : 20;
     uint32_t pmax = c->pos_cap_log2 ? (1u << c->pos_cap_log2) - 1 : 1u << k;
@@ -53,7 +54,11 @@ static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_c
     if (st)
         return st;
     chk_row row = {0};
-    snprintf(row.kernel, sizeof row.kernel, "pe/%s", c->label);
+    if (pe_vec_qk_differ(e))
+        snprintf(row.kernel, sizeof row.kernel, "pe/%s/%s", c->label,
+                 role == PE_ROLE_K ? "k" : "q");
+    else
+        snprintf(row.kernel, sizeof row.kernel, "pe/%s", c->label);
     if (c->pos_cap_log2)
         snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u pos<=%u", c->tokens, c->heads,
                  c->head_dim, pmax);
@@ -87,11 +92,11 @@ static rl_status run_vec_case(rlvk_device *dev, const pe_family *fam, const pe_c
         pos[t] = (uint32_t)(rl_rng_uniform(&rng) * (double)(pmax + 1u));
     pos[0] = 0; /* both ends, always */
     pos[c->tokens - 1] = pmax;
-    if ((st = pe_vec_ref(e, x, pos, c->tokens, c->heads, ref, err)))
+    if ((st = pe_vec_ref_role(e, role, x, pos, c->tokens, c->heads, ref, err)))
         goto done;
-    pe_vec_bound(e, x, pos, c->tokens, c->heads, bound, scale);
+    pe_vec_bound_role(e, role, x, pos, c->tokens, c->heads, bound, scale);
     row.gpu_ms = -1;
-    if ((st = pe_vec_gpu_create(dev, e, c->heads, &g, err)) ||
+    if ((st = pe_vec_gpu_create_role(dev, e, c->heads, role, &g, err)) ||
         (st = pe_vec_gpu_apply(dev, &g, x, pos, c->tokens, y, &row.guard_ok, err)))
         goto done;
     vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &row.stats);
@@ -267,8 +272,15 @@ rl_status chk_pe_cases(rlvk_device *dev, const chk_options *opt, chk_report *rep
             for (size_t i = 0; i < n && !st; i++) {
                 if (opt->quick && !cs[i].quick)
                     continue;
-                st = bias ? run_bias_case(dev, fam, &cs[i], opt, report, err)
-                          : run_vec_case(dev, fam, &cs[i], opt, report, err);
+                if (bias) {
+                    st = run_bias_case(dev, fam, &cs[i], opt, report, err);
+                    continue;
+                }
+                /* q and k, for a family whose keys differ (vec_ref_k) */
+                int roles = fam->ops.vec_ref_k ? 2 : 1;
+                for (int r = 0; r < roles && !st; r++)
+                    st = run_vec_case(dev, fam, &cs[i], r ? PE_ROLE_K : PE_ROLE_Q, opt, report,
+                                      err);
             }
         }
     return st;

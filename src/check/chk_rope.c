@@ -63,9 +63,13 @@ static rl_status run_rope_case(rlvk_device *dev, rope_kernel *k, const rope_case
     chk_row row = {0};
     const char *tn = rope_type_name(desc.rope_type);
     int cache = rope_freqs_per_position(&f);
-    snprintf(row.kernel, sizeof row.kernel, "rope/%s/%s%s%s%s",
+    const char *sem = desc.semantics != ROPE_SEM_VLLM ? ""
+                      : desc.alpha > 0                ? "/vllm-alpha"
+                      : desc.mixed_b > 0              ? "/vllm-mixed_b"
+                                                      : "/vllm";
+    snprintf(row.kernel, sizeof row.kernel, "rope/%s/%s%s%s%s%s",
              layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", rope_precision_name(precision),
-             desc.rope_type ? "/" : "", desc.rope_type ? tn : "", cache ? "/cache" : "");
+             desc.rope_type ? "/" : "", desc.rope_type ? tn : "", sem, cache ? "/cache" : "");
     char pl[32] = "";
     if (cache) /* each token with its own length max(p+1, P) */
         snprintf(pl, sizeof pl, " P=%u", f.prompt_len);
@@ -195,6 +199,29 @@ rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                 for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE && !st; prec++)
                     st = run_rope_case(dev, &k, &c, &d, layout, prec, opt, report, err);
         }
+    /* vLLM's readings (semantics vllm): static dynamic at M * factor, HunYuan's
+     * alpha, ntk and ntk with mixed_b; inv_freq changes on the same kernel,
+     * positions to 2^20, both layouts, every precision. */
+    static const struct { int type; double alpha, mixed_b; } vllm_rows[] = {
+        {ROPE_TYPE_DYNAMIC, 0, 0}, {ROPE_TYPE_DYNAMIC, 1000, 0},
+        {ROPE_TYPE_NTK, 0, 0}, {ROPE_TYPE_NTK, 0, 0.5},
+    };
+    for (size_t v = 0; v < RL_ARRAY_LEN(vllm_rows) && !st; v++) {
+        rope_desc d;
+        scaled_desc(vllm_rows[v].type, &d);
+        d.semantics = ROPE_SEM_VLLM;
+        d.alpha = vllm_rows[v].alpha;
+        d.mixed_b = vllm_rows[v].mixed_b;
+        if (d.alpha > 0)
+            d.factor = 0; /* vLLM's alpha class reads no factor */
+        rope_case c = {opt->quick ? 5 : 33, opt->quick ? 2 : 4, 128, 64, 1};
+        for (int layout = 0; layout < 2 && !st; layout++)
+            for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE && !st; prec++) {
+                if (opt->quick && layout == 1)
+                    continue;
+                st = run_rope_case(dev, &k, &c, &d, layout, prec, opt, report, err);
+            }
+    }
     rope_kernel_destroy(dev, &k);
     return st;
 }

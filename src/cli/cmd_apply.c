@@ -31,6 +31,7 @@ typedef struct apply_ctx {
     uint64_t tokens;
     uint32_t heads, head_dim, ndim;
     uint64_t shape[3];
+    pe_role role;      /* --role: the input is Q (default) or K */
 } apply_ctx;
 
 static int ends_with(const char *s, const char *suf)
@@ -232,11 +233,11 @@ static rl_status apply_on(rlvk_device *dev, void *vctx, json_t *arr, rl_error *e
         goto done;
     }
     int guard_ok = 0;
-    if ((st = pe_vec_gpu_create(dev, e, c->heads, &g, err)) ||
+    if ((st = pe_vec_gpu_create_role(dev, e, c->heads, c->role, &g, err)) ||
         (st = pe_vec_gpu_apply(dev, &g, c->x, c->pos, c->tokens, y, &guard_ok, err)) ||
-        (st = pe_vec_ref(e, c->x, c->pos, c->tokens, c->heads, ref, err)))
+        (st = pe_vec_ref_role(e, c->role, c->x, c->pos, c->tokens, c->heads, ref, err)))
         goto done;
-    pe_vec_bound(e, c->x, c->pos, c->tokens, c->heads, bound, scale);
+    pe_vec_bound_role(e, c->role, c->x, c->pos, c->tokens, c->heads, bound, scale);
     vf_stats sref, semu = {0};
     vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &sref);
     vf_set_guard(&sref, guard_ok);
@@ -304,7 +305,7 @@ int cmd_apply(int argc, char **argv)
         rc = cli_split_sets(argc, argv, rest, &nrest, sets, &nset);
     }
     const char *device = "auto", *encoding = NULL, *hf = NULL, *precision = NULL, *input = NULL,
-               *tensor = NULL, *positions = NULL, *out = NULL, *set_seen = NULL;
+               *tensor = NULL, *positions = NULL, *out = NULL, *set_seen = NULL, *role = "q";
     int json = 0, no_validate = 0;
     const cli_opt opts[] = {
         {"--encoding", CLI_STR, &encoding, "ENCODING", "registry encoding (`ropelab encodings`)"},
@@ -319,6 +320,8 @@ int cmd_apply(int argc, char **argv)
         {"--positions", CLI_STR, &positions, "P", "START:STOP (STOP exclusive), an integer .npy, or "
                                                   "a text file of integers"},
         {"--out", CLI_STR, &out, "FILE", "output .npy (float32: the mode's dtype widened)"},
+        {"--role", CLI_STR, &role, "q|k", "the input is queries (default) or keys (xpos scales "
+                                          "them differently)"},
         {"--device", CLI_STR, &device, "auto|all|N|NAME", "device: index, name substring, auto (default) or all"},
         {"--json", CLI_FLAG, &json, NULL, "print the verification as JSON"},
         {"--no-validate", CLI_FLAG, &no_validate, NULL, "run without the Khronos validation layer"},
@@ -343,6 +346,11 @@ int cmd_apply(int argc, char **argv)
         cli_error("apply: --encoding, --input, --positions and --out are required");
         goto out;
     }
+    if (strcmp(role, "q") && strcmp(role, "k")) {
+        cli_error("apply: --role %s: expected q or k", role);
+        goto out;
+    }
+    c.role = strcmp(role, "k") == 0 ? PE_ROLE_K : PE_ROLE_Q;
     if (!pe_family_find(encoding)) {
         cli_error("--encoding %s: unknown (one of %s)", encoding, pe_family_names());
         goto out;

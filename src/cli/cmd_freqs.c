@@ -75,12 +75,13 @@ static int import_hf(rope_desc *d, const char *path, const char *preset, const c
 
 int cmd_freqs(int argc, char **argv)
 {
-    const char *hf = NULL, *preset = NULL, *layer_type = NULL, *type = NULL, *layout = NULL, *shortf = NULL, *longf = NULL;
+    const char *hf = NULL, *preset = NULL, *layer_type = NULL, *type = NULL, *layout = NULL,
+               *shortf = NULL, *longf = NULL, *semantics = NULL;
     int json = 0, csv = 0, no_truncate = 0;
     uint32_t u_head = NOT_GIVEN_U32, u_rot = NOT_GIVEN_U32, u_orig = NOT_GIVEN_U32,
              u_max = NOT_GIVEN_U32, u_seq = NOT_GIVEN_U32;
     double f_theta = NAN, f_factor = NAN, f_prf = NAN, f_bf = NAN, f_bs = NAN, f_ms = NAN,
-           f_msa = NAN, f_att = NAN, f_lo = NAN, f_hi = NAN;
+           f_msa = NAN, f_att = NAN, f_lo = NAN, f_hi = NAN, f_alpha = NAN, f_mixed_b = NAN;
     const cli_opt opts[] = {
         {"--hf-config", CLI_STR, &hf, "FILE", "read rope_theta, rope_scaling/rope_parameters, head_dim, ... from an HF config.json"},
         {"--preset", CLI_STR, &preset, "NAME", "read them from a model preset, configs/models/NAME.yaml (as a batch's model: {preset: NAME})"},
@@ -105,6 +106,9 @@ int cmd_freqs(int argc, char **argv)
         {"--short-factor", CLI_STR, &shortf, "LIST", "longrope: comma-separated rotary_dim/2 numbers"},
         {"--long-factor", CLI_STR, &longf, "LIST", "longrope: comma-separated rotary_dim/2 numbers"},
         {"--layout", CLI_STR, &layout, "half|interleaved", "half (default) or interleaved: which dimensions pair up"},
+        {"--semantics", CLI_STR, &semantics, "hf|vllm", "hf (default) or vllm: vLLM's reading of dynamic and ntk"},
+        {"--alpha", CLI_F64, &f_alpha, "X", "semantics vllm, dynamic: HunYuan's NTK alpha"},
+        {"--mixed-b", CLI_F64, &f_mixed_b, "X", "semantics vllm, ntk: mixed-NTK exponent b"},
         {"--json", CLI_FLAG, &json, NULL, "print JSON (inv_freq at full double precision)"},
         {"--csv", CLI_FLAG, &csv, NULL, "print a CSV table"},
     };
@@ -112,8 +116,9 @@ int cmd_freqs(int argc, char **argv)
                        "Prints the effective rotation of a RoPE setting: per rotary pair its inverse\n"
                        "frequency, wavelength in tokens and the scale applied (unscaled / scaled), plus\n"
                        "the attention factor (multiplies cos and sin) and the effective base. Semantics\n"
-                       "follow Hugging Face transformers' modeling_rope_utils.py; flags override values\n"
-                       "read by --hf-config or --preset. See docs/rope.md.",
+                       "follow Hugging Face transformers' modeling_rope_utils.py (--semantics vllm: vLLM's\n"
+                       "reading of dynamic and ntk); flags override values read by --hf-config or\n"
+                       "--preset. See docs/rope.md.",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -144,10 +149,13 @@ int cmd_freqs(int argc, char **argv)
         {"--beta-slow", "beta_slow", f_bs}, {"--mscale", "mscale", f_ms},
         {"--mscale-all-dim", "mscale_all_dim", f_msa}, {"--attention-factor", "attention_factor", f_att},
         {"--low-freq-factor", "low_freq_factor", f_lo}, {"--high-freq-factor", "high_freq_factor", f_hi},
+        {"--alpha", "alpha", f_alpha}, {"--mixed-b", "mixed_b", f_mixed_b},
     };
     if (type && set_key(&d, "--rope-type", "rope_type", json_string(type)))
         return CLI_EXIT_USAGE;
     if (layout && set_key(&d, "--layout", "layout", json_string(layout)))
+        return CLI_EXIT_USAGE;
+    if (semantics && set_key(&d, "--semantics", "semantics", json_string(semantics)))
         return CLI_EXIT_USAGE;
     for (size_t i = 0; i < RL_ARRAY_LEN(us); i++)
         if (us[i].v != NOT_GIVEN_U32 && set_key(&d, us[i].flag, us[i].key, json_integer(us[i].v)))
@@ -185,7 +193,8 @@ int cmd_freqs(int argc, char **argv)
                                                          : json_null());
             json_array_append_new(sc, f->inv_freq[j] > 0 ? json_real(f->scale[j]) : json_null());
         }
-        json_t *o = json_pack("{s:s,s:i,s:i,s:s,s:o,s:f,s:o,s:f,s:f,s:f,s:o,s:o}", "rope_type", tn,
+        json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:s,s:o,s:f,s:o,s:f,s:f,s:f,s:o,s:o}", "rope_type", tn,
+                              "semantics", rope_semantics_name(f->desc.semantics),
                               "head_dim", (int)f->head_dim, "rotary_dim", (int)f->rotary_dim, "layout",
                               f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved", "inv_freq", inv,
                               "attention_factor", f->attention_factor, "seq_len",
@@ -207,6 +216,9 @@ int cmd_freqs(int argc, char **argv)
     } else {
         printf("rope_type %s, head_dim %u, rotary_dim %u (%u pairs, %s layout)\n", tn, f->head_dim,
                f->rotary_dim, f->n_pairs, f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved");
+        if (f->desc.semantics != ROPE_SEM_HF)
+            printf("semantics %s (docs/rope.md \"vLLM's readings\")\n",
+                   rope_semantics_name(f->desc.semantics));
         printf("rope_theta %.17g, effective base %.17g, factor %.17g\n", f->base, f->theta, f->factor);
         printf("attention factor %.17g (multiplies cos and sin; logits scale by %.9g)\n",
                f->attention_factor, f->attention_factor * f->attention_factor);

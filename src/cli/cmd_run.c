@@ -38,7 +38,7 @@ static void catch_stop_signals(void)
 int cmd_run(int argc, char **argv)
 {
     const char *out = NULL, *device = NULL, *shard = NULL, *pos[1];
-    int resume = 0, dry = 0, quiet = 0, no_validate = 0, no_plot = 0, n_pos = 0;
+    int resume = 0, dry = 0, quiet = 0, no_validate = 0, no_plot = 0, no_pcache = 0, n_pos = 0;
     uint32_t fail_after = 0;
     const cli_opt opts[] = {
         {"--out", CLI_STR, &out, "DIR", "output directory (default: the batch's `output`)"},
@@ -46,10 +46,13 @@ int cmd_run(int argc, char **argv)
         {"--resume", CLI_FLAG, &resume, NULL, "skip runs already complete in DIR"},
         {"--shard", CLI_STR, &shard, "I/N",
          "run shard I of N (default: the Slurm array task's, SLURM_ARRAY_TASK_ID - _MIN of _COUNT)"},
-        {"--dry-run", CLI_FLAG, &dry, NULL, "print the expanded plan and exit"},
+        {"--dry-run", CLI_FLAG, &dry, NULL,
+         "print the expanded plan with each run's estimated device time and memory, and exit"},
         {"--quiet", CLI_FLAG, &quiet, NULL, "no progress on stderr"},
         {"--no-validate", CLI_FLAG, &no_validate, NULL, "do not enable the validation layer"},
         {"--no-plot", CLI_FLAG, &no_plot, NULL, "do not render figures and report.md at the end"},
+        {"--no-pipeline-cache", CLI_FLAG, &no_pcache, NULL,
+         "do not load or save the persisted Vulkan pipeline cache (also RL_NO_PIPELINE_CACHE=1)"},
         {"--stop-after", CLI_U32, &fail_after, "K", "testing: stop as if killed after K runs"},
     };
     int rc = cli_parse("ropelab run FILE [--out DIR] [--device D|all] [--resume] [--shard I/N] "
@@ -86,6 +89,9 @@ int cmd_run(int argc, char **argv)
     }
     if (dry) {
         rl_status pst = run_plan_print(&b, si, sn, stdout, &err);
+        run_options eo = {.device = device, .shard_index = si, .shard_count = sn};
+        if (!pst)
+            pst = run_plan_estimate(&b, &eo, stdout, &err);
         run_batch_free(&b);
         if (pst) {
             cli_error("%s", err.msg);
@@ -112,8 +118,9 @@ int cmd_run(int argc, char **argv)
         full_argv[full_argc++] = argv[i];
     run_options o = {.out = out, .device = device, .resume = resume, .shard_index = si,
                      .shard_count = sn, .quiet = quiet, .validation = !no_validate,
-                     .fail_after = (int)fail_after, .stop = &stop_signal, .argc = full_argc,
-                     .argv = full_argv, .version = RL_VERSION, .commit = RL_GIT_COMMIT};
+                     .no_pipeline_cache = no_pcache, .fail_after = (int)fail_after,
+                     .stop = &stop_signal, .argc = full_argc, .argv = full_argv,
+                     .version = RL_VERSION, .commit = RL_GIT_COMMIT};
     run_outcome res;
     char file_buf[1024];
     snprintf(file_buf, sizeof file_buf, "%s", pos[0]);

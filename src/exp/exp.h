@@ -75,6 +75,13 @@ typedef struct exp_sink {
     json_t *tables;              /* [{name, columns:[...], rows}] */
     uint64_t rows;
     int failed_verification;
+    /* Progress inside the run (set by the runner after exp_sink_init; NULL:
+     * nobody listens): phase names what runs now, done of total is the work
+     * finished so far in the kind's own unit (multiply-adds for attention),
+     * so the listener's ETA follows measured throughput. */
+    void (*progress)(void *user, const char *phase, double done, double total);
+    void *progress_user;
+    double verify_s;             /* host seconds in CPU verification (exp_attn_record*) */
 } exp_sink;
 
 /* Prepares a sink writing into directory dir (which must exist). */
@@ -95,6 +102,9 @@ rl_status exp_sink_table_at(exp_sink *s, const char *name, uint64_t length, uint
 rl_status exp_sink_row(exp_sink *s, const double *vals, rl_error *err);
 /* Ends the open table (also done by the next exp_sink_table or by close). */
 rl_status exp_sink_end_table(exp_sink *s, rl_error *err);
+/* Reports progress to s->progress (if set): phase (e.g. "N=4096 causal"),
+ * done of total work units. */
+void exp_sink_progress(exp_sink *s, const char *phase, double done, double total);
 /* Records a summary metric. */
 void exp_sink_metric(exp_sink *s, const char *name, double value);
 /* Records one verification: `what` was compared; max_error and bound are
@@ -160,6 +170,10 @@ typedef struct exp_kind {
     rl_status (*check)(const exp_run *run, rl_error *err);
     /* Host + device bytes one run needs (for --dry-run). */
     uint64_t (*estimate_bytes)(const exp_run *run);
+    /* Device floating-point operations of one run, counted as
+     * `bench attention` counts them (2 per multiply-add of QK^T), for
+     * --dry-run's time estimate; NULL: no attention work worth counting. */
+    double (*estimate_flops)(const exp_run *run);
     /* Runs it: tables and metrics into sink. RL_ERR_MISMATCH when a
      * verification failed (already recorded in the sink). */
     rl_status (*run)(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err);
@@ -254,6 +268,8 @@ typedef struct exp_attn_result {
     vf_stats attn_stats;     /* the engine's verdict (attn.verify.verdict) */
     char worst[32];          /* name of that statistic */
     int pass;                /* every verification within its bound */
+    double verify_s;         /* host seconds of the verification (download, double
+                                references, comparison) after the device work */
 } exp_attn_result;
 
 /* Runs attention of encoding e (created for the run's shape) over io: the
@@ -296,7 +312,8 @@ rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len,
                          rl_error *err);
 
 /* Records r's verifications (transformed q/k, attention statistics) in the
- * sink under label; returns r->pass. */
+ * sink under label (and adds r->verify_s to sink->verify_s); returns
+ * r->pass. */
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r);
 /* Records every verified statistic of r separately (its worst error and its
  * own fp32 tolerance, attn_tolerances, and NMSE gate) plus the transformed q/k checks,

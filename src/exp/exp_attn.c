@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_util.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
 #include "pe/rope.h"
@@ -56,7 +57,8 @@ static rl_status operand_create(rlvk_device *dev, const char *name, const float 
  * as x; rows not read stay 0), and checks those elements against pe_vec_ref
  * within pe_vec_bound (vf_compare, VF_GATE_ELEM, guard folded in). got is
  * then exactly what the device's attention read there. */
-static rl_status operand_fetch(rlvk_device *dev, const pe_encoding *e, const rlvk_buffer *b,
+static rl_status operand_fetch(rlvk_device *dev, const pe_encoding *e, pe_role role,
+                               const rlvk_buffer *b,
                                const float *x, const uint32_t *pos, uint64_t tokens,
                                uint32_t heads, int all, uint64_t rows, float *got, vf_stats *s,
                                rl_error *err)
@@ -84,9 +86,9 @@ static rl_status operand_fetch(rlvk_device *dev, const pe_encoding *e, const rlv
             st = vf_guard_check(dev, b, n * sizeof *got, &guard_ok, err);
     }
     if (!st)
-        st = pe_vec_ref(e, x, pos, tokens, heads, ref, err);
+        st = pe_vec_ref_role(e, role, x, pos, tokens, heads, ref, err);
     if (!st) {
-        pe_vec_bound(e, x, pos, tokens, heads, bound, scale);
+        pe_vec_bound_role(e, role, x, pos, tokens, heads, bound, scale);
         if (!all) /* the sampled rows, compacted in place */
             for (uint64_t r = 0; r < nr; r++) {
                 uint64_t t = attn_verify_token(r, nr, tokens);
@@ -142,11 +144,11 @@ static rl_status record_xforms(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos,
 /* Adds the transform x -> y of encoding e (heads heads) to X, its
  * position-dependent data uploaded now (pe_vec_gpu_prepare). */
 static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, uint32_t heads,
-                           const uint32_t *pos, const rlvk_buffer *x, const rlvk_buffer *y,
-                           rl_error *err)
+                           pe_role role, const uint32_t *pos, const rlvk_buffer *x,
+                           const rlvk_buffer *y, rl_error *err)
 {
     xform *t = &X->t[X->n];
-    rl_status st = pe_vec_gpu_create(dev, e, heads, &t->g, err);
+    rl_status st = pe_vec_gpu_create_role(dev, e, heads, role, &t->g, err);
     if (st)
         return st;
     X->n++;
@@ -233,12 +235,12 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         if ((st = operand_create(dev, "Q_b", eb ? NULL : io->q, nq, &bqb, err)) ||
             (st = operand_create(dev, "K_b", eb ? NULL : io->k, nk, &bkb, err)))
             goto done;
-        if (eb && ((st = xform_add(dev, &X, b, H, pos, &bq, &bqb, err)) ||
-                   (st = xform_add(dev, &X, b, KV, pos, &bk, &bkb, err))))
+        if (eb && ((st = xform_add(dev, &X, b, H, PE_ROLE_Q, pos, &bq, &bqb, err)) ||
+                   (st = xform_add(dev, &X, b, KV, PE_ROLE_K, pos, &bk, &bkb, err))))
             goto done;
     }
-    if (ea && ((st = xform_add(dev, &X, e, H, pos, &bq, &bq, err)) ||
-               (st = xform_add(dev, &X, e, KV, pos, &bk, &bk, err))))
+    if (ea && ((st = xform_add(dev, &X, e, H, PE_ROLE_Q, pos, &bq, &bq, err)) ||
+               (st = xform_add(dev, &X, e, KV, PE_ROLE_K, pos, &bk, &bk, err))))
         goto done;
     if ((io->flags & ATTN_OUT) &&
         ((st = rlvk_buffer_create(dev, nk * sizeof(float), "V", &bv, err)) ||
@@ -279,6 +281,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     /* Verification download: the transformed K whole, the sampled rows of
      * the transformed Q (the only query rows the reference reads). V and
      * untransformed operands are the raw uploads, bit for bit. */
+    double t_verify = rl_now();
     uint64_t vr = io->verify_rows ? io->verify_rows : ATTN_DEFAULT_VERIFY_ROWS;
     uint64_t rows = vr < T ? vr : T;
     attn_inputs ref = {.q = io->q, .k = io->k, .v = io->v, .pos = pos, .target = io->target,
@@ -288,8 +291,10 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
             goto done;
         }
-        if ((st = operand_fetch(dev, eref, &bq, io->q, pos, T, H, 0, rows, hq, &r->vec_q, err)) ||
-            (st = operand_fetch(dev, eref, &bk, io->k, pos, T, KV, 1, rows, hk, &r->vec_k, err)))
+        if ((st = operand_fetch(dev, eref, PE_ROLE_Q, &bq, io->q, pos, T, H, 0, rows, hq,
+                                &r->vec_q, err)) ||
+            (st = operand_fetch(dev, eref, PE_ROLE_K, &bk, io->k, pos, T, KV, 1, rows, hk,
+                                &r->vec_k, err)))
             goto done;
         ref.q = hq;
         ref.k = hk;
@@ -305,10 +310,10 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
                 st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
                 goto done;
             }
-            if ((st = operand_fetch(dev, b, &bqb, io->q, pos, T, H, 0, rows, hqb, &r->vec_qb,
-                                    err)) ||
-                (st = operand_fetch(dev, b, &bkb, io->k, pos, T, KV, 1, rows, hkb, &r->vec_kb,
-                                    err)))
+            if ((st = operand_fetch(dev, b, PE_ROLE_Q, &bqb, io->q, pos, T, H, 0, rows, hqb,
+                                    &r->vec_qb, err)) ||
+                (st = operand_fetch(dev, b, PE_ROLE_K, &bkb, io->k, pos, T, KV, 1, rows, hkb,
+                                    &r->vec_kb, err)))
                 goto done;
             ref.q_b = hqb;
             ref.k_b = hkb;
@@ -324,6 +329,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     snprintf(r->worst, sizeof r->worst, "%s", r->attn.verify.worst);
     r->pass = r->vec_q.pass && r->vec_k.pass && r->attn_stats.pass &&
               (!b || (r->vec_qb.pass && r->vec_kb.pass));
+    r->verify_s = rl_now() - t_verify;
 done:
     if (have_bias)
         attn_pe_bias_destroy(dev, &pb);
@@ -343,6 +349,7 @@ done:
 
 int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
 {
+    sink->verify_s += r->verify_s;
     char what[160];
     const vf_stats *v[4] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb};
     static const char *const names[4] = {"q", "k", "q (paired)", "k (paired)"};

@@ -16,6 +16,7 @@
 
 int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_result *r)
 {
+    sink->verify_s += r->verify_s;
     char what[192], detail[160];
     const vf_stats *v[4] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb};
     static const char *const names[4] = {"q", "k", "q (paired)", "k (paired)"};

@@ -55,14 +55,18 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
     return RL_OK;
 }
 
-/* The plain RoPE twin of a RoPE-family run encoding. */
-static rl_status plain_rope(const exp_run *run, uint64_t T, const rope_freqs *f, pe_encoding **b,
+/* The plain RoPE twin of a run encoding: for family rope the same base,
+ * rotary dims, layout and precision; for a family built on the rotation
+ * (xpos) its declared twin (pe_rope_twin). */
+static rl_status plain_rope(const exp_run *run, uint64_t T, const pe_encoding *a, pe_encoding **b,
                             rl_error *err)
 {
-    json_t *p = json_pack("{s:f, s:i, s:s, s:s}", "rope_theta", f->base, "rotary_dim",
-                          (json_int_t)f->rotary_dim, "layout",
-                          f->layout == RL_ROPE_LAYOUT_INTERLEAVED ? "interleaved" : "half",
-                          "precision", rope_precision_name(f->precision));
+    const rope_freqs *f = pe_rope_freqs(a);
+    json_t *p = f ? json_pack("{s:f, s:i, s:s, s:s}", "rope_theta", f->base, "rotary_dim",
+                              (json_int_t)f->rotary_dim, "layout",
+                              f->layout == RL_ROPE_LAYOUT_INTERLEAVED ? "interleaved" : "half",
+                              "precision", rope_precision_name(f->precision))
+                  : pe_rope_twin(a);
     if (!p)
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
     pe_shape shape = {.head_dim = run->model.head_dim, .heads = run->model.heads,
@@ -82,15 +86,17 @@ static rl_status dist_encodings(const exp_run *run, uint64_t T, pe_encoding **a,
     rl_status st = exp_encoding_for_pass(run, T, 1, a, err); /* causal passes */
     if (st)
         return st;
-    const rope_freqs *f = pe_rope_freqs(*a);
-    if (!f) {
+    json_t *twin = pe_rope_twin(*a);
+    if (!pe_rope_freqs(*a) && !twin) {
         st = rl_fail(err, RL_ERR_ARG,
                      "encoding '%s': distortion compares a RoPE scaling with plain RoPE and "
-                     "needs a RoPE-family encoding (type rope or a scaling name such as yarn), "
-                     "not '%s'", run->encoding_name, run->encoding_type);
+                     "needs a RoPE-family encoding (type rope or a scaling name such as yarn, "
+                     "or one built on the rotation such as xpos), not '%s'",
+                     run->encoding_name, run->encoding_type);
     } else {
-        st = plain_rope(run, T, f, b, err);
+        st = plain_rope(run, T, *a, b, err);
     }
+    json_decref(twin);
     if (st) {
         pe_encoding_destroy(*a);
         *a = NULL;
@@ -218,13 +224,14 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     if (st || (st = exp_sink_end_table(sink, err)))
         goto done;
     const rope_freqs *f = pe_rope_freqs(a);
+    double af = f ? f->attention_factor : 1.0; /* a twin-declaring family has none */
     exp_sink_metric(sink, "kl_mean", kl_sum / (double)(T * H));
     exp_sink_metric(sink, "kl_max", kl_max);
-    exp_sink_metric(sink, "attention_factor", no_af ? 1.0 : f->attention_factor);
+    exp_sink_metric(sink, "attention_factor", no_af ? 1.0 : af);
     /* Effective logit scales: the rotation of a carries af on cos and sin
      * (af^2 on the logits); plain RoPE's af is 1. */
     exp_sink_metric(sink, "logit_scale_ratio",
-                    scale_a * f->attention_factor * f->attention_factor / scale_b);
+                    scale_a * af * af / scale_b);
     exp_sink_metric(sink, "mass_farthest_bucket_scaled", far_a);
     exp_sink_metric(sink, "mass_farthest_bucket_rope", far_b);
     if (!pass)

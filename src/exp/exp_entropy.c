@@ -78,6 +78,29 @@ static uint64_t next_len(uint64_t N, uint64_t T)
     return N >= T ? 0 : N * 2 > T ? T : N * 2;
 }
 
+/* Multiply-adds of QK^T over the run: N^2 H D per bidirectional pass, half
+ * that for the causal one, each once more for the no-factor twin (two). */
+static double ent_work(uint64_t lo, uint64_t T, double hd, int two)
+{
+    double work = 0;
+    for (uint64_t N = lo; N; N = next_len(N, T))
+        work += (double)N * N * hd * (1 + two);
+    return work + 0.5 * (double)T * T * hd * (1 + two);
+}
+
+static double ent_flops(const exp_run *run)
+{
+    ent_params p;
+    rl_error err;
+    pe_encoding *e = NULL;
+    if (ent_params_of(run, &p, &err) || exp_encoding_create(run, p.max_len, &e, &err))
+        return 0; /* refused by ent_check before any estimate is used */
+    const rope_freqs *f = pe_rope_freqs(e);
+    int two = f && f->attention_factor != 1.0;
+    pe_encoding_destroy(e);
+    return 2 * ent_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim, two);
+}
+
 /* Mean entropy of rows [t0, t1) over all heads. */
 static double mean_entropy(const float *stats, uint64_t t0, uint64_t t1, uint32_t H)
 {
@@ -125,6 +148,9 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     exp_attn_result r;
     char label[64];
 
+    /* Progress in multiply-adds of QK^T (ent_work). */
+    double done_w = 0, hd = (double)H * D, work = ent_work(lo, T, hd, two);
+
     /* Entropy against length: bidirectional passes over the first N rows. */
     const char *cols[] = {"length_tokens", "entropy_nats", "entropy_no_factor_nats", "ref_ln_n_nats"};
     if ((st = exp_sink_table(sink, "entropy_length", 4, cols, err)))
@@ -143,12 +169,14 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .flags = ATTN_ENTROPY,
                               .no_attention_factor = nf};
             attn_outputs out = {.stats = nf ? stats_nf : stats};
+            snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
+                     nf ? ", no attention factor" : "");
+            exp_sink_progress(sink, label, done_w, work);
             if ((st = exp_attn_run(ctx->dev, eng, en, &io, &out, &r, err))) {
                 pe_encoding_destroy(en);
                 goto done;
             }
-            snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
-                     nf ? ", no attention factor" : "");
+            done_w += (double)N * N * hd;
             pass &= exp_attn_record_stats(sink, label, &r);
             hv[nf] = mean_entropy(nf ? stats_nf : stats, 0, N, H);
         }
@@ -171,14 +199,17 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY,
                           .no_attention_factor = nf};
         attn_outputs out = {.stats = nf ? stats_nf : stats};
-        if ((st = exp_attn_run(ctx->dev, eng, ec, &io, &out, &r, err)))
-            goto done;
         snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,
                  nf ? ", no attention factor" : "");
+        exp_sink_progress(sink, label, done_w, work);
+        if ((st = exp_attn_run(ctx->dev, eng, ec, &io, &out, &r, err)))
+            goto done;
+        done_w += 0.5 * (double)T * T * hd;
         pass &= exp_attn_record_stats(sink, label, &r);
         if (!nf) /* the kernel's scale; the rotation carries af on cos and sin */
             eff_scale = r.scale * af * af;
     }
+    exp_sink_progress(sink, "tables", done_w, work);
     const char *pcols[] = {"query_keys_tokens", "entropy_nats", "entropy_no_factor_nats",
                            "ref_ln_keys_nats"};
     if ((st = exp_sink_table(sink, "entropy_position", 4, pcols, err)))
@@ -261,6 +292,7 @@ const exp_kind exp_kind_entropy = {
     .needs_gpu = 1,
     .check = ent_check,
     .estimate_bytes = ent_bytes,
+    .estimate_flops = ent_flops,
     .run = ent_run,
     .metrics = metrics,
     .n_metrics = sizeof metrics / sizeof metrics[0],

@@ -9,7 +9,8 @@
  * depend on m and n themselves, an O(1) change.
  *
  * Every transform is computed twice: on the device (pe_vec_gpu_*, the
- * encoding's precision mode) and by the double CPU reference (pe_vec_ref);
+ * encoding's precision mode; queries as queries and keys as keys, pe_role)
+ * and by the double CPU reference (pe_vec_ref_role);
  * both curves are reported. The device vectors are verified element-wise
  * against the reference with the registry's bound (pe_vec_bound). For
  * relative encodings the reference curve is also checked against its double
@@ -181,7 +182,7 @@ static rl_status inv_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
            *scale = malloc(n * sizeof *scale), *shift = malloc(S * sizeof *shift);
     uint32_t *pos = malloc(T * sizeof *pos);
-    pe_vec_gpu g = {0};
+    pe_vec_gpu g[2] = {{0}, {0}};
     if (!q || !k || !x || !y || !ref || !bound || !scale || !shift || !pos) {
         st = rl_fail(err, RL_ERR_NOMEM, "invariance: out of host memory for %llu elements",
                      (unsigned long long)n);
@@ -204,13 +205,22 @@ static rl_status inv_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             }
         }
     }
-    if ((st = pe_vec_ref(e, x, pos, T, H, ref, err)))
-        goto done;
-    pe_vec_bound(e, x, pos, T, H, bound, scale);
-    int guard_ok = 0;
-    if ((st = pe_vec_gpu_create(ctx->dev, e, H, &g, err)) ||
-        (st = pe_vec_gpu_apply(ctx->dev, &g, x, pos, T, y, &guard_ok, err)))
-        goto done;
+    /* Queries (first half) as queries, keys as keys (xpos scales them
+     * differently: pe_role). */
+    int guard_ok = 1;
+    for (int r = 0; r < 2; r++) {
+        pe_role role = r ? PE_ROLE_K : PE_ROLE_Q;
+        uint64_t o = r * half * row;
+        const uint32_t *ph = pos + r * half;
+        int gok = 0;
+        if ((st = pe_vec_ref_role(e, role, x + o, ph, half, H, ref + o, err)))
+            goto done;
+        pe_vec_bound_role(e, role, x + o, ph, half, H, bound + o, scale + o);
+        if ((st = pe_vec_gpu_create_role(ctx->dev, e, H, role, &g[r], err)) ||
+            (st = pe_vec_gpu_apply(ctx->dev, &g[r], x + o, ph, half, y + o, &gok, err)))
+            goto done;
+        guard_ok &= gok;
+    }
     vf_stats cs;
     vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &cs);
     vf_set_guard(&cs, guard_ok);
@@ -290,7 +300,8 @@ static rl_status inv_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                      "invariance: the reference score of a relative encoding changed by %.3g "
                      "under a shift, beyond its rounding bound %.3g", ratio_err, ratio_bound);
 done:
-    pe_vec_gpu_destroy(&g);
+    pe_vec_gpu_destroy(&g[0]);
+    pe_vec_gpu_destroy(&g[1]);
     pe_encoding_destroy(e);
     free(q), free(k), free(x), free(y), free(ref), free(bound), free(scale), free(shift), free(pos);
     return st;

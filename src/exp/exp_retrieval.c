@@ -91,6 +91,24 @@ static uint64_t next_len(uint64_t N, uint64_t T)
     return N >= T ? 0 : N * 2 > T ? T : N * 2;
 }
 
+/* Multiply-adds of QK^T over the run: N^2 H D / 2 per causal pass. */
+static double ret_work(uint64_t lo, uint64_t T, double hd)
+{
+    double work = 0;
+    for (uint64_t N = lo; N; N = next_len(N, T))
+        work += 0.5 * (double)N * N * hd;
+    return work;
+}
+
+static double ret_flops(const exp_run *run)
+{
+    ret_params p;
+    rl_error err;
+    if (ret_params_of(run, &p, &err))
+        return 0; /* refused by ret_check before any estimate is used */
+    return 2 * ret_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim);
+}
+
 #define RET_MAX_R 40
 
 /* Distances for length N: powers of two below N - W, then N - W. */
@@ -237,6 +255,8 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     /* Per-length results, written as a table after the per-length tables. */
     double lrows[64][5];
     uint32_t n_lrows = 0;
+    /* Progress in multiply-adds of QK^T (ret_work). */
+    double done_w = 0, work = ret_work(lo, T, (double)H * D);
     for (uint64_t N = lo; N && !st; N = next_len(N, T)) {
         uint64_t r[RET_MAX_R];
         uint32_t m = distances(N, r);
@@ -249,10 +269,12 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                           .flags = ATTN_ARGMAX | ATTN_TARGET};
         attn_outputs out = {.stats = stats};
         exp_attn_result res;
-        if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &res, err)))
-            goto done;
         char label[48];
         snprintf(label, sizeof label, "N=%llu", (unsigned long long)N);
+        exp_sink_progress(sink, label, done_w, work);
+        if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &res, err)))
+            goto done;
+        done_w += 0.5 * (double)N * N * H * D;
         pass &= exp_attn_record_stats(sink, label, &res);
         double hits[RET_MAX_R] = {0}, psum[RET_MAX_R] = {0}, cnt[RET_MAX_R] = {0};
         double a_in = 0, a_out = 0, c_in = 0, c_out = 0, a_all = 0, p_all = 0, c_all = 0;
@@ -354,6 +376,7 @@ const exp_kind exp_kind_retrieval = {
     .needs_gpu = 1,
     .check = ret_check,
     .estimate_bytes = ret_bytes,
+    .estimate_flops = ret_flops,
     .run = ret_run,
     .metrics = metrics,
     .n_metrics = sizeof metrics / sizeof metrics[0],

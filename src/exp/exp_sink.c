@@ -123,6 +123,12 @@ rl_status exp_sink_row(exp_sink *s, const double *vals, rl_error *err)
     return RL_OK;
 }
 
+void exp_sink_progress(exp_sink *s, const char *phase, double done, double total)
+{
+    if (s->progress)
+        s->progress(s->progress_user, phase, done, total);
+}
+
 void exp_sink_metric(exp_sink *s, const char *name, double value)
 {
     json_object_set_new(s->metrics, name, isfinite(value) ? json_real(value) : json_null());

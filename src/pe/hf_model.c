@@ -164,7 +164,7 @@ static int scaling_key(const char *k)
     return rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0 && strcmp(k, "layout") &&
            strcmp(k, "precision") && strcmp(k, "rotary_dim") && strcmp(k, "seq_len") &&
            strcmp(k, "max_position_embeddings") && strcmp(k, "dynamic_mode") &&
-           strcmp(k, "prompt_len");
+           strcmp(k, "prompt_len") && strcmp(k, "semantics");
 }
 
 /* One rope dict into enc (registry keys), validating every value with
@@ -193,6 +193,19 @@ static rl_status read_rope_dict(rd *r, const char *name, const json_t *sc, json_
         }
         if (!strcmp(key, "type") && json_object_get(sc, "rope_type"))
             continue; /* both given: rope_type wins (HF) */
+        /* HunYuan's configs carry YaRN keys beside alpha; vLLM's get_rope
+         * reads alpha alone there (DynamicNTKAlphaRotaryEmbedding), as does
+         * llama.cpp's conversion (alpha folded into the base): captured, shown
+         * by `ropelab model`, not applied. */
+        const json_t *alpha = json_object_get(sc, "alpha");
+        if (alpha && !json_is_null(alpha) &&
+            (!strcmp(key, "beta_fast") || !strcmp(key, "beta_slow") || !strcmp(key, "mscale") ||
+             !strcmp(key, "mscale_all_dim"))) {
+            char cap[200];
+            snprintf(cap, sizeof cap, "%s (unread beside alpha, as vLLM)", full);
+            json_object_set(r->m->attrs, cap, v);
+            continue;
+        }
         if (!scaling_key(key))
             return bad(r, full, "is not a RoPE key ropelab represents", NULL);
         json_t *val = v;
@@ -217,6 +230,11 @@ static rl_status read_rope_dict(rd *r, const char *name, const json_t *sc, json_
             return rl_fail(r->err, RL_ERR_ARG, "%s: %s%s: %s", r->m->path, r->where, name, e.msg);
         }
         json_object_set_new(enc, k, val);
+        /* alpha (HunYuan's dynamic) and mixed_b (ntk) are vLLM's keys, read
+         * by vLLM's get_rope only: such a config imports with vLLM's reading,
+         * flagged as such (docs/rope.md "vLLM's readings"). */
+        if (!strcmp(k, "alpha") || !strcmp(k, "mixed_b"))
+            json_object_set_new(enc, "semantics", json_string("vllm"));
     }
     (void)rt;
     return RL_OK;

@@ -229,10 +229,25 @@ rl_status pe_vec_check(const pe_encoding *e, const uint32_t *pos, size_t tokens,
 rl_status pe_vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                      uint32_t heads, double *y, rl_error *err)
 {
+    return pe_vec_ref_role(e, PE_ROLE_Q, x, pos, tokens, heads, y, err);
+}
+
+json_t *pe_rope_twin(const pe_encoding *e)
+{
+    return e->fam->ops.rope_twin ? e->fam->ops.rope_twin(e) : NULL;
+}
+
+int pe_vec_qk_differ(const pe_encoding *e) { return e->fam->ops.vec_ref_k != NULL; }
+
+rl_status pe_vec_ref_role(const pe_encoding *e, pe_role role, const float *x, const uint32_t *pos,
+                          size_t tokens, uint32_t heads, double *y, rl_error *err)
+{
     rl_status st = pe_vec_check(e, pos, tokens, err);
     if (st)
         return st;
-    if (e->fam->ops.vec_ref) {
+    if (role == PE_ROLE_K && e->fam->ops.vec_ref_k) {
+        e->fam->ops.vec_ref_k(e, x, pos, tokens, heads, y);
+    } else if (e->fam->ops.vec_ref) {
         e->fam->ops.vec_ref(e, x, pos, tokens, heads, y);
     } else {
         size_t n = tokens * heads * e->shape.head_dim;
@@ -245,6 +260,16 @@ rl_status pe_vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, 
 void pe_vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                   uint32_t heads, double *bound, double *scale)
 {
+    pe_vec_bound_role(e, PE_ROLE_Q, x, pos, tokens, heads, bound, scale);
+}
+
+void pe_vec_bound_role(const pe_encoding *e, pe_role role, const float *x, const uint32_t *pos,
+                       size_t tokens, uint32_t heads, double *bound, double *scale)
+{
+    if (role == PE_ROLE_K && e->fam->ops.vec_bound_k) {
+        e->fam->ops.vec_bound_k(e, x, pos, tokens, heads, bound, scale);
+        return;
+    }
     if (e->fam->ops.vec_bound) {
         e->fam->ops.vec_bound(e, x, pos, tokens, heads, bound, scale);
         return;
@@ -259,7 +284,14 @@ void pe_vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos, siz
 rl_status pe_vec_gpu_create(rlvk_device *dev, const pe_encoding *e, uint32_t heads,
                             pe_vec_gpu *g, rl_error *err)
 {
+    return pe_vec_gpu_create_role(dev, e, heads, PE_ROLE_Q, g, err);
+}
+
+rl_status pe_vec_gpu_create_role(rlvk_device *dev, const pe_encoding *e, uint32_t heads,
+                                 pe_role role, pe_vec_gpu *g, rl_error *err)
+{
     memset(g, 0, sizeof *g);
+    g->role = role;
     g->dev = dev;
     g->e = e;
     g->heads = heads ? heads : 1;

@@ -55,6 +55,12 @@ typedef struct pe_shape {
 typedef struct pe_encoding pe_encoding;  /* opaque resolved encoding */
 typedef struct pe_family pe_family;
 
+/* Which operand a vector transform is applied to. Every encoding but a few
+ * transforms q and k alike; xpos scales q by zeta^((m-c)/scale_base) and k
+ * by zeta^(-(n-c)/scale_base), so callers that transform keys say so
+ * (pe_vec_ref_role, pe_vec_bound_role, pe_vec_gpu_create_role). */
+typedef enum pe_role { PE_ROLE_Q = 0, PE_ROLE_K = 1 } pe_role;
+
 /* GPU data of an encoding's logit bias: which shader variant, and buffers
  * bound at 8..8+n_buffers-1. Filled by pe_bias_gpu_create, freed by
  * pe_bias_gpu_destroy. (bias_contract.md) */
@@ -70,6 +76,7 @@ typedef struct pe_vec_gpu {
     rlvk_device *dev;
     const pe_encoding *e;
     uint32_t heads;
+    pe_role role;                 /* the operand this state transforms (q or k) */
     void *impl;                   /* the family's state; owned */
 } pe_vec_gpu;
 
@@ -115,6 +122,17 @@ typedef struct pe_ops {
      * "bucket" per relative position r in [r0, r1], "frequencies", "table"). */
     rl_status (*inspect)(const pe_encoding *e, int64_t r0, int64_t r1, json_t *obj,
                          rl_error *err);
+    /* Families whose key transform differs from the query's (xpos): the
+     * reference and bound for keys (contracts of vec_ref / vec_bound; NULL:
+     * keys as queries). Their device side reads pe_vec_gpu.role. */
+    void (*vec_ref_k)(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
+                      uint32_t heads, double *y);
+    void (*vec_bound_k)(const pe_encoding *e, const float *x, const uint32_t *pos,
+                        size_t tokens, uint32_t heads, double *bound, double *scale);
+    /* A vector encoding built on the RoPE rotation but not of family rope
+     * (xpos): the parameters of the plain RoPE with the same rotation (new
+     * reference; NULL: none), for kinds that compare with plain RoPE. */
+    json_t *(*rope_twin)(const pe_encoding *e);
 } pe_ops;
 
 /* One `ropelab check` case of a family (its check rows are the family's
@@ -129,6 +147,9 @@ typedef struct pe_check_case {
                                else up to 2^this - 1 (a table's length) */
     int quick;              /* also run by `check --quick` */
 } pe_check_case;
+/* Vector cases of a family whose keys differ from its queries
+ * (pe_vec_qk_differ) run twice: as queries ("pe/LABEL/q") and as keys
+ * ("pe/LABEL/k"). */
 
 /* A registry entry. */
 struct pe_family {
@@ -165,6 +186,10 @@ struct pe_family {
  * other family: for experiment kinds about the rotation itself. */
 struct rope_freqs;
 const struct rope_freqs *pe_rope_freqs(const pe_encoding *e);
+
+/* The family rope_twin's plain-RoPE parameters of e (new reference), or
+ * NULL when the family declares none. */
+json_t *pe_rope_twin(const pe_encoding *e);
 
 /* ---- registry ----------------------------------------------------------- */
 
@@ -244,14 +269,25 @@ rl_status pe_vec_check(const pe_encoding *e, const uint32_t *pos, size_t tokens,
  * double. Runs pe_vec_check first. */
 rl_status pe_vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                      uint32_t heads, double *y, rl_error *err);
+/* pe_vec_ref for operand role (PE_ROLE_K: keys; pe_vec_ref is PE_ROLE_Q). */
+rl_status pe_vec_ref_role(const pe_encoding *e, pe_role role, const float *x, const uint32_t *pos,
+                          size_t tokens, uint32_t heads, double *y, rl_error *err);
+/* 1 if e transforms keys differently from queries (the family has vec_ref_k). */
+int pe_vec_qk_differ(const pe_encoding *e);
+/* pe_vec_bound for operand role. */
+void pe_vec_bound_role(const pe_encoding *e, pe_role role, const float *x, const uint32_t *pos,
+                       size_t tokens, uint32_t heads, double *bound, double *scale);
 /* Per-element bound of the GPU kernel (0: must be bit-exact) and the scale
  * of the relative error; same shapes as x. */
 void pe_vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                   uint32_t heads, double *bound, double *scale);
 
-/* Pipelines and device data for heads heads. Destroy accepts a zeroed g. */
+/* Pipelines and device data for heads heads, transforming queries
+ * (pe_vec_gpu_create) or the operand role. Destroy accepts a zeroed g. */
 rl_status pe_vec_gpu_create(rlvk_device *dev, const pe_encoding *e, uint32_t heads,
                             pe_vec_gpu *g, rl_error *err);
+rl_status pe_vec_gpu_create_role(rlvk_device *dev, const pe_encoding *e, uint32_t heads,
+                                 pe_role role, pe_vec_gpu *g, rl_error *err);
 /* Uploads what the next pe_vec_gpu_record of these host positions needs
  * beyond the position buffer itself (rope table mode: cos/sin of each
  * position, in double), so that recording never does a blocking transfer.

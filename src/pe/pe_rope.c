@@ -68,6 +68,8 @@ static rl_status create(pe_encoding *e, rl_error *err)
         if (f->prompt_len)
             pe_param_set_int(e, "prompt_len", f->prompt_len);
     }
+    if (f->desc.semantics != ROPE_SEM_HF) /* whose reading: flagged in every result */
+        pe_param_set_json(e, "semantics", json_string(rope_semantics_name(f->desc.semantics)));
     json_object_del((json_t *)pe_encoding_params(e), "type");
     return RL_OK;
 }
@@ -232,12 +234,26 @@ static const pe_check_case vec_checks[] = {
      "\"seq_len\": 1048577, \"dynamic_mode\": \"cache_consistent\", \"prompt_len\": 4096, "
      "\"precision\": \"precise\"}",
      33, 8, 0, 64, 0, 0},
+    /* Resonance RoPE on YaRN's frequencies (rounded wavelengths: the same
+     * kernel, other inv_freq), positions to 2^max_pos_log2. */
+    {"rope/yarn/resonance",
+     "{\"rope_type\": \"yarn\", \"factor\": 4, \"original_max_position_embeddings\": 4096, "
+     "\"resonance\": true}",
+     33, 4, 0, 128, 0, 1},
     /* Framework emulation through the registry (bound against double:
      * rope_error_bounds' emulation branch). */
     {"rope/hf/bf16", "{\"precision\": \"hf\", \"dtype\": \"bf16\"}", 33, 8, 0, 64, 0, 1},
     {"rope/ggml-cpu/fp16",
      "{\"precision\": \"ggml-cpu\", \"dtype\": \"fp16\", \"layout\": \"interleaved\"}", 65, 4, 0,
      128, 0, 0},
+    /* vLLM's readings through the registry (HunYuan's alpha; ntk mixed_b). */
+    {"rope/dynamic/vllm-alpha",
+     "{\"rope_type\": \"dynamic\", \"semantics\": \"vllm\", \"alpha\": 1000, \"factor\": 1}",
+     33, 4, 0, 128, 0, 1},
+    {"rope/ntk/vllm-mixed_b/table",
+     "{\"rope_type\": \"ntk\", \"semantics\": \"vllm\", \"factor\": 4, \"mixed_b\": 0.5, "
+     "\"precision\": \"table\"}",
+     65, 4, 0, 128, 0, 0},
 };
 
 const pe_family pe_family_rope = {

@@ -70,6 +70,16 @@ int rope_type_uses_key(int type, const char *key);
 #define ROPE_DYN_RECOMPUTE 0
 #define ROPE_DYN_CACHE_CONSISTENT 1
 
+/* Whose reading of a config (docs/rope.md "vLLM's readings"):
+ *   hf    Hugging Face transformers' modeling_rope_utils.py (default);
+ *   vllm  vLLM's rotary_embedding/ where it differs: dynamic is static (the
+ *         base of length max_position_embeddings * factor, vLLM #3488) or,
+ *         with alpha, HunYuan's base * alpha^(d/(d-2)); ntk is
+ *         NTKScalingRotaryEmbedding (base * factor, inv_freq / factor^(2/d);
+ *         with mixed_b the mixed-b divisors). Applies to dynamic and ntk. */
+#define ROPE_SEM_HF 0
+#define ROPE_SEM_VLLM 1
+
 /* A RoPE configuration. Field names follow HF's rope_scaling/rope_parameters
  * keys. Zero fields mean "default" or "not given" (see rope_desc_resolve);
  * keys a type requires (e.g. llama3's low_freq_factor) are errors when 0. */
@@ -102,6 +112,12 @@ typedef struct rope_desc {
     double long_factor[ROPE_MAX_PAIRS];       /* [n_long_factor] */
     int dynamic_mode;      /* ROPE_DYN_*; 0: recompute (dynamic, dynamic_yarn only) */
     uint32_t prompt_len;   /* cache_consistent: prefill length P; 0: seq_len (pure prefill) */
+    int semantics;         /* ROPE_SEM_*; 0: hf */
+    double alpha;          /* semantics vllm, dynamic: HunYuan's NTK alpha; 0: not given */
+    double mixed_b;        /* semantics vllm, ntk: vLLM's mixed-NTK exponent b; 0: not given */
+    int resonance;         /* Resonance RoPE (Wang et al. 2024): 1 = after the type's scaling, every
+                            * pair with wavelength 2pi/theta_j < L_train gets 2pi/round(2pi/theta_j);
+                            * L_train = original_max_position_embeddings (else max_position_embeddings) */
 } rope_desc;
 
 /* Effective rotation: what the kernel and the reference both consume. */
@@ -133,7 +149,8 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err);
 
 /* THE parameter -> frequency function (shared by the CPU reference and the
  * GPU host side): inv_freq and attention factor of every scaling type, as
- * Hugging Face transformers computes them, in double. */
+ * Hugging Face transformers computes them (semantics vllm: as vLLM does),
+ * in double. */
 rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err);
 
 /* 1 when each token of f has its own rotation (dynamic_mode
@@ -150,6 +167,9 @@ void rope_freqs_at(const rope_freqs *f, uint32_t p, double *inv_freq, double *af
 /* Name of a dynamic mode ("recompute"); parse returns -1 if unknown. */
 const char *rope_dynamic_mode_name(int mode);
 int rope_dynamic_mode_parse(const char *name);
+/* Name of a semantics ("hf", "vllm"); parse returns -1 if unknown. */
+const char *rope_semantics_name(int semantics);
+int rope_semantics_parse(const char *name);
 
 /* ---- configuration from JSON (src/pe/rope_hf.c) ----------------------- */
 
@@ -173,7 +193,7 @@ rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *
 /* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
  * "type" as the alias of rope_type): the one list of RoPE keys, in the house
  * schema (core/rl_param.h). The registry's family rope declares exactly it. */
-#define ROPE_N_PARAMS 26
+#define ROPE_N_PARAMS 30
 extern const rl_param rope_params[ROPE_N_PARAMS];
 
 /* The keys of d that differ from their defaults, as the JSON object the

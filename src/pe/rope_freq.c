@@ -61,13 +61,13 @@ int rope_type_uses_key(int type, const char *key)
     static const char *const scaling_keys[] = {
         "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
         "mscale_all_dim", "truncate", "attention_factor", "low_freq_factor",
-        "high_freq_factor", "short_factor", "long_factor",
+        "high_freq_factor", "short_factor", "long_factor", "alpha", "mixed_b",
     };
     static const char *const uses[ROPE_TYPE_COUNT] = {
         [ROPE_TYPE_DEFAULT] = "",
         [ROPE_TYPE_LINEAR] = " factor ",
-        [ROPE_TYPE_NTK] = " factor ",
-        [ROPE_TYPE_DYNAMIC] = " factor original_max_position_embeddings ",
+        [ROPE_TYPE_NTK] = " factor mixed_b ",                              /* mixed_b: vLLM's */
+        [ROPE_TYPE_DYNAMIC] = " factor original_max_position_embeddings alpha ", /* alpha: vLLM's */
         [ROPE_TYPE_YARN] = " factor original_max_position_embeddings beta_fast beta_slow mscale "
                            "mscale_all_dim truncate attention_factor ",
         [ROPE_TYPE_LLAMA3] = " factor original_max_position_embeddings low_freq_factor "
@@ -95,6 +95,66 @@ int rope_type_uses_key(int type, const char *key)
     w[kl + 1] = ' ';
     w[kl + 2] = '\0';
     return strstr(uses[type], w) != NULL;
+}
+
+const char *rope_semantics_name(int semantics)
+{
+    return semantics == ROPE_SEM_HF ? "hf" : semantics == ROPE_SEM_VLLM ? "vllm" : NULL;
+}
+
+int rope_semantics_parse(const char *name)
+{
+    for (int m = ROPE_SEM_HF; m <= ROPE_SEM_VLLM; m++)
+        if (strcmp(name, rope_semantics_name(m)) == 0)
+            return m;
+    return -1;
+}
+
+/* semantics and its keys (alpha, mixed_b): vLLM's own readings exist for
+ * dynamic and ntk only; each key is refused, by name, where it does not
+ * apply. Sources and formulas: docs/rope.md "vLLM's readings". */
+static rl_status rope_semantics_validate(const rope_desc *r, rl_error *err)
+{
+    const char *tn = rope_type_name(r->rope_type);
+    int vllm = r->semantics == ROPE_SEM_VLLM;
+    if (!rope_semantics_name(r->semantics))
+        return rl_fail(err, RL_ERR_ARG, "semantics %d must be hf (%d) or vllm (%d)", r->semantics,
+                       ROPE_SEM_HF, ROPE_SEM_VLLM);
+    if (!isfinite(r->alpha) || r->alpha < 0)
+        return rl_fail(err, RL_ERR_ARG, "alpha %g must be a finite number > 0", r->alpha);
+    if (!isfinite(r->mixed_b) || r->mixed_b < 0)
+        return rl_fail(err, RL_ERR_ARG, "mixed_b %g must be a finite number > 0", r->mixed_b);
+    if (vllm && r->rope_type != ROPE_TYPE_DYNAMIC && r->rope_type != ROPE_TYPE_NTK)
+        return rl_fail(err, RL_ERR_ARG, "semantics vllm applies to rope_type dynamic and ntk only "
+                       "(ropelab has no vLLM reading of %s that differs from hf's)", tn);
+    if (r->alpha > 0 && (r->rope_type != ROPE_TYPE_DYNAMIC || !vllm))
+        return rl_fail(err, RL_ERR_ARG, "alpha applies to rope_type dynamic with semantics vllm "
+                       "only (vLLM's DynamicNTKAlphaRotaryEmbedding, HunYuan; not %s, semantics "
+                       "%s)", tn, rope_semantics_name(r->semantics));
+    if (r->mixed_b > 0 && (r->rope_type != ROPE_TYPE_NTK || !vllm))
+        return rl_fail(err, RL_ERR_ARG, "mixed_b applies to rope_type ntk with semantics vllm "
+                       "only (vLLM's NTKScalingRotaryEmbedding; not %s, semantics %s)", tn,
+                       rope_semantics_name(r->semantics));
+    if (vllm && r->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT)
+        return rl_fail(err, RL_ERR_ARG, "dynamic_mode cache_consistent: semantics vllm computes "
+                       "one static base for every token (vLLM #3488); use semantics hf");
+    if (r->alpha > 0) {
+        /* vLLM's get_rope: "alpha" in the dict selects the alpha class, which
+         * reads neither factor nor YaRN's keys (HunYuan configs carry them). */
+        if (r->factor != 0 && r->factor != 1)
+            return rl_fail(err, RL_ERR_ARG, "factor %g with alpha: vLLM ignores factor when alpha "
+                           "is given; leave factor out (or 1)", r->factor);
+        const struct { const char *k; double v; } unused[] = {
+            {"beta_fast", r->beta_fast}, {"beta_slow", r->beta_slow}, {"mscale", r->mscale},
+            {"mscale_all_dim", r->mscale_all_dim}, {"attention_factor", r->attention_factor},
+        };
+        for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++)
+            if (unused[i].v != 0)
+                return rl_fail(err, RL_ERR_ARG, "%s does not apply to rope_type dynamic with alpha "
+                               "(vLLM's DynamicNTKAlphaRotaryEmbedding does not read it)",
+                               unused[i].k);
+    }
+    return RL_OK;
 }
 
 const char *rope_precision_name(int precision)
@@ -229,6 +289,8 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
                        "only (every token of a recompute pass uses the length in use)", r.prompt_len);
     if ((st = rope_emu_validate(&r, err)))
         return st;
+    if ((st = rope_semantics_validate(&r, err)))
+        return st;
 
     const struct { const char *k; double v; } nn[] = {
         {"factor", r.factor}, {"beta_fast", r.beta_fast}, {"beta_slow", r.beta_slow},
@@ -252,8 +314,14 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
             return rl_fail(err, RL_ERR_ARG, "%s needs factor (a number >= 1)", tn);
         break;
     case ROPE_TYPE_DYNAMIC:
+        if (r.alpha > 0) { /* HunYuan: base * alpha^(d/(d-2)), no length */
+            if (r.rotary_dim <= 2)
+                return rl_fail(err, RL_ERR_ARG, "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
+            break;
+        }
         if (r.factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "dynamic needs factor (a number >= 1)");
+            return rl_fail(err, RL_ERR_ARG, "dynamic needs factor (a number >= 1)%s",
+                           r.semantics == ROPE_SEM_VLLM ? " or, semantics vllm, alpha" : "");
         if (M == 0)
             return rl_fail(err, RL_ERR_ARG,
                            "dynamic needs max_position_embeddings (HF scales relative to it)");
@@ -345,6 +413,18 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
                            "proportional takes partial_rotary_factor or rotary_dim, not both");
         break;
     }
+    if (r.resonance) {
+        if (!r.original_max_position_embeddings)
+            r.original_max_position_embeddings = r.max_position_embeddings;
+        if (!r.original_max_position_embeddings)
+            return rl_fail(err, RL_ERR_ARG, "resonance needs original_max_position_embeddings (or "
+                                            "max_position_embeddings): the training length whose "
+                                            "shorter wavelengths are rounded");
+        if (rope_prec_is_emu(r.precision))
+            return rl_fail(err, RL_ERR_ARG, "resonance is not part of the framework emulation "
+                                            "mode %s (no framework implements it)",
+                           rope_precision_name(r.precision));
+    }
     *out = r;
     return RL_OK;
 }
@@ -414,17 +494,33 @@ static void freqs_core(const rope_desc *r, uint64_t n, uint32_t np, double *inv,
     const double dim = r->rotary_dim, factor = r->factor ? r->factor : 1.0;
     double base = r->theta;
     *af = 1.0;
+    const int vllm = r->semantics == ROPE_SEM_VLLM;
     switch (r->rope_type) {
     case ROPE_TYPE_NTK:
-        base = r->theta * pow(factor, dim / (dim - 2.0));
+        /* vLLM NTKScalingRotaryEmbedding: base * factor (mixed_b: base). */
+        base = vllm ? (r->mixed_b > 0 ? r->theta : r->theta * factor)
+                    : r->theta * pow(factor, dim / (dim - 2.0));
         break;
-    case ROPE_TYPE_DYNAMIC: {
-        /* HF: seq_len = max(seq_len, M); base * ((factor*L/M) - (factor-1))^(d/(d-2)). */
-        double M = r->max_position_embeddings;
-        double L = (double)n > M ? (double)n : M;
-        base = r->theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
+    case ROPE_TYPE_DYNAMIC:
+        if (vllm && r->alpha > 0) { /* vLLM DynamicNTKAlphaRotaryEmbedding (HunYuan) */
+            base = r->theta * pow(r->alpha, dim / (dim - 2.0));
+            break;
+        }
+        if (vllm) {
+            /* vLLM DynamicNTKScalingRotaryEmbedding: computed once with
+             * max_len = M * factor, i.e. HF's formula at L = M * factor for
+             * every length (#3488): base * (factor^2 - factor + 1)^(d/(d-2)). */
+            double M = r->max_position_embeddings, L = M * factor;
+            base = r->theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
+            break;
+        }
+        {
+            /* HF: seq_len = max(seq_len, M); base * ((factor*L/M) - (factor-1))^(d/(d-2)). */
+            double M = r->max_position_embeddings;
+            double L = (double)n > M ? (double)n : M;
+            base = r->theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
+        }
         break;
-    }
     default:
         break;
     }
@@ -436,6 +532,20 @@ static void freqs_core(const rope_desc *r, uint64_t n, uint32_t np, double *inv,
     case ROPE_TYPE_LINEAR:
         for (uint32_t j = 0; j < np; j++)
             inv[j] /= factor;
+        break;
+    case ROPE_TYPE_NTK:
+        if (!vllm)
+            break;
+        if (r->mixed_b > 0) {
+            /* mixed NTK (kexue.fm/archives/9706): lambda_m = exp(a m^b),
+             * a = ln(factor) / (d/2)^b, m = j + 1. */
+            double a = log(factor) / pow(dim / 2.0, r->mixed_b);
+            for (uint32_t j = 0; j < np; j++)
+                inv[j] /= exp(a * pow((double)(j + 1), r->mixed_b));
+        } else {
+            for (uint32_t j = 0; j < np; j++)
+                inv[j] /= pow(factor, 2.0 / dim);
+        }
         break;
     case ROPE_TYPE_YARN:
         yarn_blend(r, base, factor, np, inv, af);
@@ -480,6 +590,26 @@ static void freqs_core(const rope_desc *r, uint64_t n, uint32_t np, double *inv,
     }
     default:
         break;
+    }
+    /* Resonance RoPE (Wang et al. 2024, arXiv:2403.00071, section 4 and
+     * Algorithm 1), on whatever the type made of inv_freq: a pair whose
+     * wavelength lambda_j = 2pi/theta_j is below the training length L
+     * (pre-critical: it completes a full turn within L) gets the integer
+     * wavelength round(lambda_j), theta_j' = 2pi/round(lambda_j), so its
+     * rotation repeats exactly every round(lambda_j) positions and positions
+     * beyond L show it no new angle. Pairs at or above L and zero (identity)
+     * frequencies are kept. round() is half away from zero (as Python's
+     * math.floor(x + 0.5) for x > 0; torch.round is half-to-even: they differ
+     * only for wavelengths exactly k + 1/2, which pow never hits exactly). */
+    if (r->resonance) {
+        double L = r->original_max_position_embeddings;
+        for (uint32_t j = 0; j < np; j++) {
+            if (!(inv[j] > 0))
+                continue;
+            double wl = 2.0 * M_PI / inv[j], rwl = round(wl);
+            if (wl < L && rwl >= 1)
+                inv[j] = 2.0 * M_PI / rwl;
+        }
     }
 }
 

@@ -75,6 +75,17 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
       "it) (default recompute)"),
     I("prompt_len", "cache_consistent's prefill length P; seq_len: pure prefill, where both modes "
                     "agree (default seq_len)"),
+    E("semantics", "hf|vllm",
+      "whose reading of dynamic and ntk: vllm is vLLM's rotary_embedding, static dynamic at "
+      "max_position_embeddings*factor, HunYuan alpha, ntk with mixed_b; docs/rope.md (default hf)"),
+    N("alpha", 0, BIG, "semantics vllm, dynamic: HunYuan's base * alpha^(d/(d-2)), > 0 (vLLM "
+                       "DynamicNTKAlphaRotaryEmbedding) (default none)"),
+    N("mixed_b", 0, BIG, "semantics vllm, ntk: mixed-NTK exponent b, > 0, inv_freq_j / "
+                         "exp(ln(factor) ((j+1)/(d/2))^b) (vLLM NTKScalingRotaryEmbedding) "
+                         "(default none)"),
+    B("resonance", "Resonance RoPE: after the rope_type's scaling every wavelength 2pi/theta_j "
+                   "below original_max_position_embeddings (else max_position_embeddings) "
+                   "rounded to an integer (default false)"),
 };
 #undef E
 #undef N
@@ -191,10 +202,23 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->dynamic_mode = m;
         return RL_OK;
     }
+    if (strcmp(key, "semantics") == 0) {
+        int m = json_is_string(v) ? rope_semantics_parse(json_string_value(v)) : -1;
+        if (m < 0)
+            return rl_fail(err, RL_ERR_ARG, "semantics must be \"hf\" or \"vllm\"");
+        d->semantics = m;
+        return RL_OK;
+    }
     if (strcmp(key, "truncate") == 0) {
         if (!json_is_boolean(v))
             return rl_fail(err, RL_ERR_ARG, "truncate must be true or false");
         d->truncate = json_is_true(v) ? 1 : -1;
+        return RL_OK;
+    }
+    if (strcmp(key, "resonance") == 0) {
+        if (!json_is_boolean(v))
+            return rl_fail(err, RL_ERR_ARG, "resonance must be true or false");
+        d->resonance = json_is_true(v);
         return RL_OK;
     }
     if (strcmp(key, "short_factor") == 0)
@@ -230,6 +254,8 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         {"attention_factor", &d->attention_factor},
         {"low_freq_factor", &d->low_freq_factor},
         {"high_freq_factor", &d->high_freq_factor},
+        {"alpha", &d->alpha},
+        {"mixed_b", &d->mixed_b},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(nums); i++)
         if (strcmp(key, nums[i].k) == 0) {
@@ -302,6 +328,12 @@ json_t *rope_desc_to_json(const rope_desc *d)
     if (d->dynamic_mode)
         json_object_set_new(o, "dynamic_mode", json_string(rope_dynamic_mode_name(d->dynamic_mode)));
     SET_INT("prompt_len", d->prompt_len);
+    if (d->semantics)
+        json_object_set_new(o, "semantics", json_string(rope_semantics_name(d->semantics)));
+    SET_NUM("alpha", d->alpha);
+    SET_NUM("mixed_b", d->mixed_b);
+    if (d->resonance)
+        json_object_set_new(o, "resonance", json_true());
 #undef SET_NUM
 #undef SET_INT
     const struct { const char *k; uint32_t n; const double *v; } lists[] = {

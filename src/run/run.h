@@ -122,6 +122,7 @@ typedef struct run_options {
     uint32_t shard_index, shard_count;
     int quiet;                   /* no progress output */
     int validation;              /* enable the Vulkan validation layer */
+    int no_pipeline_cache;       /* do not load/save the persisted VkPipelineCache */
     int fail_after;              /* testing: stop (as if killed) after this many runs; 0: never */
     volatile sig_atomic_t *stop; /* set (by the caller's SIGINT/SIGTERM handler) to stop at
                                     the next safe point, between runs; NULL: never */
@@ -155,6 +156,14 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
  * RL_ERR_NOMEM only. */
 rl_status run_plan_print(const run_batch *b, uint32_t shard_index, uint32_t shard_count, FILE *fp,
                          rl_error *err);
+
+/* --dry-run's time estimates: opens the batch's (or opt->device's) first
+ * device, takes its yardsticks (run_calib_get: cached per device in the
+ * cache directory, else measured) and prints each run of the shard with its
+ * estimated device time and memory estimate, marked as estimates. Prints
+ * "time estimates: unavailable (why)" when no device can be opened and
+ * nothing when no run needs one. RL_ERR_NOMEM only. */
+rl_status run_plan_estimate(const run_batch *b, const run_options *opt, FILE *fp, rl_error *err);
 
 /* Merge report. */
 typedef struct run_merge_report {

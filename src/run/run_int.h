@@ -239,6 +239,31 @@ typedef enum run_job_status {
     RUN_JOB_COMPLETE,            /* passed in an earlier invocation (--resume) */
 } run_job_status;
 
+/* ---- run_estimate.c: time estimates ---------------------------------------- */
+
+/* The attention kernel's share of the FMA peak assumed by the estimates:
+ * README's `ropelab bench attention` table on lavapipe, 16384 tokens x 128,
+ * measured 0.715 bidirectional and 0.734 causal (each against the FMA peak
+ * of the same run). */
+#define RUN_ATTN_EFFICIENCY 0.72
+
+/* A device's yardsticks for estimates. */
+typedef struct run_calib {
+    int ok;
+    double fma_gflops, copy_gbs, attn_efficiency;
+    char device[256];
+    char source[1200];           /* "cached in PATH" or "measured now (T s)" */
+} run_calib;
+
+/* The yardsticks of dev: from its cache file when that holds valid numbers,
+ * else measured (bench_fma_peak, bench_copy_gbs) and cached. */
+rl_status run_calib_get(rlvk_device *dev, run_calib *c, rl_error *err);
+/* Estimated device seconds of run it: estimate_flops / (FMA peak x
+ * attention efficiency) + est_bytes / copy bandwidth; NAN without c. */
+double run_estimate_s(const run_item *it, const run_calib *c);
+
+struct run_job;
+
 /* A worker: one device (or the CPU) and the thread that runs its jobs. */
 typedef struct run_worker {
     int gpu;
@@ -254,7 +279,22 @@ typedef struct run_worker {
     rlvk_device_info info;       /* identity for manifest.json (has_info) */
     int has_info;
     pthread_t thread;            /* 0: none (ran inline) */
+    /* Progress inside a job (the scheduler's display; NULL: none): phase,
+     * done of total work units of job j, as the kind reports them. */
+    void (*progress)(void *user, const struct run_job *j, const char *phase, double done,
+                     double total);
+    void *progress_user;
+    run_calib calib;             /* the device's yardsticks (calib.ok = 0: none) */
 } run_worker;
+
+/* Where a job's wall time went (summary.json "timing"): the worker's
+ * device counters over the job (rlvk_device: pipeline creation, submit to
+ * fence) and the kind's CPU verification (exp_sink.verify_s); other_s is
+ * the rest (data, host transforms, tables, files). */
+typedef struct run_timing {
+    double wall_s, pipeline_s, device_s, verify_s, other_s;
+    uint64_t pipelines, reused, submissions; /* reused: answered by the pipeline table */
+} run_timing;
 
 /* One run of the plan on one worker. */
 typedef struct run_job {
@@ -266,7 +306,25 @@ typedef struct run_job {
     char reason[1024];           /* why it failed; before running: why its device failed */
     double wall_s;
     double gpu_ms;               /* the kind's "gpu_ms" metric, or -1 */
+    run_timing timing;
+    double t_start;              /* rl_now() when it started */
+    double last_progress;        /* rl_now() of the last progress line shown */
 } run_job;
+
+/* ---- run_progress.c: progress lines (stderr) ----------------------------- */
+
+/* The live line of a job in flight: "run K/N ID KIND ENC: PHASE P% E s,
+ * ETA R s", P = done/total and R = elapsed (total - done) / done, i.e. the
+ * rest at the throughput measured so far in this job ("ETA ?" before any
+ * work is done). */
+void run_progress_line(char *buf, size_t cap, size_t k, size_t n, const char *id,
+                       const char *kind, const char *enc, const char *phase, double done,
+                       double total, double elapsed);
+/* The line of a finished job: "run K/N ID KIND ENC on DEV: passed, verified
+ * (W s wall, D s device)" or "...: FAILED: REASON (W s wall)". */
+void run_progress_done_line(char *buf, size_t cap, size_t k, size_t n, const char *id,
+                            const char *kind, const char *enc, const char *dev, int ok,
+                            const char *reason, double wall_s, double device_s);
 
 /* Runs job j on worker w (whose device failed to open unless w->dev_ok)
  * into out/runs/<j->dir>/ with its summary.json; fills status, reason,

@@ -8,6 +8,28 @@
 #include "core/rl_util.h"
 #include "run/run_int.h"
 
+/* exp_sink's progress hook: forwards to the worker's display. */
+typedef struct job_progress_ctx {
+    run_worker *w;
+    const run_job *j;
+} job_progress_ctx;
+
+static void job_progress(void *user, const char *phase, double done, double total)
+{
+    job_progress_ctx *c = user;
+    if (c->w->progress)
+        c->w->progress(c->w->progress_user, c->j, phase, done, total);
+}
+
+static json_t *timing_json(const run_timing *t)
+{
+    return json_pack("{s:f,s:f,s:I,s:I,s:f,s:I,s:f,s:f}", "wall_s", t->wall_s,
+                     "pipeline_create_s", t->pipeline_s, "pipelines_created",
+                     (json_int_t)t->pipelines, "pipelines_reused", (json_int_t)t->reused,
+                     "device_wait_s", t->device_s, "submissions", (json_int_t)t->submissions,
+                     "verify_cpu_s", t->verify_s, "other_s", t->other_s);
+}
+
 /* Runs the job's experiment into sink (tmp: the run directory being built). */
 static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir, exp_sink *sink,
                           rl_error *err)
@@ -39,6 +61,7 @@ static json_t *summary_json(const run_job *j, rl_status st, const rl_error *err,
                             j->item->swept, "wall_s", j->wall_s);
     if (st)
         json_object_set_new(sum, "reason", json_string(err->msg));
+    json_object_set_new(sum, "timing", timing_json(&j->timing));
     if (sink) {
         json_object_set(sum, "metrics", sink->metrics);
         json_object_set(sum, "verification", sink->verification);
@@ -50,6 +73,8 @@ static json_t *summary_json(const run_job *j, rl_status st, const rl_error *err,
 void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_dir)
 {
     double t0 = rl_now();
+    j->t_start = t0;
+    j->last_progress = 0;
     char final[1200], tmp[1300], sum_path[1400];
     snprintf(final, sizeof final, "%s/runs/%s", out, j->dir);
     snprintf(tmp, sizeof tmp, "%s/runs/.tmp-%s", out, j->dir);
@@ -63,15 +88,42 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
     if (!st && w->gpu && !w->dev_ok)
         st = rl_fail(&err, RL_ERR_NO_DEVICE, "device %u could not be opened: %s", w->index,
                      j->reason);
+    job_progress_ctx pc = {.w = w, .j = j};
+    sink.progress = job_progress;
+    sink.progress_user = &pc;
+    rlvk_device before = {0};
+    if (w->gpu && w->dev_ok)
+        before = w->dev; /* the counters; nothing is owned through the copy */
     if (!st)
         st = run_kind(j, w, base_dir, &sink, &err);
     j->wall_s = rl_now() - t0;
+    run_timing *tm = &j->timing;
+    *tm = (run_timing){.wall_s = j->wall_s, .verify_s = sink.verify_s};
+    if (w->gpu && w->dev_ok) {
+        tm->pipeline_s = w->dev.pipeline_s - before.pipeline_s;
+        tm->device_s = w->dev.submit_s - before.submit_s;
+        tm->pipelines = w->dev.n_pipelines - before.n_pipelines;
+        tm->reused = w->dev.n_pipelines_reused - before.n_pipelines_reused;
+        tm->submissions = w->dev.n_submits - before.n_submits;
+    }
+    tm->other_s = tm->wall_s - tm->pipeline_s - tm->device_s - tm->verify_s;
     j->status = st ? RUN_JOB_FAILED : RUN_JOB_PASSED;
     snprintf(j->reason, sizeof j->reason, "%s", st ? err.msg : "");
     j->gpu_ms = -1;
     if (sink_ok && json_is_number(json_object_get(sink.metrics, "gpu_ms")))
         j->gpu_ms = json_number_value(json_object_get(sink.metrics, "gpu_ms"));
     json_t *sum = summary_json(j, st, &err, sink_ok ? &sink : NULL);
+    if (w->gpu && w->calib.ok) {
+        /* the --dry-run estimate beside what was measured, to judge it by */
+        double est = run_estimate_s(j->item, &w->calib);
+        json_object_set_new(sum, "estimate",
+                            json_pack("{s:f,s:f,s:f,s:I,s:f,s:f}", "device_s", est,
+                                      "measured_device_s", j->timing.device_s,
+                                      "measured_over_estimate",
+                                      est > 0 ? j->timing.device_s / est : 0.0, "memory_bytes",
+                                      (json_int_t)j->item->est_bytes, "fma_gflops",
+                                      w->calib.fma_gflops, "copy_gbs", w->calib.copy_gbs));
+    }
     if (sink_ok) {
         /* size and checksum of every table, so --resume and merge can tell a
          * complete run directory from one whose files were lost */

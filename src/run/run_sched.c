@@ -40,33 +40,51 @@ static void now_iso(char *buf, size_t cap)
     strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* One line per finished job (a bar on a terminal). Called under s->lock. */
+static const char *enc_name(const run_job *j)
+{
+    const char *n =
+        json_string_value(json_object_get(json_object_get(j->item->resolved, "encoding"), "name"));
+    return n ? n : "-";
+}
+
+/* One line per finished job: on a terminal it replaces the live line of
+ * live_progress; otherwise it is the only line of the job. Called under
+ * s->lock. */
 static void progress(sched *s, const run_job *j)
 {
     if (s->opt->quiet)
         return;
-    double el = rl_now() - s->t0;
-    double eta = s->done ? el / (double)s->done * (double)(s->total - s->done) : 0;
-    if (s->tty) {
-        char bar[31];
-        size_t fill = s->total ? s->done * 30 / s->total : 30;
-        for (size_t i = 0; i < 30; i++)
-            bar[i] = i < fill ? '#' : '.';
-        bar[30] = '\0';
-        fprintf(stderr, "\r[%s] %zu/%zu  %s %-10s ETA %4.0fs ", bar, s->done, s->total,
-                j->item->id, j->item->kind->name, eta);
-        if (s->done == s->total)
-            fputc('\n', stderr);
-    } else {
-        int ok = j->status == RUN_JOB_PASSED;
-        fprintf(stderr, "run %zu/%zu %s %s %s on %s: %s%s%s (%.2f s)\n", s->done, s->total,
-                j->item->id, j->item->kind->name,
-                json_string_value(json_object_get(json_object_get(j->item->resolved, "encoding"),
-                                                  "name")),
-                j->device, ok ? "passed" : "FAILED", ok ? "" : ": ", ok ? "" : j->reason,
-                j->wall_s);
-    }
+    int ok = j->status == RUN_JOB_PASSED;
+    const run_timing *t = &j->timing;
+    char line[1600];
+    run_progress_done_line(line, sizeof line, s->done, s->total, j->item->id,
+                           j->item->kind->name, enc_name(j), j->device, ok, j->reason,
+                           t->wall_s, t->device_s);
+    fprintf(stderr, "%s%s\n", s->tty ? "\r\033[K" : "", line);
     fflush(stderr);
+}
+
+/* The live line of a job in flight (terminal only, at most 4 per second):
+ * worker w's progress hook. */
+static void live_progress(void *user, const run_job *j, const char *phase, double done,
+                          double total)
+{
+    sched *s = user;
+    if (s->opt->quiet || !s->tty)
+        return;
+    double now = rl_now();
+    pthread_mutex_lock(&s->lock);
+    run_job *jm = (run_job *)j; /* the job's own display state */
+    if (now - jm->last_progress >= 0.25) {
+        jm->last_progress = now;
+        char line[512];
+        run_progress_line(line, sizeof line, s->done + 1, s->total, j->item->id,
+                          j->item->kind->name, enc_name(j), phase, done, total,
+                          now - j->t_start);
+        fprintf(stderr, "\r\033[K%s", line);
+        fflush(stderr);
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* A worker's thread: its pending jobs in plan order, until --fail-after. */
@@ -102,7 +120,8 @@ static void *worker_main(void *arg)
 /* The Vulkan instance and the selected devices, when some run needs a GPU. */
 static rl_status open_instance(sched *s, rl_error *err)
 {
-    rlvk_instance_desc d = {.validation = s->opt->validation, .quiet_messages = 1};
+    rlvk_instance_desc d = {.validation = s->opt->validation, .quiet_messages = 1,
+                            .persist_pipelines = !s->opt->no_pipeline_cache};
     rl_status st = rlvk_instance_create(&d, &s->inst, err);
     if (st)
         return st;
@@ -127,6 +146,8 @@ static rl_status make_workers(sched *s, int need_cpu, rl_error *err)
         run_worker *w = &s->workers[k];
         w->gpu = 1;
         w->index = s->idx[k];
+        w->progress = live_progress;
+        w->progress_user = s;
         rlvk_device_info info;
         if (rlvk_device_info_query(&s->inst, s->idx[k], &info, NULL) == RL_OK) {
             snprintf(w->name, sizeof w->name, "%s", info.name);
@@ -136,8 +157,11 @@ static rl_status make_workers(sched *s, int need_cpu, rl_error *err)
             w->has_info = 1;
         }
     }
-    if (need_cpu)
+    if (need_cpu) {
         snprintf(s->workers[s->n_dev].name, sizeof s->workers[s->n_dev].name, "cpu");
+        s->workers[s->n_dev].progress = live_progress;
+        s->workers[s->n_dev].progress_user = s;
+    }
     return RL_OK;
 }
 
@@ -208,6 +232,9 @@ static void run_workers(sched *s)
             rl_error derr = {0};
             w->dev_ok = rlvk_device_create(&s->inst, w->index, &w->dev, &derr) == RL_OK;
             w->attn_ok = w->dev_ok && attn_engine_create(&w->dev, &w->attn, &derr) == RL_OK;
+            rl_error cerr = {0}; /* without yardsticks the summaries carry no estimate */
+            if (w->dev_ok && run_calib_get(&w->dev, &w->calib, &cerr))
+                w->calib.ok = 0;
             if (!w->dev_ok)
                 for (size_t i = 0; i < s->n_jobs; i++)
                     if (s->jobs[i].worker == (int)k)
@@ -294,6 +321,16 @@ static json_t *devices_json(const sched *s)
             json_t *id = run_device_identity_json(&w->info);
             json_object_update(d, id);
             json_decref(id);
+        }
+        if (w->gpu && w->dev_ok) {
+            /* what the persisted pipeline cache did (rlvk_pcache_info) */
+            const rlvk_pcache_info *pc = &w->dev.pcache;
+            json_object_set_new(d, "pipeline_cache",
+                                json_pack("{s:s,s:s,s:I,s:I,s:f,s:f}", "file", pc->path,
+                                          "status", pc->status, "loaded_bytes",
+                                          (json_int_t)pc->loaded_bytes, "saved_bytes",
+                                          (json_int_t)pc->saved_bytes, "load_s", pc->load_s,
+                                          "save_s", pc->save_s));
         }
         json_array_append_new(a, d);
     }

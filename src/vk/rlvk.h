@@ -31,6 +31,9 @@ typedef struct rlvk_instance_desc {
                                 validation = 1 when RL_REQUIRE_VALIDATION=1 is in the
                                 environment (test suites, CI) */
     int quiet_messages;      /* 1: count validation messages without printing */
+    int persist_pipelines;   /* 1: devices load their VkPipelineCache from the cache
+                                directory and save it back (rlvk_pcache_*); ignored when
+                                RL_NO_PIPELINE_CACHE=1 is in the environment */
 } rlvk_instance_desc;
 
 typedef struct rlvk_instance {
@@ -43,6 +46,7 @@ typedef struct rlvk_instance {
     uint32_t n_physical;
     VkPhysicalDevice *physical;      /* [n_physical], owned */
     uint32_t api_version;            /* instance version we asked for */
+    int persist_pipelines;           /* desc.persist_pipelines, environment applied */
 } rlvk_instance;
 
 /* Opens the loader (volk), creates the instance and, when asked, the
@@ -124,6 +128,51 @@ rl_status rlvk_device_uuid(const rlvk_instance *inst, uint32_t index, uint8_t uu
 rl_status rlvk_select(const rlvk_instance *inst, const char *spec, uint32_t *out,
                       uint32_t *count, rl_error *err);
 
+/* ---- persisted pipeline cache (rlvk_pcache.c) --------------------------- */
+
+/* The key a VkPipelineCache blob is valid for: the header fields the Vulkan
+ * spec defines (VkPipelineCacheHeaderVersionOne: vendorID, deviceID,
+ * pipelineCacheUUID) plus the driver version, which names the file. */
+typedef struct rlvk_pcache_key {
+    uint32_t vendor_id, device_id, driver_version;
+    uint8_t uuid[VK_UUID_SIZE];      /* VkPhysicalDeviceProperties::pipelineCacheUUID */
+} rlvk_pcache_key;
+
+/* What happened to a device's persisted cache (for manifest.json). */
+typedef struct rlvk_pcache_info {
+    int enabled;                     /* persistence was asked for and not disabled */
+    char path[1024];                 /* the cache file ("" when disabled) */
+    char status[160];                /* "loaded", "none yet", "rejected: <why>", ... */
+    uint64_t loaded_bytes;           /* driver data handed to vkCreatePipelineCache */
+    uint64_t saved_bytes;            /* driver data written back (0: not written) */
+    double load_s, save_s;
+} rlvk_pcache_info;
+
+/* The cache directory: $RL_CACHE_DIR, else $XDG_CACHE_HOME/ropelab, else
+ * $HOME/.cache/ropelab (XDG base directory rules: a relative XDG_CACHE_HOME
+ * is ignored). RL_ERR_ARG when none of them is set. */
+rl_status rlvk_cache_dir(char *buf, size_t cap, rl_error *err);
+/* dir/pipelines-<vendor>-<device>-<driver version>-<uuid>.bin. */
+void rlvk_pcache_path(const char *dir, const rlvk_pcache_key *key, char *buf, size_t cap);
+/* Checks a file's bytes: ropelab's wrapper (magic, format version, driver
+ * version, data size, FNV-1a checksum of the data), then the driver data's
+ * header as the Vulkan spec lays it out (headerSize >= 32, headerVersion
+ * ONE, vendorID, deviceID, pipelineCacheUUID equal to the device's). On
+ * success *data / *size point into file at the driver data; else why says
+ * what did not match and 0 is returned. */
+int rlvk_pcache_check(const void *file, size_t file_size, const rlvk_pcache_key *key,
+                      const void **data, size_t *size, char *why, size_t cap);
+/* Writes driver data (size bytes) with its wrapper to path atomically:
+ * path.tmp.<pid>.<n> then rename, so a reader sees the old or the new file,
+ * whole; missing directories are created. */
+rl_status rlvk_pcache_write(const char *path, const rlvk_pcache_key *key, const void *data,
+                            size_t size, rl_error *err);
+struct rlvk_device;
+/* Used by rlvk_device_create / _destroy: creates dev->pipeline_cache (from
+ * the file when persisting), and saves it back. */
+rl_status rlvk_pcache_open(struct rlvk_device *dev, rl_error *err);
+void rlvk_pcache_close(struct rlvk_device *dev);
+
 /* ---- devices ------------------------------------------------------------ */
 
 typedef struct rlvk_device {
@@ -143,10 +192,28 @@ typedef struct rlvk_device {
      * rlvk_buffer_download (mapped or staged alike) since the device was
      * created: what a data flow really moves, for tests and reports. */
     uint64_t bytes_uploaded, bytes_downloaded;
+    /* Where the device's host time went since it was created (run/ reports
+     * the difference over a run): rlvk_pipeline_create (shader module,
+     * layouts, vkCreateComputePipelines) and rlvk_cmd_submit_wait (submit
+     * to fence: the device's work, and on lavapipe the JIT compile of a
+     * pipeline's first dispatch). */
+    uint64_t n_pipelines, n_submits;
+    uint64_t n_pipelines_reused;     /* rlvk_pipeline_create answered from the table */
+    double pipeline_s, submit_s;
+    struct rlvk_ptable *ptable;      /* the device's pipeline table (rlvk_pipeline.c) */
+    rlvk_pcache_key pcache_key;
+    rlvk_pcache_info pcache;
+    void *pcache_loaded;             /* driver data as loaded (to skip an unchanged save) */
+    size_t pcache_loaded_size;
 } rlvk_device;
 
 /* Creates a logical device with one compute queue on physical device index,
- * enabling fp64/int64/16-bit storage where present. */
+ * enabling fp64/int64/16-bit storage where present. With the instance's
+ * persist_pipelines its VkPipelineCache starts from the cache file
+ * (rlvk_pcache_path in rlvk_cache_dir) when that file checks out (a file
+ * that does not is ignored and replaced, never handed to the driver), and
+ * rlvk_device_destroy merges what is on disk by then and writes it back
+ * when the data changed. dev->pcache says what happened. */
 rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *dev,
                              rl_error *err);
 void rlvk_device_destroy(rlvk_device *dev);
@@ -209,11 +276,24 @@ typedef struct rlvk_pipeline {
     VkPipelineLayout layout;
     VkPipeline pipeline;
     uint32_t n_bindings, push_bytes, local_size_x;
+    int shared;                      /* held by the device's pipeline table */
 } rlvk_pipeline;
 
+/* Creates a compute pipeline, or hands out the one the device's pipeline
+ * table already holds for the same SPIR-V (address, size and FNV-1a hash),
+ * specialization constants, workgroup size, bindings and push-constant size:
+ * runs of one batch on one worker then compile each variant once. The
+ * table (RLVK_PTABLE_SIZE entries, least recently used unused entry
+ * replaced; a full table of pipelines in use gives an unshared one) lives
+ * until rlvk_device_destroy. dev->n_pipelines counts pipelines created,
+ * dev->n_pipelines_reused answers from the table. */
+#define RLVK_PTABLE_SIZE 64
 rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
                                rlvk_pipeline *pipe, rl_error *err);
+/* Releases pipe (a table entry stays with the device for the next user). */
 void rlvk_pipeline_destroy(rlvk_device *dev, rlvk_pipeline *pipe);
+/* Destroys the device's table (rlvk_device_destroy calls it). */
+void rlvk_ptable_destroy(rlvk_device *dev);
 
 /* ---- recording, dispatch, timing --------------------------------------- */
 

@@ -402,11 +402,9 @@ rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *d
         rlvk_device_destroy(dev);
         return rlvk_fail(err, r, "creating a command pool on %s", dev->info.name);
     }
-    VkPipelineCacheCreateInfo cci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    r = dev->vk.vkCreatePipelineCache(dev->device, &cci, NULL, &dev->pipeline_cache);
-    if (r != VK_SUCCESS) {
+    if ((st = rlvk_pcache_open(dev, err))) {
         rlvk_device_destroy(dev);
-        return rlvk_fail(err, r, "creating a pipeline cache on %s", dev->info.name);
+        return st;
     }
     if (dev->info.timestamps) {
         VkQueryPoolCreateInfo qpi = {
@@ -430,6 +428,8 @@ void rlvk_device_destroy(rlvk_device *dev)
     dev->vk.vkDeviceWaitIdle(dev->device);
     if (dev->query_pool)
         dev->vk.vkDestroyQueryPool(dev->device, dev->query_pool, NULL);
+    rlvk_ptable_destroy(dev);
+    rlvk_pcache_close(dev);
     if (dev->pipeline_cache)
         dev->vk.vkDestroyPipelineCache(dev->device, dev->pipeline_cache, NULL);
     if (dev->command_pool)

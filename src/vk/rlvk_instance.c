@@ -116,6 +116,8 @@ rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *in
     memset(inst, 0, sizeof *inst);
     atomic_init(&inst->n_messages, 0);
     inst->quiet = d.quiet_messages;
+    const char *no_pc = getenv("RL_NO_PIPELINE_CACHE");
+    inst->persist_pipelines = d.persist_pipelines && !(no_pc && strcmp(no_pc, "1") == 0);
 
     if (volkInitialize() != VK_SUCCESS)
         return rl_fail(err, RL_ERR_NO_VULKAN,

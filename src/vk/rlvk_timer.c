@@ -1,6 +1,8 @@
 /* Command recording, split dispatch, submission and timestamps. */
 #include "vk/rlvk.h"
 
+#include "core/rl_util.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -167,10 +169,13 @@ rl_status rlvk_cmd_submit_wait(rlvk_cmd *cmd, rl_error *err)
         .commandBufferCount = 1,
         .pCommandBuffers = &cmd->cb,
     };
+    double t0 = rl_now();
     r = dev->vk.vkQueueSubmit(dev->queue, 1, &si, cmd->fence);
     if (r != VK_SUCCESS)
         return rlvk_fail(err, r, "submitting work to %s", dev->info.name);
     r = dev->vk.vkWaitForFences(dev->device, 1, &cmd->fence, VK_TRUE, RLVK_WAIT_NS);
+    dev->submit_s += rl_now() - t0;
+    dev->n_submits++;
     if (r != VK_SUCCESS) {
         /* Do not free resources the device may still use. */
         dev->vk.vkDeviceWaitIdle(dev->device);
