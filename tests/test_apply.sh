@@ -65,7 +65,7 @@ if "$bin" devices >/dev/null 2>&1; then
   expect hf_config_unknown_key 2 'rope_scaling.unused_key is not a RoPE key' -- apply --encoding rope --hf-config "$tmp/config_unk.json" --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y8.npy"
   printf '{"rope_theta": 10000, "head_dim": 64, "num_attention_heads": 2, "hidden_size": 128}' >"$tmp/config64.json"
   expect hf_config_dim 2 'head_dim 64, but the input' -- apply --encoding rope --hf-config "$tmp/config64.json" --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
-  expect bad_precision 2 'precision must be' -- apply --encoding rope --precision ggml --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+  expect bad_precision 2 "precision 'ggml' is not one of fp32\|" -- apply --encoding rope --precision ggml --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
   expect bad_dtype_mode 2 'dtype bf16 needs an emulation precision' -- apply --encoding rope --set dtype=bf16 --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
   # xpos: keys are scaled by zeta^-(n-c), queries by zeta^+(m-c); at the
   # centre (token 2, position 2) both factors are 2^0 = 1 and the rows agree

@@ -94,7 +94,7 @@ expect model_refused 2 'attn_temperature_tuning' -- model "$d/llama4_scout.json"
 expect model_unknown_layer 2 "no layer type 'x' \(the model has: chunked_attention, full_attention\)" -- model "$d/llama4_scout.json" --layer-type x
 expect model_no_file 2 'name the config.json' -- model
 expect bench_bad_precision 2 "--precision 'fp16'" -- bench rope --precision fp16
-expect encodings 0 'beyond +error\|clamp\|wrap +default "error"' -- encodings
+expect encodings 0 'beyond +enum error\|clamp\|wrap; default "error"' -- encodings
 expect encodings_json 0 '"key": "num_buckets"' -- encodings --json
 expect inspect_t5_json 0 '"bucket": \[' -- inspect t5 --from -10 --to 10 --json
 expect inspect_t5_text 0 'r=j-i bucket' -- inspect t5 --from -3 --to 3 --heads 2

@@ -110,7 +110,12 @@ static const bad_param bad_params[] = {
     {"xl", "{\"d_r\": 3}", 4, 8, 0, "xl: d_r 3 must be even (sin and cos halves)"},
     {"xl", "{}", 5, 8, 0, "xl: d_r 5 must be even (sin and cos halves) (it defaults to head_dim)"},
     {"rope", "{\"rotary_dim\": 5}", 8, 1, 0, "rope: rotary_dim 5 must be even"},
-    {"rope", "{\"layout\": \"diagonal\"}", 8, 1, 0, "rope: layout must be \"half\" or \"interleaved\""},
+    /* rope's keys are typed in rope_params: the one validator names them */
+    {"rope", "{\"layout\": \"diagonal\"}", 8, 1, 0, "rope: layout 'diagonal' is not one of half|interleaved"},
+    {"rope", "{\"precision\": \"fp64\"}", 8, 1, 0,
+     "rope: precision 'fp64' is not one of fp32|table|precise|hf|vllm|ggml-cpu|ggml-vulkan|cuda-fast"},
+    {"rope", "{\"rotary_dim\": 6.5}", 8, 1, 0, "rope: rotary_dim must be an integer"},
+    {"rope", "{\"rope_theta\": \"1e4\"}", 8, 1, 0, "rope: rope_theta must be a number"},
     {"alibi", "{}", 4, 8, 3, "alibi: kv_heads 3 must divide heads 8"},
     {"alibi", "{}", 0, 8, 0, "alibi: head_dim must be at least 1"},
     {"rope9", "{}", 4, 8, 0,
@@ -142,6 +147,47 @@ START_TEST(every_parameter_error_names_the_key)
     ck_assert_ptr_null(e);
     ck_assert_msg(strncmp(err.msg, b->msg, strlen(b->msg)) == 0, "got '%s'\nwant '%s'", err.msg,
                   b->msg);
+}
+END_TEST
+
+/* 1 when name is one of the "a|b|c" choices. */
+static int in_choices(const char *choices, const char *name)
+{
+    rl_param p = {.key = "x", .type = RL_P_ENUM, .choices = choices};
+    return rl_param_choice_ok(&p, name);
+}
+
+START_TEST(rope_param_types_are_what_rope_accepts)
+{
+    /* rope_params' declared types (what `ropelab encodings` lists and the
+     * batch loader checks) agree with rope's own setter: every choice of an
+     * enum key is accepted, and every rope type and precision mode rope
+     * knows is a choice; no key keeps the untyped "json" except the lists. */
+    for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
+        const rl_param *p = &rope_params[i];
+        ck_assert_msg(p->type != RL_P_JSON || strstr(p->key, "_factor") != NULL,
+                      "%s is untyped", p->key);
+        ck_assert_msg(strstr(p->help, "(default ") != NULL, "%s: help names no default", p->key);
+        if (p->type != RL_P_ENUM)
+            continue;
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", p->choices);
+        for (char *c = strtok(buf, "|"); c; c = strtok(NULL, "|")) {
+            json_t *v = json_string(c);
+            rope_desc d = {0};
+            rl_error err = {0};
+            ck_assert_msg(rope_desc_set_json(&d, p->key, v, &err) == RL_OK, "%s=%s: %s", p->key,
+                          c, err.msg);
+            json_decref(v);
+        }
+    }
+    const rl_param *rt = &rope_params[rl_param_find(rope_params, ROPE_N_PARAMS, "rope_type")];
+    for (int t = 0; t < ROPE_TYPE_COUNT; t++)
+        ck_assert_msg(in_choices(rt->choices, rope_type_name(t)), "%s", rope_type_name(t));
+    const rl_param *pr = &rope_params[rl_param_find(rope_params, ROPE_N_PARAMS, "precision")];
+    for (int m = 0; m < RL_ROPE_PREC_COUNT; m++)
+        ck_assert_msg(in_choices(pr->choices, rope_precision_name(m)), "%s",
+                      rope_precision_name(m));
 }
 END_TEST
 
@@ -789,6 +835,7 @@ int main(void)
     tcase_add_test(tc, resolved_params_fill_every_default);
     tcase_add_loop_test(tc, every_parameter_error_names_the_key, 0, (int)RL_ARRAY_LEN(bad_params));
     tcase_add_test(tc, rope_registry_keys_are_ropes_own_list);
+    tcase_add_test(tc, rope_param_types_are_what_rope_accepts);
     tcase_add_test(tc, rope_resolved_params_record_what_was_used);
     tcase_add_test(tc, set_parses_json_else_string);
     tcase_add_test(tc, t5_buckets_match_hand_computed_tables);

@@ -360,7 +360,7 @@ static const struct {
     {"experiments: [{kind: decay, encodings: [ropee]}]\n", "experiments[0].encodings",
      "no encoding named 'ropee'; did you mean 'rope'?"},
     {"encodings: [{name: y, type: yarn, factor: 0.5}]\nexperiments: [{kind: decay}]\n",
-     "t.yaml:2:35: encodings[0].factor", "type yarn: factor 0.5 must be >= 1"},
+     "t.yaml:2:35: encodings[0].factor", "type yarn: factor 0.5 is below the minimum 1"},
     {"encodings: [{name: a, type: alibii}]\nexperiments: [{kind: decay}]\n",
      "t.yaml:2:29: encodings[0].type",
      "unknown encoding type 'alibii'; did you mean 'alibi'? (encoding families: nope, rope, "
@@ -465,7 +465,7 @@ START_TEST(encoding_errors_come_with_schema_errors_at_their_keys)
                           "  - kind: precision\n    params: {tokens: [4, 8]}\n"
                           "  - kind: coverage\n", &b, &d), RL_ERR_PARSE);
     ck_assert_msg(d.n == 3, "%zu errors: %s", d.n, d.n ? d.msg[0] : "");
-    ck_assert(has_msg(&d, "t.yaml:5:5: encodings[0].factor: type yarn: factor 0.5 must be >= 1"));
+    ck_assert(has_msg(&d, "t.yaml:5:5: encodings[0].factor: type yarn: factor 0.5 is below the minimum 1"));
     ck_assert(has_msg(&d, "t.yaml:6:21: encodings[1].type: unknown encoding type 'alibii'; did "
                           "you mean 'alibi'?"));
     ck_assert(has_msg(&d, "t.yaml:9:14: experiments[0].params.stepp: unknown key; did you mean "
@@ -931,6 +931,9 @@ START_TEST(encoding_sets_expand_and_report_their_own_file)
     fp = fopen(path, "w");
     fputs("# a comment\n- {name: x}\n", fp);
     fclose(fp);
+    const char *prev = getenv("ROPELAB_CONFIG_DIR");
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", prev ? prev : "");
     setenv("ROPELAB_CONFIG_DIR", dir, 1);
     run_batch b;
     run_diag d;
@@ -944,7 +947,10 @@ START_TEST(encoding_sets_expand_and_report_their_own_file)
     ck_assert_msg(has_msg(&d, "encodings/bad.yaml:2:3: encodings[0](set bad)[0]: missing required "
                               "key 'type'"), "%s", d.n ? d.msg[0] : "");
     run_diag_free(&d);
-    unsetenv("ROPELAB_CONFIG_DIR");
+    if (prev)
+        setenv("ROPELAB_CONFIG_DIR", saved, 1);
+    else
+        unsetenv("ROPELAB_CONFIG_DIR");
     snprintf(path, sizeof path, "%s/encodings/bad.yaml", dir);
     remove(path);
     snprintf(path, sizeof path, "%s/encodings/two.yaml", dir);

@@ -22,15 +22,27 @@ typedef struct cli_opt {
     const char *name;   /* "--device" */
     cli_kind kind;
     void *dst;          /* int*, const char**, uint32_t*, uint64_t*, double* */
-    const char *meta;   /* "D" */
+    /* The value's placeholder, which help, the man page and the bash
+     * completion show: "N", "FILE", "DIR", "ENCODING" (a registry name), or
+     * the alternatives "half|interleaved" (lower case: literal values,
+     * completed; upper case: placeholders, e.g. "auto|all|N|NAME"). */
+    const char *meta;
     const char *help;
 } cli_opt;
 
 /* Parses argv[1..] against opts; positional arguments go to pos (at most
  * max_pos). Returns -1 to continue, or an exit code (0 after --help, 2 after
- * an error, which has been printed naming the flag). */
+ * an error, which has been printed naming the flag). `--help=man` and
+ * `--help=bash` print the same usage, text and options as a man page
+ * section and as a bash completion case body (main.c assembles them into
+ * ropelab.1 and the completion script, `ropelab help --man|--bash-completion`). */
 int cli_parse(const char *usage, const char *about, int argc, char **argv, const cli_opt *opts,
               size_t n_opts, const char **pos, int max_pos, int *n_pos);
+
+/* Prints the bash statement that completes a value of this meta (see
+ * cli_opt.meta): `COMPREPLY=(...)` from its literal alternatives, files,
+ * directories or $_ropelab_encodings. */
+void cli_bash_value(const char *meta);
 
 /* Splits argv[0..argc) into the values of every `--set KEY=VALUE` /
  * `--set=KEY=VALUE` (sets, in order) and the other arguments (rest); both

@@ -24,12 +24,105 @@ static void print_help(const char *usage, const char *about, const cli_opt *opts
 {
     printf("usage: %s\n\n%s\n\noptions:\n", usage, about);
     for (size_t i = 0; i < n; i++) {
-        char left[64];
+        char left[96];
         snprintf(left, sizeof left, "%s%s%s", opts[i].name, opts[i].kind == CLI_FLAG ? "" : " ",
                  opts[i].kind == CLI_FLAG ? "" : opts[i].meta);
         printf("  %-26s %s\n", left, opts[i].help);
     }
     printf("  %-26s %s\n", "--help", "show this help");
+}
+
+/* s as roff text: backslashes escaped, '-' as \- (so options copy and
+ * search as typed), a leading '.' or '\'' made literal. */
+static void roff_text(const char *s)
+{
+    int bol = 1;
+    for (; *s; s++) {
+        if (bol && (*s == '.' || *s == '\''))
+            fputs("\\&", stdout);
+        bol = *s == '\n';
+        if (*s == '\\')
+            fputs("\\e", stdout);
+        else if (*s == '-')
+            fputs("\\-", stdout);
+        else
+            putchar(*s);
+    }
+}
+
+/* The same usage, text and options as print_help, as a man page section
+ * body (main.c's `ropelab help --man` writes the page around it). */
+static void print_man(const char *usage, const char *about, const cli_opt *opts, size_t n)
+{
+    fputs(".PP\n.B usage:\n", stdout);
+    roff_text(usage);
+    fputs("\n.PP\n", stdout);
+    roff_text(about);
+    fputs("\n", stdout);
+    for (size_t i = 0; i < n; i++) {
+        fputs(opts[i].kind == CLI_FLAG ? ".TP\n.B " : ".TP\n.BI ", stdout);
+        roff_text(opts[i].name);
+        if (opts[i].kind != CLI_FLAG) {
+            fputs(" \" ", stdout);
+            roff_text(opts[i].meta);
+            fputs("\"", stdout);
+        }
+        fputs("\n", stdout);
+        roff_text(opts[i].help);
+        fputs("\n", stdout);
+    }
+    fputs(".TP\n.B \\-\\-help\nshow this help\n", stdout);
+}
+
+/* Completion words of an option's value from its meta (cli.h): the literal
+ * alternatives of "a|b|N" (lower case; upper-case ones are placeholders),
+ * files for FILE/PATH, directories for DIR, the registry for ENCODING;
+ * nothing for a bare placeholder (N, D). */
+void cli_bash_value(const char *m)
+{
+    if (strchr(m, '|')) {
+        fputs("COMPREPLY=($(compgen -W '", stdout);
+        int first = 1;
+        for (const char *a = m; *a;) {
+            size_t len = strcspn(a, "|");
+            int literal = 0;
+            for (size_t k = 0; k < len; k++)
+                if (a[k] >= 'a' && a[k] <= 'z')
+                    literal = 1;
+            if (literal)
+                printf("%s%.*s", first ? "" : " ", (int)len, a);
+            first = first && !literal;
+            a += len + (a[len] == '|');
+        }
+        fputs("' -- \"$cur\"))", stdout);
+    } else if (strcmp(m, "FILE") == 0 || strcmp(m, "PATH") == 0) {
+        fputs("COMPREPLY=($(compgen -f -- \"$cur\"))", stdout);
+    } else if (strcmp(m, "DIR") == 0) {
+        fputs("COMPREPLY=($(compgen -d -- \"$cur\"))", stdout);
+    } else if (strcmp(m, "ENCODING") == 0) {
+        fputs("COMPREPLY=($(compgen -W \"$_ropelab_encodings\" -- \"$cur\"))", stdout);
+    } else {
+        fputs("COMPREPLY=()", stdout);
+    }
+}
+
+/* A bash completion case body for this command: what follows each option
+ * that takes a value, then the options themselves (main.c's `ropelab help
+ * --bash-completion` writes the function around it). */
+static void print_bash(const cli_opt *opts, size_t n)
+{
+    fputs("        case $prev in\n", stdout);
+    for (size_t i = 0; i < n; i++) {
+        if (opts[i].kind == CLI_FLAG)
+            continue;
+        printf("        %s) ", opts[i].name);
+        cli_bash_value(opts[i].meta);
+        fputs("; return ;;\n", stdout);
+    }
+    fputs("        esac\n        opts='", stdout);
+    for (size_t i = 0; i < n; i++)
+        printf("%s ", opts[i].name);
+    fputs("--help'\n", stdout);
 }
 
 /* Whole-string decimal unsigned integer: digits only, no leading zero
@@ -146,6 +239,14 @@ int cli_parse(const char *usage, const char *about, int argc, char **argv, const
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             print_help(usage, about, opts, n_opts);
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(a, "--help=man") == 0) {
+            print_man(usage, about, opts, n_opts);
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(a, "--help=bash") == 0) {
+            print_bash(opts, n_opts);
             return CLI_EXIT_OK;
         }
         if (strncmp(a, "--", 2) != 0) {

@@ -308,12 +308,12 @@ int cmd_apply(int argc, char **argv)
                *tensor = NULL, *positions = NULL, *out = NULL, *set_seen = NULL, *role = "q";
     int json = 0, no_validate = 0;
     const cli_opt opts[] = {
-        {"--encoding", CLI_STR, &encoding, "NAME", "registry encoding (`ropelab encodings`)"},
+        {"--encoding", CLI_STR, &encoding, "ENCODING", "registry encoding (`ropelab encodings`)"},
         {"--set", CLI_STR, &set_seen, "KEY=VALUE", "set a parameter (repeatable; JSON value when it "
                                                    "parses, else a string)"},
         {"--hf-config", CLI_STR, &hf, "FILE", "rope: RoPE settings from an HF config.json (--set "
                                               "overrides)"},
-        {"--precision", CLI_STR, &precision, "MODE", "rope: fp32, table, precise, hf, vllm, ggml-cpu, "
+        {"--precision", CLI_STR, &precision, "fp32|table|precise|hf|vllm|ggml-cpu|ggml-vulkan|cuda-fast", "rope: fp32, table, precise, hf, vllm, ggml-cpu, "
                                                      "ggml-vulkan, cuda-fast"},
         {"--input", CLI_STR, &input, "FILE", "Q or K: .npy (float32/float16) or .safetensors"},
         {"--tensor", CLI_STR, &tensor, "NAME", "the tensor's name in a .safetensors input"},
@@ -322,7 +322,7 @@ int cmd_apply(int argc, char **argv)
         {"--out", CLI_STR, &out, "FILE", "output .npy (float32: the mode's dtype widened)"},
         {"--role", CLI_STR, &role, "q|k", "the input is queries (default) or keys (xpos scales "
                                           "them differently)"},
-        {"--device", CLI_STR, &device, "D", "device: index, name substring, auto (default) or all"},
+        {"--device", CLI_STR, &device, "auto|all|N|NAME", "device: index, name substring, auto (default) or all"},
         {"--json", CLI_FLAG, &json, NULL, "print the verification as JSON"},
         {"--no-validate", CLI_FLAG, &no_validate, NULL, "run without the Khronos validation layer"},
     };

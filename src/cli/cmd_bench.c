@@ -142,13 +142,13 @@ int cmd_bench(int argc, char **argv)
     uint64_t tokens = 65536;
     uint32_t heads = 1, head_dim = 128, rotary_dim = 0, reps = 25, warmup = 3;
     const cli_opt opts[] = {
-        {"--device", CLI_STR, &device, "D", "device: index, name substring, auto (default) or all"},
+        {"--device", CLI_STR, &device, "auto|all|N|NAME", "device: index, name substring, auto (default) or all"},
         {"--tokens", CLI_U64, &tokens, "N", "tokens (default 65536)"},
         {"--heads", CLI_U32, &heads, "H", "heads (default 1)"},
         {"--head-dim", CLI_U32, &head_dim, "D", "head dimension (default 128)"},
         {"--rotary-dim", CLI_U32, &rotary_dim, "R", "rotary dimensions (default head_dim)"},
-        {"--layout", CLI_STR, &layout, "L", "pair layout: half (default) or interleaved"},
-        {"--precision", CLI_STR, &precision, "P", "angle precision: fp32 (default), table, precise, or an emulation: hf, vllm, ggml-cpu, ggml-vulkan, cuda-fast (dtype fp32)"},
+        {"--layout", CLI_STR, &layout, "half|interleaved", "pair layout: half (default) or interleaved"},
+        {"--precision", CLI_STR, &precision, "fp32|table|precise|hf|vllm|ggml-cpu|ggml-vulkan|cuda-fast", "angle precision: fp32 (default), table, precise, or an emulation: hf, vllm, ggml-cpu, ggml-vulkan, cuda-fast (dtype fp32)"},
         {"--reps", CLI_U32, &reps, "N", "timed runs, median reported (default 25, max 63)"},
         {"--warmup", CLI_U32, &warmup, "N", "untimed runs first (default 3)"},
         {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},

@@ -18,11 +18,53 @@ static const char *acts_str(int acts)
     }
 }
 
+/* The default as shown: the declared one, or, when the owner derives it
+ * (def "null", rl_param.h), what the help's closing "(default ...)" says. */
+static void default_text(const pe_param *p, char *buf, size_t cap, size_t *help_len)
+{
+    *help_len = strlen(p->help);
+    const char *d = strcmp(p->def, "null") == 0 ? strstr(p->help, "(default ") : NULL;
+    for (const char *n = d; n && (n = strstr(n + 1, "(default "));)
+        d = n; /* the last one */
+    size_t dl = d ? strlen(d) : 0;
+    if (d && dl > 10 && d[dl - 1] == ')') {
+        snprintf(buf, cap, "%.*s", (int)(dl - 10), d + 9);
+        *help_len = (size_t)(d - p->help);
+        while (*help_len && p->help[*help_len - 1] == ' ')
+            (*help_len)--;
+    } else {
+        snprintf(buf, cap, "%s", p->def);
+    }
+}
+
+/* "number >= 1", "int in [0, 64]", "enum a|b", "bool", "json". */
+static void type_text(const pe_param *p, char *buf, size_t cap)
+{
+    const char *t = rl_ptype_name(p->type);
+    if (p->type == RL_P_ENUM) {
+        snprintf(buf, cap, "%s %s", t, p->choices);
+    } else if (p->type == RL_P_INT || p->type == RL_P_NUM) {
+        int open_top = p->max >= 1e300 || (p->type == RL_P_INT && p->max >= 4294967295.0);
+        if (open_top)
+            snprintf(buf, cap, "%s >= %.10g", t, p->min);
+        else
+            snprintf(buf, cap, "%s in [%.10g, %.10g]", t, p->min, p->max);
+    } else {
+        snprintf(buf, cap, "%s", t);
+    }
+}
+
 static json_t *param_json(const pe_param *p)
 {
     json_error_t je;
+    char def[160];
+    size_t help_len;
+    default_text(p, def, sizeof def, &help_len);
     json_t *o = json_pack("{s:s,s:s,s:o,s:s}", "key", p->key, "type", rl_ptype_name(p->type),
                           "default", json_loads(p->def, JSON_DECODE_ANY, &je), "help", p->help);
+    /* A derived default (the declared one is null: not given) as text. */
+    if (strcmp(p->def, "null") == 0 && strcmp(def, "null") != 0)
+        json_object_set_new(o, "default_text", json_string(def));
     if (p->type == RL_P_INT || p->type == RL_P_NUM) {
         json_object_set_new(o, "min", p->type == RL_P_INT ? json_integer((json_int_t)p->min)
                                                         : json_real(p->min));
@@ -52,7 +94,9 @@ int cmd_encodings(int argc, char **argv)
     int rc = cli_parse("ropelab encodings [--json]",
                        "Lists the encoding registry: each encoding's name, title, source paper,\n"
                        "what it acts on (q/k vectors, attention logits, both) and its parameters\n"
-                       "with type, default and help (set them with `--set key=value`).",
+                       "with type (range or choices), default and help (set them with\n"
+                       "`--set key=value`). A default the encoding derives from other keys or the\n"
+                       "model (most of rope's) is shown as the help states it.",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -73,12 +117,12 @@ int cmd_encodings(int argc, char **argv)
         printf("            %s\n            %s\n", f->formula, f->paper);
         for (size_t k = 0; k < f->n_params; k++) {
             const pe_param *p = &f->params[k];
-            char ty[80];
-            if (p->type == RL_P_ENUM)
-                snprintf(ty, sizeof ty, "%s", p->choices);
-            else
-                snprintf(ty, sizeof ty, "%s", rl_ptype_name(p->type));
-            printf("    %-14s %-18s default %-10s %s\n", p->key, ty, p->def, p->help);
+            char ty[160], def[160];
+            size_t help_len;
+            type_text(p, ty, sizeof ty);
+            default_text(p, def, sizeof def, &help_len);
+            printf("    %-16s %s; default %s\n    %-16s %.*s\n", p->key, ty, def, "",
+                   (int)help_len, p->help);
         }
         if (f->n_params == 0)
             printf("    (no parameters)\n");

@@ -10,6 +10,7 @@
 #include "core/rl_util.h"
 #include "pe/hf_model.h"
 #include "pe/rope.h"
+#include "run/run.h"
 
 #define NOT_GIVEN_U32 UINT32_MAX
 
@@ -45,20 +46,23 @@ static int set_key(rope_desc *d, const char *flag, const char *key, json_t *v)
     return 0;
 }
 
-/* The RoPE of one layer type of a config.json (hf_model.h, the one reader). */
-static int import_hf(rope_desc *d, const char *path, const char *layer_type)
+/* The RoPE of one layer type of a config.json or of a preset (hf_model.h,
+ * the one reader). */
+static int import_hf(rope_desc *d, const char *path, const char *preset, const char *layer_type)
 {
     hfm_model m;
     rl_error err = {0};
     const hfm_layer_type *t = NULL;
     int defaulted = 0;
-    rl_status st = hfm_load(path, &m, &err);
+    rl_status st = preset ? run_preset_model(preset, &m, &err) : hfm_load(path, &m, &err);
+    if (preset)
+        path = m.path;
     if (!st)
         st = hfm_select(&m, layer_type, &t, &defaulted, &err);
     if (!st)
         st = hfm_rope_desc(&m, t, d, &err);
     if (st) {
-        cli_error("--hf-config %s", err.msg);
+        cli_error("%s %s", preset ? "--preset" : "--hf-config", err.msg);
         hfm_free(&m);
         return -1;
     }
@@ -71,8 +75,8 @@ static int import_hf(rope_desc *d, const char *path, const char *layer_type)
 
 int cmd_freqs(int argc, char **argv)
 {
-    const char *hf = NULL, *layer_type = NULL, *type = NULL, *layout = NULL, *shortf = NULL, *longf = NULL,
-               *semantics = NULL;
+    const char *hf = NULL, *preset = NULL, *layer_type = NULL, *type = NULL, *layout = NULL,
+               *shortf = NULL, *longf = NULL, *semantics = NULL;
     int json = 0, csv = 0, no_truncate = 0;
     uint32_t u_head = NOT_GIVEN_U32, u_rot = NOT_GIVEN_U32, u_orig = NOT_GIVEN_U32,
              u_max = NOT_GIVEN_U32, u_seq = NOT_GIVEN_U32;
@@ -80,8 +84,9 @@ int cmd_freqs(int argc, char **argv)
            f_msa = NAN, f_att = NAN, f_lo = NAN, f_hi = NAN, f_alpha = NAN, f_mixed_b = NAN;
     const cli_opt opts[] = {
         {"--hf-config", CLI_STR, &hf, "FILE", "read rope_theta, rope_scaling/rope_parameters, head_dim, ... from an HF config.json"},
-        {"--layer-type", CLI_STR, &layer_type, "T", "with --hf-config: the layer type to read (default: the full-attention layers)"},
-        {"--rope-type", CLI_STR, &type, "T", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn"},
+        {"--preset", CLI_STR, &preset, "NAME", "read them from a model preset, configs/models/NAME.yaml (as a batch's model: {preset: NAME})"},
+        {"--layer-type", CLI_STR, &layer_type, "T", "with --hf-config or --preset: the layer type to read (default: the full-attention layers)"},
+        {"--rope-type", CLI_STR, &type, "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional|dynamic_yarn", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn"},
         {"--head-dim", CLI_U32, &u_head, "D", "head dimension"},
         {"--rotary-dim", CLI_U32, &u_rot, "R", "rotated dimensions (default head_dim)"},
         {"--partial-rotary-factor", CLI_F64, &f_prf, "P", "rotary_dim = int(head_dim * P)"},
@@ -100,20 +105,20 @@ int cmd_freqs(int argc, char **argv)
         {"--high-freq-factor", CLI_F64, &f_hi, "X", "llama3"},
         {"--short-factor", CLI_STR, &shortf, "LIST", "longrope: comma-separated rotary_dim/2 numbers"},
         {"--long-factor", CLI_STR, &longf, "LIST", "longrope: comma-separated rotary_dim/2 numbers"},
-        {"--layout", CLI_STR, &layout, "L", "half (default) or interleaved: which dimensions pair up"},
-        {"--semantics", CLI_STR, &semantics, "S", "hf (default) or vllm: vLLM's reading of dynamic and ntk"},
+        {"--layout", CLI_STR, &layout, "half|interleaved", "half (default) or interleaved: which dimensions pair up"},
+        {"--semantics", CLI_STR, &semantics, "hf|vllm", "hf (default) or vllm: vLLM's reading of dynamic and ntk"},
         {"--alpha", CLI_F64, &f_alpha, "X", "semantics vllm, dynamic: HunYuan's NTK alpha"},
         {"--mixed-b", CLI_F64, &f_mixed_b, "X", "semantics vllm, ntk: mixed-NTK exponent b"},
         {"--json", CLI_FLAG, &json, NULL, "print JSON (inv_freq at full double precision)"},
         {"--csv", CLI_FLAG, &csv, NULL, "print a CSV table"},
     };
-    int rc = cli_parse("ropelab freqs [--hf-config FILE] [--rope-type T --factor F ...] [--seq-len N] [--json|--csv]",
+    int rc = cli_parse("ropelab freqs [--hf-config FILE|--preset NAME] [--rope-type T --factor F ...] [--seq-len N] [--json|--csv]",
                        "Prints the effective rotation of a RoPE setting: per rotary pair its inverse\n"
                        "frequency, wavelength in tokens and the scale applied (unscaled / scaled), plus\n"
                        "the attention factor (multiplies cos and sin) and the effective base. Semantics\n"
                        "follow Hugging Face transformers' modeling_rope_utils.py (--semantics vllm: vLLM's\n"
-                       "reading of dynamic and ntk); flags override values read by --hf-config. See\n"
-                       "docs/rope.md.",
+                       "reading of dynamic and ntk); flags override values read by --hf-config or\n"
+                       "--preset. See docs/rope.md.",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -123,11 +128,15 @@ int cmd_freqs(int argc, char **argv)
     }
     rope_desc d = {0};
     rl_error err = {0};
-    if (layer_type && !hf) {
-        cli_error("--layer-type needs --hf-config");
+    if (layer_type && !hf && !preset) {
+        cli_error("--layer-type needs --hf-config or --preset");
         return CLI_EXIT_USAGE;
     }
-    if (hf && import_hf(&d, hf, layer_type) != 0)
+    if (hf && preset) {
+        cli_error("--hf-config and --preset are exclusive");
+        return CLI_EXIT_USAGE;
+    }
+    if ((hf || preset) && import_hf(&d, hf, preset, layer_type) != 0)
         return CLI_EXIT_USAGE;
     const struct { const char *flag, *key; uint32_t v; } us[] = {
         {"--head-dim", "head_dim", u_head}, {"--rotary-dim", "rotary_dim", u_rot},

@@ -1,4 +1,4 @@
-/* ropelab model FILE [--layer-type T] [--json]
+/* ropelab model FILE|--preset NAME [--layer-type T] [--json]
  * What ropelab will compute for a model's config.json (pe/hf_model.h, the
  * one reader): shape, each layer type's encoding with every resolved
  * parameter, per-layer differences, train length, logit scale. */
@@ -12,6 +12,7 @@
 #include "core/rl_util.h"
 #include "pe/hf_model.h"
 #include "pe/rope.h"
+#include "run/run.h"
 
 /* The resolved rotation of a rope layer type (NULL + message otherwise). */
 static rope_freqs *freqs_of(const hfm_model *m, const hfm_layer_type *t, rl_error *err)
@@ -40,15 +41,16 @@ static json_t *resolved_json(const rope_freqs *f)
 
 int cmd_model(int argc, char **argv)
 {
-    const char *layer_type = NULL;
+    const char *layer_type = NULL, *preset = NULL;
     int json = 0;
     const cli_opt opts[] = {
+        {"--preset", CLI_STR, &preset, "NAME", "a model preset, configs/models/NAME.yaml, instead of FILE"},
         {"--layer-type", CLI_STR, &layer_type, "T", "show only this layer type (and refuse it as a run would)"},
         {"--json", CLI_FLAG, &json, NULL, "print JSON"},
     };
     const char *pos[1];
     int n_pos = 0;
-    int rc = cli_parse("ropelab model FILE [--layer-type T] [--json]",
+    int rc = cli_parse("ropelab model FILE|--preset NAME [--layer-type T] [--json]",
                        "Shows what ropelab computes for a model's config.json: heads, kv heads,\n"
                        "head_dim, each layer type's encoding with every resolved parameter (rotary\n"
                        "dim, layout, scaling, attention factor), per-layer differences (sliding /\n"
@@ -57,14 +59,14 @@ int cmd_model(int argc, char **argv)
                        argc, argv, opts, RL_ARRAY_LEN(opts), pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
-    if (n_pos != 1) {
-        cli_error("model: name the config.json: `ropelab model FILE`");
+    if (n_pos != !preset) {
+        cli_error("model: name the config.json or a preset: `ropelab model FILE` or `ropelab model "
+                  "--preset NAME`");
         return CLI_EXIT_USAGE;
     }
-    const char *file = pos[0];
     hfm_model m;
     rl_error err = {0};
-    if (hfm_load(file, &m, &err)) {
+    if (preset ? run_preset_model(preset, &m, &err) : hfm_load(pos[0], &m, &err)) {
         cli_error("%s", err.msg);
         hfm_free(&m);
         return CLI_EXIT_USAGE;

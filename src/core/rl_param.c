@@ -138,6 +138,11 @@ rl_status rl_params_resolve(const char *owner, const rl_param *ps, size_t n, con
             json_error_t je;
             def = json_loads(p->def, JSON_DECODE_ANY, &je);
             assert(def && "rl_param default must be valid JSON");
+            if (json_is_null(def)) {
+                /* no constant default: stays null, the owner derives it */
+                json_object_set_new(res, p->key, def);
+                continue;
+            }
             v = def;
         }
         json_t *val = NULL;

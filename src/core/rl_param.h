@@ -21,7 +21,9 @@ typedef enum rl_ptype { RL_P_INT, RL_P_NUM, RL_P_BOOL, RL_P_STR, RL_P_ENUM, RL_P
 typedef struct rl_param {
     const char *key;
     rl_ptype type;
-    const char *def;       /* default as JSON text: "32", "true", "\"error\""; NULL: required */
+    const char *def;       /* default as JSON text: "32", "true", "\"error\""; NULL: required;
+                              "null" (any type): no constant default, absent stays null and
+                              the owner derives the value (its help says how) */
     double min, max;       /* RL_P_INT / RL_P_NUM: inclusive range */
     const char *choices;   /* RL_P_ENUM: "error|clamp|wrap" */
     const char *help;

@@ -14,62 +14,85 @@
 _Static_assert(sizeof rope_params / sizeof rope_params[0] == ROPE_N_PARAMS, "rope_params");
 
 /* RoPE's settable keys, HF's names: the ONE list, used by the encoding
- * registry (family rope), listings and the config.json import. Their types
- * and defaults depend on rope_type, so each is RL_P_JSON with default null
- * and rope_desc_set_json validates it (naming the key); the help says the
- * real type and default. head_dim is the model's, not a key. */
-#define K(k, help) {k, RL_P_JSON, "null", 0, 0, NULL, help}
+ * registry (family rope), listings (`ropelab encodings`, the runner's batch
+ * checks) and the config.json import. Each has its real type, range or
+ * choices, so the one validator (rl_param_check) types every given value;
+ * rope_desc_set_json / rope_desc_resolve then apply the rules that involve
+ * other keys (naming the key). No default is filled in (def "null": absent
+ * means "not given"), because most defaults depend on rope_type or on the
+ * model: each help ends with "(default ...)", which is what `ropelab
+ * encodings` shows as the default. head_dim is the model's, not a key. */
+#define RT_CHOICES "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional|dynamic_yarn"
+#define PREC_CHOICES "fp32|table|precise|hf|vllm|ggml-cpu|ggml-vulkan|cuda-fast"
+#define DT_CHOICES "fp32|fp16|bf16"
+#define E(k, choices, help) {k, RL_P_ENUM, "null", 0, 0, choices, help}
+#define N(k, lo, hi, help) {k, RL_P_NUM, "null", lo, hi, NULL, help}
+#define I(k, help) {k, RL_P_INT, "null", 0, 4294967295.0, NULL, help}
+#define B(k, help) {k, RL_P_BOOL, "null", 0, 0, NULL, help}
+#define L(k, help) {k, RL_P_JSON, "null", 0, 0, NULL, help}
+#define BIG 1.7976931348623157e308
 const rl_param rope_params[ROPE_N_PARAMS] = {
-    K("rope_type", "string: default|linear|ntk|dynamic|yarn|llama3|longrope|proportional|"
-                   "dynamic_yarn (default default; alias: type)"),
-    K("type", "alias of rope_type (HF rope_scaling)"),
-    K("rope_theta", "number > 1: frequency base (default 10000)"),
-    K("rotary_dim", "even integer: rotated dimensions, the rest pass through (default head_dim)"),
-    K("partial_rotary_factor", "number in (0, 1]: rotary_dim = int(head_dim * factor) (default 1)"),
-    K("layout", "string: half (rotate_half, NeoX/Llama; default) or interleaved (GPT-J)"),
-    K("precision", "string: angle precision fp32 (default), table or precise; framework "
-                   "emulation hf, vllm, ggml-cpu, ggml-vulkan or cuda-fast (docs/rope.md)"),
-    K("dtype", "string: emulation modes' model dtype fp32 (default), fp16 or bf16 (ggml: fp32, "
-               "fp16)"),
-    K("inv_freq_dtype", "string: hf's inv_freq as stored, fp32 (default) or bf16 (a model cast "
-                        "with .to(bfloat16))"),
-    K("tf32", "bool: hf's inv_freq and positions rounded to TF32, the matmul's inputs (default "
-              "false)"),
-    K("factor", "number >= 1: scaling factor (default per rope_type; dynamic_yarn: the floor "
-                "of its scale, default 1)"),
-    K("original_max_position_embeddings",
-      "integer: pre-training context length (yarn, llama3, longrope; default "
-      "max_position_embeddings)"),
-    K("max_position_embeddings",
-      "integer: model's maximum length (dynamic; yarn/longrope factor default)"),
-    K("seq_len", "integer: sequence length in use (dynamic, dynamic_yarn, longrope)"),
-    K("beta_fast", "number: yarn ramp end, rotations (default 32)"),
-    K("beta_slow", "number: yarn ramp start, rotations (default 1)"),
-    K("mscale", "number: yarn attention factor numerator coefficient (with mscale_all_dim)"),
-    K("mscale_all_dim", "number: yarn attention factor denominator coefficient"),
-    K("truncate", "bool: yarn floors/ceils the correction range (default true)"),
-    K("attention_factor", "number: multiplies cos and sin (yarn, longrope; default per type)"),
-    K("low_freq_factor", "number: llama3 low-frequency band edge L/low_freq_factor (required)"),
-    K("high_freq_factor", "number: llama3 high-frequency band edge L/high_freq_factor (required)"),
-    K("short_factor", "list of rotary_dim/2 numbers: longrope divisors up to the original length"),
-    K("long_factor", "list of rotary_dim/2 numbers: longrope divisors beyond it"),
-    K("dynamic_mode", "string: dynamic and dynamic_yarn over one sequence: recompute (default; "
-                      "every token with the length in use) or cache_consistent (token p with "
-                      "length max(p+1, prompt_len), as a KV cache keeps it)"),
-    K("prompt_len", "integer: cache_consistent's prefill length P (default seq_len: pure "
-                    "prefill, where both modes agree)"),
-    K("semantics", "string: whose reading of dynamic and ntk, hf (default) or vllm (vLLM's "
-                   "rotary_embedding: static dynamic at max_position_embeddings*factor, "
-                   "HunYuan alpha, ntk with mixed_b; docs/rope.md)"),
-    K("alpha", "number > 0: semantics vllm, dynamic: HunYuan's base * alpha^(d/(d-2)) "
-               "(vLLM DynamicNTKAlphaRotaryEmbedding)"),
-    K("mixed_b", "number > 0: semantics vllm, ntk: mixed-NTK exponent b, inv_freq_j / "
-                 "exp(ln(factor) ((j+1)/(d/2))^b) (vLLM NTKScalingRotaryEmbedding)"),
-    K("resonance", "bool: Resonance RoPE, after the rope_type's scaling every wavelength "
-                   "2pi/theta_j below original_max_position_embeddings (else "
-                   "max_position_embeddings) rounded to an integer (default false)"),
+    E("rope_type", RT_CHOICES, "frequency scaling (alias: type) (default default)"),
+    E("type", RT_CHOICES, "alias of rope_type (HF rope_scaling) (default rope_type)"),
+    N("rope_theta", 1, BIG, "frequency base, > 1 (default 10000)"),
+    I("rotary_dim", "rotated dimensions, even; the rest pass through (default head_dim)"),
+    N("partial_rotary_factor", 0, 1, "rotary_dim = int(head_dim * factor), in (0, 1] (default 1)"),
+    E("layout", "half|interleaved",
+      "pair layout: half (rotate_half, NeoX/Llama) or interleaved (GPT-J) (default half)"),
+    E("precision", PREC_CHOICES,
+      "angle precision fp32, table or precise; framework emulation hf, vllm, ggml-cpu, "
+      "ggml-vulkan or cuda-fast, docs/rope.md (default fp32)"),
+    E("dtype", DT_CHOICES, "emulation modes' model dtype; ggml: fp32 or fp16 (default fp32)"),
+    E("inv_freq_dtype", DT_CHOICES,
+      "hf's inv_freq as stored: fp32, or bf16 for a model cast with .to(bfloat16) (default fp32)"),
+    B("tf32", "hf's inv_freq and positions rounded to TF32, the matmul's inputs (default false)"),
+    N("factor", 1, BIG, "scaling factor; dynamic_yarn: the floor of its scale (default per "
+                        "rope_type; dynamic_yarn: 1)"),
+    I("original_max_position_embeddings",
+      "pre-training context length: yarn, llama3, longrope (default max_position_embeddings)"),
+    I("max_position_embeddings",
+      "model's maximum length: dynamic; yarn/longrope factor default (default none)"),
+    I("seq_len", "sequence length in use: dynamic, dynamic_yarn, longrope (default the run's "
+                 "length)"),
+    N("beta_fast", 0, BIG, "yarn ramp end, rotations (default 32)"),
+    N("beta_slow", 0, BIG, "yarn ramp start, rotations (default 1)"),
+    N("mscale", 0, BIG, "yarn attention factor numerator coefficient, with mscale_all_dim "
+                        "(default none)"),
+    N("mscale_all_dim", 0, BIG, "yarn attention factor denominator coefficient (default none)"),
+    B("truncate", "yarn floors/ceils the correction range (default true)"),
+    N("attention_factor", 0, BIG, "multiplies cos and sin: yarn, longrope (default per rope_type)"),
+    N("low_freq_factor", 0, BIG,
+      "llama3 low-frequency band edge L/low_freq_factor (default none: required by llama3)"),
+    N("high_freq_factor", 0, BIG,
+      "llama3 high-frequency band edge L/high_freq_factor (default none: required by llama3)"),
+    L("short_factor", "list of rotary_dim/2 numbers > 0: longrope divisors up to the original "
+                      "length (default none: required by longrope)"),
+    L("long_factor", "list of rotary_dim/2 numbers > 0: longrope divisors beyond it (default "
+                     "none: required by longrope)"),
+    E("dynamic_mode", "recompute|cache_consistent",
+      "dynamic and dynamic_yarn over one sequence: recompute (every token with the length in "
+      "use) or cache_consistent (token p with length max(p+1, prompt_len), as a KV cache keeps "
+      "it) (default recompute)"),
+    I("prompt_len", "cache_consistent's prefill length P; seq_len: pure prefill, where both modes "
+                    "agree (default seq_len)"),
+    E("semantics", "hf|vllm",
+      "whose reading of dynamic and ntk: vllm is vLLM's rotary_embedding, static dynamic at "
+      "max_position_embeddings*factor, HunYuan alpha, ntk with mixed_b; docs/rope.md (default hf)"),
+    N("alpha", 0, BIG, "semantics vllm, dynamic: HunYuan's base * alpha^(d/(d-2)), > 0 (vLLM "
+                       "DynamicNTKAlphaRotaryEmbedding) (default none)"),
+    N("mixed_b", 0, BIG, "semantics vllm, ntk: mixed-NTK exponent b, > 0, inv_freq_j / "
+                         "exp(ln(factor) ((j+1)/(d/2))^b) (vLLM NTKScalingRotaryEmbedding) "
+                         "(default none)"),
+    B("resonance", "Resonance RoPE: after the rope_type's scaling every wavelength 2pi/theta_j "
+                   "below original_max_position_embeddings (else max_position_embeddings) "
+                   "rounded to an integer (default false)"),
 };
-#undef K
+#undef E
+#undef N
+#undef I
+#undef B
+#undef L
+#undef BIG
 
 static rl_status get_number(const char *key, const json_t *v, double *out, rl_error *err)
 {

@@ -93,6 +93,13 @@ uint64_t run_item_cost(const run_item *it);
  * onto the least-loaded shard so far (ties: lower index). A function of the
  * plan alone, so every task of an array computes the same partition.
  * shard[n_items] (caller's) receives them. RL_ERR_NOMEM only. */
+struct hfm_model;
+/* Loads the model preset NAME (configs/models/NAME.yaml, found as the
+ * batch's `model: {preset: NAME}` is) through the one config.json reader
+ * (pe/hf_model.h) into *m (caller hfm_frees it, also after a failure), for
+ * `ropelab model --preset` and `ropelab freqs --preset`. */
+rl_status run_preset_model(const char *name, struct hfm_model *m, rl_error *err);
+
 rl_status run_shard_assign(const run_batch *b, uint32_t count, uint32_t *shard, rl_error *err);
 /* The same from n costs and run ids (merge reads them from a manifest's
  * plan); shard[n] receives the assignment. */

@@ -92,8 +92,10 @@ rl_status run_inputs_copy(const char *out, const char *opened, const json_t *rec
 void run_host_name(char *buf, size_t cap);
 
 /* ---- run_config.c: the configuration directory ---------------------------- */
-/* $ROPELAB_CONFIG_DIR when set, else the source tree's configs/ (compiled in
- * as RL_CONFIG_DIR). Names use letters, digits, '-', '_', '.'. */
+/* $ROPELAB_CONFIG_DIR when set, else found from the executable's own
+ * directory: the install's datadir/ropelab/configs, or the source tree's
+ * configs/ beside an uninstalled build; no absolute source path is compiled
+ * in (run_config.c). Names use letters, digits, '-', '_', '.'. */
 
 /* The file of model preset name: <config dir>/models/<name>.yaml. */
 void run_preset_path(const char *name, char *path, size_t cap);

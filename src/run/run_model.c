@@ -40,6 +40,22 @@ static json_t *preset_as_hf(const json_t *p)
     return cfg;
 }
 
+rl_status run_preset_model(const char *name, hfm_model *m, rl_error *err)
+{
+    memset(m, 0, sizeof *m);
+    json_t *p;
+    rl_status st = run_preset_load(name, &p, err);
+    if (st)
+        return st;
+    json_t *cfg = preset_as_hf(p);
+    char label[160];
+    snprintf(label, sizeof label, "preset %s", name);
+    st = hfm_from_json(cfg, label, m, err);
+    json_decref(cfg);
+    json_decref(p);
+    return st;
+}
+
 /* The model of hfm m as the runner's shape, and its layer type's encoding
  * (or, when ropelab cannot plan that layer type, the refusal as a string). */
 static rl_status from_hfm(const hfm_model *hm, const char *layer_type, exp_model *m, json_t **rope,
