@@ -122,7 +122,7 @@ START_TEST(llama_family_shapes_and_bases)
 }
 END_TEST
 
-START_TEST(llama4_rope_layers_are_interleaved_and_nope_layers_refused)
+START_TEST(llama4_rope_layers_are_interleaved_and_nope_layers_carry_temperature)
 {
     hfm_model m;
     load("llama4_scout.json", &m);
@@ -134,17 +134,34 @@ START_TEST(llama4_rope_layers_are_interleaved_and_nope_layers_refused)
     rl_error err = {0};
     ck_assert_int_eq(hfm_select(&m, "chunked_attention", &t, NULL, &err), RL_OK);
     ck_assert_uint_eq(t->count, 36);
-    ck_assert_uint_eq(t->window, 8192);
+    ck_assert_uint_eq(t->chunk, 8192); /* attention_chunk_size: a chunk, not a window */
+    ck_assert_uint_eq(t->window, 0);
+    ck_assert_int_eq(t->temp, 0);
     rope_freqs *f = freqs(&m, "chunked_attention");
     ck_assert_int_eq(f->layout, RL_ROPE_LAYOUT_INTERLEAVED); /* view_as_complex pairs */
     /* llama3 with low = high = 1: wavelength > 8192 divided by 16, else kept */
     REL(f->inv_freq[63], th(5e5, 63, 128) / 16, 1e-14);
     REL(f->inv_freq[1], th(5e5, 1, 128), 1e-15);
     free(f);
-    refused(&m, NULL, "attn_temperature_tuning");
-    ck_assert_int_eq(json_is_true(json_object_get(m.attrs, "attn_temperature_tuning")), 1);
-    REL(json_number_value(json_object_get(m.attrs, "attn_scale")), 0.1, 1e-15);
-    ck_assert_int_eq(json_integer_value(json_object_get(m.attrs, "attention_chunk_size")), 8192);
+    /* the NoPE layers (the default) import with HF's query temperature
+     * (attn_temperature_tuning 4 is true; attn_scale 0.1, floor_scale 8192) */
+    int dflt = 0;
+    ck_assert_msg(hfm_select(&m, NULL, &t, &dflt, &err) == RL_OK, "%s", err.msg);
+    ck_assert_int_eq(dflt, 1);
+    ck_assert_str_eq(t->name, "full_attention");
+    ck_assert_str_eq(json_string_value(json_object_get(t->encoding, "type")), "nope");
+    ck_assert_uint_eq(t->count, 12);
+    ck_assert_int_eq(t->temp, 1);
+    REL(t->temp_scale, 0.1, 1e-15);
+    REL(t->temp_floor, 8192.0, 1e-15);
+    ck_assert_uint_eq(t->chunk, 0); /* full causal: chunked only for RoPE layers */
+    json_t *ap = hfm_attn_params(t);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ap, "attn_temperature"),
+                                                       "value")), "llama4");
+    REL(json_number_value(json_object_get(json_object_get(ap, "attn_temp_floor"), "value")), 8192.0,
+        1e-15);
+    ck_assert_ptr_null(json_object_get(ap, "attn_chunk"));
+    json_decref(ap);
     hfm_free(&m);
 }
 END_TEST
@@ -626,7 +643,7 @@ int main(void)
     Suite *s = suite_create("hf_model");
     TCase *tc = tcase_create("hf_model");
     tcase_add_test(tc, llama_family_shapes_and_bases);
-    tcase_add_test(tc, llama4_rope_layers_are_interleaved_and_nope_layers_refused);
+    tcase_add_test(tc, llama4_rope_layers_are_interleaved_and_nope_layers_carry_temperature);
     tcase_add_test(tc, qwen_yarn_and_mrope);
     tcase_add_test(tc, phi3_su_is_longrope_with_top_level_original);
     tcase_add_test(tc, phi35_longrope_real_factor_lists);

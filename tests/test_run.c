@@ -900,13 +900,7 @@ START_TEST(hf_config_layer_type_picks_the_layers_encoding)
             ck_assert_ptr_null(got);
         run_batch_free(&b);
     }
-    /* Llama 4's default (full-attention, NoPE + temperature) layers are refused by name. */
-    const char *t = "model: {hf_config: llama4_scout.json}\nencodings: [{name: m, type: model}]\n"
-                    "experiments: [{kind: decay, params: {max_distance: 4}}]\n";
-    ck_assert_int_ne(run_batch_parse("l.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d, &err),
-                     RL_OK);
-    ck_assert_msg(has_msg(&d, "attn_temperature_tuning"), "%s", d.n ? d.msg[0] : err.msg);
-    run_diag_free(&d);
+    const char *t;
     t = "model: {hf_config: gemma3_4b.json, layer_type: chunked}\nencodings: [{name: m, type: model}]\n"
         "experiments: [{kind: decay, params: {max_distance: 4}}]\n";
     ck_assert_int_ne(run_batch_parse("c.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d, &err),
@@ -914,6 +908,100 @@ START_TEST(hf_config_layer_type_picks_the_layers_encoding)
     ck_assert_msg(has_msg(&d, "no layer type 'chunked' (the model has: sliding_attention, full_attention)"),
                   "%s", d.n ? d.msg[0] : err.msg);
     run_diag_free(&d);
+}
+END_TEST
+
+/* The params and model.attention of the one run of batch text t (files
+ * from tests/data); *b released by the caller. */
+static void one_run(const char *t, run_batch *b, const json_t **params, const json_t **from)
+{
+    const char *dir = getenv("RL_TEST_DATA_DIR");
+    run_diag d;
+    rl_error err = {0};
+    ck_assert_msg(run_batch_parse("a.yaml", t, strlen(t), dir ? dir : "tests/data", b, &d,
+                                  &err) == RL_OK, "%s", d.n ? d.msg[0] : err.msg);
+    ck_assert_uint_eq(b->n_items, 1);
+    *params = json_object_get(b->items[0].resolved, "params");
+    *from = json_object_get(json_object_get(b->items[0].resolved, "model"), "attention");
+}
+
+static const char *from_of(const json_t *from, const char *k)
+{
+    return json_string_value(json_object_get(from, k));
+}
+
+/* Issue 12/15: a model from a config.json gives the attention kinds its
+ * layer type's own window / chunk / temperature; a key the batch gives
+ * wins, and model.attention says where each came from. */
+START_TEST(model_attention_attributes_reach_the_attention_kinds)
+{
+    run_batch b;
+    const json_t *p, *from;
+    /* Mistral 7B v0.1: sliding_window 4096 on every layer (the default type) */
+    one_run("model: {hf_config: mistral_7b_v01.json}\n"
+            "experiments: [{kind: entropy, params: {max_len: 128}}]\n", &b, &p, &from);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "attn_window")), 4096);
+    ck_assert_str_eq(from_of(from, "attn_window"),
+                     "model: hf_config sliding_window, layer type sliding_attention");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "attn_temperature")), "none");
+    run_batch_free(&b);
+    /* the batch's own value wins, and is recorded as the batch's */
+    one_run("model: {hf_config: mistral_7b_v01.json}\n"
+            "experiments: [{kind: retrieval, params: {attn_window: 0, max_len: 512}}]\n", &b, &p,
+            &from);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "attn_window")), 0);
+    ck_assert_str_eq(from_of(from, "attn_window"), "batch (the model's hf_config sliding_window, "
+                     "layer type sliding_attention gives 4096)");
+    run_batch_free(&b);
+    /* inside a zip group too */
+    one_run("model: {hf_config: mistral_7b_v01.json}\nexperiments: [{kind: entropy, params: "
+            "{max_len: 128, zip: {attn_window: [16], min_len: [64]}}}]\n", &b, &p, &from);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "attn_window")), 16);
+    ck_assert_ptr_nonnull(strstr(from_of(from, "attn_window"), "batch ("));
+    run_batch_free(&b);
+    /* Gemma 3: the sliding layers' window 1024; the global layers (the
+     * default) have none, and nothing is recorded */
+    one_run("model: {hf_config: gemma3_4b.json, layer_type: sliding_attention}\n"
+            "experiments: [{kind: distortion, params: {length: 64}}]\n", &b, &p, &from);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "attn_window")), 1024);
+    ck_assert_str_eq(from_of(from, "attn_window"),
+                     "model: hf_config sliding_window, layer type sliding_attention");
+    run_batch_free(&b);
+    one_run("model: {hf_config: gemma3_4b.json}\n"
+            "experiments: [{kind: entropy, params: {max_len: 128}}]\n", &b, &p, &from);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "attn_window")), 0);
+    ck_assert_ptr_null(from);
+    run_batch_free(&b);
+    /* Llama 4 Scout: the NoPE full layers (the default) with HF's query
+     * temperature, no chunk; the RoPE layers with attention_chunk_size */
+    one_run("model: {hf_config: llama4_scout.json}\nencodings: [{name: m, type: model}]\n"
+            "experiments: [{kind: entropy, params: {max_len: 128}}]\n", &b, &p, &from);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b.items[0].resolved,
+                                                                       "encoding"), "type")),
+                     "nope");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "attn_temperature")), "llama4");
+    ck_assert_double_eq_tol(json_number_value(json_object_get(p, "attn_temp_scale")), 0.1, 1e-15);
+    ck_assert_double_eq(json_number_value(json_object_get(p, "attn_temp_floor")), 8192);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "attn_chunk")), 0);
+    ck_assert_str_eq(from_of(from, "attn_temp_floor"),
+                     "model: hf_config floor_scale, layer type full_attention");
+    ck_assert_str_eq(from_of(from, "attn_temperature"),
+                     "model: hf_config attn_temperature_tuning, layer type full_attention");
+    run_batch_free(&b);
+    one_run("model: {hf_config: llama4_scout.json, layer_type: chunked_attention}\n"
+            "experiments: [{kind: entropy, params: {max_len: 128}}]\n", &b, &p, &from);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "attn_chunk")), 8192);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "attn_window")), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "attn_temperature")), "none");
+    ck_assert_str_eq(from_of(from, "attn_chunk"),
+                     "model: hf_config attention_chunk_size, layer type chunked_attention");
+    run_batch_free(&b);
+    /* a kind without attention keys is left alone */
+    one_run("model: {hf_config: mistral_7b_v01.json}\n"
+            "experiments: [{kind: decay, params: {max_distance: 4}}]\n", &b, &p, &from);
+    ck_assert_ptr_null(json_object_get(p, "attn_window"));
+    ck_assert_ptr_null(from);
+    run_batch_free(&b);
 }
 END_TEST
 
@@ -1010,6 +1098,7 @@ int main(void)
     tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
     tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);
     tcase_add_test(tc, hf_config_layer_type_picks_the_layers_encoding);
+    tcase_add_test(tc, model_attention_attributes_reach_the_attention_kinds);
     tcase_add_test(tc, encoding_sets_expand_and_report_their_own_file);
     tcase_add_test(tc, progress_eta_follows_measured_throughput);
     suite_add_tcase(s, tc);

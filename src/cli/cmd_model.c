@@ -121,9 +121,29 @@ int cmd_model(int argc, char **argv)
             printf("layer type %s: %d layers", name, (int)json_integer_value(json_object_get(t, "count")));
             if (json_integer_value(json_object_get(t, "window")))
                 printf(", window %d tokens", (int)json_integer_value(json_object_get(t, "window")));
+            if (json_integer_value(json_object_get(t, "chunk")))
+                printf(", attention chunk %d tokens",
+                       (int)json_integer_value(json_object_get(t, "chunk")));
             if (def && !strcmp(def->name, name))
                 printf(" (default layer type)");
             printf("\n");
+            const json_t *ap = json_object_get(t, "applied");
+            if (json_object_size(ap)) {
+                printf("  applied by the runner's attention kinds (unless the batch gives the key):");
+                const char *k;
+                json_t *v;
+                int first = 1;
+                json_object_foreach((json_t *)ap, k, v) {
+                    json_t *x = json_object_get(v, "value");
+                    if (json_is_string(x))
+                        printf("%s %s %s", first ? "" : ",", k, json_string_value(x));
+                    else
+                        printf("%s %s %.9g", first ? "" : ",", k, json_number_value(x));
+                    printf(" (%s)", json_string_value(json_object_get(v, "from")));
+                    first = 0;
+                }
+                printf("\n");
+            }
             char *enc = json_dumps(json_object_get(t, "encoding"), JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_PRESERVE_ORDER);
             printf("  encoding %s\n", enc ? enc : "?");
             free(enc);
@@ -146,7 +166,7 @@ int cmd_model(int argc, char **argv)
         }
         if (json_object_size(m.attrs)) {
             char *a = json_dumps(m.attrs, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            printf("attributes (captured, not modelled): %s\n", a ? a : "?");
+            printf("attributes (reported only, not applied by the engine): %s\n", a ? a : "?");
             free(a);
         }
         if (m.n_types > 1) {

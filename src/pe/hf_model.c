@@ -416,7 +416,10 @@ static rl_status fam_llama(rd *r)
         return bad(r, "rope_local_base_freq", "must be > 1", NULL);
     }
     if (!strcmp(mt, "gpt_oss"))
-        json_object_set_new(m->attrs, "attention_sinks", json_string("learned, one logit per head (weights)"));
+        json_object_set_new(m->attrs, "attention_sinks",
+                            json_string("learned, one logit per head: weights, not in config.json; "
+                                        "not applied (a batch gives attn_learned_sink: true and "
+                                        "attn_sink_logit, one logit for every head)"));
     attr(r, "use_qk_norm");
     /* One layer type per distinct name. */
     size_t i;
@@ -516,10 +519,15 @@ static rl_status fam_llama4(rd *r)
         json_decref(enc);
         return st;
     }
-    json_object_set_new(m->attrs, "attn_temperature_tuning", json_boolean(temp));
-    json_object_set_new(m->attrs, "floor_scale", json_real(floor_scale));
-    json_object_set_new(m->attrs, "attn_scale", json_real(attn_scale));
-    json_object_set_new(m->attrs, "attention_chunk_size", json_integer(chunk));
+    /* the engine's limits (attn_temp_floor >= 1, attn_temp_scale in [0, 1000]) */
+    if (temp && !(floor_scale >= 1 && floor_scale <= 1e9)) {
+        json_decref(enc);
+        return bad(r, "floor_scale", "must be in [1, 1e9] (the engine's attn_temp_floor)", NULL);
+    }
+    if (temp && !(attn_scale >= 0 && attn_scale <= 1e3)) {
+        json_decref(enc);
+        return bad(r, "attn_scale", "must be in [0, 1000] (the engine's attn_temp_scale)", NULL);
+    }
     attr(r, "use_qk_norm");
     for (uint32_t i = 0; i < m->n_layers; i++) {
         /* HF default: [int((i + 1) % interval != 0) for i in range(n_layers)] */
@@ -539,16 +547,19 @@ static rl_status fam_llama4(rd *r)
         if (t->encoding)
             continue;
         if (use_rope) {
-            t->window = chunk;
+            t->chunk = chunk;
             t->encoding = json_deep_copy(enc);
             rope_finish(m, t->encoding, 1, 0);
         } else {
+            /* HF modeling_llama4.py, Llama4TextAttention.forward: when
+             * attn_temperature_tuning and not use_rope, query_states *=
+             * log(floor((cache_position + 1) / floor_scale) + 1) * attn_scale
+             * + 1, with the full causal mask (chunked only for RoPE layers)
+             * and no qk_norm (only with use_rope) */
             t->encoding = json_pack("{s:s}", "type", "nope");
-            if (temp)
-                snprintf(t->refuse, sizeof t->refuse,
-                         "%s: %sattn_temperature_tuning: Llama 4's NoPE layers scale queries by "
-                         "log1p(floor((pos + 1) / floor_scale)) * attn_scale + 1, which ropelab does "
-                         "not model (pick layer type chunked_attention)", m->path, r->where);
+            t->temp = temp;
+            t->temp_scale = attn_scale;
+            t->temp_floor = floor_scale;
         }
     }
     json_decref(enc);
@@ -946,14 +957,35 @@ rl_status hfm_select(const hfm_model *m, const char *name, const hfm_layer_type 
                    list);
 }
 
+json_t *hfm_attn_params(const hfm_layer_type *t)
+{
+    json_t *o = json_object();
+    if (t->window)
+        json_object_set_new(o, "attn_window", json_pack("{s:i,s:s}", "value", (int)t->window,
+                                                        "from", "sliding_window"));
+    if (t->chunk)
+        json_object_set_new(o, "attn_chunk", json_pack("{s:i,s:s}", "value", (int)t->chunk,
+                                                       "from", "attention_chunk_size"));
+    if (t->temp) {
+        json_object_set_new(o, "attn_temperature", json_pack("{s:s,s:s}", "value", "llama4",
+                                                             "from", "attn_temperature_tuning"));
+        json_object_set_new(o, "attn_temp_scale", json_pack("{s:f,s:s}", "value", t->temp_scale,
+                                                            "from", "attn_scale"));
+        json_object_set_new(o, "attn_temp_floor", json_pack("{s:f,s:s}", "value", t->temp_floor,
+                                                            "from", "floor_scale"));
+    }
+    return o;
+}
+
 json_t *hfm_to_json(const hfm_model *m)
 {
     json_t *types = json_array();
     for (uint32_t i = 0; i < m->n_types; i++) {
         const hfm_layer_type *t = &m->types[i];
-        json_array_append_new(types, json_pack("{s:s,s:i,s:i,s:O,s:s?}", "name", t->name, "count",
-                                               (int)t->count, "window", (int)t->window, "encoding",
-                                               t->encoding, "refused",
+        json_array_append_new(types, json_pack("{s:s,s:i,s:i,s:i,s:O,s:o,s:s?}", "name", t->name,
+                                               "count", (int)t->count, "window", (int)t->window,
+                                               "chunk", (int)t->chunk, "encoding", t->encoding,
+                                               "applied", hfm_attn_params(t), "refused",
                                                t->refuse[0] ? t->refuse : NULL));
     }
     return json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:o,s:O,s:O}", "path",

@@ -15,9 +15,11 @@
  *     reader does not represent is refused, naming the key and the file;
  *   - absent keys take the family's default (the model's own), and every
  *     explicit value, 0 included, is validated;
- *   - features captured but not modelled (mrope, query temperature) make
- *     hfm_select refuse that layer type naming the key, never a
- *     substitution. */
+ *   - features captured but not modelled (mrope) make hfm_select refuse
+ *     that layer type naming the key, never a substitution;
+ *   - a layer type's attention attributes the engine has (sliding window,
+ *     attention chunk, Llama 4's query temperature) are kept per type and
+ *     handed to the runner as its batch keys (hfm_attn_params). */
 #ifndef HF_MODEL_H
 #define HF_MODEL_H
 
@@ -34,7 +36,11 @@
 typedef struct hfm_layer_type {
     char name[HFM_NAME];
     uint32_t count;      /* layers of this type */
-    uint32_t window;     /* sliding window / attention chunk, tokens; 0: none */
+    uint32_t window;     /* sliding window (sliding_window), tokens; 0: none */
+    uint32_t chunk;      /* attention chunk (Llama 4 attention_chunk_size), tokens; 0: none */
+    int temp;            /* 1: Llama 4 query temperature (NoPE layers, attn_temperature_tuning):
+                          * q scaled by 1 + temp_scale log(floor((pos + 1) / temp_floor) + 1) */
+    double temp_scale, temp_floor;   /* attn_scale, floor_scale */
     json_t *encoding;    /* registry encoding {"type": "rope", "rope_theta": ...}, owned */
     char refuse[1400];    /* non-empty: why ropelab cannot plan this type (names the key) */
 } hfm_layer_type;
@@ -75,6 +81,12 @@ rl_status hfm_select(const hfm_model *m, const char *name, const hfm_layer_type 
 struct rope_desc;
 rl_status hfm_rope_desc(const hfm_model *m, const hfm_layer_type *t, struct rope_desc *d,
                         rl_error *err);
+
+/* The attention attributes of layer type t the engine applies, as the
+ * attention kinds' batch keys (EXP_ATTN_MASK_PARAMS): new object
+ * {"attn_window": {"value": 4096, "from": "sliding_window"}, ...} (the
+ * config.json key each value comes from); empty when t has none. */
+json_t *hfm_attn_params(const hfm_layer_type *t);
 
 /* Description as JSON (new reference): the fields above, each layer type
  * with its encoding and refusal. */

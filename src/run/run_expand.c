@@ -42,14 +42,71 @@ static rl_status add_item(run_batch *b, size_t *cap, run_item *it)
     return RL_OK;
 }
 
+/* 1 when the experiment entry gives params key k itself (a value, a sweep,
+ * or inside its zip group). */
+static int batch_gives(const run_node *entry, const char *k)
+{
+    const run_node *p = entry ? run_node_get(entry, "params", NULL) : NULL;
+    if (!p || p->type != RUN_NODE_MAP)
+        return 0;
+    const run_node *z = run_node_get(p, "zip", NULL);
+    return run_node_get(p, k, NULL) || (z && z->type == RUN_NODE_MAP && run_node_get(z, k, NULL));
+}
+
+/* The model's layer type's attention attributes (attn, run_model_resolve)
+ * into the params of a kind that takes them, unless the entry gives the key
+ * itself (the batch wins); where each came from goes to model.attention
+ * (manifest, dry run, run id). 0 after reporting. */
+static int apply_model_attn(run_pctx *c, json_t *res, const run_node *entry, const char *ep,
+                            const exp_kind *kind, const json_t *attn)
+{
+    json_t *params = json_object_get(res, "params"), *from = json_object();
+    const char *k;
+    json_t *v;
+    int ok = 1;
+    json_object_foreach((json_t *)attn, k, v) {
+        const rl_param *p = NULL;
+        for (size_t i = 0; i < kind->n_params; i++)
+            if (!strcmp(kind->params[i].key, k))
+                p = &kind->params[i];
+        if (!p || !json_object_get(params, k))
+            continue; /* the kind has no such key */
+        const char *src = json_string_value(json_object_get(v, "from"));
+        char buf[128], txt[400];
+        run_json_text(json_object_get(v, "value"), buf, sizeof buf);
+        if (batch_gives(entry, k)) {
+            snprintf(txt, sizeof txt, "batch (the model's %s gives %s)", src, buf);
+            json_object_set_new(from, k, json_string(txt));
+            continue;
+        }
+        json_t *typed = NULL;
+        rl_error err = {0};
+        if (rl_param_check(NULL, p, json_object_get(v, "value"), &typed, &err)) {
+            run_diag_add(c, RUN_AT(entry), ep, "params.%s from the model's %s (%s): %s; give "
+                         "params.%s in the batch", k, src, buf, err.msg, k);
+            ok = 0;
+            continue;
+        }
+        json_object_set_new(params, k, typed);
+        snprintf(txt, sizeof txt, "model: %s", src);
+        json_object_set_new(from, k, json_string(txt));
+    }
+    if (json_object_size(from))
+        json_object_set_new(json_object_get(res, "model"), "attention", from);
+    else
+        json_decref(from);
+    return ok;
+}
+
 /* The point's model section into numbers, and an encoding of type 'model'
- * into the model's own RoPE settings. 0 after reporting. */
+ * into the model's own RoPE settings; *attn: the model's attention
+ * attributes (run_model_resolve). 0 after reporting. */
 static int resolve_model(run_pctx *c, json_t *res, const run_node *entry, const run_enc *enc,
-                         exp_model *m)
+                         exp_model *m, json_t **attn)
 {
     rl_error err = {0};
     json_t *rope = NULL;
-    if (run_model_resolve(json_object_get(res, "model"), c->base_dir, m, &rope, &err)) {
+    if (run_model_resolve(json_object_get(res, "model"), c->base_dir, m, &rope, attn, &err)) {
         run_diag_add(c, RUN_AT(entry), "model", "%s", err.msg);
         return 0;
     }
@@ -192,7 +249,11 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
     run_item it = {.kind = kind, .entry = ei, .resolved = res, .swept = swept};
     note_model_files(c, b, json_object_get(res, "model"));
     exp_model m;
-    int ok = resolve_model(c, res, entry, enc, &m);
+    json_t *attn = NULL;
+    int ok = resolve_model(c, res, entry, enc, &m, &attn);
+    if (ok && attn)
+        ok = apply_model_attn(c, res, entry, ep, kind, attn);
+    json_decref(attn);
     if (ok && kind->uses_data)
         ok = probe_data(c, b, res, s, &m);
     /* the encoding's own problems at its keys, once however many runs share

@@ -155,9 +155,14 @@ const rl_st_tensor *run_capture_tensor(const run_capture *c, uint32_t layer, cha
  * layer_type (default: its full-attention layers) as registry parameters
  * {type, rope_theta, ...}, or, when ropelab cannot plan that layer type, a
  * JSON string with the refusal (reported by encodings of type 'model').
+ * *attn (when attn is not NULL; may stay NULL) receives that layer type's
+ * attention attributes as the attention kinds' batch keys with where each
+ * came from, {"attn_window": {"value": 4096, "from": "hf_config
+ * sliding_window, layer type sliding_attention"}, ...} (hfm_attn_params),
+ * or NULL when the model has no layer types or the type is refused.
  * Checks head_dim even and kv_heads dividing heads. */
 rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model *m,
-                            json_t **rope, rl_error *err);
+                            json_t **rope, json_t **attn, rl_error *err);
 
 /* The loading half of run_model_resolve: preset, hf_config and explicit
  * keys into *m without checking the shape (errors: unreadable files). */

@@ -58,8 +58,8 @@ rl_status run_preset_model(const char *name, hfm_model *m, rl_error *err)
 
 /* The model of hfm m as the runner's shape, and its layer type's encoding
  * (or, when ropelab cannot plan that layer type, the refusal as a string). */
-static rl_status from_hfm(const hfm_model *hm, const char *layer_type, exp_model *m, json_t **rope,
-                          rl_error *err)
+static rl_status from_hfm(const hfm_model *hm, const char *layer_type, const char *src,
+                          exp_model *m, json_t **rope, json_t **attn, rl_error *err)
 {
     m->heads = hm->heads;
     m->kv_heads = hm->kv_heads;
@@ -76,18 +76,39 @@ static rl_status from_hfm(const hfm_model *hm, const char *layer_type, exp_model
         return RL_OK;
     }
     *rope = json_deep_copy(t->encoding);
+    if (attn) { /* the layer type's own attention attributes, with their source */
+        json_decref(*attn);
+        *attn = hfm_attn_params(t);
+        const char *k;
+        json_t *v;
+        json_object_foreach(*attn, k, v) {
+            char from[256];
+            snprintf(from, sizeof from, "%s %s, layer type %s", src,
+                     json_string_value(json_object_get(v, "from")), t->name);
+            json_object_set_new(v, "from", json_string(from));
+        }
+    }
     return RL_OK;
 }
 
+static rl_status model_load(const json_t *model, const char *base_dir, exp_model *m,
+                            json_t **rope, json_t **attn, rl_error *err);
+
 rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model *m,
-                            json_t **rope, rl_error *err)
+                            json_t **rope, json_t **attn, rl_error *err)
 {
-    rl_status st = run_model_load(model, base_dir, m, rope, err);
+    if (attn)
+        *attn = NULL;
+    rl_status st = model_load(model, base_dir, m, rope, attn, err);
     for (unsigned i = 0; !st && i < RUN_MODEL_CHECKS; i++)
         st = run_model_check(m, i, err);
     if (st) {
         json_decref(*rope);
         *rope = NULL;
+        if (attn) {
+            json_decref(*attn);
+            *attn = NULL;
+        }
     }
     return st;
 }
@@ -96,7 +117,7 @@ rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model
  * with the shape the capture's metadata records (which must agree with
  * that config: a disagreement means the file is not what it says). */
 static rl_status from_capture(const char *path, const char *lt, exp_model *m, json_t **rope,
-                              rl_error *err)
+                              json_t **attn, rl_error *err)
 {
     run_capture c;
     rl_status st = run_capture_open(path, &c, err);
@@ -112,7 +133,7 @@ static rl_status from_capture(const char *path, const char *lt, exp_model *m, js
         st = rl_fail(err, RL_ERR_PARSE, "%s: corrupted capture metadata: key 'config_json' is "
                      "not a JSON object (%s)", path, cfg ? "wrong type" : je.text);
     } else if (!(st = hfm_from_json(cfg, name, &hm, err)) &&
-               !(st = from_hfm(&hm, lt, m, rope, err))) {
+               !(st = from_hfm(&hm, lt, "capture's config.json", m, rope, attn, err))) {
         static const char *const keys[] = {"heads", "kv_heads", "head_dim"};
         uint32_t file[] = {c.heads, c.kv_heads, c.head_dim},
                  conf[] = {hm.heads, hm.kv_heads, hm.head_dim};
@@ -135,6 +156,12 @@ static rl_status from_capture(const char *path, const char *lt, exp_model *m, js
 rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m,
                          json_t **rope, rl_error *err)
 {
+    return model_load(model, base_dir, m, rope, NULL, err);
+}
+
+static rl_status model_load(const json_t *model, const char *base_dir, exp_model *m,
+                            json_t **rope, json_t **attn, rl_error *err)
+{
     memset(m, 0, sizeof *m);
     *rope = NULL;
     const char *preset = json_string_value(json_object_get(model, "preset"));
@@ -153,7 +180,7 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
         char path[1200];
         snprintf(path, sizeof path, "%s%s%s", cap[0] == '/' ? "" : base_dir,
                  cap[0] == '/' ? "" : "/", cap);
-        if ((st = from_capture(path, lt, m, rope, err))) {
+        if ((st = from_capture(path, lt, m, rope, attn, err))) {
             rl_error_prefix(err, "capture");
             return st;
         }
@@ -167,7 +194,7 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
         snprintf(name, sizeof name, "preset %s", preset);
         st = hfm_from_json(cfg, name, &hm, err);
         if (!st)
-            st = from_hfm(&hm, lt, m, rope, err);
+            st = from_hfm(&hm, lt, "preset", m, rope, attn, err);
         get_u32(p, "train_len", &m->train_len);
         hfm_free(&hm);
         json_decref(cfg);
@@ -181,7 +208,7 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
                  hf);
         st = hfm_load(path, &hm, err);
         if (!st)
-            st = from_hfm(&hm, lt, m, rope, err);
+            st = from_hfm(&hm, lt, "hf_config", m, rope, attn, err);
         hfm_free(&hm);
         if (st) {
             rl_error_prefix(err, "hf_config");
