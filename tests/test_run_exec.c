@@ -305,6 +305,71 @@ START_TEST(structured_data_separates_rope_from_pi_where_gaussian_cannot)
 }
 END_TEST
 
+/* Issue 12/15: a model from a config.json runs with its layer type's own
+ * attention. Two configs made for this (tests/data/README.md): a Mistral
+ * with sliding_window 32 and a Llama 4 whose NoPE full layers carry the
+ * query temperature 1 + 0.5 log(floor((pos + 1) / 16) + 1). Each runs a
+ * 256-token entropy pass as the model gives it and with the batch
+ * overriding the key (attn_window: 0, attn_temperature: none). Gaussian q,
+ * k: without the window every query sees up to 256 keys, with it 32, and
+ * the temperature (up to 2.42 at the last query) sharpens the softmax, so
+ * each pair must differ by more than 0.1 nats plus twice the verified
+ * entropy tolerance (two means each within tol of their double reference
+ * cannot make that difference out of nothing). Every run is verified. */
+START_TEST(model_attention_attributes_change_the_run)
+{
+    static const char *const text[] = {
+        "model: {hf_config: mistral_tiny_window.json}\n"
+        "encodings: [{name: m, type: model}]\n"
+        "data: {source: gaussian}\n"
+        "experiments:\n"
+        "  - {kind: entropy, params: {min_len: 256, max_len: 256}}\n"
+        "  - {kind: entropy, params: {min_len: 256, max_len: 256, attn_window: 0}}\n",
+        "model: {hf_config: llama4_tiny_temp.json}\n"
+        "encodings: [{name: m, type: model}]\n"
+        "data: {source: gaussian}\n"
+        "experiments:\n"
+        "  - {kind: entropy, params: {min_len: 256, max_len: 256}}\n"
+        "  - {kind: entropy, params: {min_len: 256, max_len: 256, attn_temperature: none}}\n",
+    };
+    static const char *const key[] = {"attn_window", "attn_temperature"};
+    const char *dir = getenv("RL_TEST_DATA_DIR");
+    for (int c = 0; c < 2; c++) {
+        run_batch b;
+        run_diag d;
+        rl_error err = {0};
+        ck_assert_msg(run_batch_parse("m.yaml", text[c], strlen(text[c]), dir ? dir : "tests/data",
+                                      &b, &d, &err) == RL_OK, "%s", d.n ? d.msg[0] : err.msg);
+        ck_assert_uint_eq(b.n_items, 2);
+        const json_t *p0 = json_object_get(b.items[0].resolved, "params");
+        if (c == 0)
+            ck_assert_int_eq(json_integer_value(json_object_get(p0, "attn_window")), 32);
+        else
+            ck_assert_str_eq(json_string_value(json_object_get(p0, "attn_temperature")), "llama4");
+        const char *src = json_string_value(json_object_get(
+            json_object_get(json_object_get(b.items[1].resolved, "model"), "attention"), key[c]));
+        ck_assert_ptr_nonnull(src);
+        ck_assert_ptr_nonnull(strstr(src, "batch ("));
+        char out[64];
+        tmpdir(out, sizeof out);
+        run_options o = {.out = out, .device = "auto", .shard_count = 1, .quiet = 1,
+                         .validation = 1};
+        run_outcome r;
+        ck_assert_msg(run_batch_execute(&b, &o, &r, &err) == RL_OK, "%s", err.msg);
+        ck_assert_uint_eq(r.passed, 2);
+        double tol = 0, hm = run_entropy(out, &b.items[0], &tol),
+               ho = run_entropy(out, &b.items[1], &tol);
+        ck_assert(tol > 0 && tol < 0.01);
+        ck_assert_msg(fabs(hm - ho) > 0.1 + 2 * tol, "%s: model %.4f, batch override %.4f, "
+                      "tolerance %.2g", key[c], hm, ho, tol);
+        fprintf(stderr, "%s: entropy at 256 as the model gives it %.4f, batch override %.4f, "
+                "tol %.2g\n", key[c], hm, ho, tol);
+        rmrf(out);
+        run_batch_free(&b);
+    }
+}
+END_TEST
+
 /* Every summary metric and table column each kind emits is declared in the
  * kind's metric table (title, unit, plot flags), so results.csv and the
  * figures never fall back to a bare identifier; a table measured at several
@@ -395,6 +460,7 @@ int main(void)
     tcase_add_test(tc, merge_combines_shards_and_detects_a_missing_one);
     tcase_add_test(tc, device_all_tags_rows_with_each_device);
     tcase_add_test(tc, structured_data_separates_rope_from_pi_where_gaussian_cannot);
+    tcase_add_test(tc, model_attention_attributes_change_the_run);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }
