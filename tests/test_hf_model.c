@@ -424,6 +424,13 @@ START_TEST(unrepresentable_keys_are_refused_naming_key_and_file)
         {"{\"model_type\": \"llama4_text\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
          "\"num_hidden_layers\": 2, \"no_rope_layers\": [1, 0], \"layer_types\": [\"full_attention\", "
          "\"full_attention\"]}", "layer_types disagrees with no_rope_layers"},
+        /* the temperature the NoPE layers hand the engine stays in its limits */
+        {"{\"model_type\": \"llama4_text\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
+         "\"num_hidden_layers\": 4, \"floor_scale\": 0}",
+         "floor_scale must be in [1, 1e9] (the engine's attn_temp_floor)"},
+        {"{\"model_type\": \"llama4_text\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
+         "\"num_hidden_layers\": 4, \"attn_scale\": -1}",
+         "attn_scale must be in [0, 1000] (the engine's attn_temp_scale)"},
         {"{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 1, "
          "\"rope_parameters\": {\"rope_type\": \"default\"}, \"rope_scaling\": {\"rope_type\": "
          "\"linear\", \"factor\": 2}}", "are both given and differ"},
