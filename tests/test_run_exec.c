@@ -315,7 +315,9 @@ END_TEST
  * the temperature (up to 2.42 at the last query) sharpens the softmax, so
  * each pair must differ by more than 0.1 nats plus twice the verified
  * entropy tolerance (two means each within tol of their double reference
- * cannot make that difference out of nothing). Every run is verified. */
+ * cannot make that difference out of nothing). Every run is verified.
+ * Measured on lavapipe: window 3.5996 vs 5.0652 nats (tol 0.0012),
+ * temperature 3.8268 vs 5.0557 (tol 0.0042). */
 START_TEST(model_attention_attributes_change_the_run)
 {
     static const char *const text[] = {
