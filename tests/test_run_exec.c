@@ -254,6 +254,42 @@ static double run_entropy(const char *out, const run_item *it, double *tol)
     return h;
 }
 
+/* A value the runner derives is recorded: a yarn encoding without either
+ * length takes model.train_len as original_max_position_embeddings
+ * (run_enc_params), and summary.json's encoding_params says so, with the
+ * rope_type a scaling named as the type stands for. */
+START_TEST(derived_encoding_values_are_recorded_in_the_summary)
+{
+    static const char *text =
+        "model: {head_dim: 64, heads: 1, kv_heads: 1, train_len: 384}\n"
+        "encodings:\n"
+        "  - {name: y, type: yarn, factor: 4}\n"
+        "experiments:\n"
+        "  - {kind: decay, params: {max_distance: 8, step: 4}}\n";
+    run_batch b;
+    load(text, &b);
+    ck_assert_uint_eq(b.n_items, 1);
+    char out[64];
+    tmpdir(out, sizeof out);
+    run_options o = {.out = out, .device = "auto", .shard_count = 1, .quiet = 1, .validation = 1};
+    run_outcome r;
+    rl_error err = {0};
+    ck_assert_msg(run_batch_execute(&b, &o, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(r.passed, 1);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/runs/%s/summary.json", out, b.items[0].id);
+    json_t *s = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(s);
+    const json_t *ep = json_object_get(s, "encoding_params");
+    ck_assert_int_eq(json_integer_value(json_object_get(ep, "original_max_position_embeddings")),
+                     384);
+    ck_assert_str_eq(json_string_value(json_object_get(ep, "rope_type")), "yarn");
+    json_decref(s);
+    rmrf(out);
+    run_batch_free(&b);
+}
+END_TEST
+
 /* Issue 12: with isotropic independent q, k (gaussian) every rotation gives
  * the logits one law, so RoPE and PI x4 have the same entropy up to
  * sampling; the structured source's shared mean in the slow pairs carries
@@ -457,6 +493,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, batch_writes_runs_results_and_manifest);
     tcase_add_test(tc, every_kind_declares_every_metric_it_emits);
+    tcase_add_test(tc, derived_encoding_values_are_recorded_in_the_summary);
     tcase_add_test(tc, resume_redoes_only_runs_without_completion);
     tcase_add_test(tc, failed_run_is_recorded_and_batch_continues);
     tcase_add_test(tc, merge_combines_shards_and_detects_a_missing_one);

@@ -61,6 +61,12 @@ static json_t *summary_json(const run_job *j, rl_status st, const rl_error *err,
                             j->item->swept, "wall_s", j->wall_s);
     if (st)
         json_object_set_new(sum, "reason", json_string(err->msg));
+    /* the encoding's parameters as the kind received them, with what the
+     * runner derived (run_enc_params: the rope_type of a scaling named as
+     * the type, a scaling's original length taken from model.train_len),
+     * so no value the run used is left unrecorded */
+    if (j->item->enc_params)
+        json_object_set(sum, "encoding_params", j->item->enc_params);
     json_object_set_new(sum, "timing", timing_json(&j->timing));
     if (sink) {
         json_object_set(sum, "metrics", sink->metrics);
