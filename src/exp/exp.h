@@ -299,6 +299,15 @@ typedef struct exp_attn_io {
      * definition a; NULL: e itself. (Tests hand a deliberately different
      * one to show that verification catches a wrong device transform.) */
     const struct pe_encoding *ref_encoding;
+    /* Sink mass reference (entropy's sink_tokens): ref_sink_keys > 0 fills
+     * ref_sink_mass [rows][heads] (rows: the sampled query rows,
+     * attn_verify_token order) with sum_{j < ref_sink_keys} p_j of definition
+     * a, and ref_sink_learned [rows][heads] (may be NULL) with the learned
+     * sink's denominator share exp(sigma - lse), both in double by the CPU
+     * reference (attn_ref_row_stats, attn_ref_logit) from the operands the
+     * device read. 0: nothing. */
+    uint32_t ref_sink_keys;
+    double *ref_sink_mass, *ref_sink_learned;
 } exp_attn_io;
 
 typedef struct exp_attn_result {

@@ -182,6 +182,44 @@ static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, ui
     return pe_vec_gpu_prepare(&t->g, pos, X->tokens, err);
 }
 
+/* The sink mass of the sampled rows (exp_attn_io.ref_sink_keys), in double
+ * from the definitions (attn_ref_row_stats for the row's lse with the
+ * learned sink, attn_ref_logit for each of the first keys, -inf where
+ * masked), over the operands in `in` (what the device read). */
+static rl_status sink_reference(const attn_desc *d, const attn_inputs *in, int have_bias,
+                                const exp_attn_io *io, uint64_t rows, rl_error *err)
+{
+    uint64_t T = d->tokens;
+    double *scratch = malloc(2 * T * sizeof *scratch);
+    if (!scratch)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory for the sink reference");
+    attn_ref_problem P = {
+        .tokens = T, .heads = d->heads, .kv_heads = d->kv_heads ? d->kv_heads : d->heads,
+        .head_dim = d->head_dim, .causal = d->causal, .scale = d->scale,
+        .bias_a = have_bias, .q = in->q, .k = in->k, .pos = in->pos,
+        .bias = have_bias ? in->bias : NULL, .window = d->window, .n_sink = d->n_sink,
+        .chunk_size = d->chunk_size, .sinks = in->sinks, .temp = d->temp, .temp_a = d->temp_a,
+        .temp_b = d->temp_b,
+    };
+    uint64_t S = io->ref_sink_keys < T ? io->ref_sink_keys : T;
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t i = attn_verify_token(r, rows, T);
+        for (uint32_t h = 0; h < d->heads; h++) {
+            attn_ref_row R;
+            attn_ref_row_stats(&P, h, i, UINT64_MAX, 0, scratch, &R, NULL, NULL, NULL);
+            double m = 0;
+            for (uint64_t j = 0; j < S; j++)
+                m += exp(attn_ref_logit(&P, 0, h, i, j) - R.lse);
+            io->ref_sink_mass[r * d->heads + h] = m;
+            if (io->ref_sink_learned)
+                io->ref_sink_learned[r * d->heads + h] =
+                    in->sinks ? exp((double)in->sinks[h] - R.lse) : 0.0;
+        }
+    }
+    free(scratch);
+    return RL_OK;
+}
+
 /* Q/K go up raw once and stay on the device: the encoding's transform is
  * recorded into the attention's first command buffer (attn_run_resident's
  * `before`), so nothing crosses between transform and attention. After
@@ -359,6 +397,8 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     }
     if ((st = attn_verify_outputs(&r->desc, &ref, &o, r->attn.n_buckets, r->attn.guard_ok,
                                   &r->attn.verify, err)))
+        goto done;
+    if (io->ref_sink_keys && (st = sink_reference(&r->desc, &ref, have_bias, io, rows, err)))
         goto done;
     r->attn_stats = r->attn.verify.verdict;
     snprintf(r->worst, sizeof r->worst, "%s", r->attn.verify.worst);
