@@ -29,7 +29,7 @@
 #include "pe/pe.h"
 
 enum { P_MIN_LEN, P_MAX_LEN, P_SINK_TOKENS, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT,
-    P_TEMP, P_TSCALE, P_TFLOOR, P_COUNT };
+    P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
                    .help = "shortest sequence (tokens); lengths double up to max_len"},
@@ -41,6 +41,7 @@ static const rl_param params[P_COUNT] = {
                                "first sink_tokens keys per length and query position (0: off)"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
+    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
@@ -62,6 +63,9 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
         st = exp_attn_mask_get("entropy", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
                                &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
                            run->model.train_len, &p->mask, err);
+    if (!st)
+        st = exp_attn_remap_get("entropy", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
+                                &v[P_RLEAK], &p->mask, err);
     const exp_attn_mask *m = &p->mask;
     /* The sink mass is that of the first sink_tokens keys in the run's own
      * attention; a window or chunk would hide them from later rows unless
@@ -84,8 +88,9 @@ static rl_status ent_check(const exp_run *run, rl_error *err)
 {
     ent_params p;
     rl_status st = ent_params_of(run, &p, err);
-    return st ? st : exp_attn_check(run, p.min_len, p.max_len, EXP_PASS_CAUSAL | EXP_PASS_BIDIR,
-                                     err);
+    if (!st)
+        st = exp_attn_check(run, p.min_len, p.max_len, EXP_PASS_CAUSAL | EXP_PASS_BIDIR, err);
+    return st ? st : exp_attn_remap_check(run, p.max_len, &p.mask.remap, err);
 }
 
 static uint64_t ent_bytes(const exp_run *run)
@@ -152,7 +157,8 @@ static double mean_entropy(const float *stats, uint64_t t0, uint64_t t1, uint32_
  *   i >= S:                                    m_i = exp(lse'_i - lse_i) (1 - t_i)
  * The learned sink's share of the denominator is exp(sigma - lse_i)
  * (docs/attention.md, "Learned sinks"). Same temperature in both passes (a
- * per-query factor on every logit), no learned sink in the second. */
+ * per-query factor on every logit) and position remapping (the same logit
+ * for each (i, j)) in both passes, no learned sink in the second. */
 typedef struct sink_bufs {
     uint32_t S;
     float *stats_r;     /* [T][H][RL_ATTN_NSTAT] of the restricted pass */
@@ -204,7 +210,8 @@ static rl_status sink_pass(exp_ctx *ctx, attn_engine *eng, const pe_encoding *en
 {
     uint32_t H = pe_encoding_shape(en)->heads, S = b->S;
     exp_attn_mask mr = {.window = 1, .n_sink = S, .temp = p->mask.temp,
-                        .temp_a = p->mask.temp_a, .temp_b = p->mask.temp_b};
+                        .temp_a = p->mask.temp_a, .temp_b = p->mask.temp_b,
+                        .remap = p->mask.remap};
     exp_attn_io io = {.tokens = N, .q = q, .k = k, .target = b->target, .causal = causal,
                       .mask = mr, .flags = ATTN_TARGET};
     attn_outputs out = {.stats = b->stats_r};
