@@ -4,7 +4,9 @@
 #  1. tests/data/attn_kinds.yaml: xPos, Resonance, dynamic YaRN (recompute
 #     and cache_consistent), vLLM semantics in entropy, retrieval and
 #     distortion with windows, sinks, chunks, a learned sink and the
-#     temperatures: every run passes its verification.
+#     temperatures, and the sink mass under Self-Extend / ReRoPE remapping:
+#     every run passes its verification (without the remap in the sink
+#     pass, the two remapped runs fail).
 #  2. tests/data/attn_kinds_uniform.yaml: NoPE on all-ones Q/K gives every
 #     key the logit sqrt(16) = 4, so attention is uniform over the visible
 #     keys and the sink mass is known by hand: bidirectional, no mask,
@@ -23,9 +25,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$bin" run "$data/attn_kinds.yaml" --out "$tmp/k" --no-plot --quiet >"$tmp/log" 2>&1 ||
   { cat "$tmp/log" >&2; fail "attn_kinds.yaml: a run failed"; }
-grep -q "15 run(s): 15 passed" "$tmp/log" || { cat "$tmp/log" >&2; fail "attn_kinds.yaml: expected 15 passed runs"; }
+grep -q "17 run(s): 17 passed" "$tmp/log" || { cat "$tmp/log" >&2; fail "attn_kinds.yaml: expected 17 passed runs"; }
 n=$(grep -c ',sink_mass_at_max_len,' "$tmp/k/results.csv")
-[ "$n" -eq 5 ] || fail "attn_kinds.yaml: $n entropy runs report sink_mass_at_max_len, expected 5"
+[ "$n" -eq 7 ] || fail "attn_kinds.yaml: $n entropy runs report sink_mass_at_max_len, expected 7"
 
 "$bin" run "$data/attn_kinds_uniform.yaml" --out "$tmp/u" --no-plot --quiet >"$tmp/log" 2>&1 ||
   { cat "$tmp/log" >&2; fail "attn_kinds_uniform.yaml: a run failed"; }
