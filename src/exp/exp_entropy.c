@@ -15,6 +15,10 @@
  * 1 / sqrt(d). Encodings without a factor (af = 1) give equal columns and
  * run once.
  *
+ * With sink_tokens S > 0 it also reports the attention mass on the first S
+ * keys (attention sinks, StreamingLLM) per length and query position, from
+ * one more engine pass per pass (below, "sink mass"; docs/attention.md).
+ *
  * Every pass runs through exp_attn_run: the device transform is verified
  * against the double reference, the entropy of sampled rows against the
  * double CPU attention within (R + 2) eps + 2 E_s (derivation in
