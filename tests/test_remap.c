@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check/chk.h"
 #include "core/rl_util.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
@@ -156,6 +157,68 @@ START_TEST(position_maps_give_the_methods_distance)
     uint32_t p = 5, a, b;
     ck_assert_int_eq(attn_remap_positions(&big, &p, 1, &a, &b, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "beyond 2^32 - 1"));
+}
+END_TEST
+
+/* ---- the engine's selection on random operands ---- */
+
+/* Random q/k and a perturbed q_b/k_b standing for the remapped definition
+ * (chk_attn_run_case), every statistic against the double reference
+ * (attn_ref_logit's selection): 4-key blocks 3 per dispatch (chunks that
+ * start and rows that finish inside the 64-query workgroups), causal and
+ * bidirectional, fp16 storage, O, paired (KL remapped ||
+ * exact), with a mask and sinks, positions near 2^20, W = 1 and a W longer
+ * than the run (nothing remapped). */
+static const struct {
+    chk_attn_case c;
+    chk_attn_extra x;
+} random_cases[] = {
+    {{130, 4, 2, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS,
+      4, 3, 0, 0, 0, 0, 0}, {9, 0}},
+    {{97, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_OUT, 4, 1, 0, 0, 0,
+      0, 0}, {13, 1048000}},
+    {{200, 2, 2, 32, 1, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 8, 1, 0, 0, 0, 0, 0},
+     {1, 0}},
+    {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 4, 3, 40, 3, 0, 1, 0},
+     {17, 0}},
+    {{64, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_PAIRED | ATTN_TARGET, 0, 0, 0, 0, 0, 0, 0},
+     {1000, 0}},
+};
+
+START_TEST(gpu_remap_selection_matches_reference)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    chk_row row;
+    ck_assert_msg(chk_attn_run_case_ex(&g.dev, &e, &random_cases[_i].c, &random_cases[_i].x,
+                                       21 + (uint64_t)_i, &row, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(!row.skipped || random_cases[_i].c.fp16, "%s", row.tolerance);
+    ck_assert_msg(row.skipped || row.stats.pass, "%s %s: worst %.3g (%s)", row.kernel, row.shape,
+                  row.stats.worst_ratio, row.tolerance);
+    attn_engine_destroy(&e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* A logit bias cannot be remapped (its positions are not rotations):
+ * refused by the engine naming both. */
+START_TEST(gpu_remap_refuses_a_bias)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    chk_attn_case c = {65, 2, 1, 16, 1, 0, "alibi", ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0};
+    chk_attn_extra x = {8, 0};
+    chk_row row;
+    ck_assert_int_eq(chk_attn_run_case_ex(&g.dev, &e, &c, &x, 3, &row, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "remap_window 8") && strstr(err.msg, "alibi"), "%s", err.msg);
+    attn_engine_destroy(&e);
+    rl_gpu_close(&g);
 }
 END_TEST
 
@@ -337,6 +400,9 @@ int main(void)
     tcase_add_test(tc, position_maps_give_the_methods_distance);
     tcase_add_loop_test(tc, remapped_logits_are_rope_at_the_methods_distance, 0,
                         (int)(sizeof dump_cases / sizeof dump_cases[0]));
+    tcase_add_loop_test(tc, gpu_remap_selection_matches_reference, 0,
+                        (int)(sizeof random_cases / sizeof random_cases[0]));
+    tcase_add_test(tc, gpu_remap_refuses_a_bias);
     tcase_add_test(tc, attention_kinds_run_each_method_verified);
     tcase_add_test(tc, distortion_of_a_remap_against_plain_rope);
     suite_add_tcase(s, tc);
