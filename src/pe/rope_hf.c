@@ -87,7 +87,7 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
     B("resonance", "Resonance RoPE: after the rope_type's scaling every wavelength 2pi/theta_j "
                    "below original_max_position_embeddings (else max_position_embeddings) "
                    "rounded to an integer (default false)"),
-    L("mrope_section", "multimodal RoPE (Qwen2-VL): list of 3 integers >= 0, the rotary pairs "
+    L("mrope_section", "list of 3 integers >= 0: multimodal RoPE (Qwen2-VL), the rotary pairs "
                        "rotated by the t, h and w positions, summing to rotary_dim/2 (default "
                        "none: one position per token)"),
     B("mrope_interleaved", "Qwen3-VL's mRoPE: pair j takes h when j%3==1 and j<3*section_h, w "
@@ -97,9 +97,9 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
       "mRoPE: token index p -> (t, h, w): text (p, p, p); vl HF get_rope_index for "
       "mrope_text_before text tokens, one image of mrope_image_grid, then text; npy row p of "
       "mrope_positions_path (default text)"),
-    L("mrope_image_grid", "mrope_positions vl: HF image_grid_thw [t, h, w], patches before the "
-                          "spatial merge; h and w multiples of spatial_merge_size (default "
-                          "none: required by vl)"),
+    L("mrope_image_grid", "list of 3 integers >= 1: mrope_positions vl's HF image_grid_thw [t, "
+                          "h, w], patches before the spatial merge; h and w multiples of "
+                          "spatial_merge_size (default none: required by vl)"),
     {"mrope_text_before", RL_P_INT, "null", 0, 4294967295.0, NULL,
      "mrope_positions vl: text tokens before the image (default 0)"},
     I("spatial_merge_size", "mrope_positions vl: patches merged per side into one token, HF "
