@@ -208,6 +208,10 @@ START_TEST(qwen_yarn_and_mrope)
     ck_assert_ptr_null(json_object_get(m.attrs, "mrope_interleaved"));
     free(f);
     hfm_free(&m);
+    /* type mrope without the sections: refused by name, not planned as plain RoPE */
+    load("bad_mrope_no_section.json", &m);
+    refused(&m, NULL, "rope_scaling.type mrope: multimodal RoPE without mrope_section");
+    hfm_free(&m);
 }
 END_TEST
 

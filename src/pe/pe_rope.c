@@ -333,6 +333,12 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     for (uint32_t j = 0; j < f->n_pairs; j++)
         json_array_append_new(a, json_real(f->inv_freq[j]));
     json_object_set_new(obj, "frequencies", a);
+    if (f->mrope) { /* which position (0 t, 1 h, 2 w) rotates each pair */
+        json_t *m = json_array();
+        for (uint32_t j = 0; j < f->n_pairs; j++)
+            json_array_append_new(m, json_integer(rope_mrope_stream(f, j)));
+        json_object_set_new(obj, "mrope_streams", m);
+    }
     return RL_OK;
 }
 

@@ -179,6 +179,11 @@ typedef struct rope_freqs {
  * apply_interleaved_mrope): h when j % 3 == 1 and j < 3 s_h, w when j % 3
  * == 2 and j < 3 s_w, else t. */
 uint32_t rope_mrope_stream(const rope_freqs *f, uint32_t j);
+/* 1 when f's score depends on token indices only through their difference
+ * (a shift of every index leaves it unchanged): not per position, and for
+ * mRoPE only with the text layout (vl and npy map indices to 3-D positions
+ * that do not shift with them). */
+int rope_freqs_index_relative(const rope_freqs *f);
 /* Number of tokens of the vl layout's image (t * (h/m) * (w/m)); 0 when the
  * layout is not vl. */
 uint64_t rope_mrope_image_tokens(const rope_freqs *f);

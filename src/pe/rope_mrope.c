@@ -23,6 +23,13 @@ uint32_t rope_mrope_stream(const rope_freqs *f, uint32_t j)
     return 0u;
 }
 
+int rope_freqs_index_relative(const rope_freqs *f)
+{
+    if (rope_freqs_per_position(f))
+        return 0;
+    return !f->mrope || f->desc.mrope_positions == ROPE_MROPE_POS_TEXT;
+}
+
 /* The merged grid: (t, h/m, w/m). */
 static void llm_grid(const rope_freqs *f, uint64_t g[3])
 {
