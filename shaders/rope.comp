@@ -60,9 +60,6 @@ const uint32_t ROT_ITEMS = ROT_DIM / 2u;                  /* pairs */
 const uint32_t ITEMS = ROT_ITEMS + (HEAD_DIM - ROT_DIM);
 #endif
 
-/* (cos, sin) * attention factor of pair j of token t at position p; f is
- * inv_freq[j] (read only in fp32 mode). PRECISION is a specialization
- * constant, so the unused modes compile away. */
 /* mRoPE: the stream of pair j (HF Qwen2-VL sections; Qwen3-VL interleaved:
  * h at j % 3 == 1 below 3 S1, w at j % 3 == 2 below 3 S2, else t). */
 uint32_t rope_mrope_stream(uint32_t j)
@@ -74,6 +71,10 @@ uint32_t rope_mrope_stream(uint32_t j)
     return j % 3u == 2u && j < 3u * MROPE_S2 ? 2u : 0u;
 }
 
+/* (cos, sin) * attention factor of pair j of token t at position p (mRoPE:
+ * the position of pair j's stream); f is inv_freq[j] (read only in fp32
+ * mode). PRECISION and MROPE are specialization constants, so the unused
+ * modes compile away. */
 vec2 rope_cs(uint32_t t, uint32_t p, uint32_t j, float f, float af)
 {
     if (MROPE != 0u)

@@ -282,6 +282,43 @@ START_TEST(text_positions_on_device_are_plain_rope_bitwise)
 }
 END_TEST
 
+START_TEST(one_kernel_object_keeps_a_pipeline_per_section_list)
+{
+    /* Two sections of one shape through one rope_kernel: the second must
+     * get its own specialisation (a pipeline cached by shape alone would
+     * rotate it with the first's sections). */
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rope_kernel k;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    enum { T = 9, H = 2, D = 64 };
+    float x[T * H * D], y[T * H * D];
+    double ref[T * H * D], bound[T * H * D], scale[T * H * D];
+    uint32_t p3[3 * T], pmax[T];
+    for (int i = 0; i < T * H * D; i++)
+        x[i] = (float)sin(1.3 * i);
+    for (uint32_t t = 0; t < T; t++) {
+        p3[3 * t] = 3 * t, p3[3 * t + 1] = 1000 + 7 * t, p3[3 * t + 2] = 50000 - 11 * t;
+        pmax[t] = p3[3 * t + 2];
+    }
+    const uint32_t secs[2][3] = {{8, 12, 12}, {16, 8, 8}};
+    for (int c = 0; c < 2; c++) {
+        rope_freqs f = mk(D, secs[c][0], secs[c][1], secs[c][2], 0);
+        int guard = 0;
+        ck_assert_msg(rope_gpu_apply3(&g.dev, &k, &f, x, p3, T, H, y, NULL, &guard, &err) == RL_OK,
+                      "%s", err.msg);
+        rope_ref_apply3(&f, x, p3, T, H, ref);
+        rope_error_bounds(&f, x, pmax, T, H, bound, scale);
+        for (int i = 0; i < T * H * D; i++)
+            ck_assert_msg(fabs(y[i] - ref[i]) <= bound[i], "sections %d: element %d: %g vs %g", c,
+                          i, y[i], ref[i]);
+    }
+    rope_kernel_destroy(&g.dev, &k);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* The device through the registry (vl layout at positions around an image,
  * npy with independent streams to 2^20) within the family bound; and a
  * rotation reading one wrong stream is far outside it. */
@@ -367,6 +404,7 @@ int main(void)
     tcase_set_timeout(tg, 300);
     tcase_add_test(tg, text_positions_on_device_are_plain_rope_bitwise);
     tcase_add_test(tg, device_matches_reference_through_the_registry);
+    tcase_add_test(tg, one_kernel_object_keeps_a_pipeline_per_section_list);
     suite_add_tcase(s, tg);
     return rl_test_run(s);
 }

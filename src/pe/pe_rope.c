@@ -22,22 +22,22 @@ static const rope_freqs *freqs_of(const pe_encoding *e)
     return &((const rope_state *)pe_encoding_state(e))->f;
 }
 
-/* The 3-D positions of 1-D token indices pos (new array [tokens][3], or
- * NULL with *err set). */
-static uint32_t *positions3(const pe_encoding *e, const uint32_t *pos, size_t tokens,
-                            rl_error *err)
+/* The 3-D positions of 1-D token indices pos: *out a new array
+ * [tokens][3] (caller frees), NULL on failure. */
+static rl_status positions3(const pe_encoding *e, const uint32_t *pos, size_t tokens,
+                            uint32_t **out, rl_error *err)
 {
     const rope_state *s = pe_encoding_state(e);
     uint32_t *p3 = malloc((tokens ? tokens : 1) * 3 * sizeof *p3);
-    if (!p3) {
-        rl_fail(err, RL_ERR_NOMEM, "out of host memory for %zu 3-D positions", tokens);
-        return NULL;
-    }
-    if (rope_mrope_positions(&s->f, s->table, s->rows, pos, tokens, p3, err)) {
+    *out = NULL;
+    if (!p3)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory for %zu 3-D positions", tokens);
+    rl_status st = rope_mrope_positions(&s->f, s->table, s->rows, pos, tokens, p3, err);
+    if (st)
         free(p3);
-        return NULL;
-    }
-    return p3;
+    else
+        *out = p3;
+    return st;
 }
 
 /* mrope_positions npy: the table, [rows][3] integers in 0..2^32-1 (the one
@@ -164,9 +164,10 @@ static rl_status vec_check(const pe_encoding *e, const uint32_t *pos, size_t tok
 {
     if (!freqs_of(e)->mrope)
         return RL_OK;
-    uint32_t *p3 = positions3(e, pos, tokens, err);
+    uint32_t *p3;
+    rl_status st = positions3(e, pos, tokens, &p3, err);
     free(p3);
-    return p3 ? RL_OK : RL_ERR_ARG;
+    return st;
 }
 
 static void vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
@@ -174,11 +175,16 @@ static void vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, s
 {
     const rope_freqs *f = freqs_of(e);
     rl_error err;
-    uint32_t *p3 = f->mrope ? positions3(e, pos, tokens, &err) : NULL;
+    uint32_t *p3 = NULL;
+    if (f->mrope)
+        (void)positions3(e, pos, tokens, &p3, &err);
     if (p3)
         rope_ref_apply3(f, x, p3, tokens, heads, y);
-    else /* plain, or positions vec_check refused: (p, p, p) */
+    else if (!f->mrope)
         rope_ref_apply(f, x, pos, tokens, heads, y);
+    else /* out of memory (vec_check took the positions): no reference, loudly */
+        for (size_t i = 0; i < tokens * heads * f->head_dim; i++)
+            y[i] = NAN;
     free(p3);
 }
 
@@ -190,13 +196,17 @@ static void vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos,
 {
     const rope_freqs *f = freqs_of(e);
     rl_error err;
-    uint32_t *p3 = f->mrope ? positions3(e, pos, tokens, &err) : NULL;
+    uint32_t *p3 = NULL;
+    if (f->mrope)
+        (void)positions3(e, pos, tokens, &p3, &err);
     if (p3)
         for (size_t t = 0; t < tokens; t++) {
             uint32_t m = p3[3 * t] > p3[3 * t + 1] ? p3[3 * t] : p3[3 * t + 1];
             p3[t] = m > p3[3 * t + 2] ? m : p3[3 * t + 2]; /* t <= 3t: in place */
         }
     rope_error_bounds(f, x, p3 ? p3 : pos, tokens, heads, bound, scale);
+    if (f->mrope && !p3) /* out of memory: a zero bound fails the comparison */
+        memset(bound, 0, tokens * heads * f->head_dim * sizeof *bound);
     free(p3);
 }
 
@@ -260,8 +270,8 @@ static rl_status vec_gpu_prepare(pe_vec_gpu *g, const uint32_t *pos, uint64_t to
     uint32_t *p3 = NULL;
     rl_status st;
     if (f->mrope) { /* this launch's (t, h, w), uploaded now */
-        if (!(p3 = positions3(g->e, pos, tokens, err)))
-            return RL_ERR_ARG;
+        if ((st = positions3(g->e, pos, tokens, &p3, err)))
+            return st;
         st = pe_buffer_from(g->dev, "mrope positions", p3, tokens * 3 * sizeof *p3,
                             &s->pos3[s->n_pos3], err);
         if (st) {

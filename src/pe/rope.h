@@ -302,6 +302,7 @@ void rope_error_bounds(const rope_freqs *f, const float *x, const uint32_t *pos,
 typedef struct rope_kernel_pipe {
     int layout, vec4, precision, dtype, per_token, mrope;
     uint32_t emu_flags;
+    uint32_t mrope_section[3];   /* mrope != 0: the sections it is specialised for */
     uint32_t head_dim, rotary_dim, heads;
     rlvk_pipeline pipe;
 } rope_kernel_pipe;

@@ -48,7 +48,8 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         const rope_kernel_pipe *p = &k->pipes[i];
         if (p->layout == f->layout && p->vec4 == vec4 && p->precision == f->precision && p->head_dim == f->head_dim &&
             p->rotary_dim == f->rotary_dim && p->heads == heads && p->dtype == f->dtype &&
-            p->emu_flags == emu_flags && p->per_token == per_token(f) && p->mrope == mrope) {
+            p->emu_flags == emu_flags && p->per_token == per_token(f) && p->mrope == mrope &&
+            (!mrope || !memcmp(p->mrope_section, f->mrope_section, sizeof p->mrope_section))) {
             *out = &p->pipe;
             return RL_OK;
         }
@@ -90,6 +91,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
     p->emu_flags = emu_flags;
     p->per_token = per_token(f);
     p->mrope = mrope;
+    memcpy(p->mrope_section, f->mrope_section, sizeof p->mrope_section);
     p->head_dim = f->head_dim;
     p->rotary_dim = f->rotary_dim;
     p->heads = heads;
