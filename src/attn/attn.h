@@ -97,6 +97,9 @@ typedef struct attn_desc {
     int temp;
     double temp_a, temp_b;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
+    int coopmat;            /* 1: the cooperative-matrix kernel (attn_cm.h: fp16 only, its
+                               statistics only; RL_ERR_UNSUPPORTED where the device or the
+                               problem does not fit it) */
     uint32_t flags;         /* ATTN_* statistics */
     float scale;            /* logit scale of definition a (e.g. 1/sqrt(head_dim)) */
     float scale_b;          /* paired mode: scale of definition b */

@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_cm.h"
 
 int attn_stat_relative(int k)
 {
@@ -68,6 +69,10 @@ void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol)
     /* Temperature (v->temp): tau_i rounded to fp32 on the host and one more
      * multiply in the kernel, 2 u of the scaled dot (A includes |tau|). */
     double es = (d->head_dim + 2.0 + (v->temp ? 2.0 : 0.0)) * u * A + 3 * u * B + v->max_bias_err;
+    /* Cooperative matrices: the tensor op's sum in any order (attn_cm.c;
+     * no bias or temperature there). */
+    if (d->coopmat)
+        es = attn_cm_logit_err(d->head_dim, A);
     double rho = (3 + 2 * R) * 0x1p-23;
     double eps = 2 * es + rho + nk * u + 3 * (nk / 4 + 1) * 0x1p-23 + 0x1p-21;
     /* Learned sink (v->sinks): folded into l once at the end, in the frame
@@ -85,7 +90,7 @@ void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol)
     tol[ATTN_V_ARGMAX_P] = tp;
     tol[ATTN_V_TARGET_P] = tp;
     tol[ATTN_V_BUCKETS] = tp + nk * u;
-    tol[ATTN_V_OUT] = tp + nk * u + 0x1p-22;
+    tol[ATTN_V_OUT] = tp + nk * u + 0x1p-22 + (d->coopmat ? attn_cm_out_extra(v->max_keys) : 0);
     tol[ATTN_V_KL] = (2 * R + 4) * eps + 4 * es;
     tol[ATTN_V_DUMP] = es;
 }
