@@ -28,6 +28,10 @@
 /* Statistics the kernel computes (lse and max always): */
 #define ATTN_CM_FLAGS (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT)
 
+/* The kernel's SPIR-V (VK_NV_cooperative_matrix), embedded at build time;
+ * *bytes: its size. */
+const uint32_t *attn_cm_spirv(size_t *bytes);
+
 /* 1 when a device with these properties gets the cooperative-matrix path:
  * VK_NV_cooperative_matrix listed with its cooperativeMatrix feature,
  * vulkanMemoryModel, shaderFloat16 and 16-bit storage, a subgroup size
@@ -94,11 +98,11 @@ int attn_cm_row_last_chunk(const attn_cm_plan *p, uint64_t i, uint64_t c);
 /* ---- numerics (attn_cm.c derives them; attn_tol.c applies them) -------- */
 
 /* Logit error bound of the tensor-op product, replacing attn_tol.c's
- * (D + 2) u A: (4 D + 2) u A, for any summation order and truncating or
- * rounding fp32 adders (A = max |scale| sum_d |q_d k_d|). */
+ * (D + 2) u A: (6 D + 2) u A, for any summation order and grouping and
+ * truncating or rounding fp32 adders (A = max |scale| sum_d |q_d k_d|). */
 double attn_cm_logit_err(uint32_t head_dim, double max_abs_dot);
 /* Relative error O gains from P's fp16 rounding and the tensor op's fp32
- * accumulation of n_keys products: 2^-10 + 4 n_keys u. */
+ * accumulation of n_keys products: 2^-10 + (96 + 4 n_keys) u. */
 double attn_cm_out_extra(uint64_t n_keys);
 /* O's floor weight: the verification judges O relative to
  * sum_j p_j |v_jd| + ATTN_CM_O_FLOOR * sum_j |v_jd| (P below 2^-29 may

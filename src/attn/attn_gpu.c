@@ -12,7 +12,6 @@
 #include "core/rl_util.h"
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_variants.spv.h"
-#include "attn_cm_f16.spv.h"
 
 _Static_assert(sizeof(struct rl_attn_push) == 64, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, key_base) == 32, "rl_attn_push layout");
@@ -342,10 +341,11 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
     }
     attn_pipe *p = &e->pipes[e->n_pipes];
     uint32_t spec[7] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets, blocks, kb};
+    size_t cm_bytes = 0;
     rlvk_pipeline_desc pd = {
         .name = key,
-        .spirv = d->coopmat ? rl_spv_attn_cm_f16 : d->fp16 ? v->spv16 : v->spv32,
-        .spirv_bytes = d->coopmat ? sizeof rl_spv_attn_cm_f16 : d->fp16 ? v->bytes16 : v->bytes32,
+        .spirv = d->coopmat ? attn_cm_spirv(&cm_bytes) : d->fp16 ? v->spv16 : v->spv32,
+        .spirv_bytes = d->coopmat ? cm_bytes : d->fp16 ? v->bytes16 : v->bytes32,
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
         .local_size_x = ATTN_WG,
