@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_cm.h"
 #include "check/chk.h"
 #include "core/rl_util.h"
 #include "rl_test.h"
@@ -570,6 +571,50 @@ START_TEST(gpu_refuses_sizes_beyond_limits)
 }
 END_TEST
 
+/* The cooperative-matrix path where the device lacks it (lavapipe): the
+ * engine refuses it with the reason, the extension is not enabled, and the
+ * same problem runs (and verifies) on the scalar kernel. On a device that
+ * has the path, the same problem runs and verifies on it. */
+START_TEST(gpu_coopmat_path_is_refused_with_its_reason_or_runs)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    attn_engine e;
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    enum { N = 20, D = 16 };
+    uint16_t q[N * D], k[N * D];
+    float stats[N * RL_ATTN_NSTAT];
+    rl_rng rng;
+    rl_rng_seed(&rng, 5, "test/attn/coopmat");
+    for (int i = 0; i < N * D; i++) {
+        q[i] = attn_f32_to_f16((float)rl_rng_normal(&rng));
+        k[i] = attn_f32_to_f16((float)rl_rng_normal(&rng));
+    }
+    attn_desc d = {.tokens = N, .heads = 1, .head_dim = D, .fp16 = 1, .coopmat = 1,
+                   .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX, .scale = 0.25f};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs out = {.stats = stats};
+    attn_result res;
+    const char *why;
+    int have = attn_cm_supported(&g.dev.info, &why);
+    rl_status st = attn_run(&e, &d, &in, &out, &res, &err);
+    if (!have) {
+        ck_assert_int_eq(g.dev.feat_coopmat_nv, 0);
+        ck_assert_int_eq(st, RL_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(err.msg, why), "'%s' lacks '%s'", err.msg, why);
+        if (!g.dev.info.cm.has_nv && !g.dev.info.cm.has_khr)
+            ck_assert(g.dev.info.cm.n_shapes == 0 && g.dev.info.cm.n_listed == 0);
+        d.coopmat = 0; /* the fallback */
+        st = attn_run(&e, &d, &in, &out, &res, &err);
+    }
+    ck_assert_msg(st == RL_OK, "%s", err.msg);
+    ck_assert(res.verify.verdict.pass);
+    attn_engine_destroy(&e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 
 /* ---- the verdict of `ropelab check` on broken results ------------------- */
 
@@ -791,6 +836,7 @@ int main(void)
     tcase_add_test(tc, gpu_split_submissions_and_dump);
     tcase_add_test(tc, gpu_resident_operands_stay_on_the_device);
     tcase_add_test(tc, gpu_refuses_sizes_beyond_limits);
+    tcase_add_test(tc, gpu_coopmat_path_is_refused_with_its_reason_or_runs);
     tcase_add_test(tc, gpu_check_fails_a_write_past_the_attention_outputs);
     tcase_add_test(tc, gpu_check_fails_nan_against_nan_reference);
     tcase_add_test(tc, gpu_check_fails_a_tenfold_error_inside_the_bounds);
