@@ -5,8 +5,10 @@
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
+#ifndef RL_CM_EMULATE
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix : require
+#endif
 /* Streaming attention statistics with cooperative matrices
  * (VK_NV_cooperative_matrix; fp16 inputs, fp32 accumulators). The
  * cooperative-matrix variant of attn.comp (docs/attention.md
@@ -33,7 +35,17 @@
  * device's fp16 denormal handling (attn_cm.c: the bound).
  * Statistics: lse, max, entropy, argmax (+ its p), target p, O. Not here
  * (refused by attn_cm_check, attn_cm.c): logit biases, paired KL, distance
- * buckets, logit dump, masks beyond causal, learned sinks, temperature. */
+ * buckets, logit dump, masks beyond causal, learned sinks, temperature.
+ *
+ * RL_CM_EMULATE (the test variant attn_cm_emu_f16, attn_desc.test_cm_emulate):
+ * the three tensor operations (load, multiply-add, store) become plain
+ * subgroup loops reading the same (array, element, stride, column-major)
+ * arguments by the extension's layout rule, element (r, c) at
+ * element + r * stride + c (row-major) or element + c * stride + r
+ * (column-major); everything else is this file's code as it is. It runs on
+ * any device (lavapipe), so the staging, the tile layouts, the online
+ * softmax from stored tiles and the P V fold are tested there; the
+ * cooperative-matrix instructions themselves are not. */
 #include "rl_push.h"
 #include "rl_common.glsl"
 #include "attn_softmax.glsl"
@@ -81,6 +93,19 @@ shared float pvs[WANT_O ? WG * CM_N : 1u];                 /* 2^15 P V slice: [r
 
 const float NEG_INF = -1.0 / 0.0;
 
+/* The operands of the three tensor products: (array, first element,
+ * stride, column-major), shared by the real and the emulated code. */
+#define QK_A qs, rt * CM_M * HEAD_DIM + dt * CM_K, HEAD_DIM, false /* Q rows, d slice */
+#define QK_B ks, dt * CM_K, HEAD_DIM, true                        /* K^T: K [key][d] */
+#define QK_S ss, rt * CM_M * CM_N, CM_N, false                    /* S rows */
+#define PV_A ps, rt * CM_M * CM_N, CM_N, false                    /* P rows */
+#define PV_B vs, dt * CM_K, HEAD_DIM, false                       /* V [key][d] slice */
+#define PV_S pvs, rt * CM_M * CM_K, CM_K, false                   /* P V rows */
+#ifdef RL_CM_EMULATE
+#define CM_AT_(arr, el, st, cm, r, c) arr[(el) + ((cm) ? (c) * (st) + (r) : (r) * (st) + (c))]
+#define CM_AT(args, r, c) CM_AT_(args, r, c)
+#endif
+
 float o[WANT_O ? HEAD_DIM : 1u];
 float s[CM_N];
 float m, l, ent, s_target, m_new;
@@ -107,6 +132,7 @@ void cm_stage(uint32_t t0)
 void cm_qk()
 {
     for (uint32_t rt = gl_SubgroupID; rt < ROW_TILES; rt += gl_NumSubgroups) {
+#ifndef RL_CM_EMULATE
         fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N> acc =
             fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_N>(0.0);
         for (uint32_t dt = 0u; dt < DT; dt++) {
@@ -114,11 +140,21 @@ void cm_qk()
             fcoopmatNV<16, gl_ScopeSubgroup, CM_K, CM_N> b;
             /* A = Q rows rt*16.., columns dt*16..; B[kk][key] = K[key][dt*16 + kk]:
              * K stored [key][d] read column-major is K^T. */
-            coopMatLoadNV(a, qs, rt * CM_M * HEAD_DIM + dt * CM_K, HEAD_DIM, false);
-            coopMatLoadNV(b, ks, dt * CM_K, HEAD_DIM, true);
+            coopMatLoadNV(a, QK_A);
+            coopMatLoadNV(b, QK_B);
             acc = coopMatMulAddNV(a, b, acc);
         }
-        coopMatStoreNV(acc, ss, rt * CM_M * CM_N, CM_N, false);
+        coopMatStoreNV(acc, QK_S);
+#else
+        for (uint32_t e = gl_SubgroupInvocationID; e < CM_M * CM_N; e += gl_SubgroupSize) {
+            uint32_t r = e / CM_N, c = e % CM_N;
+            float acc = 0.0;
+            for (uint32_t dt = 0u; dt < DT; dt++)
+                for (uint32_t kk = 0u; kk < CM_K; kk++)
+                    acc = fma(float(CM_AT(QK_A, r, kk)), float(CM_AT(QK_B, kk, c)), acc);
+            CM_AT(QK_S, r, c) = acc;
+        }
+#endif
     }
 }
 
@@ -132,14 +168,24 @@ void cm_pv(float alpha)
     [[unroll]] for (uint32_t dt = 0u; dt < DT; dt++) {
         barrier(); /* ps written; pvs of the previous slice read */
         for (uint32_t rt = gl_SubgroupID; rt < ROW_TILES; rt += gl_NumSubgroups) {
+#ifndef RL_CM_EMULATE
             fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_K> acc =
                 fcoopmatNV<32, gl_ScopeSubgroup, CM_M, CM_K>(0.0);
             fcoopmatNV<16, gl_ScopeSubgroup, CM_M, CM_N> a;
             fcoopmatNV<16, gl_ScopeSubgroup, CM_N, CM_K> b;
-            coopMatLoadNV(a, ps, rt * CM_M * CM_N, CM_N, false);
-            coopMatLoadNV(b, vs, dt * CM_K, HEAD_DIM, false);
+            coopMatLoadNV(a, PV_A);
+            coopMatLoadNV(b, PV_B);
             acc = coopMatMulAddNV(a, b, acc);
-            coopMatStoreNV(acc, pvs, rt * CM_M * CM_K, CM_K, false);
+            coopMatStoreNV(acc, PV_S);
+#else
+            for (uint32_t e = gl_SubgroupInvocationID; e < CM_M * CM_K; e += gl_SubgroupSize) {
+                uint32_t r = e / CM_K, c = e % CM_K;
+                float acc = 0.0;
+                for (uint32_t kk = 0u; kk < CM_N; kk++)
+                    acc = fma(float(CM_AT(PV_A, r, kk)), float(CM_AT(PV_B, kk, c)), acc);
+                CM_AT(PV_S, r, c) = acc;
+            }
+#endif
         }
         barrier();
         [[unroll]] for (uint32_t c = 0u; c < CM_K; c++)

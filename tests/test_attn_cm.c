@@ -458,7 +458,7 @@ enum {
 START_TEST(module_is_nv_cooperative_matrix_spirv_with_16x16_tiles)
 {
     size_t bytes;
-    const uint32_t *w = attn_cm_spirv(&bytes);
+    const uint32_t *w = attn_cm_spirv(0, &bytes);
     size_t n = bytes / 4;
     ck_assert_uint_eq(w[0], 0x07230203u);
     uint32_t bound = w[3];
@@ -507,6 +507,17 @@ START_TEST(module_is_nv_cooperative_matrix_spirv_with_16x16_tiles)
     ck_assert_int_eq(loads, 4);       /* Q, K^T, P, V */
     ck_assert_int_eq(stores, 2);      /* S and PV tiles */
     (void)a2;
+    /* The test variant (tensor ops emulated) declares no cooperative matrix. */
+    size_t eb;
+    const uint32_t *ew = attn_cm_spirv(1, &eb);
+    ck_assert_uint_eq(ew[0], 0x07230203u);
+    int ecap = 0, etype = 0;
+    for (size_t i = 5; i < eb / 4; i += ew[i] >> 16) {
+        ck_assert_uint_gt(ew[i] >> 16, 0);
+        ecap += (ew[i] & 0xffffu) == OP_CAPABILITY && ew[i + 1] == CAP_COOPMAT_NV;
+        etype += (ew[i] & 0xffffu) == OP_TYPE_COOPMAT_NV;
+    }
+    ck_assert_int_eq(ecap + etype, 0);
     free(op);
     free(a1);
     free(a2);

@@ -113,6 +113,9 @@ typedef struct attn_desc {
                                else 1..RL_ATTN_MAX_BLOCKS */
     int test_write_past;    /* test hook: 1 writes one word past the output tensor
                                (into its guard) after the kernel ran */
+    int test_cm_emulate;    /* test hook, with coopmat: runs attn_cm.comp with its tensor ops
+                               emulated by subgroup loops (attn_cm_emu_f16; no extension
+                               needed), to test the rest of that kernel on any device */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */

@@ -41,11 +41,12 @@
 #include "attn/attn_cm.h"
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_cm_f16.spv.h"
+#include "attn_cm_emu_f16.spv.h"
 
-const uint32_t *attn_cm_spirv(size_t *bytes)
+const uint32_t *attn_cm_spirv(int emulated, size_t *bytes)
 {
-    *bytes = sizeof rl_spv_attn_cm_f16;
-    return rl_spv_attn_cm_f16;
+    *bytes = emulated ? sizeof rl_spv_attn_cm_emu_f16 : sizeof rl_spv_attn_cm_f16;
+    return emulated ? rl_spv_attn_cm_emu_f16 : rl_spv_attn_cm_f16;
 }
 
 int attn_cm_supported(const rlvk_device_info *props, const char **why)
@@ -97,7 +98,7 @@ rl_status attn_cm_check(const rlvk_device_info *props, const attn_desc *d,
                         const char *bias_variant, int have_sinks, rl_error *err)
 {
     const char *why;
-    if (!attn_cm_supported(props, &why))
+    if (!d->test_cm_emulate && !attn_cm_supported(props, &why))
         return rl_fail(err, RL_ERR_UNSUPPORTED, "cooperative-matrix path on %s: %s", props->name,
                        why);
     static const struct {

@@ -29,8 +29,9 @@
 #define ATTN_CM_FLAGS (ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT)
 
 /* The kernel's SPIR-V (VK_NV_cooperative_matrix), embedded at build time;
- * *bytes: its size. */
-const uint32_t *attn_cm_spirv(size_t *bytes);
+ * emulated = 1: the test variant with the tensor ops as subgroup loops
+ * (attn_desc.test_cm_emulate). *bytes: its size. */
+const uint32_t *attn_cm_spirv(int emulated, size_t *bytes);
 
 /* 1 when a device with these properties gets the cooperative-matrix path:
  * VK_NV_cooperative_matrix listed with its cooperativeMatrix feature,
@@ -51,7 +52,8 @@ uint64_t attn_cm_shared_bytes(uint32_t head_dim, int want_o);
  * other than 0/16, or a statistic / option the kernel does not compute:
  * distance buckets, paired KL, logit dump, logit bias, masks beyond causal,
  * learned sinks, temperature. bias_variant: the bias's shader variant
- * (NULL or "none": no bias). */
+ * (NULL or "none": no bias). With d->test_cm_emulate the device's support
+ * is not asked (the emulated variant needs no extension), only the rest. */
 rl_status attn_cm_check(const rlvk_device_info *props, const attn_desc *d,
                         const char *bias_variant, int have_sinks, rl_error *err);
 

@@ -326,7 +326,7 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
         flags |= RL_ATTN_F_TEMP;
     char key[96];
     snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u",
-             d->coopmat ? "cm" : v->name, d->fp16 ? "_f16" : "",
+             d->coopmat ? (d->test_cm_emulate ? "cm_emu" : "cm") : v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
     for (uint32_t i = 0; i < e->n_pipes; i++)
         if (strcmp(e->pipes[i].key, key) == 0) {
@@ -344,7 +344,8 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
     size_t cm_bytes = 0;
     rlvk_pipeline_desc pd = {
         .name = key,
-        .spirv = d->coopmat ? attn_cm_spirv(&cm_bytes) : d->fp16 ? v->spv16 : v->spv32,
+        .spirv = d->coopmat ? attn_cm_spirv(d->test_cm_emulate, &cm_bytes)
+                            : d->fp16 ? v->spv16 : v->spv32,
         .spirv_bytes = d->coopmat ? cm_bytes : d->fp16 ? v->bytes16 : v->bytes32,
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
@@ -591,7 +592,7 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
                        dev->info.name);
     if (d->coopmat && (st = attn_cm_check(&dev->info, d, vname, have_sinks, err)))
         return st;
-    if (d->coopmat && !dev->feat_coopmat_nv)
+    if (d->coopmat && !d->test_cm_emulate && !dev->feat_coopmat_nv)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "cooperative-matrix path: VK_NV_cooperative_matrix is not enabled on %s",
                        dev->info.name);
