@@ -134,7 +134,7 @@ static rlvk_device_info nvidia_like(void)
     in.fp16 = in.storage16 = 1;
     in.subgroup_size = 32;
     in.max_shared_memory = 49152;
-    in.cm.has_nv = in.cm.has_khr = in.cm.feat_nv = in.cm.feat_khr = 1;
+    in.cm.has_nv = in.cm.has_khr = in.cm.feat_nv = in.cm.nv_compute = 1;
     in.cm.vk_memory_model = 1;
     in.cm.shapes[in.cm.n_shapes++] = shape(16, 8, 16, RLVK_CM_F16, RLVK_CM_F16, 0);
     in.cm.shapes[in.cm.n_shapes++] = shape(16, 8, 8, RLVK_CM_F16, RLVK_CM_F32, 0);
@@ -175,6 +175,9 @@ START_TEST(support_follows_the_listed_properties)
     rlvk_device_info x = in;
     x.cm.feat_nv = 0;
     expect_no(&x, "feature is off");
+    x = in;
+    x.cm.nv_compute = 0;
+    expect_no(&x, "compute stage");
     x = in;
     x.cm.vk_memory_model = 0;
     expect_no(&x, "vulkanMemoryModel");

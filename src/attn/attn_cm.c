@@ -60,6 +60,8 @@ int attn_cm_supported(const rlvk_device_info *props, const char **why)
             "VK_NV_cooperative_matrix SPIR-V (glslang 12 lacks GL_KHR_cooperative_matrix)";
     else if (!cm->feat_nv)
         w = "VK_NV_cooperative_matrix is listed but its cooperativeMatrix feature is off";
+    else if (!cm->nv_compute)
+        w = "VK_NV_cooperative_matrix does not list the compute stage";
     else if (!cm->vk_memory_model)
         w = "the kernel's SPIR-V needs vulkanMemoryModel, which the device lacks";
     else if (!props->fp16 || !props->storage16)

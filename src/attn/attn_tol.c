@@ -39,6 +39,9 @@
  *  KL       : c / l_a - log l_a + log l_b, c = sum p_a (t_a - t_b), |t_a - t_b|
  *             <= 2R: (2R + 4) eps + 4 E_s
  *  dump     : E_s (relative to max(|logit|, 1), so E_s is also a bound).
+ * Cooperative-matrix path (attn_desc.coopmat): E_s = (6 D + 2) u A for the
+ * tensor op's sums in any order and grouping, and O adds P's fp16 rounding
+ * and the tensor op's sum (attn_cm.c derives both).
  * These are worst-case sums; sampled errors sit far below them, which is why
  * the verdict also gates the NMSE: sum err^2 <= f sum bound^2 per statistic
  * with f = VF_GATE_ATTN_C / (D + 2) (vf.h): every statistic's bound carries

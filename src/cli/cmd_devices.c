@@ -20,7 +20,7 @@ static void print_coopmat(const rlvk_device_info *in)
     const rlvk_cm_info *cm = &in->cm;
     printf("    cooperative matrix: VK_NV_cooperative_matrix %s, VK_KHR_cooperative_matrix %s\n",
            cm->has_nv ? (cm->feat_nv ? "yes" : "listed, feature off") : "no",
-           cm->has_khr ? (cm->feat_khr ? "yes" : "listed, feature off") : "no");
+           cm->has_khr ? "listed" : "no");
     for (uint32_t i = 0; i < cm->n_shapes; i++) {
         const rlvk_cm_shape *s = &cm->shapes[i];
         char b[4][16];
@@ -55,7 +55,7 @@ static json_t *coopmat_json(const rlvk_device_info *in)
     const char *why;
     int ok = attn_cm_supported(in, &why);
     return json_pack("{s:b,s:b,s:b,s:b,s:o,s:b,s:s?}", "nv", cm->has_nv, "khr", cm->has_khr,
-                     "nv_feature", cm->feat_nv, "khr_feature", cm->feat_khr, "shapes", shapes,
+                     "nv_feature", cm->feat_nv, "nv_compute", cm->nv_compute, "shapes", shapes,
                      "attention_path", ok, "attention_path_reason", ok ? NULL : why);
 }
 

@@ -84,7 +84,8 @@ typedef struct rlvk_cm_shape {
 } rlvk_cm_shape;
 typedef struct rlvk_cm_info {
     int has_nv, has_khr;             /* VK_NV_cooperative_matrix / VK_KHR_cooperative_matrix listed */
-    int feat_nv, feat_khr;           /* their cooperativeMatrix feature */
+    int feat_nv;                     /* NV's cooperativeMatrix feature */
+    int nv_compute;                  /* NV's cooperativeMatrixSupportedStages has compute */
     int vk_memory_model;             /* vulkanMemoryModel (the NV SPIR-V needs it) */
     uint32_t n_shapes;               /* shapes[] filled (NV first, then KHR) */
     uint32_t n_listed;               /* combinations the device listed (may exceed n_shapes) */

@@ -3,7 +3,10 @@
  * vkGetInstanceProcAddr and the structures below. The Vulkan headers here
  * (1.3.239) predate the KHR extension (header 1.3.255), so its structure
  * types and layouts are written from the specification
- * (VK_KHR_cooperative_matrix, revision 2). */
+ * (VK_KHR_cooperative_matrix, revision 2). Only its property list is read:
+ * its feature structure would go through vkGetPhysicalDeviceFeatures2,
+ * where the validation layer here (1.3.239) reports an sType it does not
+ * know; the kernel does not use the KHR extension anyway. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +14,7 @@
 #include "vk/rlvk.h"
 
 #define RLVK_KHR_CM_EXT "VK_KHR_cooperative_matrix"
-#define RLVK_STYPE_CM_FEATURES_KHR ((VkStructureType)1000506000)
 #define RLVK_STYPE_CM_PROPERTIES_KHR ((VkStructureType)1000506001)
-
-typedef struct rlvk_khr_cm_features {
-    VkStructureType sType;
-    void *pNext;
-    VkBool32 cooperativeMatrix;
-    VkBool32 cooperativeMatrixRobustBufferAccess;
-} rlvk_khr_cm_features;
 
 typedef struct rlvk_khr_cm_properties {
     VkStructureType sType;
@@ -62,11 +57,10 @@ void rlvk_cm_query(VkInstance instance, VkPhysicalDevice pd, uint32_t api_versio
     extensions(pd, &cm->has_nv, &cm->has_khr);
     if (!cm->has_nv && !cm->has_khr)
         return;
-    /* Features: the extension's cooperativeMatrix and the memory model the
-     * NV SPIR-V declares (VulkanMemoryModel capability). */
+    /* Features: NV's cooperativeMatrix and the memory model the NV SPIR-V
+     * declares (VulkanMemoryModel capability); NV's shader stages. */
     VkPhysicalDeviceCooperativeMatrixFeaturesNV fnv = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-    rlvk_khr_cm_features fkhr = {.sType = RLVK_STYPE_CM_FEATURES_KHR};
     VkPhysicalDeviceVulkanMemoryModelFeatures mm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -78,14 +72,17 @@ void rlvk_cm_query(VkInstance instance, VkPhysicalDevice pd, uint32_t api_versio
         fnv.pNext = f2.pNext;
         f2.pNext = &fnv;
     }
-    if (cm->has_khr) {
-        fkhr.pNext = f2.pNext;
-        f2.pNext = &fkhr;
-    }
     vkGetPhysicalDeviceFeatures2(pd, &f2);
     cm->feat_nv = fnv.cooperativeMatrix != 0;
-    cm->feat_khr = fkhr.cooperativeMatrix != 0;
     cm->vk_memory_model = mm.vulkanMemoryModel != 0;
+    if (cm->has_nv) {
+        VkPhysicalDeviceCooperativeMatrixPropertiesNV pnv = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                          .pNext = &pnv};
+        vkGetPhysicalDeviceProperties2(pd, &p2);
+        cm->nv_compute = (pnv.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+    }
 
     if (cm->has_nv && vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) {
         uint32_t n = 0;

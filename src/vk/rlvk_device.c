@@ -380,8 +380,8 @@ rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *d
      * feature and the memory model its SPIR-V declares, only on a device
      * that offers all of them with fp16 arithmetic and 16-bit storage. */
     const rlvk_cm_info *cm = &dev->info.cm;
-    int coopmat = cm->has_nv && cm->feat_nv && cm->vk_memory_model && dev->info.fp16 &&
-                  dev->info.storage16;
+    int coopmat = cm->has_nv && cm->feat_nv && cm->nv_compute && cm->vk_memory_model &&
+                  dev->info.fp16 && dev->info.storage16;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cmf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
         .cooperativeMatrix = VK_TRUE};
