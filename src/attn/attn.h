@@ -107,6 +107,9 @@ typedef struct attn_desc {
      * no logit bias. */
     uint32_t remap_window;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
+    int coopmat;            /* 1: the cooperative-matrix kernel (attn_cm.h: fp16 only, its
+                               statistics only; RL_ERR_UNSUPPORTED where the device or the
+                               problem does not fit it) */
     uint32_t flags;         /* ATTN_* statistics */
     float scale;            /* logit scale of definition a (e.g. 1/sqrt(head_dim)) */
     float scale_b;          /* paired mode: scale of definition b */
@@ -120,6 +123,9 @@ typedef struct attn_desc {
                                else 1..RL_ATTN_MAX_BLOCKS */
     int test_write_past;    /* test hook: 1 writes one word past the output tensor
                                (into its guard) after the kernel ran */
+    int test_cm_emulate;    /* test hook, with coopmat: runs attn_cm.comp with its tensor ops
+                               emulated by subgroup loops (attn_cm_emu_f16; no extension
+                               needed), to test the rest of that kernel on any device */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */

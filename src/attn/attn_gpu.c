@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_cm.h"
 #include "core/rl_util.h"
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_variants.spv.h"
@@ -98,6 +99,8 @@ static uint64_t block_bytes(const attn_desc *d, uint32_t kb)
 
 static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
 {
+    if (d->coopmat) /* its key tile; shared memory: attn_cm_check */
+        return ATTN_CM_N;
     if (d->block_keys)
         return block_bytes(d, d->block_keys) <= dev->info.max_shared_memory ? d->block_keys : 0;
     for (uint32_t kb = RL_ATTN_KB; kb >= 4; kb /= 2)
@@ -334,7 +337,8 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
     if (d->remap_window)
         flags |= RL_ATTN_F_REMAP;
     char key[96];
-    snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
+    snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u",
+             d->coopmat ? (d->test_cm_emulate ? "cm_emu" : "cm") : v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
     for (uint32_t i = 0; i < e->n_pipes; i++)
         if (strcmp(e->pipes[i].key, key) == 0) {
@@ -349,10 +353,12 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
     }
     attn_pipe *p = &e->pipes[e->n_pipes];
     uint32_t spec[7] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets, blocks, kb};
+    size_t cm_bytes = 0;
     rlvk_pipeline_desc pd = {
         .name = key,
-        .spirv = d->fp16 ? v->spv16 : v->spv32,
-        .spirv_bytes = d->fp16 ? v->bytes16 : v->bytes32,
+        .spirv = d->coopmat ? attn_cm_spirv(d->test_cm_emulate, &cm_bytes)
+                            : d->fp16 ? v->spv16 : v->spv32,
+        .spirv_bytes = d->coopmat ? cm_bytes : d->fp16 ? v->bytes16 : v->bytes32,
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
         .local_size_x = ATTN_WG,
@@ -429,7 +435,7 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
     int paired = (d->flags & ATTN_PAIRED) != 0, two = two_defs(d);
     double *scratch = malloc(2 * n * sizeof *scratch);
     double *rb = malloc((n_buckets + 1) * sizeof *rb);
-    double *ro = malloc(2 * d->head_dim * sizeof *ro);
+    double *ro = malloc(3 * d->head_dim * sizeof *ro); /* O, sum p|v|, sum |v| (coopmat) */
     rl_status st = RL_OK;
     if (!scratch || !rb || !ro) {
         st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for verification");
@@ -488,10 +494,20 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
             if (d->flags & ATTN_BUCKETS)
                 for (uint32_t b = 0; b < n_buckets; b++)
                     note(v, ATTN_V_BUCKETS, buckets[row * n_buckets + b], rb[b], 1);
-            if (d->flags & ATTN_OUT)
+            if (d->flags & ATTN_OUT) {
+                /* Cooperative matrices: O judged against sum p|v| plus a
+                 * floor for P's fp16 underflow (attn_cm.c). */
+                double *vsum = ro + 2 * d->head_dim;
+                memset(vsum, 0, d->head_dim * sizeof *vsum);
+                uint32_t kvh = h / (d->heads / d->kv_heads);
+                for (uint64_t j = 0; d->coopmat && j < n; j++)
+                    if (attn_ref_visible(&P, i, j))
+                        for (uint32_t e = 0; e < d->head_dim; e++)
+                            vsum[e] += fabs(ref->v[(j * d->kv_heads + kvh) * d->head_dim + e]);
                 for (uint32_t e = 0; e < d->head_dim; e++)
                     note(v, ATTN_V_OUT, o[row * d->head_dim + e], ro[e],
-                         dmax(ro[d->head_dim + e], 1e-30));
+                         dmax(ro[d->head_dim + e] + ATTN_CM_O_FLOOR * vsum[e], 1e-30));
+            }
             if (d->flags & ATTN_DUMP)
                 for (uint64_t j = 0; j < n; j++) {
                     double want = attn_ref_logit(&P, 0, h, i, j);
@@ -585,6 +601,12 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
     if (d->fp16 && !dev->feat_storage16)
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "attention: fp16 storage needs storageBuffer16BitAccess, which %s lacks",
+                       dev->info.name);
+    if (d->coopmat && (st = attn_cm_check(&dev->info, d, vname, have_sinks, err)))
+        return st;
+    if (d->coopmat && !d->test_cm_emulate && !dev->feat_coopmat_nv)
+        return rl_fail(err, RL_ERR_UNSUPPORTED,
+                       "cooperative-matrix path: VK_NV_cooperative_matrix is not enabled on %s",
                        dev->info.name);
     if (!have_qk || ((d->flags & ATTN_OUT) && !have_v) || ((d->flags & ATTN_TARGET) && !have_target))
         return rl_fail(err, RL_ERR_ARG, "attention: missing input (Q, K, V for O, or targets)");

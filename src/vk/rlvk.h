@@ -67,6 +67,42 @@ typedef struct rlvk_heap_info {
     int device_local;
 } rlvk_heap_info;
 
+/* Cooperative matrices (rlvk_coopmat.c): the device's extensions and the
+ * (M, N, K, types, scope) combinations it lists. Component types and scopes
+ * keep the Vulkan values (VkComponentTypeNV/KHR: 0 float16, 1 float32, 2
+ * float64, 3..6 sint8..64, 7..10 uint8..64; VkScopeNV/KHR: 1 device, 2
+ * workgroup, 3 subgroup, 5 queue family), equal in NV and KHR. */
+#define RLVK_CM_MAX_SHAPES 32
+enum { RLVK_CM_F16 = 0, RLVK_CM_F32 = 1 };
+enum { RLVK_CM_SCOPE_SUBGROUP = 3 };
+typedef struct rlvk_cm_shape {
+    uint32_t m, n, k;
+    uint32_t a, b, c, result;        /* component types */
+    uint32_t scope;
+    int saturating;                  /* KHR saturatingAccumulation (NV: 0) */
+    int khr;                         /* 1: listed by the KHR query, 0: by the NV one */
+} rlvk_cm_shape;
+typedef struct rlvk_cm_info {
+    int has_nv, has_khr;             /* VK_NV_cooperative_matrix / VK_KHR_cooperative_matrix listed */
+    int feat_nv;                     /* NV's cooperativeMatrix feature */
+    int nv_compute;                  /* NV's cooperativeMatrixSupportedStages has compute */
+    int vk_memory_model;             /* vulkanMemoryModel (the NV SPIR-V needs it) */
+    uint32_t n_shapes;               /* shapes[] filled (NV first, then KHR) */
+    uint32_t n_listed;               /* combinations the device listed (may exceed n_shapes) */
+    rlvk_cm_shape shapes[RLVK_CM_MAX_SHAPES];
+} rlvk_cm_info;
+
+/* Fills cm for physical device pd (extension list, features, property
+ * lists: vkGetPhysicalDeviceCooperativeMatrixPropertiesNV through volk,
+ * the KHR one through vkGetInstanceProcAddr with this file's own struct
+ * definitions, since the headers here predate it). Zero where absent. */
+void rlvk_cm_query(VkInstance instance, VkPhysicalDevice pd, uint32_t api_version,
+                   rlvk_cm_info *cm);
+/* "float16", "float32", ... for a component type; "type N" beyond the table. */
+const char *rlvk_cm_type_name(uint32_t t, char *buf, size_t cap);
+/* "subgroup", "workgroup", ... for a scope. */
+const char *rlvk_cm_scope_name(uint32_t s);
+
 typedef struct rlvk_device_info {
     uint32_t index;
     char name[256];
@@ -97,6 +133,7 @@ typedef struct rlvk_device_info {
     double timestamp_period_ns;
     uint32_t n_heaps;
     rlvk_heap_info heaps[RLVK_MAX_HEAPS];
+    rlvk_cm_info cm;                 /* cooperative matrices (rlvk_cm_query) */
 } rlvk_device_info;
 
 /* Decodes a driverVersion as vulkaninfo does: NVIDIA (vendor 0x10de)
@@ -188,6 +225,8 @@ typedef struct rlvk_device {
     VkPipelineCache pipeline_cache;
     VkQueryPool query_pool;          /* RLVK_MAX_TIMESTAMPS entries, or NULL */
     int feat_fp16, feat_fp64, feat_storage16, feat_int64;
+    int feat_coopmat_nv;             /* VK_NV_cooperative_matrix enabled with cooperativeMatrix,
+                                        vulkanMemoryModel (info.cm usable by attn_cm) */
     /* Bytes copied between host and device by rlvk_buffer_upload and
      * rlvk_buffer_download (mapped or staged alike) since the device was
      * created: what a data flow really moves, for tests and reports. */
