@@ -39,6 +39,30 @@ static int use_vec4(const rope_freqs *f)
     return f->head_dim % 4 == 0 && f->rotary_dim % 8 == 0 && !rope_prec_is_emu(f->precision);
 }
 
+/* Rows one invocation of rope.comp covers (its HEAD_GROUP x TOKEN_GROUP):
+ * the rotation of a (token, pair) is computed once for all heads of the
+ * group, and the per-pair constants are read once for the whole block. Up
+ * to ROPE_ROWS_PER_INVOCATION rows: the largest divisor of heads up to it,
+ * and with every head in one group, as many tokens as fill it. The
+ * emulation modes keep one row per invocation (their angle dump and
+ * per-head arithmetic are written for it). */
+#define ROPE_ROWS_PER_INVOCATION 8u
+static void row_groups(const rope_freqs *f, uint32_t heads, uint32_t *head_group,
+                       uint32_t *token_group)
+{
+    *head_group = 1;
+    *token_group = 1;
+    if (rope_prec_is_emu(f->precision))
+        return;
+    for (uint32_t g = ROPE_ROWS_PER_INVOCATION < heads ? ROPE_ROWS_PER_INVOCATION : heads; g > 1; g--)
+        if (heads % g == 0) {
+            *head_group = g;
+            break;
+        }
+    if (*head_group == heads && heads < ROPE_ROWS_PER_INVOCATION)
+        *token_group = ROPE_ROWS_PER_INVOCATION / heads;
+}
+
 /* The pipeline for f's shape, created on first use. */
 static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, uint32_t emu_flags,
                           const rlvk_pipeline **out, rl_error *err)
@@ -57,9 +81,11 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d distinct shapes in one kernel object",
                        ROPE_KERNEL_MAX_PIPES);
     rope_kernel_pipe *p = &k->pipes[k->n_pipes];
-    uint32_t spec[8] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
-                        (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags,
-                        (uint32_t)per_token(f)};
+    uint32_t hg, tg;
+    row_groups(f, heads, &hg, &tg);
+    uint32_t spec[10] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
+                         (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags,
+                         (uint32_t)per_token(f), hg, tg};
     char name[64];
     snprintf(name, sizeof name, "rope_%s%s_%s_%s_d%u_r%u_h%u%s",
              f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "",
@@ -72,7 +98,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         .n_bindings = 7,
         .push_bytes = sizeof(struct rl_rope_push),
         .local_size_x = 64,
-        .n_spec = 8,
+        .n_spec = 10,
         .spec = spec,
     };
     rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
@@ -257,9 +283,13 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
         .af_offset = per_token(f) ? (uint32_t)(io->tokens * f->n_pairs) : 0u,
     };
     /* Items per row as in rope.comp: quads (vec4) or single pairs, plus the
-     * pass-through tail. */
+     * pass-through tail; one invocation per item of each block of hg heads
+     * x tg tokens. */
     uint64_t items = use_vec4(f) ? f->rotary_dim / 8 + (f->head_dim - f->rotary_dim) / 4
                                  : f->rotary_dim / 2 + (f->head_dim - f->rotary_dim);
+    uint32_t hg, tg;
+    row_groups(f, io->heads, &hg, &tg);
+    uint64_t blocks = (io->tokens + tg - 1) / tg * (io->heads / hg);
     if ((f->precision == RL_ROPE_PREC_TABLE || f->precision == RL_ROPE_PREC_PRECISE) && !io->angles)
         return rl_fail(err, RL_ERR_ARG, "rope precision %s needs its angle buffer (rope_gpu_upload_angles)",
                        rope_precision_name(f->precision));
@@ -268,7 +298,7 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
     /* Binding 6 is written only with RL_ROPE_EMU_DUMP. */
     const rlvk_buffer *bufs[7] = {io->x, io->y, io->pos, io->freq, ang, ang,
                                   io->angle_dump ? io->angle_dump : ang};
-    return rlvk_cmd_dispatch(cmd, pipe, bufs, &p, rlvk_groups(p.n_rows * items, pipe->local_size_x),
+    return rlvk_cmd_dispatch(cmd, pipe, bufs, &p, rlvk_groups(blocks * items, pipe->local_size_x),
                              err);
 }
 
