@@ -36,8 +36,15 @@ layout(constant_id = 10) const uint32_t TOKEN_GROUP = 1u;
 layout(push_constant) uniform Push { rl_rope_push p; } pc;
 
 layout(std430, binding = 2) readonly buffer P { uint32_t pos[]; };  /* [tokens] */
-/* table mode: attention-scaled (cos, sin) per token and pair, from double. */
+/* table mode: attention-scaled (cos, sin) per token and pair, from double,
+ * in the order the kernel reads them: scalar variant [tokens][rot/2] (cos,
+ * sin); vec4 variant [tokens][rot/8] (cos of the quad's four pairs, then
+ * their sin), two vec4 loads per quad (rope_gpu_upload_angles). */
+#ifdef RL_ROPE_VEC4
+layout(std430, binding = 4) readonly buffer T { vec4 cs_table[]; };  /* [tokens][rot/8][2] */
+#else
 layout(std430, binding = 4) readonly buffer T { vec2 cs_table[]; };  /* [tokens][rot/2] */
+#endif
 /* precise mode: frac(inv_freq / 2pi) as (lo, hi) 64-bit binary fractions. */
 layout(std430, binding = 5) readonly buffer W { uvec2 turns[]; };    /* [rot/2] (per token: [tokens][rot/2]) */
 /* emulation modes with RL_ROPE_EMU_DUMP: the angle handed to cos/sin. */
@@ -70,8 +77,10 @@ uint32_t rope_position(uint32_t t, uint32_t j)
  * PRECISION is a specialization constant, so the unused modes compile away. */
 vec2 rope_cs(uint32_t t, uint32_t j, float f, uvec2 w, float af)
 {
+#ifndef RL_ROPE_VEC4 /* the vec4 variant reads its table in main */
     if (PRECISION == RL_ROPE_PREC_TABLE)
         return cs_table[t * (ROT_DIM / 2u) + j];
+#endif
     if (PRECISION == RL_ROPE_PREC_PRECISE)
         return rope_cos_sin_precise(rope_position(t, j), w) * af;
     return rope_cos_sin_fp32(rope_position(t, j), f) * af;
@@ -126,10 +135,15 @@ void main()
                     w[e] = rope_turns(tok, 4u * k + uint32_t(e));
             }
             vec4 c, s;
-            for (int e = 0; e < 4; e++) {
-                vec2 cs = rope_cs(tok, 4u * k + uint32_t(e), f[e], w[e], af);
-                c[e] = cs.x;
-                s[e] = cs.y;
+            if (PRECISION == RL_ROPE_PREC_TABLE) {
+                c = cs_table[2u * (tok * ROT_ITEMS + k)];
+                s = cs_table[2u * (tok * ROT_ITEMS + k) + 1u];
+            } else {
+                for (int e = 0; e < 4; e++) {
+                    vec2 cs = rope_cs(tok, 4u * k + uint32_t(e), f[e], w[e], af);
+                    c[e] = cs.x;
+                    s[e] = cs.y;
+                }
             }
             for (uint32_t h = 0u; h < HEAD_GROUP; h++) {
                 uint32_t base = (tok * N_HEADS + h0 + h) * ROW4;

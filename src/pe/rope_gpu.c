@@ -196,6 +196,7 @@ rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const ui
 {
     rl_status st;
     if (f->precision == RL_ROPE_PREC_TABLE) {
+        int vec4 = use_vec4(f); /* n_pairs is then a multiple of 4 */
         uint64_t n = tokens * f->n_pairs * 2;
         uint64_t bytes = n ? n * sizeof(float) : 16;
         if ((st = rlvk_check_buffer_size(dev, bytes, "the cos/sin table", err)))
@@ -211,8 +212,12 @@ rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const ui
                 rope_freqs_at(f, pos[i], inv, &af);
             for (uint32_t j = 0; j < f->n_pairs; j++) {
                 double a = (double)pos[i] * inv[j];
-                t[(i * f->n_pairs + j) * 2] = (float)(cos(a) * af);
-                t[(i * f->n_pairs + j) * 2 + 1] = (float)(sin(a) * af);
+                /* In the order rope.comp reads it: (cos, sin) per pair, or
+                 * per quad of pairs four cos then four sin (vec4 variant). */
+                uint64_t q = i * f->n_pairs + j;
+                uint64_t ic = vec4 ? (q / 4) * 8 + q % 4 : 2 * q, is = vec4 ? ic + 4 : ic + 1;
+                t[ic] = (float)(cos(a) * af);
+                t[is] = (float)(sin(a) * af);
             }
         }
         st = rlvk_buffer_create(dev, bytes, "cos/sin table", buf, err);
