@@ -14,12 +14,13 @@ vec2 rope_cos_sin_fp32(uint32_t pos, float inv_freq)
 
 /* precise mode.
  * turns = (lo, hi): frac(inv_freq / 2pi) as a 64-bit binary fraction, made on
- * the host in double. The angle in turns is pos * turns mod 1, exact in
- * integer arithmetic (pos < 2^32; the only error is the fraction's rounding,
- * pos * 2^-65 turns, 2^-38 rad at pos = 2^24). It is reduced to the nearest
- * quarter turn q and a remainder r in [-1/8, 1/8) turn held as a signed
- * 32-bit fraction plus 24 more bits; r is turned into radians with a
- * Cody–Waite split of 2pi/2^32 = K1 + K2 (K1 has 6 significant bits, so
+ * the host in long double. The angle in turns is pos * turns mod 1, in
+ * integer arithmetic, exact down to 2^-48 turn (pos < 2^32; the errors are
+ * the fraction's rounding, pos * 2^-65 turns, 2^-38 rad at pos = 2^24, and
+ * the bits below 2^-44 turn that r2 leaves out, < 2^-41 rad). It is reduced
+ * to the nearest quarter turn q and a remainder r in [-1/8, 1/8) turn held
+ * as a signed 32-bit fraction plus 12 more bits; r is turned into radians
+ * with a Cody–Waite split of 2pi/2^32 = K1 + K2 (K1 has 6 significant bits, so
  * R1 * K1 is exact for R1 with <= 18): the only sizable rounding is the final
  * one, half an ulp of |x| <= pi/4 (2^-25). `precise` keeps the compiler from
  * re-associating the split. sin/cos of x in [-pi/4, pi/4] are Taylor

@@ -185,13 +185,14 @@ END_TEST
  * halves: every carry matters there). The double reference cannot resolve
  * angles of up to 2^32 rad, so this test's reference takes the angle in long
  * double (64-bit mantissa: pos * theta_j to 2^-32 rad) and cosl/sinl. Shapes
- * cover the kernel's row blocks: 1 head (8 tokens per invocation, 61 tokens
- * leave a partial block), 3 heads (3 heads x 2 tokens), 12 heads (6 of a
- * token's heads), the scalar path (head_dim 66, rotary 22, 2 heads); both
- * layouts. The bound is precise mode's: 4 ulp of the pair magnitude. */
+ * cover the kernel's row blocks (rope_gpu.c row_groups): 1 head (8 tokens
+ * per invocation, 61 tokens leave a partial block), 3 heads (3 heads x 2
+ * tokens), 12 heads (all of a token's), 40 heads (two blocks of 20 per
+ * token), the scalar path (head_dim 66, rotary 22, 2 heads); both layouts. The bound is precise mode's: 4 ulp of the pair magnitude. */
 START_TEST(precise_reduction_is_exact_over_32_bit_positions)
 {
-    static const uint32_t shapes[][3] = {{1, 128, 128}, {3, 128, 128}, {12, 64, 64}, {2, 66, 22}};
+    static const uint32_t shapes[][3] = {{1, 128, 128}, {3, 128, 128}, {12, 64, 64}, {40, 32, 32},
+                                             {2, 66, 22}};
     enum { T = 61 };
     uint32_t pos[T] = {0xffffffffu, 0xfffffffeu, 0x80000000u, 0x7fffffffu, 0x01000001u, 0xffffu,
                        0x10000u, 0xffff0000u, 0x0000ffffu | 0xffff0000u, 1u};
