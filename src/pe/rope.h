@@ -343,7 +343,9 @@ rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, const uin
                                 uint64_t tokens, rlvk_buffer *buf, rl_error *err);
 /* Creates and fills the buffer f's precision mode reads besides inv_freq:
  *   table:   [tokens][n_pairs] vec2 f32 (cos, sin) * attention factor of
- *            pos[t] * inv_freq[j], computed in double (pos: [tokens]);
+ *            pos[t] * inv_freq[j], computed in double (pos: [tokens]); for
+ *            the vec4 kernel (head_dim % 4 == 0, rotary_dim % 8 == 0) in
+ *            quads of pairs, [tokens][n_pairs/4] (4 cos, then 4 sin);
  *   precise: [n_pairs] uvec2, frac(inv_freq[j] / 2pi) as a 64-bit binary
  *            fraction (lo word first); pos unused; per position
  *            [tokens][n_pairs] uvec2 of each token's inv_freq;
