@@ -491,6 +491,27 @@ START_TEST(pipeline_table_reuses_identical_variants)
 }
 END_TEST
 
+/* The compile thread count: the device's setting, else RL_COMPILE_THREADS,
+ * else the caller plus one per idle core — between 1 and the online CPUs;
+ * never above RLVK_MAX_COMPILE_THREADS. */
+START_TEST(compile_threads_follow_device_then_environment_then_idle_cores)
+{
+    rlvk_device dev;
+    memset(&dev, 0, sizeof dev);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsetenv("RL_COMPILE_THREADS");
+    uint32_t n = rlvk_compile_threads(&dev);
+    ck_assert(n >= 1 && (long)n <= cpus && n <= RLVK_MAX_COMPILE_THREADS);
+    setenv("RL_COMPILE_THREADS", "3", 1);
+    ck_assert_uint_eq(rlvk_compile_threads(&dev), 3);
+    setenv("RL_COMPILE_THREADS", "1000", 1);
+    ck_assert_uint_eq(rlvk_compile_threads(&dev), RLVK_MAX_COMPILE_THREADS);
+    dev.compile_threads = 2;
+    ck_assert_uint_eq(rlvk_compile_threads(&dev), 2);
+    unsetenv("RL_COMPILE_THREADS");
+}
+END_TEST
+
 /* rlvk_pipelines_create: the misses compiled together on several threads,
  * each key once; what the table held handed out as before; counters and
  * sharing as n calls of rlvk_pipeline_create. */
@@ -614,6 +635,7 @@ int main(void)
     tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);
     tcase_add_test(tc, pcache_file_is_checked_before_the_driver_sees_it);
     tcase_add_test(tc, pipeline_table_reuses_identical_variants);
+    tcase_add_test(tc, compile_threads_follow_device_then_environment_then_idle_cores);
     tcase_add_test(tc, pipelines_created_together_share_as_one_by_one);
     tcase_add_test(tc, pipelines_created_together_fail_as_a_whole);
     tcase_add_test(tc, cache_dir_follows_rl_cache_dir_then_xdg_then_home);

@@ -164,10 +164,10 @@ uint32_t rlvk_compile_threads(const rlvk_device *dev)
     if (!n && env && *env)
         n = strtol(env, NULL, 10);
     if (!n) {
-        /* The calling thread plus one per idle core: on a saturated machine
-         * (lavapipe, 2 cores shared) two concurrent compiles took 1.6-2.0 s
-         * of CPU where one after the other took 1.2-1.4 s (docs/runner.md
-         * "Timing"), so extra threads only pay where a core would idle. */
+        /* The calling thread plus one per idle core: on a saturated
+         * machine (lavapipe, 2 shared cores) two concurrent compiles took
+         * longer than one after the other (docs/runner.md "Timing"), so
+         * extra threads only pay where a core would idle. */
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         double load[1];
         n = cpus;
@@ -190,11 +190,11 @@ rl_status rlvk_pipelines_create(rlvk_device *dev, uint32_t n, const rlvk_pipelin
     int32_t *job_of = calloc(n ? n : 1, sizeof *job_of); /* -1: from the table */
     compile_job *jobs = calloc(n ? n : 1, sizeof *jobs);
     rl_status st = RL_OK;
+    memset(pipes, 0, n * sizeof *pipes);
     if (!keys || !job_of || !jobs) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %u pipelines", n);
         goto done;
     }
-    memset(pipes, 0, n * sizeof *pipes);
     /* What to compile: every desc the table does not hold, once per key. */
     uint32_t n_jobs = 0;
     for (uint32_t i = 0; i < n; i++) {
