@@ -31,6 +31,9 @@
  *
  *   logit_a(h, i, j) = scale_a <q_a[i,h], k_a[j,kvh]> + bias(h, i, j, pos_i, pos_j)
  *   logit_b likewise with q_b, k_b, scale_b (paired mode)
+ *   remap mode: logit_a from q_a/k_a where |pos_i - pos_j| < remap_window,
+ *   else from q_b/k_b (attn_remap.glsl); paired with it, logit_b is the
+ *   unselected logit_a at scale_b
  *   kvh = h / KV_GROUP (grouped-query attention)
  * <q, k> is one fp32 chain per key over the head dimensions (multiply-add,
  * dimension order), then one multiply by the scale.
@@ -73,8 +76,12 @@ const bool BIAS_B = (FLAGS & RL_ATTN_F_NO_BIAS_B) == 0u;
 const bool MASKED = (FLAGS & RL_ATTN_F_MASK) != 0u;
 const bool SINKS = (FLAGS & RL_ATTN_F_SINKS) != 0u;
 const bool TEMP = (FLAGS & RL_ATTN_F_TEMP) != 0u;
+const bool REMAP = (FLAGS & RL_ATTN_F_REMAP) != 0u;
+/* A second Q/K pair (bindings 2, 3): paired mode's definition b, or the
+ * remapped definition (attn_remap.glsl). */
+const bool TWO = PAIRED || REMAP;
 #ifdef RL_ATTN_NO_BIAS
-const bool NEED_KPOS = WANT_BUCKETS;
+const bool NEED_KPOS = WANT_BUCKETS || REMAP;
 #else
 const bool NEED_KPOS = true;
 #endif
@@ -98,7 +105,7 @@ layout(std430, binding = 7) readonly buffer SNK { float sinkv[]; }; /* SINKS: [h
 /* The current block's keys (and K_b, V rows, positions), staged by the
  * workgroup. Element d of key k of the block sits at a constant address. */
 shared vec4 ks_a[KB * D4];
-shared vec4 ks_b[KB * D4 * (PAIRED ? 1u : 0u) + 1u];
+shared vec4 ks_b[KB * D4 * (TWO ? 1u : 0u) + 1u];
 shared vec4 vs[KB * D4 * (WANT_O ? 1u : 0u) + 1u];
 shared int32_t kpos_s[KB];
 #define KEY_AT(arr, key, d) arr[(key) * D4 + (d)]
@@ -108,11 +115,11 @@ const float NEG_INF = -1.0 / 0.0;
 /* Per-invocation state (private globals; the helpers below are inlined and
  * every index is a constant after unrolling). */
 vec4 q[D4];
-vec4 q2[PAIRED ? D4 : 1u];
+vec4 q2[TWO ? D4 : 1u];
 vec4 o[WANT_O ? D4 : 1u];
 float mass[N_BUCKETS];
 float s[KB];
-float s2[PAIRED ? KB : 1u];
+float s2[TWO ? KB : 1u];
 float m, l, ent, mb, lb, kl, s_target, mt, mtb, m_new, mb_new;
 uint32_t amax;
 uint32_t n, qi, qrow, head, target;
@@ -121,13 +128,15 @@ float tau;          /* TEMP: the row's logit scale (definition a) */
 int32_t qpos;
 bool live;
 
+#include "attn_remap.glsl"
+
 /* Logits of the block's KB keys: s[k] = <q, k_k>, one chain per key over the
  * dimensions in order (vec4 d: x, y, z, w), scaled in rl_mask. */
 void rl_qk()
 {
     [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
         s[k] = 0.0;
-        if (PAIRED)
+        if (TWO)
             s2[k] = 0.0;
     }
     [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
@@ -136,7 +145,7 @@ void rl_qk()
             vec4 kv = KEY_AT(ks_a, k, d);
             s[k] = fma(qv.w, kv.w, fma(qv.z, kv.z, fma(qv.y, kv.y, fma(qv.x, kv.x, s[k]))));
         }
-        if (PAIRED) {
+        if (TWO) {
             vec4 qv2 = q2[d];
             [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
                 vec4 kv = KEY_AT(ks_b, k, d);
@@ -154,6 +163,8 @@ void rl_mask(uint32_t t0, uint32_t k)
     bool valid = j < n && (!CAUSAL || j <= qi);
     if (MASKED)
         valid = valid && (j < pc.p.n_sink || (j >= mlo && j <= mhi));
+    if (REMAP)
+        rl_remap_select(k);
     s[k] *= pc.p.scale_a;
     if (TEMP)
         s[k] *= tau;
@@ -232,7 +243,7 @@ void rl_stage(uint32_t t0)
             uint32_t j = min(pc.p.key_base + t0 + e / D4, n - 1u);
             uint32_t src = (j * KV_HEADS + pc.p.kv_head) * D4 + e % D4;
             ks_a[e] = vec4(ka[src]);
-            if (PAIRED)
+            if (TWO)
                 ks_b[e] = vec4(kb[src]);
             if (WANT_O)
                 vs[e] = vec4(vv[src]);
@@ -330,7 +341,7 @@ void main()
 
     [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
         q[d] = vec4(qa[row * D4 + d]);
-        if (PAIRED)
+        if (TWO)
             q2[d] = vec4(qb[row * D4 + d]);
     }
 

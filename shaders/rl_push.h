@@ -125,6 +125,9 @@ struct rl_bias_eval_push {
                                     definition a only: Llama 4 / Qwen log-n / SSMax */
 #define RL_ATTN_F_MASK 1024u     /* window / sinks / chunks (push constants; idx[2 tokens + qb]:
                                     bidirectional, key_base of the last chunk block qb sees) */
+#define RL_ATTN_F_REMAP 8192u    /* position remapping: logit_a from Q_a/K_a where |pos_i - pos_j|
+                                    < remap_window, else from Q_b/K_b (attn_remap.glsl); with
+                                    PAIRED, definition b is logit_a without the selection */
 
 /* Per-query statistic slots of the stats block [tokens][heads][RL_ATTN_NSTAT]. */
 #define RL_ATTN_S_LSE 0          /* log sum_j exp(logit_a) */
@@ -152,7 +155,8 @@ struct rl_attn_push {
     uint32_t n_sink;      /* RL_ATTN_F_MASK: keys j < n_sink always visible */
     uint32_t chunk_size;  /* RL_ATTN_F_MASK: local keys in i's chunk of chunk_size (0: one) */
     uint32_t off_temp;    /* RL_ATTN_F_TEMP: index into idx of the per-token logit scales */
-    uint32_t pad1, pad2;
+    uint32_t remap_window; /* RL_ATTN_F_REMAP: definition a where |pos_i - pos_j| < remap_window */
+    uint32_t pad2;
 };
 
 /* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 independent vec4 FMA

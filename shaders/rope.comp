@@ -26,11 +26,18 @@ layout(constant_id = 7) const uint32_t EMU_FLAGS = 0u;          /* RL_ROPE_EMU_*
  * (from pc.p.af_offset), binding 5 [tokens][rot/2] turns; all made on the
  * host from the one frequency formula (rope_freqs_at), in double. */
 layout(constant_id = 8) const uint32_t PER_TOKEN = 0u;
+/* mRoPE (rope.h ROPE_MROPE_*): 0 off; 1 sections, 2 interleaved. Then
+ * binding 2 is [tokens][3] (t, h, w) and pair j reads the position of its
+ * stream (sections MROPE_S0..S2 pairs per stream). */
+layout(constant_id = 9) const uint32_t MROPE = 0u;
+layout(constant_id = 10) const uint32_t MROPE_S0 = 0u;
+layout(constant_id = 11) const uint32_t MROPE_S1 = 0u;
+layout(constant_id = 12) const uint32_t MROPE_S2 = 0u;
 #include "rope_emu.glsl"
 
 layout(push_constant) uniform Push { rl_rope_push p; } pc;
 
-layout(std430, binding = 2) readonly buffer P { uint32_t pos[]; };  /* [tokens] */
+layout(std430, binding = 2) readonly buffer P { uint32_t pos[]; };  /* [tokens]; MROPE: [tokens][3] */
 /* table mode: attention-scaled (cos, sin) per token and pair, from double. */
 layout(std430, binding = 4) readonly buffer T { vec2 cs_table[]; };  /* [tokens][rot/2] */
 /* precise mode: frac(inv_freq / 2pi) as (lo, hi) 64-bit binary fractions. */
@@ -53,11 +60,25 @@ const uint32_t ROT_ITEMS = ROT_DIM / 2u;                  /* pairs */
 const uint32_t ITEMS = ROT_ITEMS + (HEAD_DIM - ROT_DIM);
 #endif
 
-/* (cos, sin) * attention factor of pair j of token t at position p; f is
- * inv_freq[j] (read only in fp32 mode). PRECISION is a specialization
- * constant, so the unused modes compile away. */
+/* mRoPE: the stream of pair j (HF Qwen2-VL sections; Qwen3-VL interleaved:
+ * h at j % 3 == 1 below 3 S1, w at j % 3 == 2 below 3 S2, else t). */
+uint32_t rope_mrope_stream(uint32_t j)
+{
+    if (MROPE == 1u)
+        return j < MROPE_S0 ? 0u : (j < MROPE_S0 + MROPE_S1 ? 1u : 2u);
+    if (j % 3u == 1u && j < 3u * MROPE_S1)
+        return 1u;
+    return j % 3u == 2u && j < 3u * MROPE_S2 ? 2u : 0u;
+}
+
+/* (cos, sin) * attention factor of pair j of token t at position p (mRoPE:
+ * the position of pair j's stream); f is inv_freq[j] (read only in fp32
+ * mode). PRECISION and MROPE are specialization constants, so the unused
+ * modes compile away. */
 vec2 rope_cs(uint32_t t, uint32_t p, uint32_t j, float f, float af)
 {
+    if (MROPE != 0u)
+        p = pos[3u * t + rope_mrope_stream(j)];
     if (PRECISION == RL_ROPE_PREC_TABLE)
         return cs_table[t * (ROT_DIM / 2u) + j];
     if (PRECISION == RL_ROPE_PREC_PRECISE)
@@ -73,7 +94,7 @@ void main()
         return;
     uint32_t k = i - row * ITEMS;
     uint32_t tok = row / N_HEADS;
-    uint32_t p = pos[tok];
+    uint32_t p = MROPE != 0u ? 0u : pos[tok]; /* mRoPE: per pair, in rope_cs */
     float af = pc.p.attn_factor;
 #ifdef RL_ROPE_VEC4
     if (PER_TOKEN != 0u) { /* af_offset and rot/2 are multiples of 4 here */

@@ -96,6 +96,16 @@ typedef struct attn_desc {
      *   ATTN_TEMP_SSMAX:  temp_a log n_i (Scalable-Softmax's s) */
     int temp;
     double temp_a, temp_b;
+    /* Position remapping (docs/attention.md "Position remapping"): with
+     * remap_window W >= 1, logit_a(h, i, j) comes from Q/K where
+     * |pos_i - pos_j| < W (the exact definition) and from the second pair
+     * Q_b/K_b beyond (the remapped definition: Self-Extend's grouped
+     * positions, ReRoPE's clamped distance, ... rotated by the caller,
+     * attn_remap_*), at the same scale, temperature and mask. Paired with
+     * it (ATTN_PAIRED), definition b is logit_a without the selection (Q/K
+     * everywhere, scale_b): KL(remapped || exact). 0: none. At most 2^31;
+     * no logit bias. */
+    uint32_t remap_window;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
     uint32_t flags;         /* ATTN_* statistics */
     float scale;            /* logit scale of definition a (e.g. 1/sqrt(head_dim)) */
@@ -117,8 +127,9 @@ typedef struct attn_inputs {
     const void *q;          /* [tokens][heads][head_dim] */
     const void *k;          /* [tokens][kv_heads][head_dim] */
     const void *v;          /* [tokens][kv_heads][head_dim], needed for ATTN_OUT */
-    const void *q_b;        /* paired: [tokens][heads][head_dim]; NULL: q */
-    const void *k_b;        /* paired: [tokens][kv_heads][head_dim]; NULL: k */
+    const void *q_b;        /* paired or remap (the remapped definition):
+                               [tokens][heads][head_dim]; NULL: q */
+    const void *k_b;        /* paired or remap: [tokens][kv_heads][head_dim]; NULL: k */
     const uint32_t *pos;    /* [tokens] positions; NULL: 0, 1, ... */
     const uint32_t *target; /* [tokens] target key per query, for ATTN_TARGET */
     const attn_bias *bias;  /* NULL: no bias */
@@ -152,7 +163,7 @@ typedef rl_status (*attn_record_fn)(void *ctx, rlvk_cmd *cmd, const rlvk_buffer 
 typedef struct attn_resident {
     const rlvk_buffer *q, *k;    /* [tokens][heads|kv_heads][head_dim] */
     const rlvk_buffer *v;        /* for ATTN_OUT, else NULL */
-    const rlvk_buffer *q_b, *k_b; /* paired; NULL: q/k */
+    const rlvk_buffer *q_b, *k_b; /* paired or remap; NULL: q/k */
     const uint32_t *pos;         /* host [tokens] positions; NULL: 0, 1, ... */
     const uint32_t *target;      /* host [tokens], for ATTN_TARGET */
     const attn_bias *bias;       /* NULL: no bias */
@@ -328,6 +339,44 @@ rl_status attn_pe_bias_create(rlvk_device *dev, const pe_encoding *e, const floa
                               uint32_t head_dim, attn_pe_bias *out, rl_error *err);
 void attn_pe_bias_destroy(rlvk_device *dev, attn_pe_bias *b);
 
+/* ---- position remapping methods (attn_remap.c) ------------------------ */
+
+/* Methods with two logit definitions, selected per (i, j) by
+ * attn_desc.remap_window (docs/attention.md "Position remapping"). */
+enum { ATTN_REMAP_NONE, ATTN_REMAP_SELF_EXTEND, ATTN_REMAP_REROPE, ATTN_REMAP_LEAKY_REROPE,
+       ATTN_REMAP_COUNT };
+typedef struct attn_remap {
+    int method;        /* ATTN_REMAP_* */
+    uint32_t window;   /* W (Self-Extend's neighbour window, ReRoPE's w): exact where
+                          |pos_i - pos_j| < W; 1..2^31 */
+    uint32_t group;    /* Self-Extend's group size G >= 1 */
+    uint32_t leak;     /* Leaky ReRoPE's k >= 1: slope 1/k beyond w */
+} attn_remap;
+
+/* "none", "self_extend", "rerope", "leaky_rerope" ("?" out of range). */
+const char *attn_remap_name(int method);
+/* The method of a name, -1 when unknown. */
+int attn_remap_from_name(const char *name);
+/* RL_ERR_ARG naming the key (attn_remap_window/group/leak) when r's
+ * parameters are out of range. */
+rl_status attn_remap_check(const attn_remap *r, rl_error *err);
+/* Positions at which the remapped definition rotates the queries (qpos)
+ * and keys (kpos) of tokens at pos ([tokens] each): self_extend floor(p/G)
+ * + W - floor(W/G) and floor(p/G); rerope W and 0; leaky_rerope p + W(k -
+ * 1) and p (with the linear-scaled encoding, attn_remap_encoding).
+ * RL_ERR_ARG when a query position passes 2^32 - 1. */
+rl_status attn_remap_positions(const attn_remap *r, const uint32_t *pos, uint64_t tokens,
+                               uint32_t *qpos, uint32_t *kpos, rl_error *err);
+/* The encoding that rotates the remapped definition: e itself (*far =
+ * NULL) or leaky_rerope's linear (factor k) twin of plain RoPE e (*far,
+ * caller destroys). RL_ERR_ARG for encodings that are not rotary. */
+rl_status attn_remap_encoding(const attn_remap *r, const pe_encoding *e, pe_encoding **far,
+                              rl_error *err);
+/* The relative distance method r gives (pos_i, pos_j), from its formula in
+ * double: pos_i - pos_j inside the window, else self_extend floor(i/G) -
+ * floor(j/G) + W - floor(W/G), rerope W, leaky_rerope W + (d - W)/k. */
+double attn_remap_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j);
+
 /* ---- CPU reference (attn_ref.c, double) ------------------------------- */
 
 /* A problem as the reference sees it: float tensors (fp16 inputs are
@@ -339,6 +388,7 @@ typedef struct attn_ref_problem {
     uint32_t window, n_sink, chunk_size; /* as attn_desc (0: none) */
     int temp;                        /* as attn_desc */
     double temp_a, temp_b;
+    uint32_t remap_window;           /* as attn_desc: q_b/k_b are the remapped definition */
     double scale, scale_b;
     int paired, bias_a, bias_b;      /* bias_a/b: apply the bias to definition a/b */
     const float *q, *k, *v, *q_b, *k_b; /* shapes as attn_inputs; v may be NULL */
@@ -366,8 +416,13 @@ int attn_ref_visible(const attn_ref_problem *p, uint64_t i, uint64_t j);
  * definitions in attn_desc, in double. */
 double attn_ref_temperature(const attn_ref_problem *p, uint64_t i);
 
+/* 1 when (i, j) takes the remapped definition: remap_window set and
+ * |pos_i - pos_j| >= remap_window (attn_desc.remap_window). */
+int attn_ref_remapped(const attn_ref_problem *p, uint64_t i, uint64_t j);
+
 /* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf
- * when j is masked. */
+ * when j is masked. With remap_window, logit_a takes q_b/k_b where
+ * attn_ref_remapped and logit_b is logit_a's exact definition (q/k). */
 double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j);
 
 /* Statistics of row (i, h). target: key for target_p (UINT64_MAX: none).

@@ -79,9 +79,16 @@ static attn_desc resolve(const attn_desc *d)
  * vec4 plus one position per key must fit maxComputeSharedMemorySize
  * (16, 8 or 4 keys; 0 when not even 4 fit). */
 /* Key-side operands read per key: K_a, plus K_b (paired) and V (with O). */
+/* 1 when the kernel reads a second Q/K pair (bindings 2, 3): paired mode's
+ * definition b or position remapping's remapped definition. */
+static int two_defs(const attn_desc *d)
+{
+    return (d->flags & ATTN_PAIRED) || d->remap_window;
+}
+
 static uint32_t key_operands(const attn_desc *d)
 {
-    return 1u + ((d->flags & ATTN_PAIRED) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u);
+    return 1u + (two_defs(d) ? 1u : 0u) + ((d->flags & ATTN_OUT) ? 1u : 0u);
 }
 
 static uint64_t block_bytes(const attn_desc *d, uint32_t kb)
@@ -154,7 +161,7 @@ static uint64_t largest_fit(const attn_desc *d, uint64_t limit)
 
 static uint64_t total_fit(const attn_desc *d, uint64_t heap)
 {
-    uint64_t esz = d->fp16 ? 2 : 4, paired = (d->flags & ATTN_PAIRED) ? 2 : 1;
+    uint64_t esz = d->fp16 ? 2 : 4, paired = two_defs(d) ? 2 : 1;
     uint64_t per = paired * ((uint64_t)d->heads + d->kv_heads) * d->head_dim * esz + 8 +
                    (uint64_t)d->heads * 4 *
                        (RL_ATTN_NSTAT + ((d->flags & ATTN_BUCKETS) ? ATTN_MAX_BUCKETS : 0) +
@@ -189,6 +196,9 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
         return rl_fail(err, RL_ERR_ARG,
                        "attention: window %u, n_sink %u and chunk_size %u must be at most 2^31",
                        d.window, d.n_sink, d.chunk_size);
+    if (d.remap_window > (1u << 31))
+        return rl_fail(err, RL_ERR_ARG, "attention: remap_window %u must be at most 2^31",
+                       d.remap_window);
     if (d.temp < ATTN_TEMP_NONE || d.temp > ATTN_TEMP_SSMAX ||
         (d.temp == ATTN_TEMP_LLAMA4 && !(d.temp_b >= 1)) ||
         (d.temp == ATTN_TEMP_QWEN_LOGN && !(d.temp_a > 1)) ||
@@ -237,7 +247,7 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
     for (uint32_t i = 0; i < dev->info.n_heaps; i++)
         if (dev->info.heaps[i].device_local && dev->info.heaps[i].size > heap)
             heap = dev->info.heaps[i].size;
-    uint64_t paired = (d.flags & ATTN_PAIRED) ? 2 : 1;
+    uint64_t paired = two_defs(&d) ? 2 : 1;
     uint64_t total = paired * (L.q_bytes + L.k_bytes) + ((d.flags & ATTN_OUT) ? L.k_bytes : 0) +
                      d.tokens * 8 + out_bytes;
     if (heap && total > heap)
@@ -323,6 +333,8 @@ static void pipe_desc(const attn_variant *v, const attn_desc *d, int sinks, uint
         flags |= RL_ATTN_F_SINKS;
     if (d->temp)
         flags |= RL_ATTN_F_TEMP;
+    if (d->remap_window)
+        flags |= RL_ATTN_F_REMAP;
     snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
     const uint32_t sp[7] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets,
@@ -488,7 +500,7 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
 {
     memset(v, 0, sizeof *v);
     uint64_t n = d->tokens;
-    int paired = (d->flags & ATTN_PAIRED) != 0;
+    int paired = (d->flags & ATTN_PAIRED) != 0, two = two_defs(d);
     double *scratch = malloc(2 * n * sizeof *scratch);
     double *rb = malloc((n_buckets + 1) * sizeof *rb);
     double *ro = malloc(2 * d->head_dim * sizeof *ro);
@@ -502,8 +514,8 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
         .tokens = n, .heads = d->heads, .kv_heads = d->kv_heads, .head_dim = d->head_dim,
         .causal = d->causal, .scale = d->scale, .scale_b = d->scale_b, .paired = paired,
         .bias_a = !(d->flags & ATTN_NO_BIAS_A), .bias_b = !(d->flags & ATTN_NO_BIAS_B),
-        .q = ref->q, .k = ref->k, .v = ref->v, .q_b = paired ? qb : NULL,
-        .k_b = paired ? kb : NULL, .pos = pos, .bias = bias,
+        .q = ref->q, .k = ref->k, .v = ref->v, .q_b = two ? qb : NULL,
+        .k_b = two ? kb : NULL, .pos = pos, .bias = bias, .remap_window = d->remap_window,
         .window = d->window, .n_sink = d->n_sink, .chunk_size = d->chunk_size,
         .sinks = sinks, .temp = d->temp, .temp_a = d->temp_a, .temp_b = d->temp_b,
     };
@@ -608,7 +620,7 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
         pos[t] = in->pos ? in->pos[t] : (uint32_t)t;
     attn_ref_operands ref;
     float *conv[5];
-    int own_b = (d.flags & ATTN_PAIRED) && (in->q_b || in->k_b);
+    int own_b = two_defs(&d) && (in->q_b || in->k_b);
     rl_status st = ref_of_inputs(&d, in, own_b, &ref, conv, err);
     if (!st)
         st = verify(&d, &ref, pos, in->target, in->bias, in->sinks, n_buckets, out->stats,
@@ -656,6 +668,10 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
     if (have_sinks && (d->flags & ATTN_PAIRED))
         return rl_fail(err, RL_ERR_ARG, "attention: learned sinks are not supported in paired mode "
                                         "(KL between definitions with and without a sink term)");
+    if (bias && d->remap_window)
+        return rl_fail(err, RL_ERR_ARG, "attention: position remapping (remap_window %u) takes "
+                                        "rotary operands only, not a logit bias ('%s')",
+                       d->remap_window, vname);
     if (bias && bias->n_buffers > 4)
         return rl_fail(err, RL_ERR_ARG, "attention: bias '%s' has %u buffers (at most 4)", vname,
                        bias->n_buffers);
@@ -707,7 +723,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     res->n_buckets = nb;
     res->chunk_keys = blocks * kb;
 
-    int paired = (d.flags & ATTN_PAIRED) != 0;
+    int paired = two_defs(&d);
     /* Per key chunk, the query blocks that see it: all (bidirectional) or
      * from the block holding the chunk's first key on (causal); with a mask,
      * the blocks attn_tile_visible finds (a band: sinks, windows and chunks
@@ -791,7 +807,8 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         .group_base = 0, .n_tokens = (uint32_t)n, .scale_a = d.scale, .scale_b = d.scale_b,
         .off_buckets = (uint32_t)L.off_buckets, .off_out = (uint32_t)L.off_out,
         .off_dump = (uint32_t)L.off_dump, .window = d.window, .n_sink = d.n_sink,
-        .chunk_size = d.chunk_size, .off_temp = (uint32_t)off_temp};
+        .chunk_size = d.chunk_size, .off_temp = (uint32_t)off_temp,
+        .remap_window = d.remap_window};
     res->gpu_ms = 0;
     /* Dispatch x: chunk x / kv_heads, KV head x % kv_heads; its first key and
      * first query block (causal: the block holding that key). */
@@ -920,8 +937,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
                              out, &d, &var, res, err);
     if (st)
         return st;
-    int paired = (d.flags & ATTN_PAIRED) != 0;
-    int own_b = paired && (in->q_b || in->k_b);
+    int own_b = two_defs(&d) && (in->q_b || in->k_b);
     attn_layout L;
     layout_of(&d, 1, &L);
     rlvk_buffer bqa = {0}, bka = {0}, bqb = {0}, bkb = {0}, bv = {0};
@@ -974,7 +990,7 @@ rl_status attn_run_resident(attn_engine *e, const attn_desc *din, const attn_res
         return st;
     if (d.fp16)
         return rl_fail(err, RL_ERR_UNSUPPORTED, "attention: device-resident inputs are fp32 only");
-    int paired = (d.flags & ATTN_PAIRED) != 0;
+    int paired = two_defs(&d);
     if (!d.no_verify && (!in->ref.q || !in->ref.k || ((d.flags & ATTN_OUT) && !in->ref.v)))
         return rl_fail(err, RL_ERR_ARG, "attention: verification needs the reference operands "
                                         "(ref.q, ref.k, and ref.v for O)");

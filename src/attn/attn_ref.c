@@ -36,14 +36,32 @@ double attn_ref_temperature(const attn_ref_problem *p, uint64_t i)
     }
 }
 
+int attn_ref_remapped(const attn_ref_problem *p, uint64_t i, uint64_t j)
+{
+    if (!p->remap_window)
+        return 0;
+    int64_t dist = (int64_t)p->pos[i] - (int64_t)p->pos[j];
+    return (dist < 0 ? -dist : dist) >= (int64_t)p->remap_window;
+}
+
+/* The operands of definition `which` at (i, j): q/k, or q_b/k_b for
+ * definition b (paired) or for a remapped (i, j) of definition a. */
+static void operands(const attn_ref_problem *p, int which, uint64_t i, uint64_t j,
+                     const float **q, const float **k)
+{
+    int second = p->remap_window ? (!which && attn_ref_remapped(p, i, j)) : which;
+    *q = second ? p->q_b : p->q;
+    *k = second ? p->k_b : p->k;
+}
+
 double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
 {
     if (!attn_ref_visible(p, i, j))
         return -INFINITY;
     uint32_t d = p->head_dim;
     uint32_t kvh = h / (p->heads / p->kv_heads);
-    const float *q = which ? p->q_b : p->q;
-    const float *k = which ? p->k_b : p->k;
+    const float *q, *k;
+    operands(p, which, i, j, &q, &k);
     const float *qi = q + (i * p->heads + h) * d;
     const float *kj = k + (j * p->kv_heads + kvh) * d;
     double dot = 0;
@@ -62,8 +80,10 @@ static double abs_dot(const attn_ref_problem *p, int which, uint32_t h, uint64_t
 {
     uint32_t d = p->head_dim;
     uint32_t kvh = h / (p->heads / p->kv_heads);
-    const float *qi = (which ? p->q_b : p->q) + (i * p->heads + h) * d;
-    const float *kj = (which ? p->k_b : p->k) + (j * p->kv_heads + kvh) * d;
+    const float *q, *k;
+    operands(p, which, i, j, &q, &k);
+    const float *qi = q + (i * p->heads + h) * d;
+    const float *kj = k + (j * p->kv_heads + kvh) * d;
     double s = 0;
     for (uint32_t e = 0; e < d; e++)
         s += fabs((double)qi[e] * (double)kj[e]);

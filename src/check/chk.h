@@ -126,5 +126,14 @@ typedef struct chk_attn_case {
 struct attn_engine;
 rl_status chk_attn_run_case(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,
                             uint64_t seed, chk_row *row, rl_error *err);
+/* Settings beyond chk_attn_case (zero: none). */
+typedef struct chk_attn_extra {
+    uint32_t remap_window;    /* attn_desc.remap_window: q_b/k_b stand for the remapped definition */
+    uint32_t pos0;            /* first position (0: 5) */
+} chk_attn_extra;
+/* chk_attn_run_case with x (NULL: none). */
+rl_status chk_attn_run_case_ex(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,
+                               const chk_attn_extra *x, uint64_t seed, chk_row *row,
+                               rl_error *err);
 
 #endif

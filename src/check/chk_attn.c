@@ -41,7 +41,7 @@ static void data_free(attn_data *x)
     free(x->target);
 }
 
-static int data_make(const attn_case *c, uint64_t seed, attn_data *x)
+static int data_make(const attn_case *c, uint32_t pos0, uint64_t seed, attn_data *x)
 {
     memset(x, 0, sizeof *x);
     size_t esz = c->fp16 ? 2 : 4;
@@ -75,14 +75,14 @@ static int data_make(const attn_case *c, uint64_t seed, attn_data *x)
                 ((float *)arrs[a])[i] = val;
         }
     for (uint32_t t = 0; t < c->tokens; t++) {
-        x->pos[t] = 5 + t;
+        x->pos[t] = (pos0 ? pos0 : 5) + t;
         x->target[t] = (uint32_t)(rl_rng_u64(&rng) % c->tokens);
     }
     return 1;
 }
 
 /* Zeroes row and names its kernel and shape (before any work: --kernel, --list). */
-static void attn_row_name(const attn_case *c, chk_row *row)
+static void attn_row_name(const attn_case *c, const chk_attn_extra *x, chk_row *row)
 {
     memset(row, 0, sizeof *row);
     snprintf(row->kernel, sizeof row->kernel, "attn_%s%s", c->bias ? c->bias : "none",
@@ -98,13 +98,24 @@ static void attn_row_name(const attn_case *c, chk_row *row)
         n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " sinks");
     static const char *const temps[] = {"", " temp llama4", " temp qwen_logn", " temp ssmax"};
     if (c->temp > 0 && c->temp < 4 && n < sizeof row->shape)
-        snprintf(row->shape + n, sizeof row->shape - n, "%s", temps[c->temp]);
+        n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, "%s", temps[c->temp]);
+    if (x && x->remap_window && n < sizeof row->shape)
+        n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " remap w%u", x->remap_window);
+    if (x && x->pos0 && n < sizeof row->shape)
+        snprintf(row->shape + n, sizeof row->shape - n, " pos %u+", x->pos0);
 }
 
 rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c, uint64_t seed,
                             chk_row *row, rl_error *err)
 {
-    attn_row_name(c, row);
+    return chk_attn_run_case_ex(dev, e, c, NULL, seed, row, err);
+}
+
+rl_status chk_attn_run_case_ex(rlvk_device *dev, attn_engine *e, const attn_case *c,
+                               const chk_attn_extra *xt, uint64_t seed, chk_row *row,
+                               rl_error *err)
+{
+    attn_row_name(c, xt, row);
     row->guard_ok = 1;
     if (c->fp16 && !dev->feat_storage16) {
         row->skipped = 1;
@@ -120,7 +131,7 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
     attn_pe_bias pb = {0};
     pe_encoding *enc = NULL;
     rl_status st = RL_OK;
-    if (!data_make(c, seed, &x) || !stats || !buckets || !o) {
+    if (!data_make(c, xt ? xt->pos0 : 0, seed, &x) || !stats || !buckets || !o) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the attention case");
         goto done;
     }
@@ -144,7 +155,7 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
                    .temp_a = c->temp == ATTN_TEMP_LLAMA4      ? 0.1
                              : c->temp == ATTN_TEMP_QWEN_LOGN ? c->tokens / 4 + 1.0
                                                               : 0.35,
-                   .temp_b = 64};
+                   .temp_b = 64, .remap_window = xt ? xt->remap_window : 0};
     float sinks[64];
     for (uint32_t h = 0; h < c->heads && h < 64; h++)
         sinks[h] = 1.5f - 0.75f * (float)h; /* above and below the logits' typical range */
@@ -233,11 +244,36 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                 if ((!cs[k].bias && (k == 2 || k == 5 || k == 10)) || (k == 3 && !with_o) || (k >= 4 && n < 65))
                     continue;
                 chk_row row;
-                attn_row_name(&cs[k], &row);
+                attn_row_name(&cs[k], NULL, &row);
                 int run;
                 if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
                     continue;
                 st = chk_attn_run_case(dev, &e, &cs[k], seed + li * 16 + causal * 4 + k, &row, err);
+                if (!st)
+                    st = chk_report_add(report, &row, err);
+            }
+            /* Position remapping (Self-Extend / ReRoPE / Leaky ReRoPE's
+             * selection, docs/attention.md "Position remapping"), from 65
+             * tokens on: q_b/k_b stand for the remapped definition; every
+             * row with more than W + 1 keys meets i - j = W - 1, W, W + 1.
+             * GQA with a window that cuts blocks unevenly; paired (KL of
+             * the remapped attention against the exact one) at positions
+             * near 2^20; W = 1 (only the diagonal exact) with a mask and
+             * learned sinks. */
+            attn_case rc[3] = {
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0},
+                {n, 2, 1, 32, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, n / 3 + 1, 0, 0, 1, 0},
+            };
+            chk_attn_extra rx[3] = {{n / 5 + 1, 0}, {7, (1u << 20) - n / 2}, {1, 0}};
+            for (int k = 0; k < 3 && !st && n >= 65; k++) {
+                chk_row row;
+                attn_row_name(&rc[k], &rx[k], &row);
+                int run;
+                if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
+                    continue;
+                st = chk_attn_run_case_ex(dev, &e, &rc[k], &rx[k], seed + li * 16 + causal * 4 + 12 + k,
+                                          &row, err);
                 if (!st)
                     st = chk_report_add(report, &row, err);
             }

@@ -249,6 +249,7 @@ typedef struct exp_attn_mask {
     double sink_logit;
     int temp;                /* attn_temperature: ATTN_TEMP_*, parameters as attn_desc */
     double temp_a, temp_b;
+    attn_remap remap;        /* attn_remap*: position remapping (exp_attn_remap_get) */
 } exp_attn_mask;
 #define EXP_ATTN_MASK_PARAMS(W, S, C, LS, SL, T, TS, TF)                                       \
     [T] = {.key = "attn_temperature", .type = RL_P_ENUM, .def = "\"none\"",                    \
@@ -272,6 +273,27 @@ typedef struct exp_attn_mask {
     [C] = {.key = "attn_chunk", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",        \
            .help = "attention mask: keys in the query's chunk of attn_chunk tokens (Llama 4 "   \
                    "attention_chunk_size; 0: none)"}
+/* Position remapping of the attention kinds (docs/attention.md "Position
+ * remapping"), beside the mask keys: EXP_ATTN_REMAP_PARAMS(its four
+ * indices) in a kind's parameter list, read with exp_attn_remap_get into
+ * exp_attn_mask.remap. */
+#define EXP_ATTN_REMAP_PARAMS(R, RW, RG, RK)                                                    \
+    [R] = {.key = "attn_remap", .type = RL_P_ENUM, .def = "\"none\"",                          \
+           .choices = "none|self_extend|rerope|leaky_rerope",                                   \
+           .help = "position remapping with two logit definitions: exact positions where "      \
+                   "|i - j| < attn_remap_window, beyond Self-Extend's grouped positions, "        \
+                   "ReRoPE's distance w or Leaky ReRoPE's w + (i - j - w)/k"},                   \
+    [RW] = {.key = "attn_remap_window", .type = RL_P_INT, .min = 1, .max = 1048576,             \
+            .def = "512", .help = "Self-Extend's neighbour window W, ReRoPE's window w"},        \
+    [RG] = {.key = "attn_remap_group", .type = RL_P_INT, .min = 1, .max = 65536, .def = "4",   \
+            .help = "Self-Extend's group size G (positions floor(p/G) beyond the window)"},    \
+    [RK] = {.key = "attn_remap_leak", .type = RL_P_INT, .min = 1, .max = 65536, .def = "16",   \
+            .help = "Leaky ReRoPE's k: slope 1/k beyond the window (bojone's scaling_factor)"}
+/* m->remap from a kind's resolved values of those four keys. */
+rl_status exp_attn_remap_get(const char *kind, const exp_value *r, const exp_value *rw,
+                             const exp_value *rg, const exp_value *rk, exp_attn_mask *m,
+                             rl_error *err);
+
 /* The mask from a kind's resolved values v[W], v[S], v[C], v[LS], v[SL],
  * v[T], v[TS], v[TF] (qwen_logn's L: train_len);
  * attn_sinks without a window or chunk is RL_ERR_ARG naming the kind and
@@ -299,6 +321,15 @@ typedef struct exp_attn_io {
      * definition a; NULL: e itself. (Tests hand a deliberately different
      * one to show that verification catches a wrong device transform.) */
     const struct pe_encoding *ref_encoding;
+    /* Sink mass reference (entropy's sink_tokens): ref_sink_keys > 0 fills
+     * ref_sink_mass [rows][heads] (rows: the sampled query rows,
+     * attn_verify_token order) with sum_{j < ref_sink_keys} p_j of definition
+     * a, and ref_sink_learned [rows][heads] (may be NULL) with the learned
+     * sink's denominator share exp(sigma - lse), both in double by the CPU
+     * reference (attn_ref_row_stats, attn_ref_logit) from the operands the
+     * device read. 0: nothing. */
+    uint32_t ref_sink_keys;
+    double *ref_sink_mass, *ref_sink_learned;
 } exp_attn_io;
 
 typedef struct exp_attn_result {
@@ -310,6 +341,7 @@ typedef struct exp_attn_result {
                                               guards included (n = 0: none) */
     vf_stats attn_stats;     /* the engine's verdict (attn.verify.verdict) */
     char worst[32];          /* name of that statistic */
+    int remap;               /* vec_qb/vec_kb are the remapped definition's operands */
     int pass;                /* every verification within its bound */
     double verify_s;         /* host seconds of the verification (download, double
                                 references, comparison) after the device work */
@@ -362,6 +394,12 @@ rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t t
 enum { EXP_PASS_CAUSAL = 1, EXP_PASS_BIDIR = 2 };
 rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len, int passes,
                          rl_error *err);
+
+/* Checks, before any GPU work, a run's position remapping (r->method
+ * none: nothing): the encoding is rotary (attn_remap_encoding) and the
+ * remapped positions of tokens 0..max_len-1 are ones it takes. */
+rl_status exp_attn_remap_check(const exp_run *run, uint64_t max_len, const attn_remap *r,
+                               rl_error *err);
 
 /* Records r's verifications (transformed q/k, attention statistics) in the
  * sink under label (and adds r->verify_s to sink->verify_s); returns

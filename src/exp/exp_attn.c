@@ -62,6 +62,22 @@ rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_valu
     return RL_OK;
 }
 
+rl_status exp_attn_remap_get(const char *kind, const exp_value *r, const exp_value *rw,
+                             const exp_value *rg, const exp_value *rk, exp_attn_mask *m,
+                             rl_error *err)
+{
+    int method = attn_remap_from_name(r->str);
+    m->remap = (attn_remap){.method = method < 0 ? 0 : method, .window = (uint32_t)rw->num,
+                            .group = (uint32_t)rg->num, .leak = (uint32_t)rk->num};
+    if (method < 0)
+        return rl_fail(err, RL_ERR_ARG, "%s: attn_remap '%s' is not one of none, self_extend, "
+                                        "rerope, leaky_rerope", kind, r->str);
+    rl_status st = attn_remap_check(&m->remap, err);
+    if (st)
+        rl_error_prefix(err, "%s", kind);
+    return st;
+}
+
 /* One operand on the device: [tokens][heads][head_dim] f32 (the raw tensor,
  * or nothing when a transform writes it) followed by the verification
  * layer's guard words (vf_guarded_create), which no transform may touch. */
@@ -149,6 +165,7 @@ static void exact_copy(size_t n, vf_stats *s)
 typedef struct xform {
     pe_vec_gpu g;
     const rlvk_buffer *x, *y;
+    const rlvk_buffer *pos;  /* its own positions (the remapped definition); NULL: the engine's */
 } xform;
 
 typedef struct xforms {
@@ -162,7 +179,8 @@ static rl_status record_xforms(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos,
     xforms *X = ctx;
     rl_status st = RL_OK;
     for (uint32_t i = 0; i < X->n && !st; i++)
-        st = pe_vec_gpu_record(cmd, &X->t[i].g, X->t[i].x, X->t[i].y, pos, X->tokens, err);
+        st = pe_vec_gpu_record(cmd, &X->t[i].g, X->t[i].x, X->t[i].y,
+                               X->t[i].pos ? X->t[i].pos : pos, X->tokens, err);
     return st;
 }
 
@@ -179,6 +197,7 @@ static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, ui
     X->n++;
     t->x = x;
     t->y = y;
+    t->pos = NULL;
     return pe_vec_gpu_prepare(&t->g, pos, X->tokens, err);
 }
 
@@ -193,6 +212,7 @@ static attn_desc io_desc(const pe_encoding *e, const exp_attn_io *io, int have_b
         .head_dim = sh->head_dim, .causal = io->causal,
         .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
         .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
+        .remap_window = io->mask.remap.method != ATTN_REMAP_NONE ? io->mask.remap.window : 0,
         .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)scale, .scale_b = (float)scale_b,
         .verify_rows = io->verify_rows,
@@ -226,6 +246,47 @@ rl_status exp_attn_prepare(attn_engine *eng, uint32_t n, const pe_encoding *cons
     return attn_engine_prepare(eng, m, items, err);
 }
 
+/* The sink mass of the sampled rows (exp_attn_io.ref_sink_keys), in double
+ * from the definitions (attn_ref_row_stats for the row's lse with the
+ * learned sink, attn_ref_logit for each of the first keys, -inf where
+ * masked), over the operands in `in` (what the device read). */
+static rl_status sink_reference(const attn_desc *d, const attn_inputs *in, int have_bias,
+                                const exp_attn_io *io, uint64_t rows, rl_error *err)
+{
+    uint64_t T = d->tokens;
+    double *scratch = malloc(2 * T * sizeof *scratch);
+    if (!scratch)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory for the sink reference");
+    attn_ref_problem P = {
+        .tokens = T, .heads = d->heads, .kv_heads = d->kv_heads ? d->kv_heads : d->heads,
+        .head_dim = d->head_dim, .causal = d->causal, .scale = d->scale,
+        .bias_a = have_bias, .q = in->q, .k = in->k, .pos = in->pos,
+        .bias = have_bias ? in->bias : NULL, .window = d->window, .n_sink = d->n_sink,
+        .chunk_size = d->chunk_size, .sinks = in->sinks, .temp = d->temp, .temp_a = d->temp_a,
+        .temp_b = d->temp_b,
+        /* position remapping: the remapped definition beyond remap_window */
+        .remap_window = d->remap_window, .q_b = d->remap_window ? in->q_b : NULL,
+        .k_b = d->remap_window ? in->k_b : NULL,
+    };
+    uint64_t S = io->ref_sink_keys < T ? io->ref_sink_keys : T;
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t i = attn_verify_token(r, rows, T);
+        for (uint32_t h = 0; h < d->heads; h++) {
+            attn_ref_row R;
+            attn_ref_row_stats(&P, h, i, UINT64_MAX, 0, scratch, &R, NULL, NULL, NULL);
+            double m = 0;
+            for (uint64_t j = 0; j < S; j++)
+                m += exp(attn_ref_logit(&P, 0, h, i, j) - R.lse);
+            io->ref_sink_mass[r * d->heads + h] = m;
+            if (io->ref_sink_learned)
+                io->ref_sink_learned[r * d->heads + h] =
+                    in->sinks ? exp((double)in->sinks[h] - R.lse) : 0.0;
+        }
+    }
+    free(scratch);
+    return RL_OK;
+}
+
 /* Q/K go up raw once and stay on the device: the encoding's transform is
  * recorded into the attention's first command buffer (attn_run_resident's
  * `before`), so nothing crosses between transform and attention. After
@@ -248,8 +309,22 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     if (b && pe_has_bias(b))
         return rl_fail(err, RL_ERR_ARG, "paired attention: the second encoding must act on the "
                                         "vectors only (got a logit bias)");
+    /* Position remapping: the second Q/K pair is the remapped definition
+     * (encoding eg at the method's positions); ATTN_PAIRED then compares
+     * with the exact definition (attn_desc.remap_window). */
+    const attn_remap *rm = &io->mask.remap;
+    int remap = rm->method != ATTN_REMAP_NONE;
+    if (remap && b)
+        return rl_fail(err, RL_ERR_ARG, "attn_remap %s: a paired encoding cannot be combined with "
+                                        "remapping (its definition b is the exact positions)",
+                       attn_remap_name(rm->method));
+    if ((io->flags & ATTN_PAIRED) && !remap)
+        return rl_fail(err, RL_ERR_ARG, "paired attention needs a second encoding (io->paired)");
     size_t nq = (size_t)T * H * D, nk = (size_t)T * KV * D;
-    rlvk_buffer bq = {0}, bk = {0}, bqb = {0}, bkb = {0}, bv = {0};
+    rlvk_buffer bq = {0}, bk = {0}, bqb = {0}, bkb = {0}, bv = {0}, bpq = {0}, bpk = {0};
+    pe_encoding *far_own = NULL;
+    const pe_encoding *eg = NULL;       /* remap: the encoding of the remapped definition */
+    uint32_t *qpos_g = NULL, *kpos_g = NULL; /* remap: its query / key positions */
     xforms X = {.tokens = T};
     attn_pe_bias pb;
     int have_bias = 0;
@@ -294,6 +369,19 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     if ((st = pe_vec_check(e, pos, T, err)) || (st = pe_vec_check(eref, pos, T, err)) ||
         (b && (st = pe_vec_check(b, pos, T, err))))
         goto done;
+    if (remap) {
+        if ((st = attn_remap_encoding(rm, e, &far_own, err)))
+            goto done;
+        eg = far_own ? far_own : e;
+        if (!(qpos_g = malloc(T * sizeof *qpos_g)) || !(kpos_g = malloc(T * sizeof *kpos_g))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu positions",
+                         (unsigned long long)T);
+            goto done;
+        }
+        if ((st = attn_remap_positions(rm, pos, T, qpos_g, kpos_g, err)) ||
+            (st = pe_vec_check(eg, qpos_g, T, err)) || (st = pe_vec_check(eg, kpos_g, T, err)))
+            goto done;
+    }
     int ea = pe_has_vectors(e), eb = b && pe_has_vectors(b);
     if ((st = operand_create(dev, "Q", io->q, nq, &bq, err)) ||
         (st = operand_create(dev, "K", io->k, nk, &bk, err)))
@@ -307,6 +395,22 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         if (eb && ((st = xform_add(dev, &X, b, H, PE_ROLE_Q, pos, &bq, &bqb, err)) ||
                    (st = xform_add(dev, &X, b, KV, PE_ROLE_K, pos, &bk, &bkb, err))))
             goto done;
+    }
+    if (remap) {
+        /* The remapped definition: from the raw tensors (before a's
+         * in-place transform), rotated at its own positions. */
+        if ((st = operand_create(dev, "Q_remap", NULL, nq, &bqb, err)) ||
+            (st = operand_create(dev, "K_remap", NULL, nk, &bkb, err)) ||
+            (st = rlvk_buffer_create(dev, T * 4, "remapped q positions", &bpq, err)) ||
+            (st = rlvk_buffer_create(dev, T * 4, "remapped k positions", &bpk, err)) ||
+            (st = rlvk_buffer_upload(dev, &bpq, 0, qpos_g, T * 4, err)) ||
+            (st = rlvk_buffer_upload(dev, &bpk, 0, kpos_g, T * 4, err)) ||
+            (st = xform_add(dev, &X, eg, H, PE_ROLE_Q, qpos_g, &bq, &bqb, err)))
+            goto done;
+        X.t[X.n - 1].pos = &bpq;
+        if ((st = xform_add(dev, &X, eg, KV, PE_ROLE_K, kpos_g, &bk, &bkb, err)))
+            goto done;
+        X.t[X.n - 1].pos = &bpk;
     }
     if (ea && ((st = xform_add(dev, &X, e, H, PE_ROLE_Q, pos, &bq, &bq, err)) ||
                (st = xform_add(dev, &X, e, KV, PE_ROLE_K, pos, &bk, &bk, err))))
@@ -344,7 +448,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     }
     attn_resident in = {
         .q = &bq, .k = &bk, .v = (io->flags & ATTN_OUT) ? &bv : NULL,
-        .q_b = b ? &bqb : NULL, .k_b = b ? &bkb : NULL,
+        .q_b = (b || remap) ? &bqb : NULL, .k_b = (b || remap) ? &bkb : NULL,
         .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL, .sinks = sinks,
         .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
     };
@@ -374,6 +478,20 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         exact_copy(nq, &r->vec_q);
         exact_copy(nk, &r->vec_k);
     }
+    if (remap) {
+        if (!(hqb = malloc(nq * sizeof *hqb)) || !(hkb = malloc(nk * sizeof *hkb))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the remapped Q/K");
+            goto done;
+        }
+        if ((st = operand_fetch(dev, eg, PE_ROLE_Q, &bqb, io->q, qpos_g, T, H, 0, rows, hqb,
+                                &r->vec_qb, err)) ||
+            (st = operand_fetch(dev, eg, PE_ROLE_K, &bkb, io->k, kpos_g, T, KV, 1, rows, hkb,
+                                &r->vec_kb, err)))
+            goto done;
+        ref.q_b = hqb;
+        ref.k_b = hkb;
+        r->remap = 1;
+    }
     if (b) {
         ref.q_b = io->q;
         ref.k_b = io->k;
@@ -397,10 +515,12 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     if ((st = attn_verify_outputs(&r->desc, &ref, &o, r->attn.n_buckets, r->attn.guard_ok,
                                   &r->attn.verify, err)))
         goto done;
+    if (io->ref_sink_keys && (st = sink_reference(&r->desc, &ref, have_bias, io, rows, err)))
+        goto done;
     r->attn_stats = r->attn.verify.verdict;
     snprintf(r->worst, sizeof r->worst, "%s", r->attn.verify.worst);
     r->pass = r->vec_q.pass && r->vec_k.pass && r->attn_stats.pass &&
-              (!b || (r->vec_qb.pass && r->vec_kb.pass));
+              (!(b || remap) || (r->vec_qb.pass && r->vec_kb.pass));
     r->verify_s = rl_now() - t_verify;
 done:
     if (have_bias)
@@ -408,6 +528,8 @@ done:
     for (uint32_t i = 0; i < X.n; i++)
         pe_vec_gpu_destroy(&X.t[i].g);
     rlvk_buffer_destroy(dev, &bv);
+    rlvk_buffer_destroy(dev, &bpk);
+    rlvk_buffer_destroy(dev, &bpq);
     rlvk_buffer_destroy(dev, &bkb);
     rlvk_buffer_destroy(dev, &bqb);
     rlvk_buffer_destroy(dev, &bk);
@@ -417,6 +539,9 @@ done:
     free(sinks);
     free(own_pos);
     pe_encoding_destroy(twin); /* after the transforms that point to it */
+    pe_encoding_destroy(far_own);
+    free(qpos_g);
+    free(kpos_g);
     return st;
 }
 
@@ -426,11 +551,12 @@ int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
     char what[160];
     const vf_stats *v[4] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb};
     static const char *const names[4] = {"q", "k", "q (paired)", "k (paired)"};
+    static const char *const remapped[4] = {"q", "k", "q (remapped)", "k (remapped)"};
     for (int i = 0; i < 4; i++) {
         if (v[i]->n == 0)
             continue;
         snprintf(what, sizeof what, "%s: transformed %s, device vs double reference", label,
-                 names[i]);
+                 r->remap ? remapped[i] : names[i]);
         exp_sink_verify_stats(sink, what, v[i],
                               "per element within the encoding's bound (pe_vec_bound), NMSE gate");
     }
@@ -473,6 +599,26 @@ rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t t
                                     "the Q tensor", err);
     if (st)
         rl_error_prefix(err, "%llu tokens on %s", (unsigned long long)tokens, dev->info.name);
+    return st;
+}
+
+rl_status exp_attn_remap_check(const exp_run *run, uint64_t max_len, const attn_remap *r,
+                               rl_error *err)
+{
+    if (r->method == ATTN_REMAP_NONE || max_len == 0)
+        return RL_OK;
+    pe_encoding *e = NULL, *far = NULL;
+    rl_status st = exp_encoding_for_pass(run, max_len, 1, &e, err);
+    if (!st)
+        st = attn_remap_encoding(r, e, &far, err);
+    /* every map is monotone in the position: the last token's are the largest */
+    uint32_t last = (uint32_t)(max_len - 1), qp, kp;
+    if (!st)
+        st = attn_remap_positions(r, &last, 1, &qp, &kp, err);
+    if (!st)
+        st = pe_vec_check(far ? far : e, &qp, 1, err);
+    pe_encoding_destroy(far);
+    pe_encoding_destroy(e);
     return st;
 }
 

@@ -19,7 +19,9 @@ int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_resu
     sink->verify_s += r->verify_s;
     char what[192], detail[160];
     const vf_stats *v[4] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb};
-    static const char *const names[4] = {"q", "k", "q (paired)", "k (paired)"};
+    static const char *const paired[4] = {"q", "k", "q (paired)", "k (paired)"};
+    static const char *const remapped[4] = {"q", "k", "q (remapped)", "k (remapped)"};
+    const char *const *names = r->remap ? remapped : paired;
     int pass = 1;
     for (int i = 0; i < 4; i++) {
         if (v[i]->n == 0)

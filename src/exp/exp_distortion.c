@@ -29,7 +29,7 @@
 #include "pe/pe.h"
 
 enum { P_LENGTH, P_ATTENTION_FACTOR, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
-    P_TFLOOR, P_COUNT };
+    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_LENGTH] = {.key = "length", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                   .help = "tokens (0: the model's train_len, the original context)"},
@@ -38,6 +38,7 @@ static const rl_param params[P_COUNT] = {
                                     "logits)"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
+    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get); length
@@ -59,6 +60,9 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
     st = exp_attn_mask_get("distortion", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
                            &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
                            run->model.train_len, &p->mask, err);
+    if (!st)
+        st = exp_attn_remap_get("distortion", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
+                                &v[P_RLEAK], &p->mask, err);
     if (!st && p->mask.temp)
         return rl_fail(err, RL_ERR_ARG, "distortion: attn_temperature is not supported (the engine "
                                         "scales definition a only; its KL pass is paired)");
@@ -117,6 +121,27 @@ static rl_status dist_encodings(const exp_run *run, uint64_t T, pe_encoding **a,
     return st;
 }
 
+/* attn_remap in distortion: pass 1 is the remapped encoding paired with
+ * its own exact-position logits (ATTN_PAIRED with attn_desc.remap_window:
+ * the engine's definition b is definition a without the selection, so no
+ * third Q/K pair is needed). That equals "remapped vs the unscaled model"
+ * only when the encoding is plain RoPE, the setting of Self-Extend and
+ * ReRoPE; a scaled encoding would need a third definition (its plain twin)
+ * and is refused. */
+static rl_status remap_fits(const dist_params *p, const pe_encoding *a, rl_error *err)
+{
+    if (p->mask.remap.method == ATTN_REMAP_NONE)
+        return RL_OK;
+    const rope_freqs *f = pe_rope_freqs(a);
+    if (!f || f->rope_type != ROPE_TYPE_DEFAULT)
+        return rl_fail(err, RL_ERR_ARG,
+                       "distortion: attn_remap %s compares the remapped attention with plain "
+                       "RoPE's and needs a plain RoPE encoding (rope_type default), not '%s'",
+                       attn_remap_name(p->mask.remap.method),
+                       f ? rope_type_name(f->rope_type) : pe_encoding_family(a)->name);
+    return RL_OK;
+}
+
 static rl_status dist_check(const exp_run *run, rl_error *err)
 {
     dist_params p;
@@ -129,6 +154,10 @@ static rl_status dist_check(const exp_run *run, rl_error *err)
         return st;
     pe_encoding *a, *b;
     st = dist_encodings(run, p.length, &a, &b, err);
+    if (!st)
+        st = remap_fits(&p, a, err);
+    if (!st)
+        st = exp_attn_remap_check(run, p.length, &p.mask.remap, err);
     pe_encoding_destroy(a);
     pe_encoding_destroy(b);
     return st;
@@ -170,17 +199,23 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
                      (unsigned long long)T);
         goto done;
     }
-    if ((st = dist_encodings(run, T, &a, &b, err)) ||
+    if ((st = dist_encodings(run, T, &a, &b, err)) || (st = remap_fits(&p, a, err)) ||
         (st = run->data(run->data_user, 'q', T, q, err)) ||
         (st = run->data(run->data_user, 'k', T, k, err)) ||
         (st = exp_attn_engine(ctx, &own, &eng, &have_eng, err)))
         goto done;
     int no_af = !p.attention_factor;
     exp_attn_result r;
-    /* Pass 1: scaled (a) paired with plain RoPE (b): KL and a's masses. */
+    /* Pass 1: scaled (a) paired with plain RoPE (b): KL and a's masses.
+     * With attn_remap: the remapped plain RoPE paired with its exact
+     * positions (remap_fits). */
+    int remap = p.mask.remap.method != ATTN_REMAP_NONE;
     exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask,
-                      .flags = ATTN_BUCKETS, .no_attention_factor = no_af, .paired = b};
-    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask,
+                      .flags = ATTN_BUCKETS | (remap ? ATTN_PAIRED : 0),
+                      .no_attention_factor = no_af, .paired = remap ? NULL : b};
+    exp_attn_mask mask_b = p.mask;
+    mask_b.remap.method = ATTN_REMAP_NONE; /* plain RoPE at the exact positions */
+    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = mask_b,
                         .flags = ATTN_BUCKETS};
     /* the paired and the plain kernel: two pipelines, compiled together */
     const pe_encoding *pe[2] = {a, b};
@@ -190,7 +225,8 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     attn_outputs out = {.stats = stats, .buckets = bk_a};
     if ((st = exp_attn_run(ctx->dev, eng, a, &io, &out, &r, err)))
         goto done;
-    pass &= exp_attn_record_stats(sink, "scaled vs plain RoPE (paired)", &r);
+    pass &= exp_attn_record_stats(sink, remap ? "remapped vs plain RoPE (paired)"
+                                              : "scaled vs plain RoPE (paired)", &r);
     double scale_a = r.scale, scale_b = r.scale_b;
     /* The engine's bucket count: 1 + floor(log2(T - 1)) for the largest
      * distance T - 1 (nb above is an upper bound for the allocation). */

@@ -1,0 +1,410 @@
+/* Position remapping (Self-Extend, ReRoPE, Leaky ReRoPE): attn/attn_remap.c,
+ * the engine's selection (attn_desc.remap_window, shaders/attn_remap.glsl)
+ * and the attention kinds' attn_remap keys. The expected logits are built
+ * here from each method's relative distance as written in its paper / code
+ * (RoPE's logit depends on the distance only), not from the position maps
+ * the host hands the kernel. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/chk.h"
+#include "core/rl_util.h"
+#include "exp/exp.h"
+#include "pe/pe.h"
+#include "rl_test.h"
+
+/* The distance of (i, j) under each method, from the sources:
+ * Self-Extend (LongLM): i - j < W exact; else q at floor(i/G) + W - floor(W/G),
+ * k at floor(j/G). ReRoPE: w beyond w. Leaky: w + (i - j - w)/k. */
+static double want_distance(int method, long W, long G, long K, long i, long j)
+{
+    long d = i - j;
+    if (labs(d) < W)
+        return (double)d;
+    if (method == ATTN_REMAP_SELF_EXTEND)
+        return (double)(i / G + W - W / G - j / G);
+    if (method == ATTN_REMAP_REROPE)
+        return (double)W;
+    return (double)W + (double)(d - W) / (double)K;
+}
+
+/* <R(a) q, R(b) k> of half-layout RoPE (theta 10000) for a - b = dist, in
+ * double: sum over pairs m of (q1 k1 + q2 k2) cos(dist w_m) - (q2 k1 - q1 k2)
+ * sin(dist w_m), w_m = 10000^(-2m/D). */
+static double rope_dot(const float *q, const float *k, int D, double dist)
+{
+    double s = 0;
+    for (int m = 0; m < D / 2; m++) {
+        double w = pow(10000.0, -2.0 * m / D), c = cos(dist * w), sn = sin(dist * w);
+        double q1 = q[m], q2 = q[m + D / 2], k1 = k[m], k2 = k[m + D / 2];
+        s += (q1 * k1 + q2 * k2) * c - (q2 * k1 - q1 * k2) * sn;
+    }
+    return s;
+}
+
+static const struct {
+    int method;
+    uint32_t W, G, K, p0;
+} dump_cases[] = {
+    {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0},         /* G does not divide W */
+    {ATTN_REMAP_SELF_EXTEND, 8, 2, 1, 1048550},   /* positions near 2^20 */
+    {ATTN_REMAP_REROPE, 5, 1, 1, 3},
+    {ATTN_REMAP_REROPE, 7, 1, 1, 1048550},
+    {ATTN_REMAP_LEAKY_REROPE, 5, 1, 4, 0},
+    {ATTN_REMAP_LEAKY_REROPE, 9, 1, 16, 1048550},
+};
+
+/* Every causal logit of a 40-token problem (GQA 2 over 1 head) from the
+ * logit dump, against rope_dot at want_distance: the window edges i - j =
+ * W - 1, W, W + 1 are all inside. RoPE in table mode (host double cos/sin):
+ * each rotated element is off by a few fp32 roundings, the dot of D = 16
+ * products of N(0,1) values by ~(D + 4) u sum |q k|, so 2e-5 (|logit| <~ 6
+ * here) is a bound with margin that a wrong distance (>= 1/16 rad on the
+ * fastest pair) breaks by orders of magnitude. The engine's own
+ * verification passes too. */
+START_TEST(remapped_logits_are_rope_at_the_methods_distance)
+{
+    enum { T = 40, H = 2, KV = 1, D = 16 };
+    rl_gpu g;
+    rl_gpu_open(&g);
+    uint32_t p0 = dump_cases[_i].p0;
+    pe_shape s = {.head_dim = D, .heads = H, .kv_heads = KV, .max_positions = p0 + T};
+    json_t *ep = json_pack("{s:s}", "precision", "table");
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_msg(pe_encoding_create("rope", ep, &s, &e, &err) == RL_OK, "%s", err.msg);
+    json_decref(ep);
+    static float q[T * H * D], k[T * KV * D], dump[H * T * T];
+    float stats[T * H * RL_ATTN_NSTAT];
+    uint32_t pos[T];
+    rl_rng rng;
+    rl_rng_seed(&rng, 11 + (uint64_t)_i, "test/remap");
+    for (int i = 0; i < T * H * D; i++)
+        q[i] = (float)rl_rng_normal(&rng);
+    for (int i = 0; i < T * KV * D; i++)
+        k[i] = (float)rl_rng_normal(&rng);
+    for (int t = 0; t < T; t++)
+        pos[t] = p0 + (uint32_t)t;
+    attn_engine eng;
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    exp_attn_io io = {.tokens = T, .q = q, .k = k, .pos = pos, .causal = 1,
+                      .flags = ATTN_ENTROPY | ATTN_DUMP};
+    io.mask.remap = (attn_remap){.method = dump_cases[_i].method, .window = dump_cases[_i].W,
+                                 .group = dump_cases[_i].G, .leak = dump_cases[_i].K};
+    attn_outputs out = {.stats = stats, .dump = dump};
+    exp_attn_result r;
+    ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &out, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(r.pass, "worst %s %g", r.worst, r.attn_stats.worst_ratio);
+    ck_assert_uint_gt(r.vec_qb.n, 0); /* the remapped operands were verified */
+    double worst = 0, scale = 1.0 / sqrt((double)D);
+    for (int h = 0; h < H; h++)
+        for (long i = 0; i < T; i++)
+            for (long j = 0; j <= i; j++) {
+                double dist = want_distance(dump_cases[_i].method, dump_cases[_i].W,
+                                            dump_cases[_i].G, dump_cases[_i].K, (long)p0 + i,
+                                            (long)p0 + j);
+                double want = scale * rope_dot(q + (i * H + h) * D, k + j * KV * D, D, dist);
+                double got = dump[(h * T + i) * T + j];
+                double e_ = fabs(got - want);
+                if (e_ > worst)
+                    worst = e_;
+                ck_assert_msg(e_ <= 2e-5, "case %d h %d i %ld j %ld: %.9g want %.9g (dist %g)",
+                              _i, h, i, j, got, want, dist);
+            }
+    fprintf(stderr, "remap case %d (%s W %u G %u k %u p0 %u): max |logit error| %.3g\n", _i,
+            attn_remap_name(dump_cases[_i].method), dump_cases[_i].W, dump_cases[_i].G,
+            dump_cases[_i].K, p0, worst);
+    attn_engine_destroy(&eng);
+    pe_encoding_destroy(e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* The host's position maps give each method's distance (CPU): for
+ * self_extend and rerope qpos - kpos, for leaky_rerope (qpos - kpos) / k
+ * (its twin is linear with factor k), against want_distance beyond the
+ * window; and attn_remap_distance agrees with want_distance everywhere. */
+START_TEST(position_maps_give_the_methods_distance)
+{
+    rl_error err = {0};
+    const attn_remap rs[] = {{ATTN_REMAP_SELF_EXTEND, 6, 4, 1}, {ATTN_REMAP_SELF_EXTEND, 512, 8, 1},
+                             {ATTN_REMAP_REROPE, 5, 1, 1}, {ATTN_REMAP_LEAKY_REROPE, 7, 1, 3}};
+    uint32_t pos[300], qp[300], kp[300];
+    for (int t = 0; t < 300; t++)
+        pos[t] = 1048000u + (uint32_t)t * 3u;
+    for (size_t c = 0; c < sizeof rs / sizeof rs[0]; c++) {
+        const attn_remap *r = &rs[c];
+        ck_assert_int_eq(attn_remap_positions(r, pos, 300, qp, kp, &err), RL_OK);
+        for (int i = 0; i < 300; i++)
+            for (int j = 0; j <= i; j++) {
+                long pi = pos[i], pj = pos[j];
+                double want = want_distance(r->method, r->window, r->group, r->leak, pi, pj);
+                ck_assert_double_eq_tol(attn_remap_distance(r, pi, pj), want, 1e-9);
+                if (labs(pi - pj) < (long)r->window)
+                    continue;
+                double got = ((double)qp[i] - (double)kp[j]) /
+                             (r->method == ATTN_REMAP_LEAKY_REROPE ? r->leak : 1);
+                ck_assert_double_eq_tol(got, want, 1e-9);
+            }
+    }
+    /* out-of-range parameters and overflowing positions name their key */
+    attn_remap bad = {ATTN_REMAP_SELF_EXTEND, 0, 4, 1};
+    ck_assert_int_eq(attn_remap_check(&bad, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "attn_remap_window 0"));
+    attn_remap big = {ATTN_REMAP_LEAKY_REROPE, 1u << 20, 1, 8192};
+    uint32_t p = 5, a, b;
+    ck_assert_int_eq(attn_remap_positions(&big, &p, 1, &a, &b, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "beyond 2^32 - 1"));
+}
+END_TEST
+
+/* ---- the engine's selection on random operands ---- */
+
+/* Random q/k and a perturbed q_b/k_b standing for the remapped definition
+ * (chk_attn_run_case), every statistic against the double reference
+ * (attn_ref_logit's selection): 4-key blocks 3 per dispatch (chunks that
+ * start and rows that finish inside the 64-query workgroups), causal and
+ * bidirectional, fp16 storage, O, paired (KL remapped ||
+ * exact), with a mask and sinks, positions near 2^20, W = 1 and a W longer
+ * than the run (nothing remapped). */
+static const struct {
+    chk_attn_case c;
+    chk_attn_extra x;
+} random_cases[] = {
+    {{130, 4, 2, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS,
+      4, 3, 0, 0, 0, 0, 0}, {9, 0}},
+    {{97, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_OUT, 4, 1, 0, 0, 0,
+      0, 0}, {13, 1048000}},
+    {{200, 2, 2, 32, 1, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 8, 1, 0, 0, 0, 0, 0},
+     {1, 0}},
+    {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 4, 3, 40, 3, 0, 1, 0},
+     {17, 0}},
+    {{64, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_PAIRED | ATTN_TARGET, 0, 0, 0, 0, 0, 0, 0},
+     {1000, 0}},
+};
+
+START_TEST(gpu_remap_selection_matches_reference)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    chk_row row;
+    ck_assert_msg(chk_attn_run_case_ex(&g.dev, &e, &random_cases[_i].c, &random_cases[_i].x,
+                                       21 + (uint64_t)_i, &row, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(!row.skipped || random_cases[_i].c.fp16, "%s", row.tolerance);
+    ck_assert_msg(row.skipped || row.stats.pass, "%s %s: worst %.3g (%s)", row.kernel, row.shape,
+                  row.stats.worst_ratio, row.tolerance);
+    attn_engine_destroy(&e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* A logit bias cannot be remapped (its positions are not rotations):
+ * refused by the engine naming both. */
+START_TEST(gpu_remap_refuses_a_bias)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    chk_attn_case c = {65, 2, 1, 16, 1, 0, "alibi", ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0};
+    chk_attn_extra x = {8, 0};
+    chk_row row;
+    ck_assert_int_eq(chk_attn_run_case_ex(&g.dev, &e, &c, &x, 3, &row, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "remap_window 8") && strstr(err.msg, "alibi"), "%s", err.msg);
+    attn_engine_destroy(&e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* ---- the attention kinds ---- */
+
+static rl_status kdata_fn(void *user, char which, uint64_t tokens, float *out, rl_error *err)
+{
+    (void)err;
+    const uint32_t *shape = user; /* {heads, kv_heads, head_dim} */
+    uint32_t heads = which == 'q' ? shape[0] : shape[1];
+    uint64_t n = tokens * heads * shape[2];
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = (float)sin(1.37 * (double)i + (which == 'q' ? 0.3 : 1.1));
+    return RL_OK;
+}
+
+typedef struct kfix {
+    exp_run run;
+    json_t *enc, *params;
+    uint32_t shape[3];
+    char dir[64];
+    exp_sink sink;
+    rl_gpu g;
+} kfix;
+
+static void kf_init(kfix *f, const char *type, const char *enc, const char *params)
+{
+    memset(f, 0, sizeof *f);
+    json_error_t je;
+    f->enc = json_loads(enc, 0, &je);
+    f->params = json_loads(params, 0, &je);
+    ck_assert_ptr_nonnull(f->enc);
+    ck_assert_ptr_nonnull(f->params);
+    f->shape[0] = 2, f->shape[1] = 1, f->shape[2] = 16;
+    f->run = (exp_run){.id = "0000000000000000",
+                       .model = {.head_dim = 16, .heads = 2, .kv_heads = 1, .train_len = 64},
+                       .encoding_name = type, .encoding_type = type, .encoding = f->enc,
+                       .params = f->params, .seed = 1, .data = kdata_fn, .data_user = f->shape};
+    snprintf(f->dir, sizeof f->dir, "/tmp/rl_remap_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(f->dir));
+    rl_error err = {0};
+    ck_assert_int_eq(exp_sink_init(&f->sink, f->dir, &err), RL_OK);
+    rl_gpu_open(&f->g);
+}
+
+static rl_status kf_run(kfix *f, const char *kind, rl_error *err)
+{
+    const exp_kind *k = exp_find(kind);
+    ck_assert_ptr_nonnull(k);
+    rl_status st = k->check(&f->run, err);
+    if (st)
+        return st;
+    exp_ctx ctx = {.dev = &f->g.dev};
+    st = k->run(&f->run, &ctx, &f->sink, err);
+    exp_sink_end_table(&f->sink, err);
+    return st;
+}
+
+static void kf_free(kfix *f)
+{
+    rl_gpu_close(&f->g);
+    exp_sink_free(&f->sink);
+    json_decref(f->enc);
+    json_decref(f->params);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static double kmetric(const kfix *f, const char *name)
+{
+    const json_t *v = json_object_get(f->sink.metrics, name);
+    ck_assert_msg(json_is_number(v), "metric %s missing", name);
+    return json_number_value(v);
+}
+
+/* Every verification record passed, and one names the remapped operands. */
+static void assert_verified_remapped(const kfix *f)
+{
+    size_t i, n = json_array_size(f->sink.verification), named = 0;
+    json_t *v;
+    ck_assert_uint_gt(n, 0);
+    json_array_foreach(f->sink.verification, i, v) {
+        const char *what = json_string_value(json_object_get(v, "what"));
+        ck_assert_msg(json_is_true(json_object_get(v, "pass")), "%s failed", what);
+        if (what && strstr(what, "(remapped)"))
+            named++;
+    }
+    ck_assert_msg(named > 0, "no verification of the remapped operands");
+    ck_assert_int_eq(f->sink.failed_verification, 0);
+}
+
+/* Entropy and retrieval with each method run verified; a window as long
+ * as the run (every |i - j| < W) leaves the result exactly the unremapped
+ * one, a short window changes it. */
+START_TEST(attention_kinds_run_each_method_verified)
+{
+    static const char *const methods[] = {"self_extend", "rerope", "leaky_rerope"};
+    kfix f;
+    rl_error err = {0};
+    kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64}");
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    double plain = kmetric(&f, "entropy_at_max_len");
+    kf_free(&f);
+    for (int m = 0; m < 3; m++) {
+        char params[256];
+        snprintf(params, sizeof params,
+                 "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"%s\", "
+                 "\"attn_remap_window\": 64, \"attn_remap_group\": 3}", methods[m]);
+        kf_init(&f, "rope", "{}", params);
+        ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+        ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), plain, 1e-6);
+        assert_verified_remapped(&f);
+        kf_free(&f);
+        snprintf(params, sizeof params,
+                 "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"%s\", "
+                 "\"attn_remap_window\": 5, \"attn_remap_group\": 3}", methods[m]);
+        kf_init(&f, "rope", "{}", params);
+        ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(fabs(kmetric(&f, "entropy_at_max_len") - plain) > 1e-3, "%s: %g vs %g",
+                      methods[m], kmetric(&f, "entropy_at_max_len"), plain);
+        assert_verified_remapped(&f);
+        kf_free(&f);
+        snprintf(params, sizeof params,
+                 "{\"min_len\": 64, \"max_len\": 128, \"attn_remap\": \"%s\", "
+                 "\"attn_remap_window\": 16}", methods[m]);
+        kf_init(&f, "rope", "{}", params);
+        ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+        assert_verified_remapped(&f);
+        kf_free(&f);
+    }
+}
+END_TEST
+
+/* Distortion with a remap: KL(remapped || plain RoPE), 0 when the window
+ * covers the run, > 0 for a short one; refused for a scaled encoding
+ * (it would need a third definition) and for a non-rotary one. */
+START_TEST(distortion_of_a_remap_against_plain_rope)
+{
+    kfix f;
+    rl_error err = {0};
+    kf_init(&f, "rope", "{}",
+            "{\"length\": 64, \"attn_remap\": \"self_extend\", \"attn_remap_window\": 64}");
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "kl_max"), 0.0, 1e-6);
+    assert_verified_remapped(&f);
+    kf_free(&f);
+    kf_init(&f, "rope", "{}",
+            "{\"length\": 64, \"attn_remap\": \"rerope\", \"attn_remap_window\": 4}");
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert(kmetric(&f, "kl_mean") > 1e-3);
+    assert_verified_remapped(&f);
+    kf_free(&f);
+    kf_init(&f, "yarn", "{\"factor\": 4, \"original_max_position_embeddings\": 16}",
+            "{\"length\": 64, \"attn_remap\": \"rerope\"}");
+    ck_assert_int_eq(kf_run(&f, "distortion", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "needs a plain RoPE encoding") != NULL, "%s", err.msg);
+    kf_free(&f);
+    kf_init(&f, "alibi", "{}", "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"rerope\"}");
+    ck_assert_int_eq(kf_run(&f, "entropy", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "remaps the positions of a rotary encoding") != NULL, "%s",
+                  err.msg);
+    kf_free(&f);
+    kf_init(&f, "yarn", "{\"factor\": 4, \"original_max_position_embeddings\": 16}",
+            "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"leaky_rerope\"}");
+    ck_assert_int_eq(kf_run(&f, "entropy", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "linear-scaled") != NULL, "%s", err.msg);
+    kf_free(&f);
+}
+END_TEST
+
+int main(void)
+{
+    rl_test_pin_driver();
+    rl_test_require_vulkan("remap");
+    Suite *s = suite_create("remap");
+    TCase *tc = tcase_create("remap");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, position_maps_give_the_methods_distance);
+    tcase_add_loop_test(tc, remapped_logits_are_rope_at_the_methods_distance, 0,
+                        (int)(sizeof dump_cases / sizeof dump_cases[0]));
+    tcase_add_loop_test(tc, gpu_remap_selection_matches_reference, 0,
+                        (int)(sizeof random_cases / sizeof random_cases[0]));
+    tcase_add_test(tc, gpu_remap_refuses_a_bias);
+    tcase_add_test(tc, attention_kinds_run_each_method_verified);
+    tcase_add_test(tc, distortion_of_a_remap_against_plain_rope);
+    suite_add_tcase(s, tc);
+    return rl_test_run(s);
+}
