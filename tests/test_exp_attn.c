@@ -840,10 +840,12 @@ END_TEST
  * causal, and a causal window with sinks and a learned sink; encodings with
  * and without a logit bias. */
 #define PREP_T 48
-#define PREP_PASSES 3
+#define PREP_PASSES 4
 static void prepared_passes(const pe_encoding *e, const float *q, const float *k, int prepare,
                             float *stats /* [PREP_PASSES][T][H][NSTAT] */)
 {
+    /* RoPE also with position remapping (Self-Extend): its own kernel */
+    uint32_t passes = pe_rope_freqs(e) ? PREP_PASSES : PREP_PASSES - 1;
     rl_gpu g;
     rl_gpu_open(&g);
     g.dev.compile_threads = 2;
@@ -855,21 +857,23 @@ static void prepared_passes(const pe_encoding *e, const float *q, const float *k
         {.tokens = PREP_T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX},
         {.tokens = PREP_T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX,
          .mask = {.window = 8, .n_sink = 2, .learned_sink = 1, .sink_logit = 0.5}},
+        {.tokens = PREP_T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX,
+         .mask = {.remap = {.method = ATTN_REMAP_SELF_EXTEND, .window = 8, .group = 2}}},
     };
-    const pe_encoding *encs[PREP_PASSES] = {e, e, e};
+    const pe_encoding *encs[PREP_PASSES] = {e, e, e, e};
     if (prepare) {
-        ck_assert_msg(exp_attn_prepare(&eng, PREP_PASSES, encs, io, &err) == RL_OK, "%s", err.msg);
-        ck_assert_uint_eq(eng.n_pipes, PREP_PASSES);
+        ck_assert_msg(exp_attn_prepare(&eng, passes, encs, io, &err) == RL_OK, "%s", err.msg);
+        ck_assert_uint_eq(eng.n_pipes, passes);
         ck_assert_uint_eq(g.dev.compile_threads_used, 2);
     }
     uint32_t H = pe_encoding_shape(e)->heads;
-    for (int p = 0; p < PREP_PASSES; p++) {
+    for (uint32_t p = 0; p < passes; p++) {
         attn_outputs out = {.stats = stats + (size_t)p * PREP_T * H * RL_ATTN_NSTAT};
         exp_attn_result r;
         ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io[p], &out, &r, &err) == RL_OK, "%s",
                       err.msg);
-        ck_assert_msg(r.pass, "pass %d: worst %s", p, r.worst);
-        ck_assert_uint_eq(eng.n_pipes, prepare ? PREP_PASSES : (uint32_t)p + 1);
+        ck_assert_msg(r.pass, "pass %u: worst %s", p, r.worst);
+        ck_assert_uint_eq(eng.n_pipes, prepare ? passes : p + 1);
     }
     attn_engine_destroy(&eng);
     rl_gpu_close(&g);
