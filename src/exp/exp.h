@@ -367,6 +367,15 @@ struct attn_engine;
 rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encoding *e,
                        const exp_attn_io *io, const attn_outputs *out, exp_attn_result *r,
                        rl_error *err);
+/* Creates at once (compiled in parallel, attn_engine_prepare) the attention
+ * pipelines that exp_attn_run of encs[i] over ios[i], i < n, will use, so a
+ * kind that knows its passes up front pays the longest compile instead of
+ * their sum. Optional: the runs create what is missing; results are the
+ * same. ios[i] needs only the fields that choose the pipeline (tokens,
+ * pos, causal, mask, flags, paired). */
+rl_status exp_attn_prepare(struct attn_engine *eng, uint32_t n,
+                           const struct pe_encoding *const *encs, const exp_attn_io *ios,
+                           rl_error *err);
 /* The attention engine for a run: ctx->attn when the worker shares one,
  * else *own, created here (*made = 1: destroy it with attn_engine_destroy). */
 rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **eng, int *made,

@@ -201,6 +201,51 @@ static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, ui
     return pe_vec_gpu_prepare(&t->g, pos, X->tokens, err);
 }
 
+/* The engine's desc of a run of e over io (have_bias: e's logit bias is
+ * in the kernel). */
+static attn_desc io_desc(const pe_encoding *e, const exp_attn_io *io, int have_bias,
+                         double scale, double scale_b)
+{
+    const pe_shape *sh = pe_encoding_shape(e);
+    return (attn_desc){
+        .tokens = io->tokens, .heads = sh->heads, .kv_heads = sh->kv_heads,
+        .head_dim = sh->head_dim, .causal = io->causal,
+        .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
+        .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
+        .remap_window = io->mask.remap.method != ATTN_REMAP_NONE ? io->mask.remap.window : 0,
+        .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
+        .scale = (float)scale, .scale_b = (float)scale_b,
+        .verify_rows = io->verify_rows,
+    };
+}
+
+rl_status exp_attn_prepare(attn_engine *eng, uint32_t n, const pe_encoding *const *encs,
+                           const exp_attn_io *ios, rl_error *err)
+{
+    attn_prep items[ATTN_MAX_PIPES / 2];
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n && m < ATTN_MAX_PIPES / 2; i++) {
+        const exp_attn_io *io = &ios[i];
+        uint64_t span = 0; /* position distance, for the bucket count */
+        if (io->pos && io->tokens) {
+            uint32_t lo = UINT32_MAX, hi = 0;
+            for (uint64_t t = 0; t < io->tokens; t++) {
+                lo = io->pos[t] < lo ? io->pos[t] : lo;
+                hi = io->pos[t] > hi ? io->pos[t] : hi;
+            }
+            span = hi - lo;
+            if (!span) /* 0 would read as tokens - 1 */
+                continue;
+        }
+        int bias = pe_has_bias(encs[i]);
+        items[m++] = (attn_prep){
+            .desc = io_desc(encs[i], io, bias, 1.0, 1.0),
+            .variant = bias ? pe_bias_variant(pe_encoding_family(encs[i])) : NULL,
+            .sinks = io->mask.learned_sink, .max_distance = span};
+    }
+    return attn_engine_prepare(eng, m, items, err);
+}
+
 /* The sink mass of the sampled rows (exp_attn_io.ref_sink_keys), in double
  * from the definitions (attn_ref_row_stats for the row's lse with the
  * learned sink, attn_ref_logit for each of the first keys, -inf where
@@ -381,15 +426,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     }
     r->scale = logit_scale(e, D, io->no_attention_factor);
     r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : r->scale;
-    r->desc = (attn_desc){
-        .tokens = T, .heads = H, .kv_heads = KV, .head_dim = D, .causal = io->causal,
-        .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
-        .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
-        .remap_window = remap ? rm->window : 0,
-        .flags = io->flags | (b ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
-        .scale = (float)r->scale, .scale_b = (float)r->scale_b,
-        .verify_rows = io->verify_rows,
-    };
+    r->desc = io_desc(e, io, have_bias, r->scale, r->scale_b);
     attn_outputs o = *out;
     if (!o.stats && !(o.stats = own_stats = malloc(T * H * RL_ATTN_NSTAT * sizeof(float)))) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu tokens of statistics",

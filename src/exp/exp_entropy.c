@@ -347,6 +347,17 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     exp_attn_result r;
     char label[64];
 
+    /* The bidirectional and the causal kernel are two pipelines: compiled
+     * together now instead of one before each part. */
+    {
+        const pe_encoding *pe[2] = {e, ec};
+        exp_attn_io pio[2] = {
+            {.tokens = T, .causal = 0, .mask = p.mask, .flags = ATTN_ENTROPY},
+            {.tokens = T, .causal = 1, .mask = p.mask, .flags = ATTN_ENTROPY}};
+        if ((st = exp_attn_prepare(eng, 2, pe, pio, err)))
+            goto done;
+    }
+
     /* Progress in multiply-adds of QK^T (ent_work). */
     double done_w = 0, hd = (double)H * D, work = ent_work(lo, T, hd, two);
 

@@ -239,6 +239,12 @@ typedef struct rlvk_device {
     uint64_t n_pipelines, n_submits;
     uint64_t n_pipelines_reused;     /* rlvk_pipeline_create answered from the table */
     double pipeline_s, submit_s;
+    /* GPU seconds between the first and the last timestamp each submission
+     * wrote (rlvk_cmd_timestamp), summed: the device time the work itself
+     * measured, for the run's wall/GPU ratio. */
+    double gpu_s;
+    uint32_t compile_threads;        /* rlvk_pipelines_create's threads; 0 = online CPUs */
+    uint32_t compile_threads_used;   /* threads its last call ran (1 = the caller alone) */
     struct rlvk_ptable *ptable;      /* the device's pipeline table (rlvk_pipeline.c) */
     rlvk_pcache_key pcache_key;
     rlvk_pcache_info pcache;
@@ -329,6 +335,25 @@ typedef struct rlvk_pipeline {
 #define RLVK_PTABLE_SIZE 64
 rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
                                rlvk_pipeline *pipe, rl_error *err);
+/* Creates the n pipelines descs[0..n-1] into pipes[0..n-1] as n calls of
+ * rlvk_pipeline_create would (same table, same sharing, same counters),
+ * but compiles the ones the table does not hold yet concurrently: one
+ * thread per pipeline up to rlvk_compile_threads(dev), the calling thread
+ * among them, each key once. On lavapipe vkCreateComputePipelines runs the
+ * whole NIR compile on the calling thread, so a run's pipelines cost the
+ * longest of them instead of their sum. A thread that cannot be started
+ * leaves its share to the others. On failure nothing is held: every
+ * pipeline this call made is released, pipes are zeroed, and err is the
+ * message of the failing desc with the lowest index (it names the
+ * pipeline). dev->pipeline_s counts the call's wall time. */
+#define RLVK_MAX_COMPILE_THREADS 8
+rl_status rlvk_pipelines_create(rlvk_device *dev, uint32_t n, const rlvk_pipeline_desc *descs,
+                                rlvk_pipeline *pipes, rl_error *err);
+/* Threads rlvk_pipelines_create uses: dev->compile_threads if set, else
+ * $RL_COMPILE_THREADS if set (1: one after the other, as before), else the
+ * calling thread plus one per idle core (online CPUs minus the 1-minute
+ * load average, rounded); at most RLVK_MAX_COMPILE_THREADS. */
+uint32_t rlvk_compile_threads(const rlvk_device *dev);
 /* Releases pipe (a table entry stays with the device for the next user). */
 void rlvk_pipeline_destroy(rlvk_device *dev, rlvk_pipeline *pipe);
 /* Destroys the device's table (rlvk_device_destroy calls it). */
@@ -342,6 +367,7 @@ typedef struct rlvk_cmd {
     VkDescriptorPool pool;
     VkFence fence;
     uint32_t n_timestamps;
+    uint64_t written;                /* bit s: slot s written in this command buffer */
     uint32_t sets_used, sets_cap;
 } rlvk_cmd;
 
