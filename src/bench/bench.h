@@ -82,12 +82,14 @@ typedef struct bench_attn_result {
     double wall_ms;             /* host wall time of the last timed run */
     double flops;               /* 2 N^2 d (x2 with O, /2 causal) x heads */
     double gflops;              /* flops / median gpu time */
-    bench_times fma;            /* fma_peak.comp on the same device, same run (after the
-                                   attention runs; one untimed warm-up first) */
+    bench_times fma;            /* fma_peak.comp on the same device, one dispatch right
+                                   after each timed attention pass (one untimed warm-up first) */
     uint32_t fma_groups, fma_local;  /* its dispatch: groups x local invocations */
     double fma_flops;           /* flops of one fma_peak dispatch */
     double fma_gflops;          /* fma_flops / median fma time */
-    double ratio;               /* gflops / fma_gflops */
+    bench_times ratios;         /* per timed pass: its GFLOP/s over the FMA peak of the
+                                   fma_peak dispatch run right after it (.ms holds ratios) */
+    double ratio;               /* ratios.median */
     uint32_t submissions, chunk_keys;
     vf_stats verify;            /* the engine's verdict before timing */
     char verify_worst[32];      /* statistic with the worst error/bound */
