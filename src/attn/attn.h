@@ -110,6 +110,8 @@ typedef struct attn_desc {
                                else 1..RL_ATTN_MAX_BLOCKS */
     int test_write_past;    /* test hook: 1 writes one word past the output tensor
                                (into its guard) after the kernel ran */
+    int path;               /* attn_path_kind (attn_path.h): 0 the device's default
+                               (attn_path_choose), else that path or RL_ERR_UNSUPPORTED */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */
@@ -234,6 +236,8 @@ typedef struct attn_result {
     double before_gpu_ms;   /* attn_run_resident: GPU time of `before`'s work (0: none, -1: no
                                timestamps); not in gpu_ms */
     int guard_ok;           /* the guard words after the output tensor are untouched */
+    int path;               /* attn_path_kind the run took */
+    uint32_t split;         /* its invocations per query row */
     attn_verify verify;     /* verify.verdict: the verdict (guard included) */
 } attn_result;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_path.h"
 #include "core/rl_util.h"
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_variants.spv.h"
@@ -22,12 +23,14 @@ _Static_assert(offsetof(struct rl_attn_push, off_dump) == 28, "rl_attn_push layo
  * encoding registry (src/pe/meson.build -> shaders/meson.build). */
 typedef struct attn_variant {
     const char *name;
-    const uint32_t *spv32, *spv16;
-    size_t bytes32, bytes16;
+    const uint32_t *spv32, *spv16, *spv32_sg, *spv16_sg; /* _sg: the subgroup-split path */
+    size_t bytes32, bytes16, bytes32_sg, bytes16_sg;
 } attn_variant;
 
-#define ATTN_VARIANT(n) {#n, rl_spv_attn_##n, rl_spv_attn_##n##_f16, sizeof rl_spv_attn_##n, \
-                         sizeof rl_spv_attn_##n##_f16},
+#define ATTN_VARIANT(n) {#n, rl_spv_attn_##n, rl_spv_attn_##n##_f16, rl_spv_attn_##n##_sg, \
+                         rl_spv_attn_##n##_f16_sg, sizeof rl_spv_attn_##n, \
+                         sizeof rl_spv_attn_##n##_f16, sizeof rl_spv_attn_##n##_sg, \
+                         sizeof rl_spv_attn_##n##_f16_sg},
 static const attn_variant variants[] = {RL_ATTN_VARIANTS(ATTN_VARIANT)};
 
 static const attn_variant *find_variant(const char *name)
@@ -89,14 +92,26 @@ static uint64_t block_bytes(const attn_desc *d, uint32_t kb)
     return (uint64_t)kb * d->head_dim * 4u * key_operands(d) + 2 * 16 + kb * 4u;
 }
 
+/* The path this run takes (attn_path.c: from the device's properties, or
+ * d->path when forced); out->supported = 0 with the reason otherwise. */
+static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
+{
+    attn_path_props p;
+    attn_path_props_of(&dev->info, &p);
+    attn_path_shape s = {.head_dim = d->head_dim, .key_operands = key_operands(d), .fp16 = d->fp16};
+    if (d->path == ATTN_PATH_AUTO)
+        attn_path_choose(&p, &s, out);
+    else
+        attn_path_eval(&p, &s, (attn_path_kind)d->path, out);
+}
+
 static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
 {
     if (d->block_keys)
         return block_bytes(d, d->block_keys) <= dev->info.max_shared_memory ? d->block_keys : 0;
-    for (uint32_t kb = RL_ATTN_KB; kb >= 4; kb /= 2)
-        if (block_bytes(d, kb) <= dev->info.max_shared_memory)
-            return kb;
-    return 0;
+    attn_path a;
+    path_of(dev, d, &a);
+    return a.block_keys;
 }
 
 /* Blocks per dispatch: the shader unrolls them all, so the count shrinks as
@@ -104,11 +119,12 @@ static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
  * RL_ATTN_UNROLL_BUDGET vec4 multiply-adds per invocation and dispatch (128
  * keys at head_dim 128 for statistics alone). */
 #define RL_ATTN_UNROLL_BUDGET 4096u
-static uint32_t key_blocks(const attn_desc *d, uint32_t kb)
+static uint32_t key_blocks(const attn_desc *d, uint32_t kb, uint32_t split)
 {
     if (d->chunk_blocks)
         return d->chunk_blocks;
-    uint32_t b = RL_ATTN_UNROLL_BUDGET / (kb * key_operands(d) * (d->head_dim / 4u ? d->head_dim / 4u : 1u));
+    uint32_t ds = d->head_dim / 4u / split; /* vec4s per invocation */
+    uint32_t b = RL_ATTN_UNROLL_BUDGET / (kb * key_operands(d) * (ds ? ds : 1u));
     if (b > RL_ATTN_MAX_BLOCKS)
         b = RL_ATTN_MAX_BLOCKS;
     return b ? b : 1u;
@@ -309,8 +325,8 @@ int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0,
 }
 
 static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d, int sinks,
-                          uint32_t kb, uint32_t blocks, uint32_t n_buckets, const rlvk_pipeline **out,
-                          rl_error *err)
+                          uint32_t kb, uint32_t blocks, uint32_t split, uint32_t n_buckets,
+                          const rlvk_pipeline **out, rl_error *err)
 {
     uint32_t flags = d->flags;
     if (d->causal)
@@ -322,8 +338,9 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
     if (d->temp)
         flags |= RL_ATTN_F_TEMP;
     char key[96];
-    snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
-             d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
+    snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u", v->name,
+             d->fp16 ? "_f16" : "", d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags,
+             n_buckets, split);
     for (uint32_t i = 0; i < e->n_pipes; i++)
         if (strcmp(e->pipes[i].key, key) == 0) {
             *out = &e->pipes[i].pipe;
@@ -336,15 +353,18 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
         e->n_pipes--;
     }
     attn_pipe *p = &e->pipes[e->n_pipes];
-    uint32_t spec[7] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets, blocks, kb};
+    uint32_t spec[8] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets, blocks, kb,
+                        split};
+    int sg = split > 1;
     rlvk_pipeline_desc pd = {
         .name = key,
-        .spirv = d->fp16 ? v->spv16 : v->spv32,
-        .spirv_bytes = d->fp16 ? v->bytes16 : v->bytes32,
+        .spirv = sg ? (d->fp16 ? v->spv16_sg : v->spv32_sg) : (d->fp16 ? v->spv16 : v->spv32),
+        .spirv_bytes = sg ? (d->fp16 ? v->bytes16_sg : v->bytes32_sg)
+                          : (d->fp16 ? v->bytes16 : v->bytes32),
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
-        .local_size_x = ATTN_WG,
-        .n_spec = 7,
+        .local_size_x = ATTN_WG * split,
+        .n_spec = 8,
         .spec = spec,
     };
     rl_status st = rlvk_pipeline_create(e->dev, &pd, &p->pipe, err);
@@ -574,6 +594,13 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "attention: fp16 storage needs storageBuffer16BitAccess, which %s lacks",
                        dev->info.name);
+    if (d->path < ATTN_PATH_AUTO || d->path >= ATTN_PATH_COUNT)
+        return rl_fail(err, RL_ERR_ARG, "attention: unknown kernel path %d", d->path);
+    attn_path path;
+    path_of(dev, d, &path);
+    if (!path.supported)
+        return rl_fail(err, RL_ERR_UNSUPPORTED, "attention: the %s path does not run on %s: %s",
+                       attn_path_name(path.kind), dev->info.name, path.why);
     if (!have_qk || ((d->flags & ATTN_OUT) && !have_v) || ((d->flags & ATTN_TARGET) && !have_target))
         return rl_fail(err, RL_ERR_ARG, "attention: missing input (Q, K, V for O, or targets)");
     if (((d->flags & ATTN_BUCKETS) && !out->buckets) || ((d->flags & ATTN_OUT) && !out->out) ||
@@ -627,7 +654,13 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     /* The kernel keeps 16 or ATTN_MAX_BUCKETS buckets (fewer pipelines to
      * build); rows are compacted to nb after download. */
     uint32_t nb_k = (d.flags & ATTN_BUCKETS) ? (nb <= 16 ? 16 : ATTN_MAX_BUCKETS) : 1;
-    uint32_t kb = block_keys(dev, &d), blocks = key_blocks(&d, kb);
+    attn_path path;
+    path_of(dev, &d, &path);
+    uint32_t kb = block_keys(dev, &d);
+    uint32_t blocks = d.chunk_blocks || !path.chunk_blocks ? key_blocks(&d, kb, path.split)
+                                                           : path.chunk_blocks;
+    res->path = path.kind;
+    res->split = path.split;
     attn_layout L;
     layout_of(&d, nb_k, &L);
     res->n_buckets = nb;
@@ -692,7 +725,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         goto done;
 
     const rlvk_pipeline *pipe;
-    if ((st = get_pipe(e, var, &d, in->sinks != NULL, kb, blocks, nb_k, &pipe, err)))
+    if ((st = get_pipe(e, var, &d, in->sinks != NULL, kb, blocks, path.split, nb_k, &pipe, err)))
         goto done;
     if (in->sinks && ((st = rlvk_buffer_create(dev, (uint64_t)d.heads * 4, "sinks", &bsink, err)) ||
                       (st = rlvk_buffer_upload(dev, &bsink, 0, in->sinks, (uint64_t)d.heads * 4, err))))

@@ -136,6 +136,14 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
     out->split = split;
     out->wg_size = ATTN_WG * split;
     out->supported = 1;
+    if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        /* A CPU driver turns each lane's slice read of shared memory into
+         * a gather: the unrolled code grows by lanes x dims per key and
+         * LLVM took minutes on a 128-key chunk. Smallest tile: it is the
+         * correctness path there, not the fast one. */
+        out->block_keys = 4;
+        out->chunk_blocks = 1;
+    }
     snprintf(out->why, sizeof out->why,
              "%u lanes per query row (%u dims each), workgroup %u, %u-key blocks, shuffle-xor sums",
              split, s->head_dim / split, out->wg_size, out->block_keys);

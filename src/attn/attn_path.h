@@ -48,6 +48,7 @@ typedef struct attn_path {
     uint32_t split;         /* invocations per query row (1 scalar) */
     uint32_t wg_size;       /* invocations per workgroup: ATTN_WG queries x split */
     uint32_t block_keys;    /* keys staged per block (16, 8 or 4) */
+    uint32_t chunk_blocks;  /* blocks per dispatch; 0: the engine's unroll budget decides */
     char why[200];
 } attn_path;
 

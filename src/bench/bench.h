@@ -73,6 +73,7 @@ typedef struct bench_attn_opts {
     int single;           /* 1: time the verified run itself, no extra runs (long inputs) */
     uint32_t window, n_sink, chunk_size; /* mask (attn_desc); any set: the unmasked run is
                                             timed too */
+    int path;             /* attn_desc.path: 0 the device's default path */
 } bench_attn_opts;
 
 typedef struct bench_attn_result {
@@ -90,6 +91,8 @@ typedef struct bench_attn_result {
     bench_times ratios;         /* per timed pass: its GFLOP/s over the FMA peak of the
                                    fma_peak dispatch run right after it (.ms holds ratios) */
     double ratio;               /* ratios.median */
+    int path;                   /* attn_path_kind the kernel ran on */
+    uint32_t split;             /* its invocations per query row */
     uint32_t submissions, chunk_keys;
     vf_stats verify;            /* the engine's verdict before timing */
     char verify_worst[32];      /* statistic with the worst error/bound */

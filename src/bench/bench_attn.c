@@ -155,7 +155,8 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     attn_desc d = {.tokens = o.tokens, .heads = o.heads, .head_dim = o.head_dim,
                    .causal = o.causal, .fp16 = o.fp16, .flags = o.with_output ? ATTN_OUT : 0,
                    .scale = (float)(1.0 / sqrt(o.head_dim)), .verify_rows = 8,
-                   .window = o.window, .n_sink = o.n_sink, .chunk_size = o.chunk_size};
+                   .window = o.window, .n_sink = o.n_sink, .chunk_size = o.chunk_size,
+                   .path = o.path};
     int masked = o.window || o.chunk_size;
     rl_status st = attn_check_shape(dev, &d, err);
     if (st)
@@ -202,6 +203,8 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
         goto done;
     }
     res->chunk_keys = r.chunk_keys;
+    res->path = r.path;
+    res->split = r.split;
     res->submissions = r.submissions;
     if (masked)
         res->tiles_skipped = 1.0 - (double)r.tiles_run / (double)r.tiles_full;
