@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_path.h"
 #include "check/chk.h"
 #include "core/rl_util.h"
 
@@ -85,8 +86,12 @@ static int data_make(const attn_case *c, uint64_t seed, attn_data *x)
 static void attn_row_name(const attn_case *c, chk_row *row)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->kernel, sizeof row->kernel, "attn_%s%s", c->bias ? c->bias : "none",
-             c->fp16 ? "_f16" : "");
+    /* the scalar path keeps the plain names; other paths add _sg / _cm */
+    const char *suffix = c->path == ATTN_PATH_SUBGROUP ? "_sg"
+                       : c->path == ATTN_PATH_COOPMAT  ? "_cm"
+                                                       : "";
+    snprintf(row->kernel, sizeof row->kernel, "attn_%s%s%s", c->bias ? c->bias : "none",
+             c->fp16 ? "_f16" : "", suffix);
     snprintf(row->shape, sizeof row->shape, "%ux%u/%ux%u %s%s", c->tokens, c->heads, c->kv_heads,
              c->head_dim, c->causal ? "causal" : "bidir",
              (c->flags & ATTN_OUT) ? " O" : "");
@@ -144,7 +149,7 @@ rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c
                    .temp_a = c->temp == ATTN_TEMP_LLAMA4      ? 0.1
                              : c->temp == ATTN_TEMP_QWEN_LOGN ? c->tokens / 4 + 1.0
                                                               : 0.35,
-                   .temp_b = 64};
+                   .temp_b = 64, .path = c->path};
     float sinks[64];
     for (uint32_t h = 0; h < c->heads && h < 64; h++)
         sinks[h] = 1.5f - 0.75f * (float)h; /* above and below the logits' typical range */
@@ -193,9 +198,38 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
     for (size_t f = 0; f < pe_family_count() && nbias < RL_ARRAY_LEN(biases); f++)
         if (pe_family_at(f)->acts & PE_ACTS_LOGITS)
             biases[nbias++] = pe_family_at(f)->name;
+    /* Every kernel path the device supports (attn_path.c), each forced in
+     * turn: the scalar path runs the whole table; the others a subset
+     * (every statistic fp32 and fp16, a bias, O, learned sinks with O, a
+     * mask) at the lengths around the workgroup and one long tail. A path
+     * the device lacks is one skipped row saying why. */
+    attn_path_props props;
+    attn_path_props_of(&dev->info, &props);
+    for (int pk = ATTN_PATH_SCALAR; pk < ATTN_PATH_COUNT && !st; pk++) {
+    attn_path_shape ps = {.head_dim = 64, .key_operands = 2};
+    attn_path pa;
+    attn_path_eval(&props, &ps, (attn_path_kind)pk, &pa);
+    if (!pa.supported) {
+        chk_row row;
+        attn_case sc = {.tokens = 65, .heads = 4, .kv_heads = 2, .head_dim = 64, .path = pk};
+        attn_row_name(&sc, &row);
+        snprintf(row.shape, sizeof row.shape, "path %s", attn_path_name((attn_path_kind)pk));
+        int run;
+        if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
+            continue;
+        row.skipped = 1;
+        row.guard_ok = 1;
+        snprintf(row.tolerance, sizeof row.tolerance, "%s path: %.80s",
+                 attn_path_name((attn_path_kind)pk), pa.why);
+        st = chk_report_add(report, &row, err);
+        continue;
+    }
+    int sub = pk != ATTN_PATH_SCALAR;
     for (size_t li = 0; li < RL_ARRAY_LEN(lengths) && !st; li++) {
         uint32_t n = lengths[li];
         if (opt->quick && n > 1000)
+            continue;
+        if (sub && (n == 1 || n == 2 || n == 64 || n == 4097))
             continue;
         for (int causal = 0; causal < 2 && !st; causal++) {
             /* GQA (4 heads over 2 KV heads), every statistic, fp32 and fp16,
@@ -204,33 +238,35 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
              * paired against the same logits without the bias. */
             const char *bias = nbias ? biases[(li + (size_t)causal) % nbias] : NULL;
             attn_case cs[12] = {
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0},
-                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
-                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0, pk},
                 /* Masks (docs/attention.md "Masks"), from 65 tokens on: a
                  * sliding window, StreamingLLM / LM-Infinite sinks + window
                  * (with the bias), Llama 4 chunks; sizes that cut chunks and
                  * workgroups unevenly (window/chunk in keys). */
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, n / 5 + 1, 0, 0, 0, 0},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, n / 7 + 3, 4, 0, 0, 0},
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS | ATTN_OUT, 0, 0, 0, 0, n / 3 + 5, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, n / 5 + 1, 0, 0, 0, 0, pk},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, n / 7 + 3, 4, 0, 0, 0, pk},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS | ATTN_OUT, 0, 0, 0, 0, n / 3 + 5, 0, 0, pk},
                 /* Learned sinks (gpt-oss), with O; the last with a window
                  * as gpt-oss's sliding layers. Not paired. */
-                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, 0, 0, 0, 1, 0},
-                {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, n / 4 + 1, 0, 0, 1, 0},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, 0, 0, 0, 1, 0, pk},
+                {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, n / 4 + 1, 0, 0, 1, 0, pk},
                 /* Temperature (per-query logit scale): Llama 4 (attn_scale 0.1,
                  * floor_scale 64), Qwen log-n (L = n / 4 + 1), SSMax (s = 0.35). */
-                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, ATTN_TEMP_LLAMA4},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, ATTN_TEMP_LLAMA4, pk},
                 {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0,
-                 ATTN_TEMP_QWEN_LOGN},
+                 ATTN_TEMP_QWEN_LOGN, pk},
                 {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, n / 3 + 1, 0, 0, 1,
-                 ATTN_TEMP_SSMAX},
+                 ATTN_TEMP_SSMAX, pk},
             };
             /* O on 65 tokens causal (tail of a workgroup) and 1000 bidirectional. */
             int with_o = (n == 65 && causal) || (n == 1000 && !causal && !opt->quick);
             for (int k = 0; k < 12 && !st; k++) {
                 if ((!cs[k].bias && (k == 2 || k == 5 || k == 10)) || (k == 3 && !with_o) || (k >= 4 && n < 65))
+                    continue;
+                if (sub && (k == 5 || k == 6 || k >= 8))
                     continue;
                 chk_row row;
                 attn_row_name(&cs[k], &row);
@@ -242,6 +278,7 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                     st = chk_report_add(report, &row, err);
             }
         }
+    }
     }
     attn_engine_destroy(&e);
     return st;
