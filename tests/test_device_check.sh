@@ -94,6 +94,7 @@ if [ $rc -eq 0 ] && check_bench "$work/rope.json" rope 5; then ok; else bad "ben
 if [ $rc -eq 0 ] && check_bench "$work/attn.json" attention 3; then ok; else bad "bench_attention_json (exit $rc)"; fi
 "$bin" bench attention --tokens 256 --head-dim 32 --output --single --json > "$work/attn1.json"; rc=$?
 if [ $rc -eq 0 ] && check_bench "$work/attn1.json" attention 1; then ok; else bad "bench_attention_single_json (exit $rc)"; fi
+expect bench_attn_path_bad 2 '--attn-path vector: must be auto, scalar, subgroup or coopmat' -- bench attention --attn-path vector
 expect bench_attn_reps_max 2 '--reps 64: must be between 1 and 63' -- bench attention --tokens 64 --reps 64
 # A device that refuses the shape keeps its place in the document, with the
 # error and null measurements, and the exit code says so.
