@@ -2,6 +2,10 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef RL_ATTN_SPLIT
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #ifdef RL_ATTN_FP16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -38,7 +42,17 @@
  * <q, k> is one fp32 chain per key over the head dimensions (multiply-add,
  * dimension order), then one multiply by the scale.
  *
- * Bias: bias_NAME.glsl chosen at compile time (one SPIR-V variant per bias). */
+ * Bias: bias_NAME.glsl chosen at compile time (one SPIR-V variant per bias).
+ *
+ * Subgroup split (built with RL_ATTN_SPLIT, the "subgroup" path of
+ * attn_path.c): SPLIT consecutive lanes of one subgroup share a query row,
+ * lane slice sl owning dimensions [sl DS, (sl + 1) DS) (vec4 units) of q and
+ * O. Each lane forms its partial dot product over its slice (one chain, in
+ * dimension order), and a subgroupShuffleXor butterfly adds the SPLIT
+ * partials; fp32 addition is commutative, so every lane of the row gets the
+ * same bits and runs the same softmax state. Lane slice 0 writes the row's
+ * statistics, every lane its slice of O. The workgroup holds WG / SPLIT
+ * query rows (ATTN_WG, as the scalar path). */
 #include "rl_push.h"
 #include "rl_common.glsl"
 #include "attn_softmax.glsl"
@@ -57,8 +71,11 @@ layout(constant_id = 4) const uint32_t FLAGS = 0;       /* RL_ATTN_F_* */
 layout(constant_id = 5) const uint32_t N_BUCKETS = 1;   /* distance buckets (>= 1) */
 layout(constant_id = 6) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS; /* key blocks per dispatch */
 layout(constant_id = 7) const uint32_t KB = RL_ATTN_KB; /* keys per block: 4, 8 or 16 */
+layout(constant_id = 8) const uint32_t SPLIT = 1;       /* lanes per query row (RL_ATTN_SPLIT: 2, 4, 8) */
 
 const uint32_t D4 = HEAD_DIM / 4u;
+const uint32_t DS = D4 / SPLIT;                          /* vec4s of q and O per lane */
+const uint32_t QWG = gl_WorkGroupSize.x / SPLIT;         /* query rows per workgroup */
 const uint32_t KV_HEADS = HEADS / KV_GROUP;
 /* Elements each invocation copies when staging a block (a plain trip count,
  * so the driver can unroll the loop). */
@@ -114,9 +131,14 @@ const float NEG_INF = -1.0 / 0.0;
 
 /* Per-invocation state (private globals; the helpers below are inlined and
  * every index is a constant after unrolling). */
-vec4 q[D4];
-vec4 q2[TWO ? D4 : 1u];
-vec4 o[WANT_O ? D4 : 1u];
+vec4 q[DS];
+vec4 q2[TWO ? DS : 1u];
+vec4 o[WANT_O ? DS : 1u];
+#ifdef RL_ATTN_SPLIT
+uint32_t sl;        /* this lane's slice of the row's dimensions */
+#else
+const uint32_t sl = 0u;
+#endif
 float mass[N_BUCKETS];
 float s[KB];
 float s2[TWO ? KB : 1u];
@@ -139,20 +161,32 @@ void rl_qk()
         if (TWO)
             s2[k] = 0.0;
     }
-    [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
+    [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
         vec4 qv = q[d];
         [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
-            vec4 kv = KEY_AT(ks_a, k, d);
+            vec4 kv = KEY_AT(ks_a, k, sl * DS + d);
             s[k] = fma(qv.w, kv.w, fma(qv.z, kv.z, fma(qv.y, kv.y, fma(qv.x, kv.x, s[k]))));
         }
         if (TWO) {
             vec4 qv2 = q2[d];
             [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
-                vec4 kv = KEY_AT(ks_b, k, d);
+                vec4 kv = KEY_AT(ks_b, k, sl * DS + d);
                 s2[k] = fma(qv2.w, kv.w, fma(qv2.z, kv.z, fma(qv2.y, kv.y, fma(qv2.x, kv.x, s2[k]))));
             }
         }
     }
+#ifdef RL_ATTN_SPLIT
+    /* The row's SPLIT partial logits summed (butterfly over lanes sl ^ 2^b). */
+    [[unroll]] for (uint32_t b = 0u; b < 3u; b++) {
+        if ((1u << b) < SPLIT) {
+            [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
+                s[k] += subgroupShuffleXor(s[k], 1u << b);
+                if (TWO)
+                    s2[k] += subgroupShuffleXor(s2[k], 1u << b);
+            }
+        }
+    }
+#endif
 }
 
 /* Key k of the block starting at key t0 (relative to key_base): mask,
@@ -185,7 +219,7 @@ void rl_mask(uint32_t t0, uint32_t k)
         s2[k] = valid ? s2[k] : NEG_INF;
         mtb = max(mtb, s2[k]);
     }
-    if (DUMP && live && j < n)
+    if (DUMP && live && j < n && sl == 0u)
         outv[pc.p.off_dump + (head * n + qi) * n + j] = s[k];
 }
 
@@ -221,10 +255,10 @@ void rl_accum(uint32_t t0, uint32_t k)
 /* O: o_d = o_d alpha + sum_k p_k v_{k,d} over the block's keys. */
 void rl_pv(float alpha)
 {
-    [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
+    [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
         vec4 acc = o[d] * alpha;
         [[unroll]] for (uint32_t k = 0u; k < KB; k++)
-            acc = fma(vec4(s[k]), KEY_AT(vs, k, d), acc);
+            acc = fma(vec4(s[k]), KEY_AT(vs, k, sl * DS + d), acc);
         o[d] = acc;
     }
 }
@@ -306,14 +340,19 @@ void rl_block(uint32_t b)
 
 void main()
 {
-    const uint32_t WG = gl_WorkGroupSize.x;
     uint32_t lid = gl_LocalInvocationID.x;
     uint32_t g = RL_GROUP_ID;
     head = pc.p.kv_head * KV_GROUP + g % KV_GROUP;
     uint32_t qblock = pc.p.qblock_base + g / KV_GROUP;
     n = pc.p.n_tokens;
     uint32_t j0 = pc.p.key_base;
-    qi = qblock * WG + lid;
+#ifdef RL_ATTN_SPLIT
+    uint32_t lane = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+    sl = lane % SPLIT;
+#else
+    uint32_t lane = lid;
+#endif
+    qi = qblock * QWG + lane / SPLIT;
     live = qi < n;
     qrow = live ? qi : n - 1u;          /* inactive lanes compute a copy, write nothing */
     qpos = int32_t(idx[qrow]);
@@ -339,10 +378,10 @@ void main()
         }
     }
 
-    [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
-        q[d] = vec4(qa[row * D4 + d]);
+    [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
+        q[d] = vec4(qa[row * D4 + sl * DS + d]);
         if (TWO)
-            q2[d] = vec4(qb[row * D4 + d]);
+            q2[d] = vec4(qb[row * D4 + sl * DS + d]);
     }
 
     /* Running state: fresh in the first chunk, else the row's output slots
@@ -365,8 +404,8 @@ void main()
         [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
             mass[b] = first ? 0.0 : outv[pc.p.off_buckets + row * N_BUCKETS + b];
     if (WANT_O)
-        [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
-            uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * d;
+        [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
+            uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * (sl * DS + d);
             o[d] = first ? vec4(0.0)
                          : vec4(outv[base], outv[base + 1u], outv[base + 2u], outv[base + 3u]);
         }
@@ -399,6 +438,14 @@ void main()
         fin = al / L;
         ent_f = (l * al / L) * logL - al * (ent + (m - m2) * l) / L;
     }
+    if (WANT_O) /* this lane's slice (all of O on the scalar path) */
+        [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
+            vec4 r = last ? (SINKS ? o[d] * fin : o[d] / l) : o[d];
+            uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * (sl * DS + d);
+            outv[base] = r.x; outv[base + 1u] = r.y; outv[base + 2u] = r.z; outv[base + 3u] = r.w;
+        }
+    if (sl != 0u) /* split: lane slice 0 writes the row's statistics */
+        return;
     outv[so + RL_ATTN_S_MAX] = m;
     outv[so + RL_ATTN_S_LSE] = last ? lse_f : l;
     if (WANT_H)
@@ -417,10 +464,4 @@ void main()
         [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
             outv[pc.p.off_buckets + row * N_BUCKETS + b] =
                 last ? (SINKS ? mass[b] * fin : mass[b] / l) : mass[b];
-    if (WANT_O)
-        [[unroll]] for (uint32_t d = 0u; d < D4; d++) {
-            vec4 r = last ? (SINKS ? o[d] * fin : o[d] / l) : o[d];
-            uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * d;
-            outv[base] = r.x; outv[base + 1u] = r.y; outv[base + 2u] = r.z; outv[base + 3u] = r.w;
-        }
 }

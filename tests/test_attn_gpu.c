@@ -11,6 +11,7 @@
 
 #include "attn/attn.h"
 #include "attn/attn_cm.h"
+#include "attn/attn_path.h"
 #include "check/chk.h"
 #include "core/rl_util.h"
 #include "rl_test.h"
@@ -326,37 +327,56 @@ END_TEST
  * the NMSE gate of verify/vf.h. */
 static const chk_attn_case random_cases[] = {
     {65, 4, 2, 64, 1, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0, 0, 0},
-    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0, 0},
-    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
-    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0, 0, 0, 0},
+    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0, 0, 0},
+    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0, 0},
+    {70, 4, 2, 32, 0, 0, "xl", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0, 0},
     /* 4-key blocks, 3 per dispatch: 12-key chunks start inside the 64-query
      * workgroups (causal rows before a chunk must be left alone) and rows
      * are finished mid-workgroup. */
-    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0, 0, 0},
-    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1, 0, 0, 0, 0, 0},
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0, 0, 0, 0},
+    {130, 4, 2, 16, 0, 1, "alibi", ATTN_ENTROPY | ATTN_BUCKETS | ATTN_PAIRED | ATTN_NO_BIAS_B, 8, 1, 0, 0, 0, 0, 0, 0},
     /* Masks with chunks of 4 or 12 keys, so whole chunks are skipped, rows
      * start on wholly masked blocks and finish mid-workgroup: sliding
      * window (causal; bidirectional with every output and the dump), sinks
      * + window with a bias, chunks, chunks + window. */
     {300, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
-     4, 1, 37, 0, 0, 0, 0},
+     4, 1, 37, 0, 0, 0, 0, 0},
     {200, 4, 2, 16, 0, 0, NULL,
-     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED, 4, 3, 29, 0, 0, 0, 0},
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT | ATTN_PAIRED, 4, 3, 29, 0, 0, 0, 0, 0},
     {260, 2, 1, 32, 1, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_PAIRED |
-     ATTN_NO_BIAS_B, 4, 1, 50, 5, 0, 0, 0},
+     ATTN_NO_BIAS_B, 4, 1, 50, 5, 0, 0, 0, 0},
     {230, 2, 2, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 40, 3,
-     0, 0, 0},
-    {300, 2, 1, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 1, 0, 0, 70, 0, 0},
+     0, 0, 0, 0},
+    {300, 2, 1, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 1, 0, 0, 70, 0, 0, 0},
     {300, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 3, 20, 2,
-     90, 0, 0},
+     90, 0, 0, 0},
     /* Learned sinks (head h: 1.5 - 0.75 h): causal with O and 12-key
      * chunks; bidirectional with a bias and a window (sinks and masks
      * together, as gpt-oss's sliding layers). */
     {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
-     4, 3, 0, 0, 0, 1, 0},
+     4, 3, 0, 0, 0, 1, 0, 0},
     {150, 4, 2, 16, 0, 0, "alibi", ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 4, 1, 33,
-     0, 0, 1, 0},
+     0, 0, 1, 0, 0},
+    /* The subgroup-split path (attn_path.c), forced: 2 lanes per row at
+     * head_dim 32/64, 4 at 128 and 8 at 256 (lavapipe: subgroup 8); every
+     * statistic, fp16, a bias, O across 12-key chunks, a mask, sinks. */
+    {65, 4, 2, 64, 1, 0, NULL,
+     ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_PAIRED, 0, 0, 0, 0, 0, 0, 0,
+     ATTN_PATH_SUBGROUP},
+    {130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0,
+     0, 0, 0, ATTN_PATH_SUBGROUP},
+    {97, 2, 2, 32, 1, 0, "t5", ATTN_ENTROPY | ATTN_PAIRED | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0,
+     ATTN_PATH_SUBGROUP},
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0, 0, 0,
+     0, ATTN_PATH_SUBGROUP},
+    {70, 2, 1, 128, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_OUT | ATTN_PAIRED, 0, 0, 0, 0, 0, 0,
+     0, ATTN_PATH_SUBGROUP},
+    {67, 1, 1, 256, 1, 0, NULL, ATTN_ENTROPY | ATTN_OUT, 0, 0, 0, 0, 0, 0, 0, ATTN_PATH_SUBGROUP},
+    {300, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+     4, 1, 37, 0, 0, 0, 0, ATTN_PATH_SUBGROUP},
+    {200, 2, 1, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+     4, 3, 0, 0, 0, 1, 0, ATTN_PATH_SUBGROUP},
 };
 
 START_TEST(gpu_random_problems_match_reference)
@@ -369,6 +389,15 @@ START_TEST(gpu_random_problems_match_reference)
     chk_row row;
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &random_cases[_i], 7 + _i, &row, &err) == RL_OK,
                   "%s", err.msg);
+    if (random_cases[_i].path) { /* a forced path the device supports must run, not skip */
+        attn_path_props p;
+        attn_path_props_of(&g.dev.info, &p);
+        attn_path_shape sh = {.head_dim = random_cases[_i].head_dim, .key_operands = 3};
+        attn_path a;
+        attn_path_eval(&p, &sh, (attn_path_kind)random_cases[_i].path, &a);
+        ck_assert_msg(!a.supported || !row.skipped, "%s %s skipped: %s", row.kernel, row.shape,
+                      row.tolerance);
+    }
     if (!row.skipped)
         ck_assert_msg(row.stats.pass, "%s %s: worst err/bound %.3f (%s), nmse %g gate %g, nonfinite %zu",
                       row.kernel, row.shape, row.stats.worst_ratio, row.tolerance, row.stats.nmse,
@@ -391,7 +420,7 @@ START_TEST(gpu_rows_beyond_65535_keys)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     const chk_attn_case c = {70001, 1, 1, 8, 1, 0, NULL,
-                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0, 0};
+                             ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS, 0, 0, 0, 0, 0, 0, 0, 0};
     chk_row row;
     ck_assert_msg(chk_attn_run_case(&g.dev, &e, &c, 11, &row, &err) == RL_OK, "%s", err.msg);
     ck_assert(!row.skipped);

@@ -32,7 +32,7 @@ else
   [ "$rc" = 0 ] || { echo "FAIL: check exited $rc (a skip is not a failure)"; fail=1; }
   grep -q "^  cooperative-matrix path: skipped (" "$work/check.txt" ||
     { echo "FAIL: no 'cooperative-matrix path: skipped (...)' line"; fail=1; }
-  grep -q "^  attn_cm_f16 .*SKIP (unsupported)$" "$work/check.txt" ||
+  grep -Eq "^  attn_cm_f16 .*SKIP \(unsupported\)( \(.*\))?$" "$work/check.txt" ||
     { echo "FAIL: no skipped attn_cm_f16 row"; fail=1; }
   grep -q "pass$" "$work/check.txt" && { echo "FAIL: a cooperative-matrix row passed without running"; fail=1; }
   python3 - "$work/check.json" <<'PY' || fail=1

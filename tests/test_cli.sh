@@ -171,6 +171,10 @@ if [ $have_device = 1 ]; then
   expect devices_json_ident 0 '"driver_version_decoded": "[0-9.]+"' -- devices --json
   expect devices_json_wg 0 '"max_workgroup_invocations": [0-9]+' -- devices --json
   expect devices_json_hex 0 '"vendor_id_hex": "0x[0-9a-f]{4,}"' -- devices --json
+  expect devices_attn_path 0 'attention path \(head_dim 128 with O\): (scalar|subgroup|coopmat) ' -- devices
+  expect devices_attn_paths 0 '      coopmat  (yes|no ): ' -- devices
+  expect devices_json_attn 0 '"default": "(scalar|subgroup|coopmat)"' -- devices --json
+  expect bench_attn_path_sg 0 'kernel path  : subgroup \([248] lanes per query row\)' -- bench attention --tokens 70 --head-dim 32 --causal --reps 1 --attn-path subgroup
   expect bad_index 2 '--device 42: no device with that index' -- check --device 42
   expect bad_name 2 "--device 'no-such-gpu': no device name contains it" -- check --device no-such-gpu
   expect bench_rotary_odd 2 'rotary_dim 5 must be even' -- bench rope --tokens 16 --rotary-dim 5

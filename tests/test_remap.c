@@ -174,14 +174,14 @@ static const struct {
     chk_attn_extra x;
 } random_cases[] = {
     {{130, 4, 2, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS,
-      4, 3, 0, 0, 0, 0, 0}, {9, 0}},
+      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0}},
     {{97, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_OUT, 4, 1, 0, 0, 0,
-      0, 0}, {13, 1048000}},
-    {{200, 2, 2, 32, 1, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 8, 1, 0, 0, 0, 0, 0},
+      0, 0, 0}, {13, 1048000}},
+    {{200, 2, 2, 32, 1, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 8, 1, 0, 0, 0, 0, 0, 0},
      {1, 0}},
-    {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 4, 3, 40, 3, 0, 1, 0},
+    {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 4, 3, 40, 3, 0, 1, 0, 0},
      {17, 0}},
-    {{64, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_PAIRED | ATTN_TARGET, 0, 0, 0, 0, 0, 0, 0},
+    {{64, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_PAIRED | ATTN_TARGET, 0, 0, 0, 0, 0, 0, 0, 0},
      {1000, 0}},
 };
 
@@ -212,7 +212,7 @@ START_TEST(gpu_remap_refuses_a_bias)
     attn_engine e;
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
-    chk_attn_case c = {65, 2, 1, 16, 1, 0, "alibi", ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0};
+    chk_attn_case c = {65, 2, 1, 16, 1, 0, "alibi", ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0, 0};
     chk_attn_extra x = {8, 0};
     chk_row row;
     ck_assert_int_eq(chk_attn_run_case_ex(&g.dev, &e, &c, &x, 3, &row, &err), RL_ERR_ARG);

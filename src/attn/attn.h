@@ -126,6 +126,9 @@ typedef struct attn_desc {
     int test_cm_emulate;    /* test hook, with coopmat: runs attn_cm.comp with its tensor ops
                                emulated by subgroup loops (attn_cm_emu_f16; no extension
                                needed), to test the rest of that kernel on any device */
+    int path;               /* attn_path_kind (attn_path.h): 0 the device's default
+                               (attn_path_choose), else that path or RL_ERR_UNSUPPORTED;
+                               ATTN_PATH_COOPMAT is the same as coopmat = 1 */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */
@@ -251,6 +254,8 @@ typedef struct attn_result {
     double before_gpu_ms;   /* attn_run_resident: GPU time of `before`'s work (0: none, -1: no
                                timestamps); not in gpu_ms */
     int guard_ok;           /* the guard words after the output tensor are untouched */
+    int path;               /* attn_path_kind the run took */
+    uint32_t split;         /* its invocations per query row */
     attn_verify verify;     /* verify.verdict: the verdict (guard included) */
 } attn_result;
 

@@ -9,6 +9,7 @@
 
 #include "attn/attn.h"
 #include "attn/attn_cm.h"
+#include "attn/attn_path.h"
 #include "core/rl_util.h"
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_variants.spv.h"
@@ -23,12 +24,14 @@ _Static_assert(offsetof(struct rl_attn_push, off_dump) == 28, "rl_attn_push layo
  * encoding registry (src/pe/meson.build -> shaders/meson.build). */
 typedef struct attn_variant {
     const char *name;
-    const uint32_t *spv32, *spv16;
-    size_t bytes32, bytes16;
+    const uint32_t *spv32, *spv16, *spv32_sg, *spv16_sg; /* _sg: the subgroup-split path */
+    size_t bytes32, bytes16, bytes32_sg, bytes16_sg;
 } attn_variant;
 
-#define ATTN_VARIANT(n) {#n, rl_spv_attn_##n, rl_spv_attn_##n##_f16, sizeof rl_spv_attn_##n, \
-                         sizeof rl_spv_attn_##n##_f16},
+#define ATTN_VARIANT(n) {#n, rl_spv_attn_##n, rl_spv_attn_##n##_f16, rl_spv_attn_##n##_sg, \
+                         rl_spv_attn_##n##_f16_sg, sizeof rl_spv_attn_##n, \
+                         sizeof rl_spv_attn_##n##_f16, sizeof rl_spv_attn_##n##_sg, \
+                         sizeof rl_spv_attn_##n##_f16_sg},
 static const attn_variant variants[] = {RL_ATTN_VARIANTS(ATTN_VARIANT)};
 
 static const attn_variant *find_variant(const char *name)
@@ -73,6 +76,10 @@ static attn_desc resolve(const attn_desc *d)
         r.verify_rows = ATTN_DEFAULT_VERIFY_ROWS;
     if (!r.work_per_submit)
         r.work_per_submit = 1ull << 31;
+    if (r.path == ATTN_PATH_COOPMAT) /* the path names the kernel (attn_cm.c) */
+        r.coopmat = 1;
+    if (r.coopmat)
+        r.path = ATTN_PATH_COOPMAT;
     return r;
 }
 
@@ -97,16 +104,34 @@ static uint64_t block_bytes(const attn_desc *d, uint32_t kb)
     return (uint64_t)kb * d->head_dim * 4u * key_operands(d) + 2 * 16 + kb * 4u;
 }
 
+/* The path this run takes (attn_path.c: from the device's properties, or
+ * d->path when forced); out->supported = 0 with the reason otherwise. */
+static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
+{
+    attn_path_props p;
+    attn_path_props_of(&dev->info, &p);
+    attn_path_shape s = {.head_dim = d->head_dim, .key_operands = key_operands(d), .fp16 = d->fp16};
+    if (d->coopmat && d->test_cm_emulate) { /* test hook: no extension needed */
+        *out = (attn_path){.kind = ATTN_PATH_COOPMAT, .supported = 1, .split = 1,
+                           .wg_size = ATTN_WG, .block_keys = ATTN_CM_N};
+        snprintf(out->why, sizeof out->why, "cooperative-matrix kernel, tensor ops emulated (test)");
+        return;
+    }
+    if (d->path == ATTN_PATH_AUTO)
+        attn_path_choose(&p, &s, out);
+    else
+        attn_path_eval(&p, &s, (attn_path_kind)d->path, out);
+}
+
 static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
 {
     if (d->coopmat) /* its key tile; shared memory: attn_cm_check */
         return ATTN_CM_N;
     if (d->block_keys)
         return block_bytes(d, d->block_keys) <= dev->info.max_shared_memory ? d->block_keys : 0;
-    for (uint32_t kb = RL_ATTN_KB; kb >= 4; kb /= 2)
-        if (block_bytes(d, kb) <= dev->info.max_shared_memory)
-            return kb;
-    return 0;
+    attn_path a;
+    path_of(dev, d, &a);
+    return a.block_keys;
 }
 
 /* Blocks per dispatch: the shader unrolls them all, so the count shrinks as
@@ -114,11 +139,12 @@ static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
  * RL_ATTN_UNROLL_BUDGET vec4 multiply-adds per invocation and dispatch (128
  * keys at head_dim 128 for statistics alone). */
 #define RL_ATTN_UNROLL_BUDGET 4096u
-static uint32_t key_blocks(const attn_desc *d, uint32_t kb)
+static uint32_t key_blocks(const attn_desc *d, uint32_t kb, uint32_t split)
 {
     if (d->chunk_blocks)
         return d->chunk_blocks;
-    uint32_t b = RL_ATTN_UNROLL_BUDGET / (kb * key_operands(d) * (d->head_dim / 4u ? d->head_dim / 4u : 1u));
+    uint32_t ds = d->head_dim / 4u / split; /* vec4s per invocation */
+    uint32_t b = RL_ATTN_UNROLL_BUDGET / (kb * key_operands(d) * (ds ? ds : 1u));
     if (b > RL_ATTN_MAX_BLOCKS)
         b = RL_ATTN_MAX_BLOCKS;
     return b ? b : 1u;
@@ -322,10 +348,11 @@ int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0,
 }
 
 /* The pipeline a run of d needs: its engine key, specialization constants
- * (spec[7]) and desc (pointing into key and spec). */
+ * (spec[8]) and desc (pointing into key and spec). split: invocations per
+ * query row (attn_path.c; 1 scalar, > 1 the subgroup-split variant). */
 static void pipe_desc(const attn_variant *v, const attn_desc *d, int sinks, uint32_t kb,
-                      uint32_t blocks, uint32_t n_buckets, char key[96], uint32_t spec[7],
-                      rlvk_pipeline_desc *pd)
+                      uint32_t blocks, uint32_t split, uint32_t n_buckets, char key[96],
+                      uint32_t spec[8], rlvk_pipeline_desc *pd)
 {
     uint32_t flags = d->flags;
     if (d->causal)
@@ -338,22 +365,27 @@ static void pipe_desc(const attn_variant *v, const attn_desc *d, int sinks, uint
         flags |= RL_ATTN_F_TEMP;
     if (d->remap_window)
         flags |= RL_ATTN_F_REMAP;
-    snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u",
+    snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u",
              d->coopmat ? (d->test_cm_emulate ? "cm_emu" : "cm") : v->name, d->fp16 ? "_f16" : "",
-             d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
-    const uint32_t sp[7] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets,
-                            blocks, kb};
+             d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets, split);
+    const uint32_t sp[8] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets,
+                            blocks, kb, split};
     memcpy(spec, sp, sizeof sp);
     size_t cm_bytes = 0;
     const uint32_t *cm_spv = d->coopmat ? attn_cm_spirv(d->test_cm_emulate, &cm_bytes) : NULL;
+    int sg = split > 1;
     *pd = (rlvk_pipeline_desc){
         .name = key,
-        .spirv = d->coopmat ? cm_spv : d->fp16 ? v->spv16 : v->spv32,
-        .spirv_bytes = d->coopmat ? cm_bytes : d->fp16 ? v->bytes16 : v->bytes32,
+        .spirv = d->coopmat ? cm_spv
+                 : sg       ? (d->fp16 ? v->spv16_sg : v->spv32_sg)
+                            : (d->fp16 ? v->spv16 : v->spv32),
+        .spirv_bytes = d->coopmat ? cm_bytes
+                       : sg       ? (d->fp16 ? v->bytes16_sg : v->bytes32_sg)
+                                  : (d->fp16 ? v->bytes16 : v->bytes32),
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
-        .local_size_x = ATTN_WG,
-        .n_spec = 7,
+        .local_size_x = ATTN_WG * split,
+        .n_spec = 8,
         .spec = spec,
     };
 }
@@ -379,13 +411,13 @@ static attn_pipe *engine_slot(attn_engine *e)
 }
 
 static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d, int sinks,
-                          uint32_t kb, uint32_t blocks, uint32_t n_buckets, const rlvk_pipeline **out,
-                          rl_error *err)
+                          uint32_t kb, uint32_t blocks, uint32_t split, uint32_t n_buckets,
+                          const rlvk_pipeline **out, rl_error *err)
 {
     char key[96];
-    uint32_t spec[7];
+    uint32_t spec[8];
     rlvk_pipeline_desc pd;
-    pipe_desc(v, d, sinks, kb, blocks, n_buckets, key, spec, &pd);
+    pipe_desc(v, d, sinks, kb, blocks, split, n_buckets, key, spec, &pd);
     if ((*out = engine_find(e, key)))
         return RL_OK;
     attn_pipe *p = engine_slot(e);
@@ -411,7 +443,7 @@ rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items
 {
     enum { MAX_PREP = ATTN_MAX_PIPES / 2 };
     char keys[MAX_PREP][96];
-    uint32_t specs[MAX_PREP][7];
+    uint32_t specs[MAX_PREP][8];
     rlvk_pipeline_desc pds[MAX_PREP];
     rlvk_pipeline pipes[MAX_PREP];
     uint32_t m = 0;
@@ -422,10 +454,16 @@ rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items
         /* what attn_run would refuse is left to it (and its message) */
         if (!v || attn_check_shape(e->dev, &d, NULL) || (d.fp16 && !e->dev->feat_storage16))
             continue;
-        uint32_t kb = block_keys(e->dev, &d), blocks = key_blocks(&d, kb);
+        attn_path path; /* the path and tiles run() will take */
+        path_of(e->dev, &d, &path);
+        if (!path.supported)
+            continue;
+        uint32_t kb = block_keys(e->dev, &d);
+        uint32_t blocks = d.chunk_blocks || !path.chunk_blocks ? key_blocks(&d, kb, path.split)
+                                                               : path.chunk_blocks;
         uint64_t span = it->max_distance ? it->max_distance : d.tokens - 1;
-        pipe_desc(v, &d, it->sinks, kb, blocks, kernel_buckets(&d, span), keys[m], specs[m],
-                  &pds[m]);
+        pipe_desc(v, &d, it->sinks, kb, blocks, path.split, kernel_buckets(&d, span), keys[m],
+                  specs[m], &pds[m]);
         pds[m].name = keys[m];
         pds[m].spec = specs[m];
         int dup = engine_find(e, keys[m]) != NULL;
@@ -682,6 +720,13 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "cooperative-matrix path: VK_NV_cooperative_matrix is not enabled on %s",
                        dev->info.name);
+    if (d->path < ATTN_PATH_AUTO || d->path >= ATTN_PATH_COUNT)
+        return rl_fail(err, RL_ERR_ARG, "attention: unknown kernel path %d", d->path);
+    attn_path path;
+    path_of(dev, d, &path);
+    if (!path.supported)
+        return rl_fail(err, RL_ERR_UNSUPPORTED, "attention: the %s path does not run on %s: %s",
+                       attn_path_name(path.kind), dev->info.name, path.why);
     if (!have_qk || ((d->flags & ATTN_OUT) && !have_v) || ((d->flags & ATTN_TARGET) && !have_target))
         return rl_fail(err, RL_ERR_ARG, "attention: missing input (Q, K, V for O, or targets)");
     if (((d->flags & ATTN_BUCKETS) && !out->buckets) || ((d->flags & ATTN_OUT) && !out->out) ||
@@ -739,7 +784,13 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     /* The kernel keeps 16 or ATTN_MAX_BUCKETS buckets (fewer pipelines to
      * build); rows are compacted to nb after download. */
     uint32_t nb_k = kernel_buckets(&d, pmax - pmin);
-    uint32_t kb = block_keys(dev, &d), blocks = key_blocks(&d, kb);
+    attn_path path;
+    path_of(dev, &d, &path);
+    uint32_t kb = block_keys(dev, &d);
+    uint32_t blocks = d.chunk_blocks || !path.chunk_blocks ? key_blocks(&d, kb, path.split)
+                                                           : path.chunk_blocks;
+    res->path = path.kind;
+    res->split = path.split;
     attn_layout L;
     layout_of(&d, nb_k, &L);
     res->n_buckets = nb;
@@ -804,7 +855,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         goto done;
 
     const rlvk_pipeline *pipe;
-    if ((st = get_pipe(e, var, &d, in->sinks != NULL, kb, blocks, nb_k, &pipe, err)))
+    if ((st = get_pipe(e, var, &d, in->sinks != NULL, kb, blocks, path.split, nb_k, &pipe, err)))
         goto done;
     if (in->sinks && ((st = rlvk_buffer_create(dev, (uint64_t)d.heads * 4, "sinks", &bsink, err)) ||
                       (st = rlvk_buffer_upload(dev, &bsink, 0, in->sinks, (uint64_t)d.heads * 4, err))))

@@ -76,6 +76,7 @@ typedef struct bench_attn_opts {
     int single;           /* 1: time the verified run itself, no extra runs (long inputs) */
     uint32_t window, n_sink, chunk_size; /* mask (attn_desc); any set: the unmasked run is
                                             timed too */
+    int path;             /* attn_desc.path: 0 the device's default path */
 } bench_attn_opts;
 
 typedef struct bench_attn_result {
@@ -85,12 +86,16 @@ typedef struct bench_attn_result {
     double wall_ms;             /* host wall time of the last timed run */
     double flops;               /* 2 N^2 d (x2 with O, /2 causal) x heads */
     double gflops;              /* flops / median gpu time */
-    bench_times fma;            /* fma_peak.comp on the same device, same run (after the
-                                   attention runs; one untimed warm-up first) */
+    bench_times fma;            /* fma_peak.comp on the same device, one dispatch right
+                                   after each timed attention pass (one untimed warm-up first) */
     uint32_t fma_groups, fma_local;  /* its dispatch: groups x local invocations */
     double fma_flops;           /* flops of one fma_peak dispatch */
     double fma_gflops;          /* fma_flops / median fma time */
-    double ratio;               /* gflops / fma_gflops */
+    bench_times ratios;         /* per timed pass: its GFLOP/s over the FMA peak of the
+                                   fma_peak dispatch run right after it (.ms holds ratios) */
+    double ratio;               /* ratios.median */
+    int path;                   /* attn_path_kind the kernel ran on */
+    uint32_t split;             /* its invocations per query row */
     uint32_t submissions, chunk_keys;
     vf_stats verify;            /* the engine's verdict before timing */
     char verify_worst[32];      /* statistic with the worst error/bound */

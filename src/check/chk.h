@@ -128,6 +128,7 @@ typedef struct chk_attn_case {
     uint32_t window, n_sink, chunk_size; /* attn_desc mask; 0: none */
     int sinks;                /* 1: learned sinks, head h's logit 1.5 - 0.75 h (attn_inputs.sinks) */
     int temp;                 /* attn_desc.temp with fixed parameters (chk_attn.c); 0: none */
+    int path;                 /* attn_desc.path (attn_path_kind); 0: the device's default */
 } chk_attn_case;
 struct attn_engine;
 rl_status chk_attn_run_case(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,

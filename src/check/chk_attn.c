@@ -13,6 +13,7 @@
 
 #include "attn/attn.h"
 #include "attn/attn_cm.h"
+#include "attn/attn_path.h"
 #include "check/chk.h"
 #include "core/rl_util.h"
 
@@ -87,8 +88,11 @@ static int data_make(const attn_case *c, uint32_t pos0, uint64_t seed, attn_data
 static void attn_row_name(const attn_case *c, const chk_attn_extra *x, int coopmat, chk_row *row)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->kernel, sizeof row->kernel, "attn_%s%s", coopmat ? "cm" : c->bias ? c->bias : "none",
-             c->fp16 ? "_f16" : "");
+    /* the scalar path keeps the plain names; the subgroup path adds _sg; the
+     * cooperative-matrix kernel's rows are attn_cm[_f16] */
+    const char *suffix = c->path == ATTN_PATH_SUBGROUP ? "_sg" : "";
+    snprintf(row->kernel, sizeof row->kernel, "attn_%s%s%s",
+             coopmat ? "cm" : c->bias ? c->bias : "none", c->fp16 ? "_f16" : "", coopmat ? "" : suffix);
     snprintf(row->shape, sizeof row->shape, "%ux%u/%ux%u %s%s", c->tokens, c->heads, c->kv_heads,
              c->head_dim, c->causal ? "causal" : "bidir",
              (c->flags & ATTN_OUT) ? " O" : "");
@@ -152,7 +156,8 @@ static rl_status run_case(rlvk_device *dev, attn_engine *e, const attn_case *c,
                    .temp_a = c->temp == ATTN_TEMP_LLAMA4      ? 0.1
                              : c->temp == ATTN_TEMP_QWEN_LOGN ? c->tokens / 4 + 1.0
                                                               : 0.35,
-                   .temp_b = 64, .remap_window = xt ? xt->remap_window : 0};
+                   .temp_b = 64, .remap_window = xt ? xt->remap_window : 0,
+                   .path = coopmat ? 0 : c->path};
     float sinks[64];
     for (uint32_t h = 0; h < c->heads && h < 64; h++)
         sinks[h] = 1.5f - 0.75f * (float)h; /* above and below the logits' typical range */
@@ -279,9 +284,40 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
     for (size_t f = 0; f < pe_family_count() && nbias < RL_ARRAY_LEN(biases); f++)
         if (pe_family_at(f)->acts & PE_ACTS_LOGITS)
             biases[nbias++] = pe_family_at(f)->name;
+    /* Every kernel path the device supports (attn_path.c), each forced in
+     * turn: the scalar path runs the whole table; the others a subset
+     * (every statistic fp32 and fp16, a bias, O, learned sinks with O, a
+     * mask) at the lengths around the workgroup and one long tail. A path
+     * the device lacks is one skipped row saying why. */
+    attn_path_props props;
+    attn_path_props_of(&dev->info, &props);
+    for (int pk = ATTN_PATH_SCALAR; pk < ATTN_PATH_COUNT && !st; pk++) {
+    attn_path_shape ps = {.head_dim = 64, .key_operands = 2};
+    if (pk == ATTN_PATH_COOPMAT)
+        continue; /* the cooperative-matrix kernel's own rows: cm_cases below */
+    attn_path pa;
+    attn_path_eval(&props, &ps, (attn_path_kind)pk, &pa);
+    if (!pa.supported) {
+        chk_row row;
+        attn_case sc = {.tokens = 65, .heads = 4, .kv_heads = 2, .head_dim = 64, .path = pk};
+        attn_row_name(&sc, NULL, 0, &row);
+        snprintf(row.shape, sizeof row.shape, "path %s", attn_path_name((attn_path_kind)pk));
+        int run;
+        if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
+            continue;
+        row.skipped = 1;
+        row.guard_ok = 1;
+        snprintf(row.tolerance, sizeof row.tolerance, "%s path: %.80s",
+                 attn_path_name((attn_path_kind)pk), pa.why);
+        st = chk_report_add(report, &row, err);
+        continue;
+    }
+    int sub = pk != ATTN_PATH_SCALAR;
     for (size_t li = 0; li < RL_ARRAY_LEN(lengths) && !st; li++) {
         uint32_t n = lengths[li];
         if (opt->quick && n > 1000)
+            continue;
+        if (sub && (n == 1 || n == 2 || n == 64 || n == 4097))
             continue;
         for (int causal = 0; causal < 2 && !st; causal++) {
             /* GQA (4 heads over 2 KV heads), every statistic, fp32 and fp16,
@@ -290,33 +326,35 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
              * paired against the same logits without the bias. */
             const char *bias = nbias ? biases[(li + (size_t)causal) % nbias] : NULL;
             attn_case cs[12] = {
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0},
-                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0},
-                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 4, 2, 64, causal, 1, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 4, 2, 64, causal, 0, NULL, ATTN_OUT | ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0, pk},
                 /* Masks (docs/attention.md "Masks"), from 65 tokens on: a
                  * sliding window, StreamingLLM / LM-Infinite sinks + window
                  * (with the bias), Llama 4 chunks; sizes that cut chunks and
                  * workgroups unevenly (window/chunk in keys). */
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, n / 5 + 1, 0, 0, 0, 0},
-                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, n / 7 + 3, 4, 0, 0, 0},
-                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS | ATTN_OUT, 0, 0, 0, 0, n / 3 + 5, 0, 0},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS, 0, 0, n / 5 + 1, 0, 0, 0, 0, pk},
+                {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, n / 7 + 3, 4, 0, 0, 0, pk},
+                {n, 4, 2, 64, causal, 0, NULL, ALL_STATS | ATTN_OUT, 0, 0, 0, 0, n / 3 + 5, 0, 0, pk},
                 /* Learned sinks (gpt-oss), with O; the last with a window
                  * as gpt-oss's sliding layers. Not paired. */
-                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, 0, 0, 0, 1, 0},
-                {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, n / 4 + 1, 0, 0, 1, 0},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, 0, 0, 0, 1, 0, pk},
+                {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, n / 4 + 1, 0, 0, 1, 0, pk},
                 /* Temperature (per-query logit scale): Llama 4 (attn_scale 0.1,
                  * floor_scale 64), Qwen log-n (L = n / 4 + 1), SSMax (s = 0.35). */
-                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, ATTN_TEMP_LLAMA4},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, ATTN_TEMP_LLAMA4, pk},
                 {n, 2, 1, 32, causal, 0, bias, ALL_STATS | ATTN_NO_BIAS_B, 0, 0, 0, 0, 0, 0,
-                 ATTN_TEMP_QWEN_LOGN},
+                 ATTN_TEMP_QWEN_LOGN, pk},
                 {n, 4, 2, 64, causal, 0, NULL, SINK_STATS | ATTN_OUT, 0, 0, n / 3 + 1, 0, 0, 1,
-                 ATTN_TEMP_SSMAX},
+                 ATTN_TEMP_SSMAX, pk},
             };
             /* O on 65 tokens causal (tail of a workgroup) and 1000 bidirectional. */
             int with_o = (n == 65 && causal) || (n == 1000 && !causal && !opt->quick);
             for (int k = 0; k < 12 && !st; k++) {
                 if ((!cs[k].bias && (k == 2 || k == 5 || k == 10)) || (k == 3 && !with_o) || (k >= 4 && n < 65))
+                    continue;
+                if (sub && (k == 5 || k == 6 || k >= 8))
                     continue;
                 chk_row row;
                 attn_row_name(&cs[k], NULL, 0, &row);
@@ -329,16 +367,16 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
             }
             /* Position remapping (Self-Extend / ReRoPE / Leaky ReRoPE's
              * selection, docs/attention.md "Position remapping"), from 65
-             * tokens on: q_b/k_b stand for the remapped definition; every
-             * row with more than W + 1 keys meets i - j = W - 1, W, W + 1.
-             * GQA with a window that cuts blocks unevenly; paired (KL of
-             * the remapped attention against the exact one) at positions
-             * near 2^20; W = 1 (only the diagonal exact) with a mask and
-             * learned sinks. */
+             * tokens on, on every path: q_b/k_b stand for the remapped
+             * definition; every row with more than W + 1 keys meets
+             * i - j = W - 1, W, W + 1. GQA with a window that cuts blocks
+             * unevenly; paired (KL of the remapped attention against the
+             * exact one) at positions near 2^20; W = 1 (only the diagonal
+             * exact) with a mask and learned sinks. */
             attn_case rc[3] = {
-                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0},
-                {n, 2, 1, 32, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0},
-                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, n / 3 + 1, 0, 0, 1, 0},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 2, 1, 32, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, n / 3 + 1, 0, 0, 1, 0, pk},
             };
             chk_attn_extra rx[3] = {{n / 5 + 1, 0}, {7, (1u << 20) - n / 2}, {1, 0}};
             for (int k = 0; k < 3 && !st && n >= 65; k++) {
@@ -353,6 +391,7 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                     st = chk_report_add(report, &row, err);
             }
         }
+    }
     }
     if (!st)
         st = cm_cases(dev, &e, opt, report, seed, err);

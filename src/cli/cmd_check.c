@@ -91,6 +91,8 @@ static void print_report(const chk_report *rep)
         printf("  %-*s %-*s %10.3e %10.3e %10.3e %8.3f %10.3e %10.3e  %s", wk, r->kernel, ws,
                r->shape, s->max_abs, s->max_rel, s->bound_at_worst, s->worst_ratio, s->nmse,
                s->nmse_gate, res);
+        if (r->skipped)
+            printf(" (%s)", r->tolerance); /* why: the device lacks what the row needs */
         if (!r->skipped && r->guard_ok && !s->pass) {
             if (s->n_over + s->n_nonfinite)
                 printf(" (%zu of %zu over bound, first at %zu)", s->n_over + s->n_nonfinite, s->n,

@@ -4,9 +4,50 @@
 #include <stdlib.h>
 
 #include "attn/attn_cm.h"
+#include "attn/attn_path.h"
 #include "cli/cli.h"
 #include "run/run.h"
 #include "core/rl_util.h"
+
+/* The attention paths of a device (attn_path.c) at the reference shape of
+ * `ropelab bench attention` (head_dim 128, with O: the largest staging):
+ * the default, then each path with its tiles or why it does not run. */
+static const attn_path_shape path_shape = {.head_dim = 128, .key_operands = 2};
+
+static json_t *paths_json(const rlvk_device_info *in)
+{
+    attn_path_props p;
+    attn_path_props_of(in, &p);
+    attn_path a;
+    attn_path_choose(&p, &path_shape, &a);
+    json_t *all = json_array();
+    for (int k = ATTN_PATH_SCALAR; k < ATTN_PATH_COUNT; k++) {
+        attn_path e;
+        attn_path_eval(&p, &path_shape, (attn_path_kind)k, &e);
+        json_array_append_new(all, json_pack("{s:s,s:b,s:i,s:i,s:i,s:s}", "name",
+                                             attn_path_name(e.kind), "supported", e.supported,
+                                             "lanes_per_row", (int)e.split, "workgroup",
+                                             (int)e.wg_size, "block_keys", (int)e.block_keys,
+                                             "why", e.why));
+    }
+    return json_pack("{s:s,s:s,s:s,s:o}", "shape", "head_dim 128, statistics + O", "default",
+                     attn_path_name(a.kind), "why", a.why, "paths", all);
+}
+
+static void paths_print(const rlvk_device_info *in)
+{
+    attn_path_props p;
+    attn_path_props_of(in, &p);
+    attn_path a;
+    attn_path_choose(&p, &path_shape, &a);
+    printf("    subgroup operations 0x%x in stages 0x%x\n", in->subgroup_ops, in->subgroup_stages);
+    printf("    attention path (head_dim 128 with O): %s — %s\n", attn_path_name(a.kind), a.why);
+    for (int k = ATTN_PATH_SCALAR; k < ATTN_PATH_COUNT; k++) {
+        attn_path e;
+        attn_path_eval(&p, &path_shape, (attn_path_kind)k, &e);
+        printf("      %-8s %s: %s\n", attn_path_name(e.kind), e.supported ? "yes" : "no ", e.why);
+    }
+}
 
 static void version_str(uint32_t v, char *buf, size_t cap)
 {
@@ -75,8 +116,10 @@ int cmd_devices(int argc, char **argv)
                        "device id (hex), driver (name, info, driverID, version decoded as vulkaninfo\n"
                        "does), conformance version, device UUID, API version, subgroup size, shared\n"
                        "memory, workgroup count/size/invocation limits, fp16/fp64/int64 support and\n"
-                       "memory heaps, cooperative-matrix extensions and shapes (and whether the\n"
-                       "attention engine's cooperative-matrix path runs there). Conformance, driverID and UUID are empty/UNKNOWN on a device\n"
+                       "memory heaps, cooperative-matrix extensions and shapes, and the attention\n"
+                       "kernel path it gets (attn_path.c: scalar, subgroup split; the cooperative-\n"
+                       "matrix kernel where it runs) with each path's tiles or why it does not\n"
+                       "run. Conformance, driverID and UUID are empty/UNKNOWN on a device\n"
                        "without Vulkan 1.2 / VK_KHR_driver_properties (1.1 for the UUID).",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
@@ -119,7 +162,10 @@ int cmd_devices(int argc, char **argv)
                                           (int)in.max_workgroup_size[2]));
             json_object_set_new(o, "max_workgroup_invocations",
                                 json_integer(in.max_workgroup_invocations));
+            json_object_set_new(o, "subgroup_operations", json_integer(in.subgroup_ops));
+            json_object_set_new(o, "subgroup_stages", json_integer(in.subgroup_stages));
             json_object_set_new(o, "cooperative_matrix", coopmat_json(&in));
+            json_object_set_new(o, "attention", paths_json(&in));
             json_array_append_new(arr, o);
         } else {
             printf("[%u] %s\n", in.index, in.name);
@@ -149,6 +195,7 @@ int cmd_devices(int argc, char **argv)
                    in.fp16 ? "yes" : "no", in.fp64 ? "yes" : "no", in.int64 ? "yes" : "no",
                    in.storage16 ? "yes" : "no", in.timestamps ? "yes" : "no",
                    in.timestamp_period_ns);
+            paths_print(&in);
             for (uint32_t h = 0; h < in.n_heaps; h++) {
                 char b[32];
                 printf("    heap %u: %s%s\n", h, rl_fmt_bytes(in.heaps[h].size, b, sizeof b),

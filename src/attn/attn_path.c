@@ -1,0 +1,183 @@
+/* The attention path table: which kernel a device gets, with which tile
+ * sizes and workgroup shape, from its properties alone (no device names).
+ * docs/attention.md "Kernel paths" explains each rule. */
+#include <stdio.h>
+#include <string.h>
+
+#include "attn/attn.h"
+#include "attn/attn_cm.h"
+#include "attn/attn_path.h"
+
+/* 1 when this build embeds a cooperative-matrix attention kernel. */
+
+static const char *const names[ATTN_PATH_COUNT] = {"auto", "scalar", "subgroup", "coopmat"};
+
+const char *attn_path_name(attn_path_kind k)
+{
+    return k >= 0 && k < ATTN_PATH_COUNT ? names[k] : "?";
+}
+
+attn_path_kind attn_path_parse(const char *s)
+{
+    for (int k = 0; k < ATTN_PATH_COUNT; k++)
+        if (s && strcmp(s, names[k]) == 0)
+            return (attn_path_kind)k;
+    return ATTN_PATH_COUNT;
+}
+
+void attn_path_props_of(const rlvk_device_info *in, attn_path_props *p)
+{
+    memset(p, 0, sizeof *p);
+    p->type = in->vk_type;
+    p->subgroup_size = in->subgroup_size;
+    p->subgroup_ops = in->subgroup_ops;
+    p->subgroup_stages = in->subgroup_stages;
+    p->max_shared_memory = in->max_shared_memory;
+    p->max_invocations = in->max_workgroup_invocations;
+    p->max_workgroup_size_x = in->max_workgroup_size[0];
+    const char *why = NULL;
+    p->coopmat_ext = attn_cm_supported(in, &why); /* the kernel's own test (attn_cm.c) */
+    snprintf(p->coopmat_why, sizeof p->coopmat_why, "%s", why ? why : "");
+    p->storage16 = in->storage16;
+}
+
+/* Shared memory of one staged block of kb keys: every key-side operand as
+ * fp32 vec4 rows, the two one-vec4 placeholders of unused operands, one
+ * position per key (attn.comp's ks_a, ks_b, vs, kpos_s). */
+static uint64_t block_bytes(const attn_path_shape *s, uint32_t kb)
+{
+    return (uint64_t)kb * s->head_dim * 4u * s->key_operands + 2 * 16 + kb * 4u;
+}
+
+/* The largest block of 16, 8 or 4 keys that fits; 0 when none does. */
+static uint32_t fit_block(const attn_path_props *p, const attn_path_shape *s)
+{
+    for (uint32_t kb = RL_ATTN_KB; kb >= 4; kb /= 2)
+        if (block_bytes(s, kb) <= p->max_shared_memory)
+            return kb;
+    return 0;
+}
+
+static int fits_workgroup(const attn_path_props *p, uint32_t wg)
+{
+    return wg <= p->max_invocations && wg <= p->max_workgroup_size_x;
+}
+
+void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_path_kind kind,
+                    attn_path *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = kind;
+    out->split = 1;
+    out->wg_size = ATTN_WG;
+    out->block_keys = fit_block(p, s);
+    if (kind <= ATTN_PATH_AUTO || kind >= ATTN_PATH_COUNT) {
+        snprintf(out->why, sizeof out->why, "not a path");
+        return;
+    }
+    if (s->fp16 && !p->storage16) {
+        snprintf(out->why, sizeof out->why, "fp16 storage needs storageBuffer16BitAccess");
+        return;
+    }
+    if (!out->block_keys) {
+        snprintf(out->why, sizeof out->why,
+                 "a 4-key block of head_dim %u x %u operands needs %llu B of shared memory, "
+                 "over maxComputeSharedMemorySize %u B", s->head_dim, s->key_operands,
+                 (unsigned long long)block_bytes(s, 4), p->max_shared_memory);
+        return;
+    }
+    if (kind == ATTN_PATH_SCALAR) {
+        if (!fits_workgroup(p, ATTN_WG)) {
+            snprintf(out->why, sizeof out->why, "%u invocations per workgroup exceed the limit %u",
+                     ATTN_WG, p->max_invocations < p->max_workgroup_size_x
+                                  ? p->max_invocations : p->max_workgroup_size_x);
+            return;
+        }
+        out->supported = 1;
+        snprintf(out->why, sizeof out->why, "one invocation per query row, %u-key blocks",
+                 out->block_keys);
+        return;
+    }
+    if (kind == ATTN_PATH_COOPMAT) {
+        /* attn_cm.comp (VK_NV_cooperative_matrix, 16x16x16 fp16 -> fp32 at
+         * subgroup scope); never the default: it computes a subset of the
+         * statistics (attn_cm_check refuses the rest by name), so it runs
+         * only when asked (attn_desc.coopmat, --attn-path coopmat, check). */
+        out->supported = p->coopmat_ext;
+        out->block_keys = 16;
+        snprintf(out->why, sizeof out->why, "%s",
+                 p->coopmat_ext ? "cooperative matrices (VK_NV_cooperative_matrix, attn_cm.comp); "
+                                  "only when asked"
+                 : p->coopmat_why[0] ? p->coopmat_why
+                                     : "no VK_NV_cooperative_matrix with a 16x16x16 fp16 shape");
+        return;
+    }
+    /* Subgroup split: SPLIT lanes of one subgroup per query row, each with
+     * head_dim / SPLIT dimensions of q and O (about 32 floats of each per
+     * invocation, so q and O stay in registers on GPUs); the partial logits
+     * are summed by a subgroupShuffleXor butterfly, which needs the SHUFFLE
+     * operations in the compute stage, SPLIT dividing the subgroup and the
+     * workgroup made of whole subgroups. */
+    if (!(p->subgroup_stages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+        !(p->subgroup_ops & VK_SUBGROUP_FEATURE_BASIC_BIT) ||
+        !(p->subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) {
+        snprintf(out->why, sizeof out->why,
+                 "needs subgroup basic + shuffle operations in compute shaders (has ops 0x%x, "
+                 "stages 0x%x)", p->subgroup_ops, p->subgroup_stages);
+        return;
+    }
+    uint32_t d4 = s->head_dim / 4u, split = 8;
+    while (split > s->head_dim / 32u && split > 2)
+        split /= 2;
+    while (split >= 2 && (split > p->subgroup_size || d4 % split ||
+                          !fits_workgroup(p, ATTN_WG * split) ||
+                          (ATTN_WG * split) % p->subgroup_size))
+        split /= 2;
+    if (split < 2) {
+        snprintf(out->why, sizeof out->why,
+                 "no split of 2..8 lanes per row fits: subgroup %u, head_dim %u, workgroups of "
+                 "%u x split invocations (limit %u)", p->subgroup_size, s->head_dim, ATTN_WG,
+                 p->max_invocations);
+        return;
+    }
+    out->split = split;
+    out->wg_size = ATTN_WG * split;
+    out->supported = 1;
+    if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        /* A CPU driver turns each lane's slice read of shared memory into
+         * a gather: the unrolled code grows by lanes x dims per key and
+         * LLVM took minutes on a 128-key chunk. Smallest tile: it is the
+         * correctness path there, not the fast one. */
+        out->block_keys = 4;
+        out->chunk_blocks = 1;
+    }
+    snprintf(out->why, sizeof out->why,
+             "%u lanes per query row (%u dims each), workgroup %u, %u-key blocks, shuffle-xor sums",
+             split, s->head_dim / split, out->wg_size, out->block_keys);
+}
+
+void attn_path_choose(const attn_path_props *p, const attn_path_shape *s, attn_path *out)
+{
+    /* CPU drivers (lavapipe) run a subgroup as SIMD lanes of one thread:
+     * the scalar kernel's shared-memory reads at uniform addresses become
+     * one load and a broadcast, while the split path's per-lane slices
+     * become gathers (docs/attention.md, measured). GPUs: the richest
+     * supported path first. */
+    static const attn_path_kind cpu_order[] = {ATTN_PATH_SCALAR, ATTN_PATH_SUBGROUP};
+    static const attn_path_kind gpu_order[] = {ATTN_PATH_SUBGROUP, ATTN_PATH_SCALAR};
+    int cpu = p->type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    const attn_path_kind *order = cpu ? cpu_order : gpu_order;
+    size_t n = cpu ? sizeof cpu_order / sizeof *cpu_order : sizeof gpu_order / sizeof *gpu_order;
+    for (size_t i = 0; i < n; i++) {
+        attn_path_eval(p, s, order[i], out);
+        if (out->supported) {
+            char why[sizeof out->why];
+            snprintf(why, sizeof why, "%s", out->why);
+            snprintf(out->why, sizeof out->why, "%s device, first supported of %s: %.120s",
+                     cpu ? "CPU" : "GPU", cpu ? "scalar, subgroup" : "subgroup, scalar",
+                     why);
+            return;
+        }
+    }
+    attn_path_eval(p, s, ATTN_PATH_SCALAR, out); /* the fallback: its reason names the limit */
+}

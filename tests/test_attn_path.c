@@ -1,0 +1,213 @@
+/* The attention path table (attn_path.c) over made-up device property sets:
+ * which path each gets, and that tile sizes and workgroup shapes respect
+ * the limits. The sets are modelled on vulkaninfo reports (lavapipe on this
+ * machine; NVIDIA, AMD, Intel from their typical limits) but the test only
+ * relies on the properties written here. */
+#include <check.h>
+#include <string.h>
+
+#include "attn/attn.h"
+#include "attn/attn_path.h"
+#include "rl_test.h"
+
+#define SG_ALL (VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT | \
+                VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT | \
+                VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT)
+
+static attn_path_props lavapipe(void)
+{
+    /* vulkaninfo here: llvmpipe, subgroupSize 8, ops basic..quad (no
+     * clustered), maxComputeSharedMemorySize 32768, 1024 invocations. */
+    attn_path_props p = {.type = VK_PHYSICAL_DEVICE_TYPE_CPU, .subgroup_size = 8,
+                         .subgroup_ops = SG_ALL | VK_SUBGROUP_FEATURE_QUAD_BIT,
+                         .subgroup_stages = VK_SHADER_STAGE_COMPUTE_BIT | VK_SHADER_STAGE_FRAGMENT_BIT,
+                         .max_shared_memory = 32768, .max_invocations = 1024,
+                         .max_workgroup_size_x = 1024, .storage16 = 1};
+    return p;
+}
+
+static attn_path_props gpu(uint32_t subgroup, uint32_t shared, uint32_t inv, int coopmat)
+{
+    attn_path_props p = {.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, .subgroup_size = subgroup,
+                         .subgroup_ops = SG_ALL | VK_SUBGROUP_FEATURE_CLUSTERED_BIT,
+                         .subgroup_stages = VK_SHADER_STAGE_COMPUTE_BIT,
+                         .max_shared_memory = shared, .max_invocations = inv,
+                         .max_workgroup_size_x = inv, .coopmat_ext = coopmat, .storage16 = 1};
+    return p;
+}
+
+static const attn_path_shape d128 = {.head_dim = 128, .key_operands = 1};
+static const attn_path_shape d128_o = {.head_dim = 128, .key_operands = 2};
+
+/* Limits every supported path must respect. */
+static void assert_within(const attn_path_props *p, const attn_path_shape *s, const attn_path *a)
+{
+    ck_assert(a->supported);
+    ck_assert_uint_le(a->wg_size, p->max_invocations);
+    ck_assert_uint_le(a->wg_size, p->max_workgroup_size_x);
+    ck_assert_uint_eq(a->wg_size, ATTN_WG * a->split);
+    ck_assert(a->block_keys == 16 || a->block_keys == 8 || a->block_keys == 4);
+    uint64_t bytes = (uint64_t)a->block_keys * s->head_dim * 4 * s->key_operands + 32 +
+                     a->block_keys * 4;
+    ck_assert_uint_le(bytes, p->max_shared_memory);
+    if (a->kind == ATTN_PATH_SUBGROUP) {
+        ck_assert_uint_le(a->split, p->subgroup_size);
+        ck_assert_uint_eq(p->subgroup_size % a->split, 0);
+        ck_assert_uint_eq((s->head_dim / 4) % a->split, 0);
+        ck_assert_uint_eq(a->wg_size % p->subgroup_size, 0);
+    }
+}
+
+START_TEST(lavapipe_gets_scalar_and_supports_subgroup)
+{
+    attn_path_props p = lavapipe();
+    attn_path a;
+    attn_path_choose(&p, &d128_o, &a);
+    ck_assert_int_eq(a.kind, ATTN_PATH_SCALAR);
+    assert_within(&p, &d128_o, &a);
+    ck_assert_uint_eq(a.block_keys, 16); /* 16 x 128 x 4 x 2 + 96 = 16480 <= 32768 */
+    ck_assert(strstr(a.why, "CPU device"));
+    attn_path_eval(&p, &d128_o, ATTN_PATH_SUBGROUP, &a);
+    assert_within(&p, &d128_o, &a);
+    ck_assert_uint_eq(a.split, 4); /* 128 / 32 lanes' worth, <= subgroup 8 */
+    attn_path_eval(&p, &d128, ATTN_PATH_COOPMAT, &a);
+    ck_assert(!a.supported);
+    ck_assert(strstr(a.why, "VK_NV_cooperative_matrix"));
+}
+END_TEST
+
+START_TEST(nvidia_like_gets_subgroup_split_four)
+{
+    attn_path_props p = gpu(32, 49152, 1024, 0);
+    attn_path a;
+    attn_path_choose(&p, &d128, &a);
+    ck_assert_int_eq(a.kind, ATTN_PATH_SUBGROUP);
+    assert_within(&p, &d128, &a);
+    ck_assert_uint_eq(a.split, 4);
+    ck_assert_uint_eq(a.wg_size, 256);
+    ck_assert(strstr(a.why, "GPU device"));
+}
+END_TEST
+
+START_TEST(amd_like_subgroup_64_keeps_whole_subgroups)
+{
+    /* Wave64: 64 x split is a whole number of subgroups for any split. */
+    attn_path_props p = gpu(64, 65536, 1024, 0);
+    attn_path a;
+    attn_path_choose(&p, &d128_o, &a);
+    ck_assert_int_eq(a.kind, ATTN_PATH_SUBGROUP);
+    assert_within(&p, &d128_o, &a);
+    /* head_dim 64: 2 lanes per row */
+    attn_path_shape d64 = {.head_dim = 64, .key_operands = 1};
+    attn_path_choose(&p, &d64, &a);
+    ck_assert_uint_eq(a.split, 2);
+    assert_within(&p, &d64, &a);
+}
+END_TEST
+
+START_TEST(intel_like_16_and_32)
+{
+    attn_path a;
+    for (uint32_t sg = 16; sg <= 32; sg *= 2) {
+        attn_path_props p = gpu(sg, 65536, 512, 0);
+        attn_path_choose(&p, &d128_o, &a);
+        ck_assert_int_eq(a.kind, ATTN_PATH_SUBGROUP);
+        assert_within(&p, &d128_o, &a);
+        ck_assert_uint_eq(a.split, 4);
+        /* 256 invocations: too many for a device limited to 128 */
+        p.max_invocations = 128;
+        attn_path_choose(&p, &d128_o, &a);
+        ck_assert_int_eq(a.kind, ATTN_PATH_SUBGROUP);
+        ck_assert_uint_eq(a.split, 2);
+        assert_within(&p, &d128_o, &a);
+    }
+}
+END_TEST
+
+START_TEST(no_shuffle_falls_back_to_scalar)
+{
+    attn_path_props p = gpu(32, 49152, 1024, 0);
+    p.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+    attn_path a;
+    attn_path_choose(&p, &d128, &a);
+    ck_assert_int_eq(a.kind, ATTN_PATH_SCALAR);
+    assert_within(&p, &d128, &a);
+    attn_path_eval(&p, &d128, ATTN_PATH_SUBGROUP, &a);
+    ck_assert(!a.supported);
+    ck_assert(strstr(a.why, "shuffle"));
+    /* subgroup operations offered, but not to compute shaders */
+    p = gpu(32, 49152, 1024, 0);
+    p.subgroup_stages = VK_SHADER_STAGE_FRAGMENT_BIT;
+    attn_path_choose(&p, &d128, &a);
+    ck_assert_int_eq(a.kind, ATTN_PATH_SCALAR);
+    /* subgroup of 1: no split fits */
+    p = gpu(1, 49152, 1024, 0);
+    attn_path_eval(&p, &d128, ATTN_PATH_SUBGROUP, &a);
+    ck_assert(!a.supported);
+    ck_assert(strstr(a.why, "no split"));
+}
+END_TEST
+
+START_TEST(tiny_shared_memory_shrinks_blocks_then_refuses)
+{
+    attn_path_props p = gpu(32, 8192, 1024, 0);
+    attn_path a;
+    /* 16 keys: 16 x 128 x 4 x 2 + 96 = 16480 > 8192; 8 keys: 8224 > 8192; 4 keys: 4144 */
+    attn_path_choose(&p, &d128_o, &a);
+    ck_assert_uint_eq(a.block_keys, 4);
+    assert_within(&p, &d128_o, &a);
+    p.max_shared_memory = 4096;
+    attn_path_choose(&p, &d128_o, &a);
+    ck_assert(!a.supported);
+    ck_assert(strstr(a.why, "maxComputeSharedMemorySize 4096"));
+}
+END_TEST
+
+START_TEST(coopmat_extension_without_kernel_is_skipped_with_reason)
+{
+    /* The cooperative-matrix kernel runs where attn_cm_supported says so,
+     * and only when asked: the default stays the subgroup path. */
+    attn_path_props p = gpu(32, 49152, 1024, 1);
+    attn_path a;
+    attn_path_eval(&p, &d128, ATTN_PATH_COOPMAT, &a);
+    ck_assert(a.supported);
+    ck_assert(strstr(a.why, "only when asked"));
+    attn_path_choose(&p, &d128, &a);
+    ck_assert_int_eq(a.kind, ATTN_PATH_SUBGROUP);
+    p = gpu(32, 49152, 1024, 0);
+    snprintf(p.coopmat_why, sizeof p.coopmat_why, "device lacks VK_NV_cooperative_matrix");
+    attn_path_eval(&p, &d128, ATTN_PATH_COOPMAT, &a);
+    ck_assert(!a.supported);
+    ck_assert(strstr(a.why, "device lacks VK_NV_cooperative_matrix"));
+}
+END_TEST
+
+START_TEST(fp16_needs_16bit_storage_and_names_parse)
+{
+    attn_path_props p = lavapipe();
+    p.storage16 = 0;
+    attn_path_shape s = {.head_dim = 64, .key_operands = 1, .fp16 = 1};
+    attn_path a;
+    attn_path_eval(&p, &s, ATTN_PATH_SCALAR, &a);
+    ck_assert(!a.supported);
+    for (int k = 0; k < ATTN_PATH_COUNT; k++)
+        ck_assert_int_eq(attn_path_parse(attn_path_name((attn_path_kind)k)), k);
+    ck_assert_int_eq(attn_path_parse("vector"), ATTN_PATH_COUNT);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("attn_path");
+    TCase *tc = tcase_create("table");
+    tcase_add_test(tc, lavapipe_gets_scalar_and_supports_subgroup);
+    tcase_add_test(tc, nvidia_like_gets_subgroup_split_four);
+    tcase_add_test(tc, amd_like_subgroup_64_keeps_whole_subgroups);
+    tcase_add_test(tc, intel_like_16_and_32);
+    tcase_add_test(tc, no_shuffle_falls_back_to_scalar);
+    tcase_add_test(tc, tiny_shared_memory_shrinks_blocks_then_refuses);
+    tcase_add_test(tc, coopmat_extension_without_kernel_is_skipped_with_reason);
+    tcase_add_test(tc, fp16_needs_16bit_storage_and_names_parse);
+    suite_add_tcase(s, tc);
+    return rl_test_run(s);
+}
