@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_cm.h"
 #include "check/chk.h"
 #include "core/rl_util.h"
 #include "rl_test.h"
@@ -570,6 +571,123 @@ START_TEST(gpu_refuses_sizes_beyond_limits)
 }
 END_TEST
 
+/* The cooperative-matrix path where the device lacks it (lavapipe): the
+ * engine refuses it with the reason, the extension is not enabled, and the
+ * same problem runs (and verifies) on the scalar kernel. On a device that
+ * has the path, the same problem runs and verifies on it. */
+START_TEST(gpu_coopmat_path_is_refused_with_its_reason_or_runs)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    attn_engine e;
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    enum { N = 20, D = 16 };
+    uint16_t q[N * D], k[N * D];
+    float stats[N * RL_ATTN_NSTAT];
+    rl_rng rng;
+    rl_rng_seed(&rng, 5, "test/attn/coopmat");
+    for (int i = 0; i < N * D; i++) {
+        q[i] = attn_f32_to_f16((float)rl_rng_normal(&rng));
+        k[i] = attn_f32_to_f16((float)rl_rng_normal(&rng));
+    }
+    attn_desc d = {.tokens = N, .heads = 1, .head_dim = D, .fp16 = 1, .coopmat = 1,
+                   .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX, .scale = 0.25f};
+    attn_inputs in = {.q = q, .k = k};
+    attn_outputs out = {.stats = stats};
+    attn_result res;
+    const char *why;
+    int have = attn_cm_supported(&g.dev.info, &why);
+    rl_status st = attn_run(&e, &d, &in, &out, &res, &err);
+    if (!have) {
+        ck_assert_int_eq(g.dev.feat_coopmat_nv, 0);
+        ck_assert_int_eq(st, RL_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(err.msg, why), "'%s' lacks '%s'", err.msg, why);
+        if (!g.dev.info.cm.has_nv && !g.dev.info.cm.has_khr)
+            ck_assert(g.dev.info.cm.n_shapes == 0 && g.dev.info.cm.n_listed == 0);
+        d.coopmat = 0; /* the fallback */
+        st = attn_run(&e, &d, &in, &out, &res, &err);
+    }
+    ck_assert_msg(st == RL_OK, "%s", err.msg);
+    ck_assert(res.verify.verdict.pass);
+    attn_engine_destroy(&e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* attn_cm.comp with its three tensor ops emulated by subgroup loops (the
+ * extension's layout rule on the same operands; test_cm_emulate): the
+ * kernel's staging, tile layouts, online softmax from the stored S tiles,
+ * fp16 P and the P V fold, across chunks (chunk_blocks 1 and automatic),
+ * against the double reference. The cooperative-matrix instructions
+ * themselves do not run here. */
+static const struct {
+    uint32_t n, heads, kv, dim, flags, blocks;
+    int causal;
+} cm_emu_cases[] = {
+    {1, 1, 1, 16, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 0, 1},
+    {17, 2, 1, 16, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 1, 0},
+    {65, 4, 2, 64, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 1, 1},
+    {130, 4, 2, 64, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 0, 0},
+    {150, 2, 2, 128, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 3, 1},
+    {257, 2, 1, 32, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 0, 1},
+};
+
+START_TEST(gpu_coopmat_kernel_logic_with_emulated_tensor_ops)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    attn_engine e;
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    uint32_t n = cm_emu_cases[_i].n, h = cm_emu_cases[_i].heads, kv = cm_emu_cases[_i].kv,
+             dim = cm_emu_cases[_i].dim;
+    size_t nq = (size_t)n * h * dim, nk = (size_t)n * kv * dim;
+    uint16_t *q = malloc(nq * 2), *k = malloc(nk * 2), *v = malloc(nk * 2);
+    uint32_t *target = malloc(n * sizeof *target);
+    float *stats = malloc((size_t)n * h * RL_ATTN_NSTAT * sizeof *stats);
+    float *o = malloc(nq * sizeof *o);
+    ck_assert(q && k && v && target && stats && o);
+    rl_rng rng;
+    rl_rng_seed(&rng, 40 + (uint64_t)_i, "test/attn/cm_emu");
+    for (size_t i = 0; i < nq; i++)
+        q[i] = attn_f32_to_f16((float)rl_rng_normal(&rng));
+    for (size_t i = 0; i < nk; i++) {
+        k[i] = attn_f32_to_f16((float)rl_rng_normal(&rng));
+        v[i] = attn_f32_to_f16((float)rl_rng_normal(&rng));
+    }
+    for (uint32_t t = 0; t < n; t++)
+        target[t] = (uint32_t)(rl_rng_u64(&rng) % n);
+    attn_desc d = {.tokens = n, .heads = h, .kv_heads = kv, .head_dim = dim, .fp16 = 1,
+                   .coopmat = 1, .test_cm_emulate = 1, .causal = cm_emu_cases[_i].causal,
+                   .flags = cm_emu_cases[_i].flags, .chunk_blocks = cm_emu_cases[_i].blocks,
+                   .scale = (float)(1.0 / sqrt(dim)), .verify_rows = 64};
+    attn_inputs in = {.q = q, .k = k, .v = v, .target = target};
+    attn_outputs out = {.stats = stats, .out = o};
+    attn_result res;
+    ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(res.verify.verdict.pass, "case %d: worst %s (%.3f of its bound)", _i,
+                  res.verify.worst, res.verify.verdict.worst_ratio);
+    ck_assert(res.verify.checked[ATTN_V_ENTROPY] && res.verify.checked[ATTN_V_TARGET_P]);
+    ck_assert_int_eq(res.verify.checked[ATTN_V_OUT], (d.flags & ATTN_OUT) != 0);
+    /* The argmax p is 1 / l, the max key's own probability: a direct check
+     * that the kernel's l and max agree on every row. */
+    for (size_t r = 0; r < (size_t)n * h; r++) {
+        const float *st = stats + r * RL_ATTN_NSTAT;
+        ck_assert(fabs(st[RL_ATTN_S_ARGMAX_P] - exp(st[RL_ATTN_S_MAX] - st[RL_ATTN_S_LSE])) <=
+                  1e-5 * st[RL_ATTN_S_ARGMAX_P] + 1e-30);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(target);
+    free(stats);
+    free(o);
+    attn_engine_destroy(&e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 
 /* ---- the verdict of `ropelab check` on broken results ------------------- */
 
@@ -791,6 +909,9 @@ int main(void)
     tcase_add_test(tc, gpu_split_submissions_and_dump);
     tcase_add_test(tc, gpu_resident_operands_stay_on_the_device);
     tcase_add_test(tc, gpu_refuses_sizes_beyond_limits);
+    tcase_add_test(tc, gpu_coopmat_path_is_refused_with_its_reason_or_runs);
+    tcase_add_loop_test(tc, gpu_coopmat_kernel_logic_with_emulated_tensor_ops, 0,
+                        (int)RL_ARRAY_LEN(cm_emu_cases));
     tcase_add_test(tc, gpu_check_fails_a_write_past_the_attention_outputs);
     tcase_add_test(tc, gpu_check_fails_nan_against_nan_reference);
     tcase_add_test(tc, gpu_check_fails_a_tenfold_error_inside_the_bounds);

@@ -90,7 +90,7 @@ expect freqs_layer_needs_hf 2 '--layer-type needs --hf-config' -- freqs --head-d
 expect model_deepseek 0 'rotary dim 64 \(32 pairs, interleaved layout\)' -- model "$d/deepseek_v3.json"
 expect model_pythia 0 'rotary dim 16 \(8 pairs, half layout\)' -- model "$d/pythia_160m.json"
 expect model_json 0 '"logit_scale": 0.0625' -- model "$d/gemma3_4b.json" --json
-expect model_refused 2 'mrope_section: multimodal RoPE' -- model "$d/qwen2_vl_7b.json" --layer-type full_attention
+expect model_mrope 0 '"mrope_section":\[16,24,24\]' -- model "$d/qwen2_vl_7b.json" --layer-type full_attention
 expect model_llama4_nope_temperature 0 'attn_temperature llama4 \(attn_temperature_tuning\), attn_temp_scale 0.1 \(attn_scale\), attn_temp_floor 8192 \(floor_scale\)' -- model "$d/llama4_scout.json" --layer-type full_attention
 expect model_llama4_chunk 0 'applied by the runner.s attention kinds \(unless the batch gives the key\): attn_chunk 8192 \(attention_chunk_size\)' -- model "$d/llama4_scout.json" --layer-type chunked_attention
 expect model_mistral_window 0 'attn_window 4096 \(sliding_window\)' -- model "$d/mistral_7b_v01.json"

@@ -70,6 +70,11 @@ for r in d["results"]:
         assert close(k["gb_per_s"], gb(k["ms"]["median"]), 1e-4)
         assert close(y["gb_per_s"], gb(y["ms"]["median"]), 1e-4)
         assert close(r["ratio"]["value"], k["gb_per_s"] / y["gb_per_s"], 1e-4)
+        # interleaved rounds: round i's ratio is copy ms / rope ms of that round
+        rr = r["ratio"]["rounds"]
+        times(rr, reps)
+        assert all(close(q, c / p, 1e-4) for q, c, p in zip(rr["all"], y["ms"]["all"], k["ms"]["all"]))
+        assert "interleaved" in r["timing"]["clock"], r["timing"]
         assert s == {"tokens": d["flags"]["tokens"], "heads": 1, "head_dim": 128,
                      "rotary_dim": 128, "layout": "half", "precision": "fp32", "dtype": "fp32",
                      "bytes_per_run": s["bytes_per_run"]}, s

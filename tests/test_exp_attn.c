@@ -832,6 +832,82 @@ START_TEST(distortion_of_xpos_and_resonance_against_plain_rope)
 }
 END_TEST
 
+/* exp_attn_prepare: the pipelines compiled together up front (two threads)
+ * are exactly the ones the passes then use (the engine creates none during
+ * them: prepare chose the same variant, flags and shape as exp_attn_run),
+ * and the statistics are bit for bit those of a device that compiled each
+ * pipeline at its pass, one after the other. Passes: bidirectional,
+ * causal, and a causal window with sinks and a learned sink; encodings with
+ * and without a logit bias. */
+#define PREP_T 48
+#define PREP_PASSES 4
+static void prepared_passes(const pe_encoding *e, const float *q, const float *k, int prepare,
+                            float *stats /* [PREP_PASSES][T][H][NSTAT] */)
+{
+    /* RoPE also with position remapping (Self-Extend): its own kernel */
+    uint32_t passes = pe_rope_freqs(e) ? PREP_PASSES : PREP_PASSES - 1;
+    rl_gpu g;
+    rl_gpu_open(&g);
+    g.dev.compile_threads = 2;
+    attn_engine eng;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    exp_attn_io io[PREP_PASSES] = {
+        {.tokens = PREP_T, .q = q, .k = k, .causal = 0, .flags = ATTN_ENTROPY | ATTN_ARGMAX},
+        {.tokens = PREP_T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX},
+        {.tokens = PREP_T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX,
+         .mask = {.window = 8, .n_sink = 2, .learned_sink = 1, .sink_logit = 0.5}},
+        {.tokens = PREP_T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX,
+         .mask = {.remap = {.method = ATTN_REMAP_SELF_EXTEND, .window = 8, .group = 2}}},
+    };
+    const pe_encoding *encs[PREP_PASSES] = {e, e, e, e};
+    if (prepare) {
+        ck_assert_msg(exp_attn_prepare(&eng, passes, encs, io, &err) == RL_OK, "%s", err.msg);
+        ck_assert_uint_eq(eng.n_pipes, passes);
+        ck_assert_uint_eq(g.dev.compile_threads_used, 2);
+    }
+    uint32_t H = pe_encoding_shape(e)->heads;
+    for (uint32_t p = 0; p < passes; p++) {
+        attn_outputs out = {.stats = stats + (size_t)p * PREP_T * H * RL_ATTN_NSTAT};
+        exp_attn_result r;
+        ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io[p], &out, &r, &err) == RL_OK, "%s",
+                      err.msg);
+        ck_assert_msg(r.pass, "pass %u: worst %s", p, r.worst);
+        ck_assert_uint_eq(eng.n_pipes, prepare ? passes : p + 1);
+    }
+    attn_engine_destroy(&eng);
+    rl_gpu_close(&g);
+}
+
+START_TEST(prepared_pipelines_serve_the_passes_bit_for_bit)
+{
+    enum { H = 2, KV = 1, D = 32 };
+    static const char *const names[] = {"rope", "alibi"};
+    pe_shape s = {.head_dim = D, .heads = H, .kv_heads = KV, .seed = 3, .max_positions = 4096};
+    pe_encoding *e = make(names[_i], NULL, &s);
+    float *q = malloc(PREP_T * H * D * sizeof *q), *k = malloc(PREP_T * KV * D * sizeof *k);
+    rl_rng rng;
+    rl_rng_seed(&rng, 9, "test/exp_attn_prepare");
+    for (int i = 0; i < PREP_T * H * D; i++)
+        q[i] = (float)rl_rng_normal(&rng);
+    for (int i = 0; i < PREP_T * KV * D; i++)
+        k[i] = (float)rl_rng_normal(&rng);
+    size_t n = (size_t)PREP_PASSES * PREP_T * H * RL_ATTN_NSTAT;
+    float *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+    prepared_passes(e, q, k, 1, a);
+    prepared_passes(e, q, k, 0, b);
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+            ck_abort_msg("%s: statistic %zu differs: %g prepared, %g one by one", names[_i], i,
+                         a[i], b[i]);
+    free(a);
+    free(b);
+    free(q);
+    free(k);
+    pe_encoding_destroy(e);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -862,6 +938,7 @@ int main(void)
     tcase_add_test(tc, distortion_of_rope_against_itself_is_zero);
     tcase_add_test(tc, distortion_of_yarn_applies_its_temperature);
     tcase_add_test(tc, distortion_refuses_non_rope_encodings);
+    tcase_add_loop_test(tc, prepared_pipelines_serve_the_passes_bit_for_bit, 0, 2);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

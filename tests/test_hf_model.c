@@ -175,17 +175,42 @@ START_TEST(qwen_yarn_and_mrope)
     REL(f->attention_factor, 0.1 * log(4.0) + 1, 1e-15);
     free(f);
     hfm_free(&m);
-    /* Qwen2-VL: mrope captured, refused by name. */
+    /* Qwen2-VL-7B-Instruct: rope_scaling {type: mrope, mrope_section [16,
+     * 24, 24]} is default RoPE with contiguous sections (HF Qwen2VLConfig
+     * turns type mrope into default), base 1e6, 64 pairs. */
     load("qwen2_vl_7b.json", &m);
-    refused(&m, NULL, "rope_scaling.mrope_section");
-    ck_assert_uint_eq(json_array_size(json_object_get(m.attrs, "mrope_section")), 3);
+    f = freqs(&m, NULL);
+    ck_assert_int_eq(f->rope_type, ROPE_TYPE_DEFAULT);
+    ck_assert_int_eq(f->mrope, ROPE_MROPE_SECTIONS);
+    ck_assert_uint_eq(f->mrope_section[0], 16);
+    ck_assert_uint_eq(f->mrope_section[1], 24);
+    ck_assert_uint_eq(f->mrope_section[2], 24);
+    ck_assert_uint_eq(f->n_pairs, 64);
+    REL(f->base, 1e6, 0);
+    /* pair 15 is t's last, 16 h's first, 40 w's first */
+    ck_assert_uint_eq(rope_mrope_stream(f, 15), 0);
+    ck_assert_uint_eq(rope_mrope_stream(f, 16), 1);
+    ck_assert_uint_eq(rope_mrope_stream(f, 39), 1);
+    ck_assert_uint_eq(rope_mrope_stream(f, 40), 2);
+    free(f);
     hfm_free(&m);
-    /* Qwen3-VL: text_config, interleaved mrope captured, refused by name. */
+    /* Qwen3-VL-8B-Instruct: text_config.rope_scaling {mrope_interleaved:
+     * true, mrope_section [24, 20, 20], rope_type default}, base 5e6. */
     load("qwen3_vl_8b.json", &m);
     ck_assert_uint_eq(m.head_dim, 128);
     ck_assert_uint_eq(m.kv_heads, 8);
-    ck_assert_int_eq(json_is_true(json_object_get(m.attrs, "mrope_interleaved")), 1);
-    refused(&m, NULL, "text_config.rope_scaling.mrope_section");
+    f = freqs(&m, NULL);
+    ck_assert_int_eq(f->mrope, ROPE_MROPE_INTERLEAVED);
+    ck_assert_uint_eq(f->mrope_section[0], 24);
+    ck_assert_uint_eq(f->mrope_section[1], 20);
+    ck_assert_uint_eq(f->mrope_section[2], 20);
+    REL(f->base, 5e6, 0);
+    ck_assert_ptr_null(json_object_get(m.attrs, "mrope_interleaved"));
+    free(f);
+    hfm_free(&m);
+    /* type mrope without the sections: refused by name, not planned as plain RoPE */
+    load("bad_mrope_no_section.json", &m);
+    refused(&m, NULL, "rope_scaling.type mrope: multimodal RoPE without mrope_section");
     hfm_free(&m);
 }
 END_TEST

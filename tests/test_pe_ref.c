@@ -162,10 +162,11 @@ START_TEST(rope_param_types_are_what_rope_accepts)
     /* rope_params' declared types (what `ropelab encodings` lists and the
      * batch loader checks) agree with rope's own setter: every choice of an
      * enum key is accepted, and every rope type and precision mode rope
-     * knows is a choice; no key keeps the untyped "json" except the lists. */
+     * knows is a choice; no key keeps the untyped "json" except the lists
+     * (whose help says so first: "list of ..."). */
     for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
         const rl_param *p = &rope_params[i];
-        ck_assert_msg(p->type != RL_P_JSON || strstr(p->key, "_factor") != NULL,
+        ck_assert_msg(p->type != RL_P_JSON || strncmp(p->help, "list of ", 8) == 0,
                       "%s is untyped", p->key);
         ck_assert_msg(strstr(p->help, "(default ") != NULL, "%s: help names no default", p->key);
         if (p->type != RL_P_ENUM)
@@ -211,7 +212,10 @@ START_TEST(rope_registry_keys_are_ropes_own_list)
         {"short_factor", "[1, 2]"}, {"long_factor", "[1, 2]"},
         {"dynamic_mode", "\"cache_consistent\""}, {"prompt_len", "2"},
         {"semantics", "\"vllm\""}, {"alpha", "1000"}, {"mixed_b", "0.5"},
-        {"resonance", "true"},
+        {"resonance", "true"}, {"mrope_section", "[16, 24, 24]"}, {"mrope_interleaved", "true"},
+        {"mrope_positions", "\"vl\""}, {"mrope_image_grid", "[1, 4, 4]"},
+        {"mrope_text_before", "0"}, {"spatial_merge_size", "2"},
+        {"mrope_positions_path", "\"pos3.npy\""},
     };
     for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
         const char *js = NULL;

@@ -44,11 +44,12 @@ grep -q '^run ' "$tmp/o1" && bad "progress on stdout: $(cat "$tmp/o1")" || ok
 # summary.json: where the wall time went, and the estimate beside it
 sum=$(grep -l '"kind": "entropy"' "$tmp"/out/runs/*/summary.json | head -1)
 for key in wall_s pipeline_create_s pipelines_created device_wait_s submissions verify_cpu_s \
-           other_s measured_device_s measured_over_estimate fma_gflops; do
+           other_s gpu_s wall_over_gpu measured_device_s measured_over_estimate fma_gflops; do
   grep -qE "\"$key\": [0-9]" "$sum" && ok || bad "summary.json lacks $key: $sum"
 done
 grep -qE '"device_wait_s": 0\.0+,' "$sum" && bad "no device time recorded" || ok
 grep -qE '"submissions": 0,' "$sum" && bad "no submissions counted" || ok
+grep -qE '"gpu_s": 0\.0+,' "$sum" && bad "no timestamped GPU time recorded" || ok
 # the persisted pipeline cache: absent at first, loaded by the next process
 grep -q '"status": "none yet"' "$tmp/out/manifest.json" && ok || bad "first cache status"
 ls "$RL_CACHE_DIR"/pipelines-*.bin >/dev/null 2>&1 && ok || bad "no cache file written"

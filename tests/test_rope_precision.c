@@ -1,7 +1,7 @@
 /* RoPE angle-precision modes on the device vs the double CPU reference,
  * under the validation layer: every scaling type x both layouts x partial
  * rotary x each precision, and the precise mode's argument reduction at
- * positions up to 2^24. */
+ * positions up to 2^24 and over the whole 32-bit range. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +180,80 @@ START_TEST(precise_reduction_is_exact_up_to_2_pow_24)
 }
 END_TEST
 
+/* The precise mode over the whole 32-bit position range (the kernel's
+ * product of the position with the 64-bit turn fraction is built from 16-bit
+ * halves: every carry matters there). The double reference cannot resolve
+ * angles of up to 2^32 rad, so this test's reference takes the angle in long
+ * double (64-bit mantissa: pos * theta_j to 2^-32 rad) and cosl/sinl. Shapes
+ * cover the kernel's row blocks (rope_gpu.c row_groups): 1 head (8 tokens
+ * per invocation, 61 tokens leave a partial block), 3 heads (3 heads x 2
+ * tokens), 12 heads (all of a token's), 40 heads (two blocks of 20 per
+ * token), the scalar path (head_dim 66, rotary 22, 2 heads); both layouts. The bound is precise mode's: 4 ulp of the pair magnitude. */
+START_TEST(precise_reduction_is_exact_over_32_bit_positions)
+{
+    static const uint32_t shapes[][3] = {{1, 128, 128}, {3, 128, 128}, {12, 64, 64}, {40, 32, 32},
+                                             {2, 66, 22}};
+    enum { T = 61 };
+    uint32_t pos[T] = {0xffffffffu, 0xfffffffeu, 0x80000000u, 0x7fffffffu, 0x01000001u, 0xffffu,
+                       0x10000u, 0xffff0000u, 0x0000ffffu | 0xffff0000u, 1u};
+    rl_rng rng;
+    rl_rng_seed(&rng, 13, "p32");
+    for (int t = 10; t < T; t++)
+        pos[t] = (uint32_t)(rl_rng_uniform(&rng) * 4294967296.0);
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rope_kernel k;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+    for (size_t si = 0; si < RL_ARRAY_LEN(shapes); si++)
+        for (int layout = 0; layout < 2; layout++) {
+            uint32_t heads = shapes[si][0];
+            rope_desc d = {.head_dim = shapes[si][1], .rotary_dim = shapes[si][2], .layout = layout,
+                           .precision = RL_ROPE_PREC_PRECISE};
+            rope_freqs f;
+            ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_OK);
+            size_t n = (size_t)T * heads * f.head_dim;
+            float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+            ck_assert(x && y);
+            for (size_t i = 0; i < n; i++)
+                x[i] = (float)rl_rng_normal(&rng);
+            int guard_ok = 0;
+            ck_assert_msg(rope_gpu_apply(&g.dev, &k, &f, x, pos, T, heads, y, NULL, &guard_ok, &err) ==
+                          RL_OK, "%s", err.msg);
+            ck_assert(guard_ok);
+            double worst = 0;
+            size_t worst_i = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t dim = (uint32_t)(i % f.head_dim), t = (uint32_t)(i / f.head_dim / heads);
+                size_t row = i - dim;
+                if (dim >= f.rotary_dim) {
+                    ck_assert_msg(memcmp(&y[i], &x[i], sizeof(float)) == 0, "pass-through %zu", i);
+                    continue;
+                }
+                int first;
+                uint32_t pair, o = rope_partner(&f, dim, &first, &pair);
+                long double ang = (long double)pos[t] * (long double)f.inv_freq[pair];
+                /* first of its pair: y_a = a c - b s; second: y_b = b c + a s */
+                long double c = cosl(ang), sn = sinl(ang), self = x[i], other = x[row + o];
+                long double ref = first ? self * c - other * sn : self * c + other * sn;
+                double m = fabs(x[row + dim]) + fabs(x[row + o]);
+                double r = (double)fabsl((long double)y[i] - ref) / (4 * rl_ulp32(m));
+                if (r > worst) {
+                    worst = r;
+                    worst_i = i;
+                }
+            }
+            ck_assert_msg(worst <= 1.0, "heads %u d %u rot %u layout %d: worst error %.3f of 4 ulp at "
+                          "element %zu (position %u)", heads, f.head_dim, f.rotary_dim, layout, worst,
+                          worst_i, pos[worst_i / f.head_dim / heads]);
+            free(x);
+            free(y);
+        }
+    rope_kernel_destroy(&g.dev, &k);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(modes_other_than_fp32_need_their_angle_buffer)
 {
     rl_gpu g;
@@ -214,6 +288,7 @@ int main(void)
     tcase_add_loop_test(tc, every_type_layout_and_mode_is_within_its_bound, 0, ROPE_TYPE_COUNT);
     tcase_add_test(tc, scalar_path_modes_are_within_their_bounds);
     tcase_add_test(tc, precise_reduction_is_exact_up_to_2_pow_24);
+    tcase_add_test(tc, precise_reduction_is_exact_over_32_bit_positions);
     tcase_add_test(tc, modes_other_than_fp32_need_their_angle_buffer);
     suite_add_tcase(s, tc);
     return rl_test_run(s);

@@ -184,6 +184,8 @@ START_TEST(dispatch_splits_beyond_max_group_count)
         double ns = -1;
         ck_assert_int_eq(rlvk_cmd_elapsed_ns(&cmd, 0, 1, &ns, &err), RL_OK);
         ck_assert_double_gt(ns, 0);
+        /* the device's timestamped GPU time: this submission's span */
+        ck_assert_double_eq_tol(g.dev.gpu_s, ns * 1e-9, 1e-12);
     }
     rlvk_cmd_destroy(&cmd);
     uint32_t *o = malloc(bytes + 64);
@@ -489,6 +491,133 @@ START_TEST(pipeline_table_reuses_identical_variants)
 }
 END_TEST
 
+/* The compile thread count: the device's setting, else RL_COMPILE_THREADS,
+ * else the caller plus one per idle core — between 1 and the online CPUs;
+ * never above RLVK_MAX_COMPILE_THREADS. */
+START_TEST(compile_threads_follow_device_then_environment_then_idle_cores)
+{
+    rlvk_device dev;
+    memset(&dev, 0, sizeof dev);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsetenv("RL_COMPILE_THREADS");
+    uint32_t n = rlvk_compile_threads(&dev);
+    ck_assert(n >= 1 && (long)n <= cpus && n <= RLVK_MAX_COMPILE_THREADS);
+    setenv("RL_COMPILE_THREADS", "3", 1);
+    ck_assert_uint_eq(rlvk_compile_threads(&dev), 3);
+    setenv("RL_COMPILE_THREADS", "1000", 1);
+    ck_assert_uint_eq(rlvk_compile_threads(&dev), RLVK_MAX_COMPILE_THREADS);
+    dev.compile_threads = 2;
+    ck_assert_uint_eq(rlvk_compile_threads(&dev), 2);
+    unsetenv("RL_COMPILE_THREADS");
+}
+END_TEST
+
+/* rlvk_pipelines_create: the misses compiled together on several threads,
+ * each key once; what the table held handed out as before; counters and
+ * sharing as n calls of rlvk_pipeline_create. */
+START_TEST(pipelines_created_together_share_as_one_by_one)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    g.dev.compile_threads = 3;
+    rl_error err = {0};
+    static const uint32_t spec[3][1] = {{1}, {2}, {3}};
+    rlvk_pipeline_desc base = {.name = "fma", .spirv = rl_spv_fma_peak,
+                               .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
+                               .push_bytes = sizeof(struct rl_fma_push), .local_size_x = 64};
+    rlvk_pipeline held;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &base, &held, &err), RL_OK);
+    ck_assert_uint_eq(g.dev.n_pipelines, 1);
+    /* 0: held already; 1-3: new; 4: the same key as 2 */
+    rlvk_pipeline_desc d[5];
+    const char *names[5] = {"again", "s1", "s2", "s3", "s2 twin"};
+    for (int i = 0; i < 5; i++) {
+        d[i] = base;
+        d[i].name = names[i];
+        if (i >= 1) {
+            d[i].n_spec = 1;
+            d[i].spec = spec[i == 4 ? 1 : i - 1];
+        }
+    }
+    rlvk_pipeline p[5];
+    ck_assert_msg(rlvk_pipelines_create(&g.dev, 5, d, p, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(g.dev.compile_threads_used, 3);
+    ck_assert_uint_eq(g.dev.n_pipelines, 4);
+    ck_assert_uint_eq(g.dev.n_pipelines_reused, 2);
+    ck_assert(p[0].pipeline == held.pipeline);
+    ck_assert(p[4].pipeline == p[2].pipeline);
+    ck_assert(p[1].pipeline != p[2].pipeline && p[2].pipeline != p[3].pipeline &&
+              p[1].pipeline != held.pipeline);
+    for (int i = 0; i < 5; i++)
+        ck_assert_str_eq(p[i].name, names[i]);
+    /* they now come from the table, one by one */
+    rlvk_pipeline again;
+    ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d[3], &again, &err), RL_OK);
+    ck_assert(again.pipeline == p[3].pipeline);
+    ck_assert_uint_eq(g.dev.n_pipelines, 4);
+    /* each works: one FMA dispatch per pipeline */
+    rlvk_buffer out;
+    ck_assert_int_eq(rlvk_buffer_create(&g.dev, 64 * 16, "out", &out, &err), RL_OK);
+    for (int i = 0; i < 5; i++) {
+        rlvk_cmd cmd;
+        struct rl_fma_push push = {.seed = 1.0f};
+        const rlvk_buffer *bufs[1] = {&out};
+        ck_assert_int_eq(rlvk_cmd_begin(&g.dev, 1, &cmd, &err), RL_OK);
+        ck_assert_int_eq(rlvk_cmd_dispatch(&cmd, &p[i], bufs, &push, 1, &err), RL_OK);
+        ck_assert_int_eq(rlvk_cmd_submit_wait(&cmd, &err), RL_OK);
+        rlvk_cmd_destroy(&cmd);
+    }
+    rlvk_buffer_destroy(&g.dev, &out);
+    rlvk_pipeline_destroy(&g.dev, &again);
+    for (int i = 0; i < 5; i++)
+        rlvk_pipeline_destroy(&g.dev, &p[i]);
+    rlvk_pipeline_destroy(&g.dev, &held);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* A failing pipeline among several compiled together: the call fails as a
+ * whole with the message of the lowest-index failure (it names that
+ * pipeline and the limit), holds nothing (the pipelines the other threads
+ * made are released: the validation layer reports any object left at
+ * device destruction), and a later call compiles them afresh. */
+START_TEST(pipelines_created_together_fail_as_a_whole)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    g.dev.compile_threads = 4;
+    rl_error err = {0};
+    static const uint32_t spec[4][1] = {{1}, {2}, {3}, {4}};
+    rlvk_pipeline_desc d[4];
+    const char *names[4] = {"ok a", "too wide b", "ok c", "too wide d"};
+    for (int i = 0; i < 4; i++) {
+        d[i] = (rlvk_pipeline_desc){.name = names[i], .spirv = rl_spv_fma_peak,
+                                    .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
+                                    .push_bytes = sizeof(struct rl_fma_push), .local_size_x = 64,
+                                    .n_spec = 1, .spec = spec[i]};
+        if (i == 1 || i == 3)
+            d[i].local_size_x = g.dev.info.max_workgroup_size[0] + 1;
+    }
+    rlvk_pipeline p[4];
+    memset(p, 0xAB, sizeof p);
+    ck_assert_int_eq(rlvk_pipelines_create(&g.dev, 4, d, p, &err), RL_ERR_LIMIT);
+    ck_assert_msg(strstr(err.msg, "pipeline too wide b: workgroup size") != NULL, "%s", err.msg);
+    ck_assert_ptr_null(strstr(err.msg, "too wide d"));
+    for (int i = 0; i < 4; i++)
+        ck_assert(p[i].pipeline == VK_NULL_HANDLE);
+    ck_assert_uint_eq(g.dev.n_pipelines, 0);
+    ck_assert_uint_eq(g.dev.n_pipelines_reused, 0);
+    /* nothing entered the table: the good ones are compiled again */
+    rlvk_pipeline_desc good[2] = {d[0], d[2]};
+    ck_assert_msg(rlvk_pipelines_create(&g.dev, 2, good, p, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(g.dev.n_pipelines, 2);
+    ck_assert_uint_eq(g.dev.n_pipelines_reused, 0);
+    rlvk_pipeline_destroy(&g.dev, &p[0]);
+    rlvk_pipeline_destroy(&g.dev, &p[1]);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -506,6 +635,9 @@ int main(void)
     tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);
     tcase_add_test(tc, pcache_file_is_checked_before_the_driver_sees_it);
     tcase_add_test(tc, pipeline_table_reuses_identical_variants);
+    tcase_add_test(tc, compile_threads_follow_device_then_environment_then_idle_cores);
+    tcase_add_test(tc, pipelines_created_together_share_as_one_by_one);
+    tcase_add_test(tc, pipelines_created_together_fail_as_a_whole);
     tcase_add_test(tc, cache_dir_follows_rl_cache_dir_then_xdg_then_home);
     tcase_add_test(tc, pipeline_cache_persists_and_a_corrupt_file_is_replaced);
     suite_add_tcase(s, tc);

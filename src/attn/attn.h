@@ -112,6 +112,9 @@ typedef struct attn_desc {
     uint32_t remap_window;
     uint32_t remap_chunk;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
+    int coopmat;            /* 1: the cooperative-matrix kernel (attn_cm.h: fp16 only, its
+                               statistics only; RL_ERR_UNSUPPORTED where the device or the
+                               problem does not fit it) */
     uint32_t flags;         /* ATTN_* statistics */
     float scale;            /* logit scale of definition a (e.g. 1/sqrt(head_dim)) */
     float scale_b;          /* paired mode: scale of definition b */
@@ -125,6 +128,9 @@ typedef struct attn_desc {
                                else 1..RL_ATTN_MAX_BLOCKS */
     int test_write_past;    /* test hook: 1 writes one word past the output tensor
                                (into its guard) after the kernel ran */
+    int test_cm_emulate;    /* test hook, with coopmat: runs attn_cm.comp with its tensor ops
+                               emulated by subgroup loops (attn_cm_emu_f16; no extension
+                               needed), to test the rest of that kernel on any device */
 } attn_desc;
 
 /* Host inputs. Tensors are float (fp32) or uint16_t half bits (fp16). */
@@ -270,6 +276,22 @@ typedef struct attn_engine {
 
 rl_status attn_engine_create(rlvk_device *dev, attn_engine *e, rl_error *err);
 void attn_engine_destroy(attn_engine *e);
+
+/* One attention run a caller will make, for attn_engine_prepare. */
+typedef struct attn_prep {
+    attn_desc desc;              /* as attn_run / attn_run_resident will get it */
+    const char *variant;         /* the bias's shader variant (attn_bias.variant); NULL: "none" */
+    int sinks;                   /* learned sinks will be given */
+    uint64_t max_distance;       /* ATTN_BUCKETS: largest position distance; 0: tokens - 1 */
+} attn_prep;
+
+/* Creates, before any run, the pipelines the runs items[0..n-1] will use
+ * and the engine does not hold yet, all at once (rlvk_pipelines_create:
+ * compiled in parallel), so a run of several passes pays the longest
+ * compile instead of their sum; the runs then find them. Items attn_run
+ * would refuse are skipped (it reports them); at most ATTN_MAX_PIPES / 2
+ * pipelines per call. Results are the same with or without it. */
+rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items, rl_error *err);
 
 /* Buckets for distances up to max_distance: floor(log2(max_distance)) + 2
  * for max_distance >= 1 (bucket 0 holds distance 0), else 1. Bucket of d:

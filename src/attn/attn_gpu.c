@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_cm.h"
 #include "core/rl_util.h"
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_variants.spv.h"
@@ -98,6 +99,8 @@ static uint64_t block_bytes(const attn_desc *d, uint32_t kb)
 
 static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
 {
+    if (d->coopmat) /* its key tile; shared memory: attn_cm_check */
+        return ATTN_CM_N;
     if (d->block_keys)
         return block_bytes(d, d->block_keys) <= dev->info.max_shared_memory ? d->block_keys : 0;
     for (uint32_t kb = RL_ATTN_KB; kb >= 4; kb /= 2)
@@ -323,9 +326,11 @@ int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0,
     return 0;
 }
 
-static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d, int sinks,
-                          uint32_t kb, uint32_t blocks, uint32_t n_buckets, const rlvk_pipeline **out,
-                          rl_error *err)
+/* The pipeline a run of d needs: its engine key, specialization constants
+ * (spec[7]) and desc (pointing into key and spec). */
+static void pipe_desc(const attn_variant *v, const attn_desc *d, int sinks, uint32_t kb,
+                      uint32_t blocks, uint32_t n_buckets, char key[96], uint32_t spec[7],
+                      rlvk_pipeline_desc *pd)
 {
     uint32_t flags = d->flags;
     if (d->causal)
@@ -340,38 +345,113 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
         flags |= RL_ATTN_F_REMAP;
     if (d->remap_chunk)
         flags |= RL_ATTN_F_REMAP | RL_ATTN_F_DCA;
-    char key[96];
-    snprintf(key, sizeof key, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u", v->name, d->fp16 ? "_f16" : "",
+    snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u",
+             d->coopmat ? (d->test_cm_emulate ? "cm_emu" : "cm") : v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets);
-    for (uint32_t i = 0; i < e->n_pipes; i++)
-        if (strcmp(e->pipes[i].key, key) == 0) {
-            *out = &e->pipes[i].pipe;
-            return RL_OK;
-        }
-    if (e->n_pipes == ATTN_MAX_PIPES) {
-        /* Recycle the oldest: callers sweeping many shapes stay bounded. */
-        rlvk_pipeline_destroy(e->dev, &e->pipes[0].pipe);
-        memmove(&e->pipes[0], &e->pipes[1], (ATTN_MAX_PIPES - 1) * sizeof e->pipes[0]);
-        e->n_pipes--;
-    }
-    attn_pipe *p = &e->pipes[e->n_pipes];
-    uint32_t spec[7] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets, blocks, kb};
-    rlvk_pipeline_desc pd = {
+    const uint32_t sp[7] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets,
+                            blocks, kb};
+    memcpy(spec, sp, sizeof sp);
+    size_t cm_bytes = 0;
+    const uint32_t *cm_spv = d->coopmat ? attn_cm_spirv(d->test_cm_emulate, &cm_bytes) : NULL;
+    *pd = (rlvk_pipeline_desc){
         .name = key,
-        .spirv = d->fp16 ? v->spv16 : v->spv32,
-        .spirv_bytes = d->fp16 ? v->bytes16 : v->bytes32,
+        .spirv = d->coopmat ? cm_spv : d->fp16 ? v->spv16 : v->spv32,
+        .spirv_bytes = d->coopmat ? cm_bytes : d->fp16 ? v->bytes16 : v->bytes32,
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
         .local_size_x = ATTN_WG,
         .n_spec = 7,
         .spec = spec,
     };
+}
+
+static const rlvk_pipeline *engine_find(const attn_engine *e, const char *key)
+{
+    for (uint32_t i = 0; i < e->n_pipes; i++)
+        if (strcmp(e->pipes[i].key, key) == 0)
+            return &e->pipes[i].pipe;
+    return NULL;
+}
+
+/* A free engine slot (the oldest recycled: callers sweeping many shapes
+ * stay bounded). */
+static attn_pipe *engine_slot(attn_engine *e)
+{
+    if (e->n_pipes == ATTN_MAX_PIPES) {
+        rlvk_pipeline_destroy(e->dev, &e->pipes[0].pipe);
+        memmove(&e->pipes[0], &e->pipes[1], (ATTN_MAX_PIPES - 1) * sizeof e->pipes[0]);
+        e->n_pipes--;
+    }
+    return &e->pipes[e->n_pipes];
+}
+
+static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d, int sinks,
+                          uint32_t kb, uint32_t blocks, uint32_t n_buckets, const rlvk_pipeline **out,
+                          rl_error *err)
+{
+    char key[96];
+    uint32_t spec[7];
+    rlvk_pipeline_desc pd;
+    pipe_desc(v, d, sinks, kb, blocks, n_buckets, key, spec, &pd);
+    if ((*out = engine_find(e, key)))
+        return RL_OK;
+    attn_pipe *p = engine_slot(e);
     rl_status st = rlvk_pipeline_create(e->dev, &pd, &p->pipe, err);
     if (st)
         return st;
     snprintf(p->key, sizeof p->key, "%s", key);
     e->n_pipes++;
     *out = &p->pipe;
+    return RL_OK;
+}
+
+/* The kernel's bucket count for positions spanning max_distance (run()
+ * keeps 16 or ATTN_MAX_BUCKETS; 1 without buckets). */
+static uint32_t kernel_buckets(const attn_desc *d, uint64_t max_distance)
+{
+    if (!(d->flags & ATTN_BUCKETS))
+        return 1;
+    return attn_n_buckets(max_distance) <= 16 ? 16 : ATTN_MAX_BUCKETS;
+}
+
+rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items, rl_error *err)
+{
+    enum { MAX_PREP = ATTN_MAX_PIPES / 2 };
+    char keys[MAX_PREP][96];
+    uint32_t specs[MAX_PREP][7];
+    rlvk_pipeline_desc pds[MAX_PREP];
+    rlvk_pipeline pipes[MAX_PREP];
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n && m < MAX_PREP; i++) {
+        const attn_prep *it = &items[i];
+        attn_desc d = resolve(&it->desc);
+        const attn_variant *v = find_variant(it->variant ? it->variant : "none");
+        /* what attn_run would refuse is left to it (and its message) */
+        if (!v || attn_check_shape(e->dev, &d, NULL) || (d.fp16 && !e->dev->feat_storage16))
+            continue;
+        uint32_t kb = block_keys(e->dev, &d), blocks = key_blocks(&d, kb);
+        uint64_t span = it->max_distance ? it->max_distance : d.tokens - 1;
+        pipe_desc(v, &d, it->sinks, kb, blocks, kernel_buckets(&d, span), keys[m], specs[m],
+                  &pds[m]);
+        pds[m].name = keys[m];
+        pds[m].spec = specs[m];
+        int dup = engine_find(e, keys[m]) != NULL;
+        for (uint32_t j = 0; j < m && !dup; j++)
+            dup = strcmp(keys[j], keys[m]) == 0;
+        if (!dup)
+            m++;
+    }
+    if (!m)
+        return RL_OK;
+    rl_status st = rlvk_pipelines_create(e->dev, m, pds, pipes, err);
+    if (st)
+        return st;
+    for (uint32_t j = 0; j < m; j++) {
+        attn_pipe *p = engine_slot(e);
+        p->pipe = pipes[j];
+        snprintf(p->key, sizeof p->key, "%s", keys[j]);
+        e->n_pipes++;
+    }
     return RL_OK;
 }
 
@@ -436,7 +516,7 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
     int paired = (d->flags & ATTN_PAIRED) != 0, two = two_defs(d);
     double *scratch = malloc(2 * n * sizeof *scratch);
     double *rb = malloc((n_buckets + 1) * sizeof *rb);
-    double *ro = malloc(2 * d->head_dim * sizeof *ro);
+    double *ro = malloc(3 * d->head_dim * sizeof *ro); /* O, sum p|v|, sum |v| (coopmat) */
     rl_status st = RL_OK;
     if (!scratch || !rb || !ro) {
         st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for verification");
@@ -496,10 +576,20 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
             if (d->flags & ATTN_BUCKETS)
                 for (uint32_t b = 0; b < n_buckets; b++)
                     note(v, ATTN_V_BUCKETS, buckets[row * n_buckets + b], rb[b], 1);
-            if (d->flags & ATTN_OUT)
+            if (d->flags & ATTN_OUT) {
+                /* Cooperative matrices: O judged against sum p|v| plus a
+                 * floor for P's fp16 underflow (attn_cm.c). */
+                double *vsum = ro + 2 * d->head_dim;
+                memset(vsum, 0, d->head_dim * sizeof *vsum);
+                uint32_t kvh = h / (d->heads / d->kv_heads);
+                for (uint64_t j = 0; d->coopmat && j < n; j++)
+                    if (attn_ref_visible(&P, i, j))
+                        for (uint32_t e = 0; e < d->head_dim; e++)
+                            vsum[e] += fabs(ref->v[(j * d->kv_heads + kvh) * d->head_dim + e]);
                 for (uint32_t e = 0; e < d->head_dim; e++)
                     note(v, ATTN_V_OUT, o[row * d->head_dim + e], ro[e],
-                         dmax(ro[d->head_dim + e], 1e-30));
+                         dmax(ro[d->head_dim + e] + ATTN_CM_O_FLOOR * vsum[e], 1e-30));
+            }
             if (d->flags & ATTN_DUMP)
                 for (uint64_t j = 0; j < n; j++) {
                     double want = attn_ref_logit(&P, 0, h, i, j);
@@ -596,6 +686,12 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
         return rl_fail(err, RL_ERR_UNSUPPORTED,
                        "attention: fp16 storage needs storageBuffer16BitAccess, which %s lacks",
                        dev->info.name);
+    if (d->coopmat && (st = attn_cm_check(&dev->info, d, vname, have_sinks, err)))
+        return st;
+    if (d->coopmat && !d->test_cm_emulate && !dev->feat_coopmat_nv)
+        return rl_fail(err, RL_ERR_UNSUPPORTED,
+                       "cooperative-matrix path: VK_NV_cooperative_matrix is not enabled on %s",
+                       dev->info.name);
     if (!have_qk || ((d->flags & ATTN_OUT) && !have_v) || ((d->flags & ATTN_TARGET) && !have_target))
         return rl_fail(err, RL_ERR_ARG, "attention: missing input (Q, K, V for O, or targets)");
     if (((d->flags & ATTN_BUCKETS) && !out->buckets) || ((d->flags & ATTN_OUT) && !out->out) ||
@@ -653,7 +749,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     uint32_t nb = (d.flags & ATTN_BUCKETS) ? attn_n_buckets(pmax - pmin) : 1;
     /* The kernel keeps 16 or ATTN_MAX_BUCKETS buckets (fewer pipelines to
      * build); rows are compacted to nb after download. */
-    uint32_t nb_k = (d.flags & ATTN_BUCKETS) ? (nb <= 16 ? 16 : ATTN_MAX_BUCKETS) : 1;
+    uint32_t nb_k = kernel_buckets(&d, pmax - pmin);
     uint32_t kb = block_keys(dev, &d), blocks = key_blocks(&d, kb);
     attn_layout L;
     layout_of(&d, nb_k, &L);

@@ -39,6 +39,9 @@
  *  KL       : c / l_a - log l_a + log l_b, c = sum p_a (t_a - t_b), |t_a - t_b|
  *             <= 2R: (2R + 4) eps + 4 E_s
  *  dump     : E_s (relative to max(|logit|, 1), so E_s is also a bound).
+ * Cooperative-matrix path (attn_desc.coopmat): E_s = (6 D + 2) u A for the
+ * tensor op's sums in any order and grouping, and O adds P's fp16 rounding
+ * and the tensor op's sum (attn_cm.c derives both).
  * These are worst-case sums; sampled errors sit far below them, which is why
  * the verdict also gates the NMSE: sum err^2 <= f sum bound^2 per statistic
  * with f = VF_GATE_ATTN_C / (D + 2) (vf.h): every statistic's bound carries
@@ -53,6 +56,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_cm.h"
 
 int attn_stat_relative(int k)
 {
@@ -68,6 +72,10 @@ void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol)
     /* Temperature (v->temp): tau_i rounded to fp32 on the host and one more
      * multiply in the kernel, 2 u of the scaled dot (A includes |tau|). */
     double es = (d->head_dim + 2.0 + (v->temp ? 2.0 : 0.0)) * u * A + 3 * u * B + v->max_bias_err;
+    /* Cooperative matrices: the tensor op's sum in any order (attn_cm.c;
+     * no bias or temperature there). */
+    if (d->coopmat)
+        es = attn_cm_logit_err(d->head_dim, A);
     double rho = (3 + 2 * R) * 0x1p-23;
     double eps = 2 * es + rho + nk * u + 3 * (nk / 4 + 1) * 0x1p-23 + 0x1p-21;
     /* Learned sink (v->sinks): folded into l once at the end, in the frame
@@ -85,7 +93,7 @@ void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol)
     tol[ATTN_V_ARGMAX_P] = tp;
     tol[ATTN_V_TARGET_P] = tp;
     tol[ATTN_V_BUCKETS] = tp + nk * u;
-    tol[ATTN_V_OUT] = tp + nk * u + 0x1p-22;
+    tol[ATTN_V_OUT] = tp + nk * u + 0x1p-22 + (d->coopmat ? attn_cm_out_extra(v->max_keys) : 0);
     tol[ATTN_V_KL] = (2 * R + 4) * eps + 4 * es;
     tol[ATTN_V_DUMP] = es;
 }

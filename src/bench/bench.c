@@ -68,6 +68,52 @@ static rl_status time_launches(rlvk_device *dev, record_fn record, void *ctx, ui
     return st;
 }
 
+/* Times kernels a and b interleaved: after `warmup` untimed launches of
+ * each, reps rounds of one a and one b launch, each between two timestamps
+ * (the order alternates a b, b a, ... so neither always runs first). Load
+ * on a shared machine then reaches both alike; ta[i], tb[i] are round i's
+ * times in ms. Rounds go into command buffers of at most
+ * (RLVK_MAX_TIMESTAMPS - 1) / 2 rounds each. */
+static rl_status time_interleaved(rlvk_device *dev, record_fn rec_a, void *ctx_a, record_fn rec_b,
+                                  void *ctx_b, uint32_t warmup, uint32_t reps, double *ta,
+                                  double *tb, rl_error *err)
+{
+    const uint32_t per_cb = (RLVK_MAX_TIMESTAMPS - 1) / 2;
+    rl_status st = RL_OK;
+    for (uint32_t done = 0; done < reps && !st;) {
+        uint32_t n = reps - done < per_cb ? reps - done : per_cb;
+        uint32_t w = done == 0 ? warmup : 0;
+        rlvk_cmd cmd;
+        if ((st = rlvk_cmd_begin(dev, 2 * (w + n), &cmd, err)))
+            return st;
+        for (uint32_t i = 0; i < w && !st; i++)
+            if (!(st = rec_a(&cmd, ctx_a, err)))
+                st = rec_b(&cmd, ctx_b, err);
+        rlvk_cmd_timestamp(&cmd, 0);
+        for (uint32_t i = 0; i < n && !st; i++) {
+            int b_first = (done + i) % 2;
+            st = b_first ? rec_b(&cmd, ctx_b, err) : rec_a(&cmd, ctx_a, err);
+            rlvk_cmd_timestamp(&cmd, 2 * i + 1);
+            if (!st)
+                st = b_first ? rec_a(&cmd, ctx_a, err) : rec_b(&cmd, ctx_b, err);
+            rlvk_cmd_timestamp(&cmd, 2 * i + 2);
+        }
+        if (!st)
+            st = rlvk_cmd_submit_wait(&cmd, err);
+        for (uint32_t i = 0; i < n && !st; i++) {
+            double first, second;
+            if (!(st = rlvk_cmd_elapsed_ns(&cmd, 2 * i, 2 * i + 1, &first, err)))
+                st = rlvk_cmd_elapsed_ns(&cmd, 2 * i + 1, 2 * i + 2, &second, err);
+            int b_first = (done + i) % 2;
+            ta[done + i] = (b_first ? second : first) * 1e-6;
+            tb[done + i] = (b_first ? first : second) * 1e-6;
+        }
+        rlvk_cmd_destroy(&cmd);
+        done += n;
+    }
+    return st;
+}
+
 typedef struct rope_ctx {
     rope_kernel *k;
     const rope_freqs *f;
@@ -189,6 +235,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
            *scale = malloc(n * sizeof *scale);
     double *times = malloc(o.reps * sizeof *times);
+    double copy_times[BENCH_MAX_REPS], round_ratio[BENCH_MAX_REPS];
     rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0}, ba = {0};
     rope_kernel k = {0};
     rlvk_pipeline copy = {0};
@@ -238,13 +285,15 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
         goto done;
     }
 
-    if ((st = time_launches(dev, record_rope, &rc, o.warmup, o.reps, times, err)))
+    copy_ctx cc = {.pipe = &copy, .x = &bx, .y = &by, .n_vec4 = (uint32_t)n_vec4};
+    if ((st = time_interleaved(dev, record_rope, &rc, record_copy, &cc, o.warmup, o.reps, times,
+                               copy_times, err)))
         goto done;
     bench_times_set(&res->rope, times, o.reps);
-    copy_ctx cc = {.pipe = &copy, .x = &bx, .y = &by, .n_vec4 = (uint32_t)n_vec4};
-    if ((st = time_launches(dev, record_copy, &cc, o.warmup, o.reps, times, err)))
-        goto done;
-    bench_times_set(&res->copy, times, o.reps);
+    bench_times_set(&res->copy, copy_times, o.reps);
+    for (uint32_t i = 0; i < o.reps; i++) /* round i's ratio: copy time / rope time */
+        round_ratio[i] = times[i] > 0 ? copy_times[i] / times[i] : 0;
+    bench_times_set(&res->ratio_rounds, round_ratio, o.reps);
     /* The copy must have copied: check a few words. */
     float probe[4];
     if ((st = rlvk_buffer_download(dev, &by, (n_vec4 - 1) * 16, probe, 16, err)))

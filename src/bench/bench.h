@@ -14,8 +14,8 @@
 #include "verify/vf.h"
 #include "vk/rlvk.h"
 
-/* Most timed runs of one measurement: one timestamp slot each, plus the
- * first (rope and copy time consecutive launches in one command buffer). */
+/* Most timed runs of one measurement (bench rope times its rounds of one
+ * rope and one copy launch in command buffers of 31 rounds each). */
 #define BENCH_MAX_REPS (RLVK_MAX_TIMESTAMPS - 1)
 
 /* One measurement's GPU times: every run in the order it ran, and their
@@ -44,7 +44,10 @@ typedef struct bench_rope_opts {
 typedef struct bench_rope_result {
     bench_rope_opts opts;          /* resolved */
     uint64_t bytes;                /* bytes moved per run (read + write of Q) */
-    bench_times rope, copy;        /* GPU time per run of each kernel (same reps, warm-up) */
+    bench_times rope, copy;        /* GPU time per run of each kernel (same reps, warm-up),
+                                      interleaved: round i is one rope and one copy launch */
+    bench_times ratio_rounds;      /* per round: copy ms / rope ms (= the round's bandwidth
+                                      ratio); its median/min/max are the ratio's spread */
     double rope_gbs, copy_gbs;     /* bytes / median time */
     double ratio;                  /* rope_gbs / copy_gbs */
     vf_stats verify;               /* RoPE output vs the CPU reference (guarded) */

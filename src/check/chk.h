@@ -39,7 +39,13 @@ typedef struct chk_report {
     unsigned validation_messages;
     int failed;                 /* any row failed, or an error occurred */
     char error[1024];           /* non-empty if the device could not run */
+    char notes[1024];           /* lines a case table adds (chk_report_note), each ending in \n,
+                                   e.g. which kernel path the device skipped and why */
 } chk_report;
+
+/* Appends one line to r->notes (printed under the device's rows); a line
+ * that does not fit is cut. */
+void chk_report_note(chk_report *r, const char *line);
 
 /* Appends a copy of row unless r->kernel_pattern is set and row->kernel does
  * not match it (dropped, RL_OK). A failed, non-skipped, non-listed row marks

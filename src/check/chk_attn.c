@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "attn/attn.h"
+#include "attn/attn_cm.h"
 #include "check/chk.h"
 #include "core/rl_util.h"
 
@@ -94,11 +95,12 @@ static int data_make(const attn_case *c, uint32_t pos0, int with_qc, uint64_t se
     return 1;
 }
 
-/* Zeroes row and names its kernel and shape (before any work: --kernel, --list). */
-static void attn_row_name(const attn_case *c, const chk_attn_extra *x, chk_row *row)
+/* Zeroes row and names its kernel and shape (before any work: --kernel, --list);
+ * x: the remap extras (NULL: none); coopmat: the cooperative-matrix kernel (attn_cm.h). */
+static void attn_row_name(const attn_case *c, const chk_attn_extra *x, int coopmat, chk_row *row)
 {
     memset(row, 0, sizeof *row);
-    snprintf(row->kernel, sizeof row->kernel, "attn_%s%s", c->bias ? c->bias : "none",
+    snprintf(row->kernel, sizeof row->kernel, "attn_%s%s", coopmat ? "cm" : c->bias ? c->bias : "none",
              c->fp16 ? "_f16" : "");
     snprintf(row->shape, sizeof row->shape, "%ux%u/%ux%u %s%s", c->tokens, c->heads, c->kv_heads,
              c->head_dim, c->causal ? "causal" : "bidir",
@@ -120,17 +122,11 @@ static void attn_row_name(const attn_case *c, const chk_attn_extra *x, chk_row *
         snprintf(row->shape + n, sizeof row->shape - n, " pos %u+", x->pos0);
 }
 
-rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c, uint64_t seed,
-                            chk_row *row, rl_error *err)
+static rl_status run_case(rlvk_device *dev, attn_engine *e, const attn_case *c,
+                          const chk_attn_extra *xt, int coopmat, uint64_t seed, chk_row *row,
+                          rl_error *err)
 {
-    return chk_attn_run_case_ex(dev, e, c, NULL, seed, row, err);
-}
-
-rl_status chk_attn_run_case_ex(rlvk_device *dev, attn_engine *e, const attn_case *c,
-                               const chk_attn_extra *xt, uint64_t seed, chk_row *row,
-                               rl_error *err)
-{
-    attn_row_name(c, xt, row);
+    attn_row_name(c, xt, coopmat, row);
     row->guard_ok = 1;
     if (c->fp16 && !dev->feat_storage16) {
         row->skipped = 1;
@@ -165,6 +161,7 @@ rl_status chk_attn_run_case_ex(rlvk_device *dev, attn_engine *e, const attn_case
                    .flags = c->flags, .scale = (float)(1.0 / sqrt(c->head_dim)),
                    .scale_b = (float)(1.25 / sqrt(c->head_dim)),
                    .block_keys = c->block_keys, .chunk_blocks = c->chunk_blocks,
+                   .coopmat = coopmat,
                    .window = c->window, .n_sink = c->n_sink, .chunk_size = c->chunk_size,
                    .temp = c->temp,
                    .temp_a = c->temp == ATTN_TEMP_LLAMA4      ? 0.1
@@ -194,7 +191,9 @@ rl_status chk_attn_run_case_ex(rlvk_device *dev, attn_engine *e, const attn_case
     row->guard_ok = res.guard_ok;
     row->stats = res.verify.verdict;
     snprintf(row->tolerance, sizeof row->tolerance,
-             "attn: per-statistic fp32 bounds (attn_tol.c); worst here: %s", res.verify.worst);
+             coopmat ? "attn cm: tensor-op bounds (attn_cm.c, attn_tol.c); worst here: %s"
+                        : "attn: per-statistic fp32 bounds (attn_tol.c); worst here: %s",
+             res.verify.worst);
 done:
     if (enc)
         attn_pe_bias_destroy(dev, &pb);
@@ -206,7 +205,83 @@ done:
     return st;
 }
 
+rl_status chk_attn_run_case(rlvk_device *dev, attn_engine *e, const attn_case *c, uint64_t seed,
+                            chk_row *row, rl_error *err)
+{
+    return run_case(dev, e, c, NULL, 0, seed, row, err);
+}
+
+rl_status chk_attn_run_case_ex(rlvk_device *dev, attn_engine *e, const attn_case *c,
+                               const chk_attn_extra *xt, uint64_t seed, chk_row *row,
+                               rl_error *err)
+{
+    return run_case(dev, e, c, xt, 0, seed, row, err);
+}
+
 static const uint32_t lengths[] = {1, 2, 63, 64, 65, 1000, 4097};
+
+/* The cooperative-matrix path (attn_cm.h) where the device has it: fp16
+ * inputs, its statistics (entropy, argmax, target; O on two cases),
+ * lengths around the 64-query workgroup and 16-key tiles, causal and
+ * bidirectional, head_dim 16, 64 and 128. Elsewhere one skipped row and
+ * the note "cooperative-matrix path: skipped (why)". */
+static rl_status cm_cases(rlvk_device *dev, attn_engine *e, const chk_options *opt,
+                          chk_report *report, uint64_t seed, rl_error *err)
+{
+    if (!chk_kernel_selected(opt, "attn_cm_f16"))
+        return RL_OK;
+    const char *why = NULL;
+    if (!attn_cm_supported(&dev->info, &why) || !dev->feat_coopmat_nv) {
+        char line[256];
+        snprintf(line, sizeof line, "cooperative-matrix path: skipped (%s)",
+                 why ? why : "VK_NV_cooperative_matrix not enabled on the device");
+        chk_report_note(report, line);
+        if (opt->list_only)
+            return RL_OK;
+        chk_row row;
+        memset(&row, 0, sizeof row);
+        row.skipped = 1;
+        row.guard_ok = 1;
+        row.gpu_ms = -1;
+        snprintf(row.kernel, sizeof row.kernel, "attn_cm_f16");
+        snprintf(row.shape, sizeof row.shape, "cooperative-matrix path");
+        snprintf(row.tolerance, sizeof row.tolerance, "skipped: %.86s", why ? why : "not enabled");
+        return chk_report_add(report, &row, err);
+    }
+    static const uint32_t cm_lengths[] = {1, 17, 65, 1000, 4097};
+    const uint32_t stats = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET;
+    rl_status st = RL_OK;
+    for (size_t li = 0; li < RL_ARRAY_LEN(cm_lengths) && !st; li++) {
+        uint32_t n = cm_lengths[li];
+        if (opt->quick && n > 1000)
+            continue;
+        for (int causal = 0; causal < 2 && !st; causal++) {
+            chk_attn_case cs[3] = {
+                {.tokens = n, .heads = 4, .kv_heads = 2, .head_dim = 64, .causal = causal,
+                 .fp16 = 1, .flags = stats},
+                {.tokens = n, .heads = 2, .kv_heads = 1, .head_dim = 16, .causal = causal,
+                 .fp16 = 1, .flags = stats},
+                {.tokens = n, .heads = 2, .kv_heads = 2, .head_dim = 128, .causal = causal,
+                 .fp16 = 1, .flags = stats | ATTN_OUT},
+            };
+            int with_o = (n == 65 && causal) || (n == 1000 && !causal);
+            for (int k = 0; k < 3 && !st; k++) {
+                if ((k == 1 && n != 17 && n != 1000) || (k == 2 && !with_o))
+                    continue;
+                chk_row row;
+                attn_row_name(&cs[k], NULL, 1, &row);
+                int run;
+                if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
+                    continue;
+                st = run_case(dev, e, &cs[k], NULL, 1, seed + 4096 + li * 16 + causal * 4 + k,
+                                       &row, err);
+                if (!st)
+                    st = chk_report_add(report, &row, err);
+            }
+        }
+    }
+    return st;
+}
 
 rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
                          rl_error *err)
@@ -261,7 +336,7 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                 if ((!cs[k].bias && (k == 2 || k == 5 || k == 10)) || (k == 3 && !with_o) || (k >= 4 && n < 65))
                     continue;
                 chk_row row;
-                attn_row_name(&cs[k], NULL, &row);
+                attn_row_name(&cs[k], NULL, 0, &row);
                 int run;
                 if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
                     continue;
@@ -292,7 +367,7 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
             /* --quick: at 65 tokens only (their pipelines build in seconds each) */
             for (int k = 0; k < 5 && !st && n >= 65 && !(opt->quick && n != 65); k++) {
                 chk_row row;
-                attn_row_name(&rc[k], &rx[k], &row);
+                attn_row_name(&rc[k], &rx[k], 0, &row);
                 int run;
                 if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
                     continue;
@@ -303,6 +378,8 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
             }
         }
     }
+    if (!st)
+        st = cm_cases(dev, &e, opt, report, seed, err);
     attn_engine_destroy(&e);
     return st;
 }

@@ -1,6 +1,8 @@
 /* Collected rows of `ropelab check` (the judging is verify/vf.h's). */
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check/chk.h"
 
@@ -46,6 +48,13 @@ rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err)
         r->failed = 1;
     r->n_rows++;
     return RL_OK;
+}
+
+void chk_report_note(chk_report *r, const char *line)
+{
+    size_t n = strlen(r->notes);
+    if (n + 1 < sizeof r->notes)
+        snprintf(r->notes + n, sizeof r->notes - n, "%s\n", line);
 }
 
 void chk_report_free(chk_report *r)

@@ -114,6 +114,79 @@ done:
     return st;
 }
 
+/* mRoPE rows: 3-D positions [tokens][3] drawn per stream (t, h, w each its
+ * own random positions up to 2^max_pos_log2, both ends included), so that
+ * a pair reading the wrong stream shows; the same bound as plain RoPE at
+ * the token's largest stream position (the fp32 bound only grows with the
+ * angle; table and precise do not depend on it). */
+static rl_status run_mrope_case(rlvk_device *dev, rope_kernel *k, const rope_case *c,
+                                const rope_desc *base, int layout, int precision,
+                                const chk_options *opt, chk_report *report, rl_error *err)
+{
+    rope_desc desc = *base;
+    desc.head_dim = c->head_dim;
+    desc.rotary_dim = c->rotary_dim;
+    desc.layout = layout;
+    desc.precision = precision;
+    rope_freqs f;
+    rl_status st = rope_freqs_compute(&desc, &f, err);
+    if (st)
+        return st;
+    chk_row row = {0};
+    snprintf(row.kernel, sizeof row.kernel, "rope/%s/%s%s%s/%s",
+             layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", rope_precision_name(precision),
+             desc.rope_type ? "/" : "", desc.rope_type ? rope_type_name(desc.rope_type) : "",
+             f.mrope == ROPE_MROPE_INTERLEAVED ? "imrope" : "mrope");
+    snprintf(row.shape, sizeof row.shape, "T=%u H=%u D=%u rot=%u sec=%u,%u,%u pos3<=2^%u",
+             c->tokens, c->heads, c->head_dim, f.rotary_dim, f.mrope_section[0],
+             f.mrope_section[1], f.mrope_section[2], opt->max_pos_log2 ? opt->max_pos_log2 : 20);
+    snprintf(row.tolerance, sizeof row.tolerance, "%s",
+             precision == RL_ROPE_PREC_FP32 ? "M*(|phi_max|*2^-23 + 2^-11) + 4ulp(M)" : "4ulp(M)");
+    int run;
+    if ((st = chk_case_begin(opt, report, &row, &run, err)) || !run)
+        return st;
+    size_t n = (size_t)c->tokens * c->heads * c->head_dim;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *xs = malloc(n * sizeof *xs);
+    double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
+           *scale = malloc(n * sizeof *scale);
+    uint32_t *pos = malloc(c->tokens * sizeof *pos), *pos3 = malloc(3 * c->tokens * sizeof *pos3),
+             *pmax = malloc(c->tokens * sizeof *pmax);
+    if (!x || !y || !xs || !ref || !bound || !scale || !pos || !pos3 || !pmax) {
+        st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for a check case");
+        goto done;
+    }
+    for (int sdim = 0; sdim < 3; sdim++) {
+        char stream[64];
+        snprintf(stream, sizeof stream, "check/mrope/%u/%u/%u/%d", c->tokens, c->heads,
+                 c->head_dim, sdim);
+        chk_rope_inputs(opt, stream, sdim ? xs : x, n, pos, c->tokens, 1);
+        /* each stream its own draw; h reversed and w rotated by half the
+         * tokens, so the forced ends (0 and 2^20) fall on different tokens */
+        for (uint32_t t = 0; t < c->tokens; t++)
+            pos3[3 * t + sdim] = sdim == 0   ? pos[t]
+                                 : sdim == 1 ? pos[c->tokens - 1 - t]
+                                             : pos[(t + c->tokens / 2) % c->tokens];
+    }
+    for (uint32_t t = 0; t < c->tokens; t++) {
+        uint32_t m = pos3[3 * t] > pos3[3 * t + 1] ? pos3[3 * t] : pos3[3 * t + 1];
+        pmax[t] = m > pos3[3 * t + 2] ? m : pos3[3 * t + 2];
+    }
+    rope_ref_apply3(&f, x, pos3, c->tokens, c->heads, ref);
+    rope_error_bounds(&f, x, pmax, c->tokens, c->heads, bound, scale);
+    double ns = -1;
+    st = rope_gpu_apply3(dev, k, &f, x, pos3, c->tokens, c->heads, y, &ns, &row.guard_ok, err);
+    if (st)
+        goto done;
+    row.gpu_ms = ns >= 0 ? ns * 1e-6 : -1;
+    vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &row.stats);
+    vf_set_guard(&row.stats, row.guard_ok);
+    st = chk_report_add(report, &row, err);
+done:
+    free(x), free(y), free(xs), free(ref), free(bound), free(scale), free(pos), free(pos3);
+    free(pmax);
+    return st;
+}
+
 /* One configuration of every scaling type (HF-style settings), run at one
  * shape with partial rotary where the type allows it. */
 static void scaled_desc(int type, rope_desc *d)
@@ -220,6 +293,35 @@ rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                 if (opt->quick && layout == 1)
                     continue;
                 st = run_rope_case(dev, &k, &c, &d, layout, prec, opt, report, err);
+            }
+    }
+    /* mRoPE: Qwen2-VL's sections [16, 24, 24] and Qwen3-VL's interleaved
+     * [24, 20, 20] at head_dim 128 (vec4 path), a scalar-path shape (rot 36,
+     * sections of 6), partial rotary, and one scaling on top (yarn), both
+     * layouts, every precision. */
+    static const struct { uint32_t sec[3]; int inter; uint32_t hd, rot, tok, heads; int yarn; }
+        mrope_rows[] = {
+            {{16, 24, 24}, 0, 128, 128, 65, 4, 0}, {{24, 20, 20}, 1, 128, 128, 65, 4, 0},
+            {{6, 6, 6}, 0, 72, 36, 7, 3, 0},       {{6, 6, 6}, 1, 72, 36, 7, 3, 0},
+            {{8, 12, 12}, 1, 128, 64, 33, 2, 0},   {{16, 24, 24}, 0, 128, 128, 33, 2, 1},
+        };
+    size_t n_mrope = opt->quick ? 2 : RL_ARRAY_LEN(mrope_rows);
+    for (size_t m = 0; m < n_mrope && !st; m++) {
+        rope_desc d;
+        if (mrope_rows[m].yarn)
+            scaled_desc(ROPE_TYPE_YARN, &d);
+        else
+            memset(&d, 0, sizeof d);
+        d.n_mrope_section = 3;
+        memcpy(d.mrope_section, mrope_rows[m].sec, sizeof d.mrope_section);
+        d.mrope_interleaved = mrope_rows[m].inter;
+        rope_case c = {opt->quick ? 5 : mrope_rows[m].tok, mrope_rows[m].heads, mrope_rows[m].hd,
+                       mrope_rows[m].rot, 1};
+        for (int layout = 0; layout < 2 && !st; layout++)
+            for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE && !st; prec++) {
+                if (opt->quick && layout == 1)
+                    continue;
+                st = run_mrope_case(dev, &k, &c, &d, layout, prec, opt, report, err);
             }
     }
     rope_kernel_destroy(dev, &k);

@@ -51,12 +51,24 @@ static int width(const chk_report *rep, int shape, int minimum)
     return (int)w;
 }
 
+/* The case tables' notes, one indented line each. */
+static void print_notes(const chk_report *rep)
+{
+    for (const char *p = rep->notes; *p;) {
+        const char *e = strchr(p, '\n');
+        int len = e ? (int)(e - p) : (int)strlen(p);
+        printf("  %.*s\n", len, p);
+        p += len + (e ? 1 : 0);
+    }
+}
+
 static void print_list(const chk_report *rep)
 {
     int wk = width(rep, 0, 6);
     printf("device %u: %s (%s)\n", rep->device_index, rep->device, rep->driver);
     for (size_t i = 0; i < rep->n_rows; i++)
         printf("  %-*s  %s\n", wk, rep->rows[i].kernel, rep->rows[i].shape);
+    print_notes(rep);
     if (rep->error[0])
         printf("  ERROR: %s\n", rep->error);
 }
@@ -102,6 +114,7 @@ static void print_report(const chk_report *rep)
                "ref^2, gate = a fraction of the nmse the bounds allow (verify/vf.h)\n");
     if (rep->validation_messages)
         printf("  FAIL: the validation layer reported %u message(s)\n", rep->validation_messages);
+    print_notes(rep);
     if (rep->error[0])
         printf("  ERROR: %s\n", rep->error);
 }
@@ -142,6 +155,7 @@ static void print_json(const check_flags *f, const cli_devices *d, const chk_rep
             json_object_update(o, ident);
             json_decref(ident);
         }
+        json_object_set_new(o, "notes", json_string(rep->notes));
         json_object_set_new(o, "results", rows);
         json_array_append_new(devs, o);
         json_array_append_new(tdevs, json_pack("{s:i,s:o}", "index", (int)rep->device_index,

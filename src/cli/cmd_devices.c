@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "attn/attn_cm.h"
 #include "cli/cli.h"
 #include "run/run.h"
 #include "core/rl_util.h"
@@ -11,6 +12,51 @@ static void version_str(uint32_t v, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%u.%u.%u", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v),
              VK_API_VERSION_PATCH(v));
+}
+
+/* Cooperative matrices: extensions, listed shapes, the attention path. */
+static void print_coopmat(const rlvk_device_info *in)
+{
+    const rlvk_cm_info *cm = &in->cm;
+    printf("    cooperative matrix: VK_NV_cooperative_matrix %s, VK_KHR_cooperative_matrix %s\n",
+           cm->has_nv ? (cm->feat_nv ? "yes" : "listed, feature off") : "no",
+           cm->has_khr ? "listed" : "no");
+    for (uint32_t i = 0; i < cm->n_shapes; i++) {
+        const rlvk_cm_shape *s = &cm->shapes[i];
+        char b[4][16];
+        printf("      %s %ux%ux%u %s x %s + %s -> %s, %s scope%s\n", s->khr ? "KHR" : "NV ",
+               s->m, s->n, s->k, rlvk_cm_type_name(s->a, b[0], 16),
+               rlvk_cm_type_name(s->b, b[1], 16), rlvk_cm_type_name(s->c, b[2], 16),
+               rlvk_cm_type_name(s->result, b[3], 16), rlvk_cm_scope_name(s->scope),
+               s->saturating ? ", saturating" : "");
+    }
+    if (cm->n_listed > cm->n_shapes)
+        printf("      (%u more not shown)\n", cm->n_listed - cm->n_shapes);
+    const char *why;
+    if (attn_cm_supported(in, &why))
+        printf("    attention cooperative-matrix path: yes (attn_cm.comp, NV 16x16x16 fp16)\n");
+    else
+        printf("    attention cooperative-matrix path: no (%s)\n", why);
+}
+
+static json_t *coopmat_json(const rlvk_device_info *in)
+{
+    const rlvk_cm_info *cm = &in->cm;
+    json_t *shapes = json_array();
+    for (uint32_t i = 0; i < cm->n_shapes; i++) {
+        const rlvk_cm_shape *s = &cm->shapes[i];
+        char b[4][16];
+        json_array_append_new(shapes, json_pack("{s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:s,s:b}",
+            "ext", s->khr ? "KHR" : "NV", "m", (int)s->m, "n", (int)s->n, "k", (int)s->k,
+            "a", rlvk_cm_type_name(s->a, b[0], 16), "b", rlvk_cm_type_name(s->b, b[1], 16),
+            "c", rlvk_cm_type_name(s->c, b[2], 16), "result", rlvk_cm_type_name(s->result, b[3], 16),
+            "scope", rlvk_cm_scope_name(s->scope), "saturating", s->saturating));
+    }
+    const char *why;
+    int ok = attn_cm_supported(in, &why);
+    return json_pack("{s:b,s:b,s:b,s:b,s:o,s:b,s:s?}", "nv", cm->has_nv, "khr", cm->has_khr,
+                     "nv_feature", cm->feat_nv, "nv_compute", cm->nv_compute, "shapes", shapes,
+                     "attention_path", ok, "attention_path_reason", ok ? NULL : why);
 }
 
 json_t *cli_device_identity_json(const rlvk_device_info *in)
@@ -29,7 +75,8 @@ int cmd_devices(int argc, char **argv)
                        "device id (hex), driver (name, info, driverID, version decoded as vulkaninfo\n"
                        "does), conformance version, device UUID, API version, subgroup size, shared\n"
                        "memory, workgroup count/size/invocation limits, fp16/fp64/int64 support and\n"
-                       "memory heaps. Conformance, driverID and UUID are empty/UNKNOWN on a device\n"
+                       "memory heaps, cooperative-matrix extensions and shapes (and whether the\n"
+                       "attention engine's cooperative-matrix path runs there). Conformance, driverID and UUID are empty/UNKNOWN on a device\n"
                        "without Vulkan 1.2 / VK_KHR_driver_properties (1.1 for the UUID).",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
@@ -72,6 +119,7 @@ int cmd_devices(int argc, char **argv)
                                           (int)in.max_workgroup_size[2]));
             json_object_set_new(o, "max_workgroup_invocations",
                                 json_integer(in.max_workgroup_invocations));
+            json_object_set_new(o, "cooperative_matrix", coopmat_json(&in));
             json_array_append_new(arr, o);
         } else {
             printf("[%u] %s\n", in.index, in.name);
@@ -106,6 +154,7 @@ int cmd_devices(int argc, char **argv)
                 printf("    heap %u: %s%s\n", h, rl_fmt_bytes(in.heaps[h].size, b, sizeof b),
                        in.heaps[h].device_local ? " device-local" : "");
             }
+            print_coopmat(&in);
         }
     }
     if (json) {

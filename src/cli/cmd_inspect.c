@@ -53,8 +53,16 @@ static void print_text(const pe_encoding *e, json_t *o)
         }
     }
     if (fr) {
-        printf("  frequencies (radians per position, pair index m):\n");
-        json_array_foreach(fr, i, v) printf("    m=%-4zu %.9g\n", i, json_real_value(v));
+        /* mRoPE: the stream (t, h, w) whose position rotates pair m */
+        json_t *ms = json_object_get(o, "mrope_streams");
+        printf("  frequencies (radians per position, pair index m%s):\n",
+               ms ? "; mRoPE: the position t, h or w that rotates it" : "");
+        json_array_foreach(fr, i, v) {
+            printf("    m=%-4zu %.9g", i, json_real_value(v));
+            if (ms)
+                printf(" %c", "thw"[json_integer_value(json_array_get(ms, i)) % 3]);
+            printf("\n");
+        }
     }
     if (tb) {
         json_t *pos = json_object_get(o, "position");

@@ -333,6 +333,16 @@ rl_status rl_npy_load_u32(const char *path, uint32_t **out, uint64_t *count, rl_
     return RL_OK;
 }
 
+rl_status rl_npy_header_int(const char *path, rl_npy *out, rl_error *err)
+{
+    FILE *fp;
+    size_t esize;
+    rl_status st = open_header(path, out, &fp, &esize, 1, err);
+    if (!st)
+        fclose(fp);
+    return st;
+}
+
 void rl_npy_free(rl_npy *a)
 {
     free(a->data);

@@ -40,6 +40,9 @@ rl_status rl_npy_header(const char *path, rl_npy *out, rl_error *err);
  * flat in C order) as uint32 values: *out [count], caller frees. A negative
  * or > 2^32 - 1 element is an error naming its index. */
 rl_status rl_npy_load_u32(const char *path, uint32_t **out, uint64_t *count, rl_error *err);
+/* The header of an integer .npy as rl_npy_load_u32 accepts it (shape,
+ * descr, count; data NULL): for callers that check the shape. */
+rl_status rl_npy_header_int(const char *path, rl_npy *out, rl_error *err);
 
 /* Writes a version 1.0 .npy file with the given descr (e.g. "<f4", "<f2",
  * or any other string — tests use it to write files the reader must

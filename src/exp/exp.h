@@ -326,6 +326,15 @@ typedef struct exp_attn_io {
      * definition a; NULL: e itself. (Tests hand a deliberately different
      * one to show that verification catches a wrong device transform.) */
     const struct pe_encoding *ref_encoding;
+    /* Sink mass reference (entropy's sink_tokens): ref_sink_keys > 0 fills
+     * ref_sink_mass [rows][heads] (rows: the sampled query rows,
+     * attn_verify_token order) with sum_{j < ref_sink_keys} p_j of definition
+     * a, and ref_sink_learned [rows][heads] (may be NULL) with the learned
+     * sink's denominator share exp(sigma - lse), both in double by the CPU
+     * reference (attn_ref_row_stats, attn_ref_logit) from the operands the
+     * device read. 0: nothing. */
+    uint32_t ref_sink_keys;
+    double *ref_sink_mass, *ref_sink_learned;
 } exp_attn_io;
 
 typedef struct exp_attn_result {
@@ -364,6 +373,15 @@ struct attn_engine;
 rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const struct pe_encoding *e,
                        const exp_attn_io *io, const attn_outputs *out, exp_attn_result *r,
                        rl_error *err);
+/* Creates at once (compiled in parallel, attn_engine_prepare) the attention
+ * pipelines that exp_attn_run of encs[i] over ios[i], i < n, will use, so a
+ * kind that knows its passes up front pays the longest compile instead of
+ * their sum. Optional: the runs create what is missing; results are the
+ * same. ios[i] needs only the fields that choose the pipeline (tokens,
+ * pos, causal, mask, flags, paired). */
+rl_status exp_attn_prepare(struct attn_engine *eng, uint32_t n,
+                           const struct pe_encoding *const *encs, const exp_attn_io *ios,
+                           rl_error *err);
 /* The attention engine for a run: ctx->attn when the worker shares one,
  * else *own, created here (*made = 1: destroy it with attn_engine_destroy). */
 rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **eng, int *made,

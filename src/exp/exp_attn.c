@@ -202,6 +202,100 @@ static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, ui
     return pe_vec_gpu_prepare(&t->g, pos, X->tokens, err);
 }
 
+/* The engine's desc of a run of e over io (have_bias: e's logit bias is
+ * in the kernel). */
+static attn_desc io_desc(const pe_encoding *e, const exp_attn_io *io, int have_bias,
+                         double scale, double scale_b)
+{
+    const pe_shape *sh = pe_encoding_shape(e);
+    return (attn_desc){
+        .tokens = io->tokens, .heads = sh->heads, .kv_heads = sh->kv_heads,
+        .head_dim = sh->head_dim, .causal = io->causal,
+        .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
+        .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
+        /* position remapping: the window methods' W, or DCA's chunk length S - L */
+        .remap_window = io->mask.remap.method != ATTN_REMAP_NONE &&
+                                io->mask.remap.method != ATTN_REMAP_DCA
+                            ? io->mask.remap.window
+                            : 0,
+        .remap_chunk = io->mask.remap.method == ATTN_REMAP_DCA
+                           ? io->mask.remap.chunk - io->mask.remap.window
+                           : 0,
+        .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
+        .scale = (float)scale, .scale_b = (float)scale_b,
+        .verify_rows = io->verify_rows,
+    };
+}
+
+rl_status exp_attn_prepare(attn_engine *eng, uint32_t n, const pe_encoding *const *encs,
+                           const exp_attn_io *ios, rl_error *err)
+{
+    attn_prep items[ATTN_MAX_PIPES / 2];
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n && m < ATTN_MAX_PIPES / 2; i++) {
+        const exp_attn_io *io = &ios[i];
+        uint64_t span = 0; /* position distance, for the bucket count */
+        if (io->pos && io->tokens) {
+            uint32_t lo = UINT32_MAX, hi = 0;
+            for (uint64_t t = 0; t < io->tokens; t++) {
+                lo = io->pos[t] < lo ? io->pos[t] : lo;
+                hi = io->pos[t] > hi ? io->pos[t] : hi;
+            }
+            span = hi - lo;
+            if (!span) /* 0 would read as tokens - 1 */
+                continue;
+        }
+        int bias = pe_has_bias(encs[i]);
+        items[m++] = (attn_prep){
+            .desc = io_desc(encs[i], io, bias, 1.0, 1.0),
+            .variant = bias ? pe_bias_variant(pe_encoding_family(encs[i])) : NULL,
+            .sinks = io->mask.learned_sink, .max_distance = span};
+    }
+    return attn_engine_prepare(eng, m, items, err);
+}
+
+/* The sink mass of the sampled rows (exp_attn_io.ref_sink_keys), in double
+ * from the definitions (attn_ref_row_stats for the row's lse with the
+ * learned sink, attn_ref_logit for each of the first keys, -inf where
+ * masked), over the operands in `in` (what the device read). */
+static rl_status sink_reference(const attn_desc *d, const attn_inputs *in, int have_bias,
+                                const exp_attn_io *io, uint64_t rows, rl_error *err)
+{
+    uint64_t T = d->tokens;
+    double *scratch = malloc(2 * T * sizeof *scratch);
+    if (!scratch)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory for the sink reference");
+    attn_ref_problem P = {
+        .tokens = T, .heads = d->heads, .kv_heads = d->kv_heads ? d->kv_heads : d->heads,
+        .head_dim = d->head_dim, .causal = d->causal, .scale = d->scale,
+        .bias_a = have_bias, .q = in->q, .k = in->k, .pos = in->pos,
+        .bias = have_bias ? in->bias : NULL, .window = d->window, .n_sink = d->n_sink,
+        .chunk_size = d->chunk_size, .sinks = in->sinks, .temp = d->temp, .temp_a = d->temp_a,
+        .temp_b = d->temp_b,
+        /* position remapping: the remapped definition beyond remap_window */
+        .remap_window = d->remap_window, .q_b = d->remap_window || d->remap_chunk ? in->q_b : NULL,
+        .k_b = d->remap_window || d->remap_chunk ? in->k_b : NULL,
+        .remap_chunk = d->remap_chunk, .q_c = d->remap_chunk ? in->q_c : NULL,
+    };
+    uint64_t S = io->ref_sink_keys < T ? io->ref_sink_keys : T;
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t i = attn_verify_token(r, rows, T);
+        for (uint32_t h = 0; h < d->heads; h++) {
+            attn_ref_row R;
+            attn_ref_row_stats(&P, h, i, UINT64_MAX, 0, scratch, &R, NULL, NULL, NULL);
+            double m = 0;
+            for (uint64_t j = 0; j < S; j++)
+                m += exp(attn_ref_logit(&P, 0, h, i, j) - R.lse);
+            io->ref_sink_mass[r * d->heads + h] = m;
+            if (io->ref_sink_learned)
+                io->ref_sink_learned[r * d->heads + h] =
+                    in->sinks ? exp((double)in->sinks[h] - R.lse) : 0.0;
+        }
+    }
+    free(scratch);
+    return RL_OK;
+}
+
 /* Q/K go up raw once and stay on the device: the encoding's transform is
  * recorded into the attention's first command buffer (attn_run_resident's
  * `before`), so nothing crosses between transform and attention. After
@@ -380,16 +474,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     }
     r->scale = logit_scale(e, D, io->no_attention_factor);
     r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : r->scale;
-    r->desc = (attn_desc){
-        .tokens = T, .heads = H, .kv_heads = KV, .head_dim = D, .causal = io->causal,
-        .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
-        .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
-        .remap_window = remap && !dca ? rm->window : 0,
-        .remap_chunk = dca ? rm->chunk - rm->window : 0,
-        .flags = io->flags | (b ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
-        .scale = (float)r->scale, .scale_b = (float)r->scale_b,
-        .verify_rows = io->verify_rows,
-    };
+    r->desc = io_desc(e, io, have_bias, r->scale, r->scale_b);
     attn_outputs o = *out;
     if (!o.stats && !(o.stats = own_stats = malloc(T * H * RL_ATTN_NSTAT * sizeof(float)))) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu tokens of statistics",
@@ -484,6 +569,8 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     }
     if ((st = attn_verify_outputs(&r->desc, &ref, &o, r->attn.n_buckets, r->attn.guard_ok,
                                   &r->attn.verify, err)))
+        goto done;
+    if (io->ref_sink_keys && (st = sink_reference(&r->desc, &ref, have_bias, io, rows, err)))
         goto done;
     r->attn_stats = r->attn.verify.verdict;
     snprintf(r->worst, sizeof r->worst, "%s", r->attn.verify.worst);

@@ -217,6 +217,15 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask,
                       .flags = ATTN_BUCKETS | (remap ? ATTN_PAIRED : 0),
                       .no_attention_factor = no_af, .paired = remap ? NULL : b};
+    exp_attn_mask mask_b = p.mask;
+    mask_b.remap.method = ATTN_REMAP_NONE; /* plain RoPE at the exact positions */
+    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = mask_b,
+                        .flags = ATTN_BUCKETS};
+    /* the paired and the plain kernel: two pipelines, compiled together */
+    const pe_encoding *pe[2] = {a, b};
+    const exp_attn_io pio[2] = {io, io_b};
+    if ((st = exp_attn_prepare(eng, 2, pe, pio, err)))
+        goto done;
     attn_outputs out = {.stats = stats, .buckets = bk_a};
     if ((st = exp_attn_run(ctx->dev, eng, a, &io, &out, &r, err)))
         goto done;
@@ -227,10 +236,6 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
      * distance T - 1 (nb above is an upper bound for the allocation). */
     nb = r.attn.n_buckets;
     /* Pass 2: plain RoPE alone: its masses. */
-    exp_attn_mask mask_b = p.mask;
-    mask_b.remap.method = ATTN_REMAP_NONE; /* plain RoPE at the exact positions */
-    exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = mask_b,
-                        .flags = ATTN_BUCKETS};
     attn_outputs out_b = {.buckets = bk_b};
     if ((st = exp_attn_run(ctx->dev, eng, b, &io_b, &out_b, &r, err)))
         goto done;

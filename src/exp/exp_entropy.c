@@ -15,6 +15,10 @@
  * 1 / sqrt(d). Encodings without a factor (af = 1) give equal columns and
  * run once.
  *
+ * With sink_tokens S > 0 it also reports the attention mass on the first S
+ * keys (attention sinks, StreamingLLM) per length and query position, from
+ * one more engine pass per pass (below, "sink mass"; docs/attention.md).
+ *
  * Every pass runs through exp_attn_run: the device transform is verified
  * against the double reference, the entropy of sampled rows against the
  * double CPU attention within (R + 2) eps + 2 E_s (derivation in
@@ -28,13 +32,17 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-enum { P_MIN_LEN, P_MAX_LEN, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
-    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT };
+enum { P_MIN_LEN, P_MAX_LEN, P_SINK_TOKENS, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT,
+    P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
                    .help = "shortest sequence (tokens); lengths double up to max_len"},
     [P_MAX_LEN] = {.key = "max_len", .type = RL_P_INT, .min = 1, .max = 1048576,
                    .def = "1024", .help = "longest sequence (tokens); also the causal pass's length"},
+    [P_SINK_TOKENS] = {.key = "sink_tokens", .type = RL_P_INT, .min = 0, .max = 1048576,
+                       .def = "0",
+                       .help = "attention sinks (StreamingLLM): report the attention mass on the "
+                               "first sink_tokens keys per length and query position (0: off)"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
     EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
@@ -43,6 +51,7 @@ static const rl_param params[P_COUNT] = {
 /* The kind's typed parameters, defaults applied (exp_params_get). */
 typedef struct ent_params {
     uint64_t min_len, max_len;
+    uint32_t sink_tokens;
     exp_attn_mask mask;
 } ent_params;
 
@@ -52,7 +61,8 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
     rl_status st = exp_params_get("entropy", params, P_COUNT, run, v, err);
     if (!st)
         *p = (ent_params){.min_len = (uint64_t)v[P_MIN_LEN].num,
-                          .max_len = (uint64_t)v[P_MAX_LEN].num};
+                          .max_len = (uint64_t)v[P_MAX_LEN].num,
+                          .sink_tokens = (uint32_t)v[P_SINK_TOKENS].num};
     if (!st)
         st = exp_attn_mask_get("entropy", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
                                &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
@@ -60,6 +70,21 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
     if (!st)
         st = exp_attn_remap_get("entropy", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
                                 &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
+    const exp_attn_mask *m = &p->mask;
+    /* The sink mass is that of the first sink_tokens keys in the run's own
+     * attention; a window or chunk would hide them from later rows unless
+     * they are the mask's sinks too. */
+    if (!st && p->sink_tokens && p->sink_tokens >= p->min_len)
+        st = rl_fail(err, RL_ERR_ARG,
+                     "entropy: sink_tokens %u must be below min_len %llu (the shortest length "
+                     "needs keys that are not sinks)", p->sink_tokens,
+                     (unsigned long long)p->min_len);
+    if (!st && p->sink_tokens && (m->window || m->chunk_size) && m->n_sink < p->sink_tokens)
+        st = rl_fail(err, RL_ERR_ARG,
+                     "entropy: sink_tokens %u with attn_window %u / attn_chunk %u needs attn_sinks "
+                     ">= %u (got %u): the first keys must stay visible to every query, as "
+                     "StreamingLLM's sinks; without them their mass is 0 outside the window",
+                     p->sink_tokens, m->window, m->chunk_size, p->sink_tokens, m->n_sink);
     return st;
 }
 
@@ -82,7 +107,8 @@ static uint64_t ent_bytes(const exp_run *run)
     uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
     /* raw + downloaded transformed Q/K on host (f32), reference/bounds
      * (3 f64) while checking them, device copies, stats */
-    return T * row * (4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2;
+    uint64_t sinks = p.sink_tokens ? T * run->model.heads * (RL_ATTN_NSTAT * 4 + 16) + T * 4 : 0;
+    return T * row * (4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2 + sinks;
 }
 
 /* Lengths lo, 2 lo, 4 lo, ..., then max_len itself; 0 ends. */
@@ -124,6 +150,151 @@ static double mean_entropy(const float *stats, uint64_t t0, uint64_t t1, uint32_
     return s / ((double)(t1 - t0) * H);
 }
 
+/* ---- sink mass (sink_tokens S > 0) ---------------------------------------
+ * The mass on the first S keys, m_i = sum_{j < S} p_ij, from two passes of
+ * the engine (no statistic of its own): the run's pass gives lse_i over all
+ * visible keys (with a learned sink, its exp(sigma) too); a second pass with
+ * the mask {n_sink = S, window = 1} sees the S sink keys and the query's own
+ * key i only (chunk skipping dispatches the sink chunk and the diagonal), and
+ * its target statistic is p of key i there, t_i. With lse'_i its log-sum-exp:
+ *   i <  S: every key of that pass is a sink:  m_i = exp(lse'_i - lse_i)
+ *   i >= S:                                    m_i = exp(lse'_i - lse_i) (1 - t_i)
+ * The learned sink's share of the denominator is exp(sigma - lse_i)
+ * (docs/attention.md, "Learned sinks"). Same temperature in both passes (a
+ * per-query factor on every logit) and position remapping (the same logit
+ * for each (i, j)) in both passes, no learned sink in the second. */
+typedef struct sink_bufs {
+    uint32_t S;
+    float *stats_r;     /* [T][H][RL_ATTN_NSTAT] of the restricted pass */
+    uint32_t *target;   /* [T]: t -> t */
+    double *mass, *lmass; /* [T][H] device sink mass, learned sink share */
+    double *ref, *ref_l;  /* [rows][H] the double reference of the sampled rows */
+} sink_bufs;
+
+/* Keys visible to row i of an N-token pass under mask m (causal: j <= i),
+ * and how many of them are among the first S (every one of [0, S) up to the
+ * row's last key, since the mask keeps them: ent_params_of). */
+static double uniform_sink_mass(uint64_t i, uint64_t N, int causal, const exp_attn_mask *m,
+                                uint32_t S)
+{
+    uint64_t hi = causal ? i : N - 1, keys = hi + 1;
+    if (m->window || m->chunk_size) {
+        uint64_t lo = 0, top = hi;
+        if (m->window) {
+            lo = i + 1 >= m->window ? i + 1 - m->window : 0;
+            if (i + m->window - 1 < top)
+                top = i + m->window - 1;
+        }
+        if (m->chunk_size) {
+            uint64_t c0 = i / m->chunk_size * m->chunk_size;
+            lo = lo > c0 ? lo : c0;
+            top = top < c0 + m->chunk_size - 1 ? top : c0 + m->chunk_size - 1;
+        }
+        uint64_t ns = m->n_sink < keys ? m->n_sink : keys;
+        uint64_t from = lo > ns ? lo : ns;
+        keys = ns + (top >= from ? top - from + 1 : 0);
+    }
+    return (double)(S < hi + 1 ? S : hi + 1) / (double)keys;
+}
+
+/* Runs the restricted pass for the pass ra (N tokens, statistics stats, the
+ * sampled rows' reference in b->ref / b->ref_l), fills b->mass and b->lmass
+ * [N][H], and records the verification of the derived mass: on each sampled
+ * row against the double reference sum_{j<S} p_j within the bound
+ * propagated from the verified lse and target tolerances (tau_a, tau_r of
+ * the two lse, relative tau_t of t; t <= t' / (1 - tau_t)):
+ *   |m' - m| <= exp(lse'_r - lse'_a) [(1 - t')(e^(tau_a + tau_r) - 1) + e^(tau_a + tau_r) tau_t t' / (1 - tau_t)]
+ * (t' = 0 for i < S), the learned share within exp(sigma - lse'_a)(e^tau_a - 1),
+ * each plus 8 ulp of double for the host's own arithmetic. */
+static rl_status sink_pass(exp_ctx *ctx, attn_engine *eng, const pe_encoding *en,
+                           const ent_params *p, const float *q, const float *k, uint64_t N,
+                           int causal, const float *stats, const exp_attn_result *ra,
+                           sink_bufs *b, exp_sink *sink, const char *label, int *pass,
+                           rl_error *err)
+{
+    uint32_t H = pe_encoding_shape(en)->heads, S = b->S;
+    exp_attn_mask mr = {.window = 1, .n_sink = S, .temp = p->mask.temp,
+                        .temp_a = p->mask.temp_a, .temp_b = p->mask.temp_b,
+                        .remap = p->mask.remap};
+    exp_attn_io io = {.tokens = N, .q = q, .k = k, .target = b->target, .causal = causal,
+                      .mask = mr, .flags = ATTN_TARGET};
+    attn_outputs out = {.stats = b->stats_r};
+    exp_attn_result rr;
+    char lab[96];
+    snprintf(lab, sizeof lab, "%s, sink keys %u + own key", label, S);
+    rl_status st = exp_attn_run(ctx->dev, eng, en, &io, &out, &rr, err);
+    if (st)
+        return st;
+    *pass &= exp_attn_record_stats(sink, lab, &rr);
+    const float *sig = NULL;
+    float sigma = (float)p->mask.sink_logit;
+    if (p->mask.learned_sink)
+        sig = &sigma;
+    for (uint64_t t = 0; t < N; t++)
+        for (uint32_t h = 0; h < H; h++) {
+            const float *sa = stats + (t * H + h) * RL_ATTN_NSTAT;
+            const float *sr = b->stats_r + (t * H + h) * RL_ATTN_NSTAT;
+            double e = exp((double)sr[RL_ATTN_S_LSE] - (double)sa[RL_ATTN_S_LSE]);
+            b->mass[t * H + h] = t < S ? e : e * (1.0 - (double)sr[RL_ATTN_S_TARGET_P]);
+            b->lmass[t * H + h] = sig ? exp((double)*sig - (double)sa[RL_ATTN_S_LSE]) : 0.0;
+        }
+    double ta = ra->attn.verify.tol[ATTN_V_LSE], tr = rr.attn.verify.tol[ATTN_V_LSE];
+    double tt = rr.attn.verify.tol[ATTN_V_TARGET_P], tau = ta + tr;
+    uint64_t vr = ATTN_DEFAULT_VERIFY_ROWS, rows = vr < N ? vr : N;
+    double worst = -1, w_err = 0, w_bound = 0, l_worst = -1, l_err = 0, l_bound = 0, max_err = 0;
+    int ok = tt < 1;
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t t = attn_verify_token(r, rows, N);
+        for (uint32_t h = 0; h < H; h++) {
+            const float *sa = stats + (t * H + h) * RL_ATTN_NSTAT;
+            const float *sr = b->stats_r + (t * H + h) * RL_ATTN_NSTAT;
+            double tp = t < S ? 0.0 : (double)sr[RL_ATTN_S_TARGET_P];
+            double e = exp((double)sr[RL_ATTN_S_LSE] - (double)sa[RL_ATTN_S_LSE]);
+            double m = b->mass[t * H + h], ref = b->ref[r * H + h];
+            double bound = e * ((1.0 - tp) * expm1(tau) + exp(tau) * tt * tp / (1.0 - tt)) +
+                           0x1p-50 * (m + 1e-300);
+            double a = fabs(m - ref);
+            if (!(a <= bound))
+                ok = 0;
+            if (a > max_err || !(a == a))
+                max_err = a;
+            if (!(a / bound <= worst))
+                worst = a / bound, w_err = a, w_bound = bound;
+            double lm = b->lmass[t * H + h], lref = b->ref_l[r * H + h];
+            double lb = lm * expm1(ta) + 0x1p-50 * (lm + 1e-300), la = fabs(lm - lref);
+            if (!(la <= lb))
+                ok = 0;
+            if (!(la / lb <= l_worst))
+                l_worst = la / lb, l_err = la, l_bound = lb;
+        }
+    }
+    char what[192], detail[200];
+    snprintf(what, sizeof what, "%s: mass on the first %u keys of %llu sampled rows vs double "
+             "reference", label, S, (unsigned long long)rows);
+    snprintf(detail, sizeof detail, "absolute error; bound from the lse (%.3g, %.3g) and target "
+             "(%.3g, relative) tolerances of the two passes; max abs error %.3g", ta, tr, tt,
+             max_err);
+    exp_sink_verify(sink, what, w_err, w_bound, ok, detail);
+    if (p->mask.learned_sink) {
+        snprintf(what, sizeof what, "%s: learned sink share of %llu sampled rows vs double "
+                 "reference", label, (unsigned long long)rows);
+        exp_sink_verify(sink, what, l_err, l_bound, ok, "absolute error; bound exp(sigma - lse) "
+                        "(e^tol_lse - 1)");
+    }
+    *pass &= ok;
+    return RL_OK;
+}
+
+/* Mean of v [t][H] over rows [t0, t1) and heads. */
+static double mean_rows(const double *v, uint64_t t0, uint64_t t1, uint32_t H)
+{
+    double s = 0;
+    for (uint64_t t = t0; t < t1; t++)
+        for (uint32_t h = 0; h < H; h++)
+            s += v[t * H + h];
+    return s / ((double)(t1 - t0) * H);
+}
+
 static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
 {
     if (!ctx->dev)
@@ -142,8 +313,23 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
     float *stats_nf = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats_nf);
+    sink_bufs sb = {.S = p.sink_tokens};
+    uint32_t S = p.sink_tokens;
+    if (S) {
+        sb.stats_r = malloc(T * H * RL_ATTN_NSTAT * sizeof *sb.stats_r);
+        sb.target = malloc(T * sizeof *sb.target);
+        sb.mass = malloc(T * H * sizeof *sb.mass);
+        sb.lmass = malloc(T * H * sizeof *sb.lmass);
+        sb.ref = malloc(ATTN_DEFAULT_VERIFY_ROWS * H * sizeof *sb.ref);
+        sb.ref_l = malloc(ATTN_DEFAULT_VERIFY_ROWS * H * sizeof *sb.ref_l);
+        for (uint64_t t = 0; sb.target && t < T; t++)
+            sb.target[t] = (uint32_t)t;
+    }
+    double *len_mass = S ? calloc(64, 3 * sizeof *len_mass) : NULL; /* per length: m, lm, uniform */
     rl_status st = RL_OK;
-    if (!q || !k || !stats || !stats_nf) {
+    if (!q || !k || !stats || !stats_nf ||
+        (S && (!sb.stats_r || !sb.target || !sb.mass || !sb.lmass || !sb.ref || !sb.ref_l ||
+               !len_mass))) {
         st = rl_fail(err, RL_ERR_NOMEM, "entropy: out of host memory for %llu tokens",
                      (unsigned long long)T);
         goto done;
@@ -161,6 +347,17 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     exp_attn_result r;
     char label[64];
 
+    /* The bidirectional and the causal kernel are two pipelines: compiled
+     * together now instead of one before each part. */
+    {
+        const pe_encoding *pe[2] = {e, ec};
+        exp_attn_io pio[2] = {
+            {.tokens = T, .causal = 0, .mask = p.mask, .flags = ATTN_ENTROPY},
+            {.tokens = T, .causal = 1, .mask = p.mask, .flags = ATTN_ENTROPY}};
+        if ((st = exp_attn_prepare(eng, 2, pe, pio, err)))
+            goto done;
+    }
+
     /* Progress in multiply-adds of QK^T (ent_work). */
     double done_w = 0, hd = (double)H * D, work = ent_work(lo, T, hd, two);
 
@@ -169,7 +366,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if ((st = exp_sink_table(sink, "entropy_length", 4, cols, err)))
         goto done;
     double h_lo = NAN, h_hi = NAN, hn_lo = NAN, hn_hi = NAN;
-    uint64_t n_lo = 0, n_hi = 0;
+    uint64_t n_lo = 0, n_hi = 0, n_len = 0;
     for (uint64_t N = lo; N && !st; N = next_len(N, T)) {
         double hv[2];
         /* The encoding for this length: scalings that depend on the length
@@ -181,6 +378,8 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         for (int nf = 0; nf <= two; nf++) {
             exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .mask = p.mask, .flags = ATTN_ENTROPY,
                               .no_attention_factor = nf};
+            if (S && !nf)
+                io.ref_sink_keys = S, io.ref_sink_mass = sb.ref, io.ref_sink_learned = sb.ref_l;
             attn_outputs out = {.stats = nf ? stats_nf : stats};
             snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
                      nf ? ", no attention factor" : "");
@@ -192,7 +391,23 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             done_w += (double)N * N * hd;
             pass &= exp_attn_record_stats(sink, label, &r);
             hv[nf] = mean_entropy(nf ? stats_nf : stats, 0, N, H);
+            if (S && !nf) {
+                if ((st = sink_pass(ctx, eng, en, &p, q, k, N, 0, stats, &r, &sb, sink, label,
+                                    &pass, err))) {
+                    pe_encoding_destroy(en);
+                    goto done;
+                }
+                double u = 0;
+                for (uint64_t t = 0; t < N; t++)
+                    u += uniform_sink_mass(t, N, 0, &p.mask, S);
+                if (n_len < 64) {
+                    len_mass[3 * n_len] = mean_rows(sb.mass, 0, N, H);
+                    len_mass[3 * n_len + 1] = mean_rows(sb.lmass, 0, N, H);
+                    len_mass[3 * n_len + 2] = u / (double)N;
+                }
+            }
         }
+        n_len++;
         pe_encoding_destroy(en);
         if (!two)
             hv[1] = hv[0];
@@ -211,6 +426,8 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     for (int nf = 0; nf <= two; nf++) {
         exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask, .flags = ATTN_ENTROPY,
                           .no_attention_factor = nf};
+        if (S && !nf)
+            io.ref_sink_keys = S, io.ref_sink_mass = sb.ref, io.ref_sink_learned = sb.ref_l;
         attn_outputs out = {.stats = nf ? stats_nf : stats};
         snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,
                  nf ? ", no attention factor" : "");
@@ -221,6 +438,9 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         pass &= exp_attn_record_stats(sink, label, &r);
         if (!nf) /* the kernel's scale; the rotation carries af on cos and sin */
             eff_scale = r.scale * af * af;
+        if (S && !nf &&
+            (st = sink_pass(ctx, eng, ec, &p, q, k, T, 1, stats, &r, &sb, sink, label, &pass, err)))
+            goto done;
     }
     exp_sink_progress(sink, "tables", done_w, work);
     const char *pcols[] = {"query_keys_tokens", "entropy_nats", "entropy_no_factor_nats",
@@ -239,6 +459,39 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     }
     if (st || (st = exp_sink_end_table(sink, err)))
         goto done;
+    double sink_last = NAN;
+    if (S) {
+        const char *lc[] = {"length_tokens", "sink_mass", "learned_sink_mass", "ref_uniform_mass"};
+        if ((st = exp_sink_table(sink, "sink_length", 4, lc, err)))
+            goto done;
+        uint64_t i = 0;
+        for (uint64_t N = lo; N && !st && i < 64; N = next_len(N, T), i++) {
+            double row[4] = {(double)N, len_mass[3 * i], len_mass[3 * i + 1], len_mass[3 * i + 2]};
+            st = exp_sink_row(sink, row, err);
+        }
+        const char *pc[] = {"query_keys_tokens", "sink_mass", "learned_sink_mass",
+                            "ref_uniform_mass"};
+        if (st || (st = exp_sink_end_table(sink, err)) ||
+            (st = exp_sink_table(sink, "sink_position", 4, pc, err)))
+            goto done;
+        for (uint64_t a = 1; a <= T && !st; a *= 2) {
+            uint64_t t0 = a - 1, t1 = a * 2 - 1 < T ? a * 2 - 1 : T;
+            double keys = 0, u = 0;
+            for (uint64_t t = t0; t < t1; t++)
+                keys += (double)(t + 1), u += uniform_sink_mass(t, T, 1, &p.mask, S);
+            double n = (double)(t1 - t0);
+            double row[4] = {keys / n, mean_rows(sb.mass, t0, t1, H),
+                             mean_rows(sb.lmass, t0, t1, H), u / n};
+            st = exp_sink_row(sink, row, err);
+        }
+        if (st || (st = exp_sink_end_table(sink, err)))
+            goto done;
+        sink_last = mean_rows(sb.mass, T / 2, T, H); /* the causal pass's second half */
+        uint64_t last = n_len - 1 < 64 ? n_len - 1 : 63;
+        exp_sink_metric(sink, "sink_mass_at_max_len", len_mass[3 * last]);
+        exp_sink_metric(sink, "learned_sink_mass_at_max_len", len_mass[3 * last + 1]);
+        exp_sink_metric(sink, "sink_mass_causal_last", sink_last);
+    }
 
     exp_sink_metric(sink, "attention_factor", af);
     exp_sink_metric(sink, "logit_scale", eff_scale); /* af^2/sqrt(d); 1 for T5 (unscaled) */
@@ -260,6 +513,8 @@ done:
     pe_encoding_destroy(e);
     pe_encoding_destroy(ec);
     free(q), free(k), free(stats), free(stats_nf);
+    free(sb.stats_r), free(sb.target), free(sb.mass), free(sb.lmass), free(sb.ref), free(sb.ref_l);
+    free(len_mass);
     return st;
 }
 
@@ -285,6 +540,23 @@ static const exp_metric metrics[] = {
     {"ln_max_len", "ln max_len", "nats", 0},
     {"entropy_growth_per_ln_n", "entropy growth per unit ln N", "", 0},
     {"entropy_no_factor_growth_per_ln_n", "entropy growth per unit ln N without the factor", "", 0},
+    {"sink_length.length_tokens", "context length N", "tokens",
+     EXP_PLOT_LOGX | EXP_PLOT_TRAIN | EXP_PLOT_LENGTH},
+    {"sink_length.sink_mass", "attention mass on the first sink_tokens keys", "",
+     EXP_PLOT_FRACTION},
+    {"sink_length.learned_sink_mass", "learned sink's share of the softmax denominator", "",
+     EXP_PLOT_FRACTION},
+    {"sink_length.ref_uniform_mass", "sink mass of uniform attention", "", EXP_PLOT_REF},
+    {"sink_position.query_keys_tokens", "keys a query sees", "tokens",
+     EXP_PLOT_LOGX | EXP_PLOT_TRAIN},
+    {"sink_position.sink_mass", "attention mass on the first sink_tokens keys by query position",
+     "", EXP_PLOT_FRACTION},
+    {"sink_position.learned_sink_mass", "learned sink's share by query position", "",
+     EXP_PLOT_FRACTION},
+    {"sink_position.ref_uniform_mass", "sink mass of uniform attention", "", EXP_PLOT_REF},
+    {"sink_mass_at_max_len", "sink mass at max_len (bidirectional)", "", 0},
+    {"learned_sink_mass_at_max_len", "learned sink share at max_len (bidirectional)", "", 0},
+    {"sink_mass_causal_last", "sink mass of the causal pass's second half of the rows", "", 0},
 };
 
 /* Rows of each tensor the run reads: max_len. */

@@ -170,8 +170,9 @@ static rl_status inv_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         return st;
     const rope_freqs *rf = pe_rope_freqs(e);
     /* cache_consistent rotations are not relative: each position has its
-     * own scale, so a shift changes the score by design */
-    int relative = (rf != NULL && !rope_freqs_per_position(rf)) || !pe_has_vectors(e);
+     * own scale, so a shift changes the score by design; nor is mRoPE whose
+     * token indices map to 3-D positions (rope_freqs_index_relative) */
+    int relative = (rf != NULL && rope_freqs_index_relative(rf)) || !pe_has_vectors(e);
     uint32_t H = run->model.heads, KV = run->model.kv_heads ? run->model.kv_heads : H,
              hd = run->model.head_dim, L = p.max_shift_log2;
     uint64_t P = p.pairs, S = inv_rows(&p), half = S * P,

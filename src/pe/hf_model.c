@@ -164,7 +164,9 @@ static int scaling_key(const char *k)
     return rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0 && strcmp(k, "layout") &&
            strcmp(k, "precision") && strcmp(k, "rotary_dim") && strcmp(k, "seq_len") &&
            strcmp(k, "max_position_embeddings") && strcmp(k, "dynamic_mode") &&
-           strcmp(k, "prompt_len") && strcmp(k, "semantics");
+           strcmp(k, "prompt_len") && strcmp(k, "semantics") && strcmp(k, "mrope_positions") &&
+           strcmp(k, "mrope_positions_path") && strcmp(k, "mrope_image_grid") &&
+           strcmp(k, "mrope_text_before") && strcmp(k, "spatial_merge_size");
 }
 
 /* One rope dict into enc (registry keys), validating every value with
@@ -184,13 +186,16 @@ static rl_status read_rope_dict(rd *r, const char *name, const json_t *sc, json_
     json_object_foreach((json_t *)sc, key, v) {
         char full[160];
         snprintf(full, sizeof full, "%s.%s", name, key);
-        if (!strcmp(key, "mrope_section") || !strcmp(key, "mrope_interleaved")) {
+        /* mRoPE (Qwen2-VL, Qwen3-VL): mrope_section, with mrope_interleaved
+         * beside it, are the encoding's keys; mrope_interleaved alone
+         * (no sections: HF never reads it) is captured, not applied. */
+        if (!strcmp(key, "mrope_interleaved") && !json_object_get(sc, "mrope_section")) {
             json_object_set(r->m->attrs, key, v);
-            if (!strcmp(key, "mrope_section"))
-                *mrope = !strncmp(name, "rope_parameters", 15) ? "rope_parameters.mrope_section"
-                                                               : "rope_scaling.mrope_section";
             continue;
         }
+        if (!strcmp(key, "mrope_section"))
+            *mrope = !strncmp(name, "rope_parameters", 15) ? "rope_parameters.mrope_section"
+                                                           : "rope_scaling.mrope_section";
         if (!strcmp(key, "type") && json_object_get(sc, "rope_type"))
             continue; /* both given: rope_type wins (HF) */
         /* HunYuan's configs carry YaRN keys beside alpha; vLLM's get_rope
@@ -460,11 +465,11 @@ static rl_status fam_llama(rd *r)
         }
         rope_finish(m, e, 0, orig);
         t->encoding = e;
-        if (mrope)
+        if (mrope && !json_object_get(e, "mrope_section"))
             snprintf(t->refuse, sizeof t->refuse,
-                     "%s: %s%s: multimodal RoPE (mrope, sections per time/height/width) is not an "
-                     "encoding ropelab has; refusing rather than planning plain RoPE", m->path,
-                     r->where, mrope);
+                     "%s: %s%s: multimodal RoPE without mrope_section (the pairs per "
+                     "time/height/width stream); refusing rather than planning plain RoPE",
+                     m->path, r->where, mrope);
     }
     json_decref(enc);
     if (per_type) {

@@ -1,11 +1,70 @@
 /* rope — the RoPE family behind the registry interface, through rope.h's
  * public API only (frequencies, CPU reference, GPU kernel). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_npy.h"
 #include "pe/pe.h"
 #include "pe/rope.h"
+
+/* The family's state: the rotation, and for mRoPE with mrope_positions npy
+ * the [rows][3] table the token indices look up. */
+typedef struct rope_state {
+    rope_freqs f;        /* first: pe_encoding_state is also the rope_freqs */
+    uint32_t *table;     /* [rows][3] (t, h, w); NULL unless npy */
+    uint64_t rows;
+} rope_state;
+
+static const rope_freqs *freqs_of(const pe_encoding *e)
+{
+    return &((const rope_state *)pe_encoding_state(e))->f;
+}
+
+/* The 3-D positions of 1-D token indices pos: *out a new array
+ * [tokens][3] (caller frees), NULL on failure. */
+static rl_status positions3(const pe_encoding *e, const uint32_t *pos, size_t tokens,
+                            uint32_t **out, rl_error *err)
+{
+    const rope_state *s = pe_encoding_state(e);
+    uint32_t *p3 = malloc((tokens ? tokens : 1) * 3 * sizeof *p3);
+    *out = NULL;
+    if (!p3)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory for %zu 3-D positions", tokens);
+    rl_status st = rope_mrope_positions(&s->f, s->table, s->rows, pos, tokens, p3, err);
+    if (st)
+        free(p3);
+    else
+        *out = p3;
+    return st;
+}
+
+/* mrope_positions npy: the table, [rows][3] integers in 0..2^32-1 (the one
+ * .npy reader, core/rl_npy.c). */
+static rl_status load_table(rope_state *s, rl_error *err)
+{
+    const char *path = s->f.desc.mrope_positions_path;
+    rl_npy h;
+    uint64_t count = 0;
+    rl_status st = rl_npy_header_int(path, &h, err);
+    if (!st && (h.ndim != 2 || h.shape[1] != 3 || h.shape[0] == 0)) {
+        char sh[96] = "(";
+        for (uint32_t i = 0; i < h.ndim && strlen(sh) < 64; i++)
+            snprintf(sh + strlen(sh), sizeof sh - strlen(sh), "%s%llu", i ? ", " : "",
+                     (unsigned long long)h.shape[i]);
+        st = rl_fail(err, RL_ERR_ARG, "%s: shape %s); expected (tokens, 3): one (t, h, w) row "
+                     "per token, tokens >= 1", path, sh);
+    }
+    if (!st)
+        st = rl_npy_load_u32(path, &s->table, &count, err);
+    if (st) {
+        rl_error_prefix(err, "rope: mrope_positions_path");
+        return st;
+    }
+    s->rows = count / 3;
+    return RL_OK;
+}
 
 /* RoPE's keys are rope_params (rope_hf.c), the one list; their defaults
  * depend on rope_type, so rope_desc_from_json validates them (naming the
@@ -35,17 +94,23 @@ static rl_status create(pe_encoding *e, rl_error *err)
 {
     rope_desc d;
     rl_status st = desc_from_params(e, &d, err);
-    rope_freqs *f = malloc(sizeof *f);
-    if (!f)
+    rope_state *rs = calloc(1, sizeof *rs);
+    if (!rs)
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    rope_freqs *f = &rs->f;
     if (!st)
         st = rope_freqs_compute(&d, f, err);
     if (st) {
-        free(f);
+        free(rs);
         rl_error_prefix(err, "rope");
         return st;
     }
-    pe_encoding_set_state(e, f);
+    if (f->mrope && f->desc.mrope_positions == ROPE_MROPE_POS_NPY && (st = load_table(rs, err))) {
+        free(rs->table);
+        free(rs);
+        return st;
+    }
+    pe_encoding_set_state(e, rs);
     /* Record what was really used. */
     pe_param_set_json(e, "rope_type", json_string(rope_type_name(f->rope_type)));
     pe_param_set_int(e, "rotary_dim", f->rotary_dim);
@@ -70,23 +135,79 @@ static rl_status create(pe_encoding *e, rl_error *err)
     }
     if (f->desc.semantics != ROPE_SEM_HF) /* whose reading: flagged in every result */
         pe_param_set_json(e, "semantics", json_string(rope_semantics_name(f->desc.semantics)));
+    if (f->mrope) { /* what mRoPE really used */
+        static const char *const mpos[] = {"text", "vl", "npy"};
+        pe_param_set_json(e, "mrope_interleaved", json_boolean(f->mrope == ROPE_MROPE_INTERLEAVED));
+        pe_param_set_json(e, "mrope_positions", json_string(mpos[f->desc.mrope_positions]));
+        if (f->desc.mrope_positions == ROPE_MROPE_POS_VL) {
+            pe_param_set_int(e, "mrope_text_before", f->desc.mrope_text_before);
+            pe_param_set_int(e, "spatial_merge_size",
+                             f->desc.spatial_merge_size ? f->desc.spatial_merge_size : 2);
+        }
+    }
     json_object_del((json_t *)pe_encoding_params(e), "type");
     return RL_OK;
 }
 
-static void destroy(pe_encoding *e) { free(pe_encoding_state(e)); }
+static void destroy(pe_encoding *e)
+{
+    rope_state *s = pe_encoding_state(e);
+    if (s)
+        free(s->table);
+    free(s);
+}
+
+/* mRoPE: every 1-D position must map to a 3-D one (npy: a row of the
+ * table; vl: below 2^32). */
+static rl_status vec_check(const pe_encoding *e, const uint32_t *pos, size_t tokens,
+                           rl_error *err)
+{
+    if (!freqs_of(e)->mrope)
+        return RL_OK;
+    uint32_t *p3;
+    rl_status st = positions3(e, pos, tokens, &p3, err);
+    free(p3);
+    return st;
+}
 
 static void vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                     uint32_t heads, double *y)
 {
-    rope_ref_apply(pe_encoding_state(e), x, pos, tokens, heads, y);
+    const rope_freqs *f = freqs_of(e);
+    rl_error err;
+    uint32_t *p3 = NULL;
+    if (f->mrope)
+        (void)positions3(e, pos, tokens, &p3, &err);
+    if (p3)
+        rope_ref_apply3(f, x, p3, tokens, heads, y);
+    else if (!f->mrope)
+        rope_ref_apply(f, x, pos, tokens, heads, y);
+    else /* out of memory (vec_check took the positions): no reference, loudly */
+        for (size_t i = 0; i < tokens * heads * f->head_dim; i++)
+            y[i] = NAN;
+    free(p3);
 }
 
-/* The kernel's bound in the encoding's precision mode (rope_bound.c). */
+/* The kernel's bound in the encoding's precision mode (rope_bound.c). The
+ * bound grows with |angle| only (fp32) or not at all: for mRoPE the
+ * token's largest stream position bounds every pair's. */
 static void vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                       uint32_t heads, double *bound, double *scale)
 {
-    rope_error_bounds(pe_encoding_state(e), x, pos, tokens, heads, bound, scale);
+    const rope_freqs *f = freqs_of(e);
+    rl_error err;
+    uint32_t *p3 = NULL;
+    if (f->mrope)
+        (void)positions3(e, pos, tokens, &p3, &err);
+    if (p3)
+        for (size_t t = 0; t < tokens; t++) {
+            uint32_t m = p3[3 * t] > p3[3 * t + 1] ? p3[3 * t] : p3[3 * t + 1];
+            p3[t] = m > p3[3 * t + 2] ? m : p3[3 * t + 2]; /* t <= 3t: in place */
+        }
+    rope_error_bounds(f, x, p3 ? p3 : pos, tokens, heads, bound, scale);
+    if (f->mrope && !p3) /* out of memory: a zero bound fails the comparison */
+        memset(bound, 0, tokens * heads * f->head_dim * sizeof *bound);
+    free(p3);
 }
 
 /* Device state: the kernel, inv_freq, and the angle data of the precision
@@ -102,13 +223,15 @@ typedef struct rope_gpu_state {
     uint32_t n_freq;
     rlvk_buffer angles[ROPE_PE_MAX_TABLES];
     uint32_t n_angles;
+    rlvk_buffer pos3[ROPE_PE_MAX_TABLES]; /* mRoPE: each launch's [tokens][3] positions */
+    uint32_t n_pos3;
     uint64_t prepared_tokens; /* table mode / per position: tokens of the last prepared; 0: none */
 } rope_gpu_state;
 
 /* Data that depends on the launch's positions (prepared per launch). */
 static int per_launch(const rope_freqs *f)
 {
-    return f->precision == RL_ROPE_PREC_TABLE || rope_freqs_per_position(f);
+    return f->precision == RL_ROPE_PREC_TABLE || rope_freqs_per_position(f) || f->mrope;
 }
 
 static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
@@ -117,7 +240,7 @@ static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
     if (!s)
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
     g->impl = s;
-    const rope_freqs *f = pe_encoding_state(g->e);
+    const rope_freqs *f = freqs_of(g->e);
     rl_status st = rope_kernel_create(g->dev, &s->k, err);
     if (!st && !per_launch(f)) {
         st = rope_gpu_upload_freqs(g->dev, f, NULL, 0, &s->freq[0], err);
@@ -137,17 +260,35 @@ static rl_status vec_gpu_prepare(pe_vec_gpu *g, const uint32_t *pos, uint64_t to
                                  rl_error *err)
 {
     rope_gpu_state *s = g->impl;
-    const rope_freqs *f = pe_encoding_state(g->e);
+    const rope_freqs *f = freqs_of(g->e);
     if (!per_launch(f))
         return RL_OK;
-    if (s->n_angles == ROPE_PE_MAX_TABLES || s->n_freq == ROPE_PE_MAX_TABLES)
+    if (s->n_angles == ROPE_PE_MAX_TABLES || s->n_freq == ROPE_PE_MAX_TABLES ||
+        s->n_pos3 == ROPE_PE_MAX_TABLES)
         return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d %s launches on one device state",
                        ROPE_PE_MAX_TABLES, rope_freqs_per_position(f) ? "per-position" : "table-mode");
-    rl_status st = rope_gpu_upload_freqs(g->dev, f, pos, tokens, &s->freq[s->n_freq], err);
-    if (st)
+    uint32_t *p3 = NULL;
+    rl_status st;
+    if (f->mrope) { /* this launch's (t, h, w), uploaded now */
+        if ((st = positions3(g->e, pos, tokens, &p3, err)))
+            return st;
+        st = pe_buffer_from(g->dev, "mrope positions", p3, tokens * 3 * sizeof *p3,
+                            &s->pos3[s->n_pos3], err);
+        if (st) {
+            free(p3);
+            return st;
+        }
+        s->n_pos3++;
+    }
+    st = rope_gpu_upload_freqs(g->dev, f, pos, tokens, &s->freq[s->n_freq], err);
+    if (st) {
+        free(p3);
         return st;
+    }
     s->n_freq++;
-    st = rope_gpu_upload_angles(g->dev, f, pos, tokens, &s->angles[s->n_angles], err);
+    st = p3 ? rope_gpu_upload_angles3(g->dev, f, p3, tokens, &s->angles[s->n_angles], err)
+            : rope_gpu_upload_angles(g->dev, f, pos, tokens, &s->angles[s->n_angles], err);
+    free(p3);
     if (st)
         return st;
     s->n_angles++;
@@ -160,7 +301,7 @@ static rl_status vec_gpu_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer 
                                 rl_error *err)
 {
     rope_gpu_state *s = g->impl;
-    const rope_freqs *f = pe_encoding_state(g->e);
+    const rope_freqs *f = freqs_of(g->e);
     if (per_launch(f) && s->prepared_tokens != tokens)
         /* The data vec_gpu_prepare made for this launch's positions. */
         return rl_fail(err, RL_ERR_ARG,
@@ -172,6 +313,7 @@ static rl_status vec_gpu_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer 
         return rl_fail(err, RL_ERR_ARG, "rope: nothing prepared to record");
     const rlvk_buffer *angles = &s->angles[s->n_angles - 1];
     rope_gpu_io io = {.x = x, .y = y, .pos = pos, .freq = &s->freq[s->n_freq - 1], .angles = angles,
+                      .pos3 = f->mrope ? &s->pos3[s->n_pos3 - 1] : NULL,
                       .tokens = tokens, .heads = g->heads};
     return rope_gpu_record(cmd, &s->k, f, &io, err);
 }
@@ -186,6 +328,8 @@ static void vec_gpu_destroy(pe_vec_gpu *g)
         rlvk_buffer_destroy(g->dev, &s->freq[i]);
     for (uint32_t i = 0; i < s->n_angles; i++)
         rlvk_buffer_destroy(g->dev, &s->angles[i]);
+    for (uint32_t i = 0; i < s->n_pos3; i++)
+        rlvk_buffer_destroy(g->dev, &s->pos3[i]);
     free(s);
 }
 
@@ -194,11 +338,17 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
     (void)r0;
     (void)r1;
     (void)err;
-    const rope_freqs *f = pe_encoding_state(e);
+    const rope_freqs *f = freqs_of(e);
     json_t *a = json_array();
     for (uint32_t j = 0; j < f->n_pairs; j++)
         json_array_append_new(a, json_real(f->inv_freq[j]));
     json_object_set_new(obj, "frequencies", a);
+    if (f->mrope) { /* which position (0 t, 1 h, 2 w) rotates each pair */
+        json_t *m = json_array();
+        for (uint32_t j = 0; j < f->n_pairs; j++)
+            json_array_append_new(m, json_integer(rope_mrope_stream(f, j)));
+        json_object_set_new(obj, "mrope_streams", m);
+    }
     return RL_OK;
 }
 
@@ -250,6 +400,20 @@ static const pe_check_case vec_checks[] = {
     {"rope/dynamic/vllm-alpha",
      "{\"rope_type\": \"dynamic\", \"semantics\": \"vllm\", \"alpha\": 1000, \"factor\": 1}",
      33, 4, 0, 128, 0, 1},
+    /* mRoPE through the registry: token indices 0..63 mapped by the vl
+     * layout (5 text tokens, a 1x8x12 image = 24 merged tokens, then text)
+     * to 3-D positions uploaded per launch; and 1-D text positions to 2^20. */
+    {"rope/mrope/vl",
+     "{\"mrope_section\": [8, 12, 12], \"mrope_positions\": \"vl\", "
+     "\"mrope_image_grid\": [1, 8, 12], \"mrope_text_before\": 5}",
+     65, 4, 0, 64, 6, 1},
+    {"rope/imrope/vl/table",
+     "{\"mrope_section\": [8, 12, 12], \"mrope_interleaved\": true, \"mrope_positions\": "
+     "\"vl\", \"mrope_image_grid\": [1, 8, 12], \"mrope_text_before\": 5, "
+     "\"precision\": \"table\"}",
+     65, 4, 0, 64, 6, 0},
+    {"rope/imrope/text", "{\"mrope_section\": [24, 20, 20], \"mrope_interleaved\": true}", 33,
+     4, 0, 128, 0, 1},
     {"rope/ntk/vllm-mixed_b/table",
      "{\"rope_type\": \"ntk\", \"semantics\": \"vllm\", \"factor\": 4, \"mixed_b\": 0.5, "
      "\"precision\": \"table\"}",
@@ -262,6 +426,7 @@ const pe_family pe_family_rope = {
     .paper = "Su et al. 2021, RoFormer: Enhanced Transformer with Rotary Position Embedding, "
              "arXiv:2104.09864",
     .acts = PE_ACTS_VECTORS,
+    .file_keys = "mrope_positions_path",
     .params = rope_params,
     .n_params = ROPE_N_PARAMS,
     .formula = "(y_a, y_b) = (x_a cos p*t_j - x_b sin p*t_j, x_b cos p*t_j + x_a sin p*t_j), "
@@ -269,6 +434,7 @@ const pe_family pe_family_rope = {
     .ops = {
         .create = create,
         .destroy = destroy,
+        .vec_check = vec_check,
         .vec_ref = vec_ref,
         .vec_bound = vec_bound,
         .vec_gpu_create = vec_gpu_create,
@@ -283,5 +449,5 @@ const pe_family pe_family_rope = {
 
 const rope_freqs *pe_rope_freqs(const pe_encoding *e)
 {
-    return pe_encoding_family(e) == &pe_family_rope ? pe_encoding_state(e) : NULL;
+    return pe_encoding_family(e) == &pe_family_rope ? freqs_of(e) : NULL;
 }

@@ -118,7 +118,30 @@ typedef struct rope_desc {
     int resonance;         /* Resonance RoPE (Wang et al. 2024): 1 = after the type's scaling, every
                             * pair with wavelength 2pi/theta_j < L_train gets 2pi/round(2pi/theta_j);
                             * L_train = original_max_position_embeddings (else max_position_embeddings) */
+    /* Multimodal RoPE (Qwen2-VL / Qwen3-VL; docs/encodings.md "mRoPE"):
+     * three position streams (t, h, w) per token; pair j rotated by the
+     * position of stream rope_mrope_stream(j). n_mrope_section 0: off. */
+    uint32_t n_mrope_section;      /* 0 or 3 */
+    uint32_t mrope_section[3];     /* rotary pairs per stream (t, h, w), summing to rotary_dim/2 */
+    int mrope_interleaved;         /* 1: Qwen3-VL's interleaving by pair index */
+    int mrope_positions;           /* ROPE_MROPE_POS_*: how a 1-D token index becomes (t, h, w) */
+    uint32_t n_mrope_image_grid;   /* 0 or 3 */
+    uint32_t mrope_image_grid[3];  /* vl: HF image_grid_thw (t, h, w patches before merging) */
+    uint32_t mrope_text_before;    /* vl: text tokens before the image */
+    uint32_t spatial_merge_size;   /* vl: HF spatial_merge_size; 0: 2 */
+    char mrope_positions_path[512];/* npy: [tokens][3] integer file (read by the family, pe_rope.c) */
 } rope_desc;
+
+/* How the 1-D position p a caller gives (a token index) becomes the token's
+ * 3-D position (t, h, w) (rope_mrope_positions):
+ *   text  (p, p, p) — a text token; plain RoPE exactly;
+ *   vl    HF Qwen2-VL get_rope_index for text_before text tokens, one image
+ *         of grid (t, h/m, w/m) after merging (m = spatial_merge_size), then
+ *         text continuing from the largest image position + 1;
+ *   npy   row p of a [tokens][3] table read from mrope_positions_path. */
+#define ROPE_MROPE_POS_TEXT 0
+#define ROPE_MROPE_POS_VL 1
+#define ROPE_MROPE_POS_NPY 2
 
 /* Effective rotation: what the kernel and the reference both consume. */
 typedef struct rope_freqs {
@@ -140,7 +163,38 @@ typedef struct rope_freqs {
     int dynamic_mode;                        /* ROPE_DYN_* */
     uint32_t prompt_len;                     /* P in effect (min(prompt_len, seq_len)); 0 if none */
     rope_desc desc;                          /* the resolved settings (rope_freqs_at recomputes) */
+    int mrope;                               /* ROPE_MROPE_*: 0 off, sections or interleaved */
+    uint32_t mrope_section[3];               /* pairs per stream (t, h, w) when mrope */
 } rope_freqs;
+
+/* mRoPE kinds (rope_freqs.mrope; also the shader's MROPE constant). */
+#define ROPE_MROPE_OFF 0
+#define ROPE_MROPE_SECTIONS 1    /* Qwen2-VL: contiguous sections t | h | w */
+#define ROPE_MROPE_INTERLEAVED 2 /* Qwen3-VL: h at j%3==1, w at j%3==2 within 3*section */
+
+/* The stream (0 = t, 1 = h, 2 = w) whose position rotates pair j of an mRoPE
+ * f; 0 for every pair of a plain one. From HF: sections (Qwen2-VL
+ * apply_multimodal_rotary_pos_emb, cos.split(mrope_section * 2)): j <
+ * s_t -> t, j < s_t + s_h -> h, else w; interleaved (Qwen3-VL
+ * apply_interleaved_mrope): h when j % 3 == 1 and j < 3 s_h, w when j % 3
+ * == 2 and j < 3 s_w, else t. */
+uint32_t rope_mrope_stream(const rope_freqs *f, uint32_t j);
+/* 1 when f's score depends on token indices only through their difference
+ * (a shift of every index leaves it unchanged): not per position, and for
+ * mRoPE only with the text layout (vl and npy map indices to 3-D positions
+ * that do not shift with them). */
+int rope_freqs_index_relative(const rope_freqs *f);
+/* Number of tokens of the vl layout's image (t * (h/m) * (w/m)); 0 when the
+ * layout is not vl. */
+uint64_t rope_mrope_image_tokens(const rope_freqs *f);
+/* The 3-D positions of tokens at 1-D indices idx[tokens] in f's
+ * mrope_positions layout: pos3 [tokens][3] (t, h, w), caller-owned. table
+ * [rows][3] is the npy layout's (NULL otherwise). Errors (RL_ERR_ARG) name
+ * the index and the limit: an index past the table's rows, a position past
+ * 2^32 - 1. A plain f (or layout text) gives (p, p, p). */
+rl_status rope_mrope_positions(const rope_freqs *f, const uint32_t *table, uint64_t rows,
+                               const uint32_t *idx, size_t tokens, uint32_t *pos3,
+                               rl_error *err);
 
 /* Validates d and fills defaults into *out (types' required keys, factor >= 1,
  * finite non-negative values, list lengths). Errors name the key and the
@@ -193,7 +247,7 @@ rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *
 /* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
  * "type" as the alias of rope_type): the one list of RoPE keys, in the house
  * schema (core/rl_param.h). The registry's family rope declares exactly it. */
-#define ROPE_N_PARAMS 30
+#define ROPE_N_PARAMS 37
 extern const rl_param rope_params[ROPE_N_PARAMS];
 
 /* The keys of d that differ from their defaults, as the JSON object the
@@ -214,6 +268,13 @@ int rope_precision_parse(const char *name);
  * pos: [tokens], y: [tokens][heads][head_dim] double (caller-owned). */
 void rope_ref_apply(const rope_freqs *f, const float *x, const uint32_t *pos, size_t tokens,
                     uint32_t heads, double *y);
+
+/* mRoPE (f->mrope set, or plain: every stream alike): pair j of token t
+ * rotated by pos3[t][rope_mrope_stream(f, j)] * theta_j; otherwise as
+ * rope_ref_apply. pos3: [tokens][3] (t, h, w). Not for per-position
+ * rotations (refused with mRoPE by rope_desc_resolve). */
+void rope_ref_apply3(const rope_freqs *f, const float *x, const uint32_t *pos3, size_t tokens,
+                     uint32_t heads, double *y);
 
 /* The same in double input (used by property tests). */
 void rope_ref_apply_d(const rope_freqs *f, const double *x, const uint32_t *pos, size_t tokens,
@@ -239,8 +300,9 @@ void rope_error_bounds(const rope_freqs *f, const float *x, const uint32_t *pos,
  * == 0), created on first use and kept until rope_kernel_destroy. */
 #define ROPE_KERNEL_MAX_PIPES 96
 typedef struct rope_kernel_pipe {
-    int layout, vec4, precision, dtype, per_token;
+    int layout, vec4, precision, dtype, per_token, mrope;
     uint32_t emu_flags;
+    uint32_t mrope_section[3];   /* mrope != 0: the sections it is specialised for */
     uint32_t head_dim, rotary_dim, heads;
     rlvk_pipeline pipe;
 } rope_kernel_pipe;
@@ -259,6 +321,8 @@ typedef struct rope_gpu_io {
     const rlvk_buffer *x;    /* [tokens][heads][head_dim] f32 */
     const rlvk_buffer *y;    /* same shape, may equal x (in place) */
     const rlvk_buffer *pos;  /* [tokens] u32 */
+    const rlvk_buffer *pos3; /* mRoPE f: [tokens][3] u32 (t, h, w) read instead of pos; NULL:
+                              * pos, every stream alike (= plain RoPE) */
     const rlvk_buffer *freq; /* [n_pairs] f32, or per position [tokens][n_pairs] + [tokens]
                               * attention factors (rope_gpu_upload_freqs) */
     const rlvk_buffer *angles; /* table/precise modes, from rope_gpu_upload_angles; NULL in fp32 */
@@ -279,13 +343,19 @@ rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, const uin
                                 uint64_t tokens, rlvk_buffer *buf, rl_error *err);
 /* Creates and fills the buffer f's precision mode reads besides inv_freq:
  *   table:   [tokens][n_pairs] vec2 f32 (cos, sin) * attention factor of
- *            pos[t] * inv_freq[j], computed in double (pos: [tokens]);
+ *            pos[t] * inv_freq[j], computed in double (pos: [tokens]); for
+ *            the vec4 kernel (head_dim % 4 == 0, rotary_dim % 8 == 0) in
+ *            quads of pairs, [tokens][n_pairs/4] (4 cos, then 4 sin);
  *   precise: [n_pairs] uvec2, frac(inv_freq[j] / 2pi) as a 64-bit binary
  *            fraction (lo word first); pos unused; per position
  *            [tokens][n_pairs] uvec2 of each token's inv_freq;
  *   fp32:    a 16-byte placeholder. */
 rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
                                  uint64_t tokens, rlvk_buffer *buf, rl_error *err);
+/* The same for mRoPE with 3-D positions pos3 [tokens][3]: the table's angle
+ * of pair j is pos3[t][rope_mrope_stream(f, j)] * inv_freq[j]. */
+rl_status rope_gpu_upload_angles3(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos3,
+                                  uint64_t tokens, rlvk_buffer *buf, rl_error *err);
 /* Records one launch into cmd (one descriptor set). */
 rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
                           const rope_gpu_io *io, rl_error *err);
@@ -297,6 +367,11 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
 rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
                          const float *x, const uint32_t *pos, uint64_t tokens, uint32_t heads,
                          float *y, double *gpu_ns, int *guard_ok, rl_error *err);
+
+/* rope_gpu_apply with 3-D positions pos3 [tokens][3] (an mRoPE f). */
+rl_status rope_gpu_apply3(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
+                          const float *x, const uint32_t *pos3, uint64_t tokens, uint32_t heads,
+                          float *y, double *gpu_ns, int *guard_ok, rl_error *err);
 
 /* rope_gpu_apply plus, in the emulation modes, the angles the device handed
  * to cos/sin: angles [tokens][n_pairs] f32 (caller-owned; NULL: not asked). */

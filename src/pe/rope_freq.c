@@ -229,6 +229,65 @@ static rl_status check_nonneg(const char *key, double v, rl_error *err)
     return RL_OK;
 }
 
+/* mRoPE's keys (rope.h): the sections cover the rotary pairs (HF splits
+ * the whole cos/sin by them; vLLM asserts sum == rotary_dim / 2), the
+ * position layout's own keys only with that layout. */
+static rl_status mrope_validate(rope_desc *r, rl_error *err)
+{
+    uint32_t np = (r->rope_type == ROPE_TYPE_PROPORTIONAL ? r->head_dim : r->rotary_dim) / 2;
+    if (!r->n_mrope_section) {
+        const char *k = r->mrope_interleaved ? "mrope_interleaved"
+                        : r->mrope_positions ? "mrope_positions"
+                        : r->n_mrope_image_grid ? "mrope_image_grid"
+                        : r->mrope_text_before ? "mrope_text_before"
+                        : r->spatial_merge_size ? "spatial_merge_size"
+                        : r->mrope_positions_path[0] ? "mrope_positions_path" : NULL;
+        if (k)
+            return rl_fail(err, RL_ERR_ARG, "%s applies to mRoPE only (give mrope_section)", k);
+        return RL_OK;
+    }
+    const uint32_t *s = r->mrope_section;
+    uint64_t sum = (uint64_t)s[0] + s[1] + s[2];
+    if (sum != np)
+        return rl_fail(err, RL_ERR_ARG, "mrope_section [%u, %u, %u] sums to %llu pairs; the "
+                       "rotation has %u (rotary_dim/2): the sections must cover every pair",
+                       s[0], s[1], s[2], (unsigned long long)sum, np);
+    if (rope_prec_is_emu(r->precision))
+        return rl_fail(err, RL_ERR_ARG, "mrope_section: precision %s (a framework emulation) "
+                       "does not model mRoPE; use fp32, table or precise",
+                       rope_precision_name(r->precision));
+    if (r->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT)
+        return rl_fail(err, RL_ERR_ARG, "mrope_section: dynamic_mode cache_consistent (a length "
+                       "per 1-D position) is not defined for 3-D positions; use recompute");
+    int vl = r->mrope_positions == ROPE_MROPE_POS_VL, npy = r->mrope_positions == ROPE_MROPE_POS_NPY;
+    if (!vl && (r->n_mrope_image_grid || r->mrope_text_before || r->spatial_merge_size))
+        return rl_fail(err, RL_ERR_ARG, "%s applies to mrope_positions vl only",
+                       r->n_mrope_image_grid ? "mrope_image_grid"
+                       : r->mrope_text_before ? "mrope_text_before" : "spatial_merge_size");
+    if (!npy && r->mrope_positions_path[0])
+        return rl_fail(err, RL_ERR_ARG, "mrope_positions_path applies to mrope_positions npy only");
+    if (npy && !r->mrope_positions_path[0])
+        return rl_fail(err, RL_ERR_ARG, "mrope_positions npy needs mrope_positions_path (a "
+                       "[tokens][3] integer .npy)");
+    if (vl) {
+        uint32_t m = r->spatial_merge_size ? r->spatial_merge_size : 2;
+        if (!r->n_mrope_image_grid)
+            return rl_fail(err, RL_ERR_ARG, "mrope_positions vl needs mrope_image_grid [t, h, w]");
+        for (int i = 1; i < 3; i++)
+            if (r->mrope_image_grid[i] % m)
+                return rl_fail(err, RL_ERR_ARG, "mrope_image_grid[%d] %u must be a multiple of "
+                               "spatial_merge_size %u (HF merges m x m patches into one token)",
+                               i, r->mrope_image_grid[i], m);
+        uint64_t n = (uint64_t)r->mrope_image_grid[0] * (r->mrope_image_grid[1] / m) *
+                     (r->mrope_image_grid[2] / m);
+        if (n + r->mrope_text_before > UINT32_MAX)
+            return rl_fail(err, RL_ERR_ARG, "mrope_image_grid: %llu image tokens after %u text "
+                           "tokens exceed 2^32 - 1 positions", (unsigned long long)n,
+                           r->mrope_text_before);
+    }
+    return RL_OK;
+}
+
 rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
 {
     rope_desc r = *d;
@@ -290,6 +349,8 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     if ((st = rope_emu_validate(&r, err)))
         return st;
     if ((st = rope_semantics_validate(&r, err)))
+        return st;
+    if ((st = mrope_validate(&r, err)))
         return st;
 
     const struct { const char *k; double v; } nn[] = {
@@ -643,6 +704,10 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
         f->prompt_len = r.prompt_len && (!r.seq_len || r.prompt_len < r.seq_len) ? r.prompt_len
                                                                                 : r.seq_len;
     f->desc = r;
+    if (r.n_mrope_section) {
+        f->mrope = r.mrope_interleaved ? ROPE_MROPE_INTERLEAVED : ROPE_MROPE_SECTIONS;
+        memcpy(f->mrope_section, r.mrope_section, sizeof f->mrope_section);
+    }
     freqs_core(&r, r.seq_len, f->n_pairs, f->inv_freq, &f->theta, &f->attention_factor);
     for (uint32_t j = 0; j < f->n_pairs; j++) {
         double unscaled = r.rope_type == ROPE_TYPE_PROPORTIONAL

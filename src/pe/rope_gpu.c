@@ -39,16 +39,45 @@ static int use_vec4(const rope_freqs *f)
     return f->head_dim % 4 == 0 && f->rotary_dim % 8 == 0 && !rope_prec_is_emu(f->precision);
 }
 
+/* Rows one invocation of rope.comp covers (its HEAD_GROUP x TOKEN_GROUP):
+ * the rotation of a (token, pair) is computed once for all heads of the
+ * group, and the per-pair constants are read once for the whole block. The
+ * heads: the largest divisor of heads up to ROPE_MAX_HEAD_GROUP; with every
+ * head in one group, tokens until the block has ROPE_MIN_BLOCK_ROWS rows.
+ * (lavapipe, RoPE/copy of precise mode in interleaved runs, medians of 4:
+ * 4096 x 32 x 128 0.88 with 32 heads per invocation vs 0.77 with 8; 65536 x 1
+ * x 128 0.80 with 32 tokens vs 0.78 with 8, so the token block stays at 8,
+ * which leaves a GPU more invocations.) The emulation modes keep one row per
+ * invocation (their angle dump and per-head arithmetic are written for it). */
+#define ROPE_MAX_HEAD_GROUP 32u
+#define ROPE_MIN_BLOCK_ROWS 8u
+static void row_groups(const rope_freqs *f, uint32_t heads, uint32_t *head_group,
+                       uint32_t *token_group)
+{
+    *head_group = 1;
+    *token_group = 1;
+    if (rope_prec_is_emu(f->precision))
+        return;
+    for (uint32_t g = ROPE_MAX_HEAD_GROUP < heads ? ROPE_MAX_HEAD_GROUP : heads; g > 1; g--)
+        if (heads % g == 0) {
+            *head_group = g;
+            break;
+        }
+    if (*head_group == heads && heads < ROPE_MIN_BLOCK_ROWS)
+        *token_group = ROPE_MIN_BLOCK_ROWS / heads;
+}
+
 /* The pipeline for f's shape, created on first use. */
 static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, uint32_t emu_flags,
-                          const rlvk_pipeline **out, rl_error *err)
+                          int mrope, const rlvk_pipeline **out, rl_error *err)
 {
     int vec4 = use_vec4(f);
     for (uint32_t i = 0; i < k->n_pipes; i++) {
         const rope_kernel_pipe *p = &k->pipes[i];
         if (p->layout == f->layout && p->vec4 == vec4 && p->precision == f->precision && p->head_dim == f->head_dim &&
             p->rotary_dim == f->rotary_dim && p->heads == heads && p->dtype == f->dtype &&
-            p->emu_flags == emu_flags && p->per_token == per_token(f)) {
+            p->emu_flags == emu_flags && p->per_token == per_token(f) && p->mrope == mrope &&
+            (!mrope || !memcmp(p->mrope_section, f->mrope_section, sizeof p->mrope_section))) {
             *out = &p->pipe;
             return RL_OK;
         }
@@ -57,14 +86,21 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d distinct shapes in one kernel object",
                        ROPE_KERNEL_MAX_PIPES);
     rope_kernel_pipe *p = &k->pipes[k->n_pipes];
-    uint32_t spec[8] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
-                        (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags,
-                        (uint32_t)per_token(f)};
-    char name[64];
-    snprintf(name, sizeof name, "rope_%s%s_%s_%s_d%u_r%u_h%u%s",
+    uint32_t hg, tg;
+    row_groups(f, heads, &hg, &tg);
+    /* mRoPE's sections are specialization constants: the stream rule is
+     * the shader's own (rope_mrope_stream), checked against rope_mrope.c. */
+    uint32_t spec[14] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
+                         (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags,
+                         (uint32_t)per_token(f), hg, tg, (uint32_t)mrope,
+                         mrope ? f->mrope_section[0] : 0u, mrope ? f->mrope_section[1] : 0u,
+                         mrope ? f->mrope_section[2] : 0u};
+    char name[96];
+    snprintf(name, sizeof name, "rope_%s%s_%s_%s_d%u_r%u_h%u%s%s",
              f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "",
              rope_precision_name(f->precision), rope_dtype_name(f->dtype), f->head_dim,
-             f->rotary_dim, heads, per_token(f) ? "_pt" : "");
+             f->rotary_dim, heads, per_token(f) ? "_pt" : "",
+             mrope == ROPE_MROPE_SECTIONS ? "_mrope" : mrope ? "_imrope" : "");
     rlvk_pipeline_desc pd = {
         .name = name,
         .spirv = vec4 ? rl_spv_rope_vec4 : rl_spv_rope,
@@ -72,7 +108,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         .n_bindings = 7,
         .push_bytes = sizeof(struct rl_rope_push),
         .local_size_x = 64,
-        .n_spec = 8,
+        .n_spec = 14,
         .spec = spec,
     };
     rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
@@ -84,6 +120,8 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
     p->dtype = f->dtype;
     p->emu_flags = emu_flags;
     p->per_token = per_token(f);
+    p->mrope = mrope;
+    memcpy(p->mrope_section, f->mrope_section, sizeof p->mrope_section);
     p->head_dim = f->head_dim;
     p->rotary_dim = f->rotary_dim;
     p->heads = heads;
@@ -165,11 +203,14 @@ rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, const uin
     return st;
 }
 
-rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
-                                 uint64_t tokens, rlvk_buffer *buf, rl_error *err)
+/* pos: [tokens] (stride 1) or, mRoPE, [tokens][3] (stride 3, pair j reading
+ * its stream's position). */
+static rl_status upload_angles(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
+                               uint32_t stride, uint64_t tokens, rlvk_buffer *buf, rl_error *err)
 {
     rl_status st;
     if (f->precision == RL_ROPE_PREC_TABLE) {
+        int vec4 = use_vec4(f); /* n_pairs is then a multiple of 4 */
         uint64_t n = tokens * f->n_pairs * 2;
         uint64_t bytes = n ? n * sizeof(float) : 16;
         if ((st = rlvk_check_buffer_size(dev, bytes, "the cos/sin table", err)))
@@ -184,9 +225,14 @@ rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const ui
             if (per_token(f)) /* this token's own rotation */
                 rope_freqs_at(f, pos[i], inv, &af);
             for (uint32_t j = 0; j < f->n_pairs; j++) {
-                double a = (double)pos[i] * inv[j];
-                t[(i * f->n_pairs + j) * 2] = (float)(cos(a) * af);
-                t[(i * f->n_pairs + j) * 2 + 1] = (float)(sin(a) * af);
+                double a = (double)pos[i * stride + (stride == 3 ? rope_mrope_stream(f, j) : 0)] *
+                           inv[j];
+                /* In the order rope.comp reads it: (cos, sin) per pair, or
+                 * per quad of pairs four cos then four sin (vec4 variant). */
+                uint64_t q = i * f->n_pairs + j;
+                uint64_t ic = vec4 ? (q / 4) * 8 + q % 4 : 2 * q, is = vec4 ? ic + 4 : ic + 1;
+                t[ic] = (float)(cos(a) * af);
+                t[is] = (float)(sin(a) * af);
             }
         }
         st = rlvk_buffer_create(dev, bytes, "cos/sin table", buf, err);
@@ -236,6 +282,18 @@ rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const ui
     return st;
 }
 
+rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos,
+                                 uint64_t tokens, rlvk_buffer *buf, rl_error *err)
+{
+    return upload_angles(dev, f, pos, 1, tokens, buf, err);
+}
+
+rl_status rope_gpu_upload_angles3(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos3,
+                                  uint64_t tokens, rlvk_buffer *buf, rl_error *err)
+{
+    return upload_angles(dev, f, pos3, 3, tokens, buf, err);
+}
+
 rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
                           const rope_gpu_io *io, rl_error *err)
 {
@@ -248,7 +306,13 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
     if (rope_prec_is_emu(f->precision))
         emu_flags = (f->tf32 ? RL_ROPE_EMU_TF32 : 0u) | (io->angle_dump ? RL_ROPE_EMU_DUMP : 0u) |
                     (rope_emu_yarn(f, NULL, NULL, &mscale) ? RL_ROPE_EMU_YARN : 0u);
-    if ((st = get_pipe(k, f, io->heads, emu_flags, &pipe, err)))
+    /* 3-D positions select the mRoPE variant; 1-D ones are (p, p, p), which
+     * is the plain kernel exactly. */
+    int mrope = io->pos3 ? f->mrope : ROPE_MROPE_OFF;
+    if (io->pos3 && !f->mrope)
+        return rl_fail(err, RL_ERR_ARG, "rope: 3-D positions given to a rotation without "
+                       "mrope_section");
+    if ((st = get_pipe(k, f, io->heads, emu_flags, mrope, &pipe, err)))
         return st;
     struct rl_rope_push p = {
         .group_base = 0,
@@ -257,18 +321,22 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
         .af_offset = per_token(f) ? (uint32_t)(io->tokens * f->n_pairs) : 0u,
     };
     /* Items per row as in rope.comp: quads (vec4) or single pairs, plus the
-     * pass-through tail. */
+     * pass-through tail; one invocation per item of each block of hg heads
+     * x tg tokens. */
     uint64_t items = use_vec4(f) ? f->rotary_dim / 8 + (f->head_dim - f->rotary_dim) / 4
                                  : f->rotary_dim / 2 + (f->head_dim - f->rotary_dim);
+    uint32_t hg, tg;
+    row_groups(f, io->heads, &hg, &tg);
+    uint64_t blocks = (io->tokens + tg - 1) / tg * (io->heads / hg);
     if ((f->precision == RL_ROPE_PREC_TABLE || f->precision == RL_ROPE_PREC_PRECISE) && !io->angles)
         return rl_fail(err, RL_ERR_ARG, "rope precision %s needs its angle buffer (rope_gpu_upload_angles)",
                        rope_precision_name(f->precision));
     /* Unused angle bindings get a valid buffer that the mode never reads. */
     const rlvk_buffer *ang = io->angles ? io->angles : io->freq;
     /* Binding 6 is written only with RL_ROPE_EMU_DUMP. */
-    const rlvk_buffer *bufs[7] = {io->x, io->y, io->pos, io->freq, ang, ang,
+    const rlvk_buffer *bufs[7] = {io->x, io->y, mrope ? io->pos3 : io->pos, io->freq, ang, ang,
                                   io->angle_dump ? io->angle_dump : ang};
-    return rlvk_cmd_dispatch(cmd, pipe, bufs, &p, rlvk_groups(p.n_rows * items, pipe->local_size_x),
+    return rlvk_cmd_dispatch(cmd, pipe, bufs, &p, rlvk_groups(blocks * items, pipe->local_size_x),
                              err);
 }
 
@@ -279,10 +347,34 @@ rl_status rope_gpu_apply(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
     return rope_gpu_apply_dump(dev, k, f, x, pos, tokens, heads, y, NULL, gpu_ns, guard_ok, err);
 }
 
+static rl_status apply_impl(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
+                            const float *x, const uint32_t *pos, int three, uint64_t tokens,
+                            uint32_t heads, float *y, float *angles, double *gpu_ns,
+                            int *guard_ok, rl_error *err);
+
 rl_status rope_gpu_apply_dump(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
                               const float *x, const uint32_t *pos, uint64_t tokens,
                               uint32_t heads, float *y, float *angles, double *gpu_ns,
                               int *guard_ok, rl_error *err)
+{
+    return apply_impl(dev, k, f, x, pos, 0, tokens, heads, y, angles, gpu_ns, guard_ok, err);
+}
+
+rl_status rope_gpu_apply3(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
+                          const float *x, const uint32_t *pos3, uint64_t tokens, uint32_t heads,
+                          float *y, double *gpu_ns, int *guard_ok, rl_error *err)
+{
+    if (!f->mrope)
+        return rl_fail(err, RL_ERR_ARG, "rope: 3-D positions given to a rotation without "
+                       "mrope_section");
+    return apply_impl(dev, k, f, x, pos3, 1, tokens, heads, y, NULL, gpu_ns, guard_ok, err);
+}
+
+/* pos: [tokens], or [tokens][3] when three. */
+static rl_status apply_impl(rlvk_device *dev, rope_kernel *k, const rope_freqs *f,
+                            const float *x, const uint32_t *pos, int three, uint64_t tokens,
+                            uint32_t heads, float *y, float *angles, double *gpu_ns,
+                            int *guard_ok, rl_error *err)
 {
     rl_status st = rope_gpu_check_shape(dev, f, tokens, heads, err);
     if (st)
@@ -292,22 +384,23 @@ rl_status rope_gpu_apply_dump(rlvk_device *dev, rope_kernel *k, const rope_freqs
     rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0}, ba = {0}, bd = {0};
     int dump = angles && rope_prec_is_emu(f->precision);
     uint64_t dump_bytes = tokens * f->n_pairs * sizeof(float);
+    uint64_t pos_bytes = tokens * (three ? 3 : 1) * sizeof(uint32_t);
     rlvk_cmd cmd = {0};
     if (gpu_ns)
         *gpu_ns = -1;
 
     if ((st = rlvk_buffer_create(dev, bytes, "x", &bx, err)) ||
         (st = vf_guarded_create(dev, bytes, "y", &by, err)) ||
-        (st = rlvk_buffer_create(dev, tokens * sizeof(uint32_t), "positions", &bp, err)) ||
-        (st = rope_gpu_upload_freqs(dev, f, pos, tokens, &bf, err)) ||
-        (st = rope_gpu_upload_angles(dev, f, pos, tokens, &ba, err)) ||
+        (st = rlvk_buffer_create(dev, pos_bytes, "positions", &bp, err)) ||
+        (st = rope_gpu_upload_freqs(dev, f, three ? NULL : pos, tokens, &bf, err)) ||
+        (st = upload_angles(dev, f, pos, three ? 3 : 1, tokens, &ba, err)) ||
         (st = rlvk_buffer_upload(dev, &bx, 0, x, bytes, err)) ||
-        (st = rlvk_buffer_upload(dev, &bp, 0, pos, tokens * sizeof(uint32_t), err)) ||
+        (st = rlvk_buffer_upload(dev, &bp, 0, pos, pos_bytes, err)) ||
         (dump && (st = vf_guarded_create(dev, dump_bytes ? dump_bytes : 4, "angles", &bd, err))))
         goto done;
     if ((st = rlvk_cmd_begin(dev, 1, &cmd, err)))
         goto done;
-    rope_gpu_io io = {.x = &bx, .y = &by, .pos = &bp, .freq = &bf, .angles = &ba, .tokens = tokens,
+    rope_gpu_io io = {.x = &bx, .y = &by, .pos = &bp, .pos3 = three ? &bp : NULL, .freq = &bf, .angles = &ba, .tokens = tokens,
                       .heads = heads, .angle_dump = dump ? &bd : NULL};
     rlvk_cmd_timestamp(&cmd, 0);
     if ((st = rope_gpu_record(&cmd, k, f, &io, err)))

@@ -6,6 +6,7 @@
  * "not given" (only absence or null is). */
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/rl_util.h"
@@ -86,6 +87,26 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
     B("resonance", "Resonance RoPE: after the rope_type's scaling every wavelength 2pi/theta_j "
                    "below original_max_position_embeddings (else max_position_embeddings) "
                    "rounded to an integer (default false)"),
+    L("mrope_section", "list of 3 integers >= 0: multimodal RoPE (Qwen2-VL), the rotary pairs "
+                       "rotated by the t, h and w positions, summing to rotary_dim/2 (default "
+                       "none: one position per token)"),
+    B("mrope_interleaved", "Qwen3-VL's mRoPE: pair j takes h when j%3==1 and j<3*section_h, w "
+                           "when j%3==2 and j<3*section_w, else t (default false: contiguous "
+                           "sections t|h|w)"),
+    E("mrope_positions", "text|vl|npy",
+      "mRoPE: token index p -> (t, h, w): text (p, p, p); vl HF get_rope_index for "
+      "mrope_text_before text tokens, one image of mrope_image_grid, then text; npy row p of "
+      "mrope_positions_path (default text)"),
+    L("mrope_image_grid", "list of 3 integers >= 1: mrope_positions vl's HF image_grid_thw [t, "
+                          "h, w], patches before the spatial merge; h and w multiples of "
+                          "spatial_merge_size (default none: required by vl)"),
+    {"mrope_text_before", RL_P_INT, "null", 0, 4294967295.0, NULL,
+     "mrope_positions vl: text tokens before the image (default 0)"},
+    I("spatial_merge_size", "mrope_positions vl: patches merged per side into one token, HF "
+                            "vision_config.spatial_merge_size (default 2)"),
+    {"mrope_positions_path", RL_P_STR, "null", 0, 0, NULL,
+     "mrope_positions npy: .npy file of [tokens][3] integers (t, h, w), 0..2^32-1 (default "
+     "none: required by npy)"},
 };
 #undef E
 #undef N
@@ -221,6 +242,52 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->resonance = json_is_true(v);
         return RL_OK;
     }
+    if (strcmp(key, "mrope_section") == 0 || strcmp(key, "mrope_image_grid") == 0) {
+        int sec = key[6] == 's';
+        uint32_t *out = sec ? d->mrope_section : d->mrope_image_grid;
+        if (!json_is_array(v) || json_array_size(v) != 3)
+            return rl_fail(err, RL_ERR_ARG, "%s must be a list of 3 integers (%s)", key,
+                           sec ? "pairs per t, h, w stream" : "t, h, w patches");
+        for (size_t i = 0; i < 3; i++) {
+            char k2[40];
+            snprintf(k2, sizeof k2, "%s[%zu]", key, i);
+            rl_status st = get_uint(k2, json_array_get(v, i), &out[i], err);
+            if (st)
+                return st;
+            if (!sec && out[i] == 0)
+                return rl_fail(err, RL_ERR_ARG, "%s %u must be at least 1", k2, out[i]);
+        }
+        *(sec ? &d->n_mrope_section : &d->n_mrope_image_grid) = 3;
+        return RL_OK;
+    }
+    if (strcmp(key, "mrope_interleaved") == 0) {
+        if (!json_is_boolean(v))
+            return rl_fail(err, RL_ERR_ARG, "mrope_interleaved must be true or false");
+        d->mrope_interleaved = json_is_true(v);
+        return RL_OK;
+    }
+    if (strcmp(key, "mrope_positions") == 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (!strcmp(s, "text"))
+            d->mrope_positions = ROPE_MROPE_POS_TEXT;
+        else if (!strcmp(s, "vl"))
+            d->mrope_positions = ROPE_MROPE_POS_VL;
+        else if (!strcmp(s, "npy"))
+            d->mrope_positions = ROPE_MROPE_POS_NPY;
+        else
+            return rl_fail(err, RL_ERR_ARG, "mrope_positions must be \"text\", \"vl\" or \"npy\"");
+        return RL_OK;
+    }
+    if (strcmp(key, "mrope_text_before") == 0)
+        return get_uint(key, v, &d->mrope_text_before, err);
+    if (strcmp(key, "mrope_positions_path") == 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        if (!s || !*s || strlen(s) >= sizeof d->mrope_positions_path)
+            return rl_fail(err, RL_ERR_ARG, "mrope_positions_path must be a file name of 1..%zu "
+                           "characters", sizeof d->mrope_positions_path - 1);
+        memcpy(d->mrope_positions_path, s, strlen(s) + 1);
+        return RL_OK;
+    }
     if (strcmp(key, "short_factor") == 0)
         return get_list(key, v, d->short_factor, &d->n_short_factor, err);
     if (strcmp(key, "long_factor") == 0)
@@ -233,6 +300,7 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         {"max_position_embeddings", &d->max_position_embeddings},
         {"seq_len", &d->seq_len},
         {"prompt_len", &d->prompt_len},
+        {"spatial_merge_size", &d->spatial_merge_size},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(ints); i++)
         if (strcmp(key, ints[i].k) == 0) {
@@ -334,6 +402,25 @@ json_t *rope_desc_to_json(const rope_desc *d)
     SET_NUM("mixed_b", d->mixed_b);
     if (d->resonance)
         json_object_set_new(o, "resonance", json_true());
+    if (d->n_mrope_section) {
+        json_object_set_new(o, "mrope_section", json_pack("[i,i,i]", (json_int_t)d->mrope_section[0],
+                                                          (json_int_t)d->mrope_section[1],
+                                                          (json_int_t)d->mrope_section[2]));
+        if (d->mrope_interleaved)
+            json_object_set_new(o, "mrope_interleaved", json_true());
+    }
+    static const char *const mpos[] = {"text", "vl", "npy"};
+    if (d->mrope_positions > 0 && d->mrope_positions < 3)
+        json_object_set_new(o, "mrope_positions", json_string(mpos[d->mrope_positions]));
+    if (d->n_mrope_image_grid)
+        json_object_set_new(o, "mrope_image_grid",
+                            json_pack("[i,i,i]", (json_int_t)d->mrope_image_grid[0],
+                                      (json_int_t)d->mrope_image_grid[1],
+                                      (json_int_t)d->mrope_image_grid[2]));
+    SET_INT("mrope_text_before", d->mrope_text_before);
+    SET_INT("spatial_merge_size", d->spatial_merge_size);
+    if (d->mrope_positions_path[0])
+        json_object_set_new(o, "mrope_positions_path", json_string(d->mrope_positions_path));
 #undef SET_NUM
 #undef SET_INT
     const struct { const char *k; uint32_t n; const double *v; } lists[] = {

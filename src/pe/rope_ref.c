@@ -59,3 +59,32 @@ void rope_ref_apply_d(const rope_freqs *f, const double *x, const uint32_t *pos,
 {
     ROPE_REF_BODY(double)
 }
+
+/* mRoPE (Qwen2-VL, Wang et al. 2024 §2.1): the rotation of pair j is the
+ * RoFormer rotation by the angle of ONE of the token's three positions,
+ * (t, h, w)[stream(j)] * theta_j; every other part as above. Written from
+ * the formula with its own loop (not the shader's). */
+void rope_ref_apply3(const rope_freqs *f, const float *x, const uint32_t *pos3, size_t tokens,
+                     uint32_t heads, double *y)
+{
+    uint32_t d = f->head_dim, r = f->rotary_dim, h = r / 2;
+    uint32_t stream[ROPE_MAX_PAIRS];
+    for (uint32_t j = 0; j < h; j++)
+        stream[j] = rope_mrope_stream(f, j);
+    for (size_t t = 0; t < tokens; t++)
+        for (uint32_t hd = 0; hd < heads; hd++) {
+            const float *xr = x + (t * heads + hd) * d;
+            double *yr = y + (t * heads + hd) * d;
+            for (uint32_t j = 0; j < h; j++) {
+                double ang = (double)pos3[3 * t + stream[j]] * f->inv_freq[j];
+                double c = cos(ang) * f->attention_factor, s = sin(ang) * f->attention_factor;
+                int half = f->layout == RL_ROPE_LAYOUT_HALF;
+                uint32_t ia = half ? j : 2 * j, ib = half ? j + h : 2 * j + 1;
+                double a = xr[ia], b = xr[ib];
+                yr[ia] = a * c - b * s;
+                yr[ib] = b * c + a * s;
+            }
+            for (uint32_t i = r; i < d; i++)
+                yr[i] = xr[i];
+        }
+}

@@ -298,6 +298,7 @@ typedef struct run_worker {
  * the rest (data, host transforms, tables, files). */
 typedef struct run_timing {
     double wall_s, pipeline_s, device_s, verify_s, other_s;
+    double gpu_s;                /* timestamped GPU time (rlvk_device.gpu_s) */
     uint64_t pipelines, reused, submissions; /* reused: answered by the pipeline table */
 } run_timing;
 

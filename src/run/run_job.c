@@ -23,11 +23,15 @@ static void job_progress(void *user, const char *phase, double done, double tota
 
 static json_t *timing_json(const run_timing *t)
 {
-    return json_pack("{s:f,s:f,s:I,s:I,s:f,s:I,s:f,s:f}", "wall_s", t->wall_s,
-                     "pipeline_create_s", t->pipeline_s, "pipelines_created",
-                     (json_int_t)t->pipelines, "pipelines_reused", (json_int_t)t->reused,
-                     "device_wait_s", t->device_s, "submissions", (json_int_t)t->submissions,
-                     "verify_cpu_s", t->verify_s, "other_s", t->other_s);
+    json_t *o = json_pack("{s:f,s:f,s:I,s:I,s:f,s:I,s:f,s:f,s:f}", "wall_s", t->wall_s,
+                          "pipeline_create_s", t->pipeline_s, "pipelines_created",
+                          (json_int_t)t->pipelines, "pipelines_reused", (json_int_t)t->reused,
+                          "device_wait_s", t->device_s, "submissions", (json_int_t)t->submissions,
+                          "verify_cpu_s", t->verify_s, "other_s", t->other_s, "gpu_s", t->gpu_s);
+    /* the run's wall time over the GPU time its own timestamps measured */
+    if (o && t->gpu_s > 0)
+        json_object_set_new(o, "wall_over_gpu", json_real(t->wall_s / t->gpu_s));
+    return o;
 }
 
 /* Runs the job's experiment into sink (tmp: the run directory being built). */
@@ -108,6 +112,7 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
     if (w->gpu && w->dev_ok) {
         tm->pipeline_s = w->dev.pipeline_s - before.pipeline_s;
         tm->device_s = w->dev.submit_s - before.submit_s;
+        tm->gpu_s = w->dev.gpu_s - before.gpu_s;
         tm->pipelines = w->dev.n_pipelines - before.n_pipelines;
         tm->reused = w->dev.n_pipelines_reused - before.n_pipelines_reused;
         tm->submissions = w->dev.n_submits - before.n_submits;

@@ -67,6 +67,42 @@ typedef struct rlvk_heap_info {
     int device_local;
 } rlvk_heap_info;
 
+/* Cooperative matrices (rlvk_coopmat.c): the device's extensions and the
+ * (M, N, K, types, scope) combinations it lists. Component types and scopes
+ * keep the Vulkan values (VkComponentTypeNV/KHR: 0 float16, 1 float32, 2
+ * float64, 3..6 sint8..64, 7..10 uint8..64; VkScopeNV/KHR: 1 device, 2
+ * workgroup, 3 subgroup, 5 queue family), equal in NV and KHR. */
+#define RLVK_CM_MAX_SHAPES 32
+enum { RLVK_CM_F16 = 0, RLVK_CM_F32 = 1 };
+enum { RLVK_CM_SCOPE_SUBGROUP = 3 };
+typedef struct rlvk_cm_shape {
+    uint32_t m, n, k;
+    uint32_t a, b, c, result;        /* component types */
+    uint32_t scope;
+    int saturating;                  /* KHR saturatingAccumulation (NV: 0) */
+    int khr;                         /* 1: listed by the KHR query, 0: by the NV one */
+} rlvk_cm_shape;
+typedef struct rlvk_cm_info {
+    int has_nv, has_khr;             /* VK_NV_cooperative_matrix / VK_KHR_cooperative_matrix listed */
+    int feat_nv;                     /* NV's cooperativeMatrix feature */
+    int nv_compute;                  /* NV's cooperativeMatrixSupportedStages has compute */
+    int vk_memory_model;             /* vulkanMemoryModel (the NV SPIR-V needs it) */
+    uint32_t n_shapes;               /* shapes[] filled (NV first, then KHR) */
+    uint32_t n_listed;               /* combinations the device listed (may exceed n_shapes) */
+    rlvk_cm_shape shapes[RLVK_CM_MAX_SHAPES];
+} rlvk_cm_info;
+
+/* Fills cm for physical device pd (extension list, features, property
+ * lists: vkGetPhysicalDeviceCooperativeMatrixPropertiesNV through volk,
+ * the KHR one through vkGetInstanceProcAddr with this file's own struct
+ * definitions, since the headers here predate it). Zero where absent. */
+void rlvk_cm_query(VkInstance instance, VkPhysicalDevice pd, uint32_t api_version,
+                   rlvk_cm_info *cm);
+/* "float16", "float32", ... for a component type; "type N" beyond the table. */
+const char *rlvk_cm_type_name(uint32_t t, char *buf, size_t cap);
+/* "subgroup", "workgroup", ... for a scope. */
+const char *rlvk_cm_scope_name(uint32_t s);
+
 typedef struct rlvk_device_info {
     uint32_t index;
     char name[256];
@@ -97,6 +133,7 @@ typedef struct rlvk_device_info {
     double timestamp_period_ns;
     uint32_t n_heaps;
     rlvk_heap_info heaps[RLVK_MAX_HEAPS];
+    rlvk_cm_info cm;                 /* cooperative matrices (rlvk_cm_query) */
 } rlvk_device_info;
 
 /* Decodes a driverVersion as vulkaninfo does: NVIDIA (vendor 0x10de)
@@ -188,6 +225,8 @@ typedef struct rlvk_device {
     VkPipelineCache pipeline_cache;
     VkQueryPool query_pool;          /* RLVK_MAX_TIMESTAMPS entries, or NULL */
     int feat_fp16, feat_fp64, feat_storage16, feat_int64;
+    int feat_coopmat_nv;             /* VK_NV_cooperative_matrix enabled with cooperativeMatrix,
+                                        vulkanMemoryModel (info.cm usable by attn_cm) */
     /* Bytes copied between host and device by rlvk_buffer_upload and
      * rlvk_buffer_download (mapped or staged alike) since the device was
      * created: what a data flow really moves, for tests and reports. */
@@ -200,6 +239,12 @@ typedef struct rlvk_device {
     uint64_t n_pipelines, n_submits;
     uint64_t n_pipelines_reused;     /* rlvk_pipeline_create answered from the table */
     double pipeline_s, submit_s;
+    /* GPU seconds between the first and the last timestamp each submission
+     * wrote (rlvk_cmd_timestamp), summed: the device time the work itself
+     * measured, for the run's wall/GPU ratio. */
+    double gpu_s;
+    uint32_t compile_threads;        /* rlvk_pipelines_create's threads; 0 = online CPUs */
+    uint32_t compile_threads_used;   /* threads its last call ran (1 = the caller alone) */
     struct rlvk_ptable *ptable;      /* the device's pipeline table (rlvk_pipeline.c) */
     rlvk_pcache_key pcache_key;
     rlvk_pcache_info pcache;
@@ -290,6 +335,25 @@ typedef struct rlvk_pipeline {
 #define RLVK_PTABLE_SIZE 64
 rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
                                rlvk_pipeline *pipe, rl_error *err);
+/* Creates the n pipelines descs[0..n-1] into pipes[0..n-1] as n calls of
+ * rlvk_pipeline_create would (same table, same sharing, same counters),
+ * but compiles the ones the table does not hold yet concurrently: one
+ * thread per pipeline up to rlvk_compile_threads(dev), the calling thread
+ * among them, each key once. On lavapipe vkCreateComputePipelines runs the
+ * whole NIR compile on the calling thread, so a run's pipelines cost the
+ * longest of them instead of their sum. A thread that cannot be started
+ * leaves its share to the others. On failure nothing is held: every
+ * pipeline this call made is released, pipes are zeroed, and err is the
+ * message of the failing desc with the lowest index (it names the
+ * pipeline). dev->pipeline_s counts the call's wall time. */
+#define RLVK_MAX_COMPILE_THREADS 8
+rl_status rlvk_pipelines_create(rlvk_device *dev, uint32_t n, const rlvk_pipeline_desc *descs,
+                                rlvk_pipeline *pipes, rl_error *err);
+/* Threads rlvk_pipelines_create uses: dev->compile_threads if set, else
+ * $RL_COMPILE_THREADS if set (1: one after the other, as before), else the
+ * calling thread plus one per idle core (online CPUs minus the 1-minute
+ * load average, rounded); at most RLVK_MAX_COMPILE_THREADS. */
+uint32_t rlvk_compile_threads(const rlvk_device *dev);
 /* Releases pipe (a table entry stays with the device for the next user). */
 void rlvk_pipeline_destroy(rlvk_device *dev, rlvk_pipeline *pipe);
 /* Destroys the device's table (rlvk_device_destroy calls it). */
@@ -303,6 +367,7 @@ typedef struct rlvk_cmd {
     VkDescriptorPool pool;
     VkFence fence;
     uint32_t n_timestamps;
+    uint64_t written;                /* bit s: slot s written in this command buffer */
     uint32_t sets_used, sets_cap;
 } rlvk_cmd;
 

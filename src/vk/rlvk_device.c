@@ -194,6 +194,8 @@ rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
     if (!p->limits.timestampComputeAndGraphics && info->timestamp_valid_bits == 0)
         info->timestamps = 0;
 
+    rlvk_cm_query(inst->instance, pd, base.apiVersion, &info->cm);
+
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(pd, &mp);
     info->n_heaps = mp.memoryHeapCount < RLVK_MAX_HEAPS ? mp.memoryHeapCount : RLVK_MAX_HEAPS;
@@ -374,11 +376,30 @@ rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *d
         .features = {.shaderFloat64 = dev->info.fp64 ? VK_TRUE : VK_FALSE,
                      .shaderInt64 = dev->info.int64 ? VK_TRUE : VK_FALSE},
     };
+    /* Cooperative matrices (attn_cm.comp, NV SPIR-V): the extension, its
+     * feature and the memory model its SPIR-V declares, only on a device
+     * that offers all of them with fp16 arithmetic and 16-bit storage. */
+    const rlvk_cm_info *cm = &dev->info.cm;
+    int coopmat = cm->has_nv && cm->feat_nv && cm->nv_compute && cm->vk_memory_model &&
+                  dev->info.fp16 && dev->info.storage16;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cmf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .cooperativeMatrix = VK_TRUE};
+    VkPhysicalDeviceVulkanMemoryModelFeatures mmf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+        .pNext = &cmf, .vulkanMemoryModel = VK_TRUE};
+    const char *cm_ext[] = {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+    if (coopmat) {
+        cmf.pNext = f2.pNext;
+        f2.pNext = &mmf;
+    }
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = &f2,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
+        .enabledExtensionCount = coopmat ? 1u : 0u,
+        .ppEnabledExtensionNames = coopmat ? cm_ext : NULL,
     };
     VkResult r = vkCreateDevice(dev->physical, &dci, NULL, &dev->device);
     if (r != VK_SUCCESS) {
@@ -390,6 +411,7 @@ rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *d
     dev->feat_int64 = dev->info.int64;
     dev->feat_fp16 = dev->info.fp16;
     dev->feat_storage16 = dev->info.storage16;
+    dev->feat_coopmat_nv = coopmat;
     dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);
 
     VkCommandPoolCreateInfo pci = {

@@ -1,10 +1,14 @@
 /* Compute pipelines from embedded SPIR-V, with specialization constants and
  * push constants; all storage buffers, bindings 0..n-1 of set 0. */
+#define _DEFAULT_SOURCE /* getloadavg */
 #include "vk/rlvk.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/rl_util.h"
 
@@ -50,23 +54,38 @@ static void make_key(const rlvk_pipeline_desc *d, ptable_key *k)
         k->spec[i] = d->spec[i];
 }
 
-rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
-                               rlvk_pipeline *pipe, rl_error *err)
+/* The table entry holding key, or NULL (descs with more than 15
+ * constants are never shared). */
+static ptable_entry *table_find(struct rlvk_ptable *t, const rlvk_pipeline_desc *desc,
+                                const ptable_key *key)
 {
-    double t0 = rl_now();
-    rl_status st;
-    if (!dev->ptable)
-        dev->ptable = calloc(1, sizeof *dev->ptable);
+    for (uint32_t i = 0; t && desc->n_spec <= 15 && i < RLVK_PTABLE_SIZE; i++)
+        if (t->e[i].used && memcmp(&t->e[i].key, key, sizeof *key) == 0)
+            return &t->e[i];
+    return NULL;
+}
+
+/* Hands out a table entry's pipeline under desc's name. */
+static void table_hand_out(rlvk_device *dev, ptable_entry *e, const rlvk_pipeline_desc *desc,
+                           rlvk_pipeline *pipe)
+{
+    *pipe = e->pipe;
+    snprintf(pipe->name, sizeof pipe->name, "%s", desc->name);
+    e->refs++;
+    e->last_use = ++dev->ptable->clock;
+    dev->n_pipelines_reused++;
+}
+
+/* Puts a freshly created pipeline into the table (a free entry, else the
+ * least recently used one nobody holds, whose pipeline is released) and
+ * marks it shared; with no such entry pipe stays the caller's own. */
+static void table_insert(rlvk_device *dev, const rlvk_pipeline_desc *desc, const ptable_key *key,
+                         rlvk_pipeline *pipe)
+{
     struct rlvk_ptable *t = dev->ptable;
-    ptable_key key;
-    make_key(desc, &key);
-    ptable_entry *hit = NULL, *slot = NULL;
+    ptable_entry *slot = NULL;
     for (uint32_t i = 0; t && desc->n_spec <= 15 && i < RLVK_PTABLE_SIZE; i++) {
         ptable_entry *e = &t->e[i];
-        if (e->used && memcmp(&e->key, &key, sizeof key) == 0) {
-            hit = e;
-            break;
-        }
         if (!e->used) { /* a free entry beats any replacement */
             if (!slot || slot->used)
                 slot = e;
@@ -74,30 +93,190 @@ rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
             slot = e;
         }
     }
+    if (!slot)
+        return;
+    if (slot->used) /* the least recently used pipeline nobody holds */
+        pipeline_release(dev, &slot->pipe);
+    pipe->shared = 1;
+    slot->pipe = *pipe;
+    slot->used = 1;
+    slot->key = *key;
+    slot->refs = 1;
+    slot->last_use = ++t->clock;
+}
+
+rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
+                               rlvk_pipeline *pipe, rl_error *err)
+{
+    double t0 = rl_now();
+    if (!dev->ptable)
+        dev->ptable = calloc(1, sizeof *dev->ptable);
+    ptable_key key;
+    make_key(desc, &key);
+    ptable_entry *hit = table_find(dev->ptable, desc, &key);
     if (hit) {
-        *pipe = hit->pipe;
-        snprintf(pipe->name, sizeof pipe->name, "%s", desc->name);
-        hit->refs++;
-        hit->last_use = ++t->clock;
-        dev->n_pipelines_reused++;
+        table_hand_out(dev, hit, desc, pipe);
         dev->pipeline_s += rl_now() - t0;
         return RL_OK;
     }
-    if (slot && slot->used) { /* the least recently used pipeline nobody holds */
-        pipeline_release(dev, &slot->pipe);
-        slot->used = 0;
-    }
-    st = pipeline_create(dev, desc, slot ? &slot->pipe : pipe, err);
-    if (!st && slot) {
-        slot->pipe.shared = 1;
-        slot->used = 1;
-        slot->key = key;
-        slot->refs = 1;
-        slot->last_use = ++t->clock;
-        *pipe = slot->pipe;
-    }
+    rl_status st = pipeline_create(dev, desc, pipe, err);
+    if (!st)
+        table_insert(dev, desc, &key, pipe);
     dev->pipeline_s += rl_now() - t0;
     dev->n_pipelines += st == RL_OK;
+    return st;
+}
+
+/* ---- several pipelines at once, compiled in parallel ------------------- */
+
+typedef struct compile_job {
+    rlvk_device *dev;
+    const rlvk_pipeline_desc *desc;
+    rlvk_pipeline pipe;
+    rl_status st;
+    rl_error err;
+} compile_job;
+
+typedef struct compile_pool {
+    compile_job *jobs;
+    uint32_t n;
+    atomic_uint next;                /* the next job nobody has taken */
+} compile_pool;
+
+/* A compiling thread (and the calling one): takes jobs until none is left.
+ * pipeline_create touches only its own job and the device's Vulkan objects
+ * (vkCreate* on one VkDevice from several threads is allowed; the
+ * VkPipelineCache is internally synchronized), never the table. */
+static void *compile_worker(void *arg)
+{
+    compile_pool *p = arg;
+    for (uint32_t i; (i = atomic_fetch_add(&p->next, 1u)) < p->n;) {
+        compile_job *j = &p->jobs[i];
+        j->st = pipeline_create(j->dev, j->desc, &j->pipe, &j->err);
+    }
+    return NULL;
+}
+
+uint32_t rlvk_compile_threads(const rlvk_device *dev)
+{
+    long n = dev->compile_threads;
+    const char *env = getenv("RL_COMPILE_THREADS");
+    if (!n && env && *env)
+        n = strtol(env, NULL, 10);
+    if (!n) {
+        /* The calling thread plus one per idle core: on a saturated
+         * machine (lavapipe, 2 shared cores) two concurrent compiles took
+         * longer than one after the other (docs/runner.md "Timing"), so
+         * extra threads only pay where a core would idle. */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        double load[1];
+        n = cpus;
+        if (getloadavg(load, 1) == 1 && load[0] >= 0) {
+            long idle = (long)((double)cpus - load[0] + 0.5);
+            n = 1 + (idle > 0 ? idle : 0);
+            n = n > cpus ? cpus : n;
+        }
+    }
+    return n < 1 ? 1u : n > RLVK_MAX_COMPILE_THREADS ? RLVK_MAX_COMPILE_THREADS : (uint32_t)n;
+}
+
+rl_status rlvk_pipelines_create(rlvk_device *dev, uint32_t n, const rlvk_pipeline_desc *descs,
+                                rlvk_pipeline *pipes, rl_error *err)
+{
+    double t0 = rl_now();
+    if (!dev->ptable)
+        dev->ptable = calloc(1, sizeof *dev->ptable);
+    ptable_key *keys = calloc(n ? n : 1, sizeof *keys);
+    int32_t *job_of = calloc(n ? n : 1, sizeof *job_of); /* -1: from the table */
+    compile_job *jobs = calloc(n ? n : 1, sizeof *jobs);
+    rl_status st = RL_OK;
+    memset(pipes, 0, n * sizeof *pipes);
+    if (!keys || !job_of || !jobs) {
+        st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %u pipelines", n);
+        goto done;
+    }
+    /* What to compile: every desc the table does not hold, once per key. */
+    uint32_t n_jobs = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        make_key(&descs[i], &keys[i]);
+        job_of[i] = -1;
+        if (table_find(dev->ptable, &descs[i], &keys[i]))
+            continue;
+        for (uint32_t j = 0; j < i && job_of[i] < 0; j++)
+            if (job_of[j] >= 0 && descs[i].n_spec <= 15 &&
+                memcmp(&keys[j], &keys[i], sizeof keys[i]) == 0)
+                job_of[i] = job_of[j];
+        if (job_of[i] < 0) {
+            jobs[n_jobs] = (compile_job){.dev = dev, .desc = &descs[i]};
+            job_of[i] = (int32_t)n_jobs++;
+        }
+    }
+    compile_pool pool = {.jobs = jobs, .n = n_jobs};
+    atomic_init(&pool.next, 0u);
+    pthread_t tids[RLVK_MAX_COMPILE_THREADS];
+    uint32_t want = rlvk_compile_threads(dev), started = 0;
+    /* The calling thread compiles too; a thread that cannot be started
+     * leaves its share to the others (slower, same pipelines). */
+    for (uint32_t t = 1; t < want && t < n_jobs; t++)
+        if (pthread_create(&tids[started], NULL, compile_worker, &pool) == 0)
+            started++;
+    compile_worker(&pool);
+    for (uint32_t t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    dev->compile_threads_used = started + 1;
+    /* A failure: the first failing desc (lowest index) is reported by its
+     * name, and every pipeline this call created is released. */
+    for (uint32_t j = 0; j < n_jobs && !st; j++)
+        if (jobs[j].st) {
+            st = jobs[j].st;
+            if (err)
+                *err = jobs[j].err;
+        }
+    if (st) {
+        for (uint32_t j = 0; j < n_jobs; j++)
+            if (!jobs[j].st)
+                pipeline_release(dev, &jobs[j].pipe);
+        goto done;
+    }
+    /* Handed out as rlvk_pipeline_create would have: first what the table
+     * held (referenced before any insertion below can evict an entry nobody
+     * holds), then the new pipelines into the table in desc order — the
+     * first user of a key gets it, later ones share it. */
+    for (uint32_t i = 0; i < n; i++)
+        if (job_of[i] < 0)
+            table_hand_out(dev, table_find(dev->ptable, &descs[i], &keys[i]), &descs[i], &pipes[i]);
+    for (uint32_t i = 0; i < n; i++) {
+        if (job_of[i] < 0)
+            continue;
+        compile_job *j = &jobs[job_of[i]];
+        if (j->pipe.pipeline) { /* first user: the new pipeline itself */
+            pipes[i] = j->pipe;
+            memset(&j->pipe, 0, sizeof j->pipe);
+            table_insert(dev, &descs[i], &keys[i], &pipes[i]);
+            dev->n_pipelines++;
+            continue;
+        }
+        ptable_entry *hit = table_find(dev->ptable, &descs[i], &keys[i]);
+        if (hit) {
+            table_hand_out(dev, hit, &descs[i], &pipes[i]);
+            continue;
+        }
+        /* Its twin found no table entry (all in use): one of its own. */
+        if ((st = pipeline_create(dev, &descs[i], &pipes[i], err)))
+            break;
+        dev->n_pipelines++;
+    }
+    if (st) {
+        for (uint32_t i = 0; i < n; i++)
+            rlvk_pipeline_destroy(dev, &pipes[i]);
+        for (uint32_t j = 0; j < n_jobs; j++) /* not handed out yet */
+            pipeline_release(dev, &jobs[j].pipe);
+    }
+done:
+    free(jobs);
+    free(job_of);
+    free(keys);
+    dev->pipeline_s += rl_now() - t0;
     return st;
 }
 

@@ -156,6 +156,35 @@ void rlvk_cmd_timestamp(rlvk_cmd *cmd, uint32_t slot)
                                      cmd->dev->query_pool, slot);
     if (slot + 1 > cmd->n_timestamps)
         cmd->n_timestamps = slot + 1;
+    cmd->written |= 1ull << slot;
+}
+
+/* dev->gpu_s += the span of the slots cmd wrote: the latest minus the
+ * earliest timestamp (slots need not be written in the order of their
+ * numbers). Needs two slots; a span past half the valid range (a wrap, or
+ * garbage) is not counted. */
+static void count_gpu_time(rlvk_cmd *cmd)
+{
+    rlvk_device *dev = cmd->dev;
+    if (!dev->query_pool || (cmd->written & (cmd->written - 1)) == 0)
+        return;
+    uint32_t bits = dev->info.timestamp_valid_bits;
+    uint64_t mask = bits >= 64 ? ~0ull : ((1ull << bits) - 1ull);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t s = 0; s < cmd->n_timestamps; s++) {
+        uint64_t t;
+        if (!(cmd->written >> s & 1) ||
+            dev->vk.vkGetQueryPoolResults(dev->device, dev->query_pool, s, 1, sizeof t, &t,
+                                          sizeof t,
+                                          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) !=
+                VK_SUCCESS)
+            continue;
+        t &= mask;
+        lo = t < lo ? t : lo;
+        hi = t > hi ? t : hi;
+    }
+    if (hi > lo && hi - lo <= mask / 2)
+        dev->gpu_s += (double)(hi - lo) * dev->info.timestamp_period_ns * 1e-9;
 }
 
 rl_status rlvk_cmd_submit_wait(rlvk_cmd *cmd, rl_error *err)
@@ -181,6 +210,7 @@ rl_status rlvk_cmd_submit_wait(rlvk_cmd *cmd, rl_error *err)
         dev->vk.vkDeviceWaitIdle(dev->device);
         return rlvk_fail(err, r, "waiting for %s", dev->info.name);
     }
+    count_gpu_time(cmd);
     return RL_OK;
 }
 
