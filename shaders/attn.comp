@@ -94,6 +94,8 @@ const bool MASKED = (FLAGS & RL_ATTN_F_MASK) != 0u;
 const bool SINKS = (FLAGS & RL_ATTN_F_SINKS) != 0u;
 const bool TEMP = (FLAGS & RL_ATTN_F_TEMP) != 0u;
 const bool REMAP = (FLAGS & RL_ATTN_F_REMAP) != 0u;
+/* a third query set, Q_c . K_b (the host sets DCA with REMAP) */
+const bool DCA = (FLAGS & RL_ATTN_F_DCA) != 0u;
 /* A second Q/K pair (bindings 2, 3): paired mode's definition b, or the
  * remapped definition (attn_remap.glsl). */
 const bool TWO = PAIRED || REMAP;
@@ -118,6 +120,12 @@ layout(std430, binding = 4) readonly buffer VV { VEC4_T vv[]; };  /* [tokens][kv
 layout(std430, binding = 5) readonly buffer IDX { uint32_t idx[]; }; /* [2][tokens]: pos, target */
 layout(std430, binding = 6) buffer OUT { float outv[]; };         /* see rl_push.h */
 layout(std430, binding = 7) readonly buffer SNK { float sinkv[]; }; /* SINKS: [heads] logits */
+#ifdef RL_ATTN_NO_BIAS
+/* DCA's inter-chunk queries, like qa: binding 11, a bias buffers' slot
+ * (8..11) that the no-bias variant leaves free; DCA runs in it only (a
+ * remap refuses a logit bias). */
+layout(std430, binding = 11) readonly buffer QC { VEC4_T qc[]; };
+#endif
 
 /* The current block's keys (and K_b, V rows, positions), staged by the
  * workgroup. Element d of key k of the block sits at a constant address. */
@@ -133,6 +141,7 @@ const float NEG_INF = -1.0 / 0.0;
  * every index is a constant after unrolling). */
 vec4 q[DS];
 vec4 q2[TWO ? DS : 1u];
+vec4 q3[DCA ? DS : 1u];
 vec4 o[WANT_O ? DS : 1u];
 #ifdef RL_ATTN_SPLIT
 uint32_t sl;        /* this lane's slice of the row's dimensions */
@@ -142,6 +151,7 @@ const uint32_t sl = 0u;
 float mass[N_BUCKETS];
 float s[KB];
 float s2[TWO ? KB : 1u];
+float s3[DCA ? KB : 1u];
 float m, l, ent, mb, lb, kl, s_target, mt, mtb, m_new, mb_new;
 uint32_t amax;
 uint32_t n, qi, qrow, head, target;
@@ -160,6 +170,8 @@ void rl_qk()
         s[k] = 0.0;
         if (TWO)
             s2[k] = 0.0;
+        if (DCA)
+            s3[k] = 0.0;
     }
     [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
         vec4 qv = q[d];
@@ -174,6 +186,13 @@ void rl_qk()
                 s2[k] = fma(qv2.w, kv.w, fma(qv2.z, kv.z, fma(qv2.y, kv.y, fma(qv2.x, kv.x, s2[k]))));
             }
         }
+        if (DCA) {
+            vec4 qv3 = q3[d];
+            [[unroll]] for (uint32_t k = 0u; k < KB; k++) {
+                vec4 kv = KEY_AT(ks_b, k, sl * DS + d);
+                s3[k] = fma(qv3.w, kv.w, fma(qv3.z, kv.z, fma(qv3.y, kv.y, fma(qv3.x, kv.x, s3[k]))));
+            }
+        }
     }
 #ifdef RL_ATTN_SPLIT
     /* The row's SPLIT partial logits summed (butterfly over lanes sl ^ 2^b). */
@@ -183,6 +202,8 @@ void rl_qk()
                 s[k] += subgroupShuffleXor(s[k], 1u << b);
                 if (TWO)
                     s2[k] += subgroupShuffleXor(s2[k], 1u << b);
+                if (DCA)
+                    s3[k] += subgroupShuffleXor(s3[k], 1u << b);
             }
         }
     }
@@ -382,6 +403,10 @@ void main()
         q[d] = vec4(qa[row * D4 + sl * DS + d]);
         if (TWO)
             q2[d] = vec4(qb[row * D4 + sl * DS + d]);
+#ifdef RL_ATTN_NO_BIAS
+        if (DCA)
+            q3[d] = vec4(qc[row * D4 + sl * DS + d]);
+#endif
     }
 
     /* Running state: fresh in the first chunk, else the row's output slots

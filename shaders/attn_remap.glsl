@@ -10,15 +10,31 @@
  *   near(i, j) = |pos_i - pos_j| < remap_window.
  * rl_remap_select(k) replaces the raw dot s[k] by the selected one; with
  * PAIRED, s2[k] becomes definition a's dot (KL of the remapped attention
- * against the same encoding at exact positions). */
+ * against the same encoding at exact positions).
+ *
+ * Dual Chunk Attention (RL_ATTN_F_DCA, remap_window = the chunk length c):
+ * three definitions by chunk distance d = |floor(pos_i/c) - floor(pos_j/c)|
+ * (integer divisions of non-negative positions): intra-chunk s (d = 0),
+ * successive-chunk s2 (d = 1), inter-chunk s3 (d >= 2). */
 bool rl_remap_near(int32_t qp, int32_t kp)
 {
     return uint32_t(abs(qp - kp)) < pc.p.remap_window;
 }
 
+uint32_t rl_remap_chunk_distance(int32_t qp, int32_t kp)
+{
+    uint32_t qc_ = uint32_t(qp) / pc.p.remap_window, kc_ = uint32_t(kp) / pc.p.remap_window;
+    return qc_ > kc_ ? qc_ - kc_ : kc_ - qc_;
+}
+
 void rl_remap_select(uint32_t k)
 {
     float sa = s[k];
-    s[k] = rl_remap_near(qpos, kpos_s[k]) ? sa : s2[k];
+    if (DCA) {
+        uint32_t dc = rl_remap_chunk_distance(qpos, kpos_s[k]);
+        s[k] = dc == 0u ? sa : (dc == 1u ? s2[k] : s3[k]);
+    } else {
+        s[k] = rl_remap_near(qpos, kpos_s[k]) ? sa : s2[k];
+    }
     s2[k] = sa;
 }

@@ -104,7 +104,7 @@ struct rl_bias_eval_push {
  * buckets at off_buckets, O at off_out, logit dump at off_dump; rows not yet
  * finished hold their running state there), 7 learned sinks f32 [heads]
  * (RL_ATTN_F_SINKS); 8..11 the bias
- * function's own buffers (bias_NAME.glsl). One dispatch covers one chunk of
+ * function's own buffers (bias_NAME.glsl), or 11 Q_c (RL_ATTN_F_DCA, no bias). One dispatch covers one chunk of
  * RL_ATTN_KB * n_blocks keys of one KV head (key_base, kv_head). Flags are a
  * specialization constant, so statistics not asked for cost nothing. */
 #define RL_ATTN_KB 16u           /* keys per block (unrolled in the shader) */
@@ -128,6 +128,10 @@ struct rl_bias_eval_push {
 #define RL_ATTN_F_REMAP 8192u    /* position remapping: logit_a from Q_a/K_a where |pos_i - pos_j|
                                     < remap_window, else from Q_b/K_b (attn_remap.glsl); with
                                     PAIRED, definition b is logit_a without the selection */
+#define RL_ATTN_F_DCA 16384u     /* with REMAP: Dual Chunk Attention's three definitions, by chunk
+                                    index d = |floor(pos_i / c) - floor(pos_j / c)| (c =
+                                    remap_window): Q_a.K_a (d = 0), Q_b.K_b (1), Q_c.K_b (>= 2);
+                                    Q_c at binding 11 (no-bias variant only) */
 
 /* Per-query statistic slots of the stats block [tokens][heads][RL_ATTN_NSTAT]. */
 #define RL_ATTN_S_LSE 0          /* log sum_j exp(logit_a) */
@@ -155,7 +159,8 @@ struct rl_attn_push {
     uint32_t n_sink;      /* RL_ATTN_F_MASK: keys j < n_sink always visible */
     uint32_t chunk_size;  /* RL_ATTN_F_MASK: local keys in i's chunk of chunk_size (0: one) */
     uint32_t off_temp;    /* RL_ATTN_F_TEMP: index into idx of the per-token logit scales */
-    uint32_t remap_window; /* RL_ATTN_F_REMAP: definition a where |pos_i - pos_j| < remap_window */
+    uint32_t remap_window; /* RL_ATTN_F_REMAP: definition a where |pos_i - pos_j| < remap_window;
+                              with RL_ATTN_F_DCA the chunk length c */
     uint32_t pad2;
 };
 

@@ -17,10 +17,20 @@
 
 /* The distance of (i, j) under each method, from the sources:
  * Self-Extend (LongLM): i - j < W exact; else q at floor(i/G) + W - floor(W/G),
- * k at floor(j/G). ReRoPE: w beyond w. Leaky: w + (i - j - w)/k. */
-static double want_distance(int method, long W, long G, long K, long i, long j)
+ * k at floor(j/G). ReRoPE: w beyond w. Leaky: w + (i - j - w)/k.
+ * DCA (ChunkLlama, chunk_size S, local window L = W, chunk_len c = S - L):
+ * keys at j % c; the same chunk: q at i % c; the previous chunk: q at
+ * min(i % c + c, S); earlier chunks: q at min(c - 1 + c, S). */
+static double want_distance(int method, long W, long G, long K, long S, long i, long j)
 {
     long d = i - j;
+    if (method == ATTN_REMAP_DCA) {
+        long c = S - W, ci = i / c, cj = j / c;
+        if (ci == cj)
+            return (double)d;
+        long qp = ci - cj == 1 ? (i % c + c < S ? i % c + c : S) : (2 * c - 1 < S ? 2 * c - 1 : S);
+        return (double)(qp - j % c);
+    }
     if (labs(d) < W)
         return (double)d;
     if (method == ATTN_REMAP_SELF_EXTEND)
@@ -46,14 +56,18 @@ static double rope_dot(const float *q, const float *k, int D, double dist)
 
 static const struct {
     int method;
-    uint32_t W, G, K, p0;
+    uint32_t W, G, K, S, p0;
 } dump_cases[] = {
-    {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0},         /* G does not divide W */
-    {ATTN_REMAP_SELF_EXTEND, 8, 2, 1, 1048550},   /* positions near 2^20 */
-    {ATTN_REMAP_REROPE, 5, 1, 1, 3},
-    {ATTN_REMAP_REROPE, 7, 1, 1, 1048550},
-    {ATTN_REMAP_LEAKY_REROPE, 5, 1, 4, 0},
-    {ATTN_REMAP_LEAKY_REROPE, 9, 1, 16, 1048550},
+    {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0, 0},         /* G does not divide W */
+    {ATTN_REMAP_SELF_EXTEND, 8, 2, 1, 0, 1048550},   /* positions near 2^20 */
+    {ATTN_REMAP_REROPE, 5, 1, 1, 0, 3},
+    {ATTN_REMAP_REROPE, 7, 1, 1, 0, 1048550},
+    {ATTN_REMAP_LEAKY_REROPE, 5, 1, 4, 0, 0},
+    {ATTN_REMAP_LEAKY_REROPE, 9, 1, 16, 0, 1048550},
+    /* DCA: c = 9, successive and inter clamped at S = 12; c = 8, neither
+     * clamped (S = 20); 40 tokens span 5 chunks (distances 0, 1, >= 2) */
+    {ATTN_REMAP_DCA, 3, 1, 1, 12, 0},
+    {ATTN_REMAP_DCA, 12, 1, 1, 20, 1048550},
 };
 
 /* Every causal logit of a 40-token problem (GQA 2 over 1 head) from the
@@ -92,7 +106,8 @@ START_TEST(remapped_logits_are_rope_at_the_methods_distance)
     exp_attn_io io = {.tokens = T, .q = q, .k = k, .pos = pos, .causal = 1,
                       .flags = ATTN_ENTROPY | ATTN_DUMP};
     io.mask.remap = (attn_remap){.method = dump_cases[_i].method, .window = dump_cases[_i].W,
-                                 .group = dump_cases[_i].G, .leak = dump_cases[_i].K};
+                                 .group = dump_cases[_i].G, .leak = dump_cases[_i].K,
+                                 .chunk = dump_cases[_i].S};
     attn_outputs out = {.stats = stats, .dump = dump};
     exp_attn_result r;
     ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &out, &r, &err) == RL_OK, "%s", err.msg);
@@ -103,8 +118,8 @@ START_TEST(remapped_logits_are_rope_at_the_methods_distance)
         for (long i = 0; i < T; i++)
             for (long j = 0; j <= i; j++) {
                 double dist = want_distance(dump_cases[_i].method, dump_cases[_i].W,
-                                            dump_cases[_i].G, dump_cases[_i].K, (long)p0 + i,
-                                            (long)p0 + j);
+                                            dump_cases[_i].G, dump_cases[_i].K, dump_cases[_i].S,
+                                            (long)p0 + i, (long)p0 + j);
                 double want = scale * rope_dot(q + (i * H + h) * D, k + j * KV * D, D, dist);
                 double got = dump[(h * T + i) * T + j];
                 double e_ = fabs(got - want);
@@ -113,9 +128,9 @@ START_TEST(remapped_logits_are_rope_at_the_methods_distance)
                 ck_assert_msg(e_ <= 2e-5, "case %d h %d i %ld j %ld: %.9g want %.9g (dist %g)",
                               _i, h, i, j, got, want, dist);
             }
-    fprintf(stderr, "remap case %d (%s W %u G %u k %u p0 %u): max |logit error| %.3g\n", _i,
-            attn_remap_name(dump_cases[_i].method), dump_cases[_i].W, dump_cases[_i].G,
-            dump_cases[_i].K, p0, worst);
+    fprintf(stderr, "remap case %d (%s W %u G %u k %u S %u p0 %u): max |logit error| %.3g\n",
+            _i, attn_remap_name(dump_cases[_i].method), dump_cases[_i].W, dump_cases[_i].G,
+            dump_cases[_i].K, dump_cases[_i].S, p0, worst);
     attn_engine_destroy(&eng);
     pe_encoding_destroy(e);
     rl_gpu_close(&g);
@@ -129,19 +144,32 @@ END_TEST
 START_TEST(position_maps_give_the_methods_distance)
 {
     rl_error err = {0};
-    const attn_remap rs[] = {{ATTN_REMAP_SELF_EXTEND, 6, 4, 1}, {ATTN_REMAP_SELF_EXTEND, 512, 8, 1},
-                             {ATTN_REMAP_REROPE, 5, 1, 1}, {ATTN_REMAP_LEAKY_REROPE, 7, 1, 3}};
+    const attn_remap rs[] = {{ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0},
+                             {ATTN_REMAP_SELF_EXTEND, 512, 8, 1, 0}, {ATTN_REMAP_REROPE, 5, 1, 1, 0},
+                             {ATTN_REMAP_LEAKY_REROPE, 7, 1, 3, 0}, {ATTN_REMAP_DCA, 40, 1, 1, 100},
+                             {ATTN_REMAP_DCA, 90, 1, 1, 100}};
     uint32_t pos[300], qp[300], kp[300];
     for (int t = 0; t < 300; t++)
         pos[t] = 1048000u + (uint32_t)t * 3u;
     for (size_t c = 0; c < sizeof rs / sizeof rs[0]; c++) {
         const attn_remap *r = &rs[c];
-        ck_assert_int_eq(attn_remap_positions(r, pos, 300, qp, kp, &err), RL_OK);
+        uint32_t qa[300], qs[300], qi[300];
+        if (r->method == ATTN_REMAP_DCA)
+            ck_assert_int_eq(attn_remap_dca_positions(r, pos, 300, qa, qs, qi, kp, &err), RL_OK);
+        else
+            ck_assert_int_eq(attn_remap_positions(r, pos, 300, qp, kp, &err), RL_OK);
         for (int i = 0; i < 300; i++)
             for (int j = 0; j <= i; j++) {
                 long pi = pos[i], pj = pos[j];
-                double want = want_distance(r->method, r->window, r->group, r->leak, pi, pj);
+                double want = want_distance(r->method, r->window, r->group, r->leak, r->chunk, pi,
+                                            pj);
                 ck_assert_double_eq_tol(attn_remap_distance(r, pi, pj), want, 1e-9);
+                if (r->method == ATTN_REMAP_DCA) {
+                    long c = (long)(r->chunk - r->window), dc = pi / c - pj / c;
+                    uint32_t q = dc == 0 ? qa[i] : dc == 1 ? qs[i] : qi[i];
+                    ck_assert_double_eq_tol((double)q - (double)kp[j], want, 1e-9);
+                    continue;
+                }
                 if (labs(pi - pj) < (long)r->window)
                     continue;
                 double got = ((double)qp[i] - (double)kp[j]) /
@@ -150,13 +178,16 @@ START_TEST(position_maps_give_the_methods_distance)
             }
     }
     /* out-of-range parameters and overflowing positions name their key */
-    attn_remap bad = {ATTN_REMAP_SELF_EXTEND, 0, 4, 1};
+    attn_remap bad = {ATTN_REMAP_SELF_EXTEND, 0, 4, 1, 0};
     ck_assert_int_eq(attn_remap_check(&bad, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "attn_remap_window 0"));
-    attn_remap big = {ATTN_REMAP_LEAKY_REROPE, 1u << 20, 1, 8192};
+    attn_remap big = {ATTN_REMAP_LEAKY_REROPE, 1u << 20, 1, 8192, 0};
     uint32_t p = 5, a, b;
     ck_assert_int_eq(attn_remap_positions(&big, &p, 1, &a, &b, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "beyond 2^32 - 1"));
+    attn_remap dca = {ATTN_REMAP_DCA, 64, 1, 1, 64};
+    ck_assert_int_eq(attn_remap_check(&dca, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "attn_remap_chunk 64"));
 }
 END_TEST
 
@@ -174,15 +205,23 @@ static const struct {
     chk_attn_extra x;
 } random_cases[] = {
     {{130, 4, 2, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS,
-      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0}},
+      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0, 0}},
     {{97, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_OUT, 4, 1, 0, 0, 0,
-      0, 0, 0}, {13, 1048000}},
+      0, 0, 0}, {13, 1048000, 0}},
     {{200, 2, 2, 32, 1, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 8, 1, 0, 0, 0, 0, 0, 0},
-     {1, 0}},
+     {1, 0, 0}},
     {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 4, 3, 40, 3, 0, 1, 0, 0},
-     {17, 0}},
+     {17, 0, 0}},
     {{64, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_PAIRED | ATTN_TARGET, 0, 0, 0, 0, 0, 0, 0, 0},
-     {1000, 0}},
+     {1000, 0, 0}},
+    /* Dual Chunk Attention (remap_chunk c): q, q_b, q_c by chunk distance
+     * 0, 1, >= 2; chunks of 13 keys in 4-key blocks, bidirectional fp16,
+     * a chunk longer than the run (intra only) */
+    {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0,
+      0, 0, 0, 0}, {0, 0, 13}},
+    {{130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 8, 1, 0, 0, 0, 0, 0, 0},
+     {0, 1048000, 29}},
+    {{70, 2, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_TARGET, 0, 0, 0, 0, 0, 1, 0, 0}, {0, 0, 500}},
 };
 
 START_TEST(gpu_remap_selection_matches_reference)
@@ -213,7 +252,7 @@ START_TEST(gpu_remap_refuses_a_bias)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     chk_attn_case c = {65, 2, 1, 16, 1, 0, "alibi", ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0, 0};
-    chk_attn_extra x = {8, 0};
+    chk_attn_extra x = {8, 0, 0};
     chk_row row;
     ck_assert_int_eq(chk_attn_run_case_ex(&g.dev, &e, &c, &x, 3, &row, &err), RL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "remap_window 8") && strstr(err.msg, "alibi"), "%s", err.msg);
@@ -312,22 +351,24 @@ static void assert_verified_remapped(const kfix *f)
 }
 
 /* Entropy and retrieval with each method run verified; a window as long
- * as the run (every |i - j| < W) leaves the result exactly the unremapped
- * one, a short window changes it. */
+ * as the run (every |i - j| < W; DCA: a chunk length S - L = 136 beyond it,
+ * every pair intra-chunk at its own positions) leaves the result exactly
+ * the unremapped one, a short window (DCA: chunk length 11) changes it. */
 START_TEST(attention_kinds_run_each_method_verified)
 {
-    static const char *const methods[] = {"self_extend", "rerope", "leaky_rerope"};
+    static const char *const methods[] = {"self_extend", "rerope", "leaky_rerope", "dca"};
     kfix f;
     rl_error err = {0};
     kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64}");
     ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
     double plain = kmetric(&f, "entropy_at_max_len");
     kf_free(&f);
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < 4; m++) {
         char params[256];
         snprintf(params, sizeof params,
                  "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"%s\", "
-                 "\"attn_remap_window\": 64, \"attn_remap_group\": 3}", methods[m]);
+                 "\"attn_remap_window\": 64, \"attn_remap_group\": 3, \"attn_remap_chunk\": 200}",
+                 methods[m]);
         kf_init(&f, "rope", "{}", params);
         ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
         ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), plain, 1e-6);
@@ -335,7 +376,8 @@ START_TEST(attention_kinds_run_each_method_verified)
         kf_free(&f);
         snprintf(params, sizeof params,
                  "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"%s\", "
-                 "\"attn_remap_window\": 5, \"attn_remap_group\": 3}", methods[m]);
+                 "\"attn_remap_window\": 5, \"attn_remap_group\": 3, \"attn_remap_chunk\": 16}",
+                 methods[m]);
         kf_init(&f, "rope", "{}", params);
         ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
         ck_assert_msg(fabs(kmetric(&f, "entropy_at_max_len") - plain) > 1e-3, "%s: %g vs %g",
@@ -344,7 +386,7 @@ START_TEST(attention_kinds_run_each_method_verified)
         kf_free(&f);
         snprintf(params, sizeof params,
                  "{\"min_len\": 64, \"max_len\": 128, \"attn_remap\": \"%s\", "
-                 "\"attn_remap_window\": 16}", methods[m]);
+                 "\"attn_remap_window\": 16, \"attn_remap_chunk\": 40}", methods[m]);
         kf_init(&f, "rope", "{}", params);
         ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
         assert_verified_remapped(&f);
@@ -371,6 +413,11 @@ START_TEST(distortion_of_a_remap_against_plain_rope)
     ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
     ck_assert(kmetric(&f, "kl_mean") > 1e-3);
     assert_verified_remapped(&f);
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"length\": 64, \"attn_remap\": \"dca\", \"attn_remap_window\": 8, "
+                              "\"attn_remap_chunk\": 32}");
+    ck_assert_int_eq(kf_run(&f, "distortion", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_remap dca is not supported") != NULL, "%s", err.msg);
     kf_free(&f);
     kf_init(&f, "yarn", "{\"factor\": 4, \"original_max_position_embeddings\": 16}",
             "{\"length\": 64, \"attn_remap\": \"rerope\"}");

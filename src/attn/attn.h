@@ -104,8 +104,13 @@ typedef struct attn_desc {
      * attn_remap_*), at the same scale, temperature and mask. Paired with
      * it (ATTN_PAIRED), definition b is logit_a without the selection (Q/K
      * everywhere, scale_b): KL(remapped || exact). 0: none. At most 2^31;
-     * no logit bias. */
+     * no logit bias.
+     * Dual Chunk Attention (remap_chunk c >= 1, remap_window 0): three
+     * definitions by the chunk distance d = |floor(pos_i/c) -
+     * floor(pos_j/c)|: Q.K (d = 0, intra-chunk), Q_b.K_b (d = 1,
+     * successive), Q_c.K_b (d >= 2, inter); not with ATTN_PAIRED. */
     uint32_t remap_window;
+    uint32_t remap_chunk;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
     int coopmat;            /* 1: the cooperative-matrix kernel (attn_cm.h: fp16 only, its
                                statistics only; RL_ERR_UNSUPPORTED where the device or the
@@ -139,6 +144,7 @@ typedef struct attn_inputs {
     const void *q_b;        /* paired or remap (the remapped definition):
                                [tokens][heads][head_dim]; NULL: q */
     const void *k_b;        /* paired or remap: [tokens][kv_heads][head_dim]; NULL: k */
+    const void *q_c;        /* remap_chunk: inter-chunk queries [tokens][heads][head_dim] */
     const uint32_t *pos;    /* [tokens] positions; NULL: 0, 1, ... */
     const uint32_t *target; /* [tokens] target key per query, for ATTN_TARGET */
     const attn_bias *bias;  /* NULL: no bias */
@@ -154,7 +160,7 @@ typedef struct attn_inputs {
  * query rows (attn_verify_token) of q/q_b are read; every key row of k/k_b/v
  * is. */
 typedef struct attn_ref_operands {
-    const float *q, *k, *v, *q_b, *k_b;
+    const float *q, *k, *v, *q_b, *k_b, *q_c;
 } attn_ref_operands;
 
 /* Records work into the engine's first command buffer, before the attention
@@ -173,6 +179,7 @@ typedef struct attn_resident {
     const rlvk_buffer *q, *k;    /* [tokens][heads|kv_heads][head_dim] */
     const rlvk_buffer *v;        /* for ATTN_OUT, else NULL */
     const rlvk_buffer *q_b, *k_b; /* paired or remap; NULL: q/k */
+    const rlvk_buffer *q_c;      /* remap_chunk: inter-chunk queries */
     const uint32_t *pos;         /* host [tokens] positions; NULL: 0, 1, ... */
     const uint32_t *target;      /* host [tokens], for ATTN_TARGET */
     const attn_bias *bias;       /* NULL: no bias */
@@ -355,16 +362,18 @@ void attn_pe_bias_destroy(rlvk_device *dev, attn_pe_bias *b);
 /* Methods with two logit definitions, selected per (i, j) by
  * attn_desc.remap_window (docs/attention.md "Position remapping"). */
 enum { ATTN_REMAP_NONE, ATTN_REMAP_SELF_EXTEND, ATTN_REMAP_REROPE, ATTN_REMAP_LEAKY_REROPE,
-       ATTN_REMAP_COUNT };
+       ATTN_REMAP_DCA, ATTN_REMAP_COUNT };
 typedef struct attn_remap {
     int method;        /* ATTN_REMAP_* */
     uint32_t window;   /* W (Self-Extend's neighbour window, ReRoPE's w): exact where
                           |pos_i - pos_j| < W; 1..2^31 */
     uint32_t group;    /* Self-Extend's group size G >= 1 */
     uint32_t leak;     /* Leaky ReRoPE's k >= 1: slope 1/k beyond w */
+    uint32_t chunk;    /* DCA's chunk_size S > window (its local_size L): chunk length
+                          c = S - L */
 } attn_remap;
 
-/* "none", "self_extend", "rerope", "leaky_rerope" ("?" out of range). */
+/* "none", "self_extend", "rerope", "leaky_rerope", "dca" ("?" out of range). */
 const char *attn_remap_name(int method);
 /* The method of a name, -1 when unknown. */
 int attn_remap_from_name(const char *name);
@@ -378,6 +387,12 @@ rl_status attn_remap_check(const attn_remap *r, rl_error *err);
  * RL_ERR_ARG when a query position passes 2^32 - 1. */
 rl_status attn_remap_positions(const attn_remap *r, const uint32_t *pos, uint64_t tokens,
                                uint32_t *qpos, uint32_t *kpos, rl_error *err);
+/* Dual Chunk Attention's positions (ChunkLlama / vLLM DualChunkRotaryEmbedding,
+ * c = S - L): keys p mod c; queries intra p mod c, successive min(p mod c +
+ * c, S), inter min(2c - 1, S). Arrays [tokens]. */
+rl_status attn_remap_dca_positions(const attn_remap *r, const uint32_t *pos, uint64_t tokens,
+                                   uint32_t *q_intra, uint32_t *q_succ, uint32_t *q_inter,
+                                   uint32_t *kpos, rl_error *err);
 /* The encoding that rotates the remapped definition: e itself (*far =
  * NULL) or leaky_rerope's linear (factor k) twin of plain RoPE e (*far,
  * caller destroys). RL_ERR_ARG for encodings that are not rotary. */
@@ -385,7 +400,9 @@ rl_status attn_remap_encoding(const attn_remap *r, const pe_encoding *e, pe_enco
                               rl_error *err);
 /* The relative distance method r gives (pos_i, pos_j), from its formula in
  * double: pos_i - pos_j inside the window, else self_extend floor(i/G) -
- * floor(j/G) + W - floor(W/G), rerope W, leaky_rerope W + (d - W)/k. */
+ * floor(j/G) + W - floor(W/G), rerope W, leaky_rerope W + (d - W)/k; dca by
+ * chunk distance: pos_i - pos_j (same chunk), min(i mod c + c, S) - j mod c
+ * (successive), min(2c - 1, S) - j mod c (further). */
 double attn_remap_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j);
 
 /* ---- CPU reference (attn_ref.c, double) ------------------------------- */
@@ -400,6 +417,8 @@ typedef struct attn_ref_problem {
     int temp;                        /* as attn_desc */
     double temp_a, temp_b;
     uint32_t remap_window;           /* as attn_desc: q_b/k_b are the remapped definition */
+    uint32_t remap_chunk;            /* as attn_desc: q/k, q_b/k_b, q_c/k_b by chunk distance */
+    const float *q_c;                /* remap_chunk: [tokens][heads][head_dim] */
     double scale, scale_b;
     int paired, bias_a, bias_b;      /* bias_a/b: apply the bias to definition a/b */
     const float *q, *k, *v, *q_b, *k_b; /* shapes as attn_inputs; v may be NULL */
@@ -427,8 +446,10 @@ int attn_ref_visible(const attn_ref_problem *p, uint64_t i, uint64_t j);
  * definitions in attn_desc, in double. */
 double attn_ref_temperature(const attn_ref_problem *p, uint64_t i);
 
-/* 1 when (i, j) takes the remapped definition: remap_window set and
- * |pos_i - pos_j| >= remap_window (attn_desc.remap_window). */
+/* Which definition (i, j) takes: 0 the first (q/k), 1 the second
+ * (q_b/k_b: remap_window set and |pos_i - pos_j| >= remap_window, or
+ * remap_chunk set and chunk distance 1), 2 the third (q_c/k_b: chunk
+ * distance >= 2). */
 int attn_ref_remapped(const attn_ref_problem *p, uint64_t i, uint64_t j);
 
 /* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf

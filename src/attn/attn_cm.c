@@ -123,8 +123,8 @@ rl_status attn_cm_check(const rlvk_device_info *props, const attn_desc *d,
         opt = "learned sinks";
     else if (d->temp)
         opt = "an attention temperature";
-    else if (d->remap_window)
-        opt = "position remapping (remap_window)";
+    else if (d->remap_window || d->remap_chunk)
+        opt = "position remapping (remap_window, remap_chunk)";
     if (opt)
         return rl_fail(err, RL_ERR_UNSUPPORTED, "cooperative-matrix path: %s is not supported",
                        opt);

@@ -91,7 +91,7 @@ static attn_desc resolve(const attn_desc *d)
  * definition b or position remapping's remapped definition. */
 static int two_defs(const attn_desc *d)
 {
-    return (d->flags & ATTN_PAIRED) || d->remap_window;
+    return (d->flags & ATTN_PAIRED) || d->remap_window || d->remap_chunk;
 }
 
 static uint32_t key_operands(const attn_desc *d)
@@ -192,6 +192,7 @@ static uint64_t total_fit(const attn_desc *d, uint64_t heap)
 {
     uint64_t esz = d->fp16 ? 2 : 4, paired = two_defs(d) ? 2 : 1;
     uint64_t per = paired * ((uint64_t)d->heads + d->kv_heads) * d->head_dim * esz + 8 +
+                   (d->remap_chunk ? (uint64_t)d->heads * d->head_dim * esz : 0) +
                    (uint64_t)d->heads * 4 *
                        (RL_ATTN_NSTAT + ((d->flags & ATTN_BUCKETS) ? ATTN_MAX_BUCKETS : 0) +
                         ((d->flags & ATTN_OUT) ? d->head_dim : 0));
@@ -225,9 +226,12 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
         return rl_fail(err, RL_ERR_ARG,
                        "attention: window %u, n_sink %u and chunk_size %u must be at most 2^31",
                        d.window, d.n_sink, d.chunk_size);
-    if (d.remap_window > (1u << 31))
-        return rl_fail(err, RL_ERR_ARG, "attention: remap_window %u must be at most 2^31",
-                       d.remap_window);
+    if (d.remap_window > (1u << 31) || d.remap_chunk > (1u << 31))
+        return rl_fail(err, RL_ERR_ARG, "attention: remap_window %u and remap_chunk %u must be at "
+                       "most 2^31", d.remap_window, d.remap_chunk);
+    if (d.remap_chunk && (d.remap_window || (d.flags & ATTN_PAIRED)))
+        return rl_fail(err, RL_ERR_ARG, "attention: remap_chunk %u (dual chunk attention) takes "
+                       "neither remap_window (%u) nor paired mode", d.remap_chunk, d.remap_window);
     if (d.temp < ATTN_TEMP_NONE || d.temp > ATTN_TEMP_SSMAX ||
         (d.temp == ATTN_TEMP_LLAMA4 && !(d.temp_b >= 1)) ||
         (d.temp == ATTN_TEMP_QWEN_LOGN && !(d.temp_a > 1)) ||
@@ -278,6 +282,7 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
             heap = dev->info.heaps[i].size;
     uint64_t paired = two_defs(&d) ? 2 : 1;
     uint64_t total = paired * (L.q_bytes + L.k_bytes) + ((d.flags & ATTN_OUT) ? L.k_bytes : 0) +
+                     (d.remap_chunk ? L.q_bytes : 0) +
                      d.tokens * 8 + out_bytes;
     if (heap && total > heap)
         return rl_fail(err, RL_ERR_LIMIT,
@@ -365,6 +370,8 @@ static void pipe_desc(const attn_variant *v, const attn_desc *d, int sinks, uint
         flags |= RL_ATTN_F_TEMP;
     if (d->remap_window)
         flags |= RL_ATTN_F_REMAP;
+    if (d->remap_chunk)
+        flags |= RL_ATTN_F_REMAP | RL_ATTN_F_DCA;
     snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u",
              d->coopmat ? (d->test_cm_emulate ? "cm_emu" : "cm") : v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets, split);
@@ -555,6 +562,7 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
     }
     const float *qb = ref->q_b ? ref->q_b : ref->q, *kb = ref->k_b ? ref->k_b : ref->k;
     attn_ref_problem P = {
+        .remap_chunk = d->remap_chunk, .q_c = ref->q_c ? ref->q_c : ref->q,
         .tokens = n, .heads = d->heads, .kv_heads = d->kv_heads, .head_dim = d->head_dim,
         .causal = d->causal, .scale = d->scale, .scale_b = d->scale_b, .paired = paired,
         .bias_a = !(d->flags & ATTN_NO_BIAS_A), .bias_b = !(d->flags & ATTN_NO_BIAS_B),
@@ -638,24 +646,26 @@ done:
  * fp32 arrays as they are, fp16 ones converted exactly into conv[] (the
  * caller frees conv[0..4]). own_b: paired with its own q_b/k_b. */
 static rl_status ref_of_inputs(const attn_desc *d, const attn_inputs *in, int own_b,
-                               attn_ref_operands *ref, float *conv[5], rl_error *err)
+                               attn_ref_operands *ref, float *conv[6], rl_error *err)
 {
     uint64_t n = d->tokens, nq = n * d->heads * d->head_dim, nk = n * d->kv_heads * d->head_dim;
-    const void *src[5] = {in->q, in->k, (d->flags & ATTN_OUT) ? in->v : NULL,
+    const void *src[6] = {in->q, in->k, (d->flags & ATTN_OUT) ? in->v : NULL,
                           own_b ? (in->q_b ? in->q_b : in->q) : NULL,
-                          own_b ? (in->k_b ? in->k_b : in->k) : NULL};
-    const uint64_t cnt[5] = {nq, nk, nk, nq, nk};
-    const float *f32[5] = {NULL, NULL, NULL, NULL, NULL};
-    for (int i = 0; i < 5; i++)
+                          own_b ? (in->k_b ? in->k_b : in->k) : NULL,
+                          d->remap_chunk ? in->q_c : NULL};
+    const uint64_t cnt[6] = {nq, nk, nk, nq, nk, nq};
+    const float *f32[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 6; i++)
         conv[i] = NULL;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         if (!src[i])
             continue;
         if (d->fp16 && !(conv[i] = as_float(src[i], cnt[i], 1)))
             return rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for verification");
         f32[i] = d->fp16 ? conv[i] : src[i];
     }
-    *ref = (attn_ref_operands){.q = f32[0], .k = f32[1], .v = f32[2], .q_b = f32[3], .k_b = f32[4]};
+    *ref = (attn_ref_operands){.q = f32[0], .k = f32[1], .v = f32[2], .q_b = f32[3], .k_b = f32[4],
+                               .q_c = f32[5]};
     return RL_OK;
 }
 
@@ -673,7 +683,7 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
     for (uint64_t t = 0; t < d.tokens; t++)
         pos[t] = in->pos ? in->pos[t] : (uint32_t)t;
     attn_ref_operands ref;
-    float *conv[5];
+    float *conv[6];
     int own_b = two_defs(&d) && (in->q_b || in->k_b);
     rl_status st = ref_of_inputs(&d, in, own_b, &ref, conv, err);
     if (!st)
@@ -682,7 +692,7 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
                     out->out, out->dump, v, err);
     if (!st)
         attn_judge(&d, v, guard_ok);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         free(conv[i]);
     free(pos);
     return st;
@@ -735,10 +745,11 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
     if (have_sinks && (d->flags & ATTN_PAIRED))
         return rl_fail(err, RL_ERR_ARG, "attention: learned sinks are not supported in paired mode "
                                         "(KL between definitions with and without a sink term)");
-    if (bias && d->remap_window)
-        return rl_fail(err, RL_ERR_ARG, "attention: position remapping (remap_window %u) takes "
-                                        "rotary operands only, not a logit bias ('%s')",
-                       d->remap_window, vname);
+    if (bias && (d->remap_window || d->remap_chunk))
+        return rl_fail(err, RL_ERR_ARG, "attention: position remapping (remap_window %u, "
+                                        "remap_chunk %u) takes rotary operands only, not a logit "
+                                        "bias ('%s')",
+                       d->remap_window, d->remap_chunk, vname);
     if (bias && bias->n_buffers > 4)
         return rl_fail(err, RL_ERR_ARG, "attention: bias '%s' has %u buffers (at most 4)", vname,
                        bias->n_buffers);
@@ -860,10 +871,11 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     if (in->sinks && ((st = rlvk_buffer_create(dev, (uint64_t)d.heads * 4, "sinks", &bsink, err)) ||
                       (st = rlvk_buffer_upload(dev, &bsink, 0, in->sinks, (uint64_t)d.heads * 4, err))))
         goto done;
+    /* binding 11: DCA's inter-chunk queries (no bias then, begin_run) */
     const rlvk_buffer *bufs[12] = {
         in->q, in->k, paired ? in->q_b : &dummy, paired ? in->k_b : &dummy,
         (d.flags & ATTN_OUT) ? in->v : &dummy, &bidx, &bout, in->sinks ? &bsink : &dummy, &dummy,
-        &dummy, &dummy, &dummy};
+        &dummy, &dummy, d.remap_chunk ? in->q_c : &dummy};
     for (uint32_t b = 0; in->bias && b < in->bias->n_buffers; b++)
         bufs[8 + b] = in->bias->buffers[b];
 
@@ -881,7 +893,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         .off_buckets = (uint32_t)L.off_buckets, .off_out = (uint32_t)L.off_out,
         .off_dump = (uint32_t)L.off_dump, .window = d.window, .n_sink = d.n_sink,
         .chunk_size = d.chunk_size, .off_temp = (uint32_t)off_temp,
-        .remap_window = d.remap_window};
+        .remap_window = d.remap_chunk ? d.remap_chunk : d.remap_window};
     res->gpu_ms = 0;
     /* Dispatch x: chunk x / kv_heads, KV head x % kv_heads; its first key and
      * first query block (causal: the block holding that key). */
@@ -1013,9 +1025,11 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
     int own_b = two_defs(&d) && (in->q_b || in->k_b);
     attn_layout L;
     layout_of(&d, 1, &L);
-    rlvk_buffer bqa = {0}, bka = {0}, bqb = {0}, bkb = {0}, bv = {0};
+    rlvk_buffer bqa = {0}, bka = {0}, bqb = {0}, bkb = {0}, bv = {0}, bqc = {0};
     attn_ref_operands ref = {0};
-    float *conv[5] = {NULL, NULL, NULL, NULL, NULL};
+    float *conv[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    if (d.remap_chunk && !in->q_c)
+        return rl_fail(err, RL_ERR_ARG, "attention: remap_chunk needs the inter-chunk queries q_c");
     if (!d.no_verify && (st = ref_of_inputs(&d, in, own_b, &ref, conv, err)))
         goto done;
     double t_start = rl_now();
@@ -1034,19 +1048,25 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         ((st = rlvk_buffer_create(dev, L.k_bytes, "V", &bv, err)) ||
          (st = rlvk_buffer_upload(dev, &bv, 0, in->v, L.k_bytes, err))))
         goto done;
+    if (d.remap_chunk &&
+        ((st = rlvk_buffer_create(dev, L.q_bytes, "Q_c", &bqc, err)) ||
+         (st = rlvk_buffer_upload(dev, &bqc, 0, in->q_c, L.q_bytes, err))))
+        goto done;
     attn_resident r = {
         .q = &bqa, .k = &bka, .v = &bv, .q_b = own_b ? &bqb : &bqa, .k_b = own_b ? &bkb : &bka,
+        .q_c = d.remap_chunk ? &bqc : NULL,
         .pos = in->pos, .target = in->target, .bias = in->bias, .sinks = in->sinks,
         .ref = ref,
     };
     st = run(e, &d, var, &r, out, res, t_start, err);
 done:
+    rlvk_buffer_destroy(dev, &bqc);
     rlvk_buffer_destroy(dev, &bv);
     rlvk_buffer_destroy(dev, &bkb);
     rlvk_buffer_destroy(dev, &bqb);
     rlvk_buffer_destroy(dev, &bka);
     rlvk_buffer_destroy(dev, &bqa);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         free(conv[i]);
     return st;
 }
@@ -1072,9 +1092,12 @@ rl_status attn_run_resident(attn_engine *e, const attn_desc *din, const attn_res
     attn_resident r = *in;
     r.q_b = in->q_b ? in->q_b : in->q;
     r.k_b = in->k_b ? in->k_b : in->k;
-    const rlvk_buffer *q_like[2] = {r.q, paired ? r.q_b : r.q};
+    if (d.remap_chunk && (!in->q_c || (!d.no_verify && !in->ref.q_c)))
+        return rl_fail(err, RL_ERR_ARG, "attention: remap_chunk needs the inter-chunk queries q_c "
+                                        "(and ref.q_c for verification)");
+    const rlvk_buffer *q_like[3] = {r.q, paired ? r.q_b : r.q, d.remap_chunk ? r.q_c : r.q};
     const rlvk_buffer *k_like[3] = {r.k, paired ? r.k_b : r.k, (d.flags & ATTN_OUT) ? r.v : r.k};
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (q_like[i]->size < L.q_bytes)
             return rl_fail(err, RL_ERR_ARG, "attention: %s holds %llu bytes, fewer than the %llu of "
                            "[tokens][heads][head_dim] fp32", q_like[i]->name,

@@ -38,6 +38,11 @@ double attn_ref_temperature(const attn_ref_problem *p, uint64_t i)
 
 int attn_ref_remapped(const attn_ref_problem *p, uint64_t i, uint64_t j)
 {
+    if (p->remap_chunk) { /* Dual Chunk Attention: intra, successive, inter */
+        uint64_t ci = p->pos[i] / p->remap_chunk, cj = p->pos[j] / p->remap_chunk;
+        uint64_t dc = ci > cj ? ci - cj : cj - ci;
+        return dc == 0 ? 0 : dc == 1 ? 1 : 2;
+    }
     if (!p->remap_window)
         return 0;
     int64_t dist = (int64_t)p->pos[i] - (int64_t)p->pos[j];
@@ -45,13 +50,15 @@ int attn_ref_remapped(const attn_ref_problem *p, uint64_t i, uint64_t j)
 }
 
 /* The operands of definition `which` at (i, j): q/k, or q_b/k_b for
- * definition b (paired) or for a remapped (i, j) of definition a. */
+ * definition b (paired) or for a remapped (i, j) of definition a, or
+ * q_c/k_b for DCA's inter-chunk pairs. */
 static void operands(const attn_ref_problem *p, int which, uint64_t i, uint64_t j,
                      const float **q, const float **k)
 {
-    int second = p->remap_window ? (!which && attn_ref_remapped(p, i, j)) : which;
-    *q = second ? p->q_b : p->q;
-    *k = second ? p->k_b : p->k;
+    int def = (p->remap_window || p->remap_chunk) ? (which ? 0 : attn_ref_remapped(p, i, j))
+                                                   : which;
+    *q = def == 2 ? p->q_c : def ? p->q_b : p->q;
+    *k = def ? p->k_b : p->k;
 }
 
 double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)

@@ -20,7 +20,16 @@
  *    is w + (i - j - w)/k: q at i + w(k - 1) and k at j, both rotated by the
  *    linear-scaled (factor k) twin of the encoding, i.e. angles (i + w(k -
  *    1))/k and j/k, as the patch's LlamaLinearScalingRotaryEmbedding with
- *    integer scaling_factor k. */
+ *    integer scaling_factor k.
+ *  Dual Chunk Attention (An et al. 2024, "Training-Free Long-Context Scaling
+ *    of Large Language Models", ICML; HKUNLP/ChunkLlama chunkllama_attn_replace;
+ *    Qwen2.5-1M's vLLM DualChunkRotaryEmbedding, chunk_size S, local_size L):
+ *    chunk length c = S - L; keys at j mod c; queries at i mod c for keys of
+ *    the same chunk (intra), at min(i mod c + c, S) for the previous chunk
+ *    (successive), at min(2c - 1, S) for chunks before it (inter; the
+ *    successive map at index c - 1). vLLM's extra "critical" query caches
+ *    (successive without the clamp, inter at i mod c + S) feed its sparse
+ *    attention path and are not followed; its dense path uses these maps. */
 #include <math.h>
 #include <string.h>
 
@@ -28,7 +37,7 @@
 #include "pe/rope.h"
 
 static const char *const names[ATTN_REMAP_COUNT] = {"none", "self_extend", "rerope",
-                                                    "leaky_rerope"};
+                                                    "leaky_rerope", "dca"};
 
 const char *attn_remap_name(int method)
 {
@@ -47,7 +56,7 @@ rl_status attn_remap_check(const attn_remap *r, rl_error *err)
 {
     if (r->method < 0 || r->method >= ATTN_REMAP_COUNT)
         return rl_fail(err, RL_ERR_ARG, "attn_remap: unknown method %d (none, self_extend, rerope, "
-                                        "leaky_rerope)", r->method);
+                                        "leaky_rerope, dca)", r->method);
     if (r->method == ATTN_REMAP_NONE)
         return RL_OK;
     if (r->window < 1 || r->window > (1u << 31))
@@ -58,6 +67,11 @@ rl_status attn_remap_check(const attn_remap *r, rl_error *err)
                        r->group);
     if (r->method == ATTN_REMAP_LEAKY_REROPE && r->leak < 1)
         return rl_fail(err, RL_ERR_ARG, "attn_remap_leak %u: leaky_rerope needs k >= 1", r->leak);
+    if (r->method == ATTN_REMAP_DCA && (r->chunk <= r->window || r->chunk > (1u << 31)))
+        return rl_fail(err, RL_ERR_ARG,
+                       "attn_remap_chunk %u: dca needs a chunk_size above its local window "
+                       "attn_remap_window %u (chunk length S - L >= 1) and at most 2^31",
+                       r->chunk, r->window);
     return RL_OK;
 }
 
@@ -97,6 +111,27 @@ rl_status attn_remap_positions(const attn_remap *r, const uint32_t *pos, uint64_
     return RL_OK;
 }
 
+rl_status attn_remap_dca_positions(const attn_remap *r, const uint32_t *pos, uint64_t tokens,
+                                   uint32_t *q_intra, uint32_t *q_succ, uint32_t *q_inter,
+                                   uint32_t *kpos, rl_error *err)
+{
+    rl_status st = attn_remap_check(r, err);
+    if (st)
+        return st;
+    if (r->method != ATTN_REMAP_DCA)
+        return rl_fail(err, RL_ERR_ARG, "attn_remap %s: not dca", attn_remap_name(r->method));
+    uint64_t S = r->chunk, c = S - r->window;
+    uint64_t inter = 2 * c - 1 < S ? 2 * c - 1 : S;
+    for (uint64_t t = 0; t < tokens; t++) {
+        uint64_t m = pos[t] % c;
+        q_intra[t] = (uint32_t)m;
+        q_succ[t] = (uint32_t)(m + c < S ? m + c : S);
+        q_inter[t] = (uint32_t)inter;
+        kpos[t] = (uint32_t)m;
+    }
+    return RL_OK;
+}
+
 rl_status attn_remap_encoding(const attn_remap *r, const pe_encoding *e, pe_encoding **far,
                               rl_error *err)
 {
@@ -130,6 +165,15 @@ rl_status attn_remap_encoding(const attn_remap *r, const pe_encoding *e, pe_enco
 double attn_remap_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j)
 {
     double d = (double)(pos_i - pos_j), W = r->window;
+    if (r->method == ATTN_REMAP_DCA) {
+        int64_t c = (int64_t)r->chunk - (int64_t)r->window, S = r->chunk;
+        int64_t dc = pos_i / c - pos_j / c;
+        if (dc == 0)
+            return d;
+        int64_t qp = dc == 1 || dc == -1 ? (pos_i % c + c < S ? pos_i % c + c : S)
+                                         : (2 * c - 1 < S ? 2 * c - 1 : S);
+        return (double)(qp - pos_j % c);
+    }
     if (r->method == ATTN_REMAP_NONE || fabs(d) < W)
         return d;
     switch (r->method) {

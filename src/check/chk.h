@@ -137,6 +137,8 @@ rl_status chk_attn_run_case(rlvk_device *dev, struct attn_engine *e, const chk_a
 typedef struct chk_attn_extra {
     uint32_t remap_window;    /* attn_desc.remap_window: q_b/k_b stand for the remapped definition */
     uint32_t pos0;            /* first position (0: 5) */
+    uint32_t remap_chunk;     /* attn_desc.remap_chunk (DCA): q_c = q + 0.2 N(0,1) the third
+                                 definition's queries */
 } chk_attn_extra;
 /* chk_attn_run_case with x (NULL: none). */
 rl_status chk_attn_run_case_ex(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,

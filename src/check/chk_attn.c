@@ -28,7 +28,7 @@ typedef chk_attn_case attn_case;
  * a perturbed copy (paired mode: KL of a small distortion), positions
  * consecutive from an offset, random targets. Arrays owned by the caller. */
 typedef struct attn_data {
-    void *q, *k, *v, *qb, *kb;
+    void *q, *k, *v, *qb, *kb, *qc;
     uint32_t *pos, *target;
 } attn_data;
 
@@ -39,11 +39,12 @@ static void data_free(attn_data *x)
     free(x->v);
     free(x->qb);
     free(x->kb);
+    free(x->qc);
     free(x->pos);
     free(x->target);
 }
 
-static int data_make(const attn_case *c, uint32_t pos0, uint64_t seed, attn_data *x)
+static int data_make(const attn_case *c, uint32_t pos0, int with_qc, uint64_t seed, attn_data *x)
 {
     memset(x, 0, sizeof *x);
     size_t esz = c->fp16 ? 2 : 4;
@@ -80,6 +81,18 @@ static int data_make(const attn_case *c, uint32_t pos0, uint64_t seed, attn_data
         x->pos[t] = (pos0 ? pos0 : 5) + t;
         x->target[t] = (uint32_t)(rl_rng_u64(&rng) % c->tokens);
     }
+    if (with_qc) { /* q_c = q + 0.2 N(0,1), drawn last (the other arrays stay as without it) */
+        if (!(x->qc = malloc(nq * esz)))
+            return 0;
+        for (size_t i = 0; i < nq; i++) {
+            float base = c->fp16 ? rl_half_to_float(((uint16_t *)x->q)[i]) : ((float *)x->q)[i];
+            float val = base + 0.2f * (float)rl_rng_normal(&rng);
+            if (c->fp16)
+                ((uint16_t *)x->qc)[i] = attn_f32_to_f16(val);
+            else
+                ((float *)x->qc)[i] = val;
+        }
+    }
     return 1;
 }
 
@@ -107,6 +120,8 @@ static void attn_row_name(const attn_case *c, const chk_attn_extra *x, int coopm
         n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, "%s", temps[c->temp]);
     if (x && x->remap_window && n < sizeof row->shape)
         n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " remap w%u", x->remap_window);
+    if (x && x->remap_chunk && n < sizeof row->shape)
+        n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " dca c%u", x->remap_chunk);
     if (x && x->pos0 && n < sizeof row->shape)
         snprintf(row->shape + n, sizeof row->shape - n, " pos %u+", x->pos0);
 }
@@ -131,7 +146,7 @@ static rl_status run_case(rlvk_device *dev, attn_engine *e, const attn_case *c,
     attn_pe_bias pb = {0};
     pe_encoding *enc = NULL;
     rl_status st = RL_OK;
-    if (!data_make(c, xt ? xt->pos0 : 0, seed, &x) || !stats || !buckets || !o) {
+    if (!data_make(c, xt ? xt->pos0 : 0, xt && xt->remap_chunk, seed, &x) || !stats || !buckets || !o) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the attention case");
         goto done;
     }
@@ -157,11 +172,12 @@ static rl_status run_case(rlvk_device *dev, attn_engine *e, const attn_case *c,
                              : c->temp == ATTN_TEMP_QWEN_LOGN ? c->tokens / 4 + 1.0
                                                               : 0.35,
                    .temp_b = 64, .remap_window = xt ? xt->remap_window : 0,
-                   .path = coopmat ? 0 : c->path};
+                   .remap_chunk = xt ? xt->remap_chunk : 0, .path = coopmat ? 0 : c->path};
     float sinks[64];
     for (uint32_t h = 0; h < c->heads && h < 64; h++)
         sinks[h] = 1.5f - 0.75f * (float)h; /* above and below the logits' typical range */
-    attn_inputs in = {.q = x.q, .k = x.k, .v = x.v, .q_b = x.qb, .k_b = x.kb, .pos = x.pos,
+    attn_inputs in = {.q = x.q, .k = x.k, .v = x.v, .q_b = x.qb, .k_b = x.kb, .q_c = x.qc,
+                      .pos = x.pos,
                       .target = x.target, .bias = c->bias ? &pb.bias : NULL,
                       .sinks = c->sinks && c->heads <= 64 ? sinks : NULL};
     attn_outputs out = {.stats = stats, .buckets = buckets, .out = o};
@@ -372,14 +388,21 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
              * i - j = W - 1, W, W + 1. GQA with a window that cuts blocks
              * unevenly; paired (KL of the remapped attention against the
              * exact one) at positions near 2^20; W = 1 (only the diagonal
-             * exact) with a mask and learned sinks. */
-            attn_case rc[3] = {
+             * exact) with a mask and learned sinks; Dual Chunk Attention's
+             * three definitions by chunk distance (q_b, q_c stand for the
+             * successive and inter queries), chunks of 17 keys (uneven in
+             * blocks and workgroups), and at positions near 2^20. */
+            attn_case rc[5] = {
                 {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
                 {n, 2, 1, 32, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
                 {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, n / 3 + 1, 0, 0, 1, 0, pk},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
             };
-            chk_attn_extra rx[3] = {{n / 5 + 1, 0}, {7, (1u << 20) - n / 2}, {1, 0}};
-            for (int k = 0; k < 3 && !st && n >= 65; k++) {
+            chk_attn_extra rx[5] = {{n / 5 + 1, 0, 0}, {7, (1u << 20) - n / 2, 0}, {1, 0, 0},
+                                    {0, 0, 17}, {0, (1u << 20) - n / 2, n / 4 + 1}};
+            /* --quick: at 65 tokens only (their pipelines build in seconds each) */
+            for (int k = 0; k < 5 && !st && n >= 65 && !(opt->quick && n != 65); k++) {
                 chk_row row;
                 attn_row_name(&rc[k], &rx[k], 0, &row);
                 int run;

@@ -277,22 +277,27 @@ typedef struct exp_attn_mask {
  * remapping"), beside the mask keys: EXP_ATTN_REMAP_PARAMS(its four
  * indices) in a kind's parameter list, read with exp_attn_remap_get into
  * exp_attn_mask.remap. */
-#define EXP_ATTN_REMAP_PARAMS(R, RW, RG, RK)                                                    \
+#define EXP_ATTN_REMAP_PARAMS(R, RW, RG, RK, RC)                                                \
     [R] = {.key = "attn_remap", .type = RL_P_ENUM, .def = "\"none\"",                          \
-           .choices = "none|self_extend|rerope|leaky_rerope",                                   \
+           .choices = "none|self_extend|rerope|leaky_rerope|dca",                               \
            .help = "position remapping with two logit definitions: exact positions where "      \
                    "|i - j| < attn_remap_window, beyond Self-Extend's grouped positions, "        \
-                   "ReRoPE's distance w or Leaky ReRoPE's w + (i - j - w)/k"},                   \
+                   "ReRoPE's distance w or Leaky ReRoPE's w + (i - j - w)/k; dca: Dual Chunk "   \
+                   "Attention's intra / successive / inter-chunk positions"},                    \
     [RW] = {.key = "attn_remap_window", .type = RL_P_INT, .min = 1, .max = 1048576,             \
-            .def = "512", .help = "Self-Extend's neighbour window W, ReRoPE's window w"},        \
+            .def = "512", .help = "Self-Extend's neighbour window W, ReRoPE's window w, DCA's "  \
+                                  "local_size L"},                                               \
+    [RC] = {.key = "attn_remap_chunk", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",  \
+            .help = "DCA's chunk_size S > attn_remap_window (chunk length S - L); 0: 3/4 of "    \
+                    "the model's train_len (ChunkLlama's default)"},                             \
     [RG] = {.key = "attn_remap_group", .type = RL_P_INT, .min = 1, .max = 65536, .def = "4",   \
             .help = "Self-Extend's group size G (positions floor(p/G) beyond the window)"},    \
     [RK] = {.key = "attn_remap_leak", .type = RL_P_INT, .min = 1, .max = 65536, .def = "16",   \
             .help = "Leaky ReRoPE's k: slope 1/k beyond the window (bojone's scaling_factor)"}
 /* m->remap from a kind's resolved values of those four keys. */
 rl_status exp_attn_remap_get(const char *kind, const exp_value *r, const exp_value *rw,
-                             const exp_value *rg, const exp_value *rk, exp_attn_mask *m,
-                             rl_error *err);
+                             const exp_value *rg, const exp_value *rk, const exp_value *rc,
+                             uint32_t train_len, exp_attn_mask *m, rl_error *err);
 
 /* The mask from a kind's resolved values v[W], v[S], v[C], v[LS], v[SL],
  * v[T], v[TS], v[TF] (qwen_logn's L: train_len);
@@ -339,6 +344,7 @@ typedef struct exp_attn_result {
     vf_stats vec_q, vec_k, vec_qb, vec_kb; /* transformed vectors the verification downloaded
                                               (sampled q rows, all k rows) vs reference,
                                               guards included (n = 0: none) */
+    vf_stats vec_qc;         /* attn_remap dca: the inter-chunk queries (n = 0: none) */
     vf_stats attn_stats;     /* the engine's verdict (attn.verify.verdict) */
     char worst[32];          /* name of that statistic */
     int remap;               /* vec_qb/vec_kb are the remapped definition's operands */

@@ -63,12 +63,13 @@ rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_valu
 }
 
 rl_status exp_attn_remap_get(const char *kind, const exp_value *r, const exp_value *rw,
-                             const exp_value *rg, const exp_value *rk, exp_attn_mask *m,
-                             rl_error *err)
+                             const exp_value *rg, const exp_value *rk, const exp_value *rc,
+                             uint32_t train_len, exp_attn_mask *m, rl_error *err)
 {
     int method = attn_remap_from_name(r->str);
     m->remap = (attn_remap){.method = method < 0 ? 0 : method, .window = (uint32_t)rw->num,
-                            .group = (uint32_t)rg->num, .leak = (uint32_t)rk->num};
+                            .group = (uint32_t)rg->num, .leak = (uint32_t)rk->num,
+                            .chunk = rc->num ? (uint32_t)rc->num : train_len / 4 * 3};
     if (method < 0)
         return rl_fail(err, RL_ERR_ARG, "%s: attn_remap '%s' is not one of none, self_extend, "
                                         "rerope, leaky_rerope", kind, r->str);
@@ -212,7 +213,14 @@ static attn_desc io_desc(const pe_encoding *e, const exp_attn_io *io, int have_b
         .head_dim = sh->head_dim, .causal = io->causal,
         .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
         .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
-        .remap_window = io->mask.remap.method != ATTN_REMAP_NONE ? io->mask.remap.window : 0,
+        /* position remapping: the window methods' W, or DCA's chunk length S - L */
+        .remap_window = io->mask.remap.method != ATTN_REMAP_NONE &&
+                                io->mask.remap.method != ATTN_REMAP_DCA
+                            ? io->mask.remap.window
+                            : 0,
+        .remap_chunk = io->mask.remap.method == ATTN_REMAP_DCA
+                           ? io->mask.remap.chunk - io->mask.remap.window
+                           : 0,
         .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)scale, .scale_b = (float)scale_b,
         .verify_rows = io->verify_rows,
@@ -265,8 +273,9 @@ static rl_status sink_reference(const attn_desc *d, const attn_inputs *in, int h
         .chunk_size = d->chunk_size, .sinks = in->sinks, .temp = d->temp, .temp_a = d->temp_a,
         .temp_b = d->temp_b,
         /* position remapping: the remapped definition beyond remap_window */
-        .remap_window = d->remap_window, .q_b = d->remap_window ? in->q_b : NULL,
-        .k_b = d->remap_window ? in->k_b : NULL,
+        .remap_window = d->remap_window, .q_b = d->remap_window || d->remap_chunk ? in->q_b : NULL,
+        .k_b = d->remap_window || d->remap_chunk ? in->k_b : NULL,
+        .remap_chunk = d->remap_chunk, .q_c = d->remap_chunk ? in->q_c : NULL,
     };
     uint64_t S = io->ref_sink_keys < T ? io->ref_sink_keys : T;
     for (uint64_t r = 0; r < rows; r++) {
@@ -314,6 +323,13 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
      * with the exact definition (attn_desc.remap_window). */
     const attn_remap *rm = &io->mask.remap;
     int remap = rm->method != ATTN_REMAP_NONE;
+    /* Dual Chunk Attention: definition a is the intra-chunk one (Q and K
+     * both at chunk positions), b the successive-chunk queries, c the
+     * inter-chunk ones; every definition's keys are K at j mod c. */
+    int dca = rm->method == ATTN_REMAP_DCA;
+    if (dca && (io->flags & ATTN_PAIRED))
+        return rl_fail(err, RL_ERR_ARG, "attn_remap dca: three definitions, no paired mode (no "
+                                        "exact definition among them)");
     if (remap && b)
         return rl_fail(err, RL_ERR_ARG, "attn_remap %s: a paired encoding cannot be combined with "
                                         "remapping (its definition b is the exact positions)",
@@ -325,6 +341,9 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     pe_encoding *far_own = NULL;
     const pe_encoding *eg = NULL;       /* remap: the encoding of the remapped definition */
     uint32_t *qpos_g = NULL, *kpos_g = NULL; /* remap: its query / key positions */
+    uint32_t *qpos_a = NULL, *qpos_c = NULL; /* dca: intra- and inter-chunk query positions */
+    rlvk_buffer bqc = {0}, bpqa = {0}, bpqc = {0};
+    float *hqc = NULL;
     xforms X = {.tokens = T};
     attn_pe_bias pb;
     int have_bias = 0;
@@ -378,8 +397,17 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
                          (unsigned long long)T);
             goto done;
         }
-        if ((st = attn_remap_positions(rm, pos, T, qpos_g, kpos_g, err)) ||
-            (st = pe_vec_check(eg, qpos_g, T, err)) || (st = pe_vec_check(eg, kpos_g, T, err)))
+        if (dca && (!(qpos_a = malloc(T * sizeof *qpos_a)) ||
+                    !(qpos_c = malloc(T * sizeof *qpos_c)))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu positions",
+                         (unsigned long long)T);
+            goto done;
+        }
+        if ((st = dca ? attn_remap_dca_positions(rm, pos, T, qpos_a, qpos_g, qpos_c, kpos_g, err)
+                      : attn_remap_positions(rm, pos, T, qpos_g, kpos_g, err)) ||
+            (st = pe_vec_check(eg, qpos_g, T, err)) || (st = pe_vec_check(eg, kpos_g, T, err)) ||
+            (dca && ((st = pe_vec_check(eg, qpos_a, T, err)) ||
+                     (st = pe_vec_check(eg, qpos_c, T, err)))))
             goto done;
     }
     int ea = pe_has_vectors(e), eb = b && pe_has_vectors(b);
@@ -400,7 +428,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         /* The remapped definition: from the raw tensors (before a's
          * in-place transform), rotated at its own positions. */
         if ((st = operand_create(dev, "Q_remap", NULL, nq, &bqb, err)) ||
-            (st = operand_create(dev, "K_remap", NULL, nk, &bkb, err)) ||
+            (!dca && (st = operand_create(dev, "K_remap", NULL, nk, &bkb, err))) ||
             (st = rlvk_buffer_create(dev, T * 4, "remapped q positions", &bpq, err)) ||
             (st = rlvk_buffer_create(dev, T * 4, "remapped k positions", &bpk, err)) ||
             (st = rlvk_buffer_upload(dev, &bpq, 0, qpos_g, T * 4, err)) ||
@@ -408,13 +436,33 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
             (st = xform_add(dev, &X, eg, H, PE_ROLE_Q, qpos_g, &bq, &bqb, err)))
             goto done;
         X.t[X.n - 1].pos = &bpq;
-        if ((st = xform_add(dev, &X, eg, KV, PE_ROLE_K, kpos_g, &bk, &bkb, err)))
-            goto done;
-        X.t[X.n - 1].pos = &bpk;
+        if (!dca) {
+            if ((st = xform_add(dev, &X, eg, KV, PE_ROLE_K, kpos_g, &bk, &bkb, err)))
+                goto done;
+            X.t[X.n - 1].pos = &bpk;
+        } else {
+            /* inter-chunk queries from the raw Q; a's Q and K in place
+             * below, at the intra-chunk and key positions */
+            if ((st = operand_create(dev, "Q_inter", NULL, nq, &bqc, err)) ||
+                (st = rlvk_buffer_create(dev, T * 4, "intra-chunk q positions", &bpqa, err)) ||
+                (st = rlvk_buffer_create(dev, T * 4, "inter-chunk q positions", &bpqc, err)) ||
+                (st = rlvk_buffer_upload(dev, &bpqa, 0, qpos_a, T * 4, err)) ||
+                (st = rlvk_buffer_upload(dev, &bpqc, 0, qpos_c, T * 4, err)) ||
+                (st = xform_add(dev, &X, eg, H, PE_ROLE_Q, qpos_c, &bq, &bqc, err)))
+                goto done;
+            X.t[X.n - 1].pos = &bpqc;
+        }
     }
-    if (ea && ((st = xform_add(dev, &X, e, H, PE_ROLE_Q, pos, &bq, &bq, err)) ||
-               (st = xform_add(dev, &X, e, KV, PE_ROLE_K, pos, &bk, &bk, err))))
-        goto done;
+    /* Definition a's own positions: the caller's, or DCA's chunk positions. */
+    const uint32_t *pos_qa = dca ? qpos_a : pos, *pos_ka = dca ? kpos_g : pos;
+    if (ea) {
+        if ((st = xform_add(dev, &X, e, H, PE_ROLE_Q, pos_qa, &bq, &bq, err)))
+            goto done;
+        X.t[X.n - 1].pos = dca ? &bpqa : NULL;
+        if ((st = xform_add(dev, &X, e, KV, PE_ROLE_K, pos_ka, &bk, &bk, err)))
+            goto done;
+        X.t[X.n - 1].pos = dca ? &bpk : NULL;
+    }
     if ((io->flags & ATTN_OUT) &&
         ((st = rlvk_buffer_create(dev, nk * sizeof(float), "V", &bv, err)) ||
          (st = rlvk_buffer_upload(dev, &bv, 0, io->v, nk * sizeof(float), err))))
@@ -448,7 +496,8 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     }
     attn_resident in = {
         .q = &bq, .k = &bk, .v = (io->flags & ATTN_OUT) ? &bv : NULL,
-        .q_b = (b || remap) ? &bqb : NULL, .k_b = (b || remap) ? &bkb : NULL,
+        .q_b = (b || remap) ? &bqb : NULL,
+        .k_b = dca ? &bk : (b || remap) ? &bkb : NULL, .q_c = dca ? &bqc : NULL,
         .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL, .sinks = sinks,
         .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
     };
@@ -467,9 +516,9 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
             goto done;
         }
-        if ((st = operand_fetch(dev, eref, PE_ROLE_Q, &bq, io->q, pos, T, H, 0, rows, hq,
+        if ((st = operand_fetch(dev, eref, PE_ROLE_Q, &bq, io->q, pos_qa, T, H, 0, rows, hq,
                                 &r->vec_q, err)) ||
-            (st = operand_fetch(dev, eref, PE_ROLE_K, &bk, io->k, pos, T, KV, 1, rows, hk,
+            (st = operand_fetch(dev, eref, PE_ROLE_K, &bk, io->k, pos_ka, T, KV, 1, rows, hk,
                                 &r->vec_k, err)))
             goto done;
         ref.q = hq;
@@ -479,17 +528,23 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         exact_copy(nk, &r->vec_k);
     }
     if (remap) {
-        if (!(hqb = malloc(nq * sizeof *hqb)) || !(hkb = malloc(nk * sizeof *hkb))) {
+        if (!(hqb = malloc(nq * sizeof *hqb)) || !(hkb = malloc(nk * sizeof *hkb)) ||
+            (dca && !(hqc = malloc(nq * sizeof *hqc)))) {
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the remapped Q/K");
             goto done;
         }
         if ((st = operand_fetch(dev, eg, PE_ROLE_Q, &bqb, io->q, qpos_g, T, H, 0, rows, hqb,
                                 &r->vec_qb, err)) ||
-            (st = operand_fetch(dev, eg, PE_ROLE_K, &bkb, io->k, kpos_g, T, KV, 1, rows, hkb,
-                                &r->vec_kb, err)))
+            (!dca && (st = operand_fetch(dev, eg, PE_ROLE_K, &bkb, io->k, kpos_g, T, KV, 1, rows,
+                                         hkb, &r->vec_kb, err))) ||
+            (dca && (st = operand_fetch(dev, eg, PE_ROLE_Q, &bqc, io->q, qpos_c, T, H, 0, rows,
+                                        hqc, &r->vec_qc, err))))
             goto done;
         ref.q_b = hqb;
-        ref.k_b = hkb;
+        ref.k_b = dca ? hk : hkb; /* dca: one key set */
+        ref.q_c = hqc;
+        if (dca)
+            exact_copy(nk, &r->vec_kb); /* K_b is K itself */
         r->remap = 1;
     }
     if (b) {
@@ -520,7 +575,8 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     r->attn_stats = r->attn.verify.verdict;
     snprintf(r->worst, sizeof r->worst, "%s", r->attn.verify.worst);
     r->pass = r->vec_q.pass && r->vec_k.pass && r->attn_stats.pass &&
-              (!(b || remap) || (r->vec_qb.pass && r->vec_kb.pass));
+              (!(b || remap) || (r->vec_qb.pass && r->vec_kb.pass)) &&
+              (!dca || r->vec_qc.pass);
     r->verify_s = rl_now() - t_verify;
 done:
     if (have_bias)
@@ -528,6 +584,9 @@ done:
     for (uint32_t i = 0; i < X.n; i++)
         pe_vec_gpu_destroy(&X.t[i].g);
     rlvk_buffer_destroy(dev, &bv);
+    rlvk_buffer_destroy(dev, &bqc);
+    rlvk_buffer_destroy(dev, &bpqa);
+    rlvk_buffer_destroy(dev, &bpqc);
     rlvk_buffer_destroy(dev, &bpk);
     rlvk_buffer_destroy(dev, &bpq);
     rlvk_buffer_destroy(dev, &bkb);
@@ -542,6 +601,9 @@ done:
     pe_encoding_destroy(far_own);
     free(qpos_g);
     free(kpos_g);
+    free(qpos_a);
+    free(qpos_c);
+    free(hqc);
     return st;
 }
 
@@ -549,10 +611,11 @@ int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
 {
     sink->verify_s += r->verify_s;
     char what[160];
-    const vf_stats *v[4] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb};
-    static const char *const names[4] = {"q", "k", "q (paired)", "k (paired)"};
-    static const char *const remapped[4] = {"q", "k", "q (remapped)", "k (remapped)"};
-    for (int i = 0; i < 4; i++) {
+    const vf_stats *v[5] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb, &r->vec_qc};
+    static const char *const names[5] = {"q", "k", "q (paired)", "k (paired)", ""};
+    static const char *const remapped[5] = {"q", "k", "q (remapped)", "k (remapped)",
+                                             "q (remapped, inter-chunk)"};
+    for (int i = 0; i < 5; i++) {
         if (v[i]->n == 0)
             continue;
         snprintf(what, sizeof what, "%s: transformed %s, device vs double reference", label,
@@ -612,9 +675,10 @@ rl_status exp_attn_remap_check(const exp_run *run, uint64_t max_len, const attn_
     if (!st)
         st = attn_remap_encoding(r, e, &far, err);
     /* every map is monotone in the position: the last token's are the largest */
-    uint32_t last = (uint32_t)(max_len - 1), qp, kp;
+    uint32_t last = (uint32_t)(max_len - 1), qp, kp, qa, qc;
     if (!st)
-        st = attn_remap_positions(r, &last, 1, &qp, &kp, err);
+        st = r->method == ATTN_REMAP_DCA ? attn_remap_dca_positions(r, &last, 1, &qa, &qp, &qc, &kp, err)
+                                         : attn_remap_positions(r, &last, 1, &qp, &kp, err);
     if (!st)
         st = pe_vec_check(far ? far : e, &qp, 1, err);
     pe_encoding_destroy(far);

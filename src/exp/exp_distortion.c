@@ -29,7 +29,7 @@
 #include "pe/pe.h"
 
 enum { P_LENGTH, P_ATTENTION_FACTOR, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
-    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_COUNT };
+    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_LENGTH] = {.key = "length", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                   .help = "tokens (0: the model's train_len, the original context)"},
@@ -38,7 +38,7 @@ static const rl_param params[P_COUNT] = {
                                     "logits)"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
-    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK),
+    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get); length
@@ -62,7 +62,11 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
                            run->model.train_len, &p->mask, err);
     if (!st)
         st = exp_attn_remap_get("distortion", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                &v[P_RLEAK], &p->mask, err);
+                                &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
+    if (!st && p->mask.remap.method == ATTN_REMAP_DCA)
+        return rl_fail(err, RL_ERR_ARG, "distortion: attn_remap dca is not supported (its three "
+                                        "definitions leave no room for the exact one its KL "
+                                        "pass compares with)");
     if (!st && p->mask.temp)
         return rl_fail(err, RL_ERR_ARG, "distortion: attn_temperature is not supported (the engine "
                                         "scales definition a only; its KL pass is paired)");

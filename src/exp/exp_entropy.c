@@ -33,7 +33,7 @@
 #include "pe/pe.h"
 
 enum { P_MIN_LEN, P_MAX_LEN, P_SINK_TOKENS, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT,
-    P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_COUNT };
+    P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
                    .help = "shortest sequence (tokens); lengths double up to max_len"},
@@ -45,7 +45,7 @@ static const rl_param params[P_COUNT] = {
                                "first sink_tokens keys per length and query position (0: off)"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
-    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK),
+    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
@@ -69,7 +69,7 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
                            run->model.train_len, &p->mask, err);
     if (!st)
         st = exp_attn_remap_get("entropy", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                &v[P_RLEAK], &p->mask, err);
+                                &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
     const exp_attn_mask *m = &p->mask;
     /* The sink mass is that of the first sink_tokens keys in the run's own
      * attention; a window or chunk would hide them from later rows unless

@@ -42,7 +42,7 @@
 enum {
     P_MIN_LEN, P_MAX_LEN, P_SIMILARITY, P_NEEDLE_SCALE, P_NOISE, P_DISTRACTORS,
     P_DISTRACTOR_SCALE, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
-    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_COUNT
+    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT
 };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 4, .max = 1048576, .def = "256",
@@ -63,7 +63,7 @@ static const rl_param params[P_COUNT] = {
                             .help = "gaussian distractors: standard deviation per element"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
-    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK),
+    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
@@ -91,7 +91,7 @@ static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
                            run->model.train_len, &p->mask, err);
         if (!st)
             st = exp_attn_remap_get("retrieval", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                    &v[P_RLEAK], &p->mask, err);
+                                    &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
     }
     return st;
 }
