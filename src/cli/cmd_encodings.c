@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "core/rl_util.h"
+#include "exp/exp.h"
 #include "pe/pe.h"
 
 static const char *acts_str(int acts)
@@ -96,7 +97,9 @@ int cmd_encodings(int argc, char **argv)
                        "what it acts on (q/k vectors, attention logits, both) and its parameters\n"
                        "with type (range or choices), default and help (set them with\n"
                        "`--set key=value`). A default the encoding derives from other keys or the\n"
-                       "model (most of rope's) is shown as the help states it.",
+                       "model (most of rope's) is shown as the help states it. The text ends with\n"
+                       "the attention-side methods (masks, sinks, temperature, position remapping),\n"
+                       "which are batch keys of the attention kinds, not encodings.",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -128,6 +131,27 @@ int cmd_encodings(int argc, char **argv)
             printf("    (no parameters)\n");
         printf("\n");
         json_decref(ps);
+    }
+    if (!json) {
+        /* The attention-side methods: the attention kinds' own attn_* keys
+         * (declared once in exp.h, EXP_ATTN_MASK_PARAMS / _REMAP_PARAMS),
+         * printed from the entropy kind's list. */
+        const exp_kind *k = exp_find("entropy");
+        printf("attention   attention-side methods: batch keys (params) of the entropy, retrieval "
+               "and distortion kinds\n            docs/attention.md (masks, learned sinks, "
+               "temperature, position remapping)\n");
+        for (size_t j = 0; k && j < k->n_params; j++) {
+            const pe_param *p = &k->params[j];
+            if (strncmp(p->key, "attn_", 5) != 0)
+                continue;
+            char ty[160], def[160];
+            size_t help_len;
+            type_text(p, ty, sizeof ty);
+            default_text(p, def, sizeof def, &help_len);
+            printf("    %-16s %s; default %s\n    %-16s %.*s\n", p->key, ty, def, "",
+                   (int)help_len, p->help);
+        }
+        printf("\n");
     }
     if (json) {
         char *s = json_dumps(arr, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
