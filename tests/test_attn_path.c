@@ -67,6 +67,16 @@ START_TEST(lavapipe_gets_scalar_and_supports_subgroup)
     assert_within(&p, &d128_o, &a);
     ck_assert_uint_eq(a.block_keys, 16); /* 16 x 128 x 4 x 2 + 96 = 16480 <= 32768 */
     ck_assert(strstr(a.why, "CPU device"));
+    /* CPU devices: at most 4 blocks per dispatch (compile time in the run's
+     * own process, docs/runner.md "Timing"); a GPU keeps the unroll budget's */
+    ck_assert_uint_eq(a.max_chunk_blocks, ATTN_PATH_CPU_MAX_BLOCKS);
+    {
+        attn_path_props g = gpu(32, 49152, 1024, 0);
+        attn_path ga;
+        attn_path_eval(&g, &d128_o, ATTN_PATH_SCALAR, &ga);
+        ck_assert(ga.supported);
+        ck_assert_uint_eq(ga.max_chunk_blocks, 0);
+    }
     attn_path_eval(&p, &d128_o, ATTN_PATH_SUBGROUP, &a);
     assert_within(&p, &d128_o, &a);
     ck_assert_uint_eq(a.split, 4); /* 128 / 32 lanes' worth, <= subgroup 8 */

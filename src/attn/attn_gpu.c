@@ -139,6 +139,20 @@ static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
  * RL_ATTN_UNROLL_BUDGET vec4 multiply-adds per invocation and dispatch (128
  * keys at head_dim 128 for statistics alone). */
 #define RL_ATTN_UNROLL_BUDGET 4096u
+static uint32_t key_blocks(const attn_desc *d, uint32_t kb, uint32_t split);
+
+/* Blocks per dispatch of a run of d on path a: d's own, else the path's
+ * fixed count, else the unroll budget's, capped by the path (CPU devices). */
+static uint32_t path_blocks(const attn_desc *d, uint32_t kb, const attn_path *a)
+{
+    if (d->chunk_blocks)
+        return d->chunk_blocks;
+    if (a->chunk_blocks)
+        return a->chunk_blocks;
+    uint32_t b = key_blocks(d, kb, a->split);
+    return a->max_chunk_blocks && b > a->max_chunk_blocks ? a->max_chunk_blocks : b;
+}
+
 static uint32_t key_blocks(const attn_desc *d, uint32_t kb, uint32_t split)
 {
     if (d->chunk_blocks)
@@ -466,8 +480,7 @@ rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items
         if (!path.supported)
             continue;
         uint32_t kb = block_keys(e->dev, &d);
-        uint32_t blocks = d.chunk_blocks || !path.chunk_blocks ? key_blocks(&d, kb, path.split)
-                                                               : path.chunk_blocks;
+        uint32_t blocks = path_blocks(&d, kb, &path);
         uint64_t span = it->max_distance ? it->max_distance : d.tokens - 1;
         pipe_desc(v, &d, it->sinks, kb, blocks, path.split, kernel_buckets(&d, span), keys[m],
                   specs[m], &pds[m]);
@@ -798,8 +811,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     attn_path path;
     path_of(dev, &d, &path);
     uint32_t kb = block_keys(dev, &d);
-    uint32_t blocks = d.chunk_blocks || !path.chunk_blocks ? key_blocks(&d, kb, path.split)
-                                                           : path.chunk_blocks;
+    uint32_t blocks = path_blocks(&d, kb, &path);
     res->path = path.kind;
     res->split = path.split;
     attn_layout L;

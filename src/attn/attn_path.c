@@ -94,8 +94,15 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
             return;
         }
         out->supported = 1;
-        snprintf(out->why, sizeof out->why, "one invocation per query row, %u-key blocks",
-                 out->block_keys);
+        /* CPU drivers compile the unrolled kernel in the run's own process
+         * on the cores that then run it: lavapipe's compile CPU per pipeline
+         * is 0.07 / 0.125 / 0.27 / 0.67 s at 1 / 2 / 4 / 8 blocks per
+         * dispatch (head_dim 128, statistics), while a pass at 4 blocks
+         * costs about 4% more than at 8 (docs/runner.md "Timing"). */
+        if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+            out->max_chunk_blocks = ATTN_PATH_CPU_MAX_BLOCKS;
+        snprintf(out->why, sizeof out->why, "one invocation per query row, %u-key blocks%s",
+                 out->block_keys, out->max_chunk_blocks ? ", at most 4 per dispatch (CPU)" : "");
         return;
     }
     if (kind == ATTN_PATH_COOPMAT) {

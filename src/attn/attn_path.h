@@ -21,6 +21,9 @@ typedef enum attn_path_kind {
 
 /* What the choice reads: a device's properties (attn_path_props_of fills it
  * from rlvk_device_info; tests feed made-up sets). */
+/* Blocks per dispatch at most on CPU devices (the scalar path). */
+#define ATTN_PATH_CPU_MAX_BLOCKS 4u
+
 typedef struct attn_path_props {
     VkPhysicalDeviceType type;
     uint32_t subgroup_size;
@@ -52,6 +55,8 @@ typedef struct attn_path {
     uint32_t wg_size;       /* invocations per workgroup: ATTN_WG queries x split */
     uint32_t block_keys;    /* keys staged per block (16, 8 or 4) */
     uint32_t chunk_blocks;  /* blocks per dispatch; 0: the engine's unroll budget decides */
+    uint32_t max_chunk_blocks; /* cap on the engine's choice (0: none; CPU devices:
+                                  ATTN_PATH_CPU_MAX_BLOCKS, compile time) */
     char why[200];
 } attn_path;
 
