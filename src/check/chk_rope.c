@@ -47,17 +47,25 @@ void chk_rope_inputs(const chk_options *opt, const char *stream, float *x, size_
     }
 }
 
+/* The case's desc (base at its shape, layout and precision) and freqs. */
+static rl_status case_freqs(const rope_case *c, const rope_desc *base, int layout, int precision,
+                            rope_desc *desc, rope_freqs *f, rl_error *err)
+{
+    *desc = *base;
+    desc->head_dim = c->head_dim;
+    desc->rotary_dim = c->rotary_dim;
+    desc->layout = layout;
+    desc->precision = precision;
+    return rope_freqs_compute(desc, f, err);
+}
+
 static rl_status run_rope_case(rlvk_device *dev, rope_kernel *k, const rope_case *c,
                                const rope_desc *base, int layout, int precision,
                                const chk_options *opt, chk_report *report, rl_error *err)
 {
-    rope_desc desc = *base;
-    desc.head_dim = c->head_dim;
-    desc.rotary_dim = c->rotary_dim;
-    desc.layout = layout;
-    desc.precision = precision;
+    rope_desc desc;
     rope_freqs f;
-    rl_status st = rope_freqs_compute(&desc, &f, err);
+    rl_status st = case_freqs(c, base, layout, precision, &desc, &f, err);
     if (st)
         return st;
     chk_row row = {0};
@@ -123,13 +131,9 @@ static rl_status run_mrope_case(rlvk_device *dev, rope_kernel *k, const rope_cas
                                 const rope_desc *base, int layout, int precision,
                                 const chk_options *opt, chk_report *report, rl_error *err)
 {
-    rope_desc desc = *base;
-    desc.head_dim = c->head_dim;
-    desc.rotary_dim = c->rotary_dim;
-    desc.layout = layout;
-    desc.precision = precision;
+    rope_desc desc;
     rope_freqs f;
-    rl_status st = rope_freqs_compute(&desc, &f, err);
+    rl_status st = case_freqs(c, base, layout, precision, &desc, &f, err);
     if (st)
         return st;
     chk_row row = {0};

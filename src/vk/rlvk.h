@@ -123,8 +123,6 @@ typedef struct rlvk_device_info {
     uint32_t subgroup_size;
     uint32_t subgroup_ops;           /* VkSubgroupFeatureFlags (subgroupSupportedOperations) */
     uint32_t subgroup_stages;        /* VkShaderStageFlags (subgroupSupportedStages) */
-    int coopmat_ext;                 /* VK_KHR_cooperative_matrix is offered (extension only;
-                                        features and shapes are not queried here) */
     uint32_t max_shared_memory;      /* maxComputeSharedMemorySize, bytes */
     uint32_t max_workgroup_count[3];
     uint32_t max_workgroup_size[3];

@@ -167,7 +167,6 @@ rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
     info->subgroup_size = sub.subgroupSize;
     info->subgroup_ops = sub.supportedOperations;
     info->subgroup_stages = sub.supportedStages;
-    info->coopmat_ext = has_device_extension(pd, "VK_KHR_cooperative_matrix");
     info->max_shared_memory = p->limits.maxComputeSharedMemorySize;
     for (int i = 0; i < 3; i++) {
         info->max_workgroup_count[i] = p->limits.maxComputeWorkGroupCount[i];
