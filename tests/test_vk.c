@@ -506,6 +506,14 @@ START_TEST(compile_threads_follow_device_then_environment_then_idle_cores)
     ck_assert_uint_eq(rlvk_compile_threads(&dev), 3);
     setenv("RL_COMPILE_THREADS", "1000", 1);
     ck_assert_uint_eq(rlvk_compile_threads(&dev), RLVK_MAX_COMPILE_THREADS);
+    /* not a whole number >= 1: a warning and the default (at most the online CPUs;
+     * strtol alone read "9x" as 9) */
+    setenv("RL_COMPILE_THREADS", "9x", 1);
+    n = rlvk_compile_threads(&dev);
+    ck_assert(n >= 1 && (long)n <= cpus);
+    setenv("RL_COMPILE_THREADS", "0", 1);
+    n = rlvk_compile_threads(&dev);
+    ck_assert(n >= 1 && (long)n <= cpus);
     dev.compile_threads = 2;
     ck_assert_uint_eq(rlvk_compile_threads(&dev), 2);
     unsetenv("RL_COMPILE_THREADS");

@@ -161,8 +161,16 @@ uint32_t rlvk_compile_threads(const rlvk_device *dev)
 {
     long n = dev->compile_threads;
     const char *env = getenv("RL_COMPILE_THREADS");
-    if (!n && env && *env)
-        n = strtol(env, NULL, 10);
+    if (!n && env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end || v < 1) /* said, not silently replaced: the default follows */
+            fprintf(stderr, "ropelab: RL_COMPILE_THREADS '%s' is not a whole number >= 1; "
+                            "compiling on the default thread count (the caller + idle cores)\n",
+                    env);
+        else
+            n = v;
+    }
     if (!n) {
         /* The calling thread plus one per idle core: on a saturated
          * machine (lavapipe, 2 shared cores) two concurrent compiles took
