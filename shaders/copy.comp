@@ -1,9 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
-/* Plain vec4 copy: the bandwidth yardstick `ropelab bench` compares kernels to. */
+/* Plain vec4 copy: the bandwidth yardstick `ropelab bench` compares kernels
+ * to. Each invocation copies PER consecutive vec4s (bench.h: the yardstick
+ * uses BENCH_COPY_VEC4, one 64-byte line per invocation, the fastest mapping
+ * measured on lavapipe; docs/rope.md). */
 #include "rl_push.h"
 #include "rl_common.glsl"
+
+layout(constant_id = 1) const uint32_t PER = 1u;
 
 layout(push_constant) uniform Push { rl_copy_push p; } pc;
 
@@ -12,7 +17,8 @@ layout(std430, binding = 1) writeonly buffer Y { vec4 y[]; };
 
 void main()
 {
-    uint32_t i = RL_GROUP_ID * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    if (i < pc.p.n_vec4)
-        y[i] = x[i];
+    uint32_t b = (RL_GROUP_ID * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * PER;
+    for (uint32_t j = 0u; j < PER; j++)
+        if (b + j < pc.p.n_vec4)
+            y[b + j] = x[b + j];
 }

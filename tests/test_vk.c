@@ -163,7 +163,7 @@ START_TEST(dispatch_splits_beyond_max_group_count)
     uint32_t n_vec4 = (uint32_t)(groups * 64 - 17); /* partial last group */
     uint64_t bytes = (uint64_t)n_vec4 * 16;
     rlvk_buffer x, y;
-    rlvk_pipeline copy;
+    bench_copy copy; /* one vec4 per invocation: groups * 64 invocations */
     ck_assert_int_eq(rlvk_buffer_create(&g.dev, bytes, "x", &x, &err), RL_OK);
     ck_assert_int_eq(rlvk_buffer_create(&g.dev, bytes + 64, "y", &y, &err), RL_OK);
     uint32_t *h = malloc(bytes + 64);
@@ -173,7 +173,7 @@ START_TEST(dispatch_splits_beyond_max_group_count)
     uint32_t guard[16];
     memset(guard, 0xAB, sizeof guard);
     ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &y, bytes, guard, 64, &err), RL_OK);
-    ck_assert_int_eq(bench_copy_create(&g.dev, &copy, &err), RL_OK);
+    ck_assert_int_eq(bench_copy_create(&g.dev, 1, &copy, &err), RL_OK);
     rlvk_cmd cmd;
     ck_assert_int_eq(rlvk_cmd_begin(&g.dev, 1, &cmd, &err), RL_OK);
     rlvk_cmd_timestamp(&cmd, 0);
@@ -196,9 +196,53 @@ START_TEST(dispatch_splits_beyond_max_group_count)
     ck_assert_mem_eq(o + bytes / 4, guard, 64);
     free(h);
     free(o);
-    rlvk_pipeline_destroy(&g.dev, &copy);
+    bench_copy_destroy(&g.dev, &copy);
     rlvk_buffer_destroy(&g.dev, &x);
     rlvk_buffer_destroy(&g.dev, &y);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* The bandwidth yardstick copies BENCH_COPY_VEC4 consecutive vec4s per
+ * invocation: every vec4 of a length that fills neither a last invocation
+ * nor a last workgroup is copied once, and nothing past the end is written. */
+START_TEST(yardstick_copy_covers_every_vec4_and_no_more)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    const uint32_t lens[3] = {1, BENCH_COPY_VEC4 * 64 * 3 + 7, BENCH_COPY_VEC4 * 64 + 4};
+    for (int t = 0; t < 3; t++) {
+        uint32_t n_vec4 = lens[t];
+        uint64_t bytes = (uint64_t)n_vec4 * 16;
+        rlvk_buffer x, y;
+        bench_copy copy;
+        ck_assert_int_eq(rlvk_buffer_create(&g.dev, bytes + 64, "x", &x, &err), RL_OK);
+        ck_assert_int_eq(rlvk_buffer_create(&g.dev, bytes + 64, "y", &y, &err), RL_OK);
+        uint32_t *h = malloc(bytes + 64), *o = malloc(bytes + 64), guard[16];
+        for (uint64_t i = 0; i < bytes / 4 + 16; i++)
+            h[i] = (uint32_t)(i * 2654435761u + 7u);
+        memset(guard, 0xAB, sizeof guard);
+        ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &x, 0, h, bytes + 64, &err), RL_OK);
+        ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &y, bytes, guard, 64, &err), RL_OK);
+        ck_assert_int_eq(bench_copy_create(&g.dev, 0, &copy, &err), RL_OK);
+        ck_assert_uint_eq(copy.vec4_per_inv, BENCH_COPY_VEC4);
+        rlvk_cmd cmd;
+        ck_assert_int_eq(rlvk_cmd_begin(&g.dev, 1, &cmd, &err), RL_OK);
+        ck_assert_int_eq(bench_copy_record(&cmd, &copy, &x, &y, n_vec4, &err), RL_OK);
+        ck_assert_int_eq(rlvk_cmd_submit_wait(&cmd, &err), RL_OK);
+        rlvk_cmd_destroy(&cmd);
+        ck_assert_int_eq(rlvk_buffer_download(&g.dev, &y, 0, o, bytes + 64, &err), RL_OK);
+        for (uint64_t i = 0; i < bytes / 4; i++)
+            if (o[i] != h[i])
+                ck_abort_msg("n_vec4 %u: element %llu not copied", n_vec4, (unsigned long long)i);
+        ck_assert_mem_eq(o + bytes / 4, guard, 64);
+        free(h);
+        free(o);
+        bench_copy_destroy(&g.dev, &copy);
+        rlvk_buffer_destroy(&g.dev, &x);
+        rlvk_buffer_destroy(&g.dev, &y);
+    }
     rl_gpu_close(&g);
 }
 END_TEST
@@ -208,9 +252,9 @@ START_TEST(dispatch_reports_exhausted_descriptor_reservation)
     rl_gpu g;
     rl_gpu_open(&g);
     rl_error err = {0};
-    rlvk_pipeline copy;
+    bench_copy copy;
     rlvk_buffer x, y;
-    ck_assert_int_eq(bench_copy_create(&g.dev, &copy, &err), RL_OK);
+    ck_assert_int_eq(bench_copy_create(&g.dev, 0, &copy, &err), RL_OK);
     ck_assert_int_eq(rlvk_buffer_create(&g.dev, 64, "x", &x, &err), RL_OK);
     ck_assert_int_eq(rlvk_buffer_create(&g.dev, 64, "y", &y, &err), RL_OK);
     rlvk_cmd cmd;
@@ -221,7 +265,7 @@ START_TEST(dispatch_reports_exhausted_descriptor_reservation)
     rlvk_cmd_destroy(&cmd);
     rlvk_buffer_destroy(&g.dev, &x);
     rlvk_buffer_destroy(&g.dev, &y);
-    rlvk_pipeline_destroy(&g.dev, &copy);
+    bench_copy_destroy(&g.dev, &copy);
     rl_gpu_close(&g);
 }
 END_TEST
@@ -390,11 +434,11 @@ static void persisted_session(rlvk_pcache_info *open_info, rlvk_pcache_info *clo
     ck_assert_int_eq(rlvk_select(&inst, "auto", idx, &n, &err), RL_OK);
     ck_assert_msg(rlvk_device_create(&inst, idx[0], &dev, &err) == RL_OK, "%s", err.msg);
     *open_info = dev.pcache;
-    rlvk_pipeline copy;
-    ck_assert_msg(bench_copy_create(&dev, &copy, &err) == RL_OK, "%s", err.msg);
+    bench_copy copy;
+    ck_assert_msg(bench_copy_create(&dev, 0, &copy, &err) == RL_OK, "%s", err.msg);
     ck_assert_uint_eq(dev.n_pipelines, 1);
     ck_assert(dev.pipeline_s > 0);
-    rlvk_pipeline_destroy(&dev, &copy);
+    bench_copy_destroy(&dev, &copy);
     rlvk_device_destroy(&dev);
     *closed = dev.pcache;
     ck_assert_msg(rlvk_instance_messages(&inst) == 0, "validation: %s", inst.first_message);
@@ -640,6 +684,7 @@ int main(void)
     tcase_add_test(tc, transfer_counters_count_bytes_that_crossed);
     tcase_add_test(tc, size_check_names_the_limit);
     tcase_add_test(tc, dispatch_splits_beyond_max_group_count);
+    tcase_add_test(tc, yardstick_copy_covers_every_vec4_and_no_more);
     tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);
     tcase_add_test(tc, pcache_file_is_checked_before_the_driver_sees_it);
     tcase_add_test(tc, pipeline_table_reuses_identical_variants);

@@ -126,8 +126,10 @@ static rl_status record_rope(rlvk_cmd *cmd, void *p, rl_error *err)
     return rope_gpu_record(cmd, c->k, c->f, &c->io, err);
 }
 
-rl_status bench_copy_create(rlvk_device *dev, rlvk_pipeline *pipe, rl_error *err)
+rl_status bench_copy_create(rlvk_device *dev, uint32_t vec4_per_inv, bench_copy *c, rl_error *err)
 {
+    c->vec4_per_inv = vec4_per_inv ? vec4_per_inv : BENCH_COPY_VEC4;
+    uint32_t spec[1] = {c->vec4_per_inv};
     rlvk_pipeline_desc cd = {
         .name = "copy",
         .spirv = rl_spv_copy,
@@ -135,22 +137,31 @@ rl_status bench_copy_create(rlvk_device *dev, rlvk_pipeline *pipe, rl_error *err
         .n_bindings = 2,
         .push_bytes = sizeof(struct rl_copy_push),
         .local_size_x = 64,
+        .n_spec = 1,
+        .spec = spec,
     };
-    return rlvk_pipeline_create(dev, &cd, pipe, err);
+    return rlvk_pipeline_create(dev, &cd, &c->pipe, err);
 }
 
-rl_status bench_copy_record(rlvk_cmd *cmd, const rlvk_pipeline *pipe, const rlvk_buffer *x,
+void bench_copy_destroy(rlvk_device *dev, bench_copy *c)
+{
+    rlvk_pipeline_destroy(dev, &c->pipe);
+}
+
+rl_status bench_copy_record(rlvk_cmd *cmd, const bench_copy *c, const rlvk_buffer *x,
                             const rlvk_buffer *y, uint32_t n_vec4, rl_error *err)
 {
     struct rl_copy_push push = {.group_base = 0, .n_vec4 = n_vec4};
     const rlvk_buffer *bufs[2] = {x, y};
-    return rlvk_cmd_dispatch(cmd, pipe, bufs, &push, rlvk_groups(n_vec4, pipe->local_size_x), err);
+    uint64_t inv = ((uint64_t)n_vec4 + c->vec4_per_inv - 1) / c->vec4_per_inv;
+    return rlvk_cmd_dispatch(cmd, &c->pipe, bufs, &push, rlvk_groups(inv, c->pipe.local_size_x),
+                             err);
 }
 
 rl_status bench_copy_gbs(rlvk_device *dev, uint32_t reps, double *gbs, rl_error *err)
 {
     const uint32_t n_vec4 = 2u << 20; /* 32 MiB */
-    rlvk_pipeline pipe = {0};
+    bench_copy pipe = {0};
     rlvk_buffer x = {0}, y = {0};
     rlvk_cmd cmd = {0};
     double t[16];
@@ -158,7 +169,7 @@ rl_status bench_copy_gbs(rlvk_device *dev, uint32_t reps, double *gbs, rl_error 
         return rl_fail(err, RL_ERR_UNSUPPORTED, "%s has no timestamp queries", dev->info.name);
     if (reps > 16)
         reps = 16;
-    rl_status st = bench_copy_create(dev, &pipe, err);
+    rl_status st = bench_copy_create(dev, 0, &pipe, err);
     if (!st)
         st = rlvk_buffer_create(dev, (uint64_t)n_vec4 * 16, "copy x", &x, err);
     if (!st)
@@ -182,12 +193,12 @@ rl_status bench_copy_gbs(rlvk_device *dev, uint32_t reps, double *gbs, rl_error 
         *gbs = 2.0 * n_vec4 * 16 / bench_median(t, reps);
     rlvk_buffer_destroy(dev, &x);
     rlvk_buffer_destroy(dev, &y);
-    rlvk_pipeline_destroy(dev, &pipe);
+    bench_copy_destroy(dev, &pipe);
     return st;
 }
 
 typedef struct copy_ctx {
-    const rlvk_pipeline *pipe;
+    const bench_copy *pipe;
     const rlvk_buffer *x, *y;
     uint32_t n_vec4;
 } copy_ctx;
@@ -238,7 +249,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     double copy_times[BENCH_MAX_REPS], round_ratio[BENCH_MAX_REPS];
     rlvk_buffer bx = {0}, by = {0}, bp = {0}, bf = {0}, ba = {0};
     rope_kernel k = {0};
-    rlvk_pipeline copy = {0};
+    bench_copy copy = {0};
     int have_kernel = 0;
     if (!x || !y || !pos || !ref || !bound || !scale || !times) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the benchmark");
@@ -261,7 +272,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
         (st = rope_kernel_create(dev, &k, err)))
         goto done;
     have_kernel = 1;
-    if ((st = bench_copy_create(dev, &copy, err)))
+    if ((st = bench_copy_create(dev, 0, &copy, err)))
         goto done;
 
     /* Verify before timing. */
@@ -308,7 +319,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     res->copy_gbs = (double)res->bytes / (res->copy.median * 1e-3) * 1e-9;
     res->ratio = res->rope_gbs / res->copy_gbs;
 done:
-    rlvk_pipeline_destroy(dev, &copy);
+    bench_copy_destroy(dev, &copy);
     if (have_kernel)
         rope_kernel_destroy(dev, &k);
     rlvk_buffer_destroy(dev, &ba);

@@ -59,10 +59,20 @@ typedef struct bench_rope_result {
 rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_result *res,
                      rl_error *err);
 
-/* The copy kernel (y[i] = x[i] over n_vec4 vec4s): the bandwidth yardstick. */
-rl_status bench_copy_create(rlvk_device *dev, rlvk_pipeline *pipe, rl_error *err);
-rl_status bench_copy_record(rlvk_cmd *cmd, const rlvk_pipeline *pipe, const rlvk_buffer *x,
+/* The copy kernel (y[i] = x[i] over n_vec4 vec4s): the bandwidth yardstick.
+ * Each invocation copies vec4_per_inv consecutive vec4s; the yardstick
+ * (vec4_per_inv 0) copies BENCH_COPY_VEC4 = one 64-byte line, which on
+ * lavapipe moved ~1.4x the bytes per second of one vec4 per invocation
+ * (docs/rope.md, "Speed of the three modes"). */
+#define BENCH_COPY_VEC4 4u
+typedef struct bench_copy {
+    rlvk_pipeline pipe;
+    uint32_t vec4_per_inv;
+} bench_copy;
+rl_status bench_copy_create(rlvk_device *dev, uint32_t vec4_per_inv, bench_copy *c, rl_error *err);
+rl_status bench_copy_record(rlvk_cmd *cmd, const bench_copy *c, const rlvk_buffer *x,
                             const rlvk_buffer *y, uint32_t n_vec4, rl_error *err);
+void bench_copy_destroy(rlvk_device *dev, bench_copy *c);
 
 /* `ropelab bench attention`: streaming attention statistics (QK^T and the
  * online softmax; O as well with with_output). */
