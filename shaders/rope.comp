@@ -6,9 +6,9 @@
  *
  * One invocation per "item" of a block of rows (HEAD_GROUP heads x
  * TOKEN_GROUP tokens, see main): in the vec4 variant (RL_ROPE_VEC4, needs
- * head_dim % 4 == 0 and rotary_dim % 8 == 0) an item is four rotary pairs or
- * four pass-through dimensions; in the scalar variant one pair or one
- * pass-through dimension. The shape is specialised (HEAD_DIM, ROT_DIM,
+ * head_dim % 4 == 0 and rotary_dim % 8 == 0) an item is CHUNK consecutive
+ * quads of rotary pairs or PCHUNK pass-through vec4s; in the scalar variant
+ * one pair or one pass-through dimension. The shape is specialised (HEAD_DIM, ROT_DIM,
  * N_HEADS) so index arithmetic divides by constants. */
 #include "rl_push.h"
 #include "rl_common.glsl"
@@ -38,6 +38,14 @@ layout(constant_id = 11) const uint32_t MROPE = 0u;
 layout(constant_id = 12) const uint32_t MROPE_S0 = 0u;
 layout(constant_id = 13) const uint32_t MROPE_S1 = 0u;
 layout(constant_id = 14) const uint32_t MROPE_S2 = 0u;
+/* vec4 variant: consecutive items one invocation covers (see main): CHUNK
+ * rotary items (divides ROT_DIM / 8) and PCHUNK pass-through vec4s
+ * (divides (HEAD_DIM - ROT_DIM) / 4), each 1..4, packed as CHUNK | PCHUNK
+ * << 8 (constant ids stop at 15); rope_gpu.c picks both. */
+layout(constant_id = 15) const uint32_t CHUNKS = 0x101u;
+const uint32_t CHUNK = CHUNKS & 0xffu;
+const uint32_t PCHUNK = CHUNKS >> 8;
+#define RL_ROPE_CHUNK_MAX 4
 #include "rope_emu.glsl"
 
 layout(push_constant) uniform Push { rl_rope_push p; } pc;
@@ -64,7 +72,8 @@ layout(std430, binding = 1) writeonly buffer Y { vec4 y[]; };       /* [rows][he
 layout(std430, binding = 3) readonly buffer F { vec4 inv_freq[]; }; /* [rot/8] */
 const uint32_t ROW4 = HEAD_DIM / 4u;
 const uint32_t ROT_ITEMS = ROT_DIM / 8u;                  /* quads of pairs */
-const uint32_t ITEMS = ROT_ITEMS + (HEAD_DIM - ROT_DIM) / 4u;
+const uint32_t ROT_CHUNKS = ROT_ITEMS / CHUNK;
+const uint32_t ITEMS = ROT_CHUNKS + (HEAD_DIM - ROT_DIM) / 4u / PCHUNK; /* per row */
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };       /* [rows][head_dim] */
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };      /* [rows][head_dim] */
@@ -117,12 +126,13 @@ uvec2 rope_turns(uint32_t t, uint32_t j)
     return turns[PER_TOKEN != 0u ? t * (ROT_DIM / 2u) + j : j];
 }
 
-/* Work split: invocation i handles item k = i % ITEMS of a block of rows,
- * HEAD_GROUP heads (of one token) x TOKEN_GROUP tokens (TOKEN_GROUP > 1 only
- * when HEAD_GROUP == N_HEADS; rope_gpu.c picks both). The rotation of a
- * (token, pair) is computed once and applied to all HEAD_GROUP heads, and
- * the per-pair constants (inv_freq, turns) are read once for the block:
- * neighbouring invocations still touch neighbouring words of one row. */
+/* Work split: invocation i handles item k = i % ITEMS (ITEMS per row) of a
+ * block of rows, HEAD_GROUP heads (of one token) x TOKEN_GROUP tokens
+ * (TOKEN_GROUP > 1 only when HEAD_GROUP == N_HEADS; rope_gpu.c picks both).
+ * The rotation of a (token, pair) is computed once and applied to all
+ * HEAD_GROUP heads, and the per-pair constants (inv_freq, turns) are read
+ * once for the block: neighbouring invocations still touch neighbouring
+ * words (vec4 variant: neighbouring chunks) of one row. */
 const uint32_t N_HGROUPS = N_HEADS / HEAD_GROUP;
 
 void main()
@@ -137,56 +147,88 @@ void main()
         return;
     uint32_t tok_end = min(tok0 + TOKEN_GROUP, n_tok);
 #ifdef RL_ROPE_VEC4
-    if (k < ROT_ITEMS) {
-        vec4 f = vec4(0);
-        uvec2 w[4];
-        if (PER_TOKEN == 0u) {
-            if (PRECISION == RL_ROPE_PREC_FP32)
-                f = inv_freq[k];
-            for (int e = 0; e < 4; e++)
-                w[e] = rope_turns(0u, 4u * k + uint32_t(e));
+    /* Item k of a row is chunk k: CHUNK consecutive quads q0.. (half: the
+     * vec4s q0.. and their partners ROT_ITEMS further; interleaved: the
+     * 2 CHUNK vec4s from 2 q0), or PCHUNK pass-through vec4s. Each
+     * invocation loads its consecutive vec4s, then stores them, as the copy
+     * yardstick does (bench.h BENCH_COPY_VEC4). */
+    if (k < ROT_CHUNKS) {
+        uint32_t q0 = k * CHUNK;
+        vec4 f[RL_ROPE_CHUNK_MAX];
+        uvec2 w[4 * RL_ROPE_CHUNK_MAX];
+        for (uint32_t c = 0u; c < CHUNK; c++) {
+            f[c] = vec4(0);
+            for (uint32_t e = 0u; e < 4u; e++)
+                w[4u * c + e] = uvec2(0u);
         }
+        if (PER_TOKEN == 0u)
+            for (uint32_t c = 0u; c < CHUNK; c++) {
+                if (PRECISION == RL_ROPE_PREC_FP32)
+                    f[c] = inv_freq[q0 + c];
+                for (uint32_t e = 0u; e < 4u; e++)
+                    w[4u * c + e] = rope_turns(0u, 4u * (q0 + c) + e);
+            }
         for (uint32_t tok = tok0; tok < tok_end; tok++) {
             float af = pc.p.attn_factor;
             if (PER_TOKEN != 0u) { /* af_offset and rot/2 are multiples of 4 here */
                 uint32_t a = pc.p.af_offset + tok;
                 af = inv_freq[a / 4u][a % 4u];
-                if (PRECISION == RL_ROPE_PREC_FP32)
-                    f = inv_freq[tok * ROT_ITEMS + k];
-                for (int e = 0; e < 4; e++)
-                    w[e] = rope_turns(tok, 4u * k + uint32_t(e));
+                for (uint32_t c = 0u; c < CHUNK; c++) {
+                    if (PRECISION == RL_ROPE_PREC_FP32)
+                        f[c] = inv_freq[tok * ROT_ITEMS + q0 + c];
+                    for (uint32_t e = 0u; e < 4u; e++)
+                        w[4u * c + e] = rope_turns(tok, 4u * (q0 + c) + e);
+                }
             }
-            vec4 c, s;
-            if (PRECISION == RL_ROPE_PREC_TABLE) {
-                c = cs_table[2u * (tok * ROT_ITEMS + k)];
-                s = cs_table[2u * (tok * ROT_ITEMS + k) + 1u];
-            } else {
-                for (int e = 0; e < 4; e++) {
-                    vec2 cs = rope_cs(tok, 4u * k + uint32_t(e), f[e], w[e], af);
-                    c[e] = cs.x;
-                    s[e] = cs.y;
+            vec4 cs_c[RL_ROPE_CHUNK_MAX], cs_s[RL_ROPE_CHUNK_MAX];
+            for (uint32_t c = 0u; c < CHUNK; c++) {
+                if (PRECISION == RL_ROPE_PREC_TABLE) {
+                    cs_c[c] = cs_table[2u * (tok * ROT_ITEMS + q0 + c)];
+                    cs_s[c] = cs_table[2u * (tok * ROT_ITEMS + q0 + c) + 1u];
+                } else {
+                    for (uint32_t e = 0u; e < 4u; e++) {
+                        vec2 cs = rope_cs(tok, 4u * (q0 + c) + e, f[c][e], w[4u * c + e], af);
+                        cs_c[c][e] = cs.x;
+                        cs_s[c][e] = cs.y;
+                    }
                 }
             }
             for (uint32_t h = 0u; h < HEAD_GROUP; h++) {
                 uint32_t base = (tok * N_HEADS + h0 + h) * ROW4;
                 if (LAYOUT == RL_ROPE_LAYOUT_HALF) {
-                    vec4 a = x[base + k], b = x[base + ROT_ITEMS + k];
-                    y[base + k] = a * c - b * s;
-                    y[base + ROT_ITEMS + k] = b * c + a * s;
+                    vec4 a[RL_ROPE_CHUNK_MAX], b[RL_ROPE_CHUNK_MAX];
+                    for (uint32_t c = 0u; c < CHUNK; c++)
+                        a[c] = x[base + q0 + c];
+                    for (uint32_t c = 0u; c < CHUNK; c++)
+                        b[c] = x[base + ROT_ITEMS + q0 + c];
+                    for (uint32_t c = 0u; c < CHUNK; c++)
+                        y[base + q0 + c] = a[c] * cs_c[c] - b[c] * cs_s[c];
+                    for (uint32_t c = 0u; c < CHUNK; c++)
+                        y[base + ROT_ITEMS + q0 + c] = b[c] * cs_c[c] + a[c] * cs_s[c];
                 } else {
-                    vec4 v0 = x[base + 2u * k], v1 = x[base + 2u * k + 1u];
-                    vec4 a = vec4(v0.x, v0.z, v1.x, v1.z), b = vec4(v0.y, v0.w, v1.y, v1.w);
-                    vec4 ra = a * c - b * s, rb = b * c + a * s;
-                    y[base + 2u * k] = vec4(ra.x, rb.x, ra.y, rb.y);
-                    y[base + 2u * k + 1u] = vec4(ra.z, rb.z, ra.w, rb.w);
+                    vec4 v[2 * RL_ROPE_CHUNK_MAX];
+                    for (uint32_t c = 0u; c < 2u * CHUNK; c++)
+                        v[c] = x[base + 2u * q0 + c];
+                    for (uint32_t c = 0u; c < CHUNK; c++) {
+                        vec4 v0 = v[2u * c], v1 = v[2u * c + 1u];
+                        vec4 a = vec4(v0.x, v0.z, v1.x, v1.z), b = vec4(v0.y, v0.w, v1.y, v1.w);
+                        vec4 ra = a * cs_c[c] - b * cs_s[c], rb = b * cs_c[c] + a * cs_s[c];
+                        y[base + 2u * (q0 + c)] = vec4(ra.x, rb.x, ra.y, rb.y);
+                        y[base + 2u * (q0 + c) + 1u] = vec4(ra.z, rb.z, ra.w, rb.w);
+                    }
                 }
             }
         }
     } else {
+        uint32_t p0 = ROT_DIM / 4u + (k - ROT_CHUNKS) * PCHUNK;
         for (uint32_t tok = tok0; tok < tok_end; tok++)
             for (uint32_t h = 0u; h < HEAD_GROUP; h++) {
-                uint32_t o = (tok * N_HEADS + h0 + h) * ROW4 + ROT_DIM / 4u + (k - ROT_ITEMS);
-                y[o] = x[o];
+                uint32_t o = (tok * N_HEADS + h0 + h) * ROW4 + p0;
+                vec4 v[RL_ROPE_CHUNK_MAX];
+                for (uint32_t c = 0u; c < PCHUNK; c++)
+                    v[c] = x[o + c];
+                for (uint32_t c = 0u; c < PCHUNK; c++)
+                    y[o + c] = v[c];
             }
     }
 #else

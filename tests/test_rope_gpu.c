@@ -45,6 +45,12 @@ static const uint32_t odd_shapes[][4] = {
     {5, 3, 64, 20},   /* rotary_dim % 8 != 0: scalar path, pass-through tail */
     {66, 1, 16, 8},   /* vec4 path, tail */
     {1, 1, 2, 2},     /* smallest head */
+    /* vec4 path in chunks of consecutive quads / pass-through vec4s (on a
+     * CPU device 4 or the largest divisor below, rope_gpu.c vec4_chunks)
+     * and blocks of tokens / heads with a partial last block: */
+    {37, 1, 48, 24},  /* 3 quads and 6 pass-through vec4s per row: chunks of 3 */
+    {70, 3, 56, 32},  /* 4 quads, 6 pass-through vec4s (chunks of 3); 3 heads x 10 tokens */
+    {33, 6, 128, 96}, /* 12 quads, 8 pass-through vec4s; 6 heads x 5 tokens */
 };
 
 START_TEST(small_positions_match_reference_closely)
@@ -290,7 +296,8 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, check_cases_pass_on_device);
     tcase_add_test(tc, vllm_static_dynamic_on_device_is_not_hfs);
-    tcase_add_loop_test(tc, small_positions_match_reference_closely, 0, 8);
+    tcase_add_loop_test(tc, small_positions_match_reference_closely, 0,
+                        2 * (int)(sizeof odd_shapes / sizeof odd_shapes[0]));
     tcase_add_test(tc, bad_shapes_are_refused_with_messages);
     tcase_add_test(tc, check_fails_nan_against_nan_and_passes_the_clean_tensor);
     tcase_add_loop_test(tc, cache_consistent_gives_each_token_its_own_rotation_on_device, 0, 4);

@@ -43,17 +43,28 @@ static int use_vec4(const rope_freqs *f)
  * the rotation of a (token, pair) is computed once for all heads of the
  * group, and the per-pair constants are read once for the whole block. The
  * heads: the largest divisor of heads up to ROPE_MAX_HEAD_GROUP; with every
- * head in one group, tokens until the block has ROPE_MIN_BLOCK_ROWS rows.
- * (lavapipe, RoPE/copy of precise mode in interleaved runs, medians of 4:
- * 4096 x 32 x 128 0.88 with 32 heads per invocation vs 0.77 with 8; 65536 x 1
- * x 128 0.80 with 32 tokens vs 0.78 with 8, so the token block stays at 8,
- * which leaves a GPU more invocations.) The emulation modes keep one row per
- * invocation (their angle dump and per-head arithmetic are written for it). */
+ * head in one group, tokens until the block has ROPE_MIN_BLOCK_ROWS rows
+ * (ROPE_MIN_BLOCK_ROWS_CPU on a CPU device). Measured on lavapipe against
+ * the copy yardstick (docs/rope.md): 4096 x 32 x 128 with 4-quad chunks,
+ * 32 heads per invocation 0.87-0.96 vs 16 heads 0.86-0.99 vs 8 0.75-0.84;
+ * 65536 x 1 x 128 fp32 1 / 4 / 8 / 16 / 32 / 64 tokens 0.51 / 0.68 / 0.80 /
+ * 0.84 / 0.85 / 0.87-0.90, precise 8 / 16 / 32 tokens 0.71 / 0.74 / 0.80:
+ * per-invocation costs (index arithmetic, the per-pair constants' loads)
+ * are shared by more rows. A GPU keeps 8 rows, which leaves it more
+ * invocations. The emulation modes keep one row per invocation (their angle
+ * dump and per-head arithmetic are written for it). */
 #define ROPE_MAX_HEAD_GROUP 32u
 #define ROPE_MIN_BLOCK_ROWS 8u
-static void row_groups(const rope_freqs *f, uint32_t heads, uint32_t *head_group,
-                       uint32_t *token_group)
+#define ROPE_MIN_BLOCK_ROWS_CPU 32u
+static int cpu_device(const rlvk_device *dev)
 {
+    return dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+static void row_groups(const rlvk_device *dev, const rope_freqs *f, uint32_t heads,
+                       uint32_t *head_group, uint32_t *token_group)
+{
+    uint32_t min_rows = cpu_device(dev) ? ROPE_MIN_BLOCK_ROWS_CPU : ROPE_MIN_BLOCK_ROWS;
     *head_group = 1;
     *token_group = 1;
     if (rope_prec_is_emu(f->precision))
@@ -63,8 +74,34 @@ static void row_groups(const rope_freqs *f, uint32_t heads, uint32_t *head_group
             *head_group = g;
             break;
         }
-    if (*head_group == heads && heads < ROPE_MIN_BLOCK_ROWS)
-        *token_group = ROPE_MIN_BLOCK_ROWS / heads;
+    if (*head_group == heads && heads < min_rows)
+        *token_group = min_rows / heads;
+}
+
+/* vec4 variant: the consecutive items one invocation covers (rope.comp
+ * CHUNK, PCHUNK). On a CPU device (lavapipe) 4 quads of pairs (half layout:
+ * 4 consecutive vec4s, one 64-byte line, from each half; interleaved: 8
+ * consecutive vec4s) and 4 pass-through vec4s, loaded and then stored as the
+ * copy yardstick does (bench.h BENCH_COPY_VEC4); measured 0.84-0.93 of the
+ * copy vs 0.69-0.75 with one quad (65536 x 1 x 128 fp32), 0.87-1.04 vs
+ * 0.65-0.82 (4096 x 32 x 128). Interleaved with 2 quads (64 bytes): 0.66-0.78
+ * vs 0.84-0.85 with 4. A GPU keeps one item per invocation, neighbouring
+ * invocations on neighbouring vec4s. The largest divisor of the row's item
+ * count up to that. */
+static uint32_t divisor_upto(uint32_t n, uint32_t want)
+{
+    uint32_t c = want;
+    while (c > 1 && n % c != 0)
+        c--;
+    return c ? c : 1;
+}
+
+static void vec4_chunks(const rlvk_device *dev, const rope_freqs *f, uint32_t *chunk,
+                        uint32_t *pchunk)
+{
+    uint32_t want = cpu_device(dev) ? 4u : 1u, pass4 = (f->head_dim - f->rotary_dim) / 4;
+    *chunk = divisor_upto(f->rotary_dim / 8, want);
+    *pchunk = pass4 ? divisor_upto(pass4, want) : 1u;
 }
 
 /* The pipeline for f's shape, created on first use. */
@@ -86,15 +123,17 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         return rl_fail(err, RL_ERR_LIMIT, "rope: more than %d distinct shapes in one kernel object",
                        ROPE_KERNEL_MAX_PIPES);
     rope_kernel_pipe *p = &k->pipes[k->n_pipes];
-    uint32_t hg, tg;
-    row_groups(f, heads, &hg, &tg);
+    uint32_t hg, tg, chunk = 1, pchunk = 1;
+    row_groups(k->dev, f, heads, &hg, &tg);
+    if (vec4)
+        vec4_chunks(k->dev, f, &chunk, &pchunk);
     /* mRoPE's sections are specialization constants: the stream rule is
      * the shader's own (rope_mrope_stream), checked against rope_mrope.c. */
-    uint32_t spec[14] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
+    uint32_t spec[15] = {(uint32_t)f->layout, f->head_dim, f->rotary_dim, heads,
                          (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags,
                          (uint32_t)per_token(f), hg, tg, (uint32_t)mrope,
                          mrope ? f->mrope_section[0] : 0u, mrope ? f->mrope_section[1] : 0u,
-                         mrope ? f->mrope_section[2] : 0u};
+                         mrope ? f->mrope_section[2] : 0u, chunk | pchunk << 8};
     char name[96];
     snprintf(name, sizeof name, "rope_%s%s_%s_%s_d%u_r%u_h%u%s%s",
              f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "",
@@ -108,7 +147,7 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         .n_bindings = 7,
         .push_bytes = sizeof(struct rl_rope_push),
         .local_size_x = 64,
-        .n_spec = 14,
+        .n_spec = 15,
         .spec = spec,
     };
     rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
@@ -323,10 +362,14 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
     /* Items per row as in rope.comp: quads (vec4) or single pairs, plus the
      * pass-through tail; one invocation per item of each block of hg heads
      * x tg tokens. */
-    uint64_t items = use_vec4(f) ? f->rotary_dim / 8 + (f->head_dim - f->rotary_dim) / 4
-                                 : f->rotary_dim / 2 + (f->head_dim - f->rotary_dim);
+    uint64_t items = f->rotary_dim / 2 + (f->head_dim - f->rotary_dim);
+    if (use_vec4(f)) {
+        uint32_t chunk, pchunk;
+        vec4_chunks(cmd->dev, f, &chunk, &pchunk);
+        items = f->rotary_dim / 8 / chunk + (f->head_dim - f->rotary_dim) / 4 / pchunk;
+    }
     uint32_t hg, tg;
-    row_groups(f, io->heads, &hg, &tg);
+    row_groups(cmd->dev, f, io->heads, &hg, &tg);
     uint64_t blocks = (io->tokens + tg - 1) / tg * (io->heads / hg);
     if ((f->precision == RL_ROPE_PREC_TABLE || f->precision == RL_ROPE_PREC_PRECISE) && !io->angles)
         return rl_fail(err, RL_ERR_ARG, "rope precision %s needs its angle buffer (rope_gpu_upload_angles)",
