@@ -64,6 +64,8 @@ for r in d["results"]:
     if kind == "rope":
         times(y["ms"], reps)
         assert y["name"] == "copy" and r["timing"]["reps"] == reps
+        # the yardstick's mapping: one 64-byte line per invocation on a CPU device
+        assert y["vec4_per_invocation"] == (4 if r["device"]["type"] == "cpu" else 1), y
         n = s["tokens"] * s["heads"] * s["head_dim"]
         assert s["bytes_per_run"] == 2 * 4 * n
         gb = lambda ms: s["bytes_per_run"] / (ms * 1e-3) * 1e-9

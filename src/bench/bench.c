@@ -128,7 +128,9 @@ static rl_status record_rope(rlvk_cmd *cmd, void *p, rl_error *err)
 
 rl_status bench_copy_create(rlvk_device *dev, uint32_t vec4_per_inv, bench_copy *c, rl_error *err)
 {
-    c->vec4_per_inv = vec4_per_inv ? vec4_per_inv : BENCH_COPY_VEC4;
+    if (!vec4_per_inv)
+        vec4_per_inv = dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU ? BENCH_COPY_VEC4 : 1u;
+    c->vec4_per_inv = vec4_per_inv;
     uint32_t spec[1] = {c->vec4_per_inv};
     rlvk_pipeline_desc cd = {
         .name = "copy",
@@ -274,6 +276,7 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     have_kernel = 1;
     if ((st = bench_copy_create(dev, 0, &copy, err)))
         goto done;
+    res->copy_vec4_per_inv = copy.vec4_per_inv;
 
     /* Verify before timing. */
     rope_ctx rc = {.k = &k, .f = &f,

@@ -51,6 +51,7 @@ typedef struct bench_rope_result {
     double rope_gbs, copy_gbs;     /* bytes / median time */
     double ratio;                  /* rope_gbs / copy_gbs */
     vf_stats verify;               /* RoPE output vs the CPU reference (guarded) */
+    uint32_t copy_vec4_per_inv;    /* the copy yardstick's vec4s per invocation */
 } bench_rope_result;
 
 /* Verifies, then times the RoPE kernel and the copy kernel on dev.
@@ -60,10 +61,12 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
                      rl_error *err);
 
 /* The copy kernel (y[i] = x[i] over n_vec4 vec4s): the bandwidth yardstick.
- * Each invocation copies vec4_per_inv consecutive vec4s; the yardstick
- * (vec4_per_inv 0) copies BENCH_COPY_VEC4 = one 64-byte line, which on
- * lavapipe moved ~1.4x the bytes per second of one vec4 per invocation
- * (docs/rope.md, "Speed of the three modes"). */
+ * Each invocation copies vec4_per_inv consecutive vec4s. vec4_per_inv 0
+ * picks the yardstick's: on a CPU device BENCH_COPY_VEC4 = one 64-byte line,
+ * which on lavapipe moved ~1.4x the bytes per second of one vec4 per
+ * invocation (docs/rope.md, "Speed of the three modes"); elsewhere 1, so
+ * that neighbouring invocations touch neighbouring vec4s (the coalesced
+ * pattern; not measured on a GPU here). */
 #define BENCH_COPY_VEC4 4u
 typedef struct bench_copy {
     rlvk_pipeline pipe;

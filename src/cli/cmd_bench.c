@@ -82,10 +82,10 @@ static json_t *rope_json(const rlvk_device *dev, const rope_bench_ctx *c, const 
                                                      cli_bench_times_json(&r->rope), "gb_per_s",
                                                      r->rope_gbs));
         json_object_set_new(res, "yardstick",
-                            json_pack("{s:s,s:s,s:o,s:f}", "name", "copy", "what",
+                            json_pack("{s:s,s:s,s:i,s:o,s:f}", "name", "copy", "what",
                                       "y[i] = x[i] over the same bytes, same device, same run; "
-                                      "4 consecutive vec4s (one 64-byte line) per invocation, "
-                                      "workgroup 64",
+                                      "consecutive vec4s per invocation, workgroup 64",
+                                      "vec4_per_invocation", (int)r->copy_vec4_per_inv,
                                       "ms", cli_bench_times_json(&r->copy), "gb_per_s",
                                       r->copy_gbs));
         json_object_set_new(res, "ratio", json_pack("{s:s,s:f,s:s,s:o}", "definition",
