@@ -45,10 +45,11 @@ static int use_vec4(const rope_freqs *f)
  * heads: the largest divisor of heads up to ROPE_MAX_HEAD_GROUP; with every
  * head in one group, tokens until the block has ROPE_MIN_BLOCK_ROWS rows
  * (ROPE_MIN_BLOCK_ROWS_CPU on a CPU device). Measured on lavapipe against
- * the copy yardstick (docs/rope.md): 4096 x 32 x 128 with 4-quad chunks,
- * 32 heads per invocation 0.87-0.96 vs 16 heads 0.86-0.99 vs 8 0.75-0.84;
- * 65536 x 1 x 128 fp32 1 / 4 / 8 / 16 / 32 / 64 tokens 0.51 / 0.68 / 0.80 /
- * 0.84 / 0.85 / 0.87-0.90, precise 8 / 16 / 32 tokens 0.71 / 0.74 / 0.80:
+ * the copy yardstick (docs/rope.md, 4-quad chunks): 4096 x 32 x 128 with
+ * 32 heads per invocation 0.87-1.04 vs 16 heads 0.86-0.99 vs 8 0.75-0.93;
+ * 65536 x 1 x 128 fp32 (half) 1 / 4 / 8 / 16 / 32 / 64 tokens 0.51 / 0.68 /
+ * 0.75-0.82 / 0.82-0.84 / 0.80-0.86 / 0.87-0.90, precise 8 / 16 / 32 / 64
+ * tokens 0.71-0.72 / 0.73-0.74 / 0.65-0.82 / 0.57-0.79:
  * per-invocation costs (index arithmetic, the per-pair constants' loads)
  * are shared by more rows. A GPU keeps 8 rows, which leaves it more
  * invocations. The emulation modes keep one row per invocation (their angle
@@ -82,12 +83,12 @@ static void row_groups(const rlvk_device *dev, const rope_freqs *f, uint32_t hea
  * CHUNK, PCHUNK). On a CPU device (lavapipe) 4 quads of pairs (half layout:
  * 4 consecutive vec4s, one 64-byte line, from each half; interleaved: 8
  * consecutive vec4s) and 4 pass-through vec4s, loaded and then stored as the
- * copy yardstick does (bench.h BENCH_COPY_VEC4); measured 0.84-0.93 of the
+ * copy yardstick does (bench.h BENCH_COPY_VEC4); measured 0.78-0.93 of the
  * copy vs 0.69-0.75 with one quad (65536 x 1 x 128 fp32), 0.87-1.04 vs
- * 0.65-0.82 (4096 x 32 x 128). Interleaved with 2 quads (64 bytes): 0.66-0.78
- * vs 0.84-0.85 with 4. A GPU keeps one item per invocation, neighbouring
- * invocations on neighbouring vec4s. The largest divisor of the row's item
- * count up to that. */
+ * 0.65-0.82 (4096 x 32 x 128). Interleaved with 2 quads (64 bytes) in
+ * 16-token blocks: 0.66-0.78 vs 0.84-0.85 with 4. A GPU keeps one item per
+ * invocation, neighbouring invocations on neighbouring vec4s. The largest
+ * divisor of the row's item count up to that. */
 static uint32_t divisor_upto(uint32_t n, uint32_t want)
 {
     uint32_t c = want;
