@@ -235,10 +235,15 @@ static rl_status cm_cases(rlvk_device *dev, attn_engine *e, const chk_options *o
     if (!chk_kernel_selected(opt, "attn_cm_f16"))
         return RL_OK;
     const char *why = NULL;
-    if (!attn_cm_supported(&dev->info, &why) || !dev->feat_coopmat_nv) {
+    attn_cm_shape cs;
+    int have = attn_cm_shape_of(&dev->info, &cs, &why);
+    if (have && !(cs.module == ATTN_CM_SPV_KHR ? dev->feat_coopmat_khr : dev->feat_coopmat_nv)) {
+        have = 0;
+        why = "the cooperative-matrix extension is not enabled on the device";
+    }
+    if (!have) {
         char line[256];
-        snprintf(line, sizeof line, "cooperative-matrix path: skipped (%s)",
-                 why ? why : "VK_NV_cooperative_matrix not enabled on the device");
+        snprintf(line, sizeof line, "cooperative-matrix path: skipped (%s)", why);
         chk_report_note(report, line);
         if (opt->list_only)
             return RL_OK;
