@@ -59,6 +59,7 @@ typedef struct rw {
     uint32_t *parent;    /* [bound] union-find */
     int8_t *use;         /* [bound] at a root: USE_* or -1 */
     size_t *use_at;      /* [bound] at a root: the instruction that fixed the use */
+    size_t *conv_at;     /* [bound] at a root: a conversion that joined the class (0: none) */
     size_t *rt_pos;      /* [bound] nodes: the input word of their result type */
     uint32_t *repl;      /* [n] replacement word for the input word (0: keep) */
     int consts_out;      /* the Use constants are written */
@@ -141,6 +142,12 @@ static int is_cm(const rw *r, uint32_t id)
 static int set_use(rw *r, uint32_t x, int u, size_t at)
 {
     uint32_t root = find(r, x);
+    if (r->use[root] >= 0 && r->use[root] != u && r->conv_at[root])
+        return fail(r, "instruction at word %zu: %%%u is used as %s, but the instruction at word "
+                       "%zu uses it as %s, joined by the conversion at word %zu: a conversion "
+                       "between uses is not allowed in SPV_KHR_cooperative_matrix",
+                    at, x, use_names[u], r->use_at[root], use_names[r->use[root]],
+                    r->conv_at[root]);
     if (r->use[root] >= 0 && r->use[root] != u)
         return fail(r, "instruction at word %zu: %%%u is used as %s, but the instruction at word "
                        "%zu uses it as %s (KHR types are per use)",
@@ -166,14 +173,17 @@ static int add_site(rw *r, size_t pos, uint32_t cid, uint32_t node, int use)
     return 0;
 }
 
-/* Joins node a with the operand in word pos (a node or a constant). */
+static int is_conversion(uint32_t op);
+
+/* Joins node a with the operand in word pos (a node or a constant); a
+ * conversion joins values of two component types (one use, two types). */
 static int join(rw *r, uint32_t a, size_t pos, size_t at, uint32_t op)
 {
     uint32_t b = r->w[pos];
     char buf[32];
     if (!is_cm(r, b))
         return 0;
-    if (r->base[a] != r->base[b])
+    if (r->base[a] != r->base[b] && !is_conversion(op))
         return fail(r, "instruction at word %zu (%s): %%%u and %%%u have different matrix types",
                     at, opstr(op, buf, sizeof buf), a, b);
     if (r->kind[b] == K_CONST)
@@ -182,8 +192,12 @@ static int join(rw *r, uint32_t a, size_t pos, size_t at, uint32_t op)
         return fail(r, "instruction at word %zu (%s): operand %%%u is a matrix type, not a value",
                     at, opstr(op, buf, sizeof buf), b);
     uint32_t ra = find(r, a), rb = find(r, b);
+    if (is_conversion(op) && !r->conv_at[ra])
+        r->conv_at[ra] = at;
     if (ra == rb)
         return 0;
+    if (!r->conv_at[ra])
+        r->conv_at[ra] = r->conv_at[rb];
     if (r->use[ra] >= 0 && r->use[rb] >= 0 && r->use[ra] != r->use[rb])
         return fail(r, "instruction at word %zu (%s): joins %%%u (%s, from word %zu) and %%%u "
                        "(%s, from word %zu); a conversion or copy between uses is not allowed "
@@ -627,12 +641,13 @@ int spvk_rewrite(const uint32_t *in, size_t n_words, unsigned flags, uint32_t **
     r.parent = malloc(r.bound * sizeof *r.parent);
     r.use = malloc(r.bound);
     r.use_at = calloc(r.bound, sizeof *r.use_at);
+    r.conv_at = calloc(r.bound, sizeof *r.conv_at);
     r.boolv = malloc(r.bound);
     r.need = calloc(r.bound, 1);
     r.khr = calloc(r.bound, sizeof *r.khr);
     r.repl = calloc(n_words, sizeof *r.repl);
     r.rt_pos = calloc(r.bound, sizeof *r.rt_pos);
-    if (!r.kind || !r.base || !r.parent || !r.use || !r.use_at || !r.boolv || !r.need || !r.khr ||
+    if (!r.kind || !r.base || !r.parent || !r.use || !r.use_at || !r.conv_at || !r.boolv || !r.need || !r.khr ||
         !r.repl || !r.rt_pos) {
         fail(&r, "out of memory");
         goto done;
@@ -681,6 +696,7 @@ done:
     free(r.parent);
     free(r.use);
     free(r.use_at);
+    free(r.conv_at);
     free(r.boolv);
     free(r.need);
     free(r.khr);

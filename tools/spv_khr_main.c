@@ -1,5 +1,6 @@
 /* spv_khr — the build's NV -> KHR cooperative-matrix SPIR-V rewriter
- * (tools/spv_khr.h). usage: spv_khr IN.spv OUT.spv OUT.h NAME
+ * (tools/spv_khr.h). usage: spv_khr [--mutate-same-ab] IN.spv OUT.spv OUT.h NAME
+ * (--mutate-same-ab: the tests' broken rewrite, A and B sharing a type)
  * Writes the KHR module as OUT.spv and as OUT.h (`const uint32_t NAME[]`,
  * the form glslangValidator --vn writes), each to a temporary name renamed
  * when complete. Exit 1 with the rewriter's message on a module it refuses. */
@@ -56,8 +57,14 @@ static int write_done(FILE *f, const char *tmp, const char *path)
 
 int main(int argc, char **argv)
 {
+    unsigned flags = 0;
+    if (argc == 6 && strcmp(argv[1], "--mutate-same-ab") == 0) {
+        flags = SPVK_MUTATE_SAME_AB;
+        argv++;
+        argc--;
+    }
     if (argc != 5) {
-        fprintf(stderr, "usage: spv_khr IN.spv OUT.spv OUT.h NAME\n");
+        fprintf(stderr, "usage: spv_khr [--mutate-same-ab] IN.spv OUT.spv OUT.h NAME\n");
         return 2;
     }
     size_t n = 0, n_out = 0;
@@ -65,7 +72,7 @@ int main(int argc, char **argv)
     if (!in)
         return 1;
     char err[512];
-    if (spvk_rewrite(in, n, 0, &out, &n_out, err, sizeof err)) {
+    if (spvk_rewrite(in, n, flags, &out, &n_out, err, sizeof err)) {
         fprintf(stderr, "spv_khr: %s: %s\n", argv[1], err);
         free(in);
         return 1;

@@ -126,8 +126,10 @@ static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
 
 static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
 {
-    if (d->coopmat) /* its key tile (the device's shape); shared memory: attn_cm_check */
-        return attn_cm_shape_for(&dev->info, d).n;
+    if (d->coopmat) { /* its key tile (the device's shape); shared memory: attn_cm_check */
+        uint32_t n = attn_cm_shape_for(&dev->info, d).n;
+        return n ? n : ATTN_CM_N; /* no shape: attn_cm_check refuses it with the reason */
+    }
     if (d->block_keys)
         return block_bytes(d, d->block_keys) <= dev->info.max_shared_memory ? d->block_keys : 0;
     attn_path a;
