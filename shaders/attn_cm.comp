@@ -10,13 +10,15 @@
 #extension GL_NV_cooperative_matrix : require
 #endif
 /* Streaming attention statistics with cooperative matrices
- * (VK_NV_cooperative_matrix; fp16 inputs, fp32 accumulators). The
+ * (GL_NV_cooperative_matrix source; the build also rewrites the NV SPIR-V
+ * to SPV_KHR_cooperative_matrix, tools/spv_khr.h; fp16 inputs, fp32
+ * accumulators). The
  * cooperative-matrix variant of attn.comp (docs/attention.md
  * "Cooperative-matrix path"): the same bindings, push constants, dispatch
  * grid and running state in the output slots between key chunks, so the
  * engine (attn_gpu.c) drives both alike; only the products differ.
  *
- * A workgroup owns WG = 64 consecutive query tokens of one head (4 row
+ * A workgroup owns WG = 64 consecutive query tokens of one head (64 / CM_M row
  * tiles of CM_M rows); one dispatch covers one chunk of N_BLOCKS key
  * blocks of KB = CM_N keys of one KV head. Per key block:
  *   1. the workgroup stages K (and V) of the block's CM_N keys in shared

@@ -2,8 +2,9 @@
  * decomposition against a direct computation, support detection on fake
  * property lists, the options it refuses, its error bounds against models
  * of truncating tensor-op sums and of fp16 P with flushed denormals, and
- * the compiled NV SPIR-V word by word (SPV_NV_cooperative_matrix). Nothing
- * here runs the kernel: no device here exposes cooperative matrices. */
+ * the compiled NV SPIR-V word by word (SPV_NV_cooperative_matrix; its KHR
+ * twin: test_spv_khr.c). Nothing here runs the kernel (check's attn_cm_f16
+ * rows do, on a device that exposes it). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>

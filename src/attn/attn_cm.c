@@ -24,8 +24,8 @@
  *       relative error < 2^-10 (round to nearest or toward zero), and for P
  *       under 2^-14 (p < 2^-29) an absolute error < 2^-14 (2^-29 in p)
  *       where the device flushes fp16 denormals. V is exact (fp16). The PV
- *       products are exact in fp32; their sum over the block's 16 keys in
- *       the tensor op errs by < 6 * 16 u (the logit's argument with D = 16)
+ *       products are exact in fp32; their sum over the block's N <= 16 keys
+ *       in the tensor op errs by < 6 * 16 u (the logit's argument with D = N)
  *       and the running o = o alpha + 2^-15 PV per block (a multiply and an
  *       add, < 2u each) by < 4u per block step: (96 + 4 N_k) u relative to
  *       sum_j p_j |v_jd|. The flushed part, after
