@@ -15,8 +15,9 @@
 #   RL_REQUIRE_VALIDATION=1 scripts/khr-lavapipe.sh ~/.cache/rl-trixie \
 #       build/ropelab check --kernel 'attn_cm*'
 #   scripts/khr-lavapipe.sh ~/.cache/rl-trixie build/tests/cm_compare 4096 128
-#   RL_SPIRV_VAL_KHR="scripts/khr-lavapipe.sh ~/.cache/rl-trixie \
-#       ~/.cache/rl-trixie/root/usr/bin/spirv-val" meson test -C build attn_cm_khr_spirv
+#   RL_SPIRV_VAL_KHR="$PWD/scripts/khr-lavapipe.sh $HOME/.cache/rl-trixie \
+#       $HOME/.cache/rl-trixie/root/usr/bin/spirv-val" meson test -C build attn_cm_khr_spirv
+#   meson test -C build --wrapper "$PWD/scripts/khr-lavapipe.sh $HOME/.cache/rl-trixie" attn_gpu
 # COMMAND must be an ELF program (the dynamic loader runs it); a shell
 # script is run by wrapping its binary: write a two-line script that execs
 # `scripts/khr-lavapipe.sh CACHE path/to/ropelab "$@"` and pass that.

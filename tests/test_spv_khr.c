@@ -96,11 +96,6 @@ static int use_of(const mod *m, uint32_t t)
     return m->cval[c] ? (int)(m->cval[c] - 1) : -1;
 }
 
-static int is_type_op(uint32_t op, int khr)
-{
-    return op == (khr ? T_KHR : T_NV);
-}
-
 #define FAILF(...) do { snprintf(msg, cap, __VA_ARGS__); return 0; } while (0)
 
 /* 1 when khr is a faithful SPV_KHR_cooperative_matrix rewrite of nv, else 0
@@ -216,7 +211,6 @@ static int khr_matches(const mod *nv, const mod *k, char *msg, size_t cap)
               b, k->n);
     if (muladds != 2 || loads != 4 || stores != 2)
         FAILF("%d MulAdd, %d loads, %d stores (2, 4, 2)", muladds, loads, stores);
-    (void)is_type_op;
     return 1;
 }
 

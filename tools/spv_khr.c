@@ -251,7 +251,6 @@ static int is_conversion(uint32_t op)
 static int collect(rw *r, size_t i, uint32_t op, uint32_t wc)
 {
     const uint32_t *w = r->w + i;
-    char buf[32];
     switch (op) {
     case OP_TYPE_CM_NV:
         if (wc != 6)
@@ -399,7 +398,6 @@ static int collect(rw *r, size_t i, uint32_t op, uint32_t wc)
                 return -1;
         return 0;
     }
-    (void)buf;
     return refuse_names(r, i, op, i + 1, i + wc);
 }
 
@@ -569,7 +567,8 @@ static int emit(rw *r, obuf *o)
         } else if (op == OP_CM_LOAD_NV || op == OP_CM_STORE_NV) {
             for (uint32_t k = 0; k < wc; k++)
                 v[k] = r->repl[i + k] ? r->repl[i + k] : w[k];
-            /* load: type, id, pointer, stride, colmajor; store: pointer, object, stride, colmajor */
+            /* load: type, id, pointer, stride, colmajor;
+             * store: pointer, object, stride, colmajor */
             uint32_t s = op == OP_CM_LOAD_NV ? 4 : 3;
             int8_t cm = v[s + 1] < r->bound ? r->boolv[v[s + 1]] : -1;
             if (cm < 0)
@@ -647,7 +646,8 @@ int spvk_rewrite(const uint32_t *in, size_t n_words, unsigned flags, uint32_t **
     r.khr = calloc(r.bound, sizeof *r.khr);
     r.repl = calloc(n_words, sizeof *r.repl);
     r.rt_pos = calloc(r.bound, sizeof *r.rt_pos);
-    if (!r.kind || !r.base || !r.parent || !r.use || !r.use_at || !r.conv_at || !r.boolv || !r.need || !r.khr ||
+    if (!r.kind || !r.base || !r.parent || !r.use || !r.use_at || !r.conv_at || !r.boolv ||
+        !r.need || !r.khr ||
         !r.repl || !r.rt_pos) {
         fail(&r, "out of memory");
         goto done;

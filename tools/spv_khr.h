@@ -3,7 +3,9 @@
  * no GL_KHR_cooperative_matrix, so shaders/attn_cm.comp is compiled as NV
  * SPIR-V and this turns the module into its KHR twin (shaders/meson.build).
  *
- * The rewrite (SPV_KHR_cooperative_matrix revision 3+, SPV_NV_cooperative_matrix):
+ * The rewrite (from the SPV_KHR_cooperative_matrix and SPV_NV_cooperative_matrix
+ * specifications; KHR needs SPIR-V 1.3 and, with Shader, the Vulkan memory
+ * model, both of which the NV module already has):
  *  - OpCapability CooperativeMatrixNV (5357) -> CooperativeMatrixKHR (6022),
  *    OpExtension "SPV_NV_cooperative_matrix" -> "SPV_KHR_cooperative_matrix";
  *  - OpTypeCooperativeMatrixNV (5358: id, component, scope, rows, cols) ->

@@ -395,7 +395,8 @@ rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *d
     VkPhysicalDeviceVulkanMemoryModelFeatures mmf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
         .pNext = khr ? (void *)&kmf : (void *)&cmf, .vulkanMemoryModel = VK_TRUE};
-    const char *cm_ext[] = {khr ? RLVK_KHR_CM_EXTENSION_NAME : VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+    const char *cm_ext[] = {khr ? RLVK_KHR_CM_EXTENSION_NAME
+                                : VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
     if (coopmat || khr) {
         cmf.pNext = f2.pNext;
         kmf.pNext = f2.pNext;
