@@ -7,7 +7,8 @@
  * body the same instruction for instruction), the rewriter run here giving
  * the embedded words exactly, a broken rewrite (A and B sharing a type)
  * failing the same check, and a conversion between uses refused by name.
- * usage: test_spv_khr CONV.spv (tests/data/cm_conv.comp compiled). */
+ * usage: test_spv_khr CONV.spv FUNC.spv (tests/data/cm_conv.comp compiled,
+ * plain and with -DCM_FUNC). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 #include "rl_test.h"
 #include "spv_khr.h"
 
-static const char *conv_path;
+static const char *conv_path, *func_path;
 
 enum {
     OP_EXTENSION = 10, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_TYPE_POINTER = 32,
@@ -264,14 +265,21 @@ START_TEST(rewriter_here_gives_the_embedded_words_and_a_shared_ab_type_fails)
 }
 END_TEST
 
-START_TEST(rewriter_refuses_a_conversion_between_uses_and_bad_input)
+static size_t read_spv(const char *path, uint32_t *w, size_t cap)
 {
-    FILE *f = fopen(conv_path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", conv_path);
-    uint32_t w[4096];
-    size_t n = fread(w, 4, 4096, f);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    size_t n = fread(w, 4, cap, f);
     fclose(f);
     ck_assert_uint_gt(n, 5);
+    ck_assert_uint_lt(n, cap);
+    return n;
+}
+
+START_TEST(rewriter_refuses_a_conversion_between_uses_and_bad_input)
+{
+    uint32_t w[4096];
+    size_t n = read_spv(conv_path, w, 4096);
     uint32_t *out = NULL;
     size_t n_out = 0;
     char err[512];
@@ -287,16 +295,22 @@ START_TEST(rewriter_refuses_a_conversion_between_uses_and_bad_input)
     const uint32_t *ew = attn_cm_spirv(ATTN_CM_SPV_EMU, &eb);
     ck_assert_int_eq(spvk_rewrite(ew, eb / 4, 0, &out, &n_out, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "no OpTypeCooperativeMatrixNV"), "'%s'", err);
+    /* a function taking and returning a matrix: its type is not split */
+    n = read_spv(func_path, w, 4096);
+    ck_assert_int_eq(spvk_rewrite(w, n, 0, &out, &n_out, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "function type") && strstr(err, "takes or returns a cooperative "
+                                                         "matrix"), "'%s'", err);
 }
 END_TEST
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_spv_khr CONV.spv\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_spv_khr CONV.spv FUNC.spv\n");
         return 2;
     }
     conv_path = argv[1];
+    func_path = argv[2];
     Suite *s = suite_create("spv_khr");
     TCase *tc = tcase_create("rewrite");
     tcase_add_test(tc, embedded_khr_module_is_the_nv_module_rewritten_rule_by_rule);
