@@ -494,8 +494,8 @@ rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items
         uint32_t kb = block_keys(e->dev, &d);
         uint32_t blocks = path_blocks(&d, kb, &path);
         uint64_t span = it->max_distance ? it->max_distance : d.tokens - 1;
-        pipe_desc(&e->dev->info, v, &d, it->sinks, kb, blocks, path.split, kernel_buckets(&d, span), keys[m],
-                  specs[m], &pds[m]);
+        pipe_desc(&e->dev->info, v, &d, it->sinks, kb, blocks, path.split,
+                  kernel_buckets(&d, span), keys[m], specs[m], &pds[m]);
         pds[m].name = keys[m];
         pds[m].spec = specs[m];
         int dup = engine_find(e, keys[m]) != NULL;
