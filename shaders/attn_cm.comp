@@ -10,26 +10,28 @@
 #extension GL_NV_cooperative_matrix : require
 #endif
 /* Streaming attention statistics with cooperative matrices
- * (VK_NV_cooperative_matrix; fp16 inputs, fp32 accumulators). The
+ * (GL_NV_cooperative_matrix source; the build also rewrites the NV SPIR-V
+ * to SPV_KHR_cooperative_matrix, tools/spv_khr.h; fp16 inputs, fp32
+ * accumulators). The
  * cooperative-matrix variant of attn.comp (docs/attention.md
  * "Cooperative-matrix path"): the same bindings, push constants, dispatch
  * grid and running state in the output slots between key chunks, so the
  * engine (attn_gpu.c) drives both alike; only the products differ.
  *
- * A workgroup owns WG = 64 consecutive query tokens of one head (4 row
- * tiles of CM_M = 16 rows); one dispatch covers one chunk of N_BLOCKS key
- * blocks of KB = CM_N = 16 keys of one KV head. Per key block:
- *   1. the workgroup stages K (and V) of the block's 16 keys in shared
+ * A workgroup owns WG = 64 consecutive query tokens of one head (64 / CM_M row
+ * tiles of CM_M rows); one dispatch covers one chunk of N_BLOCKS key
+ * blocks of KB = CM_N keys of one KV head. Per key block:
+ *   1. the workgroup stages K (and V) of the block's CM_N keys in shared
  *      memory as fp16 ([key][head_dim]); Q of its 64 rows was staged once;
  *   2. each subgroup computes S = Q K^T for its row tiles: HEAD_DIM / CM_K
- *      coopMatMulAdd steps into an fp32 16x16 accumulator, stored to shared
- *      memory ss[64][16];
+ *      coopMatMulAdd steps into an fp32 CM_M x CM_N accumulator, stored to
+ *      shared memory ss[64][CM_N];
  *   3. each invocation takes its own row of ss: scale, mask (causal, the
  *      chunk's end), block max, online-softmax update of m, l, entropy,
  *      argmax and target exactly as attn.comp does per key, and (O) writes
- *      its row of P = 2^15 exp(s - m_new) as fp16 into ps[64][16];
- *   4. O: for each 16-column slice of head_dim, each subgroup computes
- *      P V_slice (coopMatMulAdd, fp32 accumulator) into pvs[64][16]; each
+ *      its row of P = 2^15 exp(s - m_new) as fp16 into ps[64][CM_N];
+ *   4. O: for each CM_K-column slice of head_dim, each subgroup computes
+ *      P V_slice (coopMatMulAdd, fp32 accumulator) into pvs[64][CM_K]; each
  *      invocation folds its row into its fp32 running o (o alpha + 2^-15 PV).
  * The 2^15 keeps P's fp16 rounding relative down to p = 2^-29 whatever the
  * device's fp16 denormal handling (attn_cm.c: the bound).
@@ -50,24 +52,26 @@
 #include "rl_common.glsl"
 #include "attn_softmax.glsl"
 
-#define CM_M 16u
-#define CM_N 16u
-#define CM_K 16u
-
 /* Specialization constants: the ids of attn.comp (the engine passes the
- * same seven). KB must be 16 (= CM_N), HEAD_DIM a multiple of 16. */
+ * same seven) and the tile shape (attn_cm.c's tile plan picks it from the
+ * device's list: 16x16x16 on NV, 8x8x8 on Mesa's lavapipe): CM_N is the
+ * key block KB, CM_M must divide the 64-query workgroup, HEAD_DIM must be
+ * a multiple of CM_K. */
 layout(constant_id = 1) const uint32_t HEAD_DIM = 64;
 layout(constant_id = 2) const uint32_t HEADS = 1;
 layout(constant_id = 3) const uint32_t KV_GROUP = 1;
 layout(constant_id = 4) const uint32_t FLAGS = 0;
 layout(constant_id = 5) const uint32_t N_BUCKETS = 1;  /* unused: buckets refused */
 layout(constant_id = 6) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS;
-layout(constant_id = 7) const uint32_t KB = RL_ATTN_KB;
+layout(constant_id = 7) const uint32_t KB = 16;        /* = CM_N */
+layout(constant_id = 9) const uint32_t CM_M = 16;      /* rows (queries) of a tile */
+layout(constant_id = 10) const uint32_t CM_K = 16;     /* head dimensions per step */
+const uint32_t CM_N = KB;                               /* columns (keys) of a tile */
 
 const uint32_t WG = 64u;
 const uint32_t KV_HEADS = HEADS / KV_GROUP;
-const uint32_t DT = HEAD_DIM / CM_K;       /* 16-wide slices of head_dim */
-const uint32_t ROW_TILES = WG / CM_M;      /* 4 */
+const uint32_t DT = HEAD_DIM / CM_K;       /* CM_K-wide slices of head_dim */
+const uint32_t ROW_TILES = WG / CM_M;      /* 4 (16 rows), 8 (8 rows) */
 const bool CAUSAL = (FLAGS & RL_ATTN_F_CAUSAL) != 0u;
 const bool WANT_H = (FLAGS & RL_ATTN_F_ENTROPY) != 0u;
 const bool WANT_ARGMAX = (FLAGS & RL_ATTN_F_ARGMAX) != 0u;
@@ -89,7 +93,7 @@ shared float16_t ks[CM_N * HEAD_DIM];                      /* [key][d] */
 shared float16_t vs[WANT_O ? CM_N * HEAD_DIM : 1u];        /* [key][d] */
 shared float ss[WG * CM_N];                                /* S tile rows: [row][key] */
 shared float16_t ps[WANT_O ? WG * CM_N : 1u];              /* 2^15 P: [row][key] */
-shared float pvs[WANT_O ? WG * CM_N : 1u];                 /* 2^15 P V slice: [row][col] */
+shared float pvs[WANT_O ? WG * CM_K : 1u];                 /* 2^15 P V slice: [row][col] */
 
 const float NEG_INF = -1.0 / 0.0;
 
@@ -112,7 +116,7 @@ float m, l, ent, s_target, m_new;
 uint32_t amax, n, qi, target;
 bool live;
 
-/* Stages keys key_base + t0 .. + 15 of this KV head (K, and V with O) as
+/* Stages keys key_base + t0 .. + CM_N - 1 of this KV head (K, and V with O) as
  * fp16, keys past the end repeating the last one (masked later). */
 void cm_stage(uint32_t t0)
 {
@@ -138,7 +142,7 @@ void cm_qk()
         for (uint32_t dt = 0u; dt < DT; dt++) {
             fcoopmatNV<16, gl_ScopeSubgroup, CM_M, CM_K> a;
             fcoopmatNV<16, gl_ScopeSubgroup, CM_K, CM_N> b;
-            /* A = Q rows rt*16.., columns dt*16..; B[kk][key] = K[key][dt*16 + kk]:
+            /* A = Q rows rt*CM_M.., columns dt*CM_K..; B[kk][key] = K[key][dt*CM_K + kk]:
              * K stored [key][d] read column-major is K^T. */
             coopMatLoadNV(a, QK_A);
             coopMatLoadNV(b, QK_B);
@@ -158,7 +162,7 @@ void cm_qk()
     }
 }
 
-/* O += P V for the subgroup's row tiles, one 16-column slice dt at a time,
+/* O += P V for the subgroup's row tiles, one CM_K-column slice dt at a time,
  * folded into each row's o by its invocation. */
 void cm_pv(float alpha)
 {

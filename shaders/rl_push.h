@@ -164,8 +164,8 @@ struct rl_attn_push {
     uint32_t pad2;
 };
 
-/* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 independent vec4 FMA
- * chains per invocation (64 flops per round). */
+/* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 vec4 FMAs per invocation
+ * (64 flops per round), on 3, 4, 6 or 8 running vec4 values (RL_FMA_RING). */
 #define RL_FMA_ROUNDS 256u
 struct rl_fma_push {
     uint32_t group_base;

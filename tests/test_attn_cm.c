@@ -2,8 +2,9 @@
  * decomposition against a direct computation, support detection on fake
  * property lists, the options it refuses, its error bounds against models
  * of truncating tensor-op sums and of fp16 P with flushed denormals, and
- * the compiled NV SPIR-V word by word (SPV_NV_cooperative_matrix). Nothing
- * here runs the kernel: no device here exposes cooperative matrices. */
+ * the compiled NV SPIR-V word by word (SPV_NV_cooperative_matrix; its KHR
+ * twin: test_spv_khr.c). Nothing here runs the kernel (check's attn_cm_f16
+ * rows do, on a device that exposes it). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,18 +18,25 @@
 
 START_TEST(tiles_cover_every_visible_pair_exactly_once)
 {
-    static const uint64_t ns[] = {1, 15, 16, 17, 63, 64, 65, 129, 200};
+    static const uint64_t ns[] = {1, 7, 9, 15, 16, 17, 63, 64, 65, 129, 200};
     static const uint32_t blocks[] = {1, 3, 8};
+    /* NV's 16x16x16, lavapipe's KHR 8x8x8, and NVIDIA's 16x8x16 */
+    static const attn_cm_shape shapes[] = {{16, 16, 16, ATTN_CM_SPV_NV},
+                                           {8, 8, 8, ATTN_CM_SPV_KHR},
+                                           {16, 8, 16, ATTN_CM_SPV_KHR}};
+    for (size_t sh = 0; sh < RL_ARRAY_LEN(shapes); sh++)
     for (size_t a = 0; a < RL_ARRAY_LEN(ns); a++)
         for (size_t b = 0; b < RL_ARRAY_LEN(blocks); b++)
             for (int causal = 0; causal < 2; causal++) {
                 uint64_t n = ns[a];
+                const uint32_t M = shapes[sh].m, N = shapes[sh].n, K = shapes[sh].k;
                 attn_cm_plan p;
                 rl_error err = {0};
-                ck_assert_int_eq(attn_cm_plan_make(n, 64, blocks[b], causal, &p, &err), RL_OK);
+                ck_assert_int_eq(attn_cm_plan_make(n, 64, blocks[b], causal, &shapes[sh], &p, &err),
+                                 RL_OK);
                 /* Padded sizes, directly. */
-                uint64_t chunk = blocks[b] * 16u;
-                ck_assert_uint_eq(p.k_steps, 4);
+                uint64_t chunk = blocks[b] * N;
+                ck_assert_uint_eq(p.k_steps, 64 / K);
                 ck_assert_uint_eq(p.chunk_keys, chunk);
                 ck_assert_uint_eq(p.padded_rows, ((n + 63) / 64) * 64);
                 ck_assert_uint_eq(p.padded_keys, ((n + chunk - 1) / chunk) * chunk);
@@ -41,15 +49,15 @@ START_TEST(tiles_cover_every_visible_pair_exactly_once)
                 for (uint64_t c = 0; c * chunk < n; c++)
                     for (uint64_t qb = 0; qb * 64 < n; qb++)
                         if (!causal || (qb + 1) * 64 > c * chunk)
-                            expect += blocks[b] * 4u;
+                            expect += blocks[b] * (64u / M);
                 ck_assert_uint_eq(count, expect);
                 for (uint64_t x = 0; x < count; x++) {
-                    uint32_t rows = t[x].q0 >= n ? 0 : (uint32_t)(n - t[x].q0 < 16 ? n - t[x].q0 : 16);
-                    uint32_t keys = t[x].k0 >= n ? 0 : (uint32_t)(n - t[x].k0 < 16 ? n - t[x].k0 : 16);
+                    uint32_t rows = t[x].q0 >= n ? 0 : (uint32_t)(n - t[x].q0 < M ? n - t[x].q0 : M);
+                    uint32_t keys = t[x].k0 >= n ? 0 : (uint32_t)(n - t[x].k0 < N ? n - t[x].k0 : N);
                     ck_assert_uint_eq(t[x].rows, rows);
                     ck_assert_uint_eq(t[x].keys, keys);
-                    ck_assert_uint_eq(t[x].q0 % 16, 0);
-                    ck_assert_uint_eq(t[x].k0 % 16, 0);
+                    ck_assert_uint_eq(t[x].q0 % M, 0);
+                    ck_assert_uint_eq(t[x].k0 % N, 0);
                     ck_assert_uint_lt(t[x].q0, p.padded_rows);
                     ck_assert_uint_lt(t[x].k0, p.padded_keys);
                     for (uint32_t r = 0; r < rows; r++)
@@ -98,7 +106,7 @@ START_TEST(causal_plan_skips_only_chunks_wholly_after_a_block)
      * no visible pair, and some are skipped. */
     attn_cm_plan p;
     rl_error err = {0};
-    ck_assert_int_eq(attn_cm_plan_make(300, 16, 1, 1, &p, &err), RL_OK);
+    ck_assert_int_eq(attn_cm_plan_make(300, 16, 1, 1, NULL, &p, &err), RL_OK);
     uint64_t skipped = 0;
     for (uint64_t c = 0; c < p.n_chunks; c++)
         for (uint64_t qb = 0; qb < p.n_qblocks; qb++) {
@@ -111,9 +119,12 @@ START_TEST(causal_plan_skips_only_chunks_wholly_after_a_block)
                                   (unsigned long long)i, (unsigned long long)j);
         }
     ck_assert_uint_gt(skipped, 0);
-    ck_assert_int_eq(attn_cm_plan_make(0, 16, 1, 1, &p, &err), RL_ERR_ARG);
-    ck_assert_int_eq(attn_cm_plan_make(10, 24, 1, 1, &p, &err), RL_ERR_ARG);
-    ck_assert_int_eq(attn_cm_plan_make(10, 16, 9, 1, &p, &err), RL_ERR_ARG);
+    ck_assert_int_eq(attn_cm_plan_make(0, 16, 1, 1, NULL, &p, &err), RL_ERR_ARG);
+    ck_assert_int_eq(attn_cm_plan_make(10, 24, 1, 1, NULL, &p, &err), RL_ERR_ARG);
+    ck_assert_int_eq(attn_cm_plan_make(10, 16, 9, 1, NULL, &p, &err), RL_ERR_ARG);
+    attn_cm_shape s8 = {8, 8, 8, ATTN_CM_SPV_KHR}, s24 = {24, 8, 8, ATTN_CM_SPV_KHR};
+    ck_assert_int_eq(attn_cm_plan_make(10, 24, 1, 1, &s8, &p, &err), RL_OK); /* 24 = 3 x 8 */
+    ck_assert_int_eq(attn_cm_plan_make(10, 24, 1, 1, &s24, &p, &err), RL_ERR_ARG);
 }
 END_TEST
 
@@ -134,7 +145,7 @@ static rlvk_device_info nvidia_like(void)
     in.fp16 = in.storage16 = 1;
     in.subgroup_size = 32;
     in.max_shared_memory = 49152;
-    in.cm.has_nv = in.cm.has_khr = in.cm.feat_nv = in.cm.nv_compute = 1;
+    in.cm.has_nv = in.cm.has_khr = in.cm.feat_nv = in.cm.feat_khr = in.cm.nv_compute = 1;
     in.cm.vk_memory_model = 1;
     in.cm.shapes[in.cm.n_shapes++] = shape(16, 8, 16, RLVK_CM_F16, RLVK_CM_F16, 0);
     in.cm.shapes[in.cm.n_shapes++] = shape(16, 8, 8, RLVK_CM_F16, RLVK_CM_F32, 0);
@@ -165,12 +176,35 @@ START_TEST(support_follows_the_listed_properties)
     none.subgroup_size = 8;
     expect_no(&none, "device lacks VK_NV_cooperative_matrix / VK_KHR_cooperative_matrix");
 
+    /* NVIDIA with both: KHR is preferred, 16x16x16 over its first 16x8x16 */
+    attn_cm_shape cs;
+    ck_assert_int_eq(attn_cm_shape_of(&in, &cs, NULL), 1);
+    ck_assert_int_eq(cs.module, ATTN_CM_SPV_KHR);
+    ck_assert_uint_eq(cs.m, 16);
+    ck_assert_uint_eq(cs.n, 16);
+    ck_assert_uint_eq(cs.k, 16);
+
     rlvk_device_info amd = in; /* RADV / ANV: KHR only, with the shape */
     amd.cm.has_nv = amd.cm.feat_nv = 0;
     amd.subgroup_size = 64;
     amd.cm.n_shapes = 0;
     amd.cm.shapes[amd.cm.n_shapes++] = shape(16, 16, 16, RLVK_CM_F16, RLVK_CM_F32, 1);
-    expect_no(&amd, "VK_KHR_cooperative_matrix only");
+    ck_assert_int_eq(attn_cm_shape_of(&amd, &cs, NULL), 1);
+    ck_assert_int_eq(cs.module, ATTN_CM_SPV_KHR);
+    amd.cm.feat_khr = 0;
+    expect_no(&amd, "VK_KHR_cooperative_matrix is listed but its cooperativeMatrix feature is off");
+
+    rlvk_device_info lvp = amd; /* Mesa 26 lavapipe: KHR 8x8x8 only, subgroup size 8 */
+    lvp.cm.feat_khr = 1;
+    lvp.subgroup_size = 8;
+    lvp.cm.n_shapes = 0;
+    lvp.cm.shapes[lvp.cm.n_shapes++] = shape(8, 8, 8, RLVK_CM_F16, RLVK_CM_F32, 1);
+    ck_assert_int_eq(attn_cm_shape_of(&lvp, &cs, NULL), 1);
+    ck_assert_int_eq(cs.module, ATTN_CM_SPV_KHR);
+    ck_assert_uint_eq(cs.m * 100 + cs.n * 10 + cs.k, 888);
+    lvp.cm.shapes[0].m = 12; /* does not divide 64 */
+    expect_no(&lvp, "no listed float16 x float16 + float32 -> float32 subgroup shape fits");
+    in.cm.has_khr = in.cm.feat_khr = 0; /* NV alone from here */
 
     rlvk_device_info x = in;
     x.cm.feat_nv = 0;
@@ -195,10 +229,13 @@ START_TEST(support_follows_the_listed_properties)
     x.cm.shapes[x.cm.n_shapes++] = shape(16, 16, 16, RLVK_CM_F16, RLVK_CM_F16, 0);
     x.cm.shapes[x.cm.n_shapes++] = shape(16, 16, 16, RLVK_CM_F16, RLVK_CM_F32, 1);
     x.cm.shapes[x.cm.n_shapes++] = shape(16, 8, 16, RLVK_CM_F16, RLVK_CM_F32, 0);
-    expect_no(&x, "lists no 16x16x16");
+    ck_assert_int_eq(attn_cm_shape_of(&x, &cs, NULL), 1); /* NV's 16x8x16 then */
+    ck_assert_uint_eq(cs.m * 100 + cs.n * 10 + cs.k, 16 * 100 + 8 * 10 + 16);
+    x.cm.n_shapes = 2;
+    expect_no(&x, "shape fits");
     x.cm.shapes[0].scope = 2; /* workgroup scope does not count either */
     x.cm.shapes[0].c = x.cm.shapes[0].result = RLVK_CM_F32;
-    expect_no(&x, "lists no 16x16x16");
+    expect_no(&x, "shape fits");
     x.cm.shapes[0].scope = RLVK_CM_SCOPE_SUBGROUP;
     ck_assert_int_eq(attn_cm_supported(&x, NULL), 1);
 }
@@ -223,7 +260,10 @@ START_TEST(check_refuses_what_the_kernel_does_not_compute_by_name)
     attn_desc d = ok;
     d.head_dim = 128; /* with O: 34816 bytes of shared memory, inside 48 KiB */
     ck_assert_int_eq(attn_cm_check(&in, &d, NULL, 0, &err), RL_OK);
-    ck_assert_uint_eq(attn_cm_shared_bytes(128, 1), 64 * 128 * 2 + 2 * 16 * 128 * 2 + 64 * 16 * 10);
+    ck_assert_uint_eq(attn_cm_shared_bytes(128, 1, 16, 16),
+                      64 * 128 * 2 + 2 * 16 * 128 * 2 + 64 * 16 * 10);
+    ck_assert_uint_eq(attn_cm_shared_bytes(128, 1, 8, 16), /* pvs holds K = 16 columns */
+                      64 * 128 * 2 + 2 * 8 * 128 * 2 + 64 * 8 * 6 + 64 * 16 * 4);
     rlvk_device_info small = in;
     small.max_shared_memory = 32768;
     expect_refused(&small, &d, NULL, 0, "maxComputeSharedMemorySize");
@@ -456,12 +496,13 @@ END_TEST
 
 enum {
     OP_EXTENSION = 10, OP_TYPE_FLOAT = 22, OP_CONSTANT = 43, OP_CAPABILITY = 17,
+    OP_SPEC_CONSTANT = 50,
     /* SPV_NV_cooperative_matrix */
     CAP_COOPMAT_NV = 5357, OP_TYPE_COOPMAT_NV = 5358, OP_COOPMAT_LOAD_NV = 5359,
     OP_COOPMAT_STORE_NV = 5360, OP_COOPMAT_MULADD_NV = 5361,
 };
 
-START_TEST(module_is_nv_cooperative_matrix_spirv_with_16x16_tiles)
+START_TEST(module_is_nv_cooperative_matrix_spirv_with_spec_constant_tiles)
 {
     size_t bytes;
     const uint32_t *w = attn_cm_spirv(0, &bytes);
@@ -481,7 +522,7 @@ START_TEST(module_is_nv_cooperative_matrix_spirv_with_16x16_tiles)
             cap++;
         if (code == OP_EXTENSION && !strcmp((const char *)&w[i + 1], "SPV_NV_cooperative_matrix"))
             ext++;
-        if (code == OP_TYPE_FLOAT || code == OP_CONSTANT) {
+        if (code == OP_TYPE_FLOAT || code == OP_CONSTANT || code == OP_SPEC_CONSTANT) {
             uint32_t id = code == OP_TYPE_FLOAT ? w[i + 1] : w[i + 2];
             ck_assert_uint_lt(id, bound);
             op[id] = code;
@@ -495,9 +536,10 @@ START_TEST(module_is_nv_cooperative_matrix_spirv_with_16x16_tiles)
             ck_assert(a1[comp] == 16 || a1[comp] == 32);
             ck_assert_uint_eq(op[scope], OP_CONSTANT);
             ck_assert_uint_eq(a1[scope], 3); /* Subgroup */
-            ck_assert_uint_eq(op[rows], OP_CONSTANT);
+            /* the tile shape: specialization constants defaulting to 16 */
+            ck_assert_uint_eq(op[rows], OP_SPEC_CONSTANT);
             ck_assert_uint_eq(a1[rows], 16);
-            ck_assert_uint_eq(op[cols], OP_CONSTANT);
+            ck_assert_uint_eq(op[cols], OP_SPEC_CONSTANT);
             ck_assert_uint_eq(a1[cols], 16);
             types++;
         }
@@ -541,7 +583,7 @@ int main(void)
     tcase_add_test(tc, logit_bound_covers_truncating_sums_in_any_order_and_grouping);
     tcase_add_test(tc, out_bound_covers_fp16_p_with_flushed_denormals);
     tcase_add_test(tc, tolerances_use_the_tensor_op_terms_only_on_the_path);
-    tcase_add_test(tc, module_is_nv_cooperative_matrix_spirv_with_16x16_tiles);
+    tcase_add_test(tc, module_is_nv_cooperative_matrix_spirv_with_spec_constant_tiles);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

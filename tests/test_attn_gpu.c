@@ -630,6 +630,7 @@ START_TEST(gpu_coopmat_path_is_refused_with_its_reason_or_runs)
     rl_status st = attn_run(&e, &d, &in, &out, &res, &err);
     if (!have) {
         ck_assert_int_eq(g.dev.feat_coopmat_nv, 0);
+        ck_assert_int_eq(g.dev.feat_coopmat_khr, 0);
         ck_assert_int_eq(st, RL_ERR_UNSUPPORTED);
         ck_assert_msg(strstr(err.msg, why), "'%s' lacks '%s'", err.msg, why);
         if (!g.dev.info.cm.has_nv && !g.dev.info.cm.has_khr)
@@ -653,13 +654,17 @@ END_TEST
 static const struct {
     uint32_t n, heads, kv, dim, flags, blocks;
     int causal;
+    uint32_t tile; /* emulated M = N = K: 16 (NV's) or 8 (lavapipe's KHR) */
 } cm_emu_cases[] = {
-    {1, 1, 1, 16, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 0, 1},
-    {17, 2, 1, 16, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 1, 0},
-    {65, 4, 2, 64, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 1, 1},
-    {130, 4, 2, 64, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 0, 0},
-    {150, 2, 2, 128, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 3, 1},
-    {257, 2, 1, 32, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 0, 1},
+    {1, 1, 1, 16, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 0, 1, 16},
+    {17, 2, 1, 16, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 1, 0, 16},
+    {65, 4, 2, 64, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 1, 1, 16},
+    {130, 4, 2, 64, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 0, 0, 16},
+    {150, 2, 2, 128, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 3, 1, 16},
+    {257, 2, 1, 32, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 0, 1, 16},
+    {9, 2, 1, 8, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 1, 0, 8},
+    {65, 4, 2, 64, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 1, 1, 8},
+    {150, 2, 2, 40, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 3, 0, 8},
 };
 
 START_TEST(gpu_coopmat_kernel_logic_with_emulated_tensor_ops)
@@ -688,7 +693,8 @@ START_TEST(gpu_coopmat_kernel_logic_with_emulated_tensor_ops)
     for (uint32_t t = 0; t < n; t++)
         target[t] = (uint32_t)(rl_rng_u64(&rng) % n);
     attn_desc d = {.tokens = n, .heads = h, .kv_heads = kv, .head_dim = dim, .fp16 = 1,
-                   .coopmat = 1, .test_cm_emulate = 1, .causal = cm_emu_cases[_i].causal,
+                   .coopmat = 1, .test_cm_emulate = 1, .test_cm_tile = cm_emu_cases[_i].tile,
+                   .causal = cm_emu_cases[_i].causal,
                    .flags = cm_emu_cases[_i].flags, .chunk_blocks = cm_emu_cases[_i].blocks,
                    .scale = (float)(1.0 / sqrt(dim)), .verify_rows = 64};
     attn_inputs in = {.q = q, .k = k, .v = v, .target = target};

@@ -2,8 +2,9 @@
 # `ropelab check` and `ropelab devices` on a device without cooperative
 # matrices (lavapipe): the cooperative-matrix path is a skipped row and the
 # note "cooperative-matrix path: skipped (why)", never a pass; a device that
-# exposes VK_NV_cooperative_matrix with the kernel's shape runs its rows
-# instead (then this test only checks they are there and not skipped).
+# exposes VK_KHR_ or VK_NV_cooperative_matrix with a usable shape (Mesa 26's
+# lavapipe: scripts/khr-lavapipe.sh) runs its rows instead (then this test
+# checks they are there, not skipped, and the note names the shape).
 # usage: test_check_coopmat.sh path/to/ropelab
 set -u
 bin=$1
@@ -24,6 +25,8 @@ if grep -q "attention cooperative-matrix path: yes" "$work/devices.txt"; then
   [ "$rc" = 0 ] || { echo "FAIL: check exited $rc on a cooperative-matrix device"; fail=1; }
   grep -q "SKIP" "$work/check.txt" && { echo "FAIL: a cooperative-matrix row was skipped"; fail=1; }
   grep -c "^  attn_cm_f16 " "$work/check.txt" | grep -qv '^0$' || { echo "FAIL: no attn_cm_f16 rows"; fail=1; }
+  grep -Eq "^  cooperative-matrix path: VK_(KHR|NV)_cooperative_matrix [0-9]+x[0-9]+x[0-9]+ \(attn_cm.comp\)$" \
+    "$work/check.txt" || { echo "FAIL: no note naming the extension and tile shape"; fail=1; }
 else
   grep -q "^    cooperative matrix: VK_NV_cooperative_matrix [a-z, ]*, VK_KHR_cooperative_matrix " \
     "$work/devices.txt" || { echo "FAIL: devices does not show the cooperative-matrix extensions"; fail=1; }

@@ -83,6 +83,13 @@ for r in d["results"]:
     else:
         times(y["ms"], reps)  # one fma_peak dispatch right after each timed pass
         assert y["name"] == "fma_peak"
+        # the peak is the fastest width, each width timed and verified first
+        ws = y["widths"]
+        assert [w["vec4_chains"] for w in ws] == [3, 4, 6, 8], ws
+        assert all(w["gflop_per_s"] > 0 for w in ws), ws
+        best = max(ws, key=lambda w: w["gflop_per_s"])
+        assert y["vec4_chains"] == best["vec4_chains"], (y["vec4_chains"], ws)
+        assert r["ratio"]["above_peak"] == (r["ratio"]["value"] > 1), r["ratio"]
         flop = 2.0 * s["tokens"] ** 2 * s["head_dim"] * s["heads"] * (2 if s["output"] else 1)
         flop *= 0.5 if s["causal"] else 1
         assert close(k["gflop"], flop * 1e-9, 1e-5), (k["gflop"], flop)

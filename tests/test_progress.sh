@@ -54,6 +54,8 @@ grep -qE '"gpu_s": 0\.0+,' "$sum" && bad "no timestamped GPU time recorded" || o
 grep -q '"status": "none yet"' "$tmp/out/manifest.json" && ok || bad "first cache status"
 ls "$RL_CACHE_DIR"/pipelines-*.bin >/dev/null 2>&1 && ok || bad "no cache file written"
 ls "$RL_CACHE_DIR"/throughput-*.json >/dev/null 2>&1 && ok || bad "no yardsticks cached"
+grep -q '"fma_yardstick": "fma_peak rings 3/4/6/8"' "$RL_CACHE_DIR"/throughput-*.json && ok ||
+  bad "cached yardstick not named: $(cat "$RL_CACHE_DIR"/throughput-*.json)"
 "$bin" run "$tmp/b.yaml" --no-plot --quiet --out "$tmp/out2" >/dev/null 2>"$tmp/e2"; rc=$?
 [ "$rc" -eq 0 ] && ok || bad "second run exit $rc"
 grep -q '"status": "loaded"' "$tmp/out2/manifest.json" && ok || bad "cache not loaded"
@@ -69,6 +71,15 @@ grep -q 'time estimates (estimates, not measurements) on ' "$tmp/d" && ok || bad
 [ "$(grep -cE '^[0-9a-f]{16}  entropy +(rope|yarn) +[0-9]+\.[0-9]+ s +[0-9.]+ [KMG]?i?B' "$tmp/d")" -eq 2 ] &&
   ok || bad "estimate lines: $(cat "$tmp/d")"
 grep -qE 'estimated device time of this shard: [0-9.]+ s' "$tmp/d" && ok || bad "total"
+# a peak cached by another yardstick (no "fma_yardstick": before the FMA
+# widths) is measured again, not used
+for f in "$RL_CACHE_DIR"/throughput-*.json; do
+  printf '{"fma_gflops": 1234.5, "copy_gbs": 2.5, "device": "x"}\n' > "$f"
+done
+"$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d2" 2>&1 && ok || bad "dry-run (old cache) exit"
+grep -q 'measured now' "$tmp/d2" && ok || bad "old-yardstick cache used: $(cat "$tmp/d2")"
+grep -q 'cached in' "$tmp/d" && ok || bad "first dry-run did not use the cache: $(cat "$tmp/d")"
+grep -q '1234.5' "$RL_CACHE_DIR"/throughput-*.json && bad "old cache not replaced" || ok
 
 # a terminal: live lines (\r, phase, ETA) through script(1)
 if command -v script >/dev/null 2>&1; then

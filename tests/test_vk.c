@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "fma_peak.spv.h"
+#include "fma_peak_r4.spv.h"
 #include "rl_push.h"
 #include "rl_test.h"
 
@@ -500,8 +500,8 @@ START_TEST(pipeline_table_reuses_identical_variants)
     rl_error err = {0};
     static const uint32_t spec_a[1] = {1}, spec_b[1] = {2};
     rlvk_pipeline p1, p2, p3, p4, p5;
-    rlvk_pipeline_desc d = {.name = "fma_a", .spirv = rl_spv_fma_peak,
-                            .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
+    rlvk_pipeline_desc d = {.name = "fma_a", .spirv = rl_spv_fma_peak_r4,
+                            .spirv_bytes = sizeof rl_spv_fma_peak_r4, .n_bindings = 1,
                             .push_bytes = sizeof(struct rl_fma_push), .local_size_x = 64};
     ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p1, &err), RL_OK);
     ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p2, &err), RL_OK);
@@ -574,8 +574,8 @@ START_TEST(pipelines_created_together_share_as_one_by_one)
     g.dev.compile_threads = 3;
     rl_error err = {0};
     static const uint32_t spec[3][1] = {{1}, {2}, {3}};
-    rlvk_pipeline_desc base = {.name = "fma", .spirv = rl_spv_fma_peak,
-                               .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
+    rlvk_pipeline_desc base = {.name = "fma", .spirv = rl_spv_fma_peak_r4,
+                               .spirv_bytes = sizeof rl_spv_fma_peak_r4, .n_bindings = 1,
                                .push_bytes = sizeof(struct rl_fma_push), .local_size_x = 64};
     rlvk_pipeline held;
     ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &base, &held, &err), RL_OK);
@@ -643,8 +643,8 @@ START_TEST(pipelines_created_together_fail_as_a_whole)
     rlvk_pipeline_desc d[4];
     const char *names[4] = {"ok a", "too wide b", "ok c", "too wide d"};
     for (int i = 0; i < 4; i++) {
-        d[i] = (rlvk_pipeline_desc){.name = names[i], .spirv = rl_spv_fma_peak,
-                                    .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
+        d[i] = (rlvk_pipeline_desc){.name = names[i], .spirv = rl_spv_fma_peak_r4,
+                                    .spirv_bytes = sizeof rl_spv_fma_peak_r4, .n_bindings = 1,
                                     .push_bytes = sizeof(struct rl_fma_push), .local_size_x = 64,
                                     .n_spec = 1, .spec = spec[i]};
         if (i == 1 || i == 3)

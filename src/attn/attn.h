@@ -131,6 +131,8 @@ typedef struct attn_desc {
     int test_cm_emulate;    /* test hook, with coopmat: runs attn_cm.comp with its tensor ops
                                emulated by subgroup loops (attn_cm_emu_f16; no extension
                                needed), to test the rest of that kernel on any device */
+    uint32_t test_cm_tile;  /* test hook, with test_cm_emulate: the emulated tile edge M = N = K,
+                               8 or 16 (0: 16) */
     int path;               /* attn_path_kind (attn_path.h): 0 the device's default
                                (attn_path_choose), else that path or RL_ERR_UNSUPPORTED;
                                ATTN_PATH_COOPMAT is the same as coopmat = 1 */

@@ -113,7 +113,8 @@ static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
     attn_path_shape s = {.head_dim = d->head_dim, .key_operands = key_operands(d), .fp16 = d->fp16};
     if (d->coopmat && d->test_cm_emulate) { /* test hook: no extension needed */
         *out = (attn_path){.kind = ATTN_PATH_COOPMAT, .supported = 1, .split = 1,
-                           .wg_size = ATTN_WG, .block_keys = ATTN_CM_N};
+                           .wg_size = ATTN_WG,
+                           .block_keys = attn_cm_shape_for(&dev->info, d).n};
         snprintf(out->why, sizeof out->why, "cooperative-matrix kernel, tensor ops emulated (test)");
         return;
     }
@@ -125,8 +126,10 @@ static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
 
 static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
 {
-    if (d->coopmat) /* its key tile; shared memory: attn_cm_check */
-        return ATTN_CM_N;
+    if (d->coopmat) { /* its key tile (the device's shape); shared memory: attn_cm_check */
+        uint32_t n = attn_cm_shape_for(&dev->info, d).n;
+        return n ? n : ATTN_CM_N; /* no shape: attn_cm_check refuses it with the reason */
+    }
     if (d->block_keys)
         return block_bytes(d, d->block_keys) <= dev->info.max_shared_memory ? d->block_keys : 0;
     attn_path a;
@@ -366,13 +369,19 @@ int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0,
     return 0;
 }
 
-/* The pipeline a run of d needs: its engine key, specialization constants
- * (spec[8]) and desc (pointing into key and spec). split: invocations per
- * query row (attn_path.c; 1 scalar, > 1 the subgroup-split variant). */
-static void pipe_desc(const attn_variant *v, const attn_desc *d, int sinks, uint32_t kb,
-                      uint32_t blocks, uint32_t split, uint32_t n_buckets, char key[96],
-                      uint32_t spec[8], rlvk_pipeline_desc *pd)
+/* The pipeline a run of d needs on a device with these properties: its
+ * engine key, specialization constants (spec[ATTN_N_SPEC]: ids 1..8, and
+ * for the cooperative-matrix kernel its tile's M and K as ids 9, 10) and
+ * desc (pointing into key and spec). split: invocations per query row
+ * (attn_path.c; 1 scalar, > 1 the subgroup-split variant). */
+#define ATTN_N_SPEC 10
+static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const attn_desc *d,
+                      int sinks, uint32_t kb, uint32_t blocks, uint32_t split, uint32_t n_buckets,
+                      char key[96], uint32_t spec[ATTN_N_SPEC], rlvk_pipeline_desc *pd)
 {
+    attn_cm_shape cs = {0};
+    if (d->coopmat)
+        cs = attn_cm_shape_for(info, d);
     uint32_t flags = d->flags;
     if (d->causal)
         flags |= RL_ATTN_F_CAUSAL;
@@ -386,14 +395,17 @@ static void pipe_desc(const attn_variant *v, const attn_desc *d, int sinks, uint
         flags |= RL_ATTN_F_REMAP;
     if (d->remap_chunk)
         flags |= RL_ATTN_F_REMAP | RL_ATTN_F_DCA;
+    static const char *const cm_name[] = {"cm", "cm_emu", "cm_khr"};
+    char cm_key[32];
+    snprintf(cm_key, sizeof cm_key, "%s%ux%u", cm_name[cs.module], cs.m, cs.k);
     snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u",
-             d->coopmat ? (d->test_cm_emulate ? "cm_emu" : "cm") : v->name, d->fp16 ? "_f16" : "",
+             d->coopmat ? cm_key : v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets, split);
-    const uint32_t sp[8] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags, n_buckets,
-                            blocks, kb, split};
+    const uint32_t sp[ATTN_N_SPEC] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags,
+                                      n_buckets, blocks, kb, split, cs.m, cs.k};
     memcpy(spec, sp, sizeof sp);
     size_t cm_bytes = 0;
-    const uint32_t *cm_spv = d->coopmat ? attn_cm_spirv(d->test_cm_emulate, &cm_bytes) : NULL;
+    const uint32_t *cm_spv = d->coopmat ? attn_cm_spirv(cs.module, &cm_bytes) : NULL;
     int sg = split > 1;
     *pd = (rlvk_pipeline_desc){
         .name = key,
@@ -406,7 +418,7 @@ static void pipe_desc(const attn_variant *v, const attn_desc *d, int sinks, uint
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
         .local_size_x = ATTN_WG * split,
-        .n_spec = 8,
+        .n_spec = d->coopmat ? ATTN_N_SPEC : 8,
         .spec = spec,
     };
 }
@@ -436,9 +448,9 @@ static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc
                           const rlvk_pipeline **out, rl_error *err)
 {
     char key[96];
-    uint32_t spec[8];
+    uint32_t spec[ATTN_N_SPEC];
     rlvk_pipeline_desc pd;
-    pipe_desc(v, d, sinks, kb, blocks, split, n_buckets, key, spec, &pd);
+    pipe_desc(&e->dev->info, v, d, sinks, kb, blocks, split, n_buckets, key, spec, &pd);
     if ((*out = engine_find(e, key)))
         return RL_OK;
     attn_pipe *p = engine_slot(e);
@@ -464,7 +476,7 @@ rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items
 {
     enum { MAX_PREP = ATTN_MAX_PIPES / 2 };
     char keys[MAX_PREP][96];
-    uint32_t specs[MAX_PREP][8];
+    uint32_t specs[MAX_PREP][ATTN_N_SPEC];
     rlvk_pipeline_desc pds[MAX_PREP];
     rlvk_pipeline pipes[MAX_PREP];
     uint32_t m = 0;
@@ -482,8 +494,8 @@ rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items
         uint32_t kb = block_keys(e->dev, &d);
         uint32_t blocks = path_blocks(&d, kb, &path);
         uint64_t span = it->max_distance ? it->max_distance : d.tokens - 1;
-        pipe_desc(v, &d, it->sinks, kb, blocks, path.split, kernel_buckets(&d, span), keys[m],
-                  specs[m], &pds[m]);
+        pipe_desc(&e->dev->info, v, &d, it->sinks, kb, blocks, path.split,
+                  kernel_buckets(&d, span), keys[m], specs[m], &pds[m]);
         pds[m].name = keys[m];
         pds[m].spec = specs[m];
         int dup = engine_find(e, keys[m]) != NULL;
@@ -739,10 +751,12 @@ static rl_status begin_run(attn_engine *e, const attn_desc *din, const attn_bias
                        dev->info.name);
     if (d->coopmat && (st = attn_cm_check(&dev->info, d, vname, have_sinks, err)))
         return st;
-    if (d->coopmat && !d->test_cm_emulate && !dev->feat_coopmat_nv)
+    if (d->coopmat && !d->test_cm_emulate &&
+        !(attn_cm_shape_for(&dev->info, d).module == ATTN_CM_SPV_KHR ? dev->feat_coopmat_khr
+                                                                      : dev->feat_coopmat_nv))
         return rl_fail(err, RL_ERR_UNSUPPORTED,
-                       "cooperative-matrix path: VK_NV_cooperative_matrix is not enabled on %s",
-                       dev->info.name);
+                       "cooperative-matrix path: the device's cooperative-matrix extension is not "
+                       "enabled on %s", dev->info.name);
     if (d->path < ATTN_PATH_AUTO || d->path >= ATTN_PATH_COUNT)
         return rl_fail(err, RL_ERR_ARG, "attention: unknown kernel path %d", d->path);
     attn_path path;

@@ -36,8 +36,13 @@ void attn_path_props_of(const rlvk_device_info *in, attn_path_props *p)
     p->max_invocations = in->max_workgroup_invocations;
     p->max_workgroup_size_x = in->max_workgroup_size[0];
     const char *why = NULL;
-    p->coopmat_ext = attn_cm_supported(in, &why); /* the kernel's own test (attn_cm.c) */
-    snprintf(p->coopmat_why, sizeof p->coopmat_why, "%s", why ? why : "");
+    attn_cm_shape cs;
+    p->coopmat_ext = attn_cm_shape_of(in, &cs, &why); /* the kernel's own test (attn_cm.c) */
+    if (p->coopmat_ext)
+        attn_cm_shape_str(&cs, p->coopmat_why, sizeof p->coopmat_why); /* its shape */
+    else
+        snprintf(p->coopmat_why, sizeof p->coopmat_why, "%s", why ? why : "");
+    p->coopmat_keys = cs.n;
     p->storage16 = in->storage16;
 }
 
@@ -106,17 +111,22 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
         return;
     }
     if (kind == ATTN_PATH_COOPMAT) {
-        /* attn_cm.comp (VK_NV_cooperative_matrix, 16x16x16 fp16 -> fp32 at
-         * subgroup scope); never the default: it computes a subset of the
-         * statistics (attn_cm_check refuses the rest by name), so it runs
-         * only when asked (attn_desc.coopmat, --attn-path coopmat, check). */
+        /* attn_cm.comp (fp16 -> fp32 cooperative matrices at subgroup scope,
+         * KHR or NV, the tile shape from the device's list); never the
+         * default: it computes a subset of the statistics (attn_cm_check
+         * refuses the rest by name), so it runs only when asked
+         * (attn_desc.coopmat, --attn-path coopmat, check). */
         out->supported = p->coopmat_ext;
-        out->block_keys = 16;
-        snprintf(out->why, sizeof out->why, "%s",
-                 p->coopmat_ext ? "cooperative matrices (VK_NV_cooperative_matrix, attn_cm.comp); "
-                                  "only when asked"
-                 : p->coopmat_why[0] ? p->coopmat_why
-                                     : "no VK_NV_cooperative_matrix with a 16x16x16 fp16 shape");
+        out->block_keys = p->coopmat_ext ? p->coopmat_keys : 16;
+        if (p->coopmat_ext)
+            snprintf(out->why, sizeof out->why,
+                     "cooperative matrices (%.100s, attn_cm.comp); only when asked",
+                     p->coopmat_why);
+        else
+            snprintf(out->why, sizeof out->why, "%s",
+                     p->coopmat_why[0] ? p->coopmat_why
+                                         : "no VK_KHR_cooperative_matrix / "
+                                           "VK_NV_cooperative_matrix with a usable fp16 shape");
         return;
     }
     /* Subgroup split: SPLIT lanes of one subgroup per query row, each with

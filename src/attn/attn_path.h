@@ -14,8 +14,9 @@ typedef enum attn_path_kind {
     ATTN_PATH_SUBGROUP,     /* attn.comp with RL_ATTN_SPLIT: SPLIT invocations per row, each
                                owning head_dim / SPLIT dimensions of q and O, logits summed
                                by subgroupShuffleXor */
-    ATTN_PATH_COOPMAT,      /* cooperative-matrix kernel attn_cm.comp (VK_NV_cooperative_matrix;
-                               only when asked: it computes a subset of the statistics) */
+    ATTN_PATH_COOPMAT,      /* cooperative-matrix kernel attn_cm.comp (VK_KHR_ or
+                               VK_NV_cooperative_matrix; only when asked: it computes a subset
+                               of the statistics) */
     ATTN_PATH_COUNT
 } attn_path_kind;
 
@@ -32,9 +33,11 @@ typedef struct attn_path_props {
     uint32_t max_shared_memory;      /* maxComputeSharedMemorySize, bytes */
     uint32_t max_invocations;        /* maxComputeWorkGroupInvocations */
     uint32_t max_workgroup_size_x;   /* maxComputeWorkGroupSize[0] */
-    int coopmat_ext;                 /* the cooperative-matrix kernel runs here (attn_cm_supported:
-                                        VK_NV_cooperative_matrix with its shape) */
-    char coopmat_why[160];           /* why not (attn_cm_supported), "" when it runs */
+    int coopmat_ext;                 /* the cooperative-matrix kernel runs here (attn_cm_shape_of:
+                                        KHR or NV with a usable shape) */
+    char coopmat_why[160];           /* why not (attn_cm_shape_of); when it runs, its shape
+                                        ("VK_KHR_cooperative_matrix 8x8x8") */
+    uint32_t coopmat_keys;           /* the shape's N (keys per block) when it runs */
     int storage16;                   /* storageBuffer16BitAccess */
 } attn_path_props;
 

@@ -92,6 +92,8 @@ typedef struct bench_attn_opts {
     int path;             /* attn_desc.path: 0 the device's default path */
 } bench_attn_opts;
 
+#define BENCH_FMA_WIDTHS 4
+
 typedef struct bench_attn_result {
     bench_attn_opts opts;       /* resolved */
     bench_times gpu;            /* GPU time of one full pass (all submissions) per timed run;
@@ -99,7 +101,10 @@ typedef struct bench_attn_result {
     double wall_ms;             /* host wall time of the last timed run */
     double flops;               /* 2 N^2 d (x2 with O, /2 causal) x heads */
     double gflops;              /* flops / median gpu time */
-    bench_times fma;            /* fma_peak.comp on the same device, one dispatch right
+    double fma_width_gflops[BENCH_FMA_WIDTHS]; /* each width of fma_peak.comp (3, 4, 6, 8 running
+                                   vec4 per invocation), median of 3 before the passes */
+    uint32_t fma_width;         /* the fastest: the device's peak, timed next to each pass */
+    bench_times fma;            /* that width on the same device, one dispatch right
                                    after each timed attention pass (one untimed warm-up first) */
     uint32_t fma_groups, fma_local;  /* its dispatch: groups x local invocations */
     double fma_flops;           /* flops of one fma_peak dispatch */
@@ -131,6 +136,8 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
  * kernel's bandwidth in GB/s (read + write of a 32 MiB buffer, median of
  * reps after a warm-up). RL_ERR_UNSUPPORTED without timestamps. */
 rl_status bench_fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_error *err);
+/* Running vec4 values per invocation of FMA width w (0 .. BENCH_FMA_WIDTHS-1). */
+uint32_t bench_fma_chains(uint32_t width);
 rl_status bench_copy_gbs(rlvk_device *dev, uint32_t reps, double *gbs, rl_error *err);
 
 /* Median of n doubles (sorts v in place). */

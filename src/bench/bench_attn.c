@@ -9,7 +9,10 @@
 #include "attn/attn.h"
 #include "bench/bench.h"
 #include "core/rl_util.h"
-#include "fma_peak.spv.h"
+#include "fma_peak_r3.spv.h"
+#include "fma_peak_r4.spv.h"
+#include "fma_peak_r6.spv.h"
+#include "fma_peak_r8.spv.h"
 
 _Static_assert(sizeof(struct rl_fma_push) == 16, "rl_fma_push layout");
 
@@ -28,13 +31,26 @@ static void fma_destroy(rlvk_device *dev, fma_kernel *f)
     rlvk_pipeline_destroy(dev, &f->pipe);
 }
 
-static rl_status fma_create(rlvk_device *dev, fma_kernel *f, rl_error *err)
+/* The yardstick's widths (fma_peak.comp, RL_FMA_CHAINS running vec4 per
+ * invocation): the fastest on the device is its peak (fma_choose). */
+static const struct {
+    const uint32_t *spv;
+    size_t bytes;
+    uint32_t chains;
+} fma_widths[BENCH_FMA_WIDTHS] = {
+    {rl_spv_fma_peak_r3, sizeof rl_spv_fma_peak_r3, 3},
+    {rl_spv_fma_peak_r4, sizeof rl_spv_fma_peak_r4, 4},
+    {rl_spv_fma_peak_r6, sizeof rl_spv_fma_peak_r6, 6},
+    {rl_spv_fma_peak_r8, sizeof rl_spv_fma_peak_r8, 8},
+};
+
+static rl_status fma_create(rlvk_device *dev, uint32_t width, fma_kernel *f, rl_error *err)
 {
     memset(f, 0, sizeof *f);
     f->local = 64;
     f->groups = dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 4096 : 262144;
-    rlvk_pipeline_desc pd = {.name = "fma_peak", .spirv = rl_spv_fma_peak,
-                             .spirv_bytes = sizeof rl_spv_fma_peak, .n_bindings = 1,
+    rlvk_pipeline_desc pd = {.name = "fma_peak", .spirv = fma_widths[width].spv,
+                             .spirv_bytes = fma_widths[width].bytes, .n_bindings = 1,
                              .push_bytes = sizeof(struct rl_fma_push), .local_size_x = f->local};
     rl_status st = rlvk_pipeline_create(dev, &pd, &f->pipe, err);
     if (!st)
@@ -69,36 +85,100 @@ static rl_status fma_once(rlvk_device *dev, fma_kernel *f, double *ms, rl_error 
     return st;
 }
 
-/* One untimed warm-up, then reps timed dispatches (res->fma), median for
- * the figure. */
-static rl_status fma_peak(rlvk_device *dev, uint32_t reps, bench_attn_result *res, rl_error *err)
+/* The yardstick computes something: one group's outputs (every group's
+ * equal: the start values depend on the local index only) against the same
+ * ring recurrence in double. The recurrence contracts (the fixed point
+ * x = x^2 + c = 0.146 for c = 0.125 has |d/da| = 2x = 0.29 per pass, and
+ * the fall from 0.5 passes through row sums 1, 0.75, 0.53, ...), so each
+ * value's error stays within 2u max|a| (sum of the contractions) <= 2u *
+ * 0.51 * 4 = 4.1u, and y's (R values, R - 1 adds) within R (4.1u + u|y|/R)
+ * < 1e-5 for R <= 8 (u = 2^-24); the bound, 2e-5, is that with 2x margin.
+ * A kernel whose rounds were folded or dropped is off by about 0.35. */
+static rl_status fma_verify(rlvk_device *dev, const fma_kernel *f, uint32_t width, rl_error *err)
 {
-    fma_kernel f;
-    double t[BENCH_MAX_REPS], w;
-    if (reps > BENCH_MAX_REPS)
-        reps = BENCH_MAX_REPS;
-    rl_status st = fma_create(dev, &f, err);
-    if (!st)
-        st = fma_once(dev, &f, &w, err);
-    for (uint32_t r = 0; !st && r < reps; r++)
-        st = fma_once(dev, &f, &t[r], err);
-    if (!st) {
-        bench_times_set(&res->fma, t, reps);
-        res->fma_groups = f.groups;
-        res->fma_local = f.local;
-        res->fma_flops = fma_flops(&f);
-        res->fma_gflops = res->fma_flops / (res->fma.median * 1e6);
-    }
-    fma_destroy(dev, &f);
+    float got[64 * 4];
+    uint32_t n = f->local < 64 ? f->local : 64, ring = fma_widths[width].chains;
+    rl_status st = rlvk_buffer_download(dev, &f->y, 0, got, (uint64_t)n * 16, err);
+    for (uint32_t i = 0; !st && i < n; i++)
+        for (uint32_t comp = 0; comp < 4; comp++) {
+            double s = 0.5f + (float)i * 1e-7f, a[8], c = 0.125, y = 0, t;
+            for (uint32_t k = 0; k < ring; k++)
+                a[k] = (float)(s + (double)(float)(k * 1e-3) + (double)(float)(comp * 1e-4));
+            /* the shader's passes: R FMAs walking the ring (the last reads
+             * t, a_0 from before the pass), then the 8 - R leftover of a
+             * round (3 + 3 + 2 and 6 + 2 keep 8 per round) */
+            for (uint32_t r = 0; r < RL_FMA_ROUNDS; r++) {
+                uint32_t left = 8;
+                while (left) {
+                    uint32_t m = left < ring ? left : ring;
+                    t = a[0];
+                    for (uint32_t k = 0; k < m; k++)
+                        a[k] = a[k] * (k + 1 < ring ? a[k + 1] : t) + c;
+                    left -= m;
+                }
+            }
+            for (uint32_t k = 0; k < ring; k++)
+                y += a[k];
+            double e = fabs((double)got[4 * i + comp] - y);
+            if (!(e <= 2e-5))
+                st = rl_fail(err, RL_ERR_MISMATCH,
+                             "fma_peak (%u vec4): invocation %u component %u is %.9g, the same "
+                             "recurrence in double gives %.9g (|error| %.3g > bound 2e-5)",
+                             ring, i, comp, (double)got[4 * i + comp], y, e);
+        }
     return st;
 }
 
-/* The FMA peak alone (run's --dry-run estimates): the same kernel and timing. */
+/* Times every width (one untimed warm-up, then reps dispatches each,
+ * median) into res->fma_width_gflops and picks the fastest as the
+ * device's peak: res->fma_width (its index), res->fma (its times),
+ * res->fma_gflops. */
+static rl_status fma_choose(rlvk_device *dev, uint32_t reps, bench_attn_result *res, rl_error *err)
+{
+    double t[BENCH_MAX_REPS], w;
+    if (reps > BENCH_MAX_REPS)
+        reps = BENCH_MAX_REPS;
+    rl_status st = RL_OK;
+    res->fma_gflops = 0;
+    for (uint32_t v = 0; !st && v < BENCH_FMA_WIDTHS; v++) {
+        fma_kernel f;
+        st = fma_create(dev, v, &f, err);
+        if (!st)
+            st = fma_once(dev, &f, &w, err);
+        if (!st)
+            st = fma_verify(dev, &f, v, err);
+        for (uint32_t r = 0; !st && r < reps; r++)
+            st = fma_once(dev, &f, &t[r], err);
+        if (!st) {
+            bench_times bt;
+            bench_times_set(&bt, t, reps);
+            double g = fma_flops(&f) / (bt.median * 1e6);
+            res->fma_width_gflops[v] = g;
+            if (g > res->fma_gflops) {
+                res->fma_gflops = g;
+                res->fma_width = v;
+                res->fma = bt;
+                res->fma_groups = f.groups;
+                res->fma_local = f.local;
+                res->fma_flops = fma_flops(&f);
+            }
+        }
+        fma_destroy(dev, &f);
+    }
+    return st;
+}
+
+uint32_t bench_fma_chains(uint32_t width)
+{
+    return width < BENCH_FMA_WIDTHS ? fma_widths[width].chains : 0;
+}
+
+/* The FMA peak alone (run's --dry-run estimates): the same kernels and timing. */
 rl_status bench_fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_error *err)
 {
     bench_attn_result r;
     memset(&r, 0, sizeof r);
-    rl_status st = fma_peak(dev, reps, &r, err);
+    rl_status st = fma_choose(dev, reps, &r, err);
     if (!st)
         *gflops = r.fma_gflops;
     return st;
@@ -222,7 +302,8 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
      * dispatch, after one warm-up): the load on a shared machine drifts
      * within seconds, so each pass's ratio uses the peak measured next to
      * it, and the figure is the median of the per-pass ratios. */
-    if ((st = fma_create(dev, &fk, err)) || (st = fma_once(dev, &fk, &ft[0], err)))
+    if ((st = fma_choose(dev, 3, res, err)) ||
+        (st = fma_create(dev, res->fma_width, &fk, err)) || (st = fma_once(dev, &fk, &ft[0], err)))
         goto done;
     if (masked) {
         if (!(ut = malloc(nrep * sizeof *ut)) || !(rt = malloc(nrep * sizeof *rt))) {

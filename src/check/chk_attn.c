@@ -224,9 +224,10 @@ rl_status chk_attn_run_case_ex(rlvk_device *dev, attn_engine *e, const attn_case
 
 static const uint32_t lengths[] = {1, 2, 63, 64, 65, 1000, 4097};
 
-/* The cooperative-matrix path (attn_cm.h) where the device has it: fp16
- * inputs, its statistics (entropy, argmax, target; O on two cases),
- * lengths around the 64-query workgroup and 16-key tiles, causal and
+/* The cooperative-matrix path (attn_cm.h) where the device has it (KHR or
+ * NV, the note "cooperative-matrix path: <extension> MxNxK" names which):
+ * fp16 inputs, its statistics (entropy, argmax, target; O on two cases),
+ * lengths around the 64-query workgroup and 8/16-key tiles, causal and
  * bidirectional, head_dim 16, 64 and 128. Elsewhere one skipped row and
  * the note "cooperative-matrix path: skipped (why)". */
 static rl_status cm_cases(rlvk_device *dev, attn_engine *e, const chk_options *opt,
@@ -235,10 +236,15 @@ static rl_status cm_cases(rlvk_device *dev, attn_engine *e, const chk_options *o
     if (!chk_kernel_selected(opt, "attn_cm_f16"))
         return RL_OK;
     const char *why = NULL;
-    if (!attn_cm_supported(&dev->info, &why) || !dev->feat_coopmat_nv) {
+    attn_cm_shape cs;
+    int have = attn_cm_shape_of(&dev->info, &cs, &why);
+    if (have && !(cs.module == ATTN_CM_SPV_KHR ? dev->feat_coopmat_khr : dev->feat_coopmat_nv)) {
+        have = 0;
+        why = "the cooperative-matrix extension is not enabled on the device";
+    }
+    if (!have) {
         char line[256];
-        snprintf(line, sizeof line, "cooperative-matrix path: skipped (%s)",
-                 why ? why : "VK_NV_cooperative_matrix not enabled on the device");
+        snprintf(line, sizeof line, "cooperative-matrix path: skipped (%s)", why);
         chk_report_note(report, line);
         if (opt->list_only)
             return RL_OK;
@@ -251,6 +257,12 @@ static rl_status cm_cases(rlvk_device *dev, attn_engine *e, const chk_options *o
         snprintf(row.shape, sizeof row.shape, "cooperative-matrix path");
         snprintf(row.tolerance, sizeof row.tolerance, "skipped: %.86s", why ? why : "not enabled");
         return chk_report_add(report, &row, err);
+    }
+    {
+        char line[160], sb[64];
+        snprintf(line, sizeof line, "cooperative-matrix path: %s (attn_cm.comp)",
+                 attn_cm_shape_str(&cs, sb, sizeof sb));
+        chk_report_note(report, line);
     }
     static const uint32_t cm_lengths[] = {1, 17, 65, 1000, 4097};
     const uint32_t stats = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET;

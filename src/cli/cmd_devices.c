@@ -61,7 +61,7 @@ static void print_coopmat(const rlvk_device_info *in)
     const rlvk_cm_info *cm = &in->cm;
     printf("    cooperative matrix: VK_NV_cooperative_matrix %s, VK_KHR_cooperative_matrix %s\n",
            cm->has_nv ? (cm->feat_nv ? "yes" : "listed, feature off") : "no",
-           cm->has_khr ? "listed" : "no");
+           cm->has_khr ? (cm->feat_khr ? "yes" : "listed, feature off") : "no");
     for (uint32_t i = 0; i < cm->n_shapes; i++) {
         const rlvk_cm_shape *s = &cm->shapes[i];
         char b[4][16];
@@ -74,8 +74,11 @@ static void print_coopmat(const rlvk_device_info *in)
     if (cm->n_listed > cm->n_shapes)
         printf("      (%u more not shown)\n", cm->n_listed - cm->n_shapes);
     const char *why;
-    if (attn_cm_supported(in, &why))
-        printf("    attention cooperative-matrix path: yes (attn_cm.comp, NV 16x16x16 fp16)\n");
+    attn_cm_shape cs;
+    char sb[64];
+    if (attn_cm_shape_of(in, &cs, &why))
+        printf("    attention cooperative-matrix path: yes (attn_cm.comp, %s fp16 x fp16 + fp32)\n",
+               attn_cm_shape_str(&cs, sb, sizeof sb));
     else
         printf("    attention cooperative-matrix path: no (%s)\n", why);
 }
@@ -94,10 +97,14 @@ static json_t *coopmat_json(const rlvk_device_info *in)
             "scope", rlvk_cm_scope_name(s->scope), "saturating", s->saturating));
     }
     const char *why;
-    int ok = attn_cm_supported(in, &why);
-    return json_pack("{s:b,s:b,s:b,s:b,s:o,s:b,s:s?}", "nv", cm->has_nv, "khr", cm->has_khr,
-                     "nv_feature", cm->feat_nv, "nv_compute", cm->nv_compute, "shapes", shapes,
-                     "attention_path", ok, "attention_path_reason", ok ? NULL : why);
+    attn_cm_shape cs;
+    char sb[64];
+    int ok = attn_cm_shape_of(in, &cs, &why);
+    return json_pack("{s:b,s:b,s:b,s:b,s:b,s:o,s:b,s:s?,s:s?}", "nv", cm->has_nv, "khr",
+                     cm->has_khr, "nv_feature", cm->feat_nv, "khr_feature", cm->feat_khr,
+                     "nv_compute", cm->nv_compute, "shapes", shapes, "attention_path", ok,
+                     "attention_path_reason", ok ? NULL : why, "attention_path_shape",
+                     ok ? attn_cm_shape_str(&cs, sb, sizeof sb) : NULL);
 }
 
 json_t *cli_device_identity_json(const rlvk_device_info *in)

@@ -251,6 +251,8 @@ typedef enum run_job_status {
  * measured 0.715 bidirectional and 0.734 causal (each against the FMA peak
  * of the same run). */
 #define RUN_ATTN_EFFICIENCY 0.72
+/* The FMA yardstick a cached peak was measured with (bench_fma_peak). */
+#define RUN_FMA_YARDSTICK "fma_peak rings 3/4/6/8"
 
 /* A device's yardsticks for estimates. */
 typedef struct run_calib {

@@ -85,12 +85,26 @@ typedef struct rlvk_cm_shape {
 typedef struct rlvk_cm_info {
     int has_nv, has_khr;             /* VK_NV_cooperative_matrix / VK_KHR_cooperative_matrix listed */
     int feat_nv;                     /* NV's cooperativeMatrix feature */
+    int feat_khr;                    /* KHR's cooperativeMatrix feature (queried only where
+                                        the device lists VK_KHR_cooperative_matrix) */
     int nv_compute;                  /* NV's cooperativeMatrixSupportedStages has compute */
     int vk_memory_model;             /* vulkanMemoryModel (the NV SPIR-V needs it) */
     uint32_t n_shapes;               /* shapes[] filled (NV first, then KHR) */
     uint32_t n_listed;               /* combinations the device listed (may exceed n_shapes) */
     rlvk_cm_shape shapes[RLVK_CM_MAX_SHAPES];
 } rlvk_cm_info;
+
+/* VkPhysicalDeviceCooperativeMatrixFeaturesKHR, written from the
+ * specification (the headers here, 1.3.239, predate it): for
+ * vkGetPhysicalDeviceFeatures2 and device creation. */
+#define RLVK_STYPE_CM_FEATURES_KHR ((VkStructureType)1000506000)
+#define RLVK_KHR_CM_EXTENSION_NAME "VK_KHR_cooperative_matrix"
+typedef struct rlvk_khr_cm_features {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix;
+    VkBool32 cooperativeMatrixRobustBufferAccess;
+} rlvk_khr_cm_features;
 
 /* Fills cm for physical device pd (extension list, features, property
  * lists: vkGetPhysicalDeviceCooperativeMatrixPropertiesNV through volk,
@@ -229,6 +243,8 @@ typedef struct rlvk_device {
     int feat_fp16, feat_fp64, feat_storage16, feat_int64;
     int feat_coopmat_nv;             /* VK_NV_cooperative_matrix enabled with cooperativeMatrix,
                                         vulkanMemoryModel (info.cm usable by attn_cm) */
+    int feat_coopmat_khr;            /* VK_KHR_cooperative_matrix enabled likewise (preferred
+                                        over NV where both are usable) */
     /* Bytes copied between host and device by rlvk_buffer_upload and
      * rlvk_buffer_download (mapped or staged alike) since the device was
      * created: what a data flow really moves, for tests and reports. */

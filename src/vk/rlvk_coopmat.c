@@ -3,10 +3,12 @@
  * vkGetInstanceProcAddr and the structures below. The Vulkan headers here
  * (1.3.239) predate the KHR extension (header 1.3.255), so its structure
  * types and layouts are written from the specification
- * (VK_KHR_cooperative_matrix, revision 2). Only its property list is read:
- * its feature structure would go through vkGetPhysicalDeviceFeatures2,
- * where the validation layer here (1.3.239) reports an sType it does not
- * know; the kernel does not use the KHR extension anyway. */
+ * (VK_KHR_cooperative_matrix, revision 2). Its feature structure
+ * (VkPhysicalDeviceCooperativeMatrixFeaturesKHR) is chained into
+ * vkGetPhysicalDeviceFeatures2 only where the device lists the extension:
+ * a validation layer older than the extension (bookworm's 1.3.239) would
+ * report an sType it does not know, and bookworm's lavapipe lists no KHR,
+ * so CI never chains it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +59,8 @@ void rlvk_cm_query(VkInstance instance, VkPhysicalDevice pd, uint32_t api_versio
     extensions(pd, &cm->has_nv, &cm->has_khr);
     if (!cm->has_nv && !cm->has_khr)
         return;
-    /* Features: NV's cooperativeMatrix and the memory model the NV SPIR-V
-     * declares (VulkanMemoryModel capability); NV's shader stages. */
+    /* Features: NV's and KHR's cooperativeMatrix and the memory model the
+     * SPIR-V declares (VulkanMemoryModel capability); NV's shader stages. */
     VkPhysicalDeviceCooperativeMatrixFeaturesNV fnv = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceVulkanMemoryModelFeatures mm = {
@@ -72,8 +74,14 @@ void rlvk_cm_query(VkInstance instance, VkPhysicalDevice pd, uint32_t api_versio
         fnv.pNext = f2.pNext;
         f2.pNext = &fnv;
     }
+    rlvk_khr_cm_features fkhr = {.sType = RLVK_STYPE_CM_FEATURES_KHR};
+    if (cm->has_khr) {
+        fkhr.pNext = f2.pNext;
+        f2.pNext = &fkhr;
+    }
     vkGetPhysicalDeviceFeatures2(pd, &f2);
     cm->feat_nv = fnv.cooperativeMatrix != 0;
+    cm->feat_khr = fkhr.cooperativeMatrix != 0;
     cm->vk_memory_model = mm.vulkanMemoryModel != 0;
     if (cm->has_nv) {
         VkPhysicalDeviceCooperativeMatrixPropertiesNV pnv = {

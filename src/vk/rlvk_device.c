@@ -378,21 +378,28 @@ rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *d
         .features = {.shaderFloat64 = dev->info.fp64 ? VK_TRUE : VK_FALSE,
                      .shaderInt64 = dev->info.int64 ? VK_TRUE : VK_FALSE},
     };
-    /* Cooperative matrices (attn_cm.comp, NV SPIR-V): the extension, its
-     * feature and the memory model its SPIR-V declares, only on a device
-     * that offers all of them with fp16 arithmetic and 16-bit storage. */
+    /* Cooperative matrices (attn_cm.comp: NV SPIR-V and its KHR twin): one
+     * extension (KHR when usable, else NV), its feature and the memory
+     * model its SPIR-V declares, only on a device that offers all of them
+     * with fp16 arithmetic and 16-bit storage. The KHR feature structure is
+     * chained only where the device lists the extension and the feature
+     * query said yes (rlvk_cm_query). */
     const rlvk_cm_info *cm = &dev->info.cm;
-    int coopmat = cm->has_nv && cm->feat_nv && cm->nv_compute && cm->vk_memory_model &&
-                  dev->info.fp16 && dev->info.storage16;
+    int cm_base = cm->vk_memory_model && dev->info.fp16 && dev->info.storage16;
+    int khr = cm_base && cm->has_khr && cm->feat_khr;
+    int coopmat = !khr && cm_base && cm->has_nv && cm->feat_nv && cm->nv_compute;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cmf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
         .cooperativeMatrix = VK_TRUE};
+    rlvk_khr_cm_features kmf = {.sType = RLVK_STYPE_CM_FEATURES_KHR, .cooperativeMatrix = VK_TRUE};
     VkPhysicalDeviceVulkanMemoryModelFeatures mmf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
-        .pNext = &cmf, .vulkanMemoryModel = VK_TRUE};
-    const char *cm_ext[] = {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
-    if (coopmat) {
+        .pNext = khr ? (void *)&kmf : (void *)&cmf, .vulkanMemoryModel = VK_TRUE};
+    const char *cm_ext[] = {khr ? RLVK_KHR_CM_EXTENSION_NAME
+                                : VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+    if (coopmat || khr) {
         cmf.pNext = f2.pNext;
+        kmf.pNext = f2.pNext;
         f2.pNext = &mmf;
     }
     VkDeviceCreateInfo dci = {
@@ -400,8 +407,8 @@ rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *d
         .pNext = &f2,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
-        .enabledExtensionCount = coopmat ? 1u : 0u,
-        .ppEnabledExtensionNames = coopmat ? cm_ext : NULL,
+        .enabledExtensionCount = coopmat || khr ? 1u : 0u,
+        .ppEnabledExtensionNames = coopmat || khr ? cm_ext : NULL,
     };
     VkResult r = vkCreateDevice(dev->physical, &dci, NULL, &dev->device);
     if (r != VK_SUCCESS) {
@@ -414,6 +421,7 @@ rl_status rlvk_device_create(rlvk_instance *inst, uint32_t index, rlvk_device *d
     dev->feat_fp16 = dev->info.fp16;
     dev->feat_storage16 = dev->info.storage16;
     dev->feat_coopmat_nv = coopmat;
+    dev->feat_coopmat_khr = khr;
     dev->vk.vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);
 
     VkCommandPoolCreateInfo pci = {
