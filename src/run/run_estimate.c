@@ -38,10 +38,12 @@ rl_status run_calib_get(rlvk_device *dev, run_calib *c, rl_error *err)
     calib_path(dev, path, sizeof path);
     json_t *j = path[0] ? json_load_file(path, 0, NULL) : NULL;
     /* A file written by another yardstick (before the four FMA widths, no
-     * "fma_yardstick") holds a different peak: measured again. */
+     * "fma_yardstick"; before the line-per-invocation copy, no
+     * "copy_yardstick") holds a different peak or bandwidth: measured again. */
     const char *ys = j ? json_string_value(json_object_get(j, "fma_yardstick")) : NULL;
-    if (j && ys && strcmp(ys, RUN_FMA_YARDSTICK) == 0 && positive(json_object_get(j, "fma_gflops")) &&
-        positive(json_object_get(j, "copy_gbs"))) {
+    const char *cs = j ? json_string_value(json_object_get(j, "copy_yardstick")) : NULL;
+    if (j && ys && strcmp(ys, RUN_FMA_YARDSTICK) == 0 && cs && strcmp(cs, RUN_COPY_YARDSTICK) == 0 &&
+        positive(json_object_get(j, "fma_gflops")) && positive(json_object_get(j, "copy_gbs"))) {
         c->fma_gflops = json_number_value(json_object_get(j, "fma_gflops"));
         c->copy_gbs = json_number_value(json_object_get(j, "copy_gbs"));
         snprintf(c->source, sizeof c->source, "cached in %s; remove it to measure again", path);
@@ -59,8 +61,9 @@ rl_status run_calib_get(rlvk_device *dev, run_calib *c, rl_error *err)
     snprintf(c->source, sizeof c->source, "measured now (%.2f s)", rl_now() - t0);
     c->ok = 1;
     if (path[0]) {
-        json_t *o = json_pack("{s:f,s:s,s:f,s:s}", "fma_gflops", c->fma_gflops, "fma_yardstick",
-                              RUN_FMA_YARDSTICK, "copy_gbs", c->copy_gbs, "device", dev->info.name);
+        json_t *o = json_pack("{s:f,s:s,s:f,s:s,s:s}", "fma_gflops", c->fma_gflops, "fma_yardstick",
+                              RUN_FMA_YARDSTICK, "copy_gbs", c->copy_gbs, "copy_yardstick",
+                              RUN_COPY_YARDSTICK, "device", dev->info.name);
         char dir[1100];
         snprintf(dir, sizeof dir, "%s", path);
         char *slash = strrchr(dir, '/');
