@@ -247,10 +247,11 @@ typedef enum run_job_status {
 /* ---- run_estimate.c: time estimates ---------------------------------------- */
 
 /* The attention kernel's share of the FMA peak assumed by the estimates:
- * README's `ropelab bench attention` table on lavapipe, 16384 tokens x 128,
- * measured 0.715 bidirectional and 0.734 causal (each against the FMA peak
- * of the same run). */
-#define RUN_ATTN_EFFICIENCY 0.72
+ * `ropelab bench attention --tokens 16384 --head-dim 128 [--causal]` on
+ * lavapipe against the four-width FMA peak (docs/attention.md), measured
+ * 0.358 / 0.363 bidirectional and 0.357 / 0.353 causal, statistics only
+ * (0.72 was against the old single-shape peak, about half the real one). */
+#define RUN_ATTN_EFFICIENCY 0.36
 /* The FMA yardstick a cached peak was measured with (bench_fma_peak). */
 #define RUN_FMA_YARDSTICK "fma_peak rings 3/4/6/8"
 /* The copy yardstick a cached bandwidth was measured with (bench_copy_gbs). */
