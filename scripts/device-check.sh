@@ -260,8 +260,9 @@ else
   step check 1 150 check.json -- check --device "$check_dev" --json --junit "$tmp/check-junit.xml"
 fi
 
-# bench rope at the README's shape: 65536 tokens x 1 head x 128 dims, every
-# layout x precision, median of 25 after 3 warm-up.
+# bench rope at the README's shapes: 65536 tokens x 1 head x 128 dims and
+# 4096 tokens x 32 heads x 128 dims, every layout x precision, median of 25
+# after 3 warm-up (--quick: the first shape, one variant).
 if [ $quick = 1 ]; then
   rope_variants="half:fp32" rope_reps=(--reps 5 --warmup 1)
 else
@@ -273,6 +274,14 @@ for v in $rope_variants; do
   step "rope_${lay}_$prec" 1 60 "bench/rope-$lay-$prec.json" -- bench rope --device "$bench_dev" \
     --tokens 65536 --heads 1 --head-dim 128 --layout "$lay" --precision "$prec" "${rope_reps[@]}" --json
 done
+if [ $quick = 0 ]; then
+  for v in $rope_variants; do
+    lay=${v%%:*} prec=${v#*:}
+    step "rope_4096x32_${lay}_$prec" 1 60 "bench/rope-4096x32-$lay-$prec.json" -- bench rope \
+      --device "$bench_dev" --tokens 4096 --heads 32 --head-dim 128 --layout "$lay" \
+      --precision "$prec" "${rope_reps[@]}" --json
+  done
+fi
 
 # bench attention at the README's shapes (statistics only unless "output").
 if [ $quick = 1 ]; then
@@ -281,6 +290,7 @@ else
   attn_runs=("attn_16384_d128_causal:--tokens 16384 --head-dim 128 --causal"
              "attn_16384_d128_causal_fp16:--tokens 16384 --head-dim 128 --causal --fp16"
              "attn_16384_d128_causal_output:--tokens 16384 --head-dim 128 --causal --output"
+             "attn_16384_d128_causal_output_fp16:--tokens 16384 --head-dim 128 --causal --output --fp16"
              "attn_16384_d128_bidir:--tokens 16384 --head-dim 128"
              "attn_16384_d64_causal:--tokens 16384 --head-dim 64 --causal")
 fi
@@ -343,10 +353,13 @@ done
     echo "check     : no result (see logs/check.log)"
   fi
   echo
-  echo "bench rope, 65536 tokens x 1 head x 128 dims, GPU timestamps (rope vs copy of the same bytes, same run):"
+  for shape in 65536x1 4096x32; do
+  [ $quick = 1 ] && [ $shape = 4096x32 ] && continue
+  echo "bench rope, ${shape%x*} tokens x ${shape#*x} head(s) x 128 dims, GPU timestamps (rope vs copy of the same bytes, same run):"
   printf '  %-22s %-28s %-28s %s\n' "layout/precision" "rope median ms (GB/s)" "copy median ms (GB/s)" "rope/copy"
   for v in $rope_variants; do
     f=$tmp/bench/rope-${v%%:*}-${v#*:}.json
+    [ $shape = 4096x32 ] && f=$tmp/bench/rope-4096x32-${v%%:*}-${v#*:}.json
     if [ "$(jget "$f" results.0.pass)" = true ]; then
       printf '  %-22s %-28s %-28s %s   (%s runs, min..max rope %s..%s ms)\n' "${v%%:*} ${v#*:}" \
         "$(num "$(jget "$f" results.0.kernel.ms.median)" %.3f) ($(num "$(jget "$f" results.0.kernel.gb_per_s)" %.2f))" \
@@ -358,6 +371,7 @@ done
     fi
   done
   echo
+  done
   echo "bench attention, 1 head, fp32 unless fp16, statistics only unless output (vs the FMA peak measured in the same run):"
   printf '  %-32s %-14s %-10s %-10s %s\n' "shape" "GPU ms median" "GFLOP/s" "FMA peak" "ratio"
   attn_files=()
