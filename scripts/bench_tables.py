@@ -55,7 +55,7 @@ def attn_rows(docs):
             if not r.get("pass"):
                 continue
             s, k, y, q = r["shape"], r["kernel"], r["yardstick"], r["ratio"]
-            key = (-s["tokens"], -s["head_dim"], not s["causal"], s["output"], s["dtype"])
+            key = (-s["tokens"], -s["head_dim"], not s["causal"], s["output"], s["dtype"] != "fp32")
             rows.append((key, "| %d × %d × %d, %s | %s | %s | %.1f ms | %.2f | %.2f | %.3f (%.3f–%.3f) | %.3f |" % (
                 s["tokens"], s["heads"], s["head_dim"], "causal" if s["causal"] else "bidirectional",
                 s["dtype"], "yes" if s["output"] else "no", k["ms"]["median"], k["gflop_per_s"],
