@@ -149,6 +149,54 @@ START_TEST(size_check_names_the_limit)
 }
 END_TEST
 
+/* Copies n_vec4 vec4s with the copy yardstick (vec4_per_inv per
+ * invocation, 0: the device's choice, which must be `expected`) into a
+ * buffer with a guard after them, and checks every element arrived and
+ * nothing past the end was written; with timestamps, also that the
+ * dispatch was timed and counted in the device's GPU time. */
+static void copy_and_check(rl_gpu *g, uint32_t vec4_per_inv, uint32_t expected, uint32_t n_vec4)
+{
+    rl_error err = {0};
+    uint64_t bytes = (uint64_t)n_vec4 * 16;
+    rlvk_buffer x, y;
+    bench_copy copy;
+    ck_assert_int_eq(rlvk_buffer_create(&g->dev, bytes + 64, "x", &x, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_create(&g->dev, bytes + 64, "y", &y, &err), RL_OK);
+    uint32_t *h = malloc(bytes + 64), *o = malloc(bytes + 64), guard[16];
+    for (uint64_t i = 0; i < bytes / 4 + 16; i++)
+        h[i] = (uint32_t)(i * 2654435761u + 7u);
+    memset(guard, 0xAB, sizeof guard);
+    ck_assert_int_eq(rlvk_buffer_upload(&g->dev, &x, 0, h, bytes + 64, &err), RL_OK);
+    ck_assert_int_eq(rlvk_buffer_upload(&g->dev, &y, bytes, guard, 64, &err), RL_OK);
+    ck_assert_int_eq(bench_copy_create(&g->dev, vec4_per_inv, &copy, &err), RL_OK);
+    ck_assert_uint_eq(copy.vec4_per_inv, expected);
+    double gpu_s0 = g->dev.gpu_s;
+    rlvk_cmd cmd;
+    ck_assert_int_eq(rlvk_cmd_begin(&g->dev, 1, &cmd, &err), RL_OK);
+    rlvk_cmd_timestamp(&cmd, 0);
+    ck_assert_int_eq(bench_copy_record(&cmd, &copy, &x, &y, n_vec4, &err), RL_OK);
+    rlvk_cmd_timestamp(&cmd, 1);
+    ck_assert_int_eq(rlvk_cmd_submit_wait(&cmd, &err), RL_OK);
+    if (g->dev.info.timestamps) {
+        double ns = -1;
+        ck_assert_int_eq(rlvk_cmd_elapsed_ns(&cmd, 0, 1, &ns, &err), RL_OK);
+        ck_assert_double_gt(ns, 0);
+        /* the device's timestamped GPU time: this submission's span */
+        ck_assert_double_eq_tol(g->dev.gpu_s - gpu_s0, ns * 1e-9, 1e-12);
+    }
+    rlvk_cmd_destroy(&cmd);
+    ck_assert_int_eq(rlvk_buffer_download(&g->dev, &y, 0, o, bytes + 64, &err), RL_OK);
+    for (uint64_t i = 0; i < bytes / 4; i++)
+        if (o[i] != h[i])
+            ck_abort_msg("n_vec4 %u: element %llu not copied", n_vec4, (unsigned long long)i);
+    ck_assert_mem_eq(o + bytes / 4, guard, 64);
+    free(h);
+    free(o);
+    bench_copy_destroy(&g->dev, &copy);
+    rlvk_buffer_destroy(&g->dev, &x);
+    rlvk_buffer_destroy(&g->dev, &y);
+}
+
 START_TEST(dispatch_splits_beyond_max_group_count)
 {
     /* More workgroups than maxComputeWorkGroupCount[0] in one 1-D launch:
@@ -156,49 +204,11 @@ START_TEST(dispatch_splits_beyond_max_group_count)
      * would be skipped). Every element must be copied exactly once. */
     rl_gpu g;
     rl_gpu_open(&g);
-    rl_error err = {0};
     uint64_t groups = (uint64_t)g.dev.info.max_workgroup_count[0] + 3;
     if (groups * 64 * 16 > g.dev.info.max_storage_buffer_range)
         groups = g.dev.info.max_storage_buffer_range / (64 * 16); /* still > 1 dispatch? */
     uint32_t n_vec4 = (uint32_t)(groups * 64 - 17); /* partial last group */
-    uint64_t bytes = (uint64_t)n_vec4 * 16;
-    rlvk_buffer x, y;
-    bench_copy copy; /* one vec4 per invocation: groups * 64 invocations */
-    ck_assert_int_eq(rlvk_buffer_create(&g.dev, bytes, "x", &x, &err), RL_OK);
-    ck_assert_int_eq(rlvk_buffer_create(&g.dev, bytes + 64, "y", &y, &err), RL_OK);
-    uint32_t *h = malloc(bytes + 64);
-    for (uint64_t i = 0; i < bytes / 4; i++)
-        h[i] = (uint32_t)(i * 747796405u + 1u);
-    ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &x, 0, h, bytes, &err), RL_OK);
-    uint32_t guard[16];
-    memset(guard, 0xAB, sizeof guard);
-    ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &y, bytes, guard, 64, &err), RL_OK);
-    ck_assert_int_eq(bench_copy_create(&g.dev, 1, &copy, &err), RL_OK);
-    rlvk_cmd cmd;
-    ck_assert_int_eq(rlvk_cmd_begin(&g.dev, 1, &cmd, &err), RL_OK);
-    rlvk_cmd_timestamp(&cmd, 0);
-    ck_assert_int_eq(bench_copy_record(&cmd, &copy, &x, &y, n_vec4, &err), RL_OK);
-    rlvk_cmd_timestamp(&cmd, 1);
-    ck_assert_int_eq(rlvk_cmd_submit_wait(&cmd, &err), RL_OK);
-    if (g.dev.info.timestamps) {
-        double ns = -1;
-        ck_assert_int_eq(rlvk_cmd_elapsed_ns(&cmd, 0, 1, &ns, &err), RL_OK);
-        ck_assert_double_gt(ns, 0);
-        /* the device's timestamped GPU time: this submission's span */
-        ck_assert_double_eq_tol(g.dev.gpu_s, ns * 1e-9, 1e-12);
-    }
-    rlvk_cmd_destroy(&cmd);
-    uint32_t *o = malloc(bytes + 64);
-    ck_assert_int_eq(rlvk_buffer_download(&g.dev, &y, 0, o, bytes + 64, &err), RL_OK);
-    for (uint64_t i = 0; i < bytes / 4; i++)
-        if (o[i] != h[i])
-            ck_abort_msg("element %llu not copied", (unsigned long long)i);
-    ck_assert_mem_eq(o + bytes / 4, guard, 64);
-    free(h);
-    free(o);
-    bench_copy_destroy(&g.dev, &copy);
-    rlvk_buffer_destroy(&g.dev, &x);
-    rlvk_buffer_destroy(&g.dev, &y);
+    copy_and_check(&g, 1, 1, n_vec4); /* one vec4 per invocation: groups * 64 invocations */
     rl_gpu_close(&g);
 }
 END_TEST
@@ -210,39 +220,9 @@ START_TEST(yardstick_copy_covers_every_vec4_and_no_more)
 {
     rl_gpu g;
     rl_gpu_open(&g);
-    rl_error err = {0};
     const uint32_t lens[3] = {1, BENCH_COPY_VEC4 * 64 * 3 + 7, BENCH_COPY_VEC4 * 64 + 4};
-    for (int t = 0; t < 3; t++) {
-        uint32_t n_vec4 = lens[t];
-        uint64_t bytes = (uint64_t)n_vec4 * 16;
-        rlvk_buffer x, y;
-        bench_copy copy;
-        ck_assert_int_eq(rlvk_buffer_create(&g.dev, bytes + 64, "x", &x, &err), RL_OK);
-        ck_assert_int_eq(rlvk_buffer_create(&g.dev, bytes + 64, "y", &y, &err), RL_OK);
-        uint32_t *h = malloc(bytes + 64), *o = malloc(bytes + 64), guard[16];
-        for (uint64_t i = 0; i < bytes / 4 + 16; i++)
-            h[i] = (uint32_t)(i * 2654435761u + 7u);
-        memset(guard, 0xAB, sizeof guard);
-        ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &x, 0, h, bytes + 64, &err), RL_OK);
-        ck_assert_int_eq(rlvk_buffer_upload(&g.dev, &y, bytes, guard, 64, &err), RL_OK);
-        ck_assert_int_eq(bench_copy_create(&g.dev, 0, &copy, &err), RL_OK);
-        ck_assert_uint_eq(copy.vec4_per_inv, BENCH_COPY_VEC4);
-        rlvk_cmd cmd;
-        ck_assert_int_eq(rlvk_cmd_begin(&g.dev, 1, &cmd, &err), RL_OK);
-        ck_assert_int_eq(bench_copy_record(&cmd, &copy, &x, &y, n_vec4, &err), RL_OK);
-        ck_assert_int_eq(rlvk_cmd_submit_wait(&cmd, &err), RL_OK);
-        rlvk_cmd_destroy(&cmd);
-        ck_assert_int_eq(rlvk_buffer_download(&g.dev, &y, 0, o, bytes + 64, &err), RL_OK);
-        for (uint64_t i = 0; i < bytes / 4; i++)
-            if (o[i] != h[i])
-                ck_abort_msg("n_vec4 %u: element %llu not copied", n_vec4, (unsigned long long)i);
-        ck_assert_mem_eq(o + bytes / 4, guard, 64);
-        free(h);
-        free(o);
-        bench_copy_destroy(&g.dev, &copy);
-        rlvk_buffer_destroy(&g.dev, &x);
-        rlvk_buffer_destroy(&g.dev, &y);
-    }
+    for (int t = 0; t < 3; t++)
+        copy_and_check(&g, 0, BENCH_COPY_VEC4, lens[t]);
     rl_gpu_close(&g);
 }
 END_TEST

@@ -93,6 +93,11 @@ typedef struct bench_attn_opts {
 } bench_attn_opts;
 
 #define BENCH_FMA_WIDTHS 4
+/* The names the yardsticks' kernels go by in cached throughput files
+ * (run_estimate.c): change them with the kernels, so a value measured by
+ * another yardstick is measured again. */
+#define BENCH_FMA_YARDSTICK "fma_peak rings 3/4/6/8"
+#define BENCH_COPY_YARDSTICK "copy 64-byte lines on CPU devices"
 
 typedef struct bench_attn_result {
     bench_attn_opts opts;       /* resolved */

@@ -100,7 +100,7 @@ static rl_status fma_verify(rlvk_device *dev, const fma_kernel *f, uint32_t widt
     uint32_t n = f->local < 64 ? f->local : 64, ring = fma_widths[width].chains;
     rl_status st = rlvk_buffer_download(dev, &f->y, 0, got, (uint64_t)n * 16, err);
     for (uint32_t i = 0; !st && i < n; i++)
-        for (uint32_t comp = 0; comp < 4; comp++) {
+        for (uint32_t comp = 0; !st && comp < 4; comp++) {
             double s = 0.5f + (float)i * 1e-7f, a[8], c = 0.125, y = 0, t;
             for (uint32_t k = 0; k < ring; k++)
                 a[k] = (float)(s + (double)(float)(k * 1e-3) + (double)(float)(comp * 1e-4));
@@ -131,8 +131,8 @@ static rl_status fma_verify(rlvk_device *dev, const fma_kernel *f, uint32_t widt
 
 /* Times every width (one untimed warm-up, then reps dispatches each,
  * median) into res->fma_width_gflops and picks the fastest as the
- * device's peak: res->fma_width (its index), res->fma (its times),
- * res->fma_gflops. */
+ * device's peak: res->fma_width (its index) and res->fma_gflops (its
+ * median); bench_attention times that width again next to each pass. */
 static rl_status fma_choose(rlvk_device *dev, uint32_t reps, bench_attn_result *res, rl_error *err)
 {
     double t[BENCH_MAX_REPS], w;
@@ -157,10 +157,6 @@ static rl_status fma_choose(rlvk_device *dev, uint32_t reps, bench_attn_result *
             if (g > res->fma_gflops) {
                 res->fma_gflops = g;
                 res->fma_width = v;
-                res->fma = bt;
-                res->fma_groups = f.groups;
-                res->fma_local = f.local;
-                res->fma_flops = fma_flops(&f);
             }
         }
         fma_destroy(dev, &f);

@@ -42,7 +42,7 @@ rl_status run_calib_get(rlvk_device *dev, run_calib *c, rl_error *err)
      * "copy_yardstick") holds a different peak or bandwidth: measured again. */
     const char *ys = j ? json_string_value(json_object_get(j, "fma_yardstick")) : NULL;
     const char *cs = j ? json_string_value(json_object_get(j, "copy_yardstick")) : NULL;
-    if (j && ys && strcmp(ys, RUN_FMA_YARDSTICK) == 0 && cs && strcmp(cs, RUN_COPY_YARDSTICK) == 0 &&
+    if (j && ys && strcmp(ys, BENCH_FMA_YARDSTICK) == 0 && cs && strcmp(cs, BENCH_COPY_YARDSTICK) == 0 &&
         positive(json_object_get(j, "fma_gflops")) && positive(json_object_get(j, "copy_gbs"))) {
         c->fma_gflops = json_number_value(json_object_get(j, "fma_gflops"));
         c->copy_gbs = json_number_value(json_object_get(j, "copy_gbs"));
@@ -62,8 +62,8 @@ rl_status run_calib_get(rlvk_device *dev, run_calib *c, rl_error *err)
     c->ok = 1;
     if (path[0]) {
         json_t *o = json_pack("{s:f,s:s,s:f,s:s,s:s}", "fma_gflops", c->fma_gflops, "fma_yardstick",
-                              RUN_FMA_YARDSTICK, "copy_gbs", c->copy_gbs, "copy_yardstick",
-                              RUN_COPY_YARDSTICK, "device", dev->info.name);
+                              BENCH_FMA_YARDSTICK, "copy_gbs", c->copy_gbs, "copy_yardstick",
+                              BENCH_COPY_YARDSTICK, "device", dev->info.name);
         char dir[1100];
         snprintf(dir, sizeof dir, "%s", path);
         char *slash = strrchr(dir, '/');

@@ -252,10 +252,6 @@ typedef enum run_job_status {
  * 0.358 / 0.363 bidirectional and 0.357 / 0.353 causal, statistics only
  * (0.72 was against the old single-shape peak, about half the real one). */
 #define RUN_ATTN_EFFICIENCY 0.36
-/* The FMA yardstick a cached peak was measured with (bench_fma_peak). */
-#define RUN_FMA_YARDSTICK "fma_peak rings 3/4/6/8"
-/* The copy yardstick a cached bandwidth was measured with (bench_copy_gbs). */
-#define RUN_COPY_YARDSTICK "copy 64-byte lines on CPU devices"
 
 /* A device's yardsticks for estimates. */
 typedef struct run_calib {
