@@ -52,7 +52,14 @@ enum { ATTN_TEMP_NONE, ATTN_TEMP_LLAMA4, ATTN_TEMP_QWEN_LOGN, ATTN_TEMP_SSMAX };
 #define ATTN_MAX_BUCKETS 34        /* distances up to 2^32 - 1 */
 #define ATTN_DUMP_MAX 4194304u     /* heads * tokens^2 logits at most (16 MiB) */
 #define ATTN_DEFAULT_VERIFY_ROWS 32
-#define ATTN_WG 64                 /* queries per workgroup */
+#define ATTN_WG 64                 /* queries per workgroup (GPU paths) */
+/* Queries per workgroup of the scalar path on CPU devices. lavapipe runs a
+ * workgroup's staging (each invocation copies KB * head_dim / 4 / WG vec4 of
+ * the block into shared memory, through per-lane load and store loops) once
+ * per block for all its rows, so the copy per row falls as the workgroup
+ * grows: statistics at 16384 x 128 causal took 597 / 478 / 477 / 425 ms at
+ * 64 / 128 / 256 / 512 rows (docs/attention.md "Issue 17: workgroup rows"). */
+#define ATTN_WG_CPU 256
 
 /* The logit bias of an encoding: shader variant + its buffers (bindings
  * 8..8+n_buffers-1) + its CPU reference. Filled by the caller (the encoding
@@ -258,7 +265,7 @@ typedef struct attn_result {
     uint32_t submissions;
     double gpu_ms;          /* sum of the submissions' GPU time (-1 without timestamps) */
     double wall_ms;         /* host wall time of the GPU part (upload to download) */
-    uint64_t tiles_run;     /* (64-query block, key chunk, KV head) tiles dispatched */
+    uint64_t tiles_run;     /* (query block of path rows, key chunk, KV head) tiles dispatched */
     uint64_t tiles_full;    /* the same without the mask (causal or bidirectional) */
     double before_gpu_ms;   /* attn_run_resident: GPU time of `before`'s work (0: none, -1: no
                                timestamps); not in gpu_ms */

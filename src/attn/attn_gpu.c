@@ -113,7 +113,7 @@ static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
     attn_path_shape s = {.head_dim = d->head_dim, .key_operands = key_operands(d), .fp16 = d->fp16};
     if (d->coopmat && d->test_cm_emulate) { /* test hook: no extension needed */
         *out = (attn_path){.kind = ATTN_PATH_COOPMAT, .supported = 1, .split = 1,
-                           .wg_size = ATTN_WG,
+                           .rows = ATTN_WG, .wg_size = ATTN_WG,
                            .block_keys = attn_cm_shape_for(&dev->info, d).n};
         snprintf(out->why, sizeof out->why, "cooperative-matrix kernel, tensor ops emulated (test)");
         return;
@@ -372,13 +372,16 @@ int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0,
 /* The pipeline a run of d needs on a device with these properties: its
  * engine key, specialization constants (spec[ATTN_N_SPEC]: ids 1..8, and
  * for the cooperative-matrix kernel its tile's M and K as ids 9, 10) and
- * desc (pointing into key and spec). split: invocations per query row
- * (attn_path.c; 1 scalar, > 1 the subgroup-split variant). */
+ * desc (pointing into key and spec). path: the path's workgroup (rows x
+ * split invocations) and split, invocations per query row (attn_path.c; 1
+ * scalar, > 1 the subgroup-split variant). */
 #define ATTN_N_SPEC 10
 static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const attn_desc *d,
-                      int sinks, uint32_t kb, uint32_t blocks, uint32_t split, uint32_t n_buckets,
-                      char key[96], uint32_t spec[ATTN_N_SPEC], rlvk_pipeline_desc *pd)
+                      int sinks, uint32_t kb, uint32_t blocks, const attn_path *path,
+                      uint32_t n_buckets, char key[96], uint32_t spec[ATTN_N_SPEC],
+                      rlvk_pipeline_desc *pd)
 {
+    uint32_t split = path->split;
     attn_cm_shape cs = {0};
     if (d->coopmat)
         cs = attn_cm_shape_for(info, d);
@@ -398,9 +401,10 @@ static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const
     static const char *const cm_name[] = {"cm", "cm_emu", "cm_khr"};
     char cm_key[32];
     snprintf(cm_key, sizeof cm_key, "%s%ux%u", cm_name[cs.module], cs.m, cs.k);
-    snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u",
+    snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u_w%u",
              d->coopmat ? cm_key : v->name, d->fp16 ? "_f16" : "",
-             d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets, split);
+             d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets, split,
+             path->wg_size);
     const uint32_t sp[ATTN_N_SPEC] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags,
                                       n_buckets, blocks, kb, split, cs.m, cs.k};
     memcpy(spec, sp, sizeof sp);
@@ -417,7 +421,7 @@ static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const
                                   : (d->fp16 ? v->bytes16 : v->bytes32),
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
-        .local_size_x = ATTN_WG * split,
+        .local_size_x = path->wg_size,
         .n_spec = d->coopmat ? ATTN_N_SPEC : 8,
         .spec = spec,
     };
@@ -444,13 +448,13 @@ static attn_pipe *engine_slot(attn_engine *e)
 }
 
 static rl_status get_pipe(attn_engine *e, const attn_variant *v, const attn_desc *d, int sinks,
-                          uint32_t kb, uint32_t blocks, uint32_t split, uint32_t n_buckets,
-                          const rlvk_pipeline **out, rl_error *err)
+                          uint32_t kb, uint32_t blocks, const attn_path *path,
+                          uint32_t n_buckets, const rlvk_pipeline **out, rl_error *err)
 {
     char key[96];
     uint32_t spec[ATTN_N_SPEC];
     rlvk_pipeline_desc pd;
-    pipe_desc(&e->dev->info, v, d, sinks, kb, blocks, split, n_buckets, key, spec, &pd);
+    pipe_desc(&e->dev->info, v, d, sinks, kb, blocks, path, n_buckets, key, spec, &pd);
     if ((*out = engine_find(e, key)))
         return RL_OK;
     attn_pipe *p = engine_slot(e);
@@ -494,7 +498,7 @@ rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items
         uint32_t kb = block_keys(e->dev, &d);
         uint32_t blocks = path_blocks(&d, kb, &path);
         uint64_t span = it->max_distance ? it->max_distance : d.tokens - 1;
-        pipe_desc(&e->dev->info, v, &d, it->sinks, kb, blocks, path.split,
+        pipe_desc(&e->dev->info, v, &d, it->sinks, kb, blocks, &path,
                   kernel_buckets(&d, span), keys[m], specs[m], &pds[m]);
         pds[m].name = keys[m];
         pds[m].spec = specs[m];
@@ -795,7 +799,10 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     const attn_desc d = *dp;
     rl_status st = RL_OK;
     uint64_t n = d.tokens;
-    uint64_t n_qb = (n + ATTN_WG - 1) / ATTN_WG;
+    attn_path path;
+    path_of(dev, &d, &path);
+    const uint64_t qwg = path.rows; /* query rows per workgroup (query block) */
+    uint64_t n_qb = (n + qwg - 1) / qwg;
     uint32_t *idx = malloc((3 * n + n_qb) * sizeof *idx);
     uint32_t *qlo = NULL, *qcnt = NULL; /* per key chunk: query blocks dispatched */
     float *stats = out->stats ? out->stats : malloc(n * d.heads * RL_ATTN_NSTAT * sizeof(float));
@@ -822,8 +829,6 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     /* The kernel keeps 16 or ATTN_MAX_BUCKETS buckets (fewer pipelines to
      * build); rows are compacted to nb after download. */
     uint32_t nb_k = kernel_buckets(&d, pmax - pmin);
-    attn_path path;
-    path_of(dev, &d, &path);
     uint32_t kb = block_keys(dev, &d);
     uint32_t blocks = path_blocks(&d, kb, &path);
     res->path = path.kind;
@@ -851,7 +856,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     res->tiles_run = res->tiles_full = 0;
     for (uint64_t c = 0; c < n_chunks; c++) {
         uint64_t k0 = c * chunk, k1 = k0 + chunk < n ? k0 + chunk : n;
-        uint64_t full0 = d.causal ? k0 / ATTN_WG : 0;
+        uint64_t full0 = d.causal ? k0 / qwg : 0;
         res->tiles_full += (n_qb - full0) * d.kv_heads;
         if (!masked(&d)) {
             qlo[c] = (uint32_t)full0;
@@ -859,7 +864,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         } else {
             uint64_t lo = n_qb, hi = 0;
             for (uint64_t qb = full0; qb < n_qb; qb++) {
-                uint64_t q0 = qb * ATTN_WG, q1 = q0 + ATTN_WG < n ? q0 + ATTN_WG : n;
+                uint64_t q0 = qb * qwg, q1 = q0 + qwg < n ? q0 + qwg : n;
                 if (attn_tile_visible(&d, q0, q1, k0, k1)) {
                     if (lo == n_qb)
                         lo = qb;
@@ -892,7 +897,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         goto done;
 
     const rlvk_pipeline *pipe;
-    if ((st = get_pipe(e, var, &d, in->sinks != NULL, kb, blocks, path.split, nb_k, &pipe, err)))
+    if ((st = get_pipe(e, var, &d, in->sinks != NULL, kb, blocks, &path, nb_k, &pipe, err)))
         goto done;
     if (in->sinks && ((st = rlvk_buffer_create(dev, (uint64_t)d.heads * 4, "sinks", &bsink, err)) ||
                       (st = rlvk_buffer_upload(dev, &bsink, 0, in->sinks, (uint64_t)d.heads * 4, err))))
@@ -932,7 +937,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     while (next < total) {
         uint64_t work = 0, end = next;
         while (end < total && (end == next || work < d.work_per_submit)) {
-            work += (uint64_t)QBN(end) * ATTN_WG * group * chunk * d.head_dim * (paired ? 2 : 1);
+            work += (uint64_t)QBN(end) * qwg * group * chunk * d.head_dim * (paired ? 2 : 1);
             end++;
         }
         uint32_t n_disp = 0;

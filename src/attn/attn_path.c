@@ -74,6 +74,7 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
     memset(out, 0, sizeof *out);
     out->kind = kind;
     out->split = 1;
+    out->rows = ATTN_WG;
     out->wg_size = ATTN_WG;
     out->block_keys = fit_block(p, s);
     if (kind <= ATTN_PATH_AUTO || kind >= ATTN_PATH_COUNT) {
@@ -92,12 +93,18 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
         return;
     }
     if (kind == ATTN_PATH_SCALAR) {
-        if (!fits_workgroup(p, ATTN_WG)) {
+        /* CPU devices: ATTN_WG_CPU rows share each staged block (attn.h);
+         * one that cannot take so many falls back to ATTN_WG. */
+        uint32_t rows = p->type == VK_PHYSICAL_DEVICE_TYPE_CPU && fits_workgroup(p, ATTN_WG_CPU)
+                            ? ATTN_WG_CPU : ATTN_WG;
+        if (!fits_workgroup(p, rows)) {
             snprintf(out->why, sizeof out->why, "%u invocations per workgroup exceed the limit %u",
-                     ATTN_WG, p->max_invocations < p->max_workgroup_size_x
-                                  ? p->max_invocations : p->max_workgroup_size_x);
+                     rows, p->max_invocations < p->max_workgroup_size_x
+                               ? p->max_invocations : p->max_workgroup_size_x);
             return;
         }
+        out->rows = rows;
+        out->wg_size = rows;
         out->supported = 1;
         /* CPU drivers compile the unrolled kernel in the run's own process
          * on the cores that then run it: lavapipe's compile CPU per pipeline
@@ -106,7 +113,8 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
          * costs about 4% more than at 8 (docs/runner.md "Timing"). */
         if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU)
             out->max_chunk_blocks = ATTN_PATH_CPU_MAX_BLOCKS;
-        snprintf(out->why, sizeof out->why, "one invocation per query row, %u-key blocks%s",
+        snprintf(out->why, sizeof out->why,
+                 "one invocation per query row, %u rows per workgroup, %u-key blocks%s", rows,
                  out->block_keys, out->max_chunk_blocks ? ", at most 4 per dispatch (CPU)" : "");
         return;
     }
