@@ -119,6 +119,10 @@ layout(std430, binding = 3) readonly buffer KB_ { VEC4_T kb[]; }; /* paired: lik
 layout(std430, binding = 4) readonly buffer VV { VEC4_T vv[]; };  /* [tokens][kv_heads][D4] */
 layout(std430, binding = 5) readonly buffer IDX { uint32_t idx[]; }; /* [2][tokens]: pos, target */
 layout(std430, binding = 6) buffer OUT { float outv[]; };         /* see rl_push.h */
+/* The same buffer as vec4, for O's rows (off_out is a multiple of 4, so a
+ * row's slice is whole vec4s): one access per vec4 instead of four, which
+ * on SIMD-across-lanes CPU drivers is one per-lane loop instead of four. */
+layout(std430, binding = 6) buffer OUT4 { vec4 outv4[]; };
 layout(std430, binding = 7) readonly buffer SNK { float sinkv[]; }; /* SINKS: [heads] logits */
 #ifdef RL_ATTN_NO_BIAS
 /* DCA's inter-chunk queries, like qa: binding 11, a bias buffers' slot
@@ -316,6 +320,8 @@ void rl_block(uint32_t b)
     uint32_t t0 = b * KB;
     rl_stage(t0);
     rl_qk();
+    if (WANT_O)
+        barrier();
     mt = NEG_INF;
     mtb = NEG_INF;
     [[unroll]] for (uint32_t k = 0u; k < KB; k++)
@@ -352,8 +358,10 @@ void rl_block(uint32_t b)
      * live row from its first key on). */
     [[unroll]] for (uint32_t k = 0u; k < KB; k++)
         rl_accum(t0, k);
-    if (WANT_O)
+    if (WANT_O) {
+        barrier();
         rl_pv(alpha);
+    }
     m = m_new;
     if (PAIRED)
         mb = mb_new;
@@ -429,11 +437,8 @@ void main()
         [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
             mass[b] = first ? 0.0 : outv[pc.p.off_buckets + row * N_BUCKETS + b];
     if (WANT_O)
-        [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
-            uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * (sl * DS + d);
-            o[d] = first ? vec4(0.0)
-                         : vec4(outv[base], outv[base + 1u], outv[base + 2u], outv[base + 3u]);
-        }
+        [[unroll]] for (uint32_t d = 0u; d < DS; d++)
+            o[d] = first ? vec4(0.0) : outv4[(pc.p.off_out + row * HEAD_DIM) / 4u + sl * DS + d];
 
     [[unroll]] for (uint32_t b = 0u; b < N_BLOCKS; b++)
         rl_block(b);
@@ -466,8 +471,7 @@ void main()
     if (WANT_O) /* this lane's slice (all of O on the scalar path) */
         [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
             vec4 r = last ? (SINKS ? o[d] * fin : o[d] / l) : o[d];
-            uint32_t base = pc.p.off_out + row * HEAD_DIM + 4u * (sl * DS + d);
-            outv[base] = r.x; outv[base + 1u] = r.y; outv[base + 2u] = r.z; outv[base + 3u] = r.w;
+            outv4[(pc.p.off_out + row * HEAD_DIM) / 4u + sl * DS + d] = r;
         }
     if (sl != 0u) /* split: lane slice 0 writes the row's statistics */
         return;

@@ -184,6 +184,7 @@ static void layout_of(const attn_desc *d, uint32_t n_buckets, attn_layout *L)
     L->off_buckets = off;
     if (d->flags & ATTN_BUCKETS)
         off += n * d->heads * n_buckets;
+    off = (off + 3) & ~(uint64_t)3; /* O rows as vec4 (attn.comp's outv4) */
     L->off_out = off;
     if (d->flags & ATTN_OUT)
         off += n * d->heads * d->head_dim;
