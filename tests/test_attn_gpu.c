@@ -193,6 +193,52 @@ START_TEST(gpu_learned_sinks_enter_the_denominator_only)
 }
 END_TEST
 
+/* O after 34 kernel buckets of an odd number of rows: the statistics and
+ * bucket slots then end 2 floats past a multiple of 4, and O, which the
+ * kernel reads and writes as vec4 (outv4), must start at the next one
+ * (layout_of). Positions 1000 apart span 66000: more than 16 buckets, so
+ * the kernel keeps ATTN_MAX_BUCKETS. Every row verified against the double
+ * reference (a misaligned O is off by half a vec4 in every row). */
+START_TEST(gpu_output_after_odd_bucket_slots)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 67, D = 8 };
+    float q[N * D], k[N * D], v[N * D], o[N * D];
+    uint32_t pos[N];
+    for (int i = 0; i < N * D; i++) {
+        q[i] = (float)((i * 29) % 13) / 13 - 0.5f;
+        k[i] = (float)((i * 17) % 11) / 11 - 0.5f;
+        v[i] = (float)((i * 7) % 5) - 2;
+    }
+    for (int i = 0; i < N; i++)
+        pos[i] = 1000u * (uint32_t)i;
+    float *stats = malloc(N * RL_ATTN_NSTAT * sizeof *stats);
+    float *buckets = malloc(N * ATTN_MAX_BUCKETS * sizeof *buckets);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    attn_desc d = {.tokens = N, .heads = 1, .kv_heads = 1, .head_dim = D, .causal = 1,
+                   .flags = ATTN_ENTROPY | ATTN_BUCKETS | ATTN_OUT, .scale = 1,
+                   .verify_rows = N};
+    attn_inputs in = {.q = q, .k = k, .v = v, .pos = pos};
+    attn_outputs out = {.stats = stats, .buckets = buckets, .out = o};
+    attn_result res;
+    ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_gt(res.n_buckets, 16);
+    ck_assert_uint_eq(res.verify.rows, N);
+    ck_assert(res.verify.checked[ATTN_V_OUT]);
+    ck_assert_msg(res.verify.verdict.pass, "worst %s", res.verify.worst);
+    /* row 0 sees key 0 only: its O is v_0 */
+    for (int c = 0; c < D; c++)
+        ck_assert_float_eq_tol(o[c], v[c], 1e-6);
+    attn_engine_destroy(&e);
+    free(buckets);
+    free(stats);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* Temperature: q = e_0, k_j = c_j e_0 with c_j = (j mod 3) - 1, scale 1, so
  * row i's logits are tau_i c_j and (causal) lse_i = log(n_- e^-tau + n_0 +
  * n_+ e^tau) with n_c the keys j <= i of each c, tau_i from the formulas
@@ -937,6 +983,7 @@ int main(void)
     tcase_add_test(tc, gpu_bias_hook_adds_alibi_logits);
     tcase_add_test(tc, gpu_masks_count_visible_keys);
     tcase_add_test(tc, gpu_learned_sinks_enter_the_denominator_only);
+    tcase_add_test(tc, gpu_output_after_odd_bucket_slots);
     tcase_add_test(tc, gpu_temperature_scales_each_querys_logits);
     tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
