@@ -45,9 +45,10 @@ static void assert_within(const attn_path_props *p, const attn_path_shape *s, co
     ck_assert(a->supported);
     ck_assert_uint_le(a->wg_size, p->max_invocations);
     ck_assert_uint_le(a->wg_size, p->max_workgroup_size_x);
-    ck_assert_uint_eq(a->wg_size, a->rows * a->split);
-    ck_assert(a->rows == ATTN_WG || (a->rows == ATTN_WG_CPU && a->kind == ATTN_PATH_SCALAR &&
-                                      p->type == VK_PHYSICAL_DEVICE_TYPE_CPU));
+    ck_assert_uint_eq(a->wg_size % a->split, 0);
+    uint32_t rows = attn_path_rows(a);
+    ck_assert(rows == ATTN_WG || (rows == ATTN_WG_CPU && a->kind == ATTN_PATH_SCALAR &&
+                                  p->type == VK_PHYSICAL_DEVICE_TYPE_CPU));
     ck_assert(a->block_keys == 16 || a->block_keys == 8 || a->block_keys == 4);
     uint64_t bytes = (uint64_t)a->block_keys * s->head_dim * 4 * s->key_operands + 32 +
                      a->block_keys * 4;
@@ -73,7 +74,7 @@ START_TEST(lavapipe_gets_scalar_and_supports_subgroup)
      * own process, docs/runner.md "Timing"); a GPU keeps the unroll budget's */
     ck_assert_uint_eq(a.max_chunk_blocks, ATTN_PATH_CPU_MAX_BLOCKS);
     /* CPU devices: ATTN_WG_CPU rows share each staged block (attn.h) */
-    ck_assert_uint_eq(a.rows, ATTN_WG_CPU);
+    ck_assert_uint_eq(attn_path_rows(&a), ATTN_WG_CPU);
     ck_assert_uint_eq(a.wg_size, ATTN_WG_CPU);
     ck_assert(strstr(a.why, "256 rows per workgroup"));
     {
@@ -82,14 +83,14 @@ START_TEST(lavapipe_gets_scalar_and_supports_subgroup)
         attn_path_eval(&g, &d128_o, ATTN_PATH_SCALAR, &ga);
         ck_assert(ga.supported);
         ck_assert_uint_eq(ga.max_chunk_blocks, 0);
-        ck_assert_uint_eq(ga.rows, ATTN_WG); /* GPUs keep 64 rows */
+        ck_assert_uint_eq(attn_path_rows(&ga), ATTN_WG); /* GPUs keep 64 rows */
         ck_assert_uint_eq(ga.wg_size, ATTN_WG);
         /* a CPU device that cannot take 256 invocations falls back to 64 */
         attn_path_props small = p;
         small.max_invocations = 128;
         attn_path_eval(&small, &d128_o, ATTN_PATH_SCALAR, &ga);
         ck_assert(ga.supported);
-        ck_assert_uint_eq(ga.rows, ATTN_WG);
+        ck_assert_uint_eq(attn_path_rows(&ga), ATTN_WG);
         assert_within(&small, &d128_o, &ga);
     }
     attn_path_eval(&p, &d128_o, ATTN_PATH_SUBGROUP, &a);

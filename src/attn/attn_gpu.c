@@ -113,7 +113,7 @@ static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
     attn_path_shape s = {.head_dim = d->head_dim, .key_operands = key_operands(d), .fp16 = d->fp16};
     if (d->coopmat && d->test_cm_emulate) { /* test hook: no extension needed */
         *out = (attn_path){.kind = ATTN_PATH_COOPMAT, .supported = 1, .split = 1,
-                           .rows = ATTN_WG, .wg_size = ATTN_WG,
+                           .wg_size = ATTN_WG,
                            .block_keys = attn_cm_shape_for(&dev->info, d).n};
         snprintf(out->why, sizeof out->why, "cooperative-matrix kernel, tensor ops emulated (test)");
         return;
@@ -802,7 +802,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     uint64_t n = d.tokens;
     attn_path path;
     path_of(dev, &d, &path);
-    const uint64_t qwg = path.rows; /* query rows per workgroup (query block) */
+    const uint64_t qwg = attn_path_rows(&path); /* query block */
     uint64_t n_qb = (n + qwg - 1) / qwg;
     uint32_t *idx = malloc((3 * n + n_qb) * sizeof *idx);
     uint32_t *qlo = NULL, *qcnt = NULL; /* per key chunk: query blocks dispatched */

@@ -74,7 +74,6 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
     memset(out, 0, sizeof *out);
     out->kind = kind;
     out->split = 1;
-    out->rows = ATTN_WG;
     out->wg_size = ATTN_WG;
     out->block_keys = fit_block(p, s);
     if (kind <= ATTN_PATH_AUTO || kind >= ATTN_PATH_COUNT) {
@@ -103,7 +102,6 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
                                ? p->max_invocations : p->max_workgroup_size_x);
             return;
         }
-        out->rows = rows;
         out->wg_size = rows;
         out->supported = 1;
         /* CPU drivers compile the unrolled kernel in the run's own process

@@ -55,15 +55,20 @@ typedef struct attn_path {
     attn_path_kind kind;
     int supported;          /* 1: runnable here; 0: why says what is missing */
     uint32_t split;         /* invocations per query row (1 scalar) */
-    uint32_t rows;          /* query rows per workgroup: ATTN_WG, or ATTN_WG_CPU on the
-                               scalar path of a CPU device */
-    uint32_t wg_size;       /* invocations per workgroup: rows x split */
+    uint32_t wg_size;       /* invocations per workgroup: rows x split, rows = ATTN_WG, or
+                               ATTN_WG_CPU on the scalar path of a CPU device */
     uint32_t block_keys;    /* keys staged per block (16, 8 or 4) */
     uint32_t chunk_blocks;  /* blocks per dispatch; 0: the engine's unroll budget decides */
     uint32_t max_chunk_blocks; /* cap on the engine's choice (0: none; CPU devices:
                                   ATTN_PATH_CPU_MAX_BLOCKS, compile time) */
     char why[200];
 } attn_path;
+
+/* Query rows per workgroup of a path (the engine's query block). */
+static inline uint32_t attn_path_rows(const attn_path *a)
+{
+    return a->wg_size / a->split;
+}
 
 /* "scalar", "subgroup", "coopmat" ("auto" for ATTN_PATH_AUTO, "?" else). */
 const char *attn_path_name(attn_path_kind k);

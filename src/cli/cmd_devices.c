@@ -27,7 +27,7 @@ static json_t *paths_json(const rlvk_device_info *in)
         json_array_append_new(all, json_pack("{s:s,s:b,s:i,s:i,s:i,s:i,s:s}", "name",
                                              attn_path_name(e.kind), "supported", e.supported,
                                              "lanes_per_row", (int)e.split, "rows_per_workgroup",
-                                             (int)e.rows, "workgroup", (int)e.wg_size,
+                                             (int)attn_path_rows(&e), "workgroup", (int)e.wg_size,
                                              "block_keys", (int)e.block_keys, "why", e.why));
     }
     return json_pack("{s:s,s:s,s:s,s:o}", "shape", "head_dim 128, statistics + O", "default",
