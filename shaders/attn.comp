@@ -72,6 +72,11 @@ layout(constant_id = 5) const uint32_t N_BUCKETS = 1;   /* distance buckets (>= 
 layout(constant_id = 6) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS; /* key blocks per dispatch */
 layout(constant_id = 7) const uint32_t KB = RL_ATTN_KB; /* keys per block: 4, 8 or 16 */
 layout(constant_id = 8) const uint32_t SPLIT = 1;       /* lanes per query row (RL_ATTN_SPLIT: 2, 4, 8) */
+/* 1: the per-lane reads below (q rows, the staged K/V elements, O carried
+ * between dispatches) go through the uniform texel buffers at bindings 16..22
+ * instead of the storage buffers (attn_path.c: the scalar path of a CPU
+ * device). The values are the same bits either way. */
+layout(constant_id = 9) const uint32_t TEXEL = 0;
 
 const uint32_t D4 = HEAD_DIM / 4u;
 const uint32_t DS = D4 / SPLIT;                          /* vec4s of q and O per lane */
@@ -123,6 +128,16 @@ layout(std430, binding = 6) buffer OUT { float outv[]; };         /* see rl_push
  * row's slice is whole vec4s): one access per vec4 instead of four, which
  * on SIMD-across-lanes CPU drivers is one per-lane loop instead of four. */
 layout(std430, binding = 6) buffer OUT4 { vec4 outv4[]; };
+/* The same memory as texels (views of bindings 0..4 and 6, rlvk_texel_binding):
+ * vec4 of the storage dtype (fp16 converts exactly), O as fp32. On a
+ * SIMD-across-lanes CPU driver a storage-buffer read at a per-lane address
+ * is a loop over the lanes; a texel fetch is a branch-free gather. */
+layout(binding = 16) uniform samplerBuffer qa_t;
+layout(binding = 17) uniform samplerBuffer ka_t;
+layout(binding = 18) uniform samplerBuffer qb_t;
+layout(binding = 19) uniform samplerBuffer kb_t;
+layout(binding = 20) uniform samplerBuffer vv_t;
+layout(binding = 22) uniform samplerBuffer out_t;
 layout(std430, binding = 7) readonly buffer SNK { float sinkv[]; }; /* SINKS: [heads] logits */
 #ifdef RL_ATTN_NO_BIAS
 /* DCA's inter-chunk queries, like qa: binding 11, a bias buffers' slot
@@ -138,6 +153,16 @@ shared vec4 ks_b[KB * D4 * (TWO ? 1u : 0u) + 1u];
 shared vec4 vs[KB * D4 * (WANT_O ? 1u : 0u) + 1u];
 shared int32_t kpos_s[KB];
 #define KEY_AT(arr, key, d) arr[(key) * D4 + (d)]
+
+/* Element i (vec4 units) of Q_a, K_a, Q_b, K_b, V and of O's slots: through
+ * the texel views when TEXEL, else the storage buffers (a specialization
+ * constant: the other branch compiles away). */
+vec4 rd_qa(uint32_t i) { if (TEXEL != 0u) return texelFetch(qa_t, int(i)); return vec4(qa[i]); }
+vec4 rd_ka(uint32_t i) { if (TEXEL != 0u) return texelFetch(ka_t, int(i)); return vec4(ka[i]); }
+vec4 rd_qb(uint32_t i) { if (TEXEL != 0u) return texelFetch(qb_t, int(i)); return vec4(qb[i]); }
+vec4 rd_kb(uint32_t i) { if (TEXEL != 0u) return texelFetch(kb_t, int(i)); return vec4(kb[i]); }
+vec4 rd_vv(uint32_t i) { if (TEXEL != 0u) return texelFetch(vv_t, int(i)); return vec4(vv[i]); }
+vec4 rd_o(uint32_t i) { if (TEXEL != 0u) return texelFetch(out_t, int(i)); return outv4[i]; }
 
 const float NEG_INF = -1.0 / 0.0;
 
@@ -301,11 +326,11 @@ void rl_stage(uint32_t t0)
         if (e < KB * D4) {
             uint32_t j = min(pc.p.key_base + t0 + e / D4, n - 1u);
             uint32_t src = (j * KV_HEADS + pc.p.kv_head) * D4 + e % D4;
-            ks_a[e] = vec4(ka[src]);
+            ks_a[e] = rd_ka(src);
             if (TWO)
-                ks_b[e] = vec4(kb[src]);
+                ks_b[e] = rd_kb(src);
             if (WANT_O)
-                vs[e] = vec4(vv[src]);
+                vs[e] = rd_vv(src);
         }
     }
     if (NEED_KPOS && lid < KB)
@@ -408,9 +433,9 @@ void main()
     }
 
     [[unroll]] for (uint32_t d = 0u; d < DS; d++) {
-        q[d] = vec4(qa[row * D4 + sl * DS + d]);
+        q[d] = rd_qa(row * D4 + sl * DS + d);
         if (TWO)
-            q2[d] = vec4(qb[row * D4 + sl * DS + d]);
+            q2[d] = rd_qb(row * D4 + sl * DS + d);
 #ifdef RL_ATTN_NO_BIAS
         if (DCA)
             q3[d] = vec4(qc[row * D4 + sl * DS + d]);
@@ -438,7 +463,7 @@ void main()
             mass[b] = first ? 0.0 : outv[pc.p.off_buckets + row * N_BUCKETS + b];
     if (WANT_O)
         [[unroll]] for (uint32_t d = 0u; d < DS; d++)
-            o[d] = first ? vec4(0.0) : outv4[(pc.p.off_out + row * HEAD_DIM) / 4u + sl * DS + d];
+            o[d] = first ? vec4(0.0) : rd_o((pc.p.off_out + row * HEAD_DIM) / 4u + sl * DS + d);
 
     [[unroll]] for (uint32_t b = 0u; b < N_BLOCKS; b++)
         rl_block(b);

@@ -239,6 +239,82 @@ START_TEST(gpu_output_after_odd_bucket_slots)
 }
 END_TEST
 
+/* Texel reads (attn_path.texel: the scalar path of a CPU device) and
+ * storage-buffer reads (what GPUs run) load the same values, so every
+ * output must have the same bits. Paired, grouped heads, with O, several key
+ * chunks and query blocks (300 tokens: 5 chunks of 64 keys; 2 blocks of 256
+ * rows on lavapipe): every texel binding is read (Q_a, K_a, Q_b, K_b, V, O
+ * carried between dispatches), fp32 and fp16. Both runs are also verified
+ * against the double reference. On a device whose path reads storage
+ * buffers both runs are that path (and the test says so). */
+START_TEST(gpu_texel_reads_give_the_same_bits)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 300, H = 2, D = 16 };
+    int fp16 = _i;
+    if (fp16 && !g.dev.feat_storage16) {
+        rl_gpu_close(&g);
+        return;
+    }
+    size_t nq = (size_t)N * H * D, nk = (size_t)N * D;
+    float *qf = malloc(2 * nq * sizeof *qf), *kf = malloc(3 * nk * sizeof *kf);
+    uint16_t *qh = malloc(2 * nq * sizeof *qh), *kh = malloc(3 * nk * sizeof *kh);
+    ck_assert(qf && kf && qh && kh);
+    rl_rng rng;
+    rl_rng_seed(&rng, 41, "texel");
+    for (size_t i = 0; i < 2 * nq; i++) /* q_a, q_b */
+        qh[i] = attn_f32_to_f16(qf[i] = (float)(2 * rl_rng_uniform(&rng) - 1));
+    for (size_t i = 0; i < 3 * nk; i++) /* k_a, k_b, v */
+        kh[i] = attn_f32_to_f16(kf[i] = (float)(2 * rl_rng_uniform(&rng) - 1));
+    uint32_t pos[N];
+    for (int i = 0; i < N; i++)
+        pos[i] = (uint32_t)i;
+    float *stats[2], *o[2];
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    int texel[2];
+    for (int r = 0; r < 2; r++) {
+        stats[r] = calloc((size_t)N * H * RL_ATTN_NSTAT, sizeof *stats[r]);
+        o[r] = calloc(nq, sizeof *o[r]);
+        attn_desc d = {.tokens = N, .heads = H, .kv_heads = 1, .head_dim = D, .causal = 1,
+                       .fp16 = fp16, .flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_OUT | ATTN_PAIRED,
+                       .scale = 0.25f, .scale_b = 0.5f, .verify_rows = 8,
+                       .test_storage_reads = r};
+        const void *src_q = fp16 ? (const void *)qh : qf, *src_k = fp16 ? (const void *)kh : kf;
+        size_t eq = fp16 ? 2 : 4;
+        attn_inputs in = {.q = src_q, .k = src_k, .v = (const char *)src_k + 2 * nk * eq,
+                          .q_b = (const char *)src_q + nq * eq,
+                          .k_b = (const char *)src_k + nk * eq, .pos = pos};
+        attn_outputs out = {.stats = stats[r], .out = o[r]};
+        attn_result res;
+        ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(res.verify.verdict.pass, "run %d: worst %s", r, res.verify.worst);
+        ck_assert_uint_lt(res.chunk_keys, N); /* O carried over several dispatches */
+        texel[r] = res.texel;
+    }
+    ck_assert_int_eq(texel[1], 0);
+    if (g.dev.info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+        ck_assert_msg(texel[0], "a CPU device's scalar path reads rows as texels");
+    else
+        printf("texel reads: %s path reads storage buffers; both runs compared it with itself\n",
+               g.dev.info.name);
+    ck_assert(memcmp(stats[0], stats[1], (size_t)N * H * RL_ATTN_NSTAT * sizeof *stats[0]) == 0);
+    ck_assert(memcmp(o[0], o[1], nq * sizeof *o[0]) == 0);
+    for (int r = 0; r < 2; r++) {
+        free(stats[r]);
+        free(o[r]);
+    }
+    attn_engine_destroy(&e);
+    free(qf);
+    free(kf);
+    free(qh);
+    free(kh);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* Temperature: q = e_0, k_j = c_j e_0 with c_j = (j mod 3) - 1, scale 1, so
  * row i's logits are tau_i c_j and (causal) lse_i = log(n_- e^-tau + n_0 +
  * n_+ e^tau) with n_c the keys j <= i of each c, tau_i from the formulas
@@ -984,6 +1060,7 @@ int main(void)
     tcase_add_test(tc, gpu_masks_count_visible_keys);
     tcase_add_test(tc, gpu_learned_sinks_enter_the_denominator_only);
     tcase_add_test(tc, gpu_output_after_odd_bucket_slots);
+    tcase_add_loop_test(tc, gpu_texel_reads_give_the_same_bits, 0, 2);
     tcase_add_test(tc, gpu_temperature_scales_each_querys_logits);
     tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));

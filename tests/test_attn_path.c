@@ -22,7 +22,8 @@ static attn_path_props lavapipe(void)
                          .subgroup_ops = SG_ALL | VK_SUBGROUP_FEATURE_QUAD_BIT,
                          .subgroup_stages = VK_SHADER_STAGE_COMPUTE_BIT | VK_SHADER_STAGE_FRAGMENT_BIT,
                          .max_shared_memory = 32768, .max_invocations = 1024,
-                         .max_workgroup_size_x = 1024, .storage16 = 1};
+                         .max_workgroup_size_x = 1024, .storage16 = 1,
+                         .max_texel_elements = 134217728, .texel_vec4 = 1};
     return p;
 }
 
@@ -32,7 +33,8 @@ static attn_path_props gpu(uint32_t subgroup, uint32_t shared, uint32_t inv, int
                          .subgroup_ops = SG_ALL | VK_SUBGROUP_FEATURE_CLUSTERED_BIT,
                          .subgroup_stages = VK_SHADER_STAGE_COMPUTE_BIT,
                          .max_shared_memory = shared, .max_invocations = inv,
-                         .max_workgroup_size_x = inv, .coopmat_ext = coopmat, .storage16 = 1};
+                         .max_workgroup_size_x = inv, .coopmat_ext = coopmat, .storage16 = 1,
+                         .max_texel_elements = 134217728, .texel_vec4 = 1};
     return p;
 }
 
@@ -60,6 +62,44 @@ static void assert_within(const attn_path_props *p, const attn_path_shape *s, co
         ck_assert_uint_eq(a->wg_size % p->subgroup_size, 0);
     }
 }
+
+/* Texel reads: the scalar path of a CPU device, while every view fits
+ * maxTexelBufferElements (and a GLSL int); never on a GPU, the subgroup
+ * path, or a device without the two vec4 texel formats. */
+START_TEST(texel_reads_on_cpu_scalar_within_the_view_limit)
+{
+    attn_path_props p = lavapipe();
+    attn_path a;
+    attn_path_shape s = d128_o;
+    s.texels = 134217728; /* exactly the limit */
+    attn_path_choose(&p, &s, &a);
+    ck_assert_int_eq(a.kind, ATTN_PATH_SCALAR);
+    ck_assert(a.texel);
+    ck_assert_msg(strstr(a.why, "rows read as texels"), "%s", a.why);
+    s.texels = 134217729; /* one past: storage-buffer reads, and the why says why */
+    attn_path_choose(&p, &s, &a);
+    ck_assert(a.supported && !a.texel);
+    ck_assert_msg(strstr(a.why, "storage buffers (134217729 texels > 134217728)"), "%s", a.why);
+    attn_path_props big = p; /* a limit past 2^31: a GLSL int indexes the view */
+    big.max_texel_elements = 0xffffffffu;
+    s.texels = 0x80000000u;
+    attn_path_eval(&big, &s, ATTN_PATH_SCALAR, &a);
+    ck_assert(!a.texel);
+    s.texels = 0x7fffffffu;
+    attn_path_eval(&big, &s, ATTN_PATH_SCALAR, &a);
+    ck_assert(a.texel);
+    attn_path_props none = p;
+    none.texel_vec4 = 0;
+    attn_path_eval(&none, &d128_o, ATTN_PATH_SCALAR, &a);
+    ck_assert(a.supported && !a.texel);
+    attn_path_eval(&p, &d128_o, ATTN_PATH_SUBGROUP, &a);
+    ck_assert(a.supported && !a.texel);
+    attn_path_props g = gpu(32, 49152, 1024, 0);
+    attn_path_eval(&g, &d128_o, ATTN_PATH_SCALAR, &a);
+    ck_assert(a.supported && !a.texel);
+    ck_assert(!strstr(a.why, "texel"));
+}
+END_TEST
 
 START_TEST(lavapipe_gets_scalar_and_supports_subgroup)
 {
@@ -227,6 +267,7 @@ int main(void)
     Suite *s = suite_create("attn_path");
     TCase *tc = tcase_create("table");
     tcase_add_test(tc, lavapipe_gets_scalar_and_supports_subgroup);
+    tcase_add_test(tc, texel_reads_on_cpu_scalar_within_the_view_limit);
     tcase_add_test(tc, nvidia_like_gets_subgroup_split_four);
     tcase_add_test(tc, amd_like_subgroup_64_keeps_whole_subgroups);
     tcase_add_test(tc, intel_like_16_and_32);

@@ -140,6 +140,8 @@ typedef struct attn_desc {
                                needed), to test the rest of that kernel on any device */
     uint32_t test_cm_tile;  /* test hook, with test_cm_emulate: the emulated tile edge M = N = K,
                                8 or 16 (0: 16) */
+    int test_storage_reads; /* test hook: 1 reads rows from the storage buffers where the path
+                               would read them as texels (attn_path.texel), as GPUs do */
     int path;               /* attn_path_kind (attn_path.h): 0 the device's default
                                (attn_path_choose), else that path or RL_ERR_UNSUPPORTED;
                                ATTN_PATH_COOPMAT is the same as coopmat = 1 */
@@ -272,6 +274,7 @@ typedef struct attn_result {
     int guard_ok;           /* the guard words after the output tensor are untouched */
     int path;               /* attn_path_kind the run took */
     uint32_t split;         /* its invocations per query row */
+    int texel;              /* 1: rows read through texel buffers (attn_path.texel) */
     attn_verify verify;     /* verify.verdict: the verdict (guard included) */
 } attn_result;
 

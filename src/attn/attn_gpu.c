@@ -104,13 +104,23 @@ static uint64_t block_bytes(const attn_desc *d, uint32_t kb)
     return (uint64_t)kb * d->head_dim * 4u * key_operands(d) + 2 * 16 + kb * 4u;
 }
 
+typedef struct attn_layout attn_layout;
+static void layout_of(const attn_desc *d, uint32_t n_buckets, attn_layout *L);
+
+/* The most texels one of the kernel's texel views must hold for d: Q, K
+ * (and Q_b, K_b, V: the same sizes) as vec4 texels of their dtype, and with
+ * O the output buffer up to O's end as fp32 vec4 (the layout with the most
+ * buckets, so prepare and run agree). */
+static uint64_t texels_of(const attn_desc *d);
+
 /* The path this run takes (attn_path.c: from the device's properties, or
  * d->path when forced); out->supported = 0 with the reason otherwise. */
 static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
 {
     attn_path_props p;
     attn_path_props_of(&dev->info, &p);
-    attn_path_shape s = {.head_dim = d->head_dim, .key_operands = key_operands(d), .fp16 = d->fp16};
+    attn_path_shape s = {.head_dim = d->head_dim, .key_operands = key_operands(d), .fp16 = d->fp16,
+                         .texels = texels_of(d)};
     if (d->coopmat && d->test_cm_emulate) { /* test hook: no extension needed */
         *out = (attn_path){.kind = ATTN_PATH_COOPMAT, .supported = 1, .split = 1,
                            .wg_size = ATTN_WG,
@@ -122,6 +132,8 @@ static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
         attn_path_choose(&p, &s, out);
     else
         attn_path_eval(&p, &s, (attn_path_kind)d->path, out);
+    if (d->test_storage_reads)
+        out->texel = 0;
 }
 
 static uint32_t block_keys(const rlvk_device *dev, const attn_desc *d)
@@ -168,11 +180,11 @@ static uint32_t key_blocks(const attn_desc *d, uint32_t kb, uint32_t split)
 }
 
 /* Bytes per token of each device buffer (for limits) and the out layout. */
-typedef struct attn_layout {
+struct attn_layout {
     uint64_t q_bytes, k_bytes, out_floats;
     uint64_t off_buckets, off_out, off_dump;
     uint32_t n_buckets;
-} attn_layout;
+};
 
 static void layout_of(const attn_desc *d, uint32_t n_buckets, attn_layout *L)
 {
@@ -192,6 +204,16 @@ static void layout_of(const attn_desc *d, uint32_t n_buckets, attn_layout *L)
     if (d->flags & ATTN_DUMP)
         off += n * n * d->heads;
     L->out_floats = off;
+}
+
+static uint64_t texels_of(const attn_desc *d)
+{
+    attn_layout L;
+    layout_of(d, ATTN_MAX_BUCKETS, &L);
+    uint64_t t4 = d->fp16 ? 8 : 16;
+    uint64_t q = L.q_bytes / t4, k = L.k_bytes / t4, o = (d->flags & ATTN_OUT) ? L.off_dump / 4 : 0;
+    uint64_t m = q > k ? q : k;
+    return m > o ? m : o;
 }
 
 /* Largest token count whose per-token bytes fit `limit` (dump excluded). */
@@ -370,9 +392,23 @@ int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0,
     return 0;
 }
 
+/* attn.comp's uniform texel buffers (bindings 16 + the storage buffer's
+ * binding): Q_a, K_a, Q_b, K_b, V as vec4 of their dtype, the output
+ * buffer as fp32 vec4 (O carried between dispatches). Read only when
+ * TEXEL (constant 9) is 1; always bound, since the shader declares them. */
+static const rlvk_texel_binding texel32[] = {
+    {16, 0, VK_FORMAT_R32G32B32A32_SFLOAT}, {17, 1, VK_FORMAT_R32G32B32A32_SFLOAT},
+    {18, 2, VK_FORMAT_R32G32B32A32_SFLOAT}, {19, 3, VK_FORMAT_R32G32B32A32_SFLOAT},
+    {20, 4, VK_FORMAT_R32G32B32A32_SFLOAT}, {22, 6, VK_FORMAT_R32G32B32A32_SFLOAT}};
+static const rlvk_texel_binding texel16[] = {
+    {16, 0, VK_FORMAT_R16G16B16A16_SFLOAT}, {17, 1, VK_FORMAT_R16G16B16A16_SFLOAT},
+    {18, 2, VK_FORMAT_R16G16B16A16_SFLOAT}, {19, 3, VK_FORMAT_R16G16B16A16_SFLOAT},
+    {20, 4, VK_FORMAT_R16G16B16A16_SFLOAT}, {22, 6, VK_FORMAT_R32G32B32A32_SFLOAT}};
+
 /* The pipeline a run of d needs on a device with these properties: its
- * engine key, specialization constants (spec[ATTN_N_SPEC]: ids 1..8, and
- * for the cooperative-matrix kernel its tile's M and K as ids 9, 10) and
+ * engine key, specialization constants (spec[ATTN_N_SPEC]: ids 1..8; id 9
+ * attn.comp's TEXEL, or for the cooperative-matrix kernel its tile's M and
+ * K as ids 9, 10) and
  * desc (pointing into key and spec). path: the path's workgroup (rows x
  * split invocations) and split, invocations per query row (attn_path.c; 1
  * scalar, > 1 the subgroup-split variant). */
@@ -402,12 +438,14 @@ static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const
     static const char *const cm_name[] = {"cm", "cm_emu", "cm_khr"};
     char cm_key[32];
     snprintf(cm_key, sizeof cm_key, "%s%ux%u", cm_name[cs.module], cs.m, cs.k);
-    snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u_w%u",
+    uint32_t texel = !d->coopmat && path->texel ? 1u : 0u;
+    snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u_w%u_t%u",
              d->coopmat ? cm_key : v->name, d->fp16 ? "_f16" : "",
              d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets, split,
-             path->wg_size);
+             path->wg_size, texel);
     const uint32_t sp[ATTN_N_SPEC] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags,
-                                      n_buckets, blocks, kb, split, cs.m, cs.k};
+                                      n_buckets, blocks, kb, split,
+                                      d->coopmat ? cs.m : texel, cs.k};
     memcpy(spec, sp, sizeof sp);
     size_t cm_bytes = 0;
     const uint32_t *cm_spv = d->coopmat ? attn_cm_spirv(cs.module, &cm_bytes) : NULL;
@@ -423,8 +461,10 @@ static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
         .local_size_x = path->wg_size,
-        .n_spec = d->coopmat ? ATTN_N_SPEC : 8,
+        .n_spec = d->coopmat ? ATTN_N_SPEC : 9,
         .spec = spec,
+        .n_texel = d->coopmat ? 0u : (uint32_t)RL_ARRAY_LEN(texel32),
+        .texel = d->fp16 ? texel16 : texel32,
     };
 }
 
@@ -517,7 +557,7 @@ rl_status attn_engine_prepare(attn_engine *e, uint32_t n, const attn_prep *items
     for (uint32_t j = 0; j < m; j++) {
         attn_pipe *p = engine_slot(e);
         p->pipe = pipes[j];
-        snprintf(p->key, sizeof p->key, "%s", keys[j]);
+        snprintf(p->key, sizeof p->key, "%.95s", keys[j]);
         e->n_pipes++;
     }
     return RL_OK;
@@ -834,6 +874,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     uint32_t blocks = path_blocks(&d, kb, &path);
     res->path = path.kind;
     res->split = path.split;
+    res->texel = !d.coopmat && path.texel;
     attn_layout L;
     layout_of(&d, nb_k, &L);
     res->n_buckets = nb;

@@ -1,6 +1,7 @@
 /* The attention path table: which kernel a device gets, with which tile
  * sizes and workgroup shape, from its properties alone (no device names).
  * docs/attention.md "Kernel paths" explains each rule. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +45,19 @@ void attn_path_props_of(const rlvk_device_info *in, attn_path_props *p)
         snprintf(p->coopmat_why, sizeof p->coopmat_why, "%s", why ? why : "");
     p->coopmat_keys = cs.n;
     p->storage16 = in->storage16;
+    p->max_texel_elements = in->max_texel_elements;
+    p->texel_vec4 = in->texel_vec4;
+}
+
+/* Texel reads on the scalar path of a CPU device: lavapipe turns a
+ * storage-buffer read at a per-lane address into a loop over the lanes
+ * (bounds test, scalar load, insert), a texel fetch into a branch-free
+ * gather (docs/attention.md "Issue 17: texel loads", measured). GPUs keep
+ * storage buffers (not measured there). */
+static int texel_reads(const attn_path_props *p, const attn_path_shape *s)
+{
+    return p->type == VK_PHYSICAL_DEVICE_TYPE_CPU && p->texel_vec4 &&
+           s->texels <= p->max_texel_elements && s->texels <= INT32_MAX;
 }
 
 /* Shared memory of one staged block of kb keys: every key-side operand as
@@ -111,9 +125,20 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
          * costs about 4% more than at 8 (docs/runner.md "Timing"). */
         if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU)
             out->max_chunk_blocks = ATTN_PATH_CPU_MAX_BLOCKS;
+        out->texel = texel_reads(p, s);
+        const char *reads = "";
+        char over[80] = "";
+        if (out->texel)
+            reads = ", rows read as texels";
+        else if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU && p->texel_vec4) {
+            snprintf(over, sizeof over, ", rows read as storage buffers (%llu texels > %u)",
+                     (unsigned long long)s->texels, p->max_texel_elements);
+            reads = over;
+        }
         snprintf(out->why, sizeof out->why,
-                 "one invocation per query row, %u rows per workgroup, %u-key blocks%s", rows,
-                 out->block_keys, out->max_chunk_blocks ? ", at most 4 per dispatch (CPU)" : "");
+                 "one invocation per query row, %u rows per workgroup, %u-key blocks%s%s", rows,
+                 out->block_keys, out->max_chunk_blocks ? ", at most 4 per dispatch (CPU)" : "",
+                 reads);
         return;
     }
     if (kind == ATTN_PATH_COOPMAT) {
@@ -196,7 +221,7 @@ void attn_path_choose(const attn_path_props *p, const attn_path_shape *s, attn_p
         if (out->supported) {
             char why[sizeof out->why];
             snprintf(why, sizeof why, "%s", out->why);
-            snprintf(out->why, sizeof out->why, "%s device, first supported of %s: %.120s",
+            snprintf(out->why, sizeof out->why, "%s device, first supported of %s: %.180s",
                      cpu ? "CPU" : "GPU", cpu ? "scalar, subgroup" : "subgroup, scalar",
                      why);
             return;

@@ -39,6 +39,8 @@ typedef struct attn_path_props {
                                         ("VK_KHR_cooperative_matrix 8x8x8") */
     uint32_t coopmat_keys;           /* the shape's N (keys per block) when it runs */
     int storage16;                   /* storageBuffer16BitAccess */
+    uint32_t max_texel_elements;     /* maxTexelBufferElements */
+    int texel_vec4;                  /* rgba32f and rgba16f uniform texel buffers */
 } attn_path_props;
 
 /* What the choice reads of the problem: head_dim and the key-side operands
@@ -47,6 +49,8 @@ typedef struct attn_path_shape {
     uint32_t head_dim;
     uint32_t key_operands;
     int fp16;
+    uint64_t texels;        /* the most vec4 texels one texel view must hold (Q, K, V, or the
+                               output buffer up to O's end); 0: not known (`devices`) */
 } attn_path_shape;
 
 /* One path on one device for one shape: whether it runs, why (or why not),
@@ -61,7 +65,10 @@ typedef struct attn_path {
     uint32_t chunk_blocks;  /* blocks per dispatch; 0: the engine's unroll budget decides */
     uint32_t max_chunk_blocks; /* cap on the engine's choice (0: none; CPU devices:
                                   ATTN_PATH_CPU_MAX_BLOCKS, compile time) */
-    char why[200];
+    int texel;              /* 1: the per-row reads (q, staged K/V, O carried between
+                               dispatches) go through uniform texel buffers (the scalar path
+                               of a CPU device, when every view fits maxTexelBufferElements) */
+    char why[240];
 } attn_path;
 
 /* Query rows per workgroup of a path (the engine's query block). */

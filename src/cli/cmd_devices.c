@@ -24,11 +24,12 @@ static json_t *paths_json(const rlvk_device_info *in)
     for (int k = ATTN_PATH_SCALAR; k < ATTN_PATH_COUNT; k++) {
         attn_path e;
         attn_path_eval(&p, &path_shape, (attn_path_kind)k, &e);
-        json_array_append_new(all, json_pack("{s:s,s:b,s:i,s:i,s:i,s:i,s:s}", "name",
+        json_array_append_new(all, json_pack("{s:s,s:b,s:i,s:i,s:i,s:i,s:b,s:s}", "name",
                                              attn_path_name(e.kind), "supported", e.supported,
                                              "lanes_per_row", (int)e.split, "rows_per_workgroup",
                                              (int)attn_path_rows(&e), "workgroup", (int)e.wg_size,
-                                             "block_keys", (int)e.block_keys, "why", e.why));
+                                             "block_keys", (int)e.block_keys, "texel_reads",
+                                             e.texel, "why", e.why));
     }
     return json_pack("{s:s,s:s,s:s,s:o}", "shape", "head_dim 128, statistics + O", "default",
                      attn_path_name(a.kind), "why", a.why, "paths", all);
@@ -171,6 +172,7 @@ int cmd_devices(int argc, char **argv)
                                 json_integer(in.max_workgroup_invocations));
             json_object_set_new(o, "subgroup_operations", json_integer(in.subgroup_ops));
             json_object_set_new(o, "subgroup_stages", json_integer(in.subgroup_stages));
+            json_object_set_new(o, "max_texel_buffer_elements", json_integer(in.max_texel_elements));
             json_object_set_new(o, "cooperative_matrix", coopmat_json(&in));
             json_object_set_new(o, "attention", paths_json(&in));
             json_array_append_new(arr, o);
@@ -194,10 +196,10 @@ int cmd_devices(int argc, char **argv)
                    in.max_workgroup_size[0], in.max_workgroup_size[1], in.max_workgroup_size[2],
                    in.max_workgroup_invocations);
             printf("    subgroup %u, shared memory %u B, max storage buffer range %llu B, "
-                   "max workgroups %u x %u x %u\n",
+                   "max texel buffer elements %u, max workgroups %u x %u x %u\n",
                    in.subgroup_size, in.max_shared_memory,
-                   (unsigned long long)in.max_storage_buffer_range, in.max_workgroup_count[0],
-                   in.max_workgroup_count[1], in.max_workgroup_count[2]);
+                   (unsigned long long)in.max_storage_buffer_range, in.max_texel_elements,
+                   in.max_workgroup_count[0], in.max_workgroup_count[1], in.max_workgroup_count[2]);
             printf("    fp16 %s, fp64 %s, int64 %s, 16-bit storage %s, timestamps %s (period %g ns)\n",
                    in.fp16 ? "yes" : "no", in.fp64 ? "yes" : "no", in.int64 ? "yes" : "no",
                    in.storage16 ? "yes" : "no", in.timestamps ? "yes" : "no",

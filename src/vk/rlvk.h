@@ -143,6 +143,9 @@ typedef struct rlvk_device_info {
     uint32_t max_workgroup_invocations;
     uint64_t max_storage_buffer_range;
     uint32_t max_push_constants;
+    uint32_t max_texel_elements;     /* maxTexelBufferElements */
+    int texel_vec4;                  /* R32G32B32A32_SFLOAT and R16G16B16A16_SFLOAT both have
+                                        UNIFORM_TEXEL_BUFFER in bufferFeatures (mandatory) */
     int fp16, fp64, int64, storage16;
     int timestamps;                  /* compute queue supports timestamps */
     uint32_t timestamp_valid_bits;
@@ -321,6 +324,23 @@ rl_status rlvk_buffer_download(rlvk_device *dev, const rlvk_buffer *buf, uint64_
  * (see shaders/rl_push.h): the dispatch helper writes it when it splits a
  * large 1-D grid into several dispatches. Specialization constant 0 is
  * local_size_x; constants 1.. are the kernel's own. */
+/* A uniform texel buffer binding: the shader's `binding` reads storage
+ * buffer bufs[source] of the same dispatch as texels of `format`
+ * (R32G32B32A32_SFLOAT or R16G16B16A16_SFLOAT) through a view of the
+ * buffer from offset 0, at most maxTexelBufferElements texels long (the
+ * caller keeps its reads within the view: rlvk_texel_fits). */
+typedef struct rlvk_texel_binding {
+    uint32_t binding, source;
+    VkFormat format;
+} rlvk_texel_binding;
+#define RLVK_MAX_TEXEL 8
+
+/* Bytes per texel of a format rlvk_texel_binding takes (0 for others). */
+uint32_t rlvk_texel_bytes(VkFormat format);
+/* 1 when texels [0, count) of `format` fit one view on this device
+ * (maxTexelBufferElements, and below 2^31 so a GLSL int indexes them). */
+int rlvk_texel_fits(const rlvk_device_info *info, uint64_t count);
+
 typedef struct rlvk_pipeline_desc {
     const char *name;
     const uint32_t *spirv;
@@ -330,6 +350,8 @@ typedef struct rlvk_pipeline_desc {
     uint32_t local_size_x;           /* 0 = 64 */
     uint32_t n_spec;                 /* specialization constants 1..n_spec */
     const uint32_t *spec;            /* 32-bit values (uint, int, float bits) */
+    uint32_t n_texel;                /* uniform texel buffers (0..RLVK_MAX_TEXEL) */
+    const rlvk_texel_binding *texel;
 } rlvk_pipeline_desc;
 
 typedef struct rlvk_pipeline {
@@ -339,6 +361,8 @@ typedef struct rlvk_pipeline {
     VkPipelineLayout layout;
     VkPipeline pipeline;
     uint32_t n_bindings, push_bytes, local_size_x;
+    uint32_t n_texel;
+    rlvk_texel_binding texel[RLVK_MAX_TEXEL];
     int shared;                      /* held by the device's pipeline table */
 } rlvk_pipeline;
 
@@ -387,13 +411,20 @@ typedef struct rlvk_cmd {
     uint32_t n_timestamps;
     uint64_t written;                /* bit s: slot s written in this command buffer */
     uint32_t sets_used, sets_cap;
+    /* texel buffer views made for this command's dispatches, one per
+     * (buffer, format), destroyed with it */
+    VkBufferView *views;
+    VkBuffer *view_buffers;
+    VkFormat *view_formats;
+    uint32_t n_views, cap_views;
 } rlvk_cmd;
 
 /* Begins a one-time command buffer with room for `max_dispatches` descriptor
  * sets. */
 rl_status rlvk_cmd_begin(rlvk_device *dev, uint32_t max_dispatches, rlvk_cmd *cmd,
                          rl_error *err);
-/* Records a 1-D dispatch of n_groups workgroups of `pipe` over `bufs`, split
+/* Records a 1-D dispatch of n_groups workgroups of `pipe` over `bufs` (and
+ * the texel views of pipe's texel bindings, made once per command), split
  * into several vkCmdDispatch calls of at most maxComputeWorkGroupCount[0]
  * groups, each told its first group through push word 0 (group_base). A
  * compute→compute barrier follows, so the next dispatch sees the results. */

@@ -96,7 +96,8 @@ rl_status rlvk_buffer_create(rlvk_device *dev, uint64_t size, const char *name,
         first = 1;
     return create_raw(dev, size,
                       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                          VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                          VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                          VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
                       prefs + first, (int)RL_ARRAY_LEN(prefs) - first, name, buf, err);
 }
 

@@ -175,6 +175,16 @@ rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
     info->max_workgroup_invocations = p->limits.maxComputeWorkGroupInvocations;
     info->max_storage_buffer_range = p->limits.maxStorageBufferRange;
     info->max_push_constants = p->limits.maxPushConstantsSize;
+    info->max_texel_elements = p->limits.maxTexelBufferElements;
+    info->texel_vec4 = 1;
+    static const VkFormat texel_formats[] = {VK_FORMAT_R32G32B32A32_SFLOAT,
+                                             VK_FORMAT_R16G16B16A16_SFLOAT};
+    for (size_t i = 0; i < sizeof texel_formats / sizeof *texel_formats; i++) {
+        VkFormatProperties fp;
+        vkGetPhysicalDeviceFormatProperties(pd, texel_formats[i], &fp);
+        if (!(fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT))
+            info->texel_vec4 = 0;
+    }
     info->timestamp_period_ns = (double)p->limits.timestampPeriod;
 
     VkPhysicalDevice16BitStorageFeatures s16 = {

@@ -1,10 +1,12 @@
 /* Compute pipelines from embedded SPIR-V, with specialization constants and
- * push constants; all storage buffers, bindings 0..n-1 of set 0. */
+ * push constants; storage buffers at bindings 0..n-1 of set 0, plus the
+ * uniform texel buffers a desc names (views of those storage buffers). */
 #define _DEFAULT_SOURCE /* getloadavg */
 #include "vk/rlvk.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,8 @@ typedef struct ptable_key {
     uint64_t spirv_hash;
     uint32_t n_bindings, push_bytes, local_size_x, n_spec;
     uint32_t spec[15];
+    uint32_t n_texel;
+    rlvk_texel_binding texel[RLVK_MAX_TEXEL];
 } ptable_key;
 
 typedef struct ptable_entry {
@@ -52,6 +56,26 @@ static void make_key(const rlvk_pipeline_desc *d, ptable_key *k)
     k->n_spec = d->n_spec;
     for (uint32_t i = 0; i < d->n_spec && i < 15; i++)
         k->spec[i] = d->spec[i];
+    k->n_texel = d->n_texel;
+    for (uint32_t i = 0; i < d->n_texel && i < RLVK_MAX_TEXEL; i++)
+        k->texel[i] = d->texel[i];
+}
+
+uint32_t rlvk_texel_bytes(VkFormat format)
+{
+    switch (format) {
+    case VK_FORMAT_R32G32B32A32_SFLOAT:
+        return 16;
+    case VK_FORMAT_R16G16B16A16_SFLOAT:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+int rlvk_texel_fits(const rlvk_device_info *info, uint64_t count)
+{
+    return info->texel_vec4 && count <= info->max_texel_elements && count <= INT32_MAX;
 }
 
 /* The table entry holding key, or NULL (descs with more than 15
@@ -304,9 +328,20 @@ static rl_status pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *des
 {
     memset(pipe, 0, sizeof *pipe);
     snprintf(pipe->name, sizeof pipe->name, "%s", desc->name);
-    if (desc->n_bindings > RLVK_MAX_BINDINGS || desc->n_spec > 15)
+    if (desc->n_bindings > RLVK_MAX_BINDINGS || desc->n_spec > 15 ||
+        desc->n_texel > RLVK_MAX_TEXEL)
         return rl_fail(err, RL_ERR_ARG, "pipeline %s: too many bindings or constants", desc->name);
+    for (uint32_t i = 0; i < desc->n_texel; i++)
+        if (desc->texel[i].source >= desc->n_bindings || desc->texel[i].binding < desc->n_bindings ||
+            !rlvk_texel_bytes(desc->texel[i].format))
+            return rl_fail(err, RL_ERR_ARG,
+                           "pipeline %s: texel binding %u (of buffer %u, format %d) is not one "
+                           "rlvk makes", desc->name, desc->texel[i].binding, desc->texel[i].source,
+                           (int)desc->texel[i].format);
     pipe->n_bindings = desc->n_bindings;
+    pipe->n_texel = desc->n_texel;
+    for (uint32_t i = 0; i < desc->n_texel; i++)
+        pipe->texel[i] = desc->texel[i];
     pipe->push_bytes = desc->push_bytes;
     pipe->local_size_x = desc->local_size_x ? desc->local_size_x : 64;
     if (pipe->local_size_x > dev->info.max_workgroup_size[0] ||
@@ -329,7 +364,7 @@ static rl_status pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *des
         return rlvk_fail(err, r, "creating shader module %s", desc->name);
     }
 
-    VkDescriptorSetLayoutBinding binds[RLVK_MAX_BINDINGS];
+    VkDescriptorSetLayoutBinding binds[RLVK_MAX_BINDINGS + RLVK_MAX_TEXEL];
     for (uint32_t i = 0; i < desc->n_bindings; i++)
         binds[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
@@ -337,9 +372,16 @@ static rl_status pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *des
             .descriptorCount = 1,
             .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
         };
+    for (uint32_t i = 0; i < desc->n_texel; i++)
+        binds[desc->n_bindings + i] = (VkDescriptorSetLayoutBinding){
+            .binding = desc->texel[i].binding,
+            .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
     VkDescriptorSetLayoutCreateInfo dli = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .bindingCount = desc->n_bindings,
+        .bindingCount = desc->n_bindings + desc->n_texel,
         .pBindings = binds,
     };
     r = dev->vk.vkCreateDescriptorSetLayout(dev->device, &dli, NULL, &pipe->set_layout);

@@ -4,6 +4,7 @@
 #include "core/rl_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A single wait is bounded: a kernel that runs this long has hung (or a
@@ -16,15 +17,17 @@ rl_status rlvk_cmd_begin(rlvk_device *dev, uint32_t max_dispatches, rlvk_cmd *cm
     cmd->dev = dev;
     VkResult r;
     if (max_dispatches) {
-        VkDescriptorPoolSize ps = {
-            .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .descriptorCount = max_dispatches * RLVK_MAX_BINDINGS,
+        VkDescriptorPoolSize ps[2] = {
+            {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+             .descriptorCount = max_dispatches * RLVK_MAX_BINDINGS},
+            {.type = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+             .descriptorCount = max_dispatches * RLVK_MAX_TEXEL},
         };
         VkDescriptorPoolCreateInfo dpi = {
             .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
             .maxSets = max_dispatches,
-            .poolSizeCount = 1,
-            .pPoolSizes = &ps,
+            .poolSizeCount = 2,
+            .pPoolSizes = ps,
         };
         r = dev->vk.vkCreateDescriptorPool(dev->device, &dpi, NULL, &cmd->pool);
         if (r != VK_SUCCESS) {
@@ -81,6 +84,56 @@ static void barrier_after(rlvk_cmd *cmd, VkPipelineStageFlags stage, VkAccessFla
                                       0, 1, &mb, 0, NULL, 0, NULL);
 }
 
+/* The view of buf as texels of format, made on first use in this command
+ * (from offset 0, as many whole texels as the buffer and
+ * maxTexelBufferElements allow). */
+static rl_status texel_view(rlvk_cmd *cmd, const rlvk_buffer *buf, VkFormat format,
+                            VkBufferView *out, rl_error *err)
+{
+    rlvk_device *dev = cmd->dev;
+    for (uint32_t i = 0; i < cmd->n_views; i++)
+        if (cmd->view_buffers[i] == buf->buffer && cmd->view_formats[i] == format) {
+            *out = cmd->views[i];
+            return RL_OK;
+        }
+    uint64_t tb = rlvk_texel_bytes(format), count = buf->size / tb;
+    if (count > dev->info.max_texel_elements)
+        count = dev->info.max_texel_elements;
+    if (!count)
+        return rl_fail(err, RL_ERR_ARG, "buffer %s (%llu B) holds no whole %llu-byte texel",
+                       buf->name, (unsigned long long)buf->size, (unsigned long long)tb);
+    if (cmd->n_views == cmd->cap_views) {
+        uint32_t cap = cmd->cap_views ? 2 * cmd->cap_views : 8;
+        VkBufferView *v = realloc(cmd->views, cap * sizeof *v);
+        if (v)
+            cmd->views = v;
+        VkBuffer *b = realloc(cmd->view_buffers, cap * sizeof *b);
+        if (b)
+            cmd->view_buffers = b;
+        VkFormat *f = realloc(cmd->view_formats, cap * sizeof *f);
+        if (f)
+            cmd->view_formats = f;
+        if (!v || !b || !f)
+            return rl_fail(err, RL_ERR_NOMEM, "out of host memory for texel buffer views");
+        cmd->cap_views = cap;
+    }
+    VkBufferViewCreateInfo vi = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+        .buffer = buf->buffer,
+        .format = format,
+        .offset = 0,
+        .range = count * tb,
+    };
+    VkResult r = dev->vk.vkCreateBufferView(dev->device, &vi, NULL, out);
+    if (r != VK_SUCCESS)
+        return rlvk_fail(err, r, "creating a texel buffer view of %s", buf->name);
+    cmd->views[cmd->n_views] = *out;
+    cmd->view_buffers[cmd->n_views] = buf->buffer;
+    cmd->view_formats[cmd->n_views] = format;
+    cmd->n_views++;
+    return RL_OK;
+}
+
 rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
                             const rlvk_buffer *const *bufs, const void *push,
                             uint64_t n_groups, rl_error *err)
@@ -99,12 +152,19 @@ rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
         .pSetLayouts = &pipe->set_layout,
     };
     VkDescriptorSet set;
+    VkBufferView views[RLVK_MAX_TEXEL];
+    for (uint32_t t = 0; t < pipe->n_texel; t++) {
+        rl_status st = texel_view(cmd, bufs[pipe->texel[t].source], pipe->texel[t].format,
+                                  &views[t], err);
+        if (st)
+            return st;
+    }
     VkResult r = dev->vk.vkAllocateDescriptorSets(dev->device, &sai, &set);
     if (r != VK_SUCCESS)
         return rlvk_fail(err, r, "allocating a descriptor set for %s", pipe->name);
     cmd->sets_used++;
     VkDescriptorBufferInfo infos[RLVK_MAX_BINDINGS];
-    VkWriteDescriptorSet writes[RLVK_MAX_BINDINGS];
+    VkWriteDescriptorSet writes[RLVK_MAX_BINDINGS + RLVK_MAX_TEXEL];
     for (uint32_t i = 0; i < pipe->n_bindings; i++) {
         infos[i] = (VkDescriptorBufferInfo){.buffer = bufs[i]->buffer, .offset = 0, .range = VK_WHOLE_SIZE};
         writes[i] = (VkWriteDescriptorSet){
@@ -116,7 +176,16 @@ rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
             .pBufferInfo = &infos[i],
         };
     }
-    dev->vk.vkUpdateDescriptorSets(dev->device, pipe->n_bindings, writes, 0, NULL);
+    for (uint32_t t = 0; t < pipe->n_texel; t++)
+        writes[pipe->n_bindings + t] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = pipe->texel[t].binding,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+            .pTexelBufferView = &views[t],
+        };
+    dev->vk.vkUpdateDescriptorSets(dev->device, pipe->n_bindings + pipe->n_texel, writes, 0, NULL);
     dev->vk.vkCmdBindPipeline(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->pipeline);
     dev->vk.vkCmdBindDescriptorSets(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe->layout, 0, 1,
                                     &set, 0, NULL);
@@ -249,5 +318,10 @@ void rlvk_cmd_destroy(rlvk_cmd *cmd)
         dev->vk.vkFreeCommandBuffers(dev->device, dev->command_pool, 1, &cmd->cb);
     if (cmd->pool)
         dev->vk.vkDestroyDescriptorPool(dev->device, cmd->pool, NULL);
+    for (uint32_t i = 0; i < cmd->n_views; i++)
+        dev->vk.vkDestroyBufferView(dev->device, cmd->views[i], NULL);
+    free(cmd->views);
+    free(cmd->view_buffers);
+    free(cmd->view_formats);
     memset(cmd, 0, sizeof *cmd);
 }
