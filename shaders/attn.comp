@@ -72,8 +72,8 @@ layout(constant_id = 5) const uint32_t N_BUCKETS = 1;   /* distance buckets (>= 
 layout(constant_id = 6) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS; /* key blocks per dispatch */
 layout(constant_id = 7) const uint32_t KB = RL_ATTN_KB; /* keys per block: 4, 8 or 16 */
 layout(constant_id = 8) const uint32_t SPLIT = 1;       /* lanes per query row (RL_ATTN_SPLIT: 2, 4, 8) */
-/* 1: the per-lane reads below (q rows, the staged K/V elements, O carried
- * between dispatches) go through the uniform texel buffers at bindings 16..22
+/* 1: the per-lane reads below (q rows, the staged K/V elements, the
+ * statistics, buckets and O carried between dispatches) go through the uniform texel buffers at bindings 16..22
  * instead of the storage buffers (attn_path.c: the scalar path of a CPU
  * device). The values are the same bits either way. */
 layout(constant_id = 9) const uint32_t TEXEL = 0;
@@ -163,6 +163,14 @@ vec4 rd_qb(uint32_t i) { if (TEXEL != 0u) return texelFetch(qb_t, int(i)); retur
 vec4 rd_kb(uint32_t i) { if (TEXEL != 0u) return texelFetch(kb_t, int(i)); return vec4(kb[i]); }
 vec4 rd_vv(uint32_t i) { if (TEXEL != 0u) return texelFetch(vv_t, int(i)); return vec4(vv[i]); }
 vec4 rd_o(uint32_t i) { if (TEXEL != 0u) return texelFetch(out_t, int(i)); return outv4[i]; }
+/* Float i of the output buffer (a statistic or bucket slot carried between
+ * dispatches): its vec4 texel's component when TEXEL. */
+float rd_f(uint32_t i)
+{
+    if (TEXEL != 0u)
+        return texelFetch(out_t, int(i / 4u))[i % 4u];
+    return outv[i];
+}
 
 const float NEG_INF = -1.0 / 0.0;
 
@@ -449,18 +457,18 @@ void main()
      * first chunk may start anywhere; its slots read l = 0 until a visible
      * key came (a visible key adds e^0 = 1 to l). */
     if (MASKED)
-        first = first || outv[so + RL_ATTN_S_LSE] == 0.0;
-    m = first ? NEG_INF : outv[so + RL_ATTN_S_MAX];
-    l = first ? 0.0 : outv[so + RL_ATTN_S_LSE];
-    ent = (first || !WANT_H) ? 0.0 : outv[so + RL_ATTN_S_ENTROPY];
-    mb = (first || !PAIRED) ? NEG_INF : outv[so + RL_ATTN_S_ARGMAX_P];
-    lb = (first || !PAIRED) ? 0.0 : outv[so + RL_ATTN_S_LSE_B];
-    kl = (first || !PAIRED) ? 0.0 : outv[so + RL_ATTN_S_KL];
-    amax = (first || !WANT_ARGMAX) ? 0u : floatBitsToUint(outv[so + RL_ATTN_S_ARGMAX]);
-    s_target = (first || !WANT_TARGET) ? NEG_INF : outv[so + RL_ATTN_S_TARGET_P];
+        first = first || rd_f(so + RL_ATTN_S_LSE) == 0.0;
+    m = first ? NEG_INF : rd_f(so + RL_ATTN_S_MAX);
+    l = first ? 0.0 : rd_f(so + RL_ATTN_S_LSE);
+    ent = (first || !WANT_H) ? 0.0 : rd_f(so + RL_ATTN_S_ENTROPY);
+    mb = (first || !PAIRED) ? NEG_INF : rd_f(so + RL_ATTN_S_ARGMAX_P);
+    lb = (first || !PAIRED) ? 0.0 : rd_f(so + RL_ATTN_S_LSE_B);
+    kl = (first || !PAIRED) ? 0.0 : rd_f(so + RL_ATTN_S_KL);
+    amax = (first || !WANT_ARGMAX) ? 0u : floatBitsToUint(rd_f(so + RL_ATTN_S_ARGMAX));
+    s_target = (first || !WANT_TARGET) ? NEG_INF : rd_f(so + RL_ATTN_S_TARGET_P);
     if (WANT_BUCKETS)
         [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
-            mass[b] = first ? 0.0 : outv[pc.p.off_buckets + row * N_BUCKETS + b];
+            mass[b] = first ? 0.0 : rd_f(pc.p.off_buckets + row * N_BUCKETS + b);
     if (WANT_O)
         [[unroll]] for (uint32_t d = 0u; d < DS; d++)
             o[d] = first ? vec4(0.0) : rd_o((pc.p.off_out + row * HEAD_DIM) / 4u + sl * DS + d);
@@ -500,20 +508,21 @@ void main()
         }
     if (sl != 0u) /* split: lane slice 0 writes the row's statistics */
         return;
-    outv[so + RL_ATTN_S_MAX] = m;
-    outv[so + RL_ATTN_S_LSE] = last ? lse_f : l;
-    if (WANT_H)
-        outv[so + RL_ATTN_S_ENTROPY] = last ? ent_f : ent;
-    if (WANT_ARGMAX)
-        outv[so + RL_ATTN_S_ARGMAX] = uintBitsToFloat(amax);
-    if (WANT_TARGET)
-        outv[so + RL_ATTN_S_TARGET_P] = last ? exp(s_target - lse_f) : s_target;
-    if (PAIRED) {
-        outv[so + RL_ATTN_S_KL] = last ? kl / l - logl + log(lb) : kl;
-        outv[so + RL_ATTN_S_LSE_B] = last ? mb + log(lb) : lb;
-    }
-    if (WANT_ARGMAX || PAIRED) /* the argmax's p when finished; mb in between */
-        outv[so + RL_ATTN_S_ARGMAX_P] = last ? (WANT_ARGMAX ? fin : 0.0) : mb;
+#if RL_ATTN_NSTAT != 8
+#error "the statistics write-back assumes 8 slots per row"
+#endif
+    /* The row's RL_ATTN_NSTAT = 8 slots as two vec4 (so is a multiple of
+     * 8): one store per vec4, which on SIMD-across-lanes CPU drivers is one
+     * per-lane loop instead of one per slot. Slots not asked for stay 0. */
+    outv4[so / 4u] = vec4(last ? lse_f : l, m, WANT_H ? (last ? ent_f : ent) : 0.0,
+                          WANT_ARGMAX ? uintBitsToFloat(amax) : 0.0);
+    if (WANT_ARGMAX || WANT_TARGET || PAIRED)
+        /* ARGMAX_P: the argmax's p when finished; mb in between */
+        outv4[so / 4u + 1u] =
+            vec4((WANT_ARGMAX || PAIRED) ? (last ? (WANT_ARGMAX ? fin : 0.0) : mb) : 0.0,
+                 WANT_TARGET ? (last ? exp(s_target - lse_f) : s_target) : 0.0,
+                 PAIRED ? (last ? kl / l - logl + log(lb) : kl) : 0.0,
+                 PAIRED ? (last ? mb + log(lb) : lb) : 0.0);
     if (WANT_BUCKETS)
         [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
             outv[pc.p.off_buckets + row * N_BUCKETS + b] =

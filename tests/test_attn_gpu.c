@@ -243,8 +243,9 @@ END_TEST
  * storage-buffer reads (what GPUs run) load the same values, so every
  * output must have the same bits. Paired, grouped heads, with O, several key
  * chunks and query blocks (300 tokens: 5 chunks of 64 keys; 2 blocks of 256
- * rows on lavapipe): every texel binding is read (Q_a, K_a, Q_b, K_b, V, O
- * carried between dispatches), fp32 and fp16. Both runs are also verified
+ * rows on lavapipe), every statistic and buckets: every texel binding is
+ * read (Q_a, K_a, Q_b, K_b, V; statistics, buckets and O carried between
+ * dispatches), fp32 and fp16. Both runs are also verified
  * against the double reference. On a device whose path reads storage
  * buffers both runs are that path (and the test says so). */
 START_TEST(gpu_texel_reads_give_the_same_bits)
@@ -267,10 +268,12 @@ START_TEST(gpu_texel_reads_give_the_same_bits)
         qh[i] = attn_f32_to_f16(qf[i] = (float)(2 * rl_rng_uniform(&rng) - 1));
     for (size_t i = 0; i < 3 * nk; i++) /* k_a, k_b, v */
         kh[i] = attn_f32_to_f16(kf[i] = (float)(2 * rl_rng_uniform(&rng) - 1));
-    uint32_t pos[N];
-    for (int i = 0; i < N; i++)
-        pos[i] = (uint32_t)i;
-    float *stats[2], *o[2];
+    uint32_t pos[N], target[N];
+    for (int i = 0; i < N; i++) {
+        pos[i] = 3u * (uint32_t)i;
+        target[i] = (uint32_t)(i * 7 % (i + 1));
+    }
+    float *stats[2], *o[2], *bk[2];
     attn_engine e;
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
@@ -278,16 +281,19 @@ START_TEST(gpu_texel_reads_give_the_same_bits)
     for (int r = 0; r < 2; r++) {
         stats[r] = calloc((size_t)N * H * RL_ATTN_NSTAT, sizeof *stats[r]);
         o[r] = calloc(nq, sizeof *o[r]);
+        bk[r] = calloc((size_t)N * H * ATTN_MAX_BUCKETS, sizeof *bk[r]);
         attn_desc d = {.tokens = N, .heads = H, .kv_heads = 1, .head_dim = D, .causal = 1,
-                       .fp16 = fp16, .flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_OUT | ATTN_PAIRED,
+                       .fp16 = fp16,
+                       .flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT |
+                                ATTN_PAIRED,
                        .scale = 0.25f, .scale_b = 0.5f, .verify_rows = 8,
                        .test_storage_reads = r};
         const void *src_q = fp16 ? (const void *)qh : qf, *src_k = fp16 ? (const void *)kh : kf;
         size_t eq = fp16 ? 2 : 4;
         attn_inputs in = {.q = src_q, .k = src_k, .v = (const char *)src_k + 2 * nk * eq,
                           .q_b = (const char *)src_q + nq * eq,
-                          .k_b = (const char *)src_k + nk * eq, .pos = pos};
-        attn_outputs out = {.stats = stats[r], .out = o[r]};
+                          .k_b = (const char *)src_k + nk * eq, .pos = pos, .target = target};
+        attn_outputs out = {.stats = stats[r], .out = o[r], .buckets = bk[r]};
         attn_result res;
         ck_assert_msg(attn_run(&e, &d, &in, &out, &res, &err) == RL_OK, "%s", err.msg);
         ck_assert_msg(res.verify.verdict.pass, "run %d: worst %s", r, res.verify.worst);
@@ -302,9 +308,11 @@ START_TEST(gpu_texel_reads_give_the_same_bits)
                g.dev.info.name);
     ck_assert(memcmp(stats[0], stats[1], (size_t)N * H * RL_ATTN_NSTAT * sizeof *stats[0]) == 0);
     ck_assert(memcmp(o[0], o[1], nq * sizeof *o[0]) == 0);
+    ck_assert(memcmp(bk[0], bk[1], (size_t)N * H * ATTN_MAX_BUCKETS * sizeof *bk[0]) == 0);
     for (int r = 0; r < 2; r++) {
         free(stats[r]);
         free(o[r]);
+        free(bk[r]);
     }
     attn_engine_destroy(&e);
     free(qf);
