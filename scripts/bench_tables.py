@@ -39,10 +39,10 @@ def rope_rows(docs):
             s, q = r["shape"], r["ratio"]
             rr = q.get("rounds", {})
             key = (-s["tokens"], s["layout"], PREC.get(s["precision"], 9), s["precision"])
-            rows.append((key, "| %d × %d × %d | %s | %s | %.3f (%.3f–%.3f) | %.2f |" % (
+            rows.append((key, "| %d × %d × %d | %s | %s | %.3f (%.3f–%.3f) | %.2f | %.2f |" % (
                 s["tokens"], s["heads"], s["head_dim"], s["layout"], s["precision"], q["value"],
                 rr.get("min", float("nan")), rr.get("max", float("nan")),
-                r["yardstick"]["gb_per_s"])))
+                r["kernel"]["gb_per_s"], r["yardstick"]["gb_per_s"])))
     return [t for _, t in sorted(rows, key=lambda kv: kv[0])]
 
 
@@ -80,8 +80,8 @@ def main(argv):
         print("device: %s, %s (%s)\n" % (dev["name"], dev["driver_info"], dev["driver_id"]))
     rows = rope_rows(docs)
     if rows:
-        print("| shape | layout | precision | rope / copy: median (min–max of rounds) | copy GB/s |")
-        print("|---|---|---|---|---|")
+        print("| shape | layout | precision | rope / copy: median (min–max of rounds) | rope GB/s | copy GB/s |")
+        print("|---|---|---|---|---|---|")
         print("\n".join(rows) + "\n")
     rows = attn_rows(docs)
     if rows:

@@ -40,11 +40,13 @@ layout(constant_id = 13) const uint32_t MROPE_S1 = 0u;
 layout(constant_id = 14) const uint32_t MROPE_S2 = 0u;
 /* vec4 variant: consecutive items one invocation covers (see main): CHUNK
  * rotary items (divides ROT_DIM / 8) and PCHUNK pass-through vec4s
- * (divides (HEAD_DIM - ROT_DIM) / 4), each 1..4, packed as CHUNK | PCHUNK
- * << 8 (constant ids stop at 15); rope_gpu.c picks both. */
+ * (divides (HEAD_DIM - ROT_DIM) / 4), each 1..4, and TEXEL (1: x is read
+ * through the texel view x_t, see below), packed as CHUNK | PCHUNK << 8 |
+ * TEXEL << 16 (constant ids stop at 15); rope_gpu.c picks them. */
 layout(constant_id = 15) const uint32_t CHUNKS = 0x101u;
 const uint32_t CHUNK = CHUNKS & 0xffu;
-const uint32_t PCHUNK = CHUNKS >> 8;
+const uint32_t PCHUNK = (CHUNKS >> 8) & 0xffu;
+const uint32_t TEXEL = CHUNKS >> 16;
 #define RL_ROPE_CHUNK_MAX 4
 #include "rope_emu.glsl"
 
@@ -68,6 +70,17 @@ layout(std430, binding = 6) writeonly buffer A { float angles_out[]; }; /* [toke
 
 #ifdef RL_ROPE_VEC4
 layout(std430, binding = 0) readonly buffer X { vec4 x[]; };        /* [rows][head_dim/4] */
+/* The same memory as rgba32f texels (rlvk_texel_binding 16 <- 0): on a CPU
+ * device (TEXEL) x is read by texelFetch, which gallivm serves with a
+ * branch-free gather, where a storage-buffer read at a per-lane address is
+ * a loop over the lanes (docs/rope.md "Texel reads"). Same bits. */
+layout(binding = 16) uniform samplerBuffer x_t;
+vec4 rd_x(uint32_t i)
+{
+    if (TEXEL != 0u)
+        return texelFetch(x_t, int(i));
+    return x[i];
+}
 layout(std430, binding = 1) writeonly buffer Y { vec4 y[]; };       /* [rows][head_dim/4] */
 layout(std430, binding = 3) readonly buffer F { vec4 inv_freq[]; }; /* [rot/8] */
 const uint32_t ROW4 = HEAD_DIM / 4u;
@@ -198,9 +211,9 @@ void main()
                 if (LAYOUT == RL_ROPE_LAYOUT_HALF) {
                     vec4 a[RL_ROPE_CHUNK_MAX], b[RL_ROPE_CHUNK_MAX];
                     for (uint32_t c = 0u; c < CHUNK; c++)
-                        a[c] = x[base + q0 + c];
+                        a[c] = rd_x(base + q0 + c);
                     for (uint32_t c = 0u; c < CHUNK; c++)
-                        b[c] = x[base + ROT_ITEMS + q0 + c];
+                        b[c] = rd_x(base + ROT_ITEMS + q0 + c);
                     for (uint32_t c = 0u; c < CHUNK; c++)
                         y[base + q0 + c] = a[c] * cs_c[c] - b[c] * cs_s[c];
                     for (uint32_t c = 0u; c < CHUNK; c++)
@@ -208,7 +221,7 @@ void main()
                 } else {
                     vec4 v[2 * RL_ROPE_CHUNK_MAX];
                     for (uint32_t c = 0u; c < 2u * CHUNK; c++)
-                        v[c] = x[base + 2u * q0 + c];
+                        v[c] = rd_x(base + 2u * q0 + c);
                     for (uint32_t c = 0u; c < CHUNK; c++) {
                         vec4 v0 = v[2u * c], v1 = v[2u * c + 1u];
                         vec4 a = vec4(v0.x, v0.z, v1.x, v1.z), b = vec4(v0.y, v0.w, v1.y, v1.w);
@@ -226,7 +239,7 @@ void main()
                 uint32_t o = (tok * N_HEADS + h0 + h) * ROW4 + p0;
                 vec4 v[RL_ROPE_CHUNK_MAX];
                 for (uint32_t c = 0u; c < PCHUNK; c++)
-                    v[c] = x[o + c];
+                    v[c] = rd_x(o + c);
                 for (uint32_t c = 0u; c < PCHUNK; c++)
                     y[o + c] = v[c];
             }

@@ -218,6 +218,56 @@ START_TEST(check_fails_nan_against_nan_and_passes_the_clean_tensor)
 }
 END_TEST
 
+/* Texel reads of x (rope_gpu_texel_reads: the vec4 variant on a CPU
+ * device) and storage-buffer reads (what GPUs run) load the same values,
+ * so the outputs must have the same bits: both layouts, the three
+ * precision modes, full and partial rotary dims (the pass-through vec4s),
+ * 3 heads (token blocks of one head group), positions up to ~2^20. */
+START_TEST(texel_reads_give_the_same_bits)
+{
+    static const int precs[3] = {RL_ROPE_PREC_FP32, RL_ROPE_PREC_TABLE, RL_ROPE_PREC_PRECISE};
+    enum { T = 37, H = 3, D = 64 };
+    int layout = _i % 2, prec = precs[(_i / 2) % 3];
+    uint32_t rot = _i / 6 ? 32u : 64u;
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    rope_desc d = {.head_dim = D, .rotary_dim = rot, .layout = layout, .precision = prec};
+    rope_freqs f;
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_OK);
+    size_t n = (size_t)T * H * D;
+    float *x = malloc(n * sizeof *x), *y[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    uint32_t pos[T];
+    rl_rng rng;
+    rl_rng_seed(&rng, 5, "test/rope/texel");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)rl_rng_normal(&rng);
+    for (uint32_t t = 0; t < T; t++)
+        pos[t] = t * 28411u % 1048576u;
+    int texel[2];
+    for (int r = 0; r < 2; r++) {
+        rope_kernel k;
+        ck_assert_int_eq(rope_kernel_create(&g.dev, &k, &err), RL_OK);
+        k.test_storage_reads = r;
+        texel[r] = rope_gpu_texel_reads(&k, &f, (uint64_t)T * H);
+        int guard_ok = 0;
+        ck_assert_msg(rope_gpu_apply(&g.dev, &k, &f, x, pos, T, H, y[r], NULL, &guard_ok, &err) ==
+                          RL_OK, "%s", err.msg);
+        ck_assert(guard_ok);
+        rope_kernel_destroy(&g.dev, &k);
+    }
+    ck_assert_int_eq(texel[1], 0);
+    if (g.dev.info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+        ck_assert_msg(texel[0], "a CPU device reads x as texels");
+    ck_assert_msg(memcmp(y[0], y[1], n * sizeof(float)) == 0, "layout %d precision %d rotary %u",
+                  layout, prec, rot);
+    free(x);
+    free(y[0]);
+    free(y[1]);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(bad_shapes_are_refused_with_messages)
 {
     rl_gpu g;
@@ -299,6 +349,7 @@ int main(void)
     tcase_add_loop_test(tc, small_positions_match_reference_closely, 0,
                         2 * (int)(sizeof odd_shapes / sizeof odd_shapes[0]));
     tcase_add_test(tc, bad_shapes_are_refused_with_messages);
+    tcase_add_loop_test(tc, texel_reads_give_the_same_bits, 0, 12);
     tcase_add_test(tc, check_fails_nan_against_nan_and_passes_the_clean_tensor);
     tcase_add_loop_test(tc, cache_consistent_gives_each_token_its_own_rotation_on_device, 0, 4);
     suite_add_tcase(s, tc);

@@ -131,7 +131,8 @@ rl_status bench_copy_create(rlvk_device *dev, uint32_t vec4_per_inv, bench_copy 
     if (!vec4_per_inv)
         vec4_per_inv = dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU ? BENCH_COPY_VEC4 : 1u;
     c->vec4_per_inv = vec4_per_inv;
-    uint32_t spec[1] = {c->vec4_per_inv};
+    static const rlvk_texel_binding x_texel = {16, 0, VK_FORMAT_R32G32B32A32_SFLOAT};
+    uint32_t spec[2] = {c->vec4_per_inv, 0};
     rlvk_pipeline_desc cd = {
         .name = "copy",
         .spirv = rl_spv_copy,
@@ -139,15 +140,35 @@ rl_status bench_copy_create(rlvk_device *dev, uint32_t vec4_per_inv, bench_copy 
         .n_bindings = 2,
         .push_bytes = sizeof(struct rl_copy_push),
         .local_size_x = 64,
-        .n_spec = 1,
+        .n_spec = 2,
         .spec = spec,
+        .n_texel = 1,
+        .texel = &x_texel,
     };
-    return rlvk_pipeline_create(dev, &cd, &c->pipe, err);
+    rl_status st = rlvk_pipeline_create(dev, &cd, &c->pipe, err);
+    c->has_texel = 0;
+    if (!st && dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU && dev->info.texel_vec4) {
+        spec[1] = 1;
+        cd.name = "copy_texel";
+        if ((st = rlvk_pipeline_create(dev, &cd, &c->pipe_texel, err)))
+            rlvk_pipeline_destroy(dev, &c->pipe);
+        else
+            c->has_texel = 1;
+    }
+    return st;
+}
+
+int bench_copy_texel(const rlvk_device *dev, const bench_copy *c, uint32_t n_vec4)
+{
+    return c->has_texel && rlvk_texel_fits(&dev->info, n_vec4);
 }
 
 void bench_copy_destroy(rlvk_device *dev, bench_copy *c)
 {
     rlvk_pipeline_destroy(dev, &c->pipe);
+    if (c->has_texel)
+        rlvk_pipeline_destroy(dev, &c->pipe_texel);
+    c->has_texel = 0;
 }
 
 rl_status bench_copy_record(rlvk_cmd *cmd, const bench_copy *c, const rlvk_buffer *x,
@@ -156,8 +177,8 @@ rl_status bench_copy_record(rlvk_cmd *cmd, const bench_copy *c, const rlvk_buffe
     struct rl_copy_push push = {.group_base = 0, .n_vec4 = n_vec4};
     const rlvk_buffer *bufs[2] = {x, y};
     uint64_t inv = ((uint64_t)n_vec4 + c->vec4_per_inv - 1) / c->vec4_per_inv;
-    return rlvk_cmd_dispatch(cmd, &c->pipe, bufs, &push, rlvk_groups(inv, c->pipe.local_size_x),
-                             err);
+    const rlvk_pipeline *pipe = bench_copy_texel(cmd->dev, c, n_vec4) ? &c->pipe_texel : &c->pipe;
+    return rlvk_cmd_dispatch(cmd, pipe, bufs, &push, rlvk_groups(inv, pipe->local_size_x), err);
 }
 
 rl_status bench_copy_gbs(rlvk_device *dev, uint32_t reps, double *gbs, rl_error *err)
@@ -277,6 +298,8 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     if ((st = bench_copy_create(dev, 0, &copy, err)))
         goto done;
     res->copy_vec4_per_inv = copy.vec4_per_inv;
+    res->copy_texel = bench_copy_texel(dev, &copy, (uint32_t)(n / 4));
+    res->rope_texel = rope_gpu_texel_reads(&k, &f, o.tokens * o.heads);
 
     /* Verify before timing. */
     rope_ctx rc = {.k = &k, .f = &f,

@@ -52,6 +52,8 @@ typedef struct bench_rope_result {
     double ratio;                  /* rope_gbs / copy_gbs */
     vf_stats verify;               /* RoPE output vs the CPU reference (guarded) */
     uint32_t copy_vec4_per_inv;    /* the copy yardstick's vec4s per invocation */
+    int rope_texel, copy_texel;    /* 1: the kernel / the copy read x as texels (else the
+                                      storage buffer) */
 } bench_rope_result;
 
 /* Verifies, then times the RoPE kernel and the copy kernel on dev.
@@ -66,15 +68,23 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
  * which on lavapipe moved ~1.4x the bytes per second of one vec4 per
  * invocation (docs/rope.md, "Speed of the three modes"); elsewhere 1, so
  * that neighbouring invocations touch neighbouring vec4s (the coalesced
- * pattern; not measured on a GPU here). */
+ * pattern; not measured on a GPU here). On a CPU device with rgba32f
+ * texel buffers a second pipeline reads x as texels, the way the RoPE and
+ * attention kernels read there (~1.3x the storage-buffer copy's bytes per
+ * second on lavapipe); bench_copy_record takes it whenever n_vec4 fits
+ * one view (rlvk_texel_fits), and says which in *texel. */
 #define BENCH_COPY_VEC4 4u
 typedef struct bench_copy {
-    rlvk_pipeline pipe;
+    rlvk_pipeline pipe;          /* storage-buffer reads */
+    rlvk_pipeline pipe_texel;    /* texel reads (CPU devices; pipeline 0 otherwise) */
+    int has_texel;
     uint32_t vec4_per_inv;
 } bench_copy;
 rl_status bench_copy_create(rlvk_device *dev, uint32_t vec4_per_inv, bench_copy *c, rl_error *err);
 rl_status bench_copy_record(rlvk_cmd *cmd, const bench_copy *c, const rlvk_buffer *x,
                             const rlvk_buffer *y, uint32_t n_vec4, rl_error *err);
+/* 1 when bench_copy_record reads n_vec4 vec4s as texels. */
+int bench_copy_texel(const rlvk_device *dev, const bench_copy *c, uint32_t n_vec4);
 void bench_copy_destroy(rlvk_device *dev, bench_copy *c);
 
 /* `ropelab bench attention`: streaming attention statistics (QK^T and the

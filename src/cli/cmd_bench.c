@@ -78,16 +78,17 @@ static json_t *rope_json(const rlvk_device *dev, const rope_bench_ctx *c, const 
                                                  "gpu timestamps; rope and copy interleaved (rounds of one launch each, order alternating)",
                                                  "warmup", (int)o->warmup, "reps", (int)o->reps));
     if (st == RL_OK) {
-        json_object_set_new(res, "kernel", json_pack("{s:s,s:o,s:f}", "name", "rope", "ms",
+        json_object_set_new(res, "kernel", json_pack("{s:s,s:o,s:f,s:s}", "name", "rope", "ms",
                                                      cli_bench_times_json(&r->rope), "gb_per_s",
-                                                     r->rope_gbs));
+                                                     r->rope_gbs, "reads",
+                                                     r->rope_texel ? "texel" : "storage"));
         json_object_set_new(res, "yardstick",
-                            json_pack("{s:s,s:s,s:i,s:o,s:f}", "name", "copy", "what",
+                            json_pack("{s:s,s:s,s:i,s:o,s:f,s:s}", "name", "copy", "what",
                                       "y[i] = x[i] over the same bytes, same device, same run; "
                                       "consecutive vec4s per invocation, workgroup 64",
                                       "vec4_per_invocation", (int)r->copy_vec4_per_inv,
                                       "ms", cli_bench_times_json(&r->copy), "gb_per_s",
-                                      r->copy_gbs));
+                                      r->copy_gbs, "reads", r->copy_texel ? "texel" : "storage"));
         json_object_set_new(res, "ratio", json_pack("{s:s,s:f,s:s,s:o}", "definition",
                                                     "rope gb_per_s / copy gb_per_s (medians)",
                                                     "value", r->ratio, "rounds_definition",
@@ -128,10 +129,10 @@ static rl_status bench_rope_on(rlvk_device *dev, void *p, json_t *arr, rl_error 
            rl_fmt_bytes(r.bytes, b, sizeof b));
     printf("  verified first: max abs error %.3e, worst error/bound %.3f, NMSE %.3e (gate %.3e)\n",
            r.verify.max_abs, r.verify.worst_ratio, r.verify.nmse, r.verify.nmse_gate);
-    printf("  rope kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.rope.median, r.rope.min,
-           r.rope_gbs);
-    printf("  copy kernel : %9.3f ms median (min %.3f) %8.2f GB/s\n", r.copy.median, r.copy.min,
-           r.copy_gbs);
+    printf("  rope kernel : %9.3f ms median (min %.3f) %8.2f GB/s (x read as %s)\n", r.rope.median,
+           r.rope.min, r.rope_gbs, r.rope_texel ? "texels" : "a storage buffer");
+    printf("  copy kernel : %9.3f ms median (min %.3f) %8.2f GB/s (x read as %s)\n", r.copy.median,
+           r.copy.min, r.copy_gbs, r.copy_texel ? "texels" : "a storage buffer");
     printf("  ratio rope/copy bandwidth: %.3f (GPU timestamps, medians of %u interleaved runs after %u warm-up)\n",
            r.ratio, r.opts.reps, r.opts.warmup);
     printf("  per-round ratio: median %.3f, min %.3f, max %.3f\n", r.ratio_rounds.median,

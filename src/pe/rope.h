@@ -304,11 +304,14 @@ typedef struct rope_kernel_pipe {
     uint32_t emu_flags;
     uint32_t mrope_section[3];   /* mrope != 0: the sections it is specialised for */
     uint32_t head_dim, rotary_dim, heads;
+    int texel;                   /* x read through a texel view (rope_gpu.c use_texel) */
     rlvk_pipeline pipe;
 } rope_kernel_pipe;
 
 typedef struct rope_kernel {
     rlvk_device *dev;
+    int test_storage_reads;      /* test hook: 1 reads x from the storage buffer where a CPU
+                                    device would read it as texels */
     uint32_t n_pipes;
     rope_kernel_pipe pipes[ROPE_KERNEL_MAX_PIPES];
 } rope_kernel;
@@ -356,6 +359,10 @@ rl_status rope_gpu_upload_angles(rlvk_device *dev, const rope_freqs *f, const ui
  * of pair j is pos3[t][rope_mrope_stream(f, j)] * inv_freq[j]. */
 rl_status rope_gpu_upload_angles3(rlvk_device *dev, const rope_freqs *f, const uint32_t *pos3,
                                   uint64_t tokens, rlvk_buffer *buf, rl_error *err);
+/* 1 when a launch of f over `rows` rows (tokens x heads) reads x through
+ * a texel view (the vec4 variant on a CPU device, the tensor within one
+ * view); 0 when it reads the storage buffer. */
+int rope_gpu_texel_reads(const rope_kernel *k, const rope_freqs *f, uint64_t rows);
 /* Records one launch into cmd (one descriptor set). */
 rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
                           const rope_gpu_io *io, rl_error *err);

@@ -105,16 +105,34 @@ static void vec4_chunks(const rlvk_device *dev, const rope_freqs *f, uint32_t *c
     *pchunk = pass4 ? divisor_upto(pass4, want) : 1u;
 }
 
-/* The pipeline for f's shape, created on first use. */
-static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, uint32_t emu_flags,
-                          int mrope, const rlvk_pipeline **out, rl_error *err)
+/* The vec4 variant reads x through a texel view on a CPU device: gallivm
+ * turns a storage-buffer read at a per-lane address into a loop over the
+ * lanes, a texel fetch into a branch-free gather; with the copy yardstick
+ * reading the same way, both ran ~1.3x faster on lavapipe (docs/rope.md
+ * "Texel reads"). Only while the view holds the whole tensor; GPUs read
+ * the storage buffer (coalesced; texels not measured there). */
+static int use_texel(const rope_kernel *k, const rope_freqs *f, uint64_t rows)
 {
-    int vec4 = use_vec4(f);
+    return use_vec4(f) && cpu_device(k->dev) && !k->test_storage_reads &&
+           rlvk_texel_fits(&k->dev->info, rows * (f->head_dim / 4));
+}
+
+int rope_gpu_texel_reads(const rope_kernel *k, const rope_freqs *f, uint64_t rows)
+{
+    return use_texel(k, f, rows);
+}
+
+/* The pipeline for f's shape, created on first use. */
+static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, uint64_t rows,
+                          uint32_t emu_flags, int mrope, const rlvk_pipeline **out, rl_error *err)
+{
+    int vec4 = use_vec4(f), texel = use_texel(k, f, rows);
     for (uint32_t i = 0; i < k->n_pipes; i++) {
         const rope_kernel_pipe *p = &k->pipes[i];
         if (p->layout == f->layout && p->vec4 == vec4 && p->precision == f->precision && p->head_dim == f->head_dim &&
             p->rotary_dim == f->rotary_dim && p->heads == heads && p->dtype == f->dtype &&
             p->emu_flags == emu_flags && p->per_token == per_token(f) && p->mrope == mrope &&
+            p->texel == texel &&
             (!mrope || !memcmp(p->mrope_section, f->mrope_section, sizeof p->mrope_section))) {
             *out = &p->pipe;
             return RL_OK;
@@ -134,10 +152,12 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
                          (uint32_t)f->precision, (uint32_t)f->dtype, emu_flags,
                          (uint32_t)per_token(f), hg, tg, (uint32_t)mrope,
                          mrope ? f->mrope_section[0] : 0u, mrope ? f->mrope_section[1] : 0u,
-                         mrope ? f->mrope_section[2] : 0u, chunk | pchunk << 8};
+                         mrope ? f->mrope_section[2] : 0u,
+                         chunk | pchunk << 8 | (uint32_t)texel << 16};
     char name[96];
-    snprintf(name, sizeof name, "rope_%s%s_%s_%s_d%u_r%u_h%u%s%s",
+    snprintf(name, sizeof name, "rope_%s%s%s_%s_%s_d%u_r%u_h%u%s%s",
              f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "inter", vec4 ? "_vec4" : "",
+             texel ? "_tx" : "",
              rope_precision_name(f->precision), rope_dtype_name(f->dtype), f->head_dim,
              f->rotary_dim, heads, per_token(f) ? "_pt" : "",
              mrope == ROPE_MROPE_SECTIONS ? "_mrope" : mrope ? "_imrope" : "");
@@ -151,11 +171,17 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         .n_spec = 15,
         .spec = spec,
     };
+    static const rlvk_texel_binding x_texel = {16, 0, VK_FORMAT_R32G32B32A32_SFLOAT};
+    if (vec4) { /* rope_vec4 declares x_t (read only when texel) */
+        pd.n_texel = 1;
+        pd.texel = &x_texel;
+    }
     rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
     if (st)
         return st;
     p->layout = f->layout;
     p->vec4 = vec4;
+    p->texel = texel;
     p->precision = f->precision;
     p->dtype = f->dtype;
     p->emu_flags = emu_flags;
@@ -352,7 +378,7 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
     if (io->pos3 && !f->mrope)
         return rl_fail(err, RL_ERR_ARG, "rope: 3-D positions given to a rotation without "
                        "mrope_section");
-    if ((st = get_pipe(k, f, io->heads, emu_flags, mrope, &pipe, err)))
+    if ((st = get_pipe(k, f, io->heads, io->tokens * io->heads, emu_flags, mrope, &pipe, err)))
         return st;
     struct rl_rope_push p = {
         .group_base = 0,
