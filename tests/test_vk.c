@@ -154,7 +154,10 @@ END_TEST
  * buffer with a guard after them, and checks every element arrived and
  * nothing past the end was written; with timestamps, also that the
  * dispatch was timed and counted in the device's GPU time. */
-static void copy_and_check(rl_gpu *g, uint32_t vec4_per_inv, uint32_t expected, uint32_t n_vec4)
+/* storage: 1 copies with the storage-buffer reads even where the device's
+ * yardstick reads texels (a CPU device). */
+static void copy_and_check(rl_gpu *g, uint32_t vec4_per_inv, uint32_t expected, uint32_t n_vec4,
+                           int storage)
 {
     rl_error err = {0};
     uint64_t bytes = (uint64_t)n_vec4 * 16;
@@ -170,6 +173,11 @@ static void copy_and_check(rl_gpu *g, uint32_t vec4_per_inv, uint32_t expected, 
     ck_assert_int_eq(rlvk_buffer_upload(&g->dev, &y, bytes, guard, 64, &err), RL_OK);
     ck_assert_int_eq(bench_copy_create(&g->dev, vec4_per_inv, &copy, &err), RL_OK);
     ck_assert_uint_eq(copy.vec4_per_inv, expected);
+    int had_texel = copy.has_texel;
+    ck_assert_int_eq(had_texel, g->dev.info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+    if (storage)
+        copy.has_texel = 0;
+    ck_assert_int_eq(bench_copy_texel(&g->dev, &copy, n_vec4), had_texel && !storage);
     double gpu_s0 = g->dev.gpu_s;
     rlvk_cmd cmd;
     ck_assert_int_eq(rlvk_cmd_begin(&g->dev, 1, &cmd, &err), RL_OK);
@@ -192,6 +200,7 @@ static void copy_and_check(rl_gpu *g, uint32_t vec4_per_inv, uint32_t expected, 
     ck_assert_mem_eq(o + bytes / 4, guard, 64);
     free(h);
     free(o);
+    copy.has_texel = had_texel;
     bench_copy_destroy(&g->dev, &copy);
     rlvk_buffer_destroy(&g->dev, &x);
     rlvk_buffer_destroy(&g->dev, &y);
@@ -208,7 +217,7 @@ START_TEST(dispatch_splits_beyond_max_group_count)
     if (groups * 64 * 16 > g.dev.info.max_storage_buffer_range)
         groups = g.dev.info.max_storage_buffer_range / (64 * 16); /* still > 1 dispatch? */
     uint32_t n_vec4 = (uint32_t)(groups * 64 - 17); /* partial last group */
-    copy_and_check(&g, 1, 1, n_vec4); /* one vec4 per invocation: groups * 64 invocations */
+    copy_and_check(&g, 1, 1, n_vec4, 0); /* one vec4 per invocation: groups * 64 invocations */
     rl_gpu_close(&g);
 }
 END_TEST
@@ -221,8 +230,8 @@ START_TEST(yardstick_copy_covers_every_vec4_and_no_more)
     rl_gpu g;
     rl_gpu_open(&g);
     const uint32_t lens[3] = {1, BENCH_COPY_VEC4 * 64 * 3 + 7, BENCH_COPY_VEC4 * 64 + 4};
-    for (int t = 0; t < 3; t++)
-        copy_and_check(&g, 0, BENCH_COPY_VEC4, lens[t]);
+    for (int t = 0; t < 6; t++) /* texel reads (CPU devices), then storage reads */
+        copy_and_check(&g, 0, BENCH_COPY_VEC4, lens[t % 3], t / 3);
     rl_gpu_close(&g);
 }
 END_TEST
@@ -475,6 +484,34 @@ END_TEST
  * (same VkPipeline, nothing compiled), another workgroup size or other
  * specialization constants are new pipelines, and a released entry stays
  * for the next user until the device goes. */
+/* A texel binding rlvk cannot make (its binding number among the storage
+ * buffers', its source past them, a format it has no texel size for) is
+ * refused by name before the driver sees it. */
+START_TEST(pipeline_refuses_a_texel_binding_it_cannot_make)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    const rlvk_texel_binding bad[3] = {{0, 0, VK_FORMAT_R32G32B32A32_SFLOAT},
+                                       {16, 1, VK_FORMAT_R32G32B32A32_SFLOAT},
+                                       {16, 0, VK_FORMAT_R8G8B8A8_UNORM}};
+    for (int i = 0; i < 3; i++) {
+        rlvk_pipeline p;
+        rlvk_pipeline_desc d = {.name = "fma_texel", .spirv = rl_spv_fma_peak_r4,
+                                .spirv_bytes = sizeof rl_spv_fma_peak_r4, .n_bindings = 1,
+                                .push_bytes = sizeof(struct rl_fma_push), .local_size_x = 64,
+                                .n_texel = 1, .texel = &bad[i]};
+        ck_assert_int_eq(rlvk_pipeline_create(&g.dev, &d, &p, &err), RL_ERR_ARG);
+        ck_assert_msg(strstr(err.msg, "fma_texel: texel binding"), "%s", err.msg);
+    }
+    ck_assert_uint_eq(g.dev.n_pipelines, 0);
+    ck_assert_uint_eq(rlvk_texel_bytes(VK_FORMAT_R16G16B16A16_SFLOAT), 8);
+    ck_assert(!rlvk_texel_fits(&g.dev.info, (uint64_t)g.dev.info.max_texel_elements + 1));
+    ck_assert(rlvk_texel_fits(&g.dev.info, 1) == g.dev.info.texel_vec4);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(pipeline_table_reuses_identical_variants)
 {
     rl_gpu g;
@@ -670,6 +707,7 @@ int main(void)
     tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);
     tcase_add_test(tc, pcache_file_is_checked_before_the_driver_sees_it);
     tcase_add_test(tc, pipeline_table_reuses_identical_variants);
+    tcase_add_test(tc, pipeline_refuses_a_texel_binding_it_cannot_make);
     tcase_add_test(tc, compile_threads_follow_device_then_environment_then_idle_cores);
     tcase_add_test(tc, pipelines_created_together_share_as_one_by_one);
     tcase_add_test(tc, pipelines_created_together_fail_as_a_whole);

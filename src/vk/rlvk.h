@@ -403,6 +403,13 @@ void rlvk_ptable_destroy(rlvk_device *dev);
 
 /* ---- recording, dispatch, timing --------------------------------------- */
 
+/* A texel buffer view a command made (rlvk_cmd_dispatch), and of what. */
+typedef struct rlvk_cmd_view {
+    VkBufferView view;
+    VkBuffer buffer;
+    VkFormat format;
+} rlvk_cmd_view;
+
 typedef struct rlvk_cmd {
     rlvk_device *dev;
     VkCommandBuffer cb;
@@ -413,9 +420,7 @@ typedef struct rlvk_cmd {
     uint32_t sets_used, sets_cap;
     /* texel buffer views made for this command's dispatches, one per
      * (buffer, format), destroyed with it */
-    VkBufferView *views;
-    VkBuffer *view_buffers;
-    VkFormat *view_formats;
+    rlvk_cmd_view *views;
     uint32_t n_views, cap_views;
 } rlvk_cmd;
 

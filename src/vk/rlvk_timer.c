@@ -92,8 +92,8 @@ static rl_status texel_view(rlvk_cmd *cmd, const rlvk_buffer *buf, VkFormat form
 {
     rlvk_device *dev = cmd->dev;
     for (uint32_t i = 0; i < cmd->n_views; i++)
-        if (cmd->view_buffers[i] == buf->buffer && cmd->view_formats[i] == format) {
-            *out = cmd->views[i];
+        if (cmd->views[i].buffer == buf->buffer && cmd->views[i].format == format) {
+            *out = cmd->views[i].view;
             return RL_OK;
         }
     uint64_t tb = rlvk_texel_bytes(format), count = buf->size / tb;
@@ -104,17 +104,10 @@ static rl_status texel_view(rlvk_cmd *cmd, const rlvk_buffer *buf, VkFormat form
                        buf->name, (unsigned long long)buf->size, (unsigned long long)tb);
     if (cmd->n_views == cmd->cap_views) {
         uint32_t cap = cmd->cap_views ? 2 * cmd->cap_views : 8;
-        VkBufferView *v = realloc(cmd->views, cap * sizeof *v);
-        if (v)
-            cmd->views = v;
-        VkBuffer *b = realloc(cmd->view_buffers, cap * sizeof *b);
-        if (b)
-            cmd->view_buffers = b;
-        VkFormat *f = realloc(cmd->view_formats, cap * sizeof *f);
-        if (f)
-            cmd->view_formats = f;
-        if (!v || !b || !f)
+        rlvk_cmd_view *v = realloc(cmd->views, cap * sizeof *v);
+        if (!v)
             return rl_fail(err, RL_ERR_NOMEM, "out of host memory for texel buffer views");
+        cmd->views = v;
         cmd->cap_views = cap;
     }
     VkBufferViewCreateInfo vi = {
@@ -127,10 +120,8 @@ static rl_status texel_view(rlvk_cmd *cmd, const rlvk_buffer *buf, VkFormat form
     VkResult r = dev->vk.vkCreateBufferView(dev->device, &vi, NULL, out);
     if (r != VK_SUCCESS)
         return rlvk_fail(err, r, "creating a texel buffer view of %s", buf->name);
-    cmd->views[cmd->n_views] = *out;
-    cmd->view_buffers[cmd->n_views] = buf->buffer;
-    cmd->view_formats[cmd->n_views] = format;
-    cmd->n_views++;
+    cmd->views[cmd->n_views++] = (rlvk_cmd_view){.view = *out, .buffer = buf->buffer,
+                                                 .format = format};
     return RL_OK;
 }
 
@@ -319,9 +310,7 @@ void rlvk_cmd_destroy(rlvk_cmd *cmd)
     if (cmd->pool)
         dev->vk.vkDestroyDescriptorPool(dev->device, cmd->pool, NULL);
     for (uint32_t i = 0; i < cmd->n_views; i++)
-        dev->vk.vkDestroyBufferView(dev->device, cmd->views[i], NULL);
+        dev->vk.vkDestroyBufferView(dev->device, cmd->views[i].view, NULL);
     free(cmd->views);
-    free(cmd->view_buffers);
-    free(cmd->view_formats);
     memset(cmd, 0, sizeof *cmd);
 }
