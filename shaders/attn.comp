@@ -72,8 +72,8 @@ layout(constant_id = 5) const uint32_t N_BUCKETS = 1;   /* distance buckets (>= 
 layout(constant_id = 6) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS; /* key blocks per dispatch */
 layout(constant_id = 7) const uint32_t KB = RL_ATTN_KB; /* keys per block: 4, 8 or 16 */
 layout(constant_id = 8) const uint32_t SPLIT = 1;       /* lanes per query row (RL_ATTN_SPLIT: 2, 4, 8) */
-/* 1: the per-lane reads below (q rows, the staged K/V elements, the
- * statistics, buckets and O carried between dispatches) go through the uniform texel buffers at bindings 16..22
+/* 1: the per-lane reads below (q rows, the staged K/V elements, O carried
+ * between dispatches) go through the uniform texel buffers at bindings 16..22
  * instead of the storage buffers (attn_path.c: the scalar path of a CPU
  * device). The values are the same bits either way. */
 layout(constant_id = 9) const uint32_t TEXEL = 0;
@@ -163,14 +163,6 @@ vec4 rd_qb(uint32_t i) { if (TEXEL != 0u) return texelFetch(qb_t, int(i)); retur
 vec4 rd_kb(uint32_t i) { if (TEXEL != 0u) return texelFetch(kb_t, int(i)); return vec4(kb[i]); }
 vec4 rd_vv(uint32_t i) { if (TEXEL != 0u) return texelFetch(vv_t, int(i)); return vec4(vv[i]); }
 vec4 rd_o(uint32_t i) { if (TEXEL != 0u) return texelFetch(out_t, int(i)); return outv4[i]; }
-/* Float i of the output buffer (a statistic or bucket slot carried between
- * dispatches): its vec4 texel's component when TEXEL. */
-float rd_f(uint32_t i)
-{
-    if (TEXEL != 0u)
-        return texelFetch(out_t, int(i / 4u))[i % 4u];
-    return outv[i];
-}
 
 const float NEG_INF = -1.0 / 0.0;
 
@@ -457,18 +449,18 @@ void main()
      * first chunk may start anywhere; its slots read l = 0 until a visible
      * key came (a visible key adds e^0 = 1 to l). */
     if (MASKED)
-        first = first || rd_f(so + RL_ATTN_S_LSE) == 0.0;
-    m = first ? NEG_INF : rd_f(so + RL_ATTN_S_MAX);
-    l = first ? 0.0 : rd_f(so + RL_ATTN_S_LSE);
-    ent = (first || !WANT_H) ? 0.0 : rd_f(so + RL_ATTN_S_ENTROPY);
-    mb = (first || !PAIRED) ? NEG_INF : rd_f(so + RL_ATTN_S_ARGMAX_P);
-    lb = (first || !PAIRED) ? 0.0 : rd_f(so + RL_ATTN_S_LSE_B);
-    kl = (first || !PAIRED) ? 0.0 : rd_f(so + RL_ATTN_S_KL);
-    amax = (first || !WANT_ARGMAX) ? 0u : floatBitsToUint(rd_f(so + RL_ATTN_S_ARGMAX));
-    s_target = (first || !WANT_TARGET) ? NEG_INF : rd_f(so + RL_ATTN_S_TARGET_P);
+        first = first || outv[so + RL_ATTN_S_LSE] == 0.0;
+    m = first ? NEG_INF : outv[so + RL_ATTN_S_MAX];
+    l = first ? 0.0 : outv[so + RL_ATTN_S_LSE];
+    ent = (first || !WANT_H) ? 0.0 : outv[so + RL_ATTN_S_ENTROPY];
+    mb = (first || !PAIRED) ? NEG_INF : outv[so + RL_ATTN_S_ARGMAX_P];
+    lb = (first || !PAIRED) ? 0.0 : outv[so + RL_ATTN_S_LSE_B];
+    kl = (first || !PAIRED) ? 0.0 : outv[so + RL_ATTN_S_KL];
+    amax = (first || !WANT_ARGMAX) ? 0u : floatBitsToUint(outv[so + RL_ATTN_S_ARGMAX]);
+    s_target = (first || !WANT_TARGET) ? NEG_INF : outv[so + RL_ATTN_S_TARGET_P];
     if (WANT_BUCKETS)
         [[unroll]] for (uint32_t b = 0u; b < N_BUCKETS; b++)
-            mass[b] = first ? 0.0 : rd_f(pc.p.off_buckets + row * N_BUCKETS + b);
+            mass[b] = first ? 0.0 : outv[pc.p.off_buckets + row * N_BUCKETS + b];
     if (WANT_O)
         [[unroll]] for (uint32_t d = 0u; d < DS; d++)
             o[d] = first ? vec4(0.0) : rd_o((pc.p.off_out + row * HEAD_DIM) / 4u + sl * DS + d);

@@ -243,9 +243,9 @@ END_TEST
  * storage-buffer reads (what GPUs run) load the same values, so every
  * output must have the same bits. Paired, grouped heads, with O, several key
  * chunks and query blocks (300 tokens: 5 chunks of 64 keys; 2 blocks of 256
- * rows on lavapipe), every statistic and buckets: every texel binding is
- * read (Q_a, K_a, Q_b, K_b, V; statistics, buckets and O carried between
- * dispatches), fp32 and fp16. Both runs are also verified
+ * rows on lavapipe), every statistic and buckets (the statistics' vec4
+ * write-back): every texel binding is read (Q_a, K_a, Q_b, K_b, V, and O
+ * carried between dispatches), fp32 and fp16. Both runs are also verified
  * against the double reference. On a device whose path reads storage
  * buffers both runs are that path (and the test says so). */
 START_TEST(gpu_texel_reads_give_the_same_bits)

@@ -108,10 +108,9 @@ typedef struct attn_layout attn_layout;
 static void layout_of(const attn_desc *d, uint32_t n_buckets, attn_layout *L);
 
 /* The most texels one of the kernel's texel views must hold for d: Q, K
- * (and Q_b, K_b, V: the same sizes) as vec4 texels of their dtype, and the
- * output buffer as fp32 vec4 up to the end of what the kernel carries
- * between dispatches (statistics and buckets; with O, O's end), in the
- * layout with the most buckets, so prepare and run agree. */
+ * (and Q_b, K_b, V: the same sizes) as vec4 texels of their dtype, and with
+ * O the output buffer up to O's end as fp32 vec4 (the layout with the most
+ * buckets, so prepare and run agree). */
 static uint64_t texels_of(const attn_desc *d);
 
 /* The path this run takes (attn_path.c: from the device's properties, or
@@ -213,7 +212,7 @@ static uint64_t texels_of(const attn_desc *d)
     layout_of(d, ATTN_MAX_BUCKETS, &L);
     uint64_t t4 = d->fp16 ? 8 : 16;
     uint64_t q = L.q_bytes / t4, k = L.k_bytes / t4;
-    uint64_t o = ((d->flags & ATTN_OUT) ? L.off_dump : L.off_out) / 4;
+    uint64_t o = (d->flags & ATTN_OUT) ? L.off_dump / 4 : 0;
     uint64_t m = q > k ? q : k;
     return m > o ? m : o;
 }
