@@ -80,7 +80,7 @@ done
 grep -q 'measured now' "$tmp/d2" && ok || bad "old-yardstick cache used: $(cat "$tmp/d2")"
 grep -q 'cached in' "$tmp/d" && ok || bad "first dry-run did not use the cache: $(cat "$tmp/d")"
 grep -q '1234.5' "$RL_CACHE_DIR"/throughput-*.json && bad "old cache not replaced" || ok
-grep -q '"copy_yardstick": "copy 64-byte lines on CPU devices"' "$RL_CACHE_DIR"/throughput-*.json &&
+grep -q '"copy_yardstick": "copy 64-byte lines, texel reads, on CPU devices"' "$RL_CACHE_DIR"/throughput-*.json &&
   ok || bad "cached copy yardstick not named: $(cat "$RL_CACHE_DIR"/throughput-*.json)"
 # a bandwidth cached by the one-vec4-per-invocation copy (FMA named, no
 # "copy_yardstick") is measured again
@@ -89,6 +89,12 @@ for f in "$RL_CACHE_DIR"/throughput-*.json; do
 done
 "$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d3" 2>&1 && ok || bad "dry-run (old copy cache) exit"
 grep -q 'measured now' "$tmp/d3" && ok || bad "old copy-yardstick cache used: $(cat "$tmp/d3")"
+# one cached by the storage-read line copy (before texel reads) too
+for f in "$RL_CACHE_DIR"/throughput-*.json; do
+  printf '{"fma_gflops": 60.5, "fma_yardstick": "fma_peak rings 3/4/6/8", "copy_gbs": 2.5, "copy_yardstick": "copy 64-byte lines on CPU devices", "device": "x"}\n' > "$f"
+done
+"$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d4" 2>&1 && ok || bad "dry-run (storage-read copy cache) exit"
+grep -q 'measured now' "$tmp/d4" && ok || bad "storage-read copy cache used: $(cat "$tmp/d4")"
 
 # a terminal: live lines (\r, phase, ETA) through script(1)
 if command -v script >/dev/null 2>&1; then

@@ -107,7 +107,7 @@ typedef struct bench_attn_opts {
  * (run_estimate.c): change them with the kernels, so a value measured by
  * another yardstick is measured again. */
 #define BENCH_FMA_YARDSTICK "fma_peak rings 3/4/6/8"
-#define BENCH_COPY_YARDSTICK "copy 64-byte lines on CPU devices"
+#define BENCH_COPY_YARDSTICK "copy 64-byte lines, texel reads, on CPU devices"
 
 typedef struct bench_attn_result {
     bench_attn_opts opts;       /* resolved */
