@@ -23,7 +23,7 @@ static attn_path_props lavapipe(void)
                          .subgroup_stages = VK_SHADER_STAGE_COMPUTE_BIT | VK_SHADER_STAGE_FRAGMENT_BIT,
                          .max_shared_memory = 32768, .max_invocations = 1024,
                          .max_workgroup_size_x = 1024, .storage16 = 1,
-                         .max_texel_elements = 134217728, .texel_vec4 = 1};
+                         .max_texel_elements = 134217728, .texel_preferred = 1};
     return p;
 }
 
@@ -34,7 +34,7 @@ static attn_path_props gpu(uint32_t subgroup, uint32_t shared, uint32_t inv, int
                          .subgroup_stages = VK_SHADER_STAGE_COMPUTE_BIT,
                          .max_shared_memory = shared, .max_invocations = inv,
                          .max_workgroup_size_x = inv, .coopmat_ext = coopmat, .storage16 = 1,
-                         .max_texel_elements = 134217728, .texel_vec4 = 1};
+                         .max_texel_elements = 134217728};
     return p;
 }
 
@@ -89,7 +89,7 @@ START_TEST(texel_reads_on_cpu_scalar_within_the_view_limit)
     attn_path_eval(&big, &s, ATTN_PATH_SCALAR, &a);
     ck_assert(a.texel);
     attn_path_props none = p;
-    none.texel_vec4 = 0;
+    none.texel_preferred = 0;
     attn_path_eval(&none, &d128_o, ATTN_PATH_SCALAR, &a);
     ck_assert(a.supported && !a.texel);
     attn_path_eval(&p, &d128_o, ATTN_PATH_SUBGROUP, &a);
@@ -98,6 +98,19 @@ START_TEST(texel_reads_on_cpu_scalar_within_the_view_limit)
     attn_path_eval(&g, &d128_o, ATTN_PATH_SCALAR, &a);
     ck_assert(a.supported && !a.texel);
     ck_assert(!strstr(a.why, "texel"));
+    /* the preference itself (rlvk_texel_reads_preferred, through
+     * attn_path_props_of): a CPU driver with both vec4 formats only */
+    static const VkPhysicalDeviceType types[2] = {VK_PHYSICAL_DEVICE_TYPE_CPU,
+                                                  VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU};
+    for (int t = 0; t < 2; t++)
+        for (int fmt = 0; fmt < 2; fmt++) {
+            rlvk_device_info in = {.vk_type = types[t], .texel_vec4 = fmt,
+                                   .max_texel_elements = 134217728};
+            attn_path_props q;
+            attn_path_props_of(&in, &q);
+            ck_assert_int_eq(q.texel_preferred, t == 0 && fmt);
+            ck_assert_uint_eq(q.max_texel_elements, 134217728);
+        }
 }
 END_TEST
 

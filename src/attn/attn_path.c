@@ -1,7 +1,6 @@
 /* The attention path table: which kernel a device gets, with which tile
  * sizes and workgroup shape, from its properties alone (no device names).
  * docs/attention.md "Kernel paths" explains each rule. */
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,18 +45,14 @@ void attn_path_props_of(const rlvk_device_info *in, attn_path_props *p)
     p->coopmat_keys = cs.n;
     p->storage16 = in->storage16;
     p->max_texel_elements = in->max_texel_elements;
-    p->texel_vec4 = in->texel_vec4;
+    p->texel_preferred = rlvk_texel_reads_preferred(in);
 }
 
-/* Texel reads on the scalar path of a CPU device: lavapipe turns a
- * storage-buffer read at a per-lane address into a loop over the lanes
- * (bounds test, scalar load, insert), a texel fetch into a branch-free
- * gather (docs/attention.md "Issue 17: texel loads", measured). GPUs keep
- * storage buffers (not measured there). */
+/* Texel reads on the scalar path where the device prefers them
+ * (rlvk_texel_reads_preferred: CPU drivers), while every view fits. */
 static int texel_reads(const attn_path_props *p, const attn_path_shape *s)
 {
-    return p->type == VK_PHYSICAL_DEVICE_TYPE_CPU && p->texel_vec4 &&
-           s->texels <= p->max_texel_elements && s->texels <= INT32_MAX;
+    return p->texel_preferred && rlvk_texel_count_fits(p->max_texel_elements, s->texels);
 }
 
 /* Shared memory of one staged block of kb keys: every key-side operand as
@@ -130,7 +125,7 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
         char over[80] = "";
         if (out->texel)
             reads = ", rows read as texels";
-        else if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU && p->texel_vec4) {
+        else if (p->texel_preferred) {
             snprintf(over, sizeof over, ", rows read as storage buffers (%llu texels > %u)",
                      (unsigned long long)s->texels, p->max_texel_elements);
             reads = over;

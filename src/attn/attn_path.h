@@ -40,7 +40,8 @@ typedef struct attn_path_props {
     uint32_t coopmat_keys;           /* the shape's N (keys per block) when it runs */
     int storage16;                   /* storageBuffer16BitAccess */
     uint32_t max_texel_elements;     /* maxTexelBufferElements */
-    int texel_vec4;                  /* rgba32f and rgba16f uniform texel buffers */
+    int texel_preferred;             /* rlvk_texel_reads_preferred: a CPU driver with rgba32f
+                                        and rgba16f uniform texel buffers */
 } attn_path_props;
 
 /* What the choice reads of the problem: head_dim and the key-side operands

@@ -147,7 +147,7 @@ rl_status bench_copy_create(rlvk_device *dev, uint32_t vec4_per_inv, bench_copy 
     };
     rl_status st = rlvk_pipeline_create(dev, &cd, &c->pipe, err);
     c->has_texel = 0;
-    if (!st && dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU && dev->info.texel_vec4) {
+    if (!st && rlvk_texel_reads_preferred(&dev->info)) {
         spec[1] = 1;
         cd.name = "copy_texel";
         if ((st = rlvk_pipeline_create(dev, &cd, &c->pipe_texel, err)))

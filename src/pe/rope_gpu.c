@@ -113,7 +113,7 @@ static void vec4_chunks(const rlvk_device *dev, const rope_freqs *f, uint32_t *c
  * the storage buffer (coalesced; texels not measured there). */
 static int use_texel(const rope_kernel *k, const rope_freqs *f, uint64_t rows)
 {
-    return use_vec4(f) && cpu_device(k->dev) && !k->test_storage_reads &&
+    return use_vec4(f) && !k->test_storage_reads && rlvk_texel_reads_preferred(&k->dev->info) &&
            rlvk_texel_fits(&k->dev->info, rows * (f->head_dim / 4));
 }
 

@@ -337,9 +337,19 @@ typedef struct rlvk_texel_binding {
 
 /* Bytes per texel of a format rlvk_texel_binding takes (0 for others). */
 uint32_t rlvk_texel_bytes(VkFormat format);
-/* 1 when texels [0, count) of `format` fit one view on this device
- * (maxTexelBufferElements, and below 2^31 so a GLSL int indexes them). */
+/* 1 when texels [0, count) fit one view under max_elements
+ * (maxTexelBufferElements) and below 2^31, so a GLSL int indexes them. */
+int rlvk_texel_count_fits(uint32_t max_elements, uint64_t count);
+/* The same on this device, which must also have both vec4 texel formats. */
 int rlvk_texel_fits(const rlvk_device_info *info, uint64_t count);
+/* 1 when kernels should read per-lane data through texel views on this
+ * device: a CPU driver with both vec4 formats. lavapipe turns a
+ * storage-buffer read at a per-lane address into a loop over the lanes and
+ * a texel fetch into a branch-free gather (docs/attention.md "Issue 17:
+ * texel reads", docs/rope.md "Texel reads"); GPUs read storage buffers
+ * (coalesced; texel reads not measured there). The one rule the attention
+ * path, the RoPE kernel and the copy yardstick follow. */
+int rlvk_texel_reads_preferred(const rlvk_device_info *info);
 
 typedef struct rlvk_pipeline_desc {
     const char *name;

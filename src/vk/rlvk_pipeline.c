@@ -73,9 +73,19 @@ uint32_t rlvk_texel_bytes(VkFormat format)
     }
 }
 
+int rlvk_texel_count_fits(uint32_t max_elements, uint64_t count)
+{
+    return count <= max_elements && count <= INT32_MAX;
+}
+
 int rlvk_texel_fits(const rlvk_device_info *info, uint64_t count)
 {
-    return info->texel_vec4 && count <= info->max_texel_elements && count <= INT32_MAX;
+    return info->texel_vec4 && rlvk_texel_count_fits(info->max_texel_elements, count);
+}
+
+int rlvk_texel_reads_preferred(const rlvk_device_info *info)
+{
+    return info->vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU && info->texel_vec4;
 }
 
 /* The table entry holding key, or NULL (descs with more than 15
