@@ -117,6 +117,26 @@ END_TEST
 
 /* Values from the binary16 definition: (-1)^s 2^(e-15) 1.m, subnormals
  * 2^-14 0.m, e = 31 inf/NaN. */
+/* Published Wilson 95 % intervals (Brown, Cai & DasGupta 2001; Newcombe
+ * 1998 Table I: 0/10 -> 0-0.2775, 5/10 -> 0.2366-0.7634, 20/20 ->
+ * 0.8389-1), and 100/200 -> 0.4314-0.5686 (Newcombe's method 3). */
+START_TEST(wilson_interval_matches_published_values)
+{
+    static const double cases[][4] = {{0, 10, 0, 0.2775}, {5, 10, 0.2366, 0.7634},
+                                      {20, 20, 0.8389, 1}, {100, 200, 0.4314, 0.5686}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double lo, hi;
+        rl_wilson95(cases[i][0], cases[i][1], &lo, &hi);
+        ck_assert_msg(fabs(lo - cases[i][2]) < 5e-5 && fabs(hi - cases[i][3]) < 5e-5,
+                      "%g/%g: [%.5f, %.5f], published [%.4f, %.4f]", cases[i][0], cases[i][1],
+                      lo, hi, cases[i][2], cases[i][3]);
+    }
+    double lo, hi;
+    rl_wilson95(0, 0, &lo, &hi);
+    ck_assert(isnan(lo) && isnan(hi));
+}
+END_TEST
+
 START_TEST(half_to_float_is_exact_for_every_class)
 {
     ck_assert_float_eq(rl_half_to_float(0x3c00), 1.0f);
@@ -354,6 +374,7 @@ int main(void)
     tcase_add_test(tc, rng_is_deterministic_and_stream_separated);
     tcase_add_test(tc, ulp_helpers_count_representable_floats);
     tcase_add_test(tc, half_to_float_is_exact_for_every_class);
+    tcase_add_test(tc, wilson_interval_matches_published_values);
     tcase_add_test(tc, atomic_file_appears_only_on_commit);
     tcase_add_test(tc, npy_header_is_exactly_numpys_dict);
     tcase_add_test(tc, non_finite_inputs_are_refused_at_load);

@@ -167,3 +167,17 @@ void rl_atomic_abort(rl_atomic_file *af)
         remove(af->tmp);
     }
 }
+
+void rl_wilson95(double hits, double n, double *lo, double *hi)
+{
+    if (!(n > 0)) {
+        *lo = *hi = NAN;
+        return;
+    }
+    const double z = 1.959963984540054, z2 = z * z;
+    double p = hits / n, den = 1 + z2 / n;
+    double mid = (p + z2 / (2 * n)) / den;
+    double half = z * sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / den;
+    *lo = fmax(0.0, mid - half);
+    *hi = fmin(1.0, mid + half);
+}

@@ -48,6 +48,12 @@ double rl_ulp32(double x);
  * outputs all go through it. */
 float rl_half_to_float(uint16_t h);
 
+/* 95 % Wilson score interval of a proportion: hits successes in n trials
+ * (n > 0) -> [*lo, *hi] within [0, 1] (Wilson 1927; z = 1.959964). Unlike
+ * the normal approximation it stays inside [0, 1] and is not empty at 0 or n
+ * hits. n = 0: both NaN. */
+void rl_wilson95(double hits, double n, double *lo, double *hi);
+
 /* Atomic output file: writes go to "<path>.tmp.<pid>", rl_atomic_commit
  * fsyncs and renames it onto path, rl_atomic_abort removes it. A crash never
  * leaves a half-written file under the final name. */

@@ -133,6 +133,9 @@ enum {
     EXP_PLOT_ONE = 1u << 5,      /* a horizontal line at y = 1 (error / bound) */
     EXP_PLOT_TRAIN = 1u << 6,    /* x in tokens: a vertical line at the model's train_len */
     EXP_PLOT_LENGTH = 1u << 7,   /* (x column) x is the context length: fills the length column */
+    EXP_PLOT_CI = 1u << 8,       /* a bound of a 95 % interval: the column (or metric) named
+                                    X_lo95 or X_hi95 bounds X of the same table and x; drawn
+                                    as X's error bars / band, never as a series of its own */
 };
 
 /* One summary metric ("entropy_at_max_len") or table column

@@ -107,7 +107,8 @@ unsigned plot_flags(const char *words)
         unsigned flag;
     } known[] = {{"log-x", PLOT_F_LOGX},       {"log-y", PLOT_F_LOGY}, {"hide", PLOT_F_HIDE},
                  {"ref", PLOT_F_REF},          {"fraction", PLOT_F_FRACTION},
-                 {"line-1", PLOT_F_ONE},       {"train-len", PLOT_F_TRAIN}};
+                 {"line-1", PLOT_F_ONE},       {"train-len", PLOT_F_TRAIN},
+                 {"ci", PLOT_F_CI}};
     unsigned f = 0;
     while (*words) {
         size_t n = strcspn(words, " ");

@@ -61,6 +61,7 @@ enum {
     PLOT_F_FRACTION = 1u << 4,   /* "fraction": y in [0, 1], both inside the frame */
     PLOT_F_ONE = 1u << 5,        /* "line-1": horizontal line at y = 1 */
     PLOT_F_TRAIN = 1u << 6,      /* "train-len": vertical line at the training length */
+    PLOT_F_CI = 1u << 8,         /* "ci": X_lo95 / X_hi95, a 95 % interval bound of X */
 };
 /* The flags named by a `plot` field (unknown words are ignored). */
 unsigned plot_flags(const char *words);

@@ -83,7 +83,7 @@ static void plot_words(FILE *fp, unsigned f)
     } words[] = {{EXP_PLOT_LOGX, "log-x"},       {EXP_PLOT_LOGY, "log-y"},
                  {EXP_PLOT_HIDE, "hide"},        {EXP_PLOT_REF, "ref"},
                  {EXP_PLOT_FRACTION, "fraction"}, {EXP_PLOT_ONE, "line-1"},
-                 {EXP_PLOT_TRAIN, "train-len"}};
+                 {EXP_PLOT_TRAIN, "train-len"},  {EXP_PLOT_CI, "ci"}};
     int first = 1;
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (f & words[i].flag) {
