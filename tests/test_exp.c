@@ -145,7 +145,7 @@ END_TEST
 START_TEST(kinds_registry_lists_every_kind_once)
 {
     const char *want[] = {"decay", "precision", "invariance", "coverage", "interpolation",
-                          "entropy", "retrieval", "distortion", "base_bound"};
+                          "entropy", "retrieval", "content_retrieval", "distortion", "base_bound"};
     size_t n;
     const exp_kind *const *k = exp_kinds(&n);
     ck_assert_uint_eq(n, RL_ARRAY_LEN(want));
@@ -154,7 +154,7 @@ START_TEST(kinds_registry_lists_every_kind_once)
         ck_assert_ptr_eq(exp_find(want[i]), k[i]);
     }
     ck_assert_str_eq(exp_kind_names(), "decay, precision, invariance, coverage, interpolation, "
-                                       "entropy, retrieval, distortion, base_bound");
+                                       "entropy, retrieval, content_retrieval, distortion, base_bound");
 }
 END_TEST
 

@@ -564,6 +564,59 @@ START_TEST(t5_attention_is_unscaled_as_in_the_model)
 }
 END_TEST
 
+/* Positional retrieval (exp_retrieval.c) of one encoding: head_dim 64, 4
+ * independent kv heads, train_len 64, lengths 64 .. 512, 8 candidates.
+ * out: accuracy, lo95, hi95 within train_len, then beyond it. */
+static void posret(const char *type, const char *enc, const char *extra, double out[6])
+{
+    char params[256];
+    snprintf(params, sizeof params, "{\"min_len\": 64, \"max_len\": 512%s}", extra);
+    kfix f;
+    kf_init(&f, type, enc, params, 4, 4, 64, 0);
+    f.run.model.head_dim = 64; /* the kind makes its own q/k: no data source */
+    rl_error err = {0};
+    ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s %s: %s", type, extra, err.msg);
+    assert_verified(&f, "target_p");
+    const char *names[6] = {"accuracy_within_train", "accuracy_within_train_lo95",
+                            "accuracy_within_train_hi95", "accuracy_beyond_train",
+                            "accuracy_beyond_train_lo95", "accuracy_beyond_train_hi95"};
+    for (int i = 0; i < 6; i++)
+        out[i] = kmetric(&f, names[i]);
+    ck_assert_double_eq_tol(kmetric(&f, "chance"), 0.125, 1e-15);
+    ck_assert(kmetric(&f, "trials_within_train") >= 64 && kmetric(&f, "trials_beyond_train") >= 200);
+    fprintf(stderr, "retrieval %s%s: within %.3f [%.3f, %.3f], beyond %.3f [%.3f, %.3f]\n", type,
+            extra, out[0], out[1], out[2], out[3], out[4], out[5]);
+    kf_free(&f);
+}
+
+/* The metric's defining properties (docs/runner.md "retrieval"): content
+ * cannot tell the 8 candidates apart, so NoPE and RoPE on shuffled positions
+ * are at chance 1/8 (inside their 95 % intervals, seeded: deterministic),
+ * plain RoPE within train_len is near 1, an oracle query (ood: keep)
+ * retrieves beyond it, the default query (no angle outside the trained
+ * range) loses RoPE beyond train_len below YaRN x8, and PI x8's squeezed
+ * high frequencies lose nearby offsets within it. */
+START_TEST(retrieval_needs_position_nope_and_shuffled_at_chance)
+{
+    double nope[6], shuf[6], rope[6], keep[6], yarn[6], pi[6];
+    posret("nope", "{}", "", nope);
+    posret("rope", "{}", ", \"positions\": \"shuffled\"", shuf);
+    posret("rope", "{}", "", rope);
+    posret("rope", "{}", ", \"ood\": \"keep\"", keep);
+    posret("yarn", "{\"factor\": 8, \"original_max_position_embeddings\": 64}", "", yarn);
+    posret("linear", "{\"factor\": 8}", "", pi);
+    for (int i = 0; i < 6; i += 3) {
+        ck_assert_msg(nope[i + 1] <= 0.125 && 0.125 <= nope[i + 2], "NoPE not at chance");
+        ck_assert_msg(shuf[i + 1] <= 0.125 && 0.125 <= shuf[i + 2], "shuffled not at chance");
+    }
+    ck_assert_msg(rope[1] >= 0.9, "RoPE within train_len: %g", rope[0]);
+    ck_assert_msg(keep[4] >= 0.9, "oracle RoPE beyond train_len: %g", keep[3]);
+    ck_assert_msg(rope[5] < yarn[4], "RoPE beyond train_len not below YaRN: %g vs %g", rope[3],
+                  yarn[3]);
+    ck_assert_msg(pi[2] < rope[1], "PI within train_len not below RoPE: %g vs %g", pi[0], rope[0]);
+}
+END_TEST
+
 START_TEST(retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors)
 {
     kfix f;
@@ -571,7 +624,7 @@ START_TEST(retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors
             "{\"min_len\": 32, \"max_len\": 128, \"needle_scale\": 4, \"distractors\": "
             "\"none\"}", 2, 1, 64, 0);
     rl_error err = {0};
-    ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(kf_run(&f, "content_retrieval", &err) == RL_OK, "%s", err.msg);
     ck_assert_double_eq(kmetric(&f, "accuracy_within_train"), 1.0);
     ck_assert_double_eq(kmetric(&f, "accuracy_beyond_train"), 1.0); /* r = 96 > 64 at N = 128 */
     ck_assert_double_eq(kmetric(&f, "accuracy_at_max_len"), 1.0);
@@ -590,7 +643,7 @@ START_TEST(retrieval_fails_when_the_needle_is_a_zero_key)
             "{\"min_len\": 64, \"max_len\": 64, \"needle_scale\": 0, \"distractors\": "
             "\"none\"}", 1, 1, 64, 0);
     rl_error err = {0};
-    ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(kf_run(&f, "content_retrieval", &err) == RL_OK, "%s", err.msg);
     /* 16 queries; only a needle at token 0 (query 48 at r = 48) can be hit. */
     ck_assert(kmetric(&f, "accuracy_at_max_len") <= 1.0 / 16.0);
     ck_assert(kmetric(&f, "needle_p_within_train") <= 1.0 / 49.0 + 1e-6);
@@ -692,7 +745,7 @@ START_TEST(retrieval_with_a_window_misses_needles_beyond_it)
             "{\"min_len\": 128, \"max_len\": 128, \"needle_scale\": 4, \"distractors\": "
             "\"none\", \"attn_window\": 65}", 2, 1, 64, 0);
     rl_error err = {0};
-    ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(kf_run(&f, "content_retrieval", &err) == RL_OK, "%s", err.msg);
     ck_assert_double_eq(kmetric(&f, "accuracy_within_train"), 1.0);
     ck_assert_double_eq(kmetric(&f, "accuracy_beyond_train"), 0.0);
     ck_assert_double_eq(kmetric(&f, "needle_p_beyond_train"), 0.0);
@@ -793,7 +846,7 @@ START_TEST(retrieval_of_xpos_and_resonance_runs_verified)
                 "{\"min_len\": 32, \"max_len\": 128, \"needle_scale\": 4, \"distractors\": "
                 "\"none\"}", 2, 1, 64, 0);
         rl_error err = {0};
-        ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(kf_run(&f, "content_retrieval", &err) == RL_OK, "%s", err.msg);
         double a = kmetric(&f, "accuracy_at_max_len");
         ck_assert(a >= 0 && a <= 1);
         assert_verified(&f, "target_p");
@@ -929,6 +982,7 @@ int main(void)
     tcase_add_test(tc, entropy_sweep_recomputes_dynamic_scaling_per_length);
     tcase_add_test(tc, entropy_cache_consistent_differs_from_recompute_only_past_the_prompt);
     tcase_add_test(tc, t5_attention_is_unscaled_as_in_the_model);
+    tcase_add_test(tc, retrieval_needs_position_nope_and_shuffled_at_chance);
     tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);
     tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);
     tcase_add_test(tc, entropy_with_a_window_is_ln_of_the_visible_keys);

@@ -24,7 +24,7 @@ $1
 data: {source: structured}
 experiments:
   - {kind: entropy, params: {min_len: 32, max_len: 128}}
-  - {kind: retrieval, params: {min_len: 32, max_len: 128, distractors: data}}
+  - {kind: content_retrieval, params: {min_len: 32, max_len: 128, distractors: data}}
   - {kind: distortion, params: {length: 128}}
   - {kind: invariance, params: {pairs: 4, max_shift_log2: 10}}
 YAML
@@ -42,7 +42,7 @@ csv=$tmp/out/results.csv
 # length 14, value 16; the quoted device name emptied first: it holds commas)
 val() { sed 's/"[^"]*"//g' "$csv" | awk -F, -v k="$2" -v e="$1" -v m="$3" \
           '$3 == k && $5 == e && $13 == m && $14 == "" { print $16 }' | head -1; }
-for km in "entropy entropy_at_max_len" "retrieval needle_p_beyond_train" "distortion kl_mean" \
+for km in "entropy entropy_at_max_len" "content_retrieval needle_p_beyond_train" "distortion kl_mean" \
           "invariance reference_max_rel_change"; do
   set -- $km
   r=$(val rope "$1" "$2") t=$(val mrope-text "$1" "$2") v=$(val mrope-vl "$1" "$2") i=$(val imrope-vl "$1" "$2")

@@ -64,13 +64,13 @@ for r in rows:
         assert r[col] != "", f"results.csv: empty {col} in {r['run_id']} {r['metric']}"
     assert not re.search(r"_n[0-9]+\.", r["metric"]), f"length in a metric name: {r['metric']}"
     assert r["title"] and r["title"] != r["metric"], f"no title declared for {r['kind']} {r['metric']}"
-    if r["kind"] == "retrieval" and r["metric"].startswith("retrieval_distance."):
-        assert r["length"] != "", f"retrieval distance row without length"
+    if r["kind"] == "retrieval" and r["metric"].startswith("retrieval_offset."):
+        assert r["length"] != "", f"retrieval offset row without length"
 factors = {r["factor"] for r in rows if r["encoding"] == "yarn-4x"}
 assert factors == {"4"}, f"yarn-4x factor column {factors}"
 srcs = {p["resolved"].get("data", {}).get("source") for p in plan
-        if p["kind"] in ("entropy", "retrieval")}
-assert srcs == {"structured"}, f"entropy/retrieval data sources {srcs}"
+        if p["kind"] == "entropy"}
+assert srcs == {"structured"}, f"entropy data sources {srcs}"
 rot = ("rope", "pi-4x", "ntk-4x", "yarn-4x", "llama3-4x")
 h, tol = {}, 0.0
 runs = os.path.join(os.path.dirname(sys.argv[1]), "runs")

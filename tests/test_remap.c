@@ -388,7 +388,7 @@ START_TEST(attention_kinds_run_each_method_verified)
                  "{\"min_len\": 64, \"max_len\": 128, \"attn_remap\": \"%s\", "
                  "\"attn_remap_window\": 16, \"attn_remap_chunk\": 40}", methods[m]);
         kf_init(&f, "rope", "{}", params);
-        ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(kf_run(&f, "content_retrieval", &err) == RL_OK, "%s", err.msg);
         assert_verified_remapped(&f);
         kf_free(&f);
     }

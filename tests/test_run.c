@@ -347,6 +347,7 @@ static const struct {
     {"experiments: [{kind: decai}]\n", "experiments[0].kind", "did you mean 'decay'?"},
     {"experiments: [{kind: qqqqqqqqqq}]\n", "experiments[0].kind",
      "known kinds: decay, precision, invariance, coverage, interpolation, entropy, retrieval, "
+     "content_retrieval, "
      "distortion"},
     {"experiments:\n  - kind: precision\n    params: {tokens: -3}\n", "t.yaml:4:22: experiments[0].params.tokens",
      "-3 is below the minimum 1"},

@@ -426,7 +426,7 @@ START_TEST(every_kind_declares_every_metric_it_emits)
         "  - {kind: interpolation}\n"
         "  - {kind: invariance, params: {pairs: 2, m: 8, max_shift_log2: 4}}\n"
         "  - {kind: entropy, params: {min_len: 16, max_len: 64}}\n"
-        "  - {kind: retrieval, params: {min_len: 64, max_len: 128}}\n"
+        "  - {kind: content_retrieval, params: {min_len: 64, max_len: 128}}\n"
         "  - {kind: distortion}\n"
         "  - {kind: base_bound, params: {max_distance: 64}}\n";
     run_batch b;
