@@ -1,4 +1,10 @@
-/* exp_retrieval.c — needle retrieval against distance and length.
+/* exp_content_retrieval.c — needle retrieval by content, against distance
+ * and length (the kind `retrieval` was before the positional one,
+ * exp_retrieval.c). The needle is built from its query, so it is found by
+ * content and a method that discards position wins (NoPE ~0.99 within and
+ * beyond train_len on the structured source): it measures content matching
+ * and recency, not addressing by position (docs/runner.md "Positional
+ * retrieval").
  *
  * For each length N = min_len, 2 min_len, ..., max_len: N tokens at
  * positions 0..N-1, causal. The last W = max(N/4, 1) tokens are the queries
@@ -381,8 +387,9 @@ static uint64_t ret_rows(const exp_run *run)
 
 const exp_kind exp_kind_content_retrieval = {
     .name = "content_retrieval",
-    .about = "needle retrieval: accuracy (argmax is the needle) and the needle's probability "
-             "against distance and length",
+    .about = "needle retrieval by content (the needle is built from its query; position only "
+             "lowers its score): accuracy and the needle's probability against distance and "
+             "length",
     .params = params,
     .n_params = sizeof params / sizeof params[0],
     .uses_data = 1,

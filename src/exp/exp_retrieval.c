@@ -38,9 +38,13 @@
  *
  * A trial is one (query, kv head): the query heads of a GQA group read the
  * same key and copy the group's query, so they are one trial, not several.
- * accuracy = hits / trials with its 95 % Wilson interval; on_candidate =
- * share of trials whose argmax is one of the candidates (1 - distractor
- * wins). Each pass is verified through exp_attn_run (transform vs double
+ * Each length runs C passes over the same q/k, pass a asking for candidate
+ * a's probability (ATTN_TARGET): a hit is a trial whose target has the
+ * largest probability of its C candidates (a tie of k: 1/k), so a method
+ * blind to the offset scores exactly 1/C whatever the distractors do.
+ * accuracy = hits / trials with its 95 % Wilson interval; haystack_accuracy
+ * = share of trials whose argmax over all keys is the target (pass 0).
+ * Each pass is verified through exp_attn_run (transform vs double
  * reference, argmax gap and target probability within their fp32
  * tolerances, exp_attn_verify.c); any excess fails the run. */
 #include <math.h>
