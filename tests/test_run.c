@@ -492,6 +492,51 @@ static rl_status load_full(const char *text, run_batch *b, run_diag *d)
     return run_batch_parse("t.yaml", text, strlen(text), ".", b, d, &err);
 }
 
+/* `seed: [..]` is one axis over every experiment: each run one seed, the
+ * data section's seed following it unless the data section gives its own;
+ * a scalar seed plans as before; duplicates and an empty list are refused. */
+START_TEST(a_seed_list_sweeps_every_experiment)
+{
+    run_batch b;
+    run_diag d;
+    static const char head[] = "model: {head_dim: 8, heads: 1, train_len: 256}\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%sseed: [3, 5, 9]\ndata: {source: gaussian}\n"
+             "experiments: [{kind: decay}, {kind: entropy}]\n", head);
+    ck_assert_int_eq(load_full(text, &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 6);
+    int seen[10] = {0};
+    for (size_t i = 0; i < b.n_items; i++) {
+        json_t *r = b.items[i].resolved;
+        json_int_t sd = json_integer_value(json_object_get(r, "seed"));
+        ck_assert(sd == 3 || sd == 5 || sd == 9);
+        seen[sd]++;
+        if (!strcmp(b.items[i].kind->name, "entropy"))
+            ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "data"), "seed")),
+                             sd);
+        for (size_t k = 0; k < i; k++)
+            ck_assert_str_ne(b.items[i].id, b.items[k].id);
+    }
+    ck_assert(seen[3] == 2 && seen[5] == 2 && seen[9] == 2);
+    run_batch_free(&b);
+    /* the data section's own seed stays */
+    snprintf(text, sizeof text, "%sseed: [3, 5]\ndata: {source: gaussian, seed: 7}\n"
+             "experiments: [{kind: entropy}]\n", head);
+    ck_assert_int_eq(load_full(text, &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 2);
+    for (size_t i = 0; i < b.n_items; i++)
+        ck_assert_int_eq(json_integer_value(json_object_get(
+                             json_object_get(b.items[i].resolved, "data"), "seed")), 7);
+    run_batch_free(&b);
+    snprintf(text, sizeof text, "%sseed: [3, 3]\nexperiments: [{kind: decay}]\n", head);
+    ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "seed[1]: seed 3 is listed twice"));
+    snprintf(text, sizeof text, "%sseed: []\nexperiments: [{kind: decay}]\n", head);
+    ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "seed: a seed list holds 1 to 64 seeds, got 0"));
+}
+END_TEST
+
 /* `!list [...]` is one value; a plain list of them is a sweep of lists; a
  * plain list stays a sweep (and LongRoPE then says how to write a value). */
 START_TEST(tagged_lists_are_values_and_plain_lists_sweep)
@@ -1078,6 +1123,7 @@ int main(void)
     TCase *tc = tcase_create("batch");
     tcase_add_test(tc, lists_expand_to_cartesian_product);
     tcase_add_test(tc, zip_pairs_lists_elementwise);
+    tcase_add_test(tc, a_seed_list_sweeps_every_experiment);
     tcase_add_test(tc, encoding_zip_pairs_and_reports_every_bad_member);
     tcase_add_test(tc, run_ids_are_stable_and_depend_only_on_parameters);
     tcase_add_loop_test(tc, shards_balance_a_sweep_by_cost, 0, 2);

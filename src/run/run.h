@@ -27,6 +27,7 @@
 #include "exp/exp.h"
 
 #define RUN_MAX_PLAN 100000
+#define RUN_MAX_SEEDS 64         /* values of a `seed: [..]` list */
 
 /* Collected validation errors, one complete line each. */
 typedef struct run_diag {
@@ -59,7 +60,10 @@ typedef struct run_batch {
     char name[128];
     char output[1024];           /* "" when not given */
     char device[128];            /* "auto" when not given */
-    uint64_t seed;
+    uint64_t seed;               /* the seed of the point being expanded (seeds[0] after load) */
+    uint64_t seeds[RUN_MAX_SEEDS]; /* `seed: [..]`: one sweep axis over every experiment */
+    uint32_t n_seeds;            /* >= 1 */
+    int data_seed_follows;       /* the data section's seed is the run's (not given) */
     run_item *items;             /* [n_items] the plan, in file order */
     size_t n_items;
     size_t n_duplicates;         /* points that resolved to an existing run */

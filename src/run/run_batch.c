@@ -55,6 +55,7 @@ static rl_status batch_init(run_batch *b, const char *name, const char *text, si
     snprintf(b->base_dir, sizeof b->base_dir, "%s", base_dir);
     snprintf(b->device, sizeof b->device, "auto");
     b->seed = 1;
+    b->seeds[0] = 1, b->n_seeds = 1;
     b->swept_keys = json_array();
     b->text = malloc(len + 1);
     if (!b->text || !b->swept_keys) {
@@ -102,12 +103,44 @@ static void parse_top(loader *L)
     if ((n = run_node_get(r, "device", NULL)))
         run_scalar_str(c, n, "device", b->device, sizeof b->device);
     if ((n = run_node_get(r, "seed", NULL))) {
+        /* a scalar, or a list: one sweep axis over every experiment (each
+         * run gets one seed; the data section's seed follows it unless the
+         * data section gives its own) */
         static const rl_param sp = {.key = "seed", .type = RL_P_INT, .min = 0,
                                      .max = 9007199254740991.0};
-        json_t *v = run_typed_value(c, n, &sp, "seed");
-        if (v)
-            b->seed = (uint64_t)json_integer_value(v);
-        json_decref(v);
+        if (n->type == RUN_NODE_SEQ) {
+            b->n_seeds = 0; /* this function may read the section again */
+            if (n->n == 0 || n->n > RUN_MAX_SEEDS)
+                run_diag_add(c, RUN_AT(n), "seed", "a seed list holds 1 to %d seeds, got %zu",
+                             RUN_MAX_SEEDS, n->n);
+            for (size_t i = 0; i < n->n && i < RUN_MAX_SEEDS; i++) {
+                char ip[32];
+                snprintf(ip, sizeof ip, "seed[%zu]", i);
+                json_t *v = run_typed_value(c, n->items[i], &sp, ip);
+                if (!v)
+                    continue;
+                uint64_t sv = (uint64_t)json_integer_value(v);
+                json_decref(v);
+                int dup = 0;
+                for (uint32_t k = 0; k < b->n_seeds; k++)
+                    dup |= b->seeds[k] == sv;
+                if (dup)
+                    run_diag_add(c, RUN_AT(n->items[i]), ip, "seed %llu is listed twice",
+                                 (unsigned long long)sv);
+                else
+                    b->seeds[b->n_seeds++] = sv;
+            }
+            if (b->n_seeds)
+                b->seed = b->seeds[0];
+            else
+                b->n_seeds = 1, b->seeds[0] = b->seed;
+        } else {
+            json_t *v = run_typed_value(c, n, &sp, "seed");
+            if (v)
+                b->seed = (uint64_t)json_integer_value(v);
+            json_decref(v);
+            b->seeds[0] = b->seed, b->n_seeds = 1;
+        }
     }
 }
 
@@ -156,8 +189,10 @@ static void check_shape_now(loader *L, int data_clean)
     L->m = m;
     L->m_ok = 1;
     if (L->data_ax->n == 0 && data_clean) {
-        if (json_integer_value(json_object_get(L->data_tmpl, "seed")) < 0)
+        if (json_integer_value(json_object_get(L->data_tmpl, "seed")) < 0) {
             json_object_set_new(L->data_tmpl, "seed", json_integer((json_int_t)L->b->seed));
+            L->b->data_seed_follows = 1; /* each point's seed (run_expand_entry) */
+        }
         if (run_data_resolve(L->data_tmpl, &merr) ||
             run_data_probe(L->data_tmpl, &m, L->c.base_dir, &merr)) {
             run_diag_add(&L->c, RUN_AT(L->data), "data", "%s", merr.msg);

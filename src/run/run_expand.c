@@ -243,8 +243,12 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
     json_object_set_new(res, "model", json_deep_copy(s->model_tmpl));
     json_object_set_new(res, "encoding", json_deep_copy(enc->tmpl));
     json_object_set_new(res, "params", json_deep_copy(params));
-    if (kind->uses_data)
+    if (kind->uses_data) {
         json_object_set_new(res, "data", json_deep_copy(s->data_tmpl));
+        if (b->data_seed_follows)
+            json_object_set_new(json_object_get(res, "data"), "seed",
+                                json_integer((json_int_t)b->seed));
+    }
     run_sweep_apply(res, swept, lists, nl, idx);
     run_item it = {.kind = kind, .entry = ei, .resolved = res, .swept = swept};
     note_model_files(c, b, json_object_get(res, "model"));
@@ -278,36 +282,42 @@ void run_expand_entry(run_pctx *c, run_batch *b, size_t *cap, const run_sections
                      const run_node *entry, uint32_t ei, const exp_kind *kind,
                      const json_t *params, const run_axes *pax, const int *use_enc)
 {
-    for (size_t e = 0; e < s->encs->n; e++) {
-        if (!use_enc[e] || s->encs->v[e].bad)
-            continue;
-        const run_enc *enc = &s->encs->v[e];
-        const run_axes *lists[4] = {s->model_ax, &enc->ax, pax, s->data_ax};
-        size_t nl = kind->uses_data ? 4 : 3, total_axes = 0;
-        size_t lens[4 * RUN_MAX_AXES];
-        double count = 1;
-        for (size_t l = 0; l < nl; l++)
-            for (size_t i = 0; i < lists[l]->n; i++) {
-                lens[total_axes++] = lists[l]->a[i].len;
-                count *= (double)lists[l]->a[i].len;
+    /* the batch's seed list is the outermost axis (b->seed is the point's) */
+    for (uint32_t si = 0; si < b->n_seeds; si++) {
+        b->seed = b->seeds[si];
+        for (size_t e = 0; e < s->encs->n; e++) {
+            if (!use_enc[e] || s->encs->v[e].bad)
+                continue;
+            const run_enc *enc = &s->encs->v[e];
+            const run_axes *lists[4] = {s->model_ax, &enc->ax, pax, s->data_ax};
+            size_t nl = kind->uses_data ? 4 : 3, total_axes = 0;
+            size_t lens[4 * RUN_MAX_AXES];
+            double count = 1;
+            for (size_t l = 0; l < nl; l++)
+                for (size_t i = 0; i < lists[l]->n; i++) {
+                    lens[total_axes++] = lists[l]->a[i].len;
+                    count *= (double)lists[l]->a[i].len;
+                }
+            if (count + (double)b->n_items > RUN_MAX_PLAN) {
+                char ep[64];
+                snprintf(ep, sizeof ep, "experiments[%u]", ei);
+                run_diag_add(c, RUN_AT(entry), ep,
+                             "the sweep expands to %.0f runs, more than the limit %d",
+                             count + (double)b->n_items, RUN_MAX_PLAN);
+                b->seed = b->seeds[0];
+                return;
             }
-        if (count + (double)b->n_items > RUN_MAX_PLAN) {
-            char ep[64];
-            snprintf(ep, sizeof ep, "experiments[%u]", ei);
-            run_diag_add(c, RUN_AT(entry), ep,
-                         "the sweep expands to %.0f runs, more than the limit %d",
-                         count + (double)b->n_items, RUN_MAX_PLAN);
-            return;
-        }
-        /* odometer over the axes, the first axis turning fastest */
-        size_t idx[4 * RUN_MAX_AXES] = {0};
-        for (;;) {
-            expand_point(c, b, cap, s, entry, ei, kind, params, enc, lists, nl, idx);
-            size_t k = 0;
-            while (k < total_axes && ++idx[k] == lens[k])
-                idx[k++] = 0;
-            if (k == total_axes)
-                break;
+            /* odometer over the axes, the first axis turning fastest */
+            size_t idx[4 * RUN_MAX_AXES] = {0};
+            for (;;) {
+                expand_point(c, b, cap, s, entry, ei, kind, params, enc, lists, nl, idx);
+                size_t k = 0;
+                while (k < total_axes && ++idx[k] == lens[k])
+                    idx[k++] = 0;
+                if (k == total_axes)
+                    break;
+            }
         }
     }
+    b->seed = b->seeds[0];
 }
