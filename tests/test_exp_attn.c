@@ -565,14 +565,14 @@ START_TEST(t5_attention_is_unscaled_as_in_the_model)
 END_TEST
 
 /* Positional retrieval (exp_retrieval.c) of one encoding: head_dim 64, 4
- * independent kv heads, train_len 64, lengths 64 .. 512, 8 candidates.
+ * independent kv heads, train_len 32, lengths 64 .. 1024, 8 candidates.
  * out: accuracy, lo95, hi95 within train_len, then beyond it. */
 static void posret(const char *type, const char *enc, const char *extra, double out[6])
 {
     char params[256];
-    snprintf(params, sizeof params, "{\"min_len\": 64, \"max_len\": 512%s}", extra);
+    snprintf(params, sizeof params, "{\"min_len\": 64, \"max_len\": 1024%s}", extra);
     kfix f;
-    kf_init(&f, type, enc, params, 4, 4, 64, 0);
+    kf_init(&f, type, enc, params, 4, 4, 32, 0);
     f.run.model.head_dim = 64; /* the kind makes its own q/k: no data source */
     rl_error err = {0};
     ck_assert_msg(kf_run(&f, "retrieval", &err) == RL_OK, "%s %s: %s", type, extra, err.msg);
@@ -583,7 +583,7 @@ static void posret(const char *type, const char *enc, const char *extra, double 
     for (int i = 0; i < 6; i++)
         out[i] = kmetric(&f, names[i]);
     ck_assert_double_eq_tol(kmetric(&f, "chance"), 0.125, 1e-15);
-    ck_assert(kmetric(&f, "trials_within_train") >= 64 && kmetric(&f, "trials_beyond_train") >= 200);
+    ck_assert(kmetric(&f, "trials_within_train") >= 150 && kmetric(&f, "trials_beyond_train") >= 150);
     fprintf(stderr, "retrieval %s%s: within %.3f [%.3f, %.3f], beyond %.3f [%.3f, %.3f]\n", type,
             extra, out[0], out[1], out[2], out[3], out[4], out[5]);
     kf_free(&f);
@@ -603,7 +603,7 @@ START_TEST(retrieval_needs_position_nope_and_shuffled_at_chance)
     posret("rope", "{}", ", \"positions\": \"shuffled\"", shuf);
     posret("rope", "{}", "", rope);
     posret("rope", "{}", ", \"ood\": \"keep\"", keep);
-    posret("yarn", "{\"factor\": 8, \"original_max_position_embeddings\": 64}", "", yarn);
+    posret("yarn", "{\"factor\": 8, \"original_max_position_embeddings\": 32}", "", yarn);
     posret("linear", "{\"factor\": 8}", "", pi);
     for (int i = 0; i < 6; i += 3) {
         ck_assert_msg(nope[i + 1] <= 0.125 && 0.125 <= nope[i + 2], "NoPE not at chance");

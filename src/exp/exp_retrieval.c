@@ -3,9 +3,10 @@
  *
  * For each length N = min_len, 2 min_len, ..., max_len: N tokens at
  * positions 0..N-1 (or a random permutation of them, `positions: shuffled`),
- * causal. The last W = N/4 tokens are queries. Query i gets a target offset r
- * (powers of two up to N/2, the one with the fewest trials so far whose keys
- * are free) and C = `candidates` key slots j = i - r_c: the target r and
+ * causal. W = N/(2C) queries, every C-th token of the second half. Query i
+ * gets a target offset r (powers of two up to N/2, the one with the fewest
+ * trials so far whose keys are free) and C = `candidates` key slots j = i -
+ * r_c: the target r and
  * C - 1 decoy offsets drawn without replacement from the window
  *     [max(1, r - max(r/2, C)),  min(i, r + max(r, 2C))]
  * (ratios 1/2 .. 2 of r for long offsets, at least 2C slots for short ones).
@@ -131,7 +132,8 @@ static uint64_t next_len(uint64_t N, uint64_t T)
     return N >= T ? 0 : N * 2 > T ? T : N * 2;
 }
 
-/* Multiply-adds of QK^T over the run: N^2 H D / 2 per causal pass. */
+/* Multiply-adds of QK^T of one pass per length: N^2 H D / 2 per causal pass
+ * (the run makes `candidates` such passes per length). */
 static double ret_work(uint64_t lo, uint64_t T, double hd)
 {
     double work = 0;
@@ -146,7 +148,9 @@ static double ret_flops(const exp_run *run)
     rl_error err;
     if (ret_params_of(run, &p, &err))
         return 0; /* refused by ret_check before any estimate is used */
-    return 2 * ret_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim);
+    /* C passes per length (one per candidate) */
+    return 2.0 * p.candidates *
+           ret_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim);
 }
 
 #define RET_MAX_R 40
@@ -168,6 +172,11 @@ static rl_status ret_check(const exp_run *run, rl_error *err)
 {
     ret_params p;
     rl_status st = ret_params_of(run, &p, err);
+    if (!st && p.min_len < 4 * (uint64_t)p.candidates)
+        st = rl_fail(err, RL_ERR_ARG,
+                     "retrieval: min_len %llu below 4 x candidates (%u): a length N holds "
+                     "N / (2 candidates) queries",
+                     (unsigned long long)p.min_len, p.candidates);
     if (!st)
         st = exp_attn_check(run, p.min_len, p.max_len, EXP_PASS_CAUSAL, err);
     if (!st)
@@ -220,7 +229,7 @@ typedef struct ret_trial {
     int ri;                     /* index into the offset list */
 } ret_trial;
 
-/* Picks trials for length N: queries are the last N/4 tokens; each takes C
+/* Picks trials for length N: W = N/(2C) queries (see below); each takes C
  * free slots (target + decoys, see the header). used[] marks taken slots.
  * Returns the number of trials; slots[t * C + c] are trial t's candidates
  * (c = 0 the target). */
@@ -228,13 +237,14 @@ static uint32_t plan_trials(uint64_t N, uint32_t C, int near, const uint64_t *r,
                             ret_trial *trials, uint64_t *slots, unsigned char *used,
                             uint64_t *free_off, rl_rng *rng)
 {
-    uint64_t W = N / 4, count[RET_MAX_R] = {0};
+    /* W = N / (2C) queries, every C-th token of the second half (their C
+     * slots each fill at most half the keys, so every offset finds room;
+     * a query token's own key may serve another query as a candidate) */
+    uint64_t W = N / (2 * (uint64_t)C), count[RET_MAX_R] = {0};
     uint32_t n = 0;
     memset(used, 0, N);
-    for (uint64_t t = 0; t < W; t++)
-        used[N - 1 - t] = 1; /* a query's own key is a distractor, never a candidate */
     for (uint64_t t = 0; t < W; t++) {
-        uint64_t i = N - 1 - t;
+        uint64_t i = N - 1 - t * C;
         /* Offsets in order of fewest trials so far (ties from a start that
          * rotates with t); the first whose C slots are free is taken. */
         uint32_t order[RET_MAX_R];
@@ -369,7 +379,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     double acc_last = NAN, n_last = 0, hit_last = 0;
     double lrows[64][10];
     uint32_t n_lrows = 0;
-    double done_w = 0, work = ret_work(lo, T, (double)H * D);
+    double done_w = 0, work = C * ret_work(lo, T, (double)H * D);
     for (uint64_t N = lo; N && !st; N = next_len(N, T)) {
         uint64_t r[RET_MAX_R];
         uint32_t m = offsets(N, r);
@@ -503,6 +513,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     rl_wilson95(hit_last, n_last, &a, &b);
     exp_sink_metric(sink, "accuracy_at_max_len_lo95", a);
     exp_sink_metric(sink, "accuracy_at_max_len_hi95", b);
+    exp_sink_metric(sink, "trials_at_max_len", n_last);
     exp_sink_metric(sink, "chance", 1.0 / C);
     exp_sink_metric(sink, "haystack_accuracy", n_all ? hay_hits / n_all : NAN);
     rl_wilson95(hay_hits, n_all, &a, &b);
@@ -557,6 +568,7 @@ static const exp_metric metrics[] = {
     {"accuracy_at_max_len", "accuracy at max_len", "", 0},
     {"accuracy_at_max_len_lo95", "accuracy at max_len, 95 % low", "", EXP_PLOT_CI},
     {"accuracy_at_max_len_hi95", "accuracy at max_len, 95 % high", "", EXP_PLOT_CI},
+    {"trials_at_max_len", "trials at max_len", "trials", 0},
     {"chance", "chance accuracy (1 / candidates)", "", 0},
     {"haystack_accuracy", "share of trials whose argmax over all keys is the target", "", 0},
     {"haystack_accuracy_lo95", "haystack accuracy, 95 % low", "", EXP_PLOT_CI},
