@@ -3,6 +3,7 @@
 
 usage: results_table.py RESULTS.csv [--kind KIND] [--sig N] COLUMN...
        results_table.py RESULTS.csv [--kind KIND] --smallest KEY METRIC L...
+       results_table.py RESULTS.csv [--kind KIND] --fit KEY METRIC L...
   COLUMN is METRIC (a summary metric, empty x), METRIC@X (a table value at
   x = X, e.g. retrieval_length.accuracy@2048) or METRIC@X/N (at x = X of the
   table measured at context length N, e.g. retrieval_distance.accuracy@1024/4096;
@@ -17,8 +18,14 @@ this. Reads the tidy format (docs/runner.md "results.csv") and the older one
 (e.g. encoding.rope_theta) among passed runs whose METRIC is >= L, and the
 largest KEY below it whose METRIC is < L (the grid's bracket of the bound;
 experiments/base-bounds-length).
+--fit: the same bounds b(L), then the least-squares power law
+log b = log c + k log L (natural logs, ordinary least squares over the L
+given that have a bound on the grid), with 95 % intervals: t quantile
+(n - 2 degrees of freedom) x standard error, for k directly and for log c,
+whose interval is then exponentiated (so c's interval is not symmetric).
 """
 import csv
+import math
 import re
 import sys
 
@@ -57,14 +64,59 @@ def fmt(v, sig):
     return f"{v:.4f}" if sig is None else f"{v:.{sig}g}"
 
 
-def bound_table(path, rows, kind, key, metric, lengths):
-    """| L | smallest KEY with METRIC >= L | largest KEY below it with METRIC < L |"""
-    for s in lengths:
-        try:
-            float(s)
-        except ValueError:
-            print(f"--smallest: threshold '{s}' is not a number", file=sys.stderr)
-            return 2
+def betainc(a, b, x):
+    """Regularized incomplete beta I_x(a, b) (continued fraction, modified Lentz)."""
+    if x <= 0 or x >= 1:
+        return 0.0 if x <= 0 else 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - betainc(b, a, 1.0 - x)
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(lbeta + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny, f, c, d = 1e-300, 1.0, 1.0, 0.0
+    for i in range(400):
+        m = i // 2
+        if i == 0:
+            num = 1.0
+        elif i % 2 == 0:
+            num = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        else:
+            num = -((a + m) * (a + b + m) * x) / ((a + 2 * m) * (a + 2 * m + 1))
+        d = 1.0 + num * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + num / c
+        c = c if abs(c) > tiny else tiny
+        f *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return front * (f - 1.0)
+
+
+def t_quantile(p, df):
+    """Student t quantile for p in (0.5, 1), by bisection on the CDF."""
+    def cdf(t):
+        return 1.0 - 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    lo, hi = 0.0, 1e3
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def power_fit(xs, ys):
+    """OLS of log y on log x: (log c, k, se(log c), se(k), n)."""
+    u = [math.log(x) for x in xs]
+    v = [math.log(y) for y in ys]
+    n = len(u)
+    mu, mv = sum(u) / n, sum(v) / n
+    suu = sum((a - mu) ** 2 for a in u)
+    k = sum((a - mu) * (b - mv) for a, b in zip(u, v)) / suu
+    a0 = mv - k * mu
+    s2 = sum((b - a0 - k * a) ** 2 for a, b in zip(u, v)) / (n - 2)
+    return a0, k, math.sqrt(s2 * (1.0 / n + mu * mu / suu)), math.sqrt(s2 / suu), n
+
+
+def grid_points(path, rows, kind, key, metric):
+    """{KEY: METRIC} over the passed runs, or an exit status."""
     if key not in rows[0]:
         print(f"{path}: no column {key}", file=sys.stderr)
         return 1
@@ -84,6 +136,50 @@ def bound_table(path, rows, kind, key, metric, lengths):
     if not pts:
         print(f"{path}: no metric {metric}", file=sys.stderr)
         return 1
+    return pts
+
+
+def fit_table(path, rows, kind, key, metric, lengths):
+    """| fit | c [95 %] | k [95 %] | n | of the grid's bounds b(L) = c L^k."""
+    try:
+        ls = [float(s) for s in lengths]
+    except ValueError:
+        print("--fit: every L must be a number", file=sys.stderr)
+        return 2
+    pts = grid_points(path, rows, kind, key, metric)
+    if isinstance(pts, int):
+        return pts
+    xs, ys = [], []
+    for L in ls:
+        ok = [b for b in sorted(pts) if pts[b] >= L]
+        if ok and L > 0 and ok[0] > 0:
+            xs.append(L)
+            ys.append(ok[0])
+    if len(xs) < 3:
+        print(f"--fit: {len(xs)} lengths with a bound on the grid; need 3", file=sys.stderr)
+        return 1
+    a0, k, se_a, se_k, n = power_fit(xs, ys)
+    t = t_quantile(0.975, n - 2)
+    print(f"| b(L) = c·L^k, b = smallest {key} with {metric} >= L | c [95 %] | k [95 %] | n |")
+    print("|---|---|---|---|")
+    print(f"| least squares on log b = log c + k log L; 95 %: t({n - 2}) = {t:.4f} × standard "
+          f"error | {math.exp(a0):.4g} [{math.exp(a0 - t * se_a):.4g}, "
+          f"{math.exp(a0 + t * se_a):.4g}] | {k:.4f} [{k - t * se_k:.4f}, {k + t * se_k:.4f}] "
+          f"| {n} |")
+    return 0
+
+
+def bound_table(path, rows, kind, key, metric, lengths):
+    """| L | smallest KEY with METRIC >= L | largest KEY below it with METRIC < L |"""
+    for s in lengths:
+        try:
+            float(s)
+        except ValueError:
+            print(f"--smallest: threshold '{s}' is not a number", file=sys.stderr)
+            return 2
+    pts = grid_points(path, rows, kind, key, metric)
+    if isinstance(pts, int):
+        return pts
     grid = sorted(pts)
     print(f"| L | smallest {key} with {metric} >= L | largest {key} below it with {metric} < L |")
     print("|---|---|---|")
@@ -105,12 +201,12 @@ def main(argv):
         print(__doc__.strip())
         return 2
     path, kind, sig, smallest = args.pop(0), None, None, None
-    while args and args[0] in ("--kind", "--sig", "--smallest"):
-        if args[0] == "--smallest":
+    while args and args[0] in ("--kind", "--sig", "--smallest", "--fit"):
+        if args[0] in ("--smallest", "--fit"):
             if len(args) < 4:
-                print("--smallest needs KEY METRIC and at least one L", file=sys.stderr)
+                print(f"{args[0]} needs KEY METRIC and at least one L", file=sys.stderr)
                 return 2
-            smallest = (args[1], args[2])
+            smallest = (args[0], args[1], args[2])
             args = args[3:]
             break
         if len(args) < 2:
@@ -127,7 +223,8 @@ def main(argv):
         print(f"{path}: no rows", file=sys.stderr)
         return 1
     if smallest:
-        return bound_table(path, rows, kind, smallest[0], smallest[1], args)
+        fn = fit_table if smallest[0] == "--fit" else bound_table
+        return fn(path, rows, kind, smallest[1], smallest[2], args)
     cols = [parse_column(c) for c in args]
     swept = [k for k in rows[0] if k not in FIXED]
     runs, order = {}, []

@@ -106,7 +106,7 @@ END_TEST
 /* Llama 2: base 10000, d = 128, train 4096. (d/2) log_10000(4096 / 2 pi) =
  * 64 * ln(651.90) / ln(10000) = 64 * 6.47990 / 9.21034 = 45.03, ceil 46,
  * d_extra = 92 (Liu et al. 2023 report 92 for LLaMA2). Pairs 46..63 have
- * wavelength 2 pi 10000^(2j/128) >= 2 pi 10000^(92/128) = 4683 > 4096 and
+ * wavelength 2 pi 10000^(2j/128) >= 2 pi 10000^(92/128) = 4711.7 > 4096 and
  * never turned fully in training: at 4x the length, 64 - 46 = 18 pairs are
  * out of distribution; Position Interpolation by 4 keeps them all inside. */
 START_TEST(coverage_llama2_critical_dimension_and_ood_pairs_at_4x)
@@ -125,6 +125,68 @@ START_TEST(coverage_llama2_critical_dimension_and_ood_pairs_at_4x)
     fx_init(&f, "linear", "{\"factor\": 4}", "{\"eval_len\": 16384}", 128, 4096, 0);
     ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
     ck_assert_double_eq(metric(&f, "ood_pairs"), 0);
+    fx_free(&f);
+}
+END_TEST
+
+/* Liu et al. 2023, Theorem 3 eq. 16b: pre-trained with base 10000 at 4096
+ * (d_extra = 92, above), fine-tuned with base beta at 4096: T_extra =
+ * 2 pi beta^(92/128), written here as the closed form, not the kind's
+ * frequencies. The break: pair j >= 46 (never turned fully in pre-training,
+ * range 4096 10000^(-2j/128) < 2 pi) leaves that range at
+ * E_j = 4096 (beta/10000)^(2j/128), smallest at j = 46. beta = 1e6:
+ * T_extra = 2 pi 10^4.3125 = 129026.8, break 4096 10^1.4375 = 112165.7,
+ * ratio 2 pi 10000^(92/128) / 4096 = 1.1503 for every beta >= 10000. Without
+ * pretrain_base (base 10000 trained and used) the break is train_len itself;
+ * Position Interpolation by 4 moves both by 4. beta = 500 < 10000: the
+ * fine-tuning range 4096 theta_j >= 2 pi for every pair (largest wavelength
+ * 2 pi 500^(126/128) = 2851 < 4096), so no pair leaves its range (-1). */
+START_TEST(coverage_t_extra_and_first_out_of_range_length)
+{
+    const double two_pi = 6.283185307179586476925286766559;
+    struct {
+        const char *type, *enc, *params;
+        double t_extra, ood_from, ood_pair;
+    } c[] = {
+        {"rope", "{\"rope_theta\": 1000000}", "{\"eval_len\": 131072, \"pretrain_base\": 10000}",
+         two_pi * pow(1e6, 92.0 / 128), 4096 * pow(100, 92.0 / 128), 46},
+        {"rope", "{\"rope_theta\": 40000}", "{\"eval_len\": 8192, \"pretrain_base\": 10000}",
+         two_pi * pow(4e4, 92.0 / 128), 4096 * pow(4, 92.0 / 128), 46},
+        {"rope", "{\"rope_theta\": 10000}", "{\"eval_len\": 8192}",
+         two_pi * pow(1e4, 92.0 / 128), 4096, 46},
+        {"linear", "{\"factor\": 4}", "{\"eval_len\": 8192}",
+         4 * two_pi * pow(1e4, 92.0 / 128), 4 * 4096, 46},
+        {"rope", "{\"rope_theta\": 500}", "{\"eval_len\": 131072, \"pretrain_base\": 10000}",
+         two_pi * pow(500, 92.0 / 128), -1, -1},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        fixture f;
+        fx_init(&f, c[i].type, c[i].enc, c[i].params, 128, 4096, 0);
+        rl_error err = {0};
+        ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+        ck_assert_double_eq(metric(&f, "critical_dim_formula"), 92);
+        ck_assert_double_eq_tol(metric(&f, "t_extra_tokens"), c[i].t_extra, 1e-9 * c[i].t_extra);
+        ck_assert_double_eq_tol(metric(&f, "ood_from_tokens"), c[i].ood_from,
+                                1e-9 * fabs(c[i].ood_from));
+        ck_assert_double_eq(metric(&f, "ood_from_pair"), c[i].ood_pair);
+        if (c[i].ood_from > 0)
+            ck_assert_double_eq_tol(metric(&f, "t_extra_over_ood_from"),
+                                    two_pi * pow(1e4, 92.0 / 128) / 4096, 1e-9);
+        if (i == 0) {
+            ck_assert_double_eq_tol(c[i].t_extra, 129026.8, 0.1);
+            ck_assert_double_eq_tol(c[i].ood_from, 112165.7, 0.1);
+            /* E_j < 131072 <=> 100^(j/64) < 32 <=> j < 64 log_100 32 = 48.2 */
+            ck_assert_double_eq(metric(&f, "ood_pairs"), 3);
+        }
+        if (i == 4)
+            ck_assert_double_eq(metric(&f, "ood_pairs"), 0);
+        fx_free(&f);
+    }
+    fixture f;
+    fx_init(&f, "rope", "{}", "{\"pretrain_base\": 0.5}", 128, 4096, 0);
+    rl_error err = {0};
+    ck_assert_int_ne(fx_run(&f, "coverage", NULL, &err), RL_OK);
+    ck_assert_ptr_nonnull(strstr(err.msg, "pretrain_base"));
     fx_free(&f);
 }
 END_TEST
@@ -462,6 +524,7 @@ int main(void)
     TCase *c = tcase_create("coverage");
     tcase_add_test(c, coverage_marks_no_pair_out_of_distribution_within_train_len);
     tcase_add_test(c, coverage_llama2_critical_dimension_and_ood_pairs_at_4x);
+    tcase_add_test(c, coverage_t_extra_and_first_out_of_range_length);
     tcase_add_test(c, coverage_refuses_non_rope_encodings);
     tcase_add_test(c, interpolation_matches_a_hand_solved_one_pair_fit);
     suite_add_tcase(s, c);

@@ -52,6 +52,20 @@ if [ -n "$table" ]; then
   [ "$got" = "| rope | 300 | 20.0000 | -0.1235 |" ] || { echo "FAIL: results_table.py (4 decimals) gave: $got"; bad=$((bad + 1)); } >&2
   got=$(python3 "$table" "$csv" --sig 2 score_min.min_score_device@7 | tail -n 1)
   [ "$got" = "| rope | -0.12 |" ] || { echo "FAIL: results_table.py --sig 2 gave: $got"; bad=$((bad + 1)); } >&2
+  # --fit on bounds b = 10, 100, 10^4 at L = 10, 100, 1000 (log10: u = 1, 2, 3,
+  # v = 1, 2, 4): by hand k = 1.5, log10 c = 7/3 - 3 = -2/3 (c = 0.2154),
+  # residuals 1/6, -1/3, 1/6, s^2 = 1/6 on 1 degree of freedom, se(k) =
+  # sqrt(s^2/2) = 0.28868, se(log10 c) = sqrt(s^2 (1/3 + 4/2)) = 0.62361,
+  # t(1) = 12.7062: k in [-2.1680, 5.1680], c in 10^(-2/3 -+ 7.9237).
+  {
+    echo 'run_id,device,kind,encoding,status,encoding.rope_theta,metric,x,value,x_label,y_label'
+    echo 'a,cpu,base_bound,rope,passed,10,first_negative_distance,,10,,'
+    echo 'b,cpu,base_bound,rope,passed,100,first_negative_distance,,100,,'
+    echo 'c,cpu,base_bound,rope,passed,10000,first_negative_distance,,1000,,'
+  } >"$tmp/fit.csv"
+  got=$(python3 "$table" "$tmp/fit.csv" --fit encoding.rope_theta first_negative_distance 10 100 1000 | tail -n 1)
+  want='| least squares on log b = log c + k log L; 95 %: t(1) = 12.7062 × standard error | 0.2154 [2.568e-09, 1.807e+07] | 1.5000 [-2.1680, 5.1680] | 3 |'
+  [ "$got" = "$want" ] || { echo "FAIL: results_table.py --fit gave: $got"; bad=$((bad + 1)); } >&2
 fi
 [ "$n" -gt 0 ] || { echo "FAIL: no batch file under $dir" >&2; exit 1; }
 echo "$n batch files, $bad problems"
