@@ -14,9 +14,11 @@ independent). The seed column gives how many seeds each row pools and the
 spread of the per-seed accuracies beyond train_len (min-max), so a seed
 effect larger than the binomial interval shows.
 
---rank within|beyond|max_len: print instead one line ordering the methods by
-that accuracy, '>' between neighbours whose intervals are disjoint and '~'
-between neighbours that are not separable.
+--rank within|beyond|max_len: print instead one line of tiers, best first:
+methods in order of that accuracy, a method opening a new tier when its 95 %
+interval lies wholly below the interval of the current tier's best member.
+'>' between tiers means separable (disjoint intervals); within a tier
+every member overlaps the tier's best: not separable from it.
 --only: keep these methods (labels as printed) in that order.
 """
 import csv
@@ -90,6 +92,8 @@ def main(argv):
         parts = [r["encoding"]]
         for k in keys:
             v = r.get(k, "")
+            if k.endswith(".factor") and "factor" in keys:
+                continue  # the factor column says it (×s)
             if v != "":
                 parts.append(f"{k.split('.')[-1]}={v}" if k != "factor" else f"×{v}")
         lab = " ".join(parts)
@@ -124,16 +128,21 @@ def main(argv):
             return 1
         labs = only
     if rank:
+        # Tiers: methods in order of accuracy; a method opens a new tier when
+        # its interval lies wholly below the interval of the current tier's
+        # best member (so every member of a tier overlaps its best; members
+        # of one tier are not separable from it, tiers are).
         ranked = sorted((lab for lab in labs if not math.isnan(table[lab][rank][0])),
                         key=lambda lab: -table[lab][rank][0])
-        out = []
-        for j, lab in enumerate(ranked):
+        tiers = []
+        for lab in ranked:
             p, lo, hi = table[lab][rank][:3]
-            if j:
-                plo = table[ranked[j - 1]][rank][1]
-                out.append(">" if hi < plo else "~")
-            out.append(f"{lab} {p:.3f}")
-        print(" ".join(out))
+            if tiers and hi >= table[tiers[-1][0]][rank][1]:
+                tiers[-1].append(lab)
+            else:
+                tiers.append([lab])
+        print(" > ".join("{" + ", ".join(f"{lab} {table[lab][rank][0]:.3f}" for lab in t) + "}"
+                         for t in tiers))
         return 0
     print("| method | within train_len | beyond train_len | at max_len | trials within / beyond | seeds (beyond: min–max) |")
     print("|---|---|---|---|---|---|")
