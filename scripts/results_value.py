@@ -8,9 +8,11 @@ usage: results_value.py RESULTS.csv [--sig N] [--log10] OP SEL [SEL2]
 SEL is METRIC[@X[/N]] followed by filters, comma-separated:
   max_abs_error,encoding=torch,encoding.precision=hf,encoding.dtype=bf16
   invariance.device_abs_change@16,params.n=0
-METRIC@X/N as in results_table.py; a filter KEY=VALUE compares a results.csv
-column (encoding, kind, status, any swept key such as params.n) as text. A
-SEL without a metric ("status=passed") selects rows of every metric.
+METRIC@X/N as in results_table.py; a filter KEY=VALUE (KEY!=VALUE: not
+equal) compares a results.csv
+column (encoding, kind, status, metric, any swept key such as params.n) as
+text. A SEL without a metric ("status=passed") selects rows of every metric;
+"*" selects every row.
 OP:
   value SEL        the value of the one row SEL matches (an error if not one)
   min, max SEL     the smallest, largest value among the rows SEL matches
@@ -27,7 +29,9 @@ verify FIELD OP [FILTER...]: the runs' verification records in
   count; FILTER KEY=VALUE on the run's kind, status, encoding (its name),
   a swept key (params.n, model.head_dim, ...) or `what` (a substring of the
   check's description).
-Numbers print with N significant digits (default 3; integers as integers);
+Numbers print with N significant digits (default 3; integers, and numbers
+below 10^6 with N digits or more before the point, without an exponent: 7311
+at 2 digits prints 7300);
 --log10 prints log10 of the value(s) instead.
 """
 import csv
@@ -48,10 +52,13 @@ def parse_sel(s):
     """(column or None, [(key, value)]) of a SEL."""
     col, filters = None, []
     for part in s.split(","):
-        if "=" in part:
+        if "!=" in part:
+            k, _, v = part.partition("!=")
+            filters.append((k, "!" + v))
+        elif "=" in part:
             k, _, v = part.partition("=")
-            filters.append((k, v))
-        elif part:
+            filters.append((k, "=" + v))
+        elif part and part != "*":
             if col is not None:
                 raise ValueError(f"'{s}': two metrics")
             col = parse_column(part)
@@ -71,12 +78,17 @@ def select(rows, sel):
         if rows and k not in rows[0]:
             raise ValueError(f"'{sel}': results.csv has no column {k}")
     return [r for r in rows if (col is None or row_key(r) == col)
-            and all(r[k] == v for k, v in filters)]
+            and all((r[k] == v[1:]) == (v[0] == "=") for k, v in filters)]
 
 
 def fmt(v, sig):
-    if v == int(v) and abs(v) < 1e15:
-        return str(int(v))
+    """N significant digits; integers below 10^15, and numbers from 10^N up
+    to 10^6 rounded to N digits, without an exponent (7311 at 2 digits: 7300)."""
+    if math.isfinite(v) and abs(v) < 1e15:
+        if v == int(v):
+            return str(int(v))
+        if 10 ** sig <= abs(v) < 1e6:
+            return str(int(round(v, sig - 1 - int(math.floor(math.log10(abs(v)))))))
     return f"{v:.{sig}g}"
 
 
