@@ -35,11 +35,12 @@ check: exit 1 when any marker's text differs from its command's output,
 naming README:LINE and showing a unified diff; exit 0 when all agree.
 update: rewrite the README with every marker's text replaced by its
 command's output (the file is written only when it changes).
-list: print each marker's line, form (block or inline) and command; no
-command is run.
+list: print each marker's line, form (block or inline) and command, after
+checking the markers and the rule; no command is run.
 A README with no marker at all, a block without its end, or a command that
 fails or is refused is an error (exit 2), in every mode.
 """
+import concurrent.futures
 import difflib
 import os
 import re
@@ -161,6 +162,11 @@ def main(argv):
         return 2
     if mode == "list":
         for mk in marks:
+            try:
+                argv_of(mk["cmd"], "RESULTS", "OUT")
+            except Refused as e:
+                print(f"{readme}:{mk['line']}: {mk['cmd']}: {e}", file=sys.stderr)
+                return 2
             print(f"{readme}:{mk['line']}: {mk['form']}: {mk['cmd']}")
         return 0
     results = os.path.abspath(argv[3])
@@ -168,15 +174,31 @@ def main(argv):
     if not os.path.isfile(results):
         print(f"{results}: no such file", file=sys.stderr)
         return 2
+    # every command first (checked against the rule before any runs), each
+    # distinct one once, several at a time; then the text, in README order
+    try:
+        for mk in marks:
+            argv_of(mk["cmd"], results, out)
+    except Refused as e:
+        print(f"{readme}:{mk['line']}: {mk['cmd']}: {e}", file=sys.stderr)
+        return 2
+    cmds = list(dict.fromkeys(mk["cmd"] for mk in marks))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = {c: pool.submit(run, c, results, out) for c in cmds}
+    outputs = {}
+    for mk in marks:
+        if mk["cmd"] in outputs:
+            continue
+        try:
+            outputs[mk["cmd"]] = futures[mk["cmd"]].result()
+        except Refused as e:
+            print(f"{readme}:{mk['line']}: {mk['cmd']}: {e}", file=sys.stderr)
+            return 2
     differ = 0
     new = list(lines)
     # last marker first, so that replacing a block keeps earlier indices valid
     for mk in reversed(marks):
-        try:
-            got = run(mk["cmd"], results, out)
-        except Refused as e:
-            print(f"{readme}:{mk['line']}: {mk['cmd']}: {e}", file=sys.stderr)
-            return 2
+        got = outputs[mk["cmd"]]
         if mk["form"] == "block":
             want = got.split("\n")
             if want and want[-1] == "":
