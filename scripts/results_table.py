@@ -23,9 +23,25 @@ log b = log c + k log L (natural logs, ordinary least squares over the L
 given that have a bound on the grid), with 95 % intervals: t quantile
 (n - 2 degrees of freedom) x standard error, for k directly and for log c,
 whose interval is then exponentiated (so c's interval is not symmetric).
+
+Seeds. Runs that differ only in their seed (the `seed` column, a swept
+`data.seed` column, or a column named with --seed-key KEY, repeatable) share
+one row: each cell is the mean over the seeds and its 95 % interval,
+"MEAN [LO, HI]", and the column `n seeds` says how many seeds the row has
+(a cell with fewer values says "(n=K)"). The interval is a t-interval,
+mean +- t(0.975, n-1) * s / sqrt(n), for n < 5 seeds, and a percentile
+bootstrap over the seeds for n >= 5 (10000 resamples of the n per-seed
+values, RNG seeded with 0 for every cell, so a table is reproducible).
+--per-seed: one row per seed instead (the seed columns shown).
+Intervals of the kind. Where the kind also wrote X_lo95 and X_hi95 (plot
+word `ci`: a 95 % interval of X, e.g. Wilson's for an accuracy) at the same
+x and length, the cell of X reads "X [LO, HI]" (for one seed; over several
+seeds the interval is the one over seeds); --no-ci: X alone. Asking for
+X_lo95 as a COLUMN still prints it as a column.
 """
 import csv
 import math
+import random
 import re
 import sys
 
@@ -62,6 +78,47 @@ def row_key(r):
 
 def fmt(v, sig):
     return f"{v:.4f}" if sig is None else f"{v:.{sig}g}"
+
+
+# t(0.975, dof) for dof = 1, 2, 3 (n = 2, 3, 4 seeds)
+T975 = {1: 12.706204736, 2: 4.302652730, 3: 3.182446305}
+BOOT_RESAMPLES = 10000
+BOOT_SEED = 0
+
+
+def seed_interval(vals):
+    """(mean, lo, hi) of a list of per-seed values, len >= 2: t-interval for
+    n < 5, percentile bootstrap over the seeds for n >= 5 (module doc)."""
+    n = len(vals)
+    mean = math.fsum(vals) / n
+    if n < 5:
+        s = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1))
+        h = T975[n - 1] * s / math.sqrt(n)
+        return mean, mean - h, mean + h
+    rng = random.Random(BOOT_SEED)
+    means = sorted(math.fsum(vals[int(rng.random() * n)] for _ in range(n)) / n
+                   for _ in range(BOOT_RESAMPLES))
+    lo = means[int(0.025 * BOOT_RESAMPLES)]
+    hi = means[math.ceil(0.975 * BOOT_RESAMPLES) - 1]
+    return mean, lo, hi
+
+
+def cell(vals, ci, nseeds, sig):
+    """One table cell: vals {seed: value string}, ci {seed: (lo, hi) strings}."""
+    nums = [float(v) for v in vals.values() if v != ""]
+    if not nums:
+        return "—"
+    if len(nums) == 1:
+        (seed, v), = [(k, v) for k, v in vals.items() if v != ""]
+        text = fmt(float(v), sig)
+        if seed in ci:
+            text += f" [{fmt(float(ci[seed][0]), sig)}, {fmt(float(ci[seed][1]), sig)}]"
+    else:
+        m, lo, hi = seed_interval(nums)
+        text = f"{fmt(m, sig)} [{fmt(lo, sig)}, {fmt(hi, sig)}]"
+    if len(nums) < nseeds:
+        text += f" (n={len(nums)})"
+    return text
 
 
 def betainc(a, b, x):
@@ -201,7 +258,9 @@ def main(argv):
         print(__doc__.strip())
         return 2
     path, kind, sig, smallest = args.pop(0), None, None, None
-    while args and args[0] in ("--kind", "--sig", "--smallest", "--fit"):
+    use_ci, per_seed, seed_keys = True, False, ["seed", "data.seed"]
+    while args and args[0] in ("--kind", "--sig", "--smallest", "--fit", "--no-ci",
+                               "--per-seed", "--seed-key"):
         if args[0] in ("--smallest", "--fit"):
             if len(args) < 4:
                 print(f"{args[0]} needs KEY METRIC and at least one L", file=sys.stderr)
@@ -209,11 +268,18 @@ def main(argv):
             smallest = (args[0], args[1], args[2])
             args = args[3:]
             break
+        if args[0] in ("--no-ci", "--per-seed"):
+            use_ci = use_ci and args[0] != "--no-ci"
+            per_seed = per_seed or args[0] == "--per-seed"
+            args = args[1:]
+            continue
         if len(args) < 2:
             print(f"{args[0]} needs a value", file=sys.stderr)
             return 2
         if args[0] == "--kind":
             kind = args[1]
+        elif args[0] == "--seed-key":
+            seed_keys.append(args[1])
         else:
             sig = int(args[1])
         args = args[2:]
@@ -225,8 +291,23 @@ def main(argv):
     if smallest:
         fn = fit_table if smallest[0] == "--fit" else bound_table
         return fn(path, rows, kind, smallest[1], smallest[2], args)
+    for k in seed_keys[2:]:
+        if k not in rows[0]:
+            print(f"{path}: --seed-key {k}: no such column", file=sys.stderr)
+            return 1
+    seed_keys = [k for k in seed_keys if k in rows[0]]
     cols = [parse_column(c) for c in args]
-    swept = [k for k in rows[0] if k not in FIXED]
+    # the intervals the kind wrote for a column: (metric_lo95, x, n), (metric_hi95, x, n)
+    bounds = {}
+    if use_ci:
+        for c in cols:
+            bounds[(c[0] + "_lo95",) + c[1:]] = (c, 0)
+            bounds[(c[0] + "_hi95",) + c[1:]] = (c, 1)
+    if per_seed:
+        swept = [k for k in rows[0] if k not in FIXED or k == "seed"]
+        seed_keys = []
+    else:
+        swept = [k for k in rows[0] if k not in FIXED and k not in seed_keys]
     runs, order = {}, []
     for r in rows:
         if kind and r["kind"] != kind:
@@ -235,22 +316,35 @@ def main(argv):
         # row, and, with --kind (one kind's runs only), its params too
         key = (r["encoding"],) + tuple(r[k] for k in swept
                                        if kind or not k.startswith("params."))
+        seed = tuple(r[k] for k in seed_keys)
         rk = row_key(r)
-        for c in cols:
-            if rk == c:
-                if key not in runs:
-                    runs[key] = {"_r": r}
-                    order.append(key)
-                runs[key][c] = r["value"]
+        hit = [c for c in cols if rk == c]
+        if hit or (rk in bounds and "ci" in r.get("plot", "ci").split()):
+            if key not in runs:
+                runs[key] = {"_r": r, "_seeds": set(), "_ci": {}}
+                order.append(key)
+            if hit:
+                runs[key]["_seeds"].add(seed)
+            for c in hit:
+                runs[key].setdefault(c, {})[seed] = r["value"]
+            if rk in bounds:
+                c, side = bounds[rk]
+                runs[key]["_ci"].setdefault(c, {}).setdefault(seed, ["", ""])[side] = r["value"]
+    order = [i for i in order if runs[i]["_seeds"]]
     used = [k for k in swept if len({runs[i]["_r"][k] for i in order}) > 1]
+    seeded = any(len(runs[i]["_seeds"]) > 1 for i in order)
     # headers as given: "METRIC @ X", "METRIC @ X/N"
-    head = ["encoding"] + used + [a.replace("@", " @ ", 1) for a in args]
+    head = (["encoding"] + used + (["n seeds"] if seeded else [])
+            + [a.replace("@", " @ ", 1) for a in args])
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for i in order:
         r = runs[i]
-        vals = [fmt(float(r[c]), sig) if c in r and r[c] != "" else "—" for c in cols]
-        print("| " + " | ".join([r["_r"]["encoding"]] + [r["_r"][k] for k in used] + vals) + " |")
+        n = len(r["_seeds"])
+        ci = {c: {s: lh for s, lh in r["_ci"].get(c, {}).items() if "" not in lh} for c in cols}
+        vals = [cell(r.get(c, {}), ci[c], n, sig) for c in cols]
+        print("| " + " | ".join([r["_r"]["encoding"]] + [r["_r"][k] for k in used]
+                                + ([str(n)] if seeded else []) + vals) + " |")
     return 0
 
 

@@ -5,7 +5,9 @@
 # and encoding's check, plan), so a schema or registry change cannot
 # silently break a study. CPU only: the dry run creates no device.
 # Also scripts/results_table.py, which the study READMEs' tables come from,
-# on a hand-made results.csv (a non-monotone grid for --smallest).
+# on hand-made results.csv files (a non-monotone grid for --smallest; runs
+# that differ only in seed, averaged with a 95 % interval; a kind's own
+# X_lo95/X_hi95 interval shown beside X).
 # usage: test_studies.sh path/to/ropelab path/to/experiments [path/to/results_table.py]
 set -u
 bin=$1 dir=$2 table=${3:-}
@@ -52,6 +54,57 @@ if [ -n "$table" ]; then
   [ "$got" = "| rope | 300 | 20.0000 | -0.1235 |" ] || { echo "FAIL: results_table.py (4 decimals) gave: $got"; bad=$((bad + 1)); } >&2
   got=$(python3 "$table" "$csv" --sig 2 score_min.min_score_device@7 | tail -n 1)
   [ "$got" = "| rope | -0.12 |" ] || { echo "FAIL: results_table.py --sig 2 gave: $got"; bad=$((bad + 1)); } >&2
+  # Seeds: runs differing only in data.seed share a row, mean [95 % interval].
+  # Expected values by hand: a: 1, 3: mean 2, s = sqrt(2), t(0.975, 1) = 12.706,
+  # half-width 12.706 * sqrt(2)/sqrt(2) = 12.706. b: 1, 2, 3: s = 1, t(0.975, 2) =
+  # 4.3027, half-width 4.3027/sqrt(3) = 2.4841. c: 0, 0, 10, 0, 0 (n = 5: bootstrap):
+  # a resample's mean is 2k, k ~ Binomial(5, 0.2) draws of the 10; P(k = 0) =
+  # 0.328 > 2.5 % gives lo 0; P(k >= 4) = 0.0067 < 2.5 % < P(k >= 3) = 0.058
+  # gives hi 2 * 3 = 6 (10000 resamples put the empirical tails within 0.003
+  # of these). d: one seed, the kind's Wilson bounds (plot word ci) beside X.
+  # e: loss 4, 6: 5 +- 12.706; its accuracy has one seed of two.
+  csv=$tmp/seeds.csv
+  {
+    echo 'run_id,device,kind,status,encoding,seed,data.seed,metric,length,x,value,plot'
+    echo 'a1,cpu,k,passed,a,7,1,acc.accuracy,,2048,1,fraction'
+    echo 'a2,cpu,k,passed,a,7,2,acc.accuracy,,2048,3,fraction'
+    echo 'b1,cpu,k,passed,b,7,1,acc.accuracy,,2048,1,fraction'
+    echo 'b2,cpu,k,passed,b,7,2,acc.accuracy,,2048,2,fraction'
+    echo 'b3,cpu,k,passed,b,7,3,acc.accuracy,,2048,3,fraction'
+    echo 'c1,cpu,k,passed,c,7,1,acc.accuracy,,2048,0,fraction'
+    echo 'c2,cpu,k,passed,c,7,2,acc.accuracy,,2048,0,fraction'
+    echo 'c3,cpu,k,passed,c,7,3,acc.accuracy,,2048,10,fraction'
+    echo 'c4,cpu,k,passed,c,7,4,acc.accuracy,,2048,0,fraction'
+    echo 'c5,cpu,k,passed,c,7,5,acc.accuracy,,2048,0,fraction'
+    echo 'd1,cpu,k,passed,d,7,1,acc.accuracy,,2048,0.91,fraction'
+    echo 'd1,cpu,k,passed,d,7,1,acc.accuracy_lo95,,2048,0.88,ci fraction'
+    echo 'd1,cpu,k,passed,d,7,1,acc.accuracy_hi95,,2048,0.93,ci fraction'
+    echo 'd1,cpu,k,passed,d,7,1,loss,,,4,'
+    echo 'e1,cpu,k,passed,e,7,1,loss,,,4,'
+    echo 'e2,cpu,k,passed,e,7,2,loss,,,6,'
+    echo 'e1,cpu,k,passed,e,7,1,acc.accuracy,,2048,0.5,fraction'
+  } >"$csv"
+  want='| encoding | n seeds | acc.accuracy @ 2048 | loss |
+|---|---|---|---|
+| a | 2 | 2 [-10.7, 14.7] | — |
+| b | 3 | 2 [-0.484, 4.48] | — |
+| c | 5 | 2 [0, 6] | — |
+| d | 1 | 0.91 [0.88, 0.93] | 4 |
+| e | 2 | 0.5 (n=1) | 5 [-7.71, 17.7] |'
+  got=$(python3 "$table" "$csv" --sig 3 acc.accuracy@2048 loss)
+  [ "$got" = "$want" ] || { echo "FAIL: results_table.py over seeds gave:"; echo "$got"; bad=$((bad + 1)); } >&2
+  got=$(python3 "$table" "$csv" --sig 3 --no-ci acc.accuracy@2048 | grep '^| d ')
+  [ "$got" = "| d | 1 | 0.91 |" ] || { echo "FAIL: results_table.py --no-ci gave: $got"; bad=$((bad + 1)); } >&2
+  got=$(python3 "$table" "$csv" --sig 3 acc.accuracy_lo95@2048 | tail -n 1)
+  [ "$got" = "| d | 0.88 |" ] || { echo "FAIL: results_table.py (a bound as its own column) gave: $got"; bad=$((bad + 1)); } >&2
+  got=$(python3 "$table" "$csv" --per-seed acc.accuracy@2048 | sed -n 3,4p)
+  [ "$got" = '| a | 1 | 1.0000 |
+| a | 2 | 3.0000 |' ] || { echo "FAIL: results_table.py --per-seed gave:"; echo "$got"; bad=$((bad + 1)); } >&2
+  # the run's own seed column (batches merged from different seeds) groups the same way
+  printf '%s\n' 'run_id,device,kind,status,encoding,seed,metric,length,x,value,plot' \
+    'a1,cpu,k,passed,a,1,loss,,,1,' 'a2,cpu,k,passed,a,2,loss,,,3,' >"$csv"
+  got=$(python3 "$table" "$csv" --sig 3 loss | tail -n 1)
+  [ "$got" = "| a | 2 | 2 [-10.7, 14.7] |" ] || { echo "FAIL: results_table.py over the seed column gave: $got"; bad=$((bad + 1)); } >&2
   # --fit on bounds b = 10, 100, 10^4 at L = 10, 100, 1000 (log10: u = 1, 2, 3,
   # v = 1, 2, 4): by hand k = 1.5, log10 c = 7/3 - 3 = -2/3 (c = 0.2154),
   # residuals 1/6, -1/3, 1/6, s^2 = 1/6 on 1 degree of freedom, se(k) =
