@@ -128,7 +128,10 @@ def verify(out, field, op, filters, sig, log10):
             if not ok:
                 continue
             if field == "ratio":
-                vals.append(v["max_error"] / v["bound"])
+                # an exact check (bound 0, e.g. NoPE's identity transform)
+                # that found no error is 0 of its bound
+                e, b = float(v["max_error"]), float(v["bound"])
+                vals.append(0.0 if e == 0 and b == 0 else e / b if b else math.inf)
             else:
                 vals.append(float(v[field]))
     if op == "count":
