@@ -216,7 +216,9 @@ def analyse(d):
     return {"seeds": seeds, "svals": svals, "per_s": per_s, "fits": fits,
             "fit": fits[0] if fits else None,
             "quad_dev": quad_dev, "unbracketed": unbracketed, "excess": excess,
-            "rope_mean": mean([rope[k] for k in seeds])}
+            "rope_mean": mean([rope[k] for k in seeds]),
+            "rope_sd": math.sqrt(sum((rope[k] - mean([rope[j] for j in seeds])) ** 2
+                                     for k in seeds) / (len(seeds) - 1))}
 
 
 def label(setting):
@@ -241,8 +243,8 @@ def part_table(res, order, train):
     print()
     for st in order:
         r = res[st]
-        print(f"**{label(st)}** ({len(r['seeds'])} seeds; RoPE's entropy {r['rope_mean']:.4f} "
-              f"nats, seed mean)")
+        print(f"**{label(st)}** ({len(r['seeds'])} seeds; RoPE's entropy at "
+              f"N = {train}: {r['rope_mean']:.4f} nats seed mean, {r['rope_sd']:.4f} seed sd)")
         print()
         print("| s | ln s | YaRN 0.1 ln s + 1 | f* (mean) | 95 % interval | seed sd | "
               "fit a ln s + b | f* − fit | entropy above RoPE's at factor 1 (nats) | "
