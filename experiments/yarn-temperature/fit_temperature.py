@@ -42,6 +42,7 @@ T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
         2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 B = 10000
+SHAPE = {}  # head_dim, train_len of the runs (load)
 YARN_A, YARN_B = 0.1, 1.0
 
 
@@ -61,6 +62,7 @@ def load(path):
             if float(r["x"]) != float(r["train_len"]):
                 continue  # only the training length is the criterion
             train = int(r["train_len"])
+            SHAPE["head_dim"], SHAPE["train_len"] = r["head_dim"], r["train_len"]
             setting = tuple(sorted((k[5:], v) for k, v in r.items()
                                    if k.startswith("data.") and k != "data.seed" and v != ""))
             if setting not in data:
@@ -319,8 +321,17 @@ def part_summary(res, order):
     print(f"yarn-temperature | fitted a = {a:.3f} [{alo:.3f}, {ahi:.3f}], "
           f"b = {b:.3f} [{blo:.3f}, {bhi:.3f}] | YaRN: 0.1, 1")
     print()
+    print(f"(head_dim {SHAPE.get('head_dim')}, train_len {SHAPE.get('train_len')}, "
+          f"{label(st)}, {len(r['seeds'])} seeds; 95 % t-intervals)")
+    print()
     for s2 in order:
         print(f"- {label(s2)}: " + "; ".join(verdict(res[s2])) + ".")
+    if len(order) < 2:
+        ys = [YARN_A * math.log(s) + YARN_B for s in r["svals"]]
+        above = sum(1 for s, y in zip(r["svals"], ys) if y > r["per_s"][s][2])
+        print(f"- YaRN's 0.1 ln s + 1 above the matched factor's interval: at {above} of "
+              f"{len(r['svals'])} s.")
+        return
     ivs = [(label(s2),) + fit_ci(res[s2])[0] for s2 in order if res[s2]["fit"]]
     sep = [(x[0], y[0]) for i, x in enumerate(ivs) for y in ivs[i + 1:]
            if x[3] < y[2] or y[3] < x[2]]
