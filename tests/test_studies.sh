@@ -110,7 +110,7 @@ if [ -n "$table" ]; then
     'a1,cpu,k,passed,a,1,0,loss,,,1,' 'a2,cpu,k,passed,a,1,1,loss,,,3,' >"$csv"
   got=$(python3 "$table" "$csv" --seed-key params.draw --sig 3 loss | tail -n 1)
   [ "$got" = "| a | 2 | 2 [-10.7, 14.7] |" ] || { echo "FAIL: results_table.py --seed-key gave: $got"; bad=$((bad + 1)); } >&2
-  got=$(python3 "$table" "$csv" --sig 3 loss | tail -n 1)
+  got=$(python3 "$table" "$csv" --kind k --sig 3 loss | tail -n 1)
   [ "$got" = "| a | 1 | 3 |" ] || { echo "FAIL: results_table.py (params.draw a swept key, not a seed) gave: $got"; bad=$((bad + 1)); } >&2
 fi
 [ "$n" -gt 0 ] || { echo "FAIL: no batch file under $dir" >&2; exit 1; }
