@@ -81,6 +81,20 @@ def select(rows, sel):
             and all((r[k] == v[1:]) == (v[0] == "=") for k, v in filters)]
 
 
+def load(path, sels):
+    """The rows of results.csv that SELs can match: when every SEL names a
+    metric, only lines holding one of those names are parsed (a study's
+    results.csv has tens of thousands of table rows)."""
+    names = [parse_sel(a)[0] for a in sels]
+    with open(path, newline="") as fp:
+        head = fp.readline()
+        if None in names:
+            lines = fp
+        else:
+            lines = [ln for ln in fp if any(n[0] in ln for n in names)]
+        return list(csv.DictReader([head] + list(lines)))
+
+
 def fmt(v, sig):
     """N significant digits; integers below 10^15, and numbers from 10^N up
     to 10^6 rounded to N digits, without an exponent (7311 at 2 digits: 7300)."""
@@ -180,8 +194,7 @@ def main(argv):
             print(verify(os.path.dirname(os.path.abspath(path)), args[0], args[1], filters,
                          sig, log10))
             return 0
-        with open(path, newline="") as fp:
-            rows = list(csv.DictReader(fp))
+        rows = load(path, args)
         if op in ("value", "min", "max", "range", "count", "runs"):
             if len(args) != 1:
                 print(f"{op} takes one SEL", file=sys.stderr)

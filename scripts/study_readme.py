@@ -203,6 +203,9 @@ def main(argv):
             want = got.split("\n")
             if want and want[-1] == "":
                 want.pop()
+            if any(BLOCK_OPEN.match(w) or BLOCK_END.match(w) or "<!-- g:" in w for w in want):
+                print(f"{readme}:{mk['line']}: {mk['cmd']}: its output holds a marker", file=sys.stderr)
+                return 2
             have = lines[mk["body_start"]:mk["body_end"]]
             if have != want:
                 differ += 1

@@ -119,6 +119,13 @@ if [ -n "$table" ]; then
   got=$(python3 "$table" "$tmp/fit.csv" --fit encoding.rope_theta first_negative_distance 10 100 1000 | tail -n 1)
   want='| least squares on log b = log c + k log L; 95 %: t(1) = 12.7062 × standard error | 0.2154 [2.568e-09, 1.807e+07] | 1.5000 [-2.1680, 5.1680] | 3 |'
   [ "$got" = "$want" ] || { echo "FAIL: results_table.py --fit gave: $got"; bad=$((bad + 1)); } >&2
+  # --seed-key: another swept column counted as a seed (here params.draw)
+  printf '%s\n' 'run_id,device,kind,status,encoding,seed,params.draw,metric,length,x,value,plot' \
+    'a1,cpu,k,passed,a,1,0,loss,,,1,' 'a2,cpu,k,passed,a,1,1,loss,,,3,' >"$csv"
+  got=$(python3 "$table" "$csv" --seed-key params.draw --sig 3 loss | tail -n 1)
+  [ "$got" = "| a | 2 | 2 [-10.7, 14.7] |" ] || { echo "FAIL: results_table.py --seed-key gave: $got"; bad=$((bad + 1)); } >&2
+  got=$(python3 "$table" "$csv" --kind k --sig 3 loss | tail -n 1)
+  [ "$got" = "| a | 1 | 3 |" ] || { echo "FAIL: results_table.py (params.draw a swept key, not a seed) gave: $got"; bad=$((bad + 1)); } >&2
 fi
 [ "$n" -gt 0 ] || { echo "FAIL: no batch file under $dir" >&2; exit 1; }
 echo "$n batch files, $bad problems"
