@@ -547,21 +547,25 @@ static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, con
           fp);
     fputs("plot ", fp);
     int any = 0;
+    /* every band first, then the lines over them */
+    for (size_t si = 0; si < fg->n; si++) {
+        if ((panel && panel[si] != p) || !fg->s[si].ci)
+            continue;
+        const char *rgb = palette[sty[si].colour];
+        fputs(any++ ? ", \\\n     " : "", fp);
+        gp_string(fp, file);
+        if (fg->categorical)
+            fprintf(fp, " index %zu using 0:2:3:4 with yerrorbars lc rgb \"%s\" pt 0 notitle",
+                    si, rgb);
+        else
+            fprintf(fp, " index %zu using 1:3:4 with filledcurves fs transparent solid 0.15 "
+                        "noborder lc rgb \"%s\" notitle", si, rgb);
+    }
     for (size_t si = 0; si < fg->n; si++) {
         if (panel && panel[si] != p)
             continue;
         const plot_series *s = &fg->s[si];
         const char *rgb = palette[sty[si].colour];
-        if (s->ci) {
-            fputs(any++ ? ", \\\n     " : "", fp);
-            gp_string(fp, file);
-            if (fg->categorical)
-                fprintf(fp, " index %zu using 0:2:3:4 with yerrorbars lc rgb \"%s\" pt 0 "
-                            "notitle", si, rgb);
-            else
-                fprintf(fp, " index %zu using 1:3:4 with filledcurves fs transparent solid 0.18 "
-                            "noborder lc rgb \"%s\" notitle", si, rgb);
-        }
         fputs(any++ ? ", \\\n     " : "", fp);
         gp_string(fp, file);
         size_t every = s->n_pt / 16 + 1; /* about 16 marks a line */
@@ -700,6 +704,8 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         fputs(rg->xmax / rg->xmin <= 4096
                   ? "set logscale x 2\nset format x \"%.0f\"\nset autoscale xfix\n"
                   : "set logscale x 10\nset autoscale xfix\n", fp);
+    else if (!fg->categorical) /* the data's x range, a margin either side */
+        fputs("set autoscale xfix\nset offsets graph 0.02, graph 0.02, 0, 0\n", fp);
     if (ax->logy)
         fputs("set logscale y\nset format y \"%.0e\"\n", fp);
     if (ax->symlog) {
