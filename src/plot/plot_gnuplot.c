@@ -151,6 +151,7 @@ static rl_status run_gnuplot(const char *prog, const char *dir, const char *scri
 typedef struct ranges {
     double xmin, xmax, ymin, ymax;
     double lo, hi, amax, amed;
+    double ref_lo, ref_hi, ref_pos; /* the references' y: least, largest, least positive */
     int x_pos, y_pos, y_neg;
 } ranges;
 
@@ -162,7 +163,8 @@ static int by_dbl(const void *a, const void *b)
 
 static void figure_ranges(const plot_figure *fg, ranges *rg)
 {
-    *rg = (ranges){INFINITY, -INFINITY, INFINITY, -INFINITY, INFINITY, -INFINITY, 0, 0, 1, 1, 0};
+    *rg = (ranges){INFINITY,  -INFINITY, INFINITY, -INFINITY, INFINITY, -INFINITY, 0, 0,
+                   INFINITY, -INFINITY, INFINITY, 1,        1,         0};
     size_t n_all = 0, n_abs = 0;
     for (size_t si = 0; si < fg->n; si++)
         n_all += fg->s[si].n_pt;
@@ -713,10 +715,11 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
                 ax->sym_c);
         symlog_tics(fp, rg, ax->sym_c);
     }
-    /* the panels share one y range */
-    double ylo = rg->lo, yhi = rg->hi;
+    /* the panels share one y range, the references' in it (as autoscale
+     * would have it) */
+    double ylo = fmin(rg->lo, rg->ref_lo), yhi = fmax(rg->hi, rg->ref_hi);
     if (ax->logy && !(ylo > 0))
-        ylo = rg->ymin; /* zeros are left off a log axis */
+        ylo = fmin(rg->ymin, rg->ref_pos); /* zeros are left off a log axis */
     if (fg->flags & PLOT_F_FRACTION)
         fputs("set yrange [-0.04:1.06]\n", fp); /* 0 and 1 inside the frame */
     else if (fg->flags & PLOT_F_ONE) {
@@ -729,7 +732,7 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
             fprintf(fp, "set yrange [*:%.17g]\n", ax->logy ? 2 * top : 1.1 * top);
     } else if (n_panels && isfinite(ylo) && isfinite(yhi) && yhi > ylo) {
         if (ax->logy)
-            fprintf(fp, "set yrange [%.17g:%.17g]\n", ylo / 1.5, yhi * 1.5);
+            fprintf(fp, "set yrange [%.17g:%.17g]\n", ylo / 2, yhi * 2);
         else
             fprintf(fp, "set yrange [%.17g:%.17g]\n", ylo - 0.04 * (yhi - ylo),
                     yhi + 0.04 * (yhi - ylo));
@@ -792,7 +795,19 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
             fputs("set title ", bp);
             gp_string(bp, pt);
             fputc('\n', bp);
-            plot_command(bp, c, fg, name, sty, panel, p, fcol, ref_names, n_refs);
+            /* a panel titled by its one encoding: labels without it */
+            int skip = fcol;
+            const char *e0 = NULL;
+            int one_enc = 1;
+            for (size_t si = 0; si < fg->n; si++)
+                if (panel[si] == p) {
+                    const char *e = plot_field(c, fg->s[si].first_row, c->c_enc);
+                    one_enc &= !e0 || strcmp(e, e0) == 0;
+                    e0 = e;
+                }
+            if (one_enc && e0 && strcmp(pt, e0) == 0)
+                skip = c->c_enc;
+            plot_command(bp, c, fg, name, sty, panel, p, skip, ref_names, n_refs);
         }
         fputs("unset multiplot\n", bp);
         caption_add(fg, " One panel per %s (more than 10 lines in one frame would not be "
@@ -836,6 +851,14 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
     size_t n_refs = find_refs(fg, figs, n_figs, refs, ref_names, 4);
     ranges rg;
     figure_ranges(fg, &rg);
+    for (size_t r = 0; r < n_refs; r++)
+        for (size_t k = 0; k < refs[r]->n_pt; k++) {
+            double y = refs[r]->pt[k].y;
+            rg.ref_lo = fmin(rg.ref_lo, y);
+            rg.ref_hi = fmax(rg.ref_hi, y);
+            if (y > 0)
+                rg.ref_pos = fmin(rg.ref_pos, y);
+        }
     axes ax = choose_axes(fg, &rg);
     rl_status st;
     if ((st = write_data(fg, refs, n_refs, &ax, &rg, dat, err)) ||

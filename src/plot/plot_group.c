@@ -55,7 +55,10 @@ const char *plot_key_name(const char *key)
 void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int skip, char *out,
                        size_t cap)
 {
-    size_t len = (size_t)snprintf(out, cap, "%s", plot_field(c, fg->s[si].first_row, c->c_enc));
+    const char *enc = plot_field(c, fg->s[si].first_row, c->c_enc);
+    size_t len = skip == c->c_enc ? 0 : (size_t)snprintf(out, cap, "%s", enc);
+    if (!len)
+        out[0] = '\0';
     const plot_csv_row *h = &c->t->rows[0];
     for (size_t col = 0; col < h->n && len < cap; col++) {
         if (!(c->is_param[col] || (int)col == c->c_dev) || (int)col == skip)
@@ -75,7 +78,7 @@ void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int 
         }
     }
     if (len == 0)
-        snprintf(out, cap, "%s", fg->s[si].run_id);
+        snprintf(out, cap, "%s", *enc ? enc : fg->s[si].run_id);
 }
 
 /* ---- points: values (means over seeds) with their 95 % intervals -------- */

@@ -146,7 +146,8 @@ int plot_same_table(const char *a, const char *b);
 
 /* Label of series si: its encoding, then every parameter (and the device)
  * whose value differs between the figure's series, but column skip (-1:
- * none; a facet's column, said in its panel's title), a parameter the run
+ * none; a facet's column or the encoding's, said in its panel's title;
+ * the encoding stays when nothing else is left), a parameter the run
  * does not set (empty: no "(default)") and, for a mean over seeds, the
  * seed; the run id if that is empty. */
 void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int skip, char *out,
