@@ -831,6 +831,42 @@ START_TEST(signed_decades_and_references_of_another_unit)
 }
 END_TEST
 
+/* A reference each run emits with its own values (its training length) is
+ * drawn once per distinct curve, named by its run; the same curve from
+ * every run, once. */
+START_TEST(each_run_keeps_its_own_reference)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path,
+               HEAD2
+               E1 "w.len,,0,6,tokens,wavelength,j,,j,log-y\n"
+               E1 "w.len,,1,600,tokens,wavelength,j,,j,log-y\n"
+               E1 "w.train,,0,128,tokens,training length,j,,j,ref\n"
+               E1 "w.train,,1,128,tokens,training length,j,,j,ref\n"
+               E1 "w.one,,0,1,tokens,one,j,,j,ref\n" E1 "w.one,,1,1,tokens,one,j,,j,ref\n"
+               E2 "w.len,,0,5,tokens,wavelength,j,,j,log-y\n"
+               E2 "w.len,,1,500,tokens,wavelength,j,,j,log-y\n"
+               E2 "w.train,,0,512,tokens,training length,j,,j,ref\n"
+               E2 "w.train,,1,512,tokens,training length,j,,j,ref\n"
+               E2 "w.one,,0,1,tokens,one,j,,j,ref\n" E2 "w.one,,1,1,tokens,one,j,,j,ref\n");
+    rl_error err = {0};
+    plot_options o = {.no_svg = 1};
+    ck_assert_msg(plot_dir(dir, &o, NULL, &err) == RL_OK, "%s", err.msg);
+    char *gp = read_plot_file(dir, "w.len.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "title 'training length (rope)'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'training length (pi)'"));
+    ck_assert_uint_eq(count_str(gp, "title 'one'"), 1);
+    free(gp);
+    char *dat = read_plot_file(dir, "w.len.dat");
+    ck_assert_ptr_nonnull(strstr(dat, "0 128\n1 128\n"));
+    ck_assert_ptr_nonnull(strstr(dat, "0 512\n1 512\n"));
+    free(dat);
+    rm_tree(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plot");
@@ -849,6 +885,7 @@ int main(void)
     tcase_add_test(tc, seeds_are_one_line_with_an_interval);
     tcase_add_test(tc, styles_legends_and_log_axes);
     tcase_add_test(tc, signed_decades_and_references_of_another_unit);
+    tcase_add_test(tc, each_run_keeps_its_own_reference);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

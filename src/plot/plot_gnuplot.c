@@ -228,26 +228,80 @@ static axes choose_axes(const plot_figure *fg, const ranges *rg)
 }
 
 /* Reference curves of fg's table (plot word "ref", or "<table>.ref_*") at
- * fg's length and in fg's unit among figs: the run with the most points of
- * each, drawn dashed after the runs' series. A reference in another unit
- * (a relative bound beside absolute errors) is never drawn on fg's axis. */
-static size_t find_refs(const plot_figure *fg, const plot_figure *figs, size_t n_figs,
-                        plot_series **refs, const char **ref_names, size_t cap)
+ * fg's length and in fg's unit: for each of fg's lines the curve its own
+ * run emits (the training length of that run, not of another one), the
+ * same curve once; when no run of fg emits it, the reference run with the
+ * most points. Drawn dashed black after the runs' lines. A reference in
+ * another unit (a relative bound beside absolute errors) is never drawn on
+ * fg's axis. */
+#define MAX_REFS 4
+#define MAX_REF_CURVES 16
+typedef struct refset {
+    size_t n;                                /* reference metrics */
+    const char *name[MAX_REFS];              /* their titles */
+    size_t n_curves;                         /* distinct curves: data blocks fg->n + k */
+    const plot_series *curve[MAX_REF_CURVES];
+    size_t curve_ref[MAX_REF_CURVES];        /* the reference metric of each */
+    int *of;                                 /* [n][fg->n]: the curve of line si, -1 none */
+} refset;
+
+/* The same points exactly (a reference repeated by every run). */
+static int same_curve(const plot_series *a, const plot_series *b)
 {
-    size_t n_refs = 0;
-    for (size_t i = 0; i < n_figs && n_refs < cap && !fg->categorical; i++) {
-        if (!figs[i].is_ref || figs[i].categorical ||
-            !plot_same_table(figs[i].metric, fg->metric) || figs[i].n == 0 ||
-            strcmp(figs[i].length, fg->length) != 0 || strcmp(figs[i].unit, fg->unit) != 0)
+    if (a->n_pt != b->n_pt)
+        return 0;
+    for (size_t k = 0; k < a->n_pt; k++)
+        if (a->pt[k].x != b->pt[k].x || a->pt[k].y != b->pt[k].y)
+            return 0;
+    return 1;
+}
+
+static int add_curve(refset *rs, size_t r, const plot_series *s)
+{
+    for (size_t k = 0; k < rs->n_curves; k++)
+        if (rs->curve_ref[k] == r && same_curve(rs->curve[k], s))
+            return (int)k;
+    if (rs->n_curves == MAX_REF_CURVES)
+        return -1;
+    rs->curve[rs->n_curves] = s;
+    rs->curve_ref[rs->n_curves] = r;
+    return (int)rs->n_curves++;
+}
+
+static rl_status find_refs(const plot_figure *fg, const plot_figure *figs, size_t n_figs,
+                           refset *rs, rl_error *err)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->of = malloc(MAX_REFS * (fg->n ? fg->n : 1) * sizeof *rs->of);
+    if (!rs->of)
+        return rl_fail(err, RL_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n_figs && rs->n < MAX_REFS && !fg->categorical; i++) {
+        const plot_figure *rf = &figs[i];
+        if (!rf->is_ref || rf->categorical || !plot_same_table(rf->metric, fg->metric) ||
+            rf->n == 0 || strcmp(rf->length, fg->length) != 0 || strcmp(rf->unit, fg->unit) != 0)
             continue;
-        plot_series *best = &figs[i].s[0];
-        for (size_t k = 1; k < figs[i].n; k++)
-            if (figs[i].s[k].n_pt > best->n_pt)
-                best = &figs[i].s[k];
-        refs[n_refs] = best;
-        ref_names[n_refs++] = figs[i].title;
+        size_t r = rs->n++;
+        rs->name[r] = rf->title;
+        int *of = rs->of + r * fg->n, any = 0;
+        for (size_t si = 0; si < fg->n; si++) {
+            of[si] = -1;
+            for (size_t k = 0; k < rf->n && of[si] < 0; k++)
+                if (strcmp(rf->s[k].run_id, fg->s[si].run_id) == 0 &&
+                    strcmp(rf->s[k].device, fg->s[si].device) == 0 && rf->s[k].n_pt)
+                    of[si] = add_curve(rs, r, &rf->s[k]);
+            any |= of[si] >= 0;
+        }
+        if (!any) {
+            const plot_series *best = &rf->s[0];
+            for (size_t k = 1; k < rf->n; k++)
+                if (rf->s[k].n_pt > best->n_pt)
+                    best = &rf->s[k];
+            int b = add_curve(rs, r, best);
+            for (size_t si = 0; si < fg->n; si++)
+                of[si] = b;
+        }
     }
-    return n_refs;
+    return RL_OK;
 }
 
 static void dat_num(FILE *fp, double v)
@@ -262,16 +316,16 @@ static void dat_num(FILE *fp, double v)
  * series with intervals (NaN where a point has none; on a log axis a bound
  * at or below 0 is drawn a decade below the smallest value), the
  * references last ("x y"). */
-static rl_status write_data(const plot_figure *fg, plot_series *const *refs, size_t n_refs,
-                            const axes *ax, const ranges *rg, const char *path, rl_error *err)
+static rl_status write_data(const plot_figure *fg, const refset *rs, const axes *ax,
+                            const ranges *rg, const char *path, rl_error *err)
 {
     rl_atomic_file af;
     rl_status st = rl_atomic_open(&af, path, err);
     if (st)
         return st;
     double floor_lo = isfinite(rg->ymin) ? rg->ymin / 10 : NAN;
-    for (size_t si = 0; si < fg->n + n_refs; si++) {
-        const plot_series *s = si < fg->n ? &fg->s[si] : refs[si - fg->n];
+    for (size_t si = 0; si < fg->n + rs->n_curves; si++) {
+        const plot_series *s = si < fg->n ? &fg->s[si] : rs->curve[si - fg->n];
         fputs("# ", af.fp);
         dat_text(af.fp, s->run_id, 0);
         if (s->n_runs > 1)
@@ -531,7 +585,7 @@ static void panel_title(const plot_ctx *c, const plot_figure *fg, int col, const
  * line, then the references and the line at 1. */
 static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, const char *name,
                          const style *sty, const size_t *panel, size_t p, int skip,
-                         const char *const *ref_names, size_t n_refs)
+                         const refset *rs)
 {
     char file[200], label[512];
     snprintf(file, sizeof file, "%s.dat", name);
@@ -544,7 +598,7 @@ static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, con
             plot_series_label(c, fg, si, skip, label, sizeof label);
             longest = strlen(label) > longest ? strlen(label) : longest;
         }
-    fputs((panel || n_in + n_refs <= 6) && longest <= 60 ? "set key below horizontal\n"
+    fputs((panel || n_in + rs->n <= 6) && longest <= 60 ? "set key below horizontal\n"
                                                          : "set key outside right top vertical\n",
           fp);
     fputs("plot ", fp);
@@ -581,12 +635,38 @@ static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, con
         plot_series_label(c, fg, si, skip, label, sizeof label);
         gp_string(fp, label);
     }
-    for (size_t r = 0; r < n_refs; r++) {
-        fputs(", \\\n     ", fp);
-        gp_string(fp, file);
-        fprintf(fp, " index %zu using 1:2 with lines dt 2 lw 1.5 lc rgb \"black\" title ",
-                fg->n + r);
-        gp_string(fp, ref_names[r]);
+    /* each reference's distinct curves among these lines; several: each
+     * named by the first line it belongs to, in its own dash type */
+    static const int ref_dash[] = {2, 4, 5, 3};
+    for (size_t r = 0; r < rs->n; r++) {
+        const int *of = rs->of + r * fg->n;
+        int shown[MAX_REF_CURVES];
+        size_t first[MAX_REF_CURVES], n_shown = 0;
+        for (size_t si = 0; si < fg->n; si++) {
+            if ((panel && panel[si] != p) || of[si] < 0)
+                continue;
+            size_t k = 0;
+            while (k < n_shown && shown[k] != of[si])
+                k++;
+            if (k == n_shown) {
+                shown[n_shown] = of[si];
+                first[n_shown++] = si;
+            }
+        }
+        for (size_t k = 0; k < n_shown; k++) {
+            fputs(any++ ? ", \\\n     " : "", fp);
+            gp_string(fp, file);
+            fprintf(fp, " index %zu using 1:2 with lines dt %d lw 1.5 lc rgb \"black\" title ",
+                    fg->n + (size_t)shown[k], ref_dash[k % 4]);
+            if (n_shown == 1) {
+                gp_string(fp, rs->name[r]);
+            } else {
+                char both[1100];
+                plot_series_label(c, fg, first[k], skip, label, sizeof label);
+                snprintf(both, sizeof both, "%s (%s)", rs->name[r], label);
+                gp_string(fp, both);
+            }
+        }
     }
     if ((fg->flags & PLOT_F_ONE) && !fg->categorical)
         fputs(", \\\n     1 with lines dt 3 lw 2 lc rgb \"black\" "
@@ -627,7 +707,7 @@ static void symlog_tics(FILE *fp, const ranges *rg, double cw)
  * gnuplot variables out_png and out_svg (name.png / name.svg unless set
  * with -e), file names relative to DIR/plots; fills fg->caption. */
 static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *name,
-                              const char *const *ref_names, size_t n_refs, const ranges *rg,
+                              const refset *rs, const ranges *rg,
                               const axes *ax, int svg, const char *path, rl_error *err)
 {
     char file[200], text[700];
@@ -788,8 +868,14 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
                 tl, tl, tl, tl, right ? "0.5" : "-0.5", right ? "left" : "right");
         caption_add(fg, " Dotted vertical line: the training length, %.17g tokens.", tl);
     }
-    for (size_t r = 0; r < n_refs; r++)
-        caption_add(fg, " Dashed black: %s.", ref_names[r]);
+    for (size_t r = 0; r < rs->n; r++) {
+        size_t n_c = 0;
+        for (size_t k = 0; k < rs->n_curves; k++)
+            n_c += rs->curve_ref[k] == r;
+        caption_add(fg, n_c > 1 ? " Dashed black: %s, each run's own (they differ: one line "
+                                  "each, named by its run)."
+                                : " Dashed black: %s.", rs->name[r]);
+    }
     if ((fg->flags & PLOT_F_ONE) && !fg->categorical)
         caption_add(fg, " Dotted horizontal line: 1 (error at its bound).");
     if (n_panels) {
@@ -815,14 +901,14 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
                 }
             if (one_enc && e0 && strcmp(pt, e0) == 0)
                 skip = c->c_enc;
-            plot_command(bp, c, fg, name, sty, panel, p, skip, ref_names, n_refs);
+            plot_command(bp, c, fg, name, sty, panel, p, skip, rs);
         }
         fputs("unset multiplot\n", bp);
         caption_add(fg, " One panel per %s (more than 10 lines in one frame would not be "
                         "told apart); the panels share their axes.",
                     fcol == c->c_enc ? "encoding" : plot_key_name(c->t->rows[0].f[fcol]));
     } else {
-        plot_command(bp, c, fg, name, sty, NULL, 0, -1, ref_names, n_refs);
+        plot_command(bp, c, fg, name, sty, NULL, 0, -1, rs);
     }
     fclose(bp);
     fputs(body, fp);
@@ -854,23 +940,27 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
     snprintf(svgf, sizeof svgf, "%s/%s.svg", pd, name);
     snprintf(pngtmp, sizeof pngtmp, "%s.tmp.%ld", png, (long)getpid());
     snprintf(svgtmp, sizeof svgtmp, "%s.tmp.%ld", svgf, (long)getpid());
-    plot_series *refs[4];
-    const char *ref_names[4];
-    size_t n_refs = find_refs(fg, figs, n_figs, refs, ref_names, 4);
+    refset rs;
+    rl_status st = find_refs(fg, figs, n_figs, &rs, err);
+    if (st) {
+        free(rs.of);
+        return st;
+    }
     ranges rg;
     figure_ranges(fg, &rg);
-    for (size_t r = 0; r < n_refs; r++)
-        for (size_t k = 0; k < refs[r]->n_pt; k++) {
-            double y = refs[r]->pt[k].y;
+    for (size_t r = 0; r < rs.n_curves; r++)
+        for (size_t k = 0; k < rs.curve[r]->n_pt; k++) {
+            double y = rs.curve[r]->pt[k].y;
             rg.ref_lo = fmin(rg.ref_lo, y);
             rg.ref_hi = fmax(rg.ref_hi, y);
             if (y > 0)
                 rg.ref_pos = fmin(rg.ref_pos, y);
         }
     axes ax = choose_axes(fg, &rg);
-    rl_status st;
-    if ((st = write_data(fg, refs, n_refs, &ax, &rg, dat, err)) ||
-        (st = write_script(c, fg, name, ref_names, n_refs, &rg, &ax, svg, gp, err)))
+    if (!(st = write_data(fg, &rs, &ax, &rg, dat, err)))
+        st = write_script(c, fg, name, &rs, &rg, &ax, svg, gp, err);
+    free(rs.of);
+    if (st)
         return st;
     /* the temporary names, from the safe name and our pid only */
     snprintf(outputs, sizeof outputs, "out_png='%s.png.tmp.%ld'; out_svg='%s.svg.tmp.%ld'", name,
