@@ -784,18 +784,17 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
     fputs("\nset grid\n", fp);
     /* x: the data's range (a margin either side on a linear axis, the
      * categories off the frame's edges); y: marks and error bars at the
-     * ends of an autoscaled range inside the frame */
+     * ends of an autoscaled range inside the frame, but no margin below
+     * positive values on a linear axis (it would reach below 0) */
     if (ax->logx)
         fputs(rg->xmax / rg->xmin <= 4096
                   ? "set logscale x 2\nset format x \"%.0f\"\nset autoscale xfix\n"
-                    "set offsets 0, 0, graph 0.03, graph 0.03\n"
-                  : "set logscale x 10\nset autoscale xfix\n"
-                    "set offsets 0, 0, graph 0.03, graph 0.03\n", fp);
+                  : "set logscale x 10\nset autoscale xfix\n", fp);
     else if (!fg->categorical)
-        fputs("set autoscale xfix\nset offsets graph 0.02, graph 0.02, graph 0.03, graph 0.03\n",
-              fp);
-    else
-        fputs("set offsets 0.4, 0.4, graph 0.03, graph 0.03\n", fp);
+        fputs("set autoscale xfix\n", fp);
+    fprintf(fp, "set offsets %s, graph 0.03, %s\n",
+            ax->logx ? "0, 0" : fg->categorical ? "0.4, 0.4" : "graph 0.02, graph 0.02",
+            !ax->logy && !ax->symlog && rg->lo > 0 ? "0" : "graph 0.03");
     if (ax->logy)
         fputs("set logscale y\nset format y \"%.0e\"\n", fp);
     if (ax->symlog) {
