@@ -1,6 +1,7 @@
 /* plot/: figures and report from a results directory. */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,9 +112,10 @@ START_TEST(renders_png_svg_and_report)
     ck_assert_ptr_nonnull(strstr(gp, "title 'yarn, x4 max_distance=32'"));
     ck_assert_ptr_nonnull(strstr(gp, "set xlabel 'relative distance r (tokens)'"));
     ck_assert_ptr_nonnull(strstr(gp, "set title 'relative bound'"));
-    /* series differ in colour, dash and point type */
-    ck_assert_ptr_nonnull(strstr(gp, "lc 1 dt 1 pt 7"));
-    ck_assert_ptr_nonnull(strstr(gp, "lc 2 dt 2 pt 5"));
+    /* two encodings: a colour each (a dash type per variant of one), and
+     * point types that differ */
+    ck_assert_ptr_nonnull(strstr(gp, "lc rgb \"#0072b2\" dt 1 pt 7"));
+    ck_assert_ptr_nonnull(strstr(gp, "lc rgb \"#d55e00\" dt 1 pt 5"));
     /* the "ref" column is a dashed reference inside the figure, not a
      * figure of its own (n_figures stays 2) */
     ck_assert_ptr_nonnull(strstr(gp, "index 2 using 1:2 with lines dt 2"));
@@ -591,6 +593,280 @@ START_TEST(relative_gnuplot_path_still_runs)
 }
 END_TEST
 
+/* ---- intervals, seeds, styles ------------------------------------------ */
+
+static char *read_plot_file(const char *dir, const char *name)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/plots/%s", dir, name);
+    char *t = read_file(path, NULL);
+    ck_assert_msg(t != NULL, "%s missing", path);
+    return t;
+}
+
+static size_t count_str(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* X_lo95 / X_hi95 rows (plot word ci) are X's interval, drawn as a band
+ * around X's line, never as series; a summary pair bounds the summary X. */
+#define CIH                                                                                     \
+    "run_id,device,kind,status,encoding,type,factor,head_dim,heads,kv_heads,train_len,seed,"    \
+    "metric,length,x,value,unit,title,x_name,x_unit,x_title,plot\n"
+#define CR "c1,cpu,retrieval,passed,rope,rope,,64,1,1,128,1,"
+#define ACC_T ",,accuracy,distance,tokens,needle distance,log-x fraction\n"
+#define ACC_CI ",,accuracy bound,distance,tokens,needle distance,log-x fraction ci\n"
+static const char *ci_results =
+    CIH
+    CR "r.accuracy,,1,0.5" ACC_T CR "r.accuracy,,4,0.75" ACC_T CR "r.accuracy,,16,0.25" ACC_T
+    CR "r.accuracy_lo95,,1,0.375" ACC_CI CR "r.accuracy_lo95,,4,0.625" ACC_CI
+    CR "r.accuracy_lo95,,16,0.125" ACC_CI
+    CR "r.accuracy_hi95,,1,0.625" ACC_CI CR "r.accuracy_hi95,,4,0.875" ACC_CI
+    CR "r.accuracy_hi95,,16,0.375" ACC_CI
+    CR "acc,,,0.75,,accuracy,,,,\n"
+    CR "acc_lo95,,,0.7,,accuracy bound,,,,ci\n"
+    CR "acc_hi95,,,0.8,,accuracy bound,,,,ci\n";
+
+START_TEST(interval_bounds_are_bands_not_series)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, ci_results);
+    plot_result r;
+    rl_error err = {0};
+    ck_assert_msg(plot_dir(dir, NULL, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(r.n_figures, 1);
+    snprintf(path, sizeof path, "%s/plots/r.accuracy_lo95.png", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    char *dat = read_plot_file(dir, "r.accuracy.dat");
+    ck_assert_ptr_nonnull(strstr(dat, "1 0.5 0.375 0.625\n4 0.75 0.625 0.875\n"
+                                      "16 0.25 0.125 0.375\n"));
+    free(dat);
+    char *gp = read_plot_file(dir, "r.accuracy.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "index 0 using 1:3:4 with filledcurves fs transparent"));
+    ck_assert_ptr_nonnull(strstr(gp, "notitle"));
+    ck_assert_uint_eq(count_str(gp, "with linespoints"), 2); /* one line, PNG and SVG */
+    free(gp);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = read_file(path, NULL);
+    ck_assert_ptr_nonnull(strstr(md, "Shaded band: the 95 % interval results.csv gives"));
+    ck_assert_ptr_nonnull(strstr(md, "| accuracy [95 % interval] |"));
+    ck_assert_ptr_nonnull(strstr(md, "| 0.75 [0.7, 0.8] |"));
+    ck_assert_ptr_null(strstr(md, "| accuracy bound |"));
+    free(md);
+    rm_tree(dir);
+}
+END_TEST
+
+/* Runs that differ only in their seed (the seed column, or a swept
+ * data.seed) are one line: the mean, with a t-interval for 2..4 seeds and
+ * a bootstrap one for 5 or more; runs with the same seed are never
+ * averaged. */
+#define SH                                                                                      \
+    "run_id,device,kind,status,encoding,type,factor,head_dim,heads,kv_heads,train_len,seed,"    \
+    "data.seed,metric,length,x,value,unit,title,x_name,x_unit,x_title,plot\n"
+#define SV ",,score,x,,x,\n"
+static const char *seed_results =
+    SH
+    "a1,cpu,k,passed,rope,rope,,64,1,1,128,1,,t.v,,1,1" SV
+    "a1,cpu,k,passed,rope,rope,,64,1,1,128,1,,t.v,,2,10" SV
+    "a2,cpu,k,passed,rope,rope,,64,1,1,128,2,,t.v,,1,2" SV
+    "a2,cpu,k,passed,rope,rope,,64,1,1,128,2,,t.v,,2,10" SV
+    "a3,cpu,k,passed,rope,rope,,64,1,1,128,3,,t.v,,1,3" SV
+    "a3,cpu,k,passed,rope,rope,,64,1,1,128,3,,t.v,,2,10" SV
+    "b1,cpu,k,passed,pi,linear,4,64,1,1,128,1,1,t.v,,1,1" SV
+    "b2,cpu,k,passed,pi,linear,4,64,1,1,128,1,2,t.v,,1,2" SV
+    "b3,cpu,k,passed,pi,linear,4,64,1,1,128,1,3,t.v,,1,3" SV
+    "b4,cpu,k,passed,pi,linear,4,64,1,1,128,1,4,t.v,,1,4" SV
+    "b5,cpu,k,passed,pi,linear,4,64,1,1,128,1,5,t.v,,1,5" SV
+    "c1,cpu,k,passed,ntk,ntk,4,64,1,1,128,1,,t.v,,1,7" SV
+    "c2,cpu,k,passed,ntk,ntk,4,64,1,1,128,1,,t.v,,1,8" SV;
+
+START_TEST(seeds_are_one_line_with_an_interval)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, seed_results);
+    rl_error err = {0};
+    plot_options o = {.no_svg = 1};
+    ck_assert_msg(plot_dir(dir, &o, NULL, &err) == RL_OK, "%s", err.msg);
+    char *gp = read_plot_file(dir, "t.v.gp");
+    /* rope (3 seeds), pi (5 seeds), and the two ntk runs kept apart */
+    ck_assert_uint_eq(count_str(gp, "with linespoints"), 4);
+    ck_assert_uint_eq(count_str(gp, "with filledcurves"), 2);
+    ck_assert_ptr_nonnull(strstr(gp, "title 'rope'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'pi'"));
+    ck_assert_ptr_null(strstr(gp, "seed="));
+    free(gp);
+    char *dat = read_plot_file(dir, "t.v.dat");
+    /* mean 2, s = 1: 2 -+ t(0.975, 2) / sqrt 3 = 2 -+ 2.4841377; all 10:
+     * an interval of width 0 */
+    ck_assert_ptr_nonnull(strstr(dat, "1 2 -0.484137"));
+    ck_assert_ptr_nonnull(strstr(dat, " 4.484137"));
+    ck_assert_ptr_nonnull(strstr(dat, "2 10 10 10\n"));
+    /* pi: mean 3, a bootstrap interval inside [1, 5] around it */
+    const char *b = strstr(dat, "# b1");
+    ck_assert_ptr_nonnull(b);
+    double x, y, lo, hi;
+    ck_assert_int_eq(sscanf(strchr(b, '\n') + 1, "%lf %lf %lf %lf", &x, &y, &lo, &hi), 4);
+    ck_assert_double_eq(y, 3);
+    ck_assert(lo >= 1 && lo < 3 && hi > 3 && hi <= 5);
+    free(dat);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = read_file(path, NULL);
+    ck_assert_ptr_nonnull(strstr(md, "their mean (up to 5 seeds)"));
+    ck_assert_ptr_nonnull(strstr(md, "t-interval for 2 to 4 seeds"));
+    ck_assert_ptr_nonnull(strstr(md, "percentile bootstrap over seeds"));
+    free(md);
+    rm_tree(dir);
+}
+END_TEST
+
+/* n series over a swept key (p = 1..n, the first run not setting it; the
+ * second half of encoding enc2 unless NULL), values v0 x^e (1 + i): a
+ * results.csv for the style tests. */
+static void write_series(const char *dir, size_t n, const char *enc2, double v0, int e,
+                         const char *plot)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("run_id,device,kind,status,encoding,type,factor,head_dim,heads,kv_heads,train_len,seed,"
+          "params.p,metric,length,x,value,unit,title,x_name,x_unit,x_title,plot\n", f);
+    for (size_t i = 0; i < n; i++)
+        for (int x = 1; x <= 64; x *= 4) {
+            const char *enc = enc2 && i >= n / 2 ? enc2 : "rope";
+            char p[16] = "";
+            if (i)
+                snprintf(p, sizeof p, "%zu", enc2 ? i % (n / 2) + 1 : i);
+            fprintf(f, "r%zu,cpu,k,passed,%s,rope,,64,1,1,16,1,%s,t.v,,%d,%.17g,tokens,value,x,"
+                       "tokens,distance,%s\n",
+                    i, enc, p, x, v0 * pow(x, e) * (1 + (double)i), plot);
+        }
+    fclose(f);
+}
+
+START_TEST(styles_legends_and_log_axes)
+{
+    char dir[64];
+    make_dir(dir);
+    rl_error err = {0};
+    plot_options o = {.no_svg = 1};
+    /* 9 series: 8 colours, solid, then the first colour dashed; the legend
+     * right of the frame; no "(default)" for the run without p */
+    write_series(dir, 9, NULL, 1, 0, "train-len");
+    ck_assert_msg(plot_dir(dir, &o, NULL, &err) == RL_OK, "%s", err.msg);
+    char *gp = read_plot_file(dir, "t.v.gp");
+    static const char *const pal[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
+                                      "#e69f00", "#56b4e9", "#000000", "#8c564b"};
+    char want[80];
+    for (size_t i = 0; i < 8; i++) {
+        snprintf(want, sizeof want, "lc rgb \"%s\" dt 1 ", pal[i]);
+        ck_assert_msg(count_str(gp, want) == 1, "%s", want);
+    }
+    ck_assert_ptr_nonnull(strstr(gp, "lc rgb \"#0072b2\" dt 2 "));
+    ck_assert_ptr_nonnull(strstr(gp, "set key outside right"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'rope'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'rope p=8'"));
+    ck_assert_ptr_null(strstr(gp, "default"));
+    /* values 1..9: under two decades, linear y; the training length (16,
+     * at 2/3 of the log x axis) labelled right of its line */
+    ck_assert_ptr_null(strstr(gp, "set logscale y"));
+    ck_assert_ptr_nonnull(strstr(gp, "offset 0.5,0 left"));
+    free(gp);
+    /* 12 series of two encodings: a panel per encoding, 6 lines each, the
+     * colours by p within a panel; values 1e-3..25: log y */
+    write_series(dir, 12, "pi", 1e-3, 2, "");
+    ck_assert_msg(plot_dir(dir, &o, NULL, &err) == RL_OK, "%s", err.msg);
+    gp = read_plot_file(dir, "t.v.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "set multiplot layout 1,2 title 'value'"));
+    ck_assert_ptr_nonnull(strstr(gp, "set title 'rope'"));
+    ck_assert_ptr_nonnull(strstr(gp, "set title 'pi'"));
+    ck_assert_uint_eq(count_str(gp, "lc rgb \"#0072b2\" dt 1 "), 2);
+    ck_assert_ptr_nonnull(strstr(gp, "set key below"));
+    ck_assert_ptr_nonnull(strstr(gp, "set logscale y"));
+    free(gp);
+    rm_tree(dir);
+}
+END_TEST
+
+/* Signed values over many decades (a fit that blows up): a symmetric log
+ * axis; a reference in another unit is not drawn on the axis; one in the
+ * figure's unit is. */
+START_TEST(signed_decades_and_references_of_another_unit)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path,
+               HEAD2
+               E1 "f.score,,1,0.5,,score,s,,s,\n" E1 "f.score,,2,-0.25,,score,s,,s,\n"
+               E1 "f.score,,3,0.75,,score,s,,s,\n" E1 "f.score,,4,-3e9,,score,s,,s,\n"
+               E1 "i.abs,,1,2,q.k,change,t,,t,log-y\n" E1 "i.abs,,2,3,q.k,change,t,,t,log-y\n"
+               E1 "i.rel,,1,0.1,,relative change,t,,t,log-y\n"
+               E1 "i.rel,,2,0.2,,relative change,t,,t,log-y\n"
+               E1 "i.ref_bound,,1,0.01,,relative bound,t,,t,log-y ref\n"
+               E1 "i.ref_bound,,2,0.02,,relative bound,t,,t,log-y ref\n");
+    rl_error err = {0};
+    plot_options o = {.no_svg = 1};
+    ck_assert_msg(plot_dir(dir, &o, NULL, &err) == RL_OK, "%s", err.msg);
+    char *gp = read_plot_file(dir, "f.score.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "set nonlinear y via asinh(y/"));
+    ck_assert_ptr_nonnull(strstr(gp, "\"-1e10\" -10000000000"));
+    free(gp);
+    gp = read_plot_file(dir, "i.abs.gp");
+    ck_assert_ptr_null(strstr(gp, "relative bound"));
+    free(gp);
+    gp = read_plot_file(dir, "i.rel.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "title 'relative bound'"));
+    free(gp);
+    rm_tree(dir);
+}
+END_TEST
+
+/* A reference each run emits with its own values (its training length) is
+ * drawn once per distinct curve, named by its run; the same curve from
+ * every run, once. */
+START_TEST(each_run_keeps_its_own_reference)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path,
+               HEAD2
+               E1 "w.len,,0,6,tokens,wavelength,j,,j,log-y\n"
+               E1 "w.len,,1,600,tokens,wavelength,j,,j,log-y\n"
+               E1 "w.train,,0,128,tokens,training length,j,,j,ref\n"
+               E1 "w.train,,1,128,tokens,training length,j,,j,ref\n"
+               E1 "w.one,,0,1,tokens,one,j,,j,ref\n" E1 "w.one,,1,1,tokens,one,j,,j,ref\n"
+               E2 "w.len,,0,5,tokens,wavelength,j,,j,log-y\n"
+               E2 "w.len,,1,500,tokens,wavelength,j,,j,log-y\n"
+               E2 "w.train,,0,512,tokens,training length,j,,j,ref\n"
+               E2 "w.train,,1,512,tokens,training length,j,,j,ref\n"
+               E2 "w.one,,0,1,tokens,one,j,,j,ref\n" E2 "w.one,,1,1,tokens,one,j,,j,ref\n");
+    rl_error err = {0};
+    plot_options o = {.no_svg = 1};
+    ck_assert_msg(plot_dir(dir, &o, NULL, &err) == RL_OK, "%s", err.msg);
+    char *gp = read_plot_file(dir, "w.len.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "title 'training length (rope)'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'training length (pi)'"));
+    ck_assert_uint_eq(count_str(gp, "title 'one'"), 1);
+    free(gp);
+    char *dat = read_plot_file(dir, "w.len.dat");
+    ck_assert_ptr_nonnull(strstr(dat, "0 128\n1 128\n"));
+    ck_assert_ptr_nonnull(strstr(dat, "0 512\n1 512\n"));
+    free(dat);
+    rm_tree(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plot");
@@ -605,6 +881,11 @@ int main(void)
     tcase_add_test(tc, hostile_labels_and_directory_never_run_as_gnuplot_code);
     tcase_add_test(tc, directory_named_like_a_gnuplot_pipe_runs_nothing);
     tcase_add_test(tc, relative_gnuplot_path_still_runs);
+    tcase_add_test(tc, interval_bounds_are_bands_not_series);
+    tcase_add_test(tc, seeds_are_one_line_with_an_interval);
+    tcase_add_test(tc, styles_legends_and_log_axes);
+    tcase_add_test(tc, signed_decades_and_references_of_another_unit);
+    tcase_add_test(tc, each_run_keeps_its_own_reference);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

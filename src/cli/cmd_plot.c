@@ -18,7 +18,9 @@ int cmd_plot(int argc, char **argv)
     int rc = cli_parse("ropelab plot DIR [--no-svg]",
                        "Renders every metric of DIR/results.csv that has an x axis as DIR/plots/<metric>.png\n"
                        "and .svg with gnuplot (one line per run, labelled by encoding and the parameters\n"
-                       "that differ; log scales where the data span decades), and writes DIR/report.md\n"
+                       "that differ; runs differing only in seed as their mean with a 95 % band;\n"
+                       "X_lo95/X_hi95 rows as X's band; panels beyond 10 lines; log scales where the\n"
+                       "data span decades), and writes DIR/report.md\n"
                        "embedding the figures with each run's status and scalar figures (summaries and\n"
                        "verification errors).",
                        argc, argv, opts, RL_ARRAY_LEN(opts), pos, 1, &n_pos);

@@ -74,14 +74,28 @@ rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err)
         "run_id", "device", "kind",  "status", "encoding", "type",   "factor", "head_dim",
         "heads",  "kv_heads", "train_len", "seed", "metric", "length", "x",  "value",
         "unit",   "title",  "x_name", "x_unit", "x_title", "plot"};
+    /* a configuration: what tells runs apart, but their seed */
+    static const char *const ident[] = {"device", "kind",    "encoding", "type",     "factor",
+                                        "head_dim", "heads", "kv_heads", "train_len"};
     c->is_param = calloc(h->n, sizeof *c->is_param);
-    if (!c->is_param)
+    c->is_seed = calloc(h->n, sizeof *c->is_seed);
+    c->is_ident = calloc(h->n, sizeof *c->is_ident);
+    if (!c->is_param || !c->is_seed || !c->is_ident)
         return rl_fail(err, RL_ERR_NOMEM, "out of memory");
     for (size_t col = 0; col < h->n; col++) {
+        const char *name = h->f[col];
         c->is_param[col] = 1;
         for (size_t i = 0; i < RL_ARRAY_LEN(fixed); i++)
-            if (strcmp(h->f[col], fixed[i]) == 0)
+            if (strcmp(name, fixed[i]) == 0)
                 c->is_param[col] = 0;
+        /* `seed`, or a swept seed of a section: `data.seed` */
+        const char *dot = strrchr(name, '.');
+        c->is_seed[col] = strcmp(name, "seed") == 0 ||
+                          (c->is_param[col] && dot && strcmp(dot + 1, "seed") == 0);
+        c->is_ident[col] = c->is_param[col] && !c->is_seed[col];
+        for (size_t i = 0; i < RL_ARRAY_LEN(ident); i++)
+            if (strcmp(name, ident[i]) == 0)
+                c->is_ident[col] = 1;
     }
     for (size_t r = 1; r < t->n; r++)
         if (t->rows[r].n != h->n)
@@ -139,6 +153,8 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
         st = plot_report_write(&c, figs, n_figs, !o.no_svg, res, err);
     plot_figures_free(figs, n_figs);
     free(c.is_param);
+    free(c.is_seed);
+    free(c.is_ident);
     plot_csv_free(&t);
     return st;
 }

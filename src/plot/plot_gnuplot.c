@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,81 +143,212 @@ static rl_status run_gnuplot(const char *prog, const char *dir, const char *scri
     return RL_OK;
 }
 
-/* Ranges of a figure's data over positive values; *_pos: no negative value
- * at all (a zero, e.g. position 0 or an exact result, is left off a log
- * axis). */
+/* Ranges of a figure's runs' points (references do not choose the axes):
+ * x and y over positive values; *_pos: no negative value at all (a zero,
+ * e.g. position 0 or an exact result, is left off a log axis); lo, hi: all
+ * y values and interval bounds; amax, amed: the largest and the median
+ * nonzero |y| (does a signed axis span decades?). */
 typedef struct ranges {
     double xmin, xmax, ymin, ymax;
-    int x_pos, y_pos;
+    double lo, hi, amax, amed;
+    double ref_lo, ref_hi, ref_pos; /* the references' y: least, largest, least positive */
+    int x_pos, y_pos, y_neg;
 } ranges;
 
-/* Reference curves of fg's table (plot word "ref", or "<table>.ref_*") at
- * fg's length and in fg's unit among figs: the run with the most points of
- * each, drawn dashed after the runs' series. */
-static size_t find_refs(const plot_figure *fg, const plot_figure *figs, size_t n_figs,
-                        plot_series **refs, const char **ref_names, size_t cap)
+static int by_dbl(const void *a, const void *b)
 {
-    size_t n_refs = 0;
-    for (size_t i = 0; i < n_figs && n_refs < cap && !fg->categorical; i++) {
-        if (!figs[i].is_ref || figs[i].categorical ||
-            !plot_same_table(figs[i].metric, fg->metric) || figs[i].n == 0 ||
-            strcmp(figs[i].length, fg->length) != 0 || strcmp(figs[i].unit, fg->unit) != 0)
-            continue;
-        plot_series *best = &figs[i].s[0];
-        for (size_t k = 1; k < figs[i].n; k++)
-            if (figs[i].s[k].n > best->n)
-                best = &figs[i].s[k];
-        refs[n_refs] = best;
-        ref_names[n_refs++] = figs[i].title;
-    }
-    return n_refs;
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
-/* Writes the data file: one block per series (sorted by x unless
- * categorical), the references last; fills the ranges of the runs'
- * series. */
-static rl_status write_data(const plot_ctx *c, const plot_figure *fg, plot_series *const *refs,
-                            size_t n_refs, const char *path, ranges *rg, rl_error *err)
+static void figure_ranges(const plot_figure *fg, ranges *rg)
 {
-    *rg = (ranges){INFINITY, -INFINITY, INFINITY, -INFINITY, 1, 1};
+    *rg = (ranges){INFINITY,  -INFINITY, INFINITY, -INFINITY, INFINITY, -INFINITY, 0, 0,
+                   INFINITY, -INFINITY, INFINITY, 1,        1,         0};
+    size_t n_all = 0, n_abs = 0;
+    for (size_t si = 0; si < fg->n; si++)
+        n_all += fg->s[si].n_pt;
+    double *abs_y = malloc((n_all ? n_all : 1) * sizeof *abs_y);
+    for (size_t si = 0; si < fg->n; si++)
+        for (size_t k = 0; k < fg->s[si].n_pt; k++) {
+            const plot_point *p = &fg->s[si].pt[k];
+            if (!fg->categorical) {
+                if (p->x > 0) {
+                    rg->xmin = fmin(rg->xmin, p->x);
+                    rg->xmax = fmax(rg->xmax, p->x);
+                }
+                rg->x_pos &= p->x >= 0;
+            }
+            if (p->y > 0) {
+                rg->ymin = fmin(rg->ymin, p->y);
+                rg->ymax = fmax(rg->ymax, p->y);
+            }
+            rg->y_pos &= p->y >= 0;
+            rg->y_neg |= p->y < 0;
+            rg->lo = fmin(rg->lo, p->y);
+            rg->hi = fmax(rg->hi, p->y);
+            if (isfinite(p->lo) && isfinite(p->hi)) {
+                rg->lo = fmin(rg->lo, p->lo);
+                rg->hi = fmax(rg->hi, p->hi);
+            }
+            rg->amax = fmax(rg->amax, fabs(p->y));
+            if (abs_y && p->y != 0)
+                abs_y[n_abs++] = fabs(p->y);
+        }
+    if (abs_y && n_abs) {
+        qsort(abs_y, n_abs, sizeof *abs_y, by_dbl);
+        rg->amed = abs_y[n_abs / 2];
+    }
+    free(abs_y);
+}
+
+/* How the axes are drawn. */
+typedef struct axes {
+    int logx, logy;
+    int symlog;                  /* signed y over decades: asinh(y / sym_c) */
+    double sym_c;
+} axes;
+
+/* Log x only where the kind declares it (lengths, distances): a pair index
+ * or a linear sweep stays linear, and ln N is a straight line over any span
+ * of lengths. Log y where declared or where the positive values span more
+ * than two decades, unless they are fractions; signed values whose
+ * magnitudes span more than three decades (a fit that blows up beyond its
+ * range) on a symmetric log axis, linear within +-(median |y|). */
+static axes choose_axes(const plot_figure *fg, const ranges *rg)
+{
+    axes a = {0};
+    a.logx = !fg->categorical && (fg->flags & PLOT_F_LOGX) && rg->x_pos && rg->xmin > 0;
+    int frac = (fg->flags & PLOT_F_FRACTION) != 0;
+    a.logy = !frac && rg->y_pos && rg->ymin > 0 &&
+             ((fg->flags & PLOT_F_LOGY) || rg->ymax / rg->ymin > 100);
+    a.symlog = !frac && !a.logy && rg->y_neg && rg->amed > 0 && rg->amax / rg->amed > 1000;
+    a.sym_c = rg->amed;
+    return a;
+}
+
+/* Reference curves of fg's table (plot word "ref", or "<table>.ref_*") at
+ * fg's length and in fg's unit: for each of fg's lines the curve its own
+ * run emits (the training length of that run, not of another one), the
+ * same curve once; when no run of fg emits it, the reference run with the
+ * most points. Drawn dashed black after the runs' lines. A reference in
+ * another unit (a relative bound beside absolute errors) is never drawn on
+ * fg's axis. */
+#define MAX_REFS 4
+#define MAX_REF_CURVES 16
+typedef struct refset {
+    size_t n;                                /* reference metrics */
+    const char *name[MAX_REFS];              /* their titles */
+    size_t n_curves;                         /* distinct curves: data blocks fg->n + k */
+    const plot_series *curve[MAX_REF_CURVES];
+    size_t curve_ref[MAX_REF_CURVES];        /* the reference metric of each */
+    int *of;                                 /* [n][fg->n]: the curve of line si, -1 none */
+} refset;
+
+/* The same points exactly (a reference repeated by every run). */
+static int same_curve(const plot_series *a, const plot_series *b)
+{
+    if (a->n_pt != b->n_pt)
+        return 0;
+    for (size_t k = 0; k < a->n_pt; k++)
+        if (a->pt[k].x != b->pt[k].x || a->pt[k].y != b->pt[k].y)
+            return 0;
+    return 1;
+}
+
+static int add_curve(refset *rs, size_t r, const plot_series *s)
+{
+    for (size_t k = 0; k < rs->n_curves; k++)
+        if (rs->curve_ref[k] == r && same_curve(rs->curve[k], s))
+            return (int)k;
+    if (rs->n_curves == MAX_REF_CURVES)
+        return -1;
+    rs->curve[rs->n_curves] = s;
+    rs->curve_ref[rs->n_curves] = r;
+    return (int)rs->n_curves++;
+}
+
+static rl_status find_refs(const plot_figure *fg, const plot_figure *figs, size_t n_figs,
+                           refset *rs, rl_error *err)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->of = malloc(MAX_REFS * (fg->n ? fg->n : 1) * sizeof *rs->of);
+    if (!rs->of)
+        return rl_fail(err, RL_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n_figs && rs->n < MAX_REFS && !fg->categorical; i++) {
+        const plot_figure *rf = &figs[i];
+        if (!rf->is_ref || rf->categorical || !plot_same_table(rf->metric, fg->metric) ||
+            rf->n == 0 || strcmp(rf->length, fg->length) != 0 || strcmp(rf->unit, fg->unit) != 0)
+            continue;
+        size_t r = rs->n++;
+        rs->name[r] = rf->title;
+        int *of = rs->of + r * fg->n, any = 0;
+        for (size_t si = 0; si < fg->n; si++) {
+            of[si] = -1;
+            for (size_t k = 0; k < rf->n && of[si] < 0; k++)
+                if (strcmp(rf->s[k].run_id, fg->s[si].run_id) == 0 &&
+                    strcmp(rf->s[k].device, fg->s[si].device) == 0 && rf->s[k].n_pt)
+                    of[si] = add_curve(rs, r, &rf->s[k]);
+            any |= of[si] >= 0;
+        }
+        if (!any) {
+            const plot_series *best = &rf->s[0];
+            for (size_t k = 1; k < rf->n; k++)
+                if (rf->s[k].n_pt > best->n_pt)
+                    best = &rf->s[k];
+            int b = add_curve(rs, r, best);
+            for (size_t si = 0; si < fg->n; si++)
+                of[si] = b;
+        }
+    }
+    return RL_OK;
+}
+
+static void dat_num(FILE *fp, double v)
+{
+    if (isfinite(v))
+        fprintf(fp, " %.17g", v);
+    else
+        fputs(" NaN", fp); /* undefined: not drawn */
+}
+
+/* Writes the data file: one block per series, "x y", or "x y lo hi" for a
+ * series with intervals (NaN where a point has none; on a log axis a bound
+ * at or below 0 is drawn a decade below the smallest value), the
+ * references last ("x y"). */
+static rl_status write_data(const plot_figure *fg, const refset *rs, const axes *ax,
+                            const ranges *rg, const char *path, rl_error *err)
+{
     rl_atomic_file af;
     rl_status st = rl_atomic_open(&af, path, err);
     if (st)
         return st;
-    for (size_t si = 0; si < fg->n + n_refs; si++) {
-        plot_series *s = si < fg->n ? &fg->s[si] : refs[si - fg->n];
-        if (!fg->categorical && (st = plot_sort_series(c, s, err))) {
-            rl_atomic_abort(&af);
-            return st;
-        }
+    double floor_lo = isfinite(rg->ymin) ? rg->ymin / 10 : NAN;
+    for (size_t si = 0; si < fg->n + rs->n_curves; si++) {
+        const plot_series *s = si < fg->n ? &fg->s[si] : rs->curve[si - fg->n];
         fputs("# ", af.fp);
         dat_text(af.fp, s->run_id, 0);
+        if (s->n_runs > 1)
+            fprintf(af.fp, " and %zu runs more (seeds): mean, 95 %% interval", s->n_runs - 1);
         fputc('\n', af.fp);
-        for (size_t k = 0; k < s->n; k++) {
-            double x = 0, y;
-            const char *xs = plot_field(c, s->rows[k], c->c_x);
-            if (!plot_parse_num(plot_field(c, s->rows[k], c->c_value), &y))
-                continue; /* NaN/empty values are skipped, not plotted as 0 */
+        for (size_t k = 0; k < s->n_pt; k++) {
+            const plot_point *p = &s->pt[k];
             if (fg->categorical) {
                 fputc('"', af.fp);
-                dat_text(af.fp, xs, 1);
-                fprintf(af.fp, "\" %.17g\n", y);
+                dat_text(af.fp, p->xs, 1);
+                fputc('"', af.fp);
             } else {
-                plot_parse_num(xs, &x);
-                fprintf(af.fp, "%.17g %.17g\n", x, y);
-                if (si >= fg->n)
-                    continue; /* references do not choose the axes */
-                if (x > 0) {
-                    rg->xmin = fmin(rg->xmin, x);
-                    rg->xmax = fmax(rg->xmax, x);
-                }
-                rg->x_pos &= x >= 0;
+                fprintf(af.fp, "%.17g", p->x);
             }
-            if (y > 0) {
-                rg->ymin = fmin(rg->ymin, y);
-                rg->ymax = fmax(rg->ymax, y);
+            dat_num(af.fp, p->y);
+            if (si < fg->n && s->ci) {
+                double lo = p->lo, hi = p->hi;
+                if (ax->logy && isfinite(lo) && lo <= 0)
+                    lo = floor_lo;
+                dat_num(af.fp, lo);
+                dat_num(af.fp, hi);
             }
-            rg->y_pos &= y >= 0;
+            fputc('\n', af.fp);
         }
         fputs("\n\n", af.fp);
     }
@@ -246,23 +378,16 @@ static double train_len_of(const plot_ctx *c, const plot_figure *fg)
 /* Series a and b coincide when they have the same x values and their y
  * values differ by at most 0.1% of the figure's y range (on a log y axis:
  * of the larger value) at every x: one would hide the other. */
-static int coincide(const plot_ctx *c, const plot_series *a, const plot_series *b, double span,
-                    int logy)
+static int coincide(const plot_series *a, const plot_series *b, double span, int logy)
 {
-    if (a->n != b->n || a->n == 0)
+    if (a->n_pt != b->n_pt || a->n_pt == 0)
         return 0;
-    for (size_t k = 0; k < a->n; k++) {
-        double xa, xb, ya, yb;
-        int na = plot_parse_num(plot_field(c, a->rows[k], c->c_value), &ya);
-        int nb = plot_parse_num(plot_field(c, b->rows[k], c->c_value), &yb);
-        if (strcmp(plot_field(c, a->rows[k], c->c_x), plot_field(c, b->rows[k], c->c_x)) != 0 &&
-            !(plot_parse_num(plot_field(c, a->rows[k], c->c_x), &xa) &&
-              plot_parse_num(plot_field(c, b->rows[k], c->c_x), &xb) && xa == xb))
+    for (size_t k = 0; k < a->n_pt; k++) {
+        const plot_point *p = &a->pt[k], *q = &b->pt[k];
+        if (strcmp(p->xs, q->xs) != 0 && p->x != q->x)
             return 0;
-        if (na != nb)
-            return 0;
-        double tol = logy ? 1e-3 * fmax(fabs(ya), fabs(yb)) : 1e-3 * span;
-        if (na && fabs(ya - yb) > tol)
+        double tol = logy ? 1e-3 * fmax(fabs(p->y), fabs(q->y)) : 1e-3 * span;
+        if (fabs(p->y - q->y) > tol)
             return 0;
     }
     return 1;
@@ -274,6 +399,8 @@ static void note_coinciding(const plot_ctx *c, plot_figure *fg, const ranges *rg
     if (fg->categorical || fg->n < 2)
         return;
     double span = rg->ymax > rg->ymin ? rg->ymax - rg->ymin : 0;
+    if (!rg->y_pos && rg->hi > rg->lo)
+        span = rg->hi - rg->lo;
     unsigned char *done = calloc(fg->n, 1);
     if (!done)
         return;
@@ -284,9 +411,9 @@ static void note_coinciding(const plot_ctx *c, plot_figure *fg, const ranges *rg
         size_t n_same = 0;
         char label[512];
         for (size_t j = i + 1; j < fg->n; j++)
-            if (!done[j] && coincide(c, &fg->s[i], &fg->s[j], span, logy)) {
+            if (!done[j] && coincide(&fg->s[i], &fg->s[j], span, logy)) {
                 if (n_same++ == 0) {
-                    plot_series_label(c, fg, i, label, sizeof label);
+                    plot_series_label(c, fg, i, -1, label, sizeof label);
                     len += (size_t)snprintf(fg->caption + len, cap - len,
                                             " Coinciding (within 0.1%% of the y range, so one "
                                             "line hides the other; told apart by dash and "
@@ -294,7 +421,7 @@ static void note_coinciding(const plot_ctx *c, plot_figure *fg, const ranges *rg
                                             label);
                 }
                 done[j] = 1;
-                plot_series_label(c, fg, j, label, sizeof label);
+                plot_series_label(c, fg, j, -1, label, sizeof label);
                 if (len < cap)
                     len += (size_t)snprintf(fg->caption + len, cap - len, " = %s", label);
             }
@@ -304,23 +431,330 @@ static void note_coinciding(const plot_ctx *c, plot_figure *fg, const ranges *rg
     free(done);
 }
 
-/* Line styles: colour, dash and point type all change from one series to
- * the next, so coinciding series stay visible as distinct marks. */
+/* ---- line styles -------------------------------------------------------- */
+
+/* Eight colours told apart in print and by most colour-blind readers, then
+ * dash types: 8 x 5 distinct combinations before any repeats. */
+static const char *const palette[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
+                                      "#e69f00", "#56b4e9", "#000000", "#8c564b"};
+#define N_COLOURS (sizeof palette / sizeof palette[0])
+#define N_DASHES 5
 static const int point_types[] = {7, 5, 9, 11, 13, 4, 6, 1, 2, 3, 8, 10, 12};
+
+typedef struct style {
+    size_t colour;               /* index into palette */
+    int dash;                    /* gnuplot dt 1..5 */
+    int point;
+} style;
+
+/* One colour per encoding and a dash type per variant of it (factor,
+ * parameter) when the series idx[n] (a figure's, or one panel's) have 2..8
+ * encodings of at most 5 variants each; otherwise colour after colour, the
+ * dash changing only once all colours are used (series 1-8 solid, 9-16
+ * dashed, ...). Point types change from one series to the next, so
+ * coinciding series stay visible. */
+static void choose_styles(const plot_ctx *c, const plot_figure *fg, const size_t *idx, size_t n,
+                          style *st)
+{
+    size_t n_enc = 0, max_var = 0;
+    size_t *enc_of = calloc(n ? n : 1, sizeof *enc_of);
+    size_t *var_of = calloc(n ? n : 1, sizeof *var_of);
+    size_t *count = calloc(n ? n : 1, sizeof *count);
+    size_t *first = calloc(n ? n : 1, sizeof *first);
+    int by_enc = enc_of && var_of && count && first;
+    for (size_t i = 0; i < n && by_enc; i++) {
+        const char *e = plot_field(c, fg->s[idx[i]].first_row, c->c_enc);
+        size_t k = 0;
+        for (; k < n_enc; k++)
+            if (strcmp(plot_field(c, fg->s[idx[first[k]]].first_row, c->c_enc), e) == 0)
+                break;
+        if (k == n_enc)
+            first[n_enc++] = i;
+        enc_of[i] = k;
+        var_of[i] = count[k]++;
+        if (count[k] > max_var)
+            max_var = count[k];
+    }
+    by_enc = by_enc && n_enc >= 2 && n_enc <= N_COLOURS && max_var <= N_DASHES;
+    for (size_t i = 0; i < n; i++) {
+        style *s = &st[idx[i]];
+        s->point = point_types[i % (sizeof point_types / sizeof point_types[0])];
+        if (by_enc) {
+            s->colour = enc_of[i];
+            s->dash = (int)var_of[i] + 1;
+        } else {
+            s->colour = i % N_COLOURS;
+            s->dash = (int)(i / N_COLOURS % N_DASHES) + 1;
+        }
+    }
+    free(enc_of);
+    free(var_of);
+    free(count);
+    free(first);
+}
+
+/* ---- small multiples ---------------------------------------------------- */
+
+#define MAX_PANELS 9
+
+/* More than 10 series: one panel per value of a column (encoding, device
+ * or a swept key, 2 to 9 values): the fewest panels of at most 8 series
+ * each (ties: fewer series in the fullest), else the fewest series in the
+ * fullest panel. Returns the number of panels (0: one figure), the column
+ * in *col and each series' panel in panel[]. */
+static size_t choose_facets(const plot_ctx *c, const plot_figure *fg, int *col, size_t *panel)
+{
+    if (fg->n <= 10)
+        return 0;
+    const plot_csv_row *h = &c->t->rows[0];
+    size_t best_max = fg->n, best_n = 0;
+    size_t *pan = malloc(fg->n * sizeof *pan);
+    if (!pan)
+        return 0;
+    for (int cand = 0; cand < (int)h->n; cand++) {
+        if (!(cand == c->c_enc || cand == c->c_dev || (c->is_param[cand] && !c->is_seed[cand])))
+            continue;
+        size_t n_val = 0, first[MAX_PANELS], cnt[MAX_PANELS] = {0}, i;
+        for (i = 0; i < fg->n; i++) {
+            const char *v = plot_field(c, fg->s[i].first_row, cand);
+            size_t k = 0;
+            for (; k < n_val; k++)
+                if (strcmp(plot_field(c, fg->s[first[k]].first_row, cand), v) == 0)
+                    break;
+            if (k == n_val) {
+                if (n_val == MAX_PANELS)
+                    break;
+                first[n_val++] = i;
+            }
+            pan[i] = k;
+            cnt[k]++;
+        }
+        if (i < fg->n || n_val < 2)
+            continue;
+        size_t mx = 0;
+        for (size_t k = 0; k < n_val; k++)
+            mx = cnt[k] > mx ? cnt[k] : mx;
+        int fits = mx <= 8, best_fits = best_n && best_max <= 8;
+        if (!best_n || (fits && !best_fits) ||
+            (fits && best_fits && (n_val < best_n || (n_val == best_n && mx < best_max))) ||
+            (!fits && !best_fits && (mx < best_max || (mx == best_max && n_val < best_n)))) {
+            best_max = mx;
+            best_n = n_val;
+            *col = cand;
+            memcpy(panel, pan, fg->n * sizeof *pan);
+        }
+    }
+    free(pan);
+    return best_n;
+}
+
+/* Panel p's title: "key=value", the encoding itself, or for runs that do
+ * not set the key, their encodings. */
+static void panel_title(const plot_ctx *c, const plot_figure *fg, int col, const size_t *panel,
+                        size_t p, char *out, size_t cap)
+{
+    size_t first = 0;
+    while (panel[first] != p)
+        first++;
+    const char *v = plot_field(c, fg->s[first].first_row, col);
+    if (*v) {
+        if (col == c->c_enc)
+            snprintf(out, cap, "%s", v);
+        else
+            snprintf(out, cap, "%s=%s", plot_key_name(c->t->rows[0].f[col]), v);
+        return;
+    }
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = first; i < fg->n && len < cap; i++) {
+        if (panel[i] != p)
+            continue;
+        const char *e = plot_field(c, fg->s[i].first_row, c->c_enc);
+        int seen = 0;
+        for (size_t j = first; j < i && !seen; j++)
+            seen = panel[j] == p && strcmp(plot_field(c, fg->s[j].first_row, c->c_enc), e) == 0;
+        if (!seen)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ", " : "", e);
+    }
+}
+
+/* ---- the script ---------------------------------------------------------- */
+
+/* The plot command of the series in panel p (all when panel is NULL):
+ * each series' interval band (error bars on a categorical axis) under its
+ * line, then the references and the line at 1. */
+static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, const char *name,
+                         const style *sty, const size_t *panel, size_t p, int skip,
+                         const refset *rs)
+{
+    char file[200], label[512];
+    snprintf(file, sizeof file, "%s.dat", name);
+    /* the legend below the frame, several entries a row, for up to 6
+     * short entries (and in a panel); else one column right of the frame */
+    size_t n_in = 0, longest = 0;
+    for (size_t si = 0; si < fg->n; si++)
+        if (!panel || panel[si] == p) {
+            n_in++;
+            plot_series_label(c, fg, si, skip, label, sizeof label);
+            longest = strlen(label) > longest ? strlen(label) : longest;
+        }
+    fputs((panel || n_in + rs->n <= 6) && longest <= 60 ? "set key below horizontal\n"
+                                                         : "set key outside right top vertical\n",
+          fp);
+    fputs("plot ", fp);
+    int any = 0;
+    /* every band first, then the lines over them */
+    for (size_t si = 0; si < fg->n; si++) {
+        if ((panel && panel[si] != p) || !fg->s[si].ci)
+            continue;
+        const char *rgb = palette[sty[si].colour];
+        fputs(any++ ? ", \\\n     " : "", fp);
+        gp_string(fp, file);
+        if (fg->categorical)
+            fprintf(fp, " index %zu using 0:2:3:4 with yerrorbars lc rgb \"%s\" pt 0 notitle",
+                    si, rgb);
+        else
+            fprintf(fp, " index %zu using 1:3:4 with filledcurves fs transparent solid 0.15 "
+                        "noborder lc rgb \"%s\" notitle", si, rgb);
+    }
+    for (size_t si = 0; si < fg->n; si++) {
+        if (panel && panel[si] != p)
+            continue;
+        const plot_series *s = &fg->s[si];
+        const char *rgb = palette[sty[si].colour];
+        fputs(any++ ? ", \\\n     " : "", fp);
+        gp_string(fp, file);
+        size_t every = s->n_pt / 16 + 1; /* about 16 marks a line */
+        /* later series draw smaller marks over earlier ones: where series
+         * coincide, their marks nest instead of hiding each other */
+        double ps = fmin(0.8 + 0.25 * (double)(fg->n - 1 - si), 2.3);
+        fprintf(fp, " index %zu using %s with linespoints lc rgb \"%s\" dt %d pt %d ps %.2f "
+                    "pi %zu title ",
+                si, fg->categorical ? "2:xtic(1)" : "1:2", rgb, sty[si].dash, sty[si].point, ps,
+                every);
+        plot_series_label(c, fg, si, skip, label, sizeof label);
+        gp_string(fp, label);
+    }
+    /* each reference's distinct curves among these lines; several: each
+     * named by the first line it belongs to, in its own dash type */
+    static const int ref_dash[] = {2, 4, 5, 3};
+    for (size_t r = 0; r < rs->n; r++) {
+        const int *of = rs->of + r * fg->n;
+        int shown[MAX_REF_CURVES];
+        size_t first[MAX_REF_CURVES], n_shown = 0;
+        for (size_t si = 0; si < fg->n; si++) {
+            if ((panel && panel[si] != p) || of[si] < 0)
+                continue;
+            size_t k = 0;
+            while (k < n_shown && shown[k] != of[si])
+                k++;
+            if (k == n_shown) {
+                shown[n_shown] = of[si];
+                first[n_shown++] = si;
+            }
+        }
+        for (size_t k = 0; k < n_shown; k++) {
+            fputs(any++ ? ", \\\n     " : "", fp);
+            gp_string(fp, file);
+            fprintf(fp, " index %zu using 1:2 with lines dt %d lw 1.5 lc rgb \"black\" title ",
+                    fg->n + (size_t)shown[k], ref_dash[k % 4]);
+            if (n_shown == 1) {
+                gp_string(fp, rs->name[r]);
+            } else {
+                char both[1100];
+                plot_series_label(c, fg, first[k], skip, label, sizeof label);
+                snprintf(both, sizeof both, "%s (%s)", rs->name[r], label);
+                gp_string(fp, both);
+            }
+        }
+    }
+    if ((fg->flags & PLOT_F_ONE) && !fg->categorical)
+        fputs(", \\\n     1 with lines dt 3 lw 2 lc rgb \"black\" "
+              "title 'y = 1 (error at its bound)'", fp);
+    fputs("\n", fp);
+}
+
+/* Appends printf-formatted text to fg->caption. */
+static void caption_add(plot_figure *fg, const char *fmt, ...)
+{
+    size_t len = strlen(fg->caption);
+    if (len + 1 >= sizeof fg->caption)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(fg->caption + len, sizeof fg->caption - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Symmetric-log y tics: 0 and +-10^k, every `step` decades, from the
+ * linear region's width to the largest magnitude, on the signs present. */
+static void symlog_tics(FILE *fp, const ranges *rg, double cw)
+{
+    int k0 = (int)ceil(log10(cw)), k1 = (int)ceil(log10(rg->amax));
+    int step = (k1 - k0) / 6 + 1;
+    fputs("set ytics (\"0\" 0", fp);
+    for (int k = k0; k <= k1; k += step) {
+        double v = pow(10, k);
+        if (rg->hi > 0)
+            fprintf(fp, ", \"1e%d\" %.17g", k, v);
+        if (rg->lo < 0)
+            fprintf(fp, ", \"-1e%d\" %.17g", k, -v);
+    }
+    fputs(")\n", fp);
+}
 
 /* Writes the script (path) drawing name.dat into the files named by the
  * gnuplot variables out_png and out_svg (name.png / name.svg unless set
  * with -e), file names relative to DIR/plots; fills fg->caption. */
 static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *name,
-                              const char *const *ref_names, size_t n_refs, const ranges *rg,
-                              int svg, const char *path, rl_error *err)
+                              const refset *rs, const ranges *rg,
+                              const axes *ax, int svg, const char *path, rl_error *err)
 {
     char file[200], text[700];
+    style *sty = calloc(fg->n ? fg->n : 1, sizeof *sty);
+    size_t *panel = calloc(fg->n ? fg->n : 1, sizeof *panel);
+    char *body = NULL;
+    size_t body_len = 0;
+    FILE *bp = NULL;
+    if (!sty || !panel || !(bp = open_memstream(&body, &body_len))) {
+        free(sty);
+        free(panel);
+        return rl_fail(err, RL_ERR_NOMEM, "out of memory writing %s", path);
+    }
+    int fcol = -1;
+    size_t n_panels = choose_facets(c, fg, &fcol, panel);
+    /* styles per panel: each panel's legend tells its lines apart */
+    size_t *idx = malloc((fg->n ? fg->n : 1) * sizeof *idx);
+    if (!idx) {
+        fclose(bp);
+        free(body);
+        free(sty);
+        free(panel);
+        return rl_fail(err, RL_ERR_NOMEM, "out of memory writing %s", path);
+    }
+    for (size_t p = 0; p < (n_panels ? n_panels : 1); p++) {
+        size_t n_idx = 0;
+        for (size_t si = 0; si < fg->n; si++)
+            if (!n_panels || panel[si] == p)
+                idx[n_idx++] = si;
+        choose_styles(c, fg, idx, n_idx, sty);
+    }
+    free(idx);
+
+    /* settings, written once; body: what draws, written per terminal */
     rl_atomic_file af;
     rl_status st = rl_atomic_open(&af, path, err);
-    if (st)
+    if (st) {
+        fclose(bp);
+        free(body);
+        free(sty);
+        free(panel);
         return st;
+    }
     FILE *fp = af.fp;
+    size_t cols = n_panels <= 3 ? n_panels : n_panels == 4 ? 2 : 3;
+    size_t rows = n_panels ? (n_panels + cols - 1) / cols : 1;
+    int width = n_panels ? (int)cols * 620 : 1000, height = n_panels ? (int)rows * 600 + 40 : 680;
     fprintf(fp, "# ropelab plot: %s (re-render here with: gnuplot %s.gp)\n", name, name);
     fputs("if (!exists(\"out_png\")) out_png = ", fp);
     snprintf(file, sizeof file, "%s.png", name);
@@ -328,106 +762,165 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
     fputs("\nif (!exists(\"out_svg\")) out_svg = ", fp);
     snprintf(file, sizeof file, "%s.svg", name);
     gp_string(fp, file);
-    fputs("\nset terminal pngcairo size 1000,680 font \"sans,11\"\n"
-          "set termoption noenhanced\nset output out_png\nset title ", fp);
+    fprintf(fp, "\nset terminal pngcairo size %d,%d font \"sans,11\"\n"
+                "set termoption noenhanced\nset output out_png\n", width, height);
     if (*fg->length)
         snprintf(text, sizeof text, "%s, N = %s tokens", fg->title, fg->length);
     else
         snprintf(text, sizeof text, "%s", fg->title);
-    gp_string(fp, text);
-    fputs("\nset xlabel ", fp);
-    with_unit(text, sizeof text, fg->x_title, fg->x_unit);
-    gp_string(fp, text);
-    fputs("\nset ylabel ", fp);
-    with_unit(text, sizeof text, fg->title, fg->unit);
-    gp_string(fp, text);
-    /* The legend below the frame, several entries a row; entries too
-     * long for that (gnuplot would drop them) go in one column at the
-     * right. */
-    size_t longest = 0;
-    for (size_t si = 0; si < fg->n; si++) {
-        char label[512];
-        plot_series_label(c, fg, si, label, sizeof label);
-        longest = strlen(label) > longest ? strlen(label) : longest;
+    if (!n_panels) {
+        fputs("set title ", fp);
+        gp_string(fp, text);
+        fputc('\n', fp);
     }
-    fputs(longest <= 60 ? "\nset grid\nset key below horizontal\n"
-                        : "\nset grid\nset key outside right top vertical\n", fp);
-    /* Log x only where the kind declares it (lengths, distances): a pair
-     * index or a linear sweep stays linear, and ln N is a straight line
-     * over any span of lengths. Base 2 for lengths up to 2^12 apart. */
-    int logx = !fg->categorical && (fg->flags & PLOT_F_LOGX) && rg->x_pos && rg->xmin > 0;
-    if (logx)
+    fputs("set xlabel ", fp);
+    char xlab[600];
+    with_unit(xlab, sizeof xlab, fg->x_title, fg->x_unit);
+    gp_string(fp, xlab);
+    fputs("\nset ylabel ", fp);
+    char ylab[600];
+    with_unit(ylab, sizeof ylab, fg->title, fg->unit);
+    gp_string(fp, ylab);
+    fputs("\nset grid\n", fp);
+    /* x: the data's range (a margin either side on a linear axis, the
+     * categories off the frame's edges); y: marks and error bars at the
+     * ends of an autoscaled range inside the frame, but no margin below
+     * positive values on a linear axis (it would reach below 0) */
+    if (ax->logx)
         fputs(rg->xmax / rg->xmin <= 4096
                   ? "set logscale x 2\nset format x \"%.0f\"\nset autoscale xfix\n"
                   : "set logscale x 10\nset autoscale xfix\n", fp);
-    /* Log y where declared or where the (positive) data span 1000x. */
-    int logy = !(fg->flags & PLOT_F_FRACTION) && rg->y_pos && rg->ymin > 0 &&
-               ((fg->flags & PLOT_F_LOGY) || rg->ymax / rg->ymin >= 1000);
-    if (logy)
+    else if (!fg->categorical)
+        fputs("set autoscale xfix\n", fp);
+    fprintf(fp, "set offsets %s, graph 0.03, %s\n",
+            ax->logx ? "0, 0" : fg->categorical ? "0.4, 0.4" : "graph 0.02, graph 0.02",
+            !ax->logy && !ax->symlog && rg->lo > 0 ? "0" : "graph 0.03");
+    if (ax->logy)
         fputs("set logscale y\nset format y \"%.0e\"\n", fp);
+    if (ax->symlog) {
+        fprintf(fp, "set nonlinear y via asinh(y/%.6g) inverse %.6g*sinh(y)\n", ax->sym_c,
+                ax->sym_c);
+        symlog_tics(fp, rg, ax->sym_c);
+    }
+    /* the panels share one y range, the references' in it (as autoscale
+     * would have it) */
+    double ylo = fmin(rg->lo, rg->ref_lo), yhi = fmax(rg->hi, rg->ref_hi);
+    if (ax->logy && !(ylo > 0))
+        ylo = fmin(rg->ymin, rg->ref_pos); /* zeros are left off a log axis */
     if (fg->flags & PLOT_F_FRACTION)
         fputs("set yrange [-0.04:1.06]\n", fp); /* 0 and 1 inside the frame */
     else if (fg->flags & PLOT_F_ONE) {
         /* y = 1 inside the frame, not on its edge */
         double top = fmax(isfinite(rg->ymax) ? rg->ymax : 1, 1);
-        fprintf(fp, "set yrange [*:%.17g]\n", logy ? 2 * top : 1.1 * top);
+        if (n_panels && isfinite(ylo))
+            fprintf(fp, "set yrange [%.17g:%.17g]\n", ax->logy ? ylo / 1.5 : ylo,
+                    ax->logy ? 2 * top : 1.1 * top);
+        else
+            fprintf(fp, "set yrange [*:%.17g]\n", ax->logy ? 2 * top : 1.1 * top);
+    } else if (n_panels && isfinite(ylo) && isfinite(yhi) && yhi > ylo) {
+        if (ax->logy)
+            fprintf(fp, "set yrange [%.17g:%.17g]\n", ylo / 2, yhi * 2);
+        else
+            fprintf(fp, "set yrange [%.17g:%.17g]\n", ylo - 0.04 * (yhi - ylo),
+                    yhi + 0.04 * (yhi - ylo));
     }
-    with_unit(text, sizeof text, fg->title, fg->unit);
-    snprintf(fg->caption, sizeof fg->caption, "%s against %s; one line per run.", text,
-             fg->x_title);
+    size_t merged = 0, most = 1;
+    unsigned ci = 0;
+    for (size_t si = 0; si < fg->n; si++) {
+        merged += fg->s[si].n_runs > 1;
+        most = fg->s[si].n_runs > most ? fg->s[si].n_runs : most;
+        ci |= fg->s[si].ci;
+    }
+    snprintf(fg->caption, sizeof fg->caption, "%s against %s; ", ylab, fg->x_title);
+    if (merged)
+        caption_add(fg, "one line per configuration: runs that differ only in their seed are "
+                        "one line, their mean (up to %zu seeds).", most);
+    else
+        caption_add(fg, "one line per run.");
+    if (ci & (PLOT_CI_T | PLOT_CI_BOOT))
+        caption_add(fg, " %s: the 95 %% interval of the mean over seeds (%s%s%s).",
+                    fg->categorical ? "Error bars" : "Shaded band",
+                    ci & PLOT_CI_T ? "t-interval for 2 to 4 seeds" : "",
+                    (ci & PLOT_CI_T) && (ci & PLOT_CI_BOOT) ? "; " : "",
+                    ci & PLOT_CI_BOOT ? "percentile bootstrap over seeds, 2000 resamples, for 5 "
+                                        "or more" : "");
+    if (ci & PLOT_CI_ROWS)
+        caption_add(fg, " %s: the 95 %% interval results.csv gives for one run (`%s_lo95` to "
+                        "`%s_hi95`).", fg->categorical ? "Error bars" : "Shaded band",
+                    fg->metric, fg->metric);
+    if (ax->logy && !(fg->flags & PLOT_F_LOGY))
+        caption_add(fg, " Log y: the values span %.1f decades.", log10(rg->ymax / rg->ymin));
+    if (ax->symlog)
+        caption_add(fg, " y on a symmetric log scale, asinh(y / %.3g): linear within +-%.3g, "
+                        "logarithmic beyond (the values reach %.3g in magnitude).",
+                    ax->sym_c, ax->sym_c, rg->amax);
     double tl = (fg->flags & PLOT_F_TRAIN) ? train_len_of(c, fg) : 0;
     if (tl > 0 && !fg->categorical && tl >= rg->xmin && tl <= rg->xmax) {
+        /* the label on the side of the line with room for it */
+        double at = ax->logx ? log(tl / rg->xmin) / log(rg->xmax / rg->xmin)
+                             : (tl - rg->xmin) / (rg->xmax - rg->xmin);
+        int right = !(at > 0.7);
         fprintf(fp, "set arrow 1 from %.17g, graph 0 to %.17g, graph 1 nohead dt 3 lw 1.5 "
                     "lc rgb \"gray30\" front\n"
-                    "set label 1 'training length %.17g' at %.17g, graph 0.96 offset 0.5,0 "
-                    "left front tc rgb \"gray30\"\n",
-                tl, tl, tl, tl);
-        size_t len = strlen(fg->caption);
-        snprintf(fg->caption + len, sizeof fg->caption - len,
-                 " Dotted vertical line: the training length, %.17g tokens.", tl);
+                    "set label 1 'training length %.17g' at %.17g, graph 0.96 offset %s,0 "
+                    "%s front tc rgb \"gray30\"\n",
+                tl, tl, tl, tl, right ? "0.5" : "-0.5", right ? "left" : "right");
+        caption_add(fg, " Dotted vertical line: the training length, %.17g tokens.", tl);
     }
-    fputs("plot ", fp);
-    for (size_t si = 0; si < fg->n; si++) {
-        char label[512];
-        plot_series_label(c, fg, si, label, sizeof label);
-        if (si)
-            fputs(", \\\n     ", fp);
-        if (si == 0) {
-            snprintf(file, sizeof file, "%s.dat", name);
-            gp_string(fp, file);
-        } else {
-            fputs("\"\"", fp);
+    for (size_t r = 0; r < rs->n; r++) {
+        size_t n_c = 0;
+        for (size_t k = 0; k < rs->n_curves; k++)
+            n_c += rs->curve_ref[k] == r;
+        caption_add(fg, n_c > 1 ? " Dashed black: %s, each run's own (they differ: one line "
+                                  "each, named by its run)."
+                                : " Dashed black: %s.", rs->name[r]);
+    }
+    if ((fg->flags & PLOT_F_ONE) && !fg->categorical)
+        caption_add(fg, " Dotted horizontal line: 1 (error at its bound).");
+    if (n_panels) {
+        fputs("set multiplot layout ", bp);
+        fprintf(bp, "%zu,%zu title ", rows, cols);
+        gp_string(bp, text);
+        fputc('\n', bp);
+        for (size_t p = 0; p < n_panels; p++) {
+            char pt[600];
+            panel_title(c, fg, fcol, panel, p, pt, sizeof pt);
+            fputs("set title ", bp);
+            gp_string(bp, pt);
+            fputc('\n', bp);
+            /* a panel titled by its one encoding: labels without it */
+            int skip = fcol;
+            const char *e0 = NULL;
+            int one_enc = 1;
+            for (size_t si = 0; si < fg->n; si++)
+                if (panel[si] == p) {
+                    const char *e = plot_field(c, fg->s[si].first_row, c->c_enc);
+                    one_enc &= !e0 || strcmp(e, e0) == 0;
+                    e0 = e;
+                }
+            if (one_enc && e0 && strcmp(pt, e0) == 0)
+                skip = c->c_enc;
+            plot_command(bp, c, fg, name, sty, panel, p, skip, rs);
         }
-        size_t every = fg->s[si].n / 16 + 1; /* about 16 marks a line */
-        /* later series draw smaller marks over earlier ones: where series
-         * coincide, their marks nest instead of hiding each other */
-        double ps = fmin(0.8 + 0.25 * (double)(fg->n - 1 - si), 2.3);
-        fprintf(fp, " index %zu using %s with linespoints lc %zu dt %zu pt %d ps %.2f pi %zu "
-                    "title ",
-                si, fg->categorical ? "2:xtic(1)" : "1:2", si % 8 + 1, si % 5 + 1,
-                point_types[si % (sizeof point_types / sizeof point_types[0])], ps, every);
-        gp_string(fp, label);
+        fputs("unset multiplot\n", bp);
+        caption_add(fg, " One panel per %s (more than 10 lines in one frame would not be "
+                        "told apart); the panels share their axes.",
+                    fcol == c->c_enc ? "encoding" : plot_key_name(c->t->rows[0].f[fcol]));
+    } else {
+        plot_command(bp, c, fg, name, sty, NULL, 0, -1, rs);
     }
-    for (size_t r = 0; r < n_refs; r++) {
-        fprintf(fp, ", \\\n     \"\" index %zu using 1:2 with lines dt 2 lw 1.5 lc rgb \"black\" "
-                    "title ", fg->n + r);
-        gp_string(fp, ref_names[r]);
-        size_t len = strlen(fg->caption);
-        snprintf(fg->caption + len, sizeof fg->caption - len, " Dashed black: %s.", ref_names[r]);
+    fclose(bp);
+    fputs(body, fp);
+    if (svg) {
+        fprintf(fp, "set terminal svg size %d,%d dynamic font \"sans,11\"\n"
+                    "set termoption noenhanced\nset output out_svg\n", width, height);
+        fputs(body, fp);
     }
-    if ((fg->flags & PLOT_F_ONE) && !fg->categorical) {
-        fputs(", \\\n     1 with lines dt 3 lw 2 lc rgb \"black\" "
-              "title 'y = 1 (error at its bound)'", fp);
-        size_t len = strlen(fg->caption);
-        snprintf(fg->caption + len, sizeof fg->caption - len,
-                 " Dotted horizontal line: 1 (error at its bound).");
-    }
-    fputs("\n", fp);
-    if (svg)
-        fputs("set terminal svg size 1000,680 dynamic font \"sans,11\"\n"
-              "set termoption noenhanced\nset output out_svg\nreplot\n", fp);
     fputs("unset output\n", fp);
-    note_coinciding(c, fg, rg, logy);
+    free(body);
+    free(sty);
+    free(panel);
+    note_coinciding(c, fg, rg, ax->logy);
     return rl_atomic_commit(&af, err);
 }
 
@@ -446,13 +939,27 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
     snprintf(svgf, sizeof svgf, "%s/%s.svg", pd, name);
     snprintf(pngtmp, sizeof pngtmp, "%s.tmp.%ld", png, (long)getpid());
     snprintf(svgtmp, sizeof svgtmp, "%s.tmp.%ld", svgf, (long)getpid());
-    plot_series *refs[4];
-    const char *ref_names[4];
-    size_t n_refs = find_refs(fg, figs, n_figs, refs, ref_names, 4);
+    refset rs;
+    rl_status st = find_refs(fg, figs, n_figs, &rs, err);
+    if (st) {
+        free(rs.of);
+        return st;
+    }
     ranges rg;
-    rl_status st;
-    if ((st = write_data(c, fg, refs, n_refs, dat, &rg, err)) ||
-        (st = write_script(c, fg, name, ref_names, n_refs, &rg, svg, gp, err)))
+    figure_ranges(fg, &rg);
+    for (size_t r = 0; r < rs.n_curves; r++)
+        for (size_t k = 0; k < rs.curve[r]->n_pt; k++) {
+            double y = rs.curve[r]->pt[k].y;
+            rg.ref_lo = fmin(rg.ref_lo, y);
+            rg.ref_hi = fmax(rg.ref_hi, y);
+            if (y > 0)
+                rg.ref_pos = fmin(rg.ref_pos, y);
+        }
+    axes ax = choose_axes(fg, &rg);
+    if (!(st = write_data(fg, &rs, &ax, &rg, dat, err)))
+        st = write_script(c, fg, name, &rs, &rg, &ax, svg, gp, err);
+    free(rs.of);
+    if (st)
         return st;
     /* the temporary names, from the safe name and our pid only */
     snprintf(outputs, sizeof outputs, "out_png='%s.png.tmp.%ld'; out_svg='%s.svg.tmp.%ld'", name,

@@ -50,6 +50,10 @@ typedef struct plot_ctx {
     int c_run, c_dev, c_enc, c_metric, c_x, c_value, c_kind, c_status;
     int c_len, c_unit, c_title, c_xname, c_xunit, c_xtitle, c_plot, c_train;
     int *is_param;               /* [header columns] swept-parameter columns */
+    int *is_seed;                /* [header columns] the seed: `seed`, or a swept `*.seed` */
+    int *is_ident;               /* [header columns] what tells two runs' configurations apart
+                                    apart from the seed: device, kind, encoding, type, factor,
+                                    model shape, every swept key but a seed */
 } plot_ctx;
 
 /* results.csv's `plot` column, word by word (docs/runner.md "results.csv"). */
@@ -66,6 +70,11 @@ enum {
 /* The flags named by a `plot` field (unknown words are ignored). */
 unsigned plot_flags(const char *words);
 
+/* Is metric m (plot flags `flags`) a bound of a 95 % interval, X_lo95 or
+ * X_hi95 with the word ci? Then *base_len is strlen(X) and *is_hi says
+ * which bound. */
+int plot_ci_bound(const char *m, unsigned flags, size_t *base_len, int *is_hi);
+
 /* plot.c: the header's columns into c (the table must have the required
  * ones; path names the file in messages) and every row as wide as the
  * header; c->is_param is allocated (free it). */
@@ -74,13 +83,35 @@ rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err);
 /* Row row's field in column col ("" for an absent column). */
 const char *plot_field(const plot_ctx *c, size_t row, int col);
 
-/* One line of a figure: the rows of one run on one device. */
+/* One drawn point of a series: the value at x, or the mean over the
+ * series' seeds there, with its 95 % interval. */
+typedef struct plot_point {
+    double x;                    /* numeric x (0 on a categorical axis) */
+    const char *xs;              /* x as results.csv writes it */
+    double y, lo, hi;            /* value (mean over seeds); interval bounds, NAN: none */
+    size_t n;                    /* values averaged: seeds with a number at this x */
+} plot_point;
+
+/* How a point's interval was found (plot_series.ci). */
+enum {
+    PLOT_CI_ROWS = 1u << 0,      /* X_lo95 / X_hi95 rows of results.csv (one seed) */
+    PLOT_CI_T = 1u << 1,         /* t-interval over 2..4 seeds */
+    PLOT_CI_BOOT = 1u << 2,      /* percentile bootstrap over >= 5 seeds */
+};
+
+/* One line of a figure: the rows of one run on one device, or of the runs
+ * that differ only in their seed (n_runs of them: drawn as their mean with
+ * a 95 % interval band). */
 typedef struct plot_series {
     const char *run_id;
     const char *device;          /* a run on several devices is one series per device */
     size_t first_row;            /* for labels: a row of this run */
     size_t *rows;
     size_t n, cap;
+    size_t n_runs;               /* runs (seeds) merged into this series */
+    plot_point *pt;              /* [n_pt] in x order (categorical: first appearance) */
+    size_t n_pt;
+    unsigned ci;                 /* PLOT_CI_*: where its points' intervals come from */
 } plot_series;
 
 /* One metric's rows that have an x value (at one context length when the
@@ -114,13 +145,17 @@ void plot_figures_free(plot_figure *f, size_t n);
 int plot_same_table(const char *a, const char *b);
 
 /* Label of series si: its encoding, then every parameter (and the device)
- * whose value differs between the figure's series; the run id if that is
- * empty. */
-void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, char *out,
+ * whose value differs between the figure's series, but column skip (-1:
+ * none; a facet's column or the encoding's, said in its panel's title;
+ * the encoding stays when nothing else is left), a parameter the run
+ * does not set (empty: no "(default)") and, for a mean over seeds, the
+ * seed; the run id if that is empty. */
+void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int skip, char *out,
                        size_t cap);
 
-/* Orders a series' rows by numeric x. */
-rl_status plot_sort_series(const plot_ctx *c, plot_series *s, rl_error *err);
+/* A swept key without its section, which its name makes clear:
+ * "max_len" for "params.max_len". */
+const char *plot_key_name(const char *key);
 
 /* ---- plot_gnuplot.c -------------------------------------------------------- */
 

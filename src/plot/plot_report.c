@@ -277,6 +277,19 @@ static void verification_table(FILE *fp, const plot_ctx *c, const json_t *manife
     }
 }
 
+/* The value of summary metric `metric` of row r0's run and device ("" when
+ * absent). */
+static const char *scalar_of(const plot_ctx *c, size_t r0, const char *metric)
+{
+    for (size_t r = 1; r < c->t->n; r++)
+        if (!*plot_field(c, r, c->c_x) &&
+            strcmp(plot_field(c, r, c->c_run), plot_field(c, r0, c->c_run)) == 0 &&
+            strcmp(plot_field(c, r, c->c_dev), plot_field(c, r0, c->c_dev)) == 0 &&
+            strcmp(plot_field(c, r, c->c_metric), metric) == 0)
+            return plot_field(c, r, c->c_value);
+    return "";
+}
+
 /* Rows without x of kind `kind`: an encoding x metric table (one row per
  * run and device, one column per metric, in order of first appearance). */
 static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *n_scalars)
@@ -306,6 +319,29 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
         if (i == n_m)
             mets[n_m++] = r;
     }
+    /* X_lo95 / X_hi95 beside X: in X's cell, "v [lo, hi]", not columns of
+     * their own */
+    int *lo_of = malloc((n_m ? n_m : 1) * sizeof *lo_of);
+    int *hi_of = malloc((n_m ? n_m : 1) * sizeof *hi_of);
+    unsigned char *bound = calloc(n_m ? n_m : 1, 1);
+    if (!lo_of || !hi_of || !bound)
+        n_runs = 0;
+    for (size_t m = 0; m < n_m && n_runs; m++)
+        lo_of[m] = hi_of[m] = -1;
+    for (size_t b = 0; b < n_m && n_runs; b++) {
+        const char *bm = plot_field(c, mets[b], c->c_metric);
+        size_t bl;
+        int hi;
+        if (!plot_ci_bound(bm, plot_flags(plot_field(c, mets[b], c->c_plot)), &bl, &hi))
+            continue;
+        for (size_t m = 0; m < n_m; m++) {
+            const char *xm = plot_field(c, mets[m], c->c_metric);
+            if (m != b && strlen(xm) == bl && strncmp(xm, bm, bl) == 0) {
+                *(hi ? &hi_of[m] : &lo_of[m]) = (int)b;
+                bound[b] = 1;
+            }
+        }
+    }
     if (n_runs) {
         fputs("\n### ", fp);
         md_text(fp, *kind ? kind : "runs");
@@ -321,12 +357,16 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
                 fprintf(fp, "| %s ", h->f[col]);
         }
         for (size_t m = 0; m < n_m; m++) {
+            if (bound[m])
+                continue;
             const char *t = plot_field(c, mets[m], c->c_title);
             const char *u = plot_field(c, mets[m], c->c_unit);
             if (!*t)
                 t = plot_field(c, mets[m], c->c_metric);
-            char head[600];
-            snprintf(head, sizeof head, *u ? "%s (%s)" : "%s", t, u);
+            char head[700];
+            int ci = lo_of[m] >= 0 && hi_of[m] >= 0;
+            snprintf(head, sizeof head, "%s%s%s%s%s", t, *u ? " (" : "", u, *u ? ")" : "",
+                     ci ? " [95 % interval]" : "");
             md_cell(fp, head);
         }
         fputs("|\n|---|---", fp);
@@ -334,7 +374,8 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
             if (differs[col])
                 fputs("|---", fp);
         for (size_t m = 0; m < n_m; m++)
-            fputs("|---:", fp);
+            if (!bound[m])
+                fputs("|---:", fp);
         fputs("|\n", fp);
         for (size_t i = 0; i < n_runs; i++) {
             size_t r0 = runs[i];
@@ -344,18 +385,21 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
                 if (differs[col])
                     md_cell(fp, plot_field(c, r0, (int)col));
             for (size_t m = 0; m < n_m; m++) {
-                const char *v = "";
-                for (size_t r = 1; r < n && !*v; r++)
-                    if (!*plot_field(c, r, c->c_x) &&
-                        strcmp(plot_field(c, r, c->c_run), plot_field(c, r0, c->c_run)) == 0 &&
-                        strcmp(plot_field(c, r, c->c_dev), plot_field(c, r0, c->c_dev)) == 0 &&
-                        strcmp(plot_field(c, r, c->c_metric),
-                               plot_field(c, mets[m], c->c_metric)) == 0)
-                        v = plot_field(c, r, c->c_value);
-                double d;
-                char num[64];
+                if (bound[m])
+                    continue;
+                const char *v = scalar_of(c, r0, plot_field(c, mets[m], c->c_metric));
+                double d, lo, hi;
+                char num[120];
                 if (plot_parse_num(v, &d)) {
-                    snprintf(num, sizeof num, "%.4g", d);
+                    const char *lm =
+                        lo_of[m] >= 0 ? plot_field(c, mets[lo_of[m]], c->c_metric) : "";
+                    const char *hm =
+                        hi_of[m] >= 0 ? plot_field(c, mets[hi_of[m]], c->c_metric) : "";
+                    if (*lm && *hm && plot_parse_num(scalar_of(c, r0, lm), &lo) &&
+                        plot_parse_num(scalar_of(c, r0, hm), &hi))
+                        snprintf(num, sizeof num, "%.4g [%.4g, %.4g]", d, lo, hi);
+                    else
+                        snprintf(num, sizeof num, "%.4g", d);
                     v = num;
                 }
                 md_cell(fp, *v ? v : "—");
@@ -368,9 +412,18 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
             md_text(fp, plot_field(c, mets[m], c->c_metric));
             fputc('`', fp);
         }
-        fputs(". Values to 4 significant digits (results.csv has all 17).\n", fp);
+        fputs(". Values to 4 significant digits (results.csv has all 17)", fp);
+        int any_ci = 0;
+        for (size_t m = 0; m < n_m; m++)
+            any_ci |= bound[m];
+        if (any_ci)
+            fputs("; [lo, hi]: the 95 % interval results.csv gives (`X_lo95`, `X_hi95`)", fp);
+        fputs(".\n", fp);
         free(differs);
     }
+    free(lo_of);
+    free(hi_of);
+    free(bound);
     free(runs);
     free(mets);
 }

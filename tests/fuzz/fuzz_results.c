@@ -1,6 +1,6 @@
 /* libFuzzer harness for the results.csv reader behind `ropelab plot` (and
  * the tables `merge` combines): RFC 4180 parsing, column checks, grouping
- * into figures and series, series labels and ordering — everything but the
+ * into figures and series (seeds merged, intervals found), series labels — everything but the
  * gnuplot run itself (whose input quoting test_plot and test_cli cover). */
 #include <stdlib.h>
 
@@ -24,12 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char label[512];
         for (size_t f = 0; f < n_figs; f++)
             for (size_t s = 0; s < figs[f].n; s++) {
-                plot_series_label(&c, &figs[f], s, label, sizeof label);
-                (void)plot_sort_series(&c, &figs[f].s[s], &err);
+                plot_series_label(&c, &figs[f], s, -1, label, sizeof label);
             }
     }
     plot_figures_free(figs, n_figs);
     free(c.is_param);
+    free(c.is_seed);
+    free(c.is_ident);
     plot_csv_free(&t);
     return 0;
 }
