@@ -583,7 +583,8 @@ static void posret(const char *type, const char *enc, const char *extra, double 
     for (int i = 0; i < 6; i++)
         out[i] = kmetric(&f, names[i]);
     ck_assert_double_eq_tol(kmetric(&f, "chance"), 0.125, 1e-15);
-    ck_assert(kmetric(&f, "trials_within_train") >= 150 && kmetric(&f, "trials_beyond_train") >= 150);
+    ck_assert(kmetric(&f, "trials_within_train") >= 150 &&
+              kmetric(&f, "trials_beyond_train") >= 150);
     fprintf(stderr, "retrieval %s%s: within %.3f [%.3f, %.3f], beyond %.3f [%.3f, %.3f]\n", type,
             extra, out[0], out[1], out[2], out[3], out[4], out[5]);
     kf_free(&f);

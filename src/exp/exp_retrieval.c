@@ -352,7 +352,8 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
     uint32_t *target = malloc(T * sizeof *target), *pos = malloc(T * sizeof *pos);
     ret_trial *trials = malloc((T / 4 + 1) * sizeof *trials);
-    uint64_t *slots = malloc((T / 4 + 1) * C * sizeof *slots), *free_off = malloc(T * sizeof *free_off);
+    uint64_t *slots = malloc((T / 4 + 1) * C * sizeof *slots);
+    uint64_t *free_off = malloc(T * sizeof *free_off);
     unsigned char *used = malloc(T), *hay = malloc((T / 4 + 1) * KV);
     float *cand_p = malloc((T / 4 + 1) * KV * C * sizeof *cand_p);
     double *inv_tok = NULL;
@@ -535,8 +536,8 @@ done:
 static const exp_metric metrics[] = {
     {"retrieval_offset.offset_tokens", "target offset", "tokens",
      EXP_PLOT_LOGX | EXP_PLOT_TRAIN},
-    {"retrieval_offset.accuracy", "positional retrieval accuracy (argmax is the target)", "",
-     EXP_PLOT_FRACTION},
+    {"retrieval_offset.accuracy",
+     "positional retrieval accuracy (target first of the candidates)", "", EXP_PLOT_FRACTION},
     {"retrieval_offset.accuracy_lo95", "accuracy, 95 % interval low", "", EXP_PLOT_CI},
     {"retrieval_offset.accuracy_hi95", "accuracy, 95 % interval high", "", EXP_PLOT_CI},
     {"retrieval_offset.trials", "trials per offset", "trials", EXP_PLOT_HIDE},
