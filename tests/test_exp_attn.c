@@ -599,13 +599,16 @@ static void posret(const char *type, const char *enc, const char *extra, double 
  * high frequencies lose nearby offsets within it. */
 START_TEST(retrieval_needs_position_nope_and_shuffled_at_chance)
 {
-    double nope[6], shuf[6], rope[6], keep[6], yarn[6], pi[6];
+    double nope[6], shuf[6], rope[6], keep[6], yarn[6], pi[6], rerope[6];
     posret("nope", "{}", "", nope);
     posret("rope", "{}", ", \"positions\": \"shuffled\"", shuf);
     posret("rope", "{}", "", rope);
     posret("rope", "{}", ", \"ood\": \"keep\"", keep);
     posret("yarn", "{\"factor\": 8, \"original_max_position_embeddings\": 32}", "", yarn);
     posret("linear", "{\"factor\": 8}", "", pi);
+    /* ReRoPE with window 16: every offset >= 16 reads as 16, so beyond
+     * train_len (r > 32) the candidates are indistinguishable: chance */
+    posret("rope", "{}", ", \"attn_remap\": \"rerope\", \"attn_remap_window\": 16", rerope);
     for (int i = 0; i < 6; i += 3) {
         ck_assert_msg(nope[i + 1] <= 0.125 && 0.125 <= nope[i + 2], "NoPE not at chance");
         ck_assert_msg(shuf[i + 1] <= 0.125 && 0.125 <= shuf[i + 2], "shuffled not at chance");
@@ -615,6 +618,8 @@ START_TEST(retrieval_needs_position_nope_and_shuffled_at_chance)
     ck_assert_msg(rope[5] < yarn[4], "RoPE beyond train_len not below YaRN: %g vs %g", rope[3],
                   yarn[3]);
     ck_assert_msg(pi[2] < rope[1], "PI within train_len not below RoPE: %g vs %g", pi[0], rope[0]);
+    ck_assert_msg(rerope[4] <= 0.125 && 0.125 <= rerope[5], "ReRoPE beyond its window: %g",
+                  rerope[3]);
 }
 END_TEST
 

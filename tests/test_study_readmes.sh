@@ -41,8 +41,7 @@ llama31-scalings scaling-atlas yarn-temperature vllm-readings"
 # Regenerate one with the command this test prints for it.
 # name|reason: READMEs without markers yet
 NOT_CONVERTED="llama31-scalings|converted by its owner (issue 26 helper)
-scaling-atlas|converted by its owner (issue 26 helper, new study)
-beyond-yarn|being converted (the lead)"
+scaling-atlas|converted by its owner (issue 26 helper, new study)"
 
 in_list() { case " $(echo $2) " in *" $1 "*) return 0 ;; esac; return 1; }
 reason_of() { echo "$NOT_CONVERTED" | sed -n "s/^$1|//p"; }

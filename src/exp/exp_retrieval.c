@@ -32,6 +32,11 @@
  * carry q = c: such an encoding can prefer the target only through a
  * distance bias, which favours the nearest candidate, not a chosen one.
  *
+ * With a position remap (attn_remap: Self-Extend, ReRoPE, Leaky ReRoPE,
+ * DCA) Delta_p is the remapped distance times theta'_p
+ * (attn_remap_distance): the query asks for the angle the remap presents,
+ * so offsets the remap merges become indistinguishable, not wrong.
+ *
  * Controls (docs/runner.md "retrieval"): NoPE and `positions: shuffled` (the
  * encoding sees a permutation of the positions the query was built for) are
  * at chance = 1/C by symmetry: the target is one of C exchangeable
@@ -300,6 +305,7 @@ static void build_pass(const exp_run *run, const ret_params *p, uint64_t N, cons
 {
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t G = H / KV, C = p->candidates, L = run->model.train_len;
+    int remap = p->mask.remap.method != ATTN_REMAP_NONE;
     for (uint64_t x = 0; x < N * KV * D; x++)
         k[x] = p->gaussian ? (float)rl_rng_normal(rng) : 0.0f;
     for (uint64_t x = 0; x < N * H * D; x++)
@@ -315,9 +321,15 @@ static void build_pass(const exp_run *run, const ret_params *p, uint64_t N, cons
                 for (uint32_t d = 0; d < D; d++)
                     kj[d] = (float)(c[d] + (p->noise > 0 ? p->noise * rl_rng_normal(rng) : 0.0));
             }
+            /* a remap (Self-Extend, ReRoPE, DCA, ...) rotates the pair by its
+             * remapped distance: the query asks for that angle */
+            double rd = remap ? attn_remap_distance(&p->mask.remap, (int64_t)tr->i,
+                                                    (int64_t)tr->target)
+                              : 0;
             for (uint32_t pp = 0; f && pp < f->n_pairs; pp++) {
-                double delta = pair_angle(f, inv_tok, tr->i, pp) -
-                               pair_angle(f, inv_tok, tr->target, pp);
+                double delta = remap ? rd * f->inv_freq[pp]
+                                     : pair_angle(f, inv_tok, tr->i, pp) -
+                                           pair_angle(f, inv_tok, tr->target, pp);
                 double th0 = f->inv_freq[pp] * f->scale[pp], seen = th0 * (double)L;
                 if (p->ood_random && seen < 2 * RET_PI && delta > seen * (1 + 1e-12))
                     delta = 2 * RET_PI * rl_rng_uniform(rng);
