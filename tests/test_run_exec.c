@@ -426,6 +426,7 @@ START_TEST(every_kind_declares_every_metric_it_emits)
         "  - {kind: interpolation}\n"
         "  - {kind: invariance, params: {pairs: 2, m: 8, max_shift_log2: 4}}\n"
         "  - {kind: entropy, params: {min_len: 16, max_len: 64}}\n"
+        "  - {kind: retrieval, params: {min_len: 64, max_len: 128}}\n"
         "  - {kind: content_retrieval, params: {min_len: 64, max_len: 128}}\n"
         "  - {kind: distortion}\n"
         "  - {kind: base_bound, params: {max_distance: 64}}\n";
@@ -474,11 +475,13 @@ START_TEST(every_kind_declares_every_metric_it_emits)
         json_decref(sum);
     }
     ck_assert_uint_gt(n_checked, 60);
-    ck_assert_uint_eq(n_at, 2); /* retrieval's distance tables at N = 64 and 128 */
+    /* content_retrieval's distance and retrieval's offset tables at N = 64, 128 */
+    ck_assert_uint_eq(n_at, 4);
     /* ... and results.csv gives those lengths a column, not a name */
     snprintf(path, sizeof path, "%s/results.csv", out);
     ck_assert_uint_eq(count_lines_with(path, "retrieval_n", NULL, 0), 0);
     ck_assert_uint_gt(count_lines_with(path, ",retrieval_distance.accuracy,128,", NULL, 0), 0);
+    ck_assert_uint_gt(count_lines_with(path, ",retrieval_offset.accuracy,128,", NULL, 0), 0);
     rmrf(out);
     run_batch_free(&b);
 }
