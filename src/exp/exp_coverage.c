@@ -25,6 +25,11 @@
  * dimensions whose period fits into train_len. It is reported from the
  * formula and, independently, counted from the unscaled frequencies (2 x the
  * pairs with 2 pi / theta0_j <= train_len); the two must agree (verified).
+ * The table also gives each pair's scale theta_j / theta0_j (1 unscaled,
+ * 1/factor for Position Interpolation), the per-pair view of a scaling.
+ * eval_len 0 takes the evaluation length from the encoding's own seq_len
+ * (the length a dynamic or longrope scaling is set for), so one sweep of
+ * {factor, seq_len} pairs evaluates each scaling at its own length.
  * CPU only, double precision. */
 #include <math.h>
 #include <stdlib.h>
@@ -35,10 +40,11 @@
 
 enum { P_EVAL_LEN, P_COUNT };
 static const rl_param params[P_COUNT] = {
-    [P_EVAL_LEN] = {.key = "eval_len", .type = RL_P_INT, .min = 1, .max = 2147483647.0,
+    [P_EVAL_LEN] = {.key = "eval_len", .type = RL_P_INT, .min = 0, .max = 2147483647.0,
                     .def = "8192",
                     .help = "evaluation sequence length (also the seq_len of dynamic/longrope "
-                            "scalings)"},
+                            "scalings unless the encoding sets seq_len); 0: the encoding's "
+                            "seq_len"},
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
@@ -55,12 +61,27 @@ static rl_status cov_params_of(const exp_run *run, cov_params *p, rl_error *err)
     return st;
 }
 
+/* The run's frequencies at its evaluation length *eval: eval_len, or with
+ * eval_len 0 the encoding's seq_len (refused when it sets none). */
+static rl_status cov_freqs(const exp_run *run, rope_freqs *f, uint64_t *eval, rl_error *err)
+{
+    cov_params p;
+    rl_status st = cov_params_of(run, &p, err);
+    if (st || (st = exp_rope_freqs(run, p.eval_len, f, err)))
+        return st;
+    *eval = p.eval_len ? p.eval_len : f->seq_len;
+    if (!*eval)
+        return rl_fail(err, RL_ERR_ARG,
+                       "coverage: eval_len 0 takes the evaluation length from the encoding's "
+                       "seq_len, but encoding '%s' sets none", run->encoding_name);
+    return RL_OK;
+}
+
 static rl_status cov_check(const exp_run *run, rl_error *err)
 {
     rope_freqs f;
-    cov_params p;
-    rl_status st = cov_params_of(run, &p, err);
-    return st ? st : exp_rope_freqs(run, p.eval_len, &f, err);
+    uint64_t eval;
+    return cov_freqs(run, &f, &eval, err);
 }
 
 static uint64_t cov_bytes(const exp_run *run)
@@ -72,18 +93,17 @@ static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
 {
     (void)ctx;
     rope_freqs f;
-    cov_params p;
-    rl_status st = cov_params_of(run, &p, err);
-    uint64_t eval = p.eval_len;
-    if (st || (st = exp_rope_freqs(run, eval, &f, err)))
+    uint64_t eval;
+    rl_status st = cov_freqs(run, &f, &eval, err);
+    if (st)
         return st;
     double L = run->model.train_len, E = (double)eval, two_pi = 2.0 * COV_PI;
     /* Column names are identifiers (exp_sink); units are suffixes. */
     const char *cols[] = {"rotary_pair_j",         "wavelength_tokens",
                           "unscaled_wavelength_tokens", "train_len_tokens",
                           "angle_range_at_eval_len_rad", "angle_range_in_training_rad",
-                          "out_of_distribution"};
-    if ((st = exp_sink_table(sink, "coverage", 7, cols, err)))
+                          "out_of_distribution", "frequency_ratio"};
+    if ((st = exp_sink_table(sink, "coverage", 8, cols, err)))
         return st;
     uint32_t ood = 0, counted = 0;
     double first_ood = -1;
@@ -98,7 +118,7 @@ static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         if (out && first_ood < 0)
             first_ood = j;
         counted += lam0 <= L;
-        double row[7] = {j, lam, lam0, L, pe, pt, out};
+        double row[8] = {j, lam, lam0, L, pe, pt, out, th0 > 0 ? th / th0 : 0};
         st = exp_sink_row(sink, row, err);
     }
     if (st)
@@ -112,6 +132,7 @@ static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     exp_sink_metric(sink, "critical_dim_formula", formula);
     exp_sink_metric(sink, "critical_dim_counted", 2.0 * counted);
     exp_sink_metric(sink, "eval_over_train", E / L);
+    exp_sink_metric(sink, "eval_len_tokens", E);
     /* The formula's ceil and the count differ only when (d/2) log_base(L/2pi)
      * is an integer (a pair whose wavelength is exactly train_len) or when
      * the configured base is not the one of the unscaled frequencies
@@ -138,17 +159,21 @@ static const exp_metric metrics[] = {
     {"coverage.angle_range_in_training_rad", "largest angle within train_len",
      "rad", EXP_PLOT_LOGY},
     {"coverage.out_of_distribution", "pair leaves its trained angle range (1: yes)", "", 0},
+    {"coverage.frequency_ratio", "scale θ'_j/θ_j (scaled / unscaled frequency)", "",
+     EXP_PLOT_LOGY},
     {"ood_pairs", "pairs out of their trained angle range", "pairs", 0},
     {"ood_fraction", "fraction of pairs out of range", "", 0},
     {"first_ood_pair", "first out-of-range pair (-1: none)", "", 0},
     {"critical_dim_formula", "critical dimension, formula", "dims", 0},
     {"critical_dim_counted", "critical dimension, counted", "dims", 0},
     {"eval_over_train", "eval_len / train_len", "", 0},
+    {"eval_len_tokens", "evaluation length", "tokens", 0},
 };
 
 const exp_kind exp_kind_coverage = {
     .name = "coverage",
-    .about = "per rotary pair: wavelength and largest angle at eval_len vs training; OOD pairs",
+    .about = "per rotary pair: scale, wavelength and largest angle at eval_len vs training; OOD "
+             "pairs",
     .params = params,
     .n_params = sizeof params / sizeof params[0],
     .uses_data = 0,
