@@ -11,6 +11,10 @@ first_negative_distance). LongRoPE's lists are read from the batch file.
 usage: check_atlas.py RESULTS.csv [BATCH.yaml] [--quiet]   (pure Python, ~10 s)
 Prints one line per method and s (--quiet: only the count of differences)
 and exits 1 on any difference.
+       check_atlas.py --phi35 [CONFIG.json]
+The resampling check: Phi-3.5-mini-instruct's own setting (head_dim 96, its
+48-entry long_factor, tests/data/phi3_longrope.json), in this file's Python
+only, as a Markdown table beside the atlas's head_dim-128 LongRoPE row.
 """
 import csv
 import math
@@ -81,7 +85,36 @@ def first_negative(th, limit=32 * L):
     return limit
 
 
+def phi35(cfg):
+    import json
+    c = json.load(open(cfg))
+    f = c["rope_scaling"]["long_factor"]
+    d, n = 96, len(f)
+    assert c["hidden_size"] // c["num_attention_heads"] == d and n == d // 2
+    th0 = [B ** (-2 * j / d) for j in range(n)]
+    th = [t / f[j] for j, t in enumerate(th0)]
+    crit = sum(1 for t in th0 if 2 * math.pi / t > L)
+    print(f"| head_dim {d} (Phi-3.5-mini-instruct's own lists) | s = 2 | s = 4 | s = 8 | s = 16 | s = 32 |")
+    print("|---|---|---|---|---|---|")
+    ood_s = []
+    for s in (2, 4, 8, 16, 32):
+        o = sum(1 for j in range(n)
+                if 2 * math.pi / th0[j] > L and th[j] * s * L > th0[j] * L * (1 + 1e-12))
+        ood_s.append(f"{o} of {n}")
+    print(f"| RoPE, pairs out of distribution at s·L | " + " | ".join(f"{crit} of {n}" for _ in range(5)) + " |")
+    print(f"| LongRoPE, pairs out of distribution at s·L | " + " | ".join(ood_s) + " |")
+    r0, r1 = first_negative(th0), first_negative(th)
+    print("| RoPE, first m with B(m) < 0 | " + " | ".join(f"{r0}" for _ in range(5)) + " |")
+    print("| LongRoPE, first m with B(m) < 0 | "
+          + " | ".join(f"**{r1}** ✓" if r1 >= s * L else f"{r1}" for s in (2, 4, 8, 16, 32)) + " |")
+    return 0
+
+
 def main(argv):
+    if argv and argv[0] == "--phi35":
+        return phi35(argv[1] if len(argv) > 1 else os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data",
+            "phi3_longrope.json"))
     quiet = "--quiet" in argv
     argv = [a for a in argv if a != "--quiet"]
     if not argv:
