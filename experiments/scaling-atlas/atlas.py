@@ -227,6 +227,8 @@ def plots(runs, L, ss, d):
             fp.write(f'set title "{title}"\nset yrange [4e-4:1.6]\n'
                      'set format y "%g"\nset ytics ("1/1024" 1.0/1024, "1/256" 1.0/256, '
                      '"1/64" 1.0/64, "1/16" 1.0/16, "1/4" 0.25, "1" 1)\n'
+                     'set ytics add ("" 0.5 1, "" 0.125 1, "" 1.0/32 1, "" 1.0/128 1, '
+                     '"" 1.0/512 1)\n'
                      + ('set ylabel "scale θ\'_j/θ_j"\n' if i == 0 else 'unset ylabel\n')
                      + 'unset xlabel\n'
                      + ('set key bottom left opaque box samplen 2 font "sans,10"\n' if i == 0
