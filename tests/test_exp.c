@@ -191,6 +191,120 @@ START_TEST(coverage_t_extra_and_first_out_of_range_length)
 }
 END_TEST
 
+/* Column `col` of table `table` (dir/<table>.csv) of a finished run into
+ * v[0..n), n the table's row count (at most max). */
+static uint32_t table_col(const fixture *f, const char *table, const char *col, double *v,
+                          uint32_t max)
+{
+    char path[128], line[4096];
+    snprintf(path, sizeof path, "%s/%s.csv", f->dir, table);
+    FILE *fp = fopen(path, "r");
+    ck_assert_msg(fp != NULL, "no table %s", path);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, fp));
+    int c = -1, i = 0;
+    for (char *t = strtok(line, ",\n"); t; t = strtok(NULL, ",\n"), i++)
+        if (strcmp(t, col) == 0)
+            c = i;
+    ck_assert_msg(c >= 0, "table %s has no column %s", table, col);
+    uint32_t n = 0;
+    while (n < max && fgets(line, sizeof line, fp)) {
+        char *t = strtok(line, ",\n");
+        for (i = 0; i < c && t; i++)
+            t = strtok(NULL, ",\n");
+        ck_assert_ptr_nonnull(t);
+        v[n++] = strtod(t, NULL);
+    }
+    fclose(fp);
+    return n;
+}
+
+/* The per-pair scale theta'_j / theta_j, derived by hand (d = 128, base
+ * 10000, train_len 4096):
+ * - Position Interpolation divides every frequency by s: 1/s on every pair
+ *   (exactly for s = 4: dividing by a power of two is exact), and the
+ *   wavelength is s times 2 pi 10000^(2j/128).
+ * - YaRN x8 (beta_fast 32, beta_slow 1, truncated): the ramp runs from
+ *   lo = floor(128 ln(4096 / (32 2 pi)) / (2 ln 10000)) = floor(20.94) = 20
+ *   to hi = ceil(128 ln(4096 / (2 pi)) / (2 ln 10000)) = ceil(45.03) = 46,
+ *   so pairs 0..20 keep scale 1 (the highest-frequency pair first), pairs
+ *   46..63 get 1/8 and the ones between lie strictly inside; none of its
+ *   pairs leaves its trained angle range at 8 x train_len (the pairs with
+ *   wavelength > 4096, 46..63, are exactly the interpolated ones). */
+START_TEST(coverage_scale_column_pi_and_yarn)
+{
+    const double pi = 3.14159265358979323846;
+    double v[64], w[64];
+    const char *pis[] = {"{\"factor\": 4}", "{\"factor\": 3}"};
+    const double s[] = {4, 3};
+    for (int k = 0; k < 2; k++) {
+        fixture f;
+        fx_init(&f, "linear", pis[k], "{\"eval_len\": 16384}", 128, 4096, 0);
+        rl_error err = {0};
+        ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+        ck_assert_uint_eq(table_col(&f, "coverage", "frequency_ratio", v, 64), 64);
+        ck_assert_uint_eq(table_col(&f, "coverage", "wavelength_tokens", w, 64), 64);
+        for (int j = 0; j < 64; j++) {
+            if (s[k] == 4)
+                ck_assert_double_eq(v[j], 0.25);
+            else
+                ck_assert_double_eq_tol(v[j], 1.0 / 3.0, 1e-15);
+            double lam = s[k] * 2 * pi * pow(10000.0, 2.0 * j / 128.0);
+            ck_assert_double_eq_tol(w[j], lam, 1e-12 * lam);
+        }
+        fx_free(&f);
+    }
+    fixture f;
+    fx_init(&f, "yarn", "{\"factor\": 8, \"original_max_position_embeddings\": 4096}",
+            "{\"eval_len\": 32768}", 128, 4096, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(table_col(&f, "coverage", "frequency_ratio", v, 64), 64);
+    for (int j = 0; j <= 20; j++)
+        ck_assert_double_eq(v[j], 1.0);
+    for (int j = 21; j < 46; j++) {
+        ck_assert_double_lt(v[j], 1.0);
+        ck_assert_double_gt(v[j], 0.125);
+        ck_assert_double_lt(v[j], v[j - 1]);
+    }
+    for (int j = 46; j < 64; j++)
+        ck_assert_double_eq_tol(v[j], 0.125, 1e-15);
+    ck_assert_double_eq(metric(&f, "ood_pairs"), 0);
+    fx_free(&f);
+}
+END_TEST
+
+/* eval_len 0: the encoding's seq_len is the evaluation length. Dynamic NTK
+ * with factor 4 at seq_len 16384 over M = train_len 4096 has base
+ * 10000 (4 16384/4096 - 3)^(128/126) = 10000 13^(128/126), so pair j's
+ * scale is 13^(-2j/126): 1/13 for j = 63, and for the pairs that never
+ * turned in training (46..63) at most 13^(-92/126) = 0.154 < 1/4: none out
+ * of range at 4 x train_len. Without a seq_len eval_len 0 is refused. */
+START_TEST(coverage_eval_len_zero_takes_the_encoding_seq_len)
+{
+    fixture f;
+    fx_init(&f, "dynamic",
+            "{\"factor\": 4, \"seq_len\": 16384, \"max_position_embeddings\": 4096}",
+            "{\"eval_len\": 0}", 128, 4096, 0);
+    rl_error err = {0};
+    ck_assert_msg(fx_run(&f, "coverage", NULL, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(metric(&f, "eval_len_tokens"), 16384);
+    ck_assert_double_eq(metric(&f, "eval_over_train"), 4);
+    ck_assert_double_eq(metric(&f, "ood_pairs"), 0);
+    double v[64];
+    ck_assert_uint_eq(table_col(&f, "coverage", "frequency_ratio", v, 64), 64);
+    ck_assert_double_eq(v[0], 1.0);
+    for (int j = 1; j < 64; j++)
+        ck_assert_double_eq_tol(v[j], pow(13.0, -2.0 * j / 126.0), 1e-13);
+    ck_assert_double_eq_tol(v[63], 1.0 / 13.0, 1e-15);
+    fx_free(&f);
+
+    fx_init(&f, "rope", "{}", "{\"eval_len\": 0}", 128, 4096, 0);
+    ck_assert_int_eq(fx_run(&f, "coverage", NULL, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "sets none"));
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(coverage_refuses_non_rope_encodings)
 {
     fixture f;
@@ -526,6 +640,8 @@ int main(void)
     tcase_add_test(c, coverage_llama2_critical_dimension_and_ood_pairs_at_4x);
     tcase_add_test(c, coverage_t_extra_and_first_out_of_range_length);
     tcase_add_test(c, coverage_refuses_non_rope_encodings);
+    tcase_add_test(c, coverage_scale_column_pi_and_yarn);
+    tcase_add_test(c, coverage_eval_len_zero_takes_the_encoding_seq_len);
     tcase_add_test(c, interpolation_matches_a_hand_solved_one_pair_fit);
     suite_add_tcase(s, c);
     TCase *tp = tcase_create("params");

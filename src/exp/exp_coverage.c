@@ -44,6 +44,11 @@
  * train_len (beta/b0)^(d_extra/d) and T_extra / break = 2 pi / (theta0_jc
  * train_len) in (1, b0^(2/d)]: Liu's bound counts a full turn for the
  * critical pair, which in pre-training saw only theta0_jc train_len < 2 pi.
+ * The table also gives each pair's scale theta_j / theta0_j (1 unscaled,
+ * 1/factor for Position Interpolation), the per-pair view of a scaling.
+ * eval_len 0 takes the evaluation length from the encoding's own seq_len
+ * (the length a dynamic or longrope scaling is set for), so one sweep of
+ * {factor, seq_len} pairs evaluates each scaling at its own length.
  * CPU only, double precision. */
 #include <math.h>
 #include <stdlib.h>
@@ -54,10 +59,11 @@
 
 enum { P_EVAL_LEN, P_PRETRAIN_BASE, P_COUNT };
 static const rl_param params[P_COUNT] = {
-    [P_EVAL_LEN] = {.key = "eval_len", .type = RL_P_INT, .min = 1, .max = 2147483647.0,
+    [P_EVAL_LEN] = {.key = "eval_len", .type = RL_P_INT, .min = 0, .max = 2147483647.0,
                     .def = "8192",
                     .help = "evaluation sequence length (also the seq_len of dynamic/longrope "
-                            "scalings)"},
+                            "scalings unless the encoding sets seq_len); 0: the encoding's "
+                            "seq_len"},
     [P_PRETRAIN_BASE] = {.key = "pretrain_base", .type = RL_P_NUM, .min = 0, .max = 1e300,
                          .def = "0",
                          .help = "0: the unscaled frequencies are the trained ones; > 1: "
@@ -85,12 +91,29 @@ static rl_status cov_params_of(const exp_run *run, cov_params *p, rl_error *err)
     return st;
 }
 
+/* The run's parameters and frequencies at its evaluation length *eval:
+ * eval_len, or with eval_len 0 the encoding's seq_len (refused when it sets
+ * none). */
+static rl_status cov_freqs(const exp_run *run, cov_params *p, rope_freqs *f, uint64_t *eval,
+                           rl_error *err)
+{
+    rl_status st = cov_params_of(run, p, err);
+    if (st || (st = exp_rope_freqs(run, p->eval_len, f, err)))
+        return st;
+    *eval = p->eval_len ? p->eval_len : f->seq_len;
+    if (!*eval)
+        return rl_fail(err, RL_ERR_ARG,
+                       "coverage: eval_len 0 takes the evaluation length from the encoding's "
+                       "seq_len, but encoding '%s' sets none", run->encoding_name);
+    return RL_OK;
+}
+
 static rl_status cov_check(const exp_run *run, rl_error *err)
 {
     rope_freqs f;
     cov_params p;
-    rl_status st = cov_params_of(run, &p, err);
-    return st ? st : exp_rope_freqs(run, p.eval_len, &f, err);
+    uint64_t eval;
+    return cov_freqs(run, &p, &f, &eval, err);
 }
 
 static uint64_t cov_bytes(const exp_run *run)
@@ -103,17 +126,17 @@ static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     (void)ctx;
     rope_freqs f;
     cov_params p;
-    rl_status st = cov_params_of(run, &p, err);
-    uint64_t eval = p.eval_len;
-    if (st || (st = exp_rope_freqs(run, eval, &f, err)))
+    uint64_t eval;
+    rl_status st = cov_freqs(run, &p, &f, &eval, err);
+    if (st)
         return st;
     double L = run->model.train_len, E = (double)eval, two_pi = 2.0 * COV_PI;
     /* Column names are identifiers (exp_sink); units are suffixes. */
     const char *cols[] = {"rotary_pair_j",         "wavelength_tokens",
                           "unscaled_wavelength_tokens", "train_len_tokens",
                           "angle_range_at_eval_len_rad", "angle_range_in_training_rad",
-                          "out_of_distribution"};
-    if ((st = exp_sink_table(sink, "coverage", 7, cols, err)))
+                          "out_of_distribution", "frequency_ratio"};
+    if ((st = exp_sink_table(sink, "coverage", 8, cols, err)))
         return st;
     uint32_t ood = 0, counted = 0;
     double first_ood = -1, ood_from = INFINITY, ood_from_pair = -1;
@@ -140,7 +163,7 @@ static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         counted += lam0 <= L;
         if (lam0 > L && jc == f.n_pairs)
             jc = j;
-        double row[7] = {j, lam, lam0, L, pe, pt, out};
+        double row[8] = {j, lam, lam0, L, pe, pt, out, th0 > 0 ? th / th0 : 0};
         st = exp_sink_row(sink, row, err);
     }
     if (st)
@@ -162,6 +185,7 @@ static rl_status cov_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     exp_sink_metric(sink, "ood_from_pair", ood_from_pair);
     exp_sink_metric(sink, "t_extra_over_ood_from",
                     t_extra > 0 && isfinite(ood_from) ? t_extra / ood_from : -1);
+    exp_sink_metric(sink, "eval_len_tokens", E);
     /* The formula's ceil and the count differ only when (d/2) log_base(L/2pi)
      * is an integer (a pair whose wavelength is exactly train_len) or when
      * the configured base is not the one of the unscaled frequencies
@@ -189,6 +213,8 @@ static const exp_metric metrics[] = {
     {"coverage.angle_range_in_training_rad", "largest angle within train_len",
      "rad", EXP_PLOT_LOGY},
     {"coverage.out_of_distribution", "pair leaves its trained angle range (1: yes)", "", 0},
+    {"coverage.frequency_ratio", "scale θ'_j/θ_j (scaled / unscaled frequency)", "",
+     EXP_PLOT_LOGY},
     {"ood_pairs", "pairs out of their trained angle range", "pairs", 0},
     {"ood_fraction", "fraction of pairs out of range", "", 0},
     {"first_ood_pair", "first out-of-range pair (-1: none)", "", 0},
@@ -201,11 +227,13 @@ static const exp_metric metrics[] = {
      "tokens", 0},
     {"ood_from_pair", "the pair that leaves its range first (-1: none)", "", 0},
     {"t_extra_over_ood_from", "T_extra / ood_from_tokens (-1: undefined)", "", 0},
+    {"eval_len_tokens", "evaluation length", "tokens", 0},
 };
 
 const exp_kind exp_kind_coverage = {
     .name = "coverage",
-    .about = "per rotary pair: wavelength and largest angle at eval_len vs training; OOD pairs",
+    .about = "per rotary pair: scale, wavelength and largest angle at eval_len vs training; OOD "
+             "pairs",
     .params = params,
     .n_params = sizeof params / sizeof params[0],
     .uses_data = 0,
