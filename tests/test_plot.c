@@ -728,6 +728,34 @@ START_TEST(seeds_are_one_line_with_an_interval)
 }
 END_TEST
 
+/* A fraction's interval over seeds stays inside [0, 1]: accuracies 0.9,
+ * 1, 1 over 3 seeds have mean 0.9667, s = 0.0577, t-interval 0.9667 -+
+ * 4.3027 * 0.0577 / sqrt 3 = [0.8232, 1.1101], drawn as [0.8232, 1]. */
+START_TEST(a_fraction_interval_over_seeds_is_clipped_to_one)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, SH
+               "a1,cpu,k,passed,rope,rope,,64,1,1,128,1,,t.acc,,1,0.9,,acc,x,,x,fraction\n"
+               "a2,cpu,k,passed,rope,rope,,64,1,1,128,2,,t.acc,,1,1,,acc,x,,x,fraction\n"
+               "a3,cpu,k,passed,rope,rope,,64,1,1,128,3,,t.acc,,1,1,,acc,x,,x,fraction\n");
+    rl_error err = {0};
+    plot_options o = {.no_svg = 1};
+    ck_assert_msg(plot_dir(dir, &o, NULL, &err) == RL_OK, "%s", err.msg);
+    char *dat = read_plot_file(dir, "t.acc.dat");
+    double x, y, lo, hi;
+    const char *b = strstr(dat, "# a1");
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(sscanf(strchr(b, '\n') + 1, "%lf %lf %lf %lf", &x, &y, &lo, &hi), 4);
+    ck_assert_double_eq_tol(y, 0.966667, 1e-5);
+    ck_assert_double_eq_tol(lo, 0.8232, 1e-4);
+    ck_assert_double_eq(hi, 1);
+    free(dat);
+    rm_tree(dir);
+}
+END_TEST
+
 /* n series over a swept key (p = 1..n, the first run not setting it; the
  * second half of encoding enc2 unless NULL), values v0 x^e (1 + i): a
  * results.csv for the style tests. */
@@ -883,6 +911,7 @@ int main(void)
     tcase_add_test(tc, relative_gnuplot_path_still_runs);
     tcase_add_test(tc, interval_bounds_are_bands_not_series);
     tcase_add_test(tc, seeds_are_one_line_with_an_interval);
+    tcase_add_test(tc, a_fraction_interval_over_seeds_is_clipped_to_one);
     tcase_add_test(tc, styles_legends_and_log_axes);
     tcase_add_test(tc, signed_decades_and_references_of_another_unit);
     tcase_add_test(tc, each_run_keeps_its_own_reference);

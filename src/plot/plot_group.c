@@ -286,6 +286,12 @@ static rl_status series_points(const plot_ctx *c, int categorical, const ci_inde
                 s->ci |= PLOT_CI_ROWS;
         } else {
             s->ci |= seed_interval(vals, n, &p->y, &p->lo, &p->hi);
+            /* a fraction's interval over few seeds can reach past [0, 1]
+             * (t with 2 degrees of freedom): no proportion lies there */
+            if (plot_flags(plot_field(c, v[i].row, c->c_plot)) & PLOT_F_FRACTION) {
+                p->lo = p->lo < 0 ? 0 : p->lo;
+                p->hi = p->hi > 1 ? 1 : p->hi;
+            }
         }
         i = j;
     }
