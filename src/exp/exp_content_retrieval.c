@@ -314,12 +314,16 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                     a_out += hit, c_out += 1, p_out += s[RL_ATTN_S_TARGET_P];
             }
         }
-        const char *cols[] = {"distance_tokens", "accuracy", "needle_p", "trials"};
-        if ((st = exp_sink_table_at(sink, "retrieval_distance", N, 4, cols, err)))
+        /* The query heads of a GQA group are copies (one query, one key):
+         * the interval counts one trial per (query, kv head), cnt / G. */
+        const char *cols[] = {"distance_tokens", "accuracy", "needle_p", "trials",
+                              "accuracy_lo95", "accuracy_hi95"};
+        if ((st = exp_sink_table_at(sink, "retrieval_distance", N, 6, cols, err)))
             goto done;
         for (uint32_t di = 0; di < m && !st; di++) {
-            double row[4] = {(double)r[di], cnt[di] ? hits[di] / cnt[di] : NAN,
-                             cnt[di] ? psum[di] / cnt[di] : NAN, cnt[di]};
+            double row[6] = {(double)r[di], cnt[di] ? hits[di] / cnt[di] : NAN,
+                             cnt[di] ? psum[di] / cnt[di] : NAN, cnt[di], NAN, NAN};
+            rl_wilson95(hits[di] / G, cnt[di] / G, &row[4], &row[5]);
             st = exp_sink_row(sink, row, err);
         }
         if (st || (st = exp_sink_end_table(sink, err)))
@@ -338,8 +342,17 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         st = exp_sink_row(sink, lrows[i], err);
     if (st || (st = exp_sink_end_table(sink, err)))
         goto done;
+    double lo95, hi95;
     exp_sink_metric(sink, "accuracy_within_train", n_in ? acc_in / n_in : NAN);
+    rl_wilson95(acc_in / G, n_in / G, &lo95, &hi95);
+    exp_sink_metric(sink, "accuracy_within_train_lo95", lo95);
+    exp_sink_metric(sink, "accuracy_within_train_hi95", hi95);
+    exp_sink_metric(sink, "trials_within_train", n_in / G);
     exp_sink_metric(sink, "accuracy_beyond_train", n_out ? acc_out / n_out : NAN);
+    rl_wilson95(acc_out / G, n_out / G, &lo95, &hi95);
+    exp_sink_metric(sink, "accuracy_beyond_train_lo95", lo95);
+    exp_sink_metric(sink, "accuracy_beyond_train_hi95", hi95);
+    exp_sink_metric(sink, "trials_beyond_train", n_out / G);
     exp_sink_metric(sink, "needle_p_within_train", n_in ? p_in / n_in : NAN);
     exp_sink_metric(sink, "needle_p_beyond_train", n_out ? p_out / n_out : NAN);
     exp_sink_metric(sink, "accuracy_at_max_len", acc_last);
@@ -362,6 +375,8 @@ static const exp_metric metrics[] = {
      "", EXP_PLOT_FRACTION},
     {"retrieval_distance.needle_p", "needle probability", "", EXP_PLOT_FRACTION},
     {"retrieval_distance.trials", "trials per distance", "trials", EXP_PLOT_HIDE},
+    {"retrieval_distance.accuracy_lo95", "accuracy, 95 % interval low", "", EXP_PLOT_CI},
+    {"retrieval_distance.accuracy_hi95", "accuracy, 95 % interval high", "", EXP_PLOT_CI},
     {"retrieval_length.length_tokens", "context length N",
      "tokens", EXP_PLOT_LOGX | EXP_PLOT_TRAIN | EXP_PLOT_LENGTH},
     {"retrieval_length.accuracy", "retrieval accuracy", "", EXP_PLOT_FRACTION},
@@ -371,7 +386,15 @@ static const exp_metric metrics[] = {
     {"retrieval_length.accuracy_beyond_train", "accuracy, needle beyond train_len",
      "", EXP_PLOT_FRACTION},
     {"accuracy_within_train", "accuracy, needle within train_len", "", 0},
+    {"accuracy_within_train_lo95", "accuracy within train_len, 95 % low", "", EXP_PLOT_CI},
+    {"accuracy_within_train_hi95", "accuracy within train_len, 95 % high", "", EXP_PLOT_CI},
+    {"trials_within_train", "independent trials within train_len (one per kv head)", "trials",
+     0},
     {"accuracy_beyond_train", "accuracy, needle beyond train_len", "", 0},
+    {"accuracy_beyond_train_lo95", "accuracy beyond train_len, 95 % low", "", EXP_PLOT_CI},
+    {"accuracy_beyond_train_hi95", "accuracy beyond train_len, 95 % high", "", EXP_PLOT_CI},
+    {"trials_beyond_train", "independent trials beyond train_len (one per kv head)", "trials",
+     0},
     {"needle_p_within_train", "needle probability within train_len", "", 0},
     {"needle_p_beyond_train", "needle probability beyond train_len", "", 0},
     {"accuracy_at_max_len", "accuracy at max_len", "", 0},
