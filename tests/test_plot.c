@@ -771,7 +771,7 @@ static void write_series(const char *dir, size_t n, const char *enc2, double v0,
     for (size_t i = 0; i < n; i++)
         for (int x = 1; x <= 64; x *= 4) {
             const char *enc = enc2 && i >= n / 2 ? enc2 : "rope";
-            char p[16] = "";
+            char p[24] = "";
             if (i)
                 snprintf(p, sizeof p, "%zu", enc2 ? i % (n / 2) + 1 : i);
             fprintf(f, "r%zu,cpu,k,passed,%s,rope,,64,1,1,16,1,%s,t.v,,%d,%.17g,tokens,value,x,"
