@@ -531,9 +531,11 @@ START_TEST(a_seed_list_sweeps_every_experiment)
     snprintf(text, sizeof text, "%sseed: [3, 3]\nexperiments: [{kind: decay}]\n", head);
     ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
     ck_assert(has_msg(&d, "seed[1]: seed 3 is listed twice"));
+    run_diag_free(&d);
     snprintf(text, sizeof text, "%sseed: []\nexperiments: [{kind: decay}]\n", head);
     ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
     ck_assert(has_msg(&d, "seed: a seed list holds 1 to 64 seeds, got 0"));
+    run_diag_free(&d);
 }
 END_TEST
 
