@@ -35,12 +35,13 @@ LARGE="base-bounds-length beyond-yarn dynamic-cache scaling-distortion-retrieval
 llama31-scalings scaling-atlas yarn-temperature vllm-readings"
 # base-bounds-length: 852 runs, 7-11 min on lavapipe; beyond-yarn: 75 runs
 # (3 seeds), minutes; dynamic-cache: 80 runs (5 seeds), ~40 s;
-# scaling-distortion-retrieval: 150 runs, 2.5 min; yarn-temperature: 2550
+# scaling-distortion-retrieval: 150 runs, 2.5 min; llama31-scalings: 57 runs,
+# 15 min; yarn-temperature: 2550
 # runs, 70 s; vllm-readings: 110 runs (5 seeds), ~25 s (their READMEs); kept
 # out of this test because CI runs it twice (release and sanitizer builds).
 # Regenerate one with the command this test prints for it.
 # name|reason: READMEs without markers yet
-NOT_CONVERTED="llama31-scalings|converted by its owner (issue 26 helper)"
+NOT_CONVERTED=""
 
 in_list() { case " $(echo $2) " in *" $1 "*) return 0 ;; esac; return 1; }
 reason_of() { echo "$NOT_CONVERTED" | sed -n "s/^$1|//p"; }
