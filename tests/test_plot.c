@@ -570,12 +570,16 @@ START_TEST(directory_named_like_a_gnuplot_pipe_runs_nothing)
 }
 END_TEST
 
-/* gnuplot given as a relative path still runs (it is started in DIR/plots). */
+/* gnuplot given as a relative path still runs (it is started in DIR/plots).
+ * The link to it lies beside the results folder: a link inside one is
+ * refused (plot never follows a link in a folder it writes). */
 START_TEST(relative_gnuplot_path_still_runs)
 {
     char base[64], cwd[1024], path[256];
     make_dir(base);
-    snprintf(path, sizeof path, "%s/results.csv", base);
+    snprintf(path, sizeof path, "%s/res", base);
+    ck_assert_int_eq(mkdir(path, 0777), 0);
+    snprintf(path, sizeof path, "%s/res/results.csv", base);
     write_file(path, results);
     char prog[1024];
     ck_assert(plot_find_program("gnuplot", prog, sizeof prog));
@@ -586,7 +590,7 @@ START_TEST(relative_gnuplot_path_still_runs)
     plot_options o = {.gnuplot = "./gp", .no_svg = 1};
     plot_result r;
     rl_error err = {0};
-    ck_assert_msg(plot_dir(".", &o, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(plot_dir("res", &o, &r, &err) == RL_OK, "%s", err.msg);
     ck_assert_int_eq(chdir(cwd), 0);
     ck_assert_uint_eq(r.n_figures, 2);
     rm_tree(base);

@@ -108,7 +108,7 @@ if [ ! -e "$t/o2/results.csv.tmp.99999" ] && [ ! -e "$t/o2/manifest.json.tmp.999
 else bad "stale temporaries left: $(ls -a "$t/o2" "$t/o2/runs")"; fi
 mkdir -p "$t/o3"; touch "$t/o3/runs"
 out=$("$bin" run "$t/b.yaml" --out "$t/o3" --quiet --no-plot 2>&1); rc=$?
-[ $rc -eq 2 ] && grep -q "runs: exists and is not a directory" <<<"$out" && ok || bad "runs file: $rc $out"
+[ $rc -eq 2 ] && grep -q "o3/runs is not a directory where ropelab keeps its own directory" <<<"$out" && ok || bad "runs file: $rc $out"
 
 # 5. SIGTERM / SIGINT mid-batch: stop at the next run boundary, write
 # results.csv and manifest.json for the complete runs, say how to resume,

@@ -683,6 +683,14 @@ START_TEST(manifest_records_inputs_and_resume_checks_their_hashes)
     fputc(' ', fp);
     fclose(fp);
     o.resume = 1;
+    /* the batch as loaded noted the file it parsed: its snapshot refuses a
+     * file replaced since the load */
+    ck_assert_int_eq(run_batch_execute(&b, &o, &res, &err), RL_ERR_IO);
+    ck_assert_msg(strstr(err.msg, "changed between the batch's load and its snapshot"), "%s",
+                  err.msg);
+    /* loaded again (what a new `ropelab run --resume` does) */
+    run_batch_free(&b);
+    ck_assert_msg(run_batch_load(bpath, &b, &d, &err) == RL_OK, "%s", d.n ? d.msg[0] : err.msg);
     ck_assert_int_eq(run_batch_execute(&b, &o, &res, &err), RL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "--resume: input config.json (hf_config) changed since") &&
                       strstr(err.msg, hex),
@@ -691,6 +699,8 @@ START_TEST(manifest_records_inputs_and_resume_checks_their_hashes)
     fp = fopen(cfg, "wb");
     fwrite(orig, 1, n, fp);
     fclose(fp);
+    run_batch_free(&b);
+    ck_assert_msg(run_batch_load(bpath, &b, &d, &err) == RL_OK, "%s", d.n ? d.msg[0] : err.msg);
     ck_assert_msg(run_batch_execute(&b, &o, &res, &err) == RL_OK, "%s", err.msg);
     ck_assert_uint_eq(res.skipped, b.n_items);
     ck_assert_uint_eq(res.passed, 0);
@@ -724,7 +734,7 @@ START_TEST(manifest_records_inputs_and_resume_checks_their_hashes)
     fclose(fp);
     snprintf(mg, sizeof mg, "%s/mg2", dir);
     ck_assert_int_eq(run_merge(dirs, 2, mg, &rep, null, &err), RL_ERR_IO);
-    ck_assert_msg(strstr(err.msg, "changed while it was read"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "does not match its record"), "%s", err.msg);
     fclose(null);
     run_batch_free(&b);
     free(orig);

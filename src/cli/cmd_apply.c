@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/rl_fs.h"
 #include "cli/cli.h"
 #include "core/rl_npy.h"
 #include "core/rl_safetensors.h"
@@ -131,9 +132,11 @@ static rl_status load_positions(const char *spec, apply_ctx *c, rl_error *err)
         if (s)
             return s;
     } else {
-        FILE *fp = fopen(spec, "r");
-        if (!fp)
-            return rl_fail(err, RL_ERR_IO, "--positions %s: cannot open: %s", spec, strerror(errno));
+        FILE *fp = rl_fs_open_input_max(spec, RL_FS_MAX_CONFIG_JSON, err);
+        if (!fp) {
+            rl_error_prefix(err, "--positions");
+            return err ? err->status : RL_ERR_IO;
+        }
         uint64_t cap = 1024;
         c->pos = malloc(cap * sizeof *c->pos);
         char tok[32];

@@ -1,6 +1,7 @@
 /* .npy reader/writer: the header is a Python dict literal such as
  *   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
  * padded with spaces and a newline. We read exactly the three keys. */
+#include "core/rl_fs.h"
 #include "core/rl_npy.h"
 
 #include <ctype.h>
@@ -141,9 +142,9 @@ static rl_status open_header(const char *path, rl_npy *out, FILE **fpp, size_t *
 {
     memset(out, 0, sizeof *out);
     *fpp = NULL;
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rl_fs_open_input(path, err);
     if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return err ? err->status : RL_ERR_IO;
     rl_status st = RL_OK;
     char *hdr = NULL;
     unsigned char pre[10];

@@ -1,3 +1,4 @@
+#include "core/rl_fs.h"
 #include "core/rl_safetensors.h"
 
 #include <errno.h>
@@ -39,9 +40,9 @@ rl_status rl_safetensors_open(const char *path, rl_safetensors *st, rl_error *er
 {
     memset(st, 0, sizeof *st);
     snprintf(st->path, sizeof st->path, "%s", path);
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rl_fs_open_input(path, err);
     if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return err ? err->status : RL_ERR_IO;
     unsigned char lenb[8];
     rl_status stt = RL_OK;
     char *hdr = NULL;
@@ -212,9 +213,9 @@ rl_status rl_safetensors_read_i64(const rl_safetensors *st, const rl_st_tensor *
         return rl_fail(err, RL_ERR_ARG, "%s: tensor '%s': elements %llu..%llu out of range",
                        st->path, t->name, (unsigned long long)first,
                        (unsigned long long)(first + count));
-    FILE *fp = fopen(st->path, "rb");
+    FILE *fp = rl_fs_open_input(st->path, err);
     if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", st->path, strerror(errno));
+        return err ? err->status : RL_ERR_IO;
     rl_status s = RL_OK;
     if (fseek(fp, (long)(st->data_start + t->begin + first * es), SEEK_SET) != 0)
         s = rl_fail(err, RL_ERR_IO, "%s: cannot seek", st->path);
@@ -247,9 +248,9 @@ rl_status rl_safetensors_read_f32(const rl_safetensors *st, const rl_st_tensor *
         return rl_fail(err, RL_ERR_ARG, "%s: tensor '%s': elements %llu..%llu out of range",
                        st->path, t->name, (unsigned long long)first,
                        (unsigned long long)(first + count));
-    FILE *fp = fopen(st->path, "rb");
+    FILE *fp = rl_fs_open_input(st->path, err);
     if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", st->path, strerror(errno));
+        return err ? err->status : RL_ERR_IO;
     rl_status s = RL_OK;
     if (fseek(fp, (long)(st->data_start + t->begin + first * es), SEEK_SET) != 0) {
         s = rl_fail(err, RL_ERR_IO, "%s: cannot seek", st->path);

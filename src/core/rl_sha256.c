@@ -2,6 +2,7 @@
  * padded with a 1 bit, zeros and its 64-bit big-endian bit length to a
  * multiple of 512 bits, each block expanded to 64 words and compressed by
  * 64 rounds. */
+#include "core/rl_fs.h"
 #include "core/rl_sha256.h"
 
 #include <errno.h>
@@ -106,9 +107,9 @@ void rl_sha256_hex(const void *data, size_t len, char hex[65])
 
 rl_status rl_sha256_file(const char *path, char hex[65], uint64_t *size, rl_error *err)
 {
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rl_fs_open_input(path, err);
     if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+        return err ? err->status : RL_ERR_IO;
     rl_sha256_ctx c;
     rl_sha256_init(&c);
     uint8_t buf[1 << 16];

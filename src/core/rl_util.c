@@ -1,5 +1,7 @@
 #include "core/rl_util.h"
 
+#include "core/rl_fs.h"
+
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -123,17 +125,47 @@ double rl_ulp32(double x)
     return ldexp(1.0, e - 24);
 }
 
-rl_status rl_atomic_open(rl_atomic_file *af, const char *path, rl_error *err)
+/* The user-named file's directory, as a root for rl_fs_*: "dir" of
+ * "dir/name", "." of "name" (then tmp and path get a "./" prefix). */
+static rl_status atomic_setup(rl_atomic_file *af, const char *root, const char *path,
+                              rl_error *err)
 {
     memset(af, 0, sizeof *af);
-    if (strlen(path) >= sizeof af->path)
-        return rl_fail(err, RL_ERR_ARG, "%s: path too long", path);
-    snprintf(af->path, sizeof af->path, "%s", path);
-    snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
-    af->fp = fopen(af->tmp, "w");
-    if (!af->fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", af->tmp, strerror(errno));
+    const char *slash = strrchr(path, '/');
+    int bare = !root && !slash;
+    if (strlen(path) + 2 >= sizeof af->path || (root && strlen(root) >= sizeof af->root))
+        return rl_fail(err, RL_ERR_ARG, "%s: path too long (limit %zu bytes)", path,
+                       sizeof af->path - 3);
+    if (root)
+        snprintf(af->root, sizeof af->root, "%s", root);
+    else if (bare)
+        snprintf(af->root, sizeof af->root, ".");
+    else
+        snprintf(af->root, sizeof af->root, "%.*s", slash == path ? 1 : (int)(slash - path),
+                 path);
+    snprintf(af->path, sizeof af->path, "%s%s", bare ? "./" : "", path);
+    snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", af->path, (long)getpid());
     return RL_OK;
+}
+
+static rl_status atomic_create(rl_atomic_file *af, rl_error *err)
+{
+    rl_fs_remove(af->root, af->tmp, NULL); /* a stale one of a reused pid */
+    af->fp = rl_fs_fopen(af->root, af->tmp, "x", err);
+    return af->fp ? RL_OK : err ? err->status : RL_ERR_IO;
+}
+
+rl_status rl_atomic_open(rl_atomic_file *af, const char *path, rl_error *err)
+{
+    rl_status st = atomic_setup(af, NULL, path, err);
+    return st ? st : atomic_create(af, err);
+}
+
+rl_status rl_atomic_open_below(rl_atomic_file *af, const char *root, const char *path,
+                               rl_error *err)
+{
+    rl_status st = atomic_setup(af, root, path, err);
+    return st ? st : atomic_create(af, err);
 }
 
 rl_status rl_atomic_commit(rl_atomic_file *af, rl_error *err)
@@ -148,15 +180,13 @@ rl_status rl_atomic_commit(rl_atomic_file *af, rl_error *err)
     af->fp = NULL;
     if (bad) {
         int e = errno;
-        remove(af->tmp);
+        rl_fs_remove(af->root, af->tmp, NULL);
         return rl_fail(err, RL_ERR_IO, "%s: write failed: %s", af->path, strerror(e));
     }
-    if (rename(af->tmp, af->path) != 0) {
-        int e = errno;
-        remove(af->tmp);
-        return rl_fail(err, RL_ERR_IO, "%s: cannot rename into place: %s", af->path, strerror(e));
-    }
-    return RL_OK;
+    rl_status st = rl_fs_rename(af->root, af->tmp, af->path, err);
+    if (st)
+        rl_fs_remove(af->root, af->tmp, NULL);
+    return st;
 }
 
 void rl_atomic_abort(rl_atomic_file *af)
@@ -164,7 +194,7 @@ void rl_atomic_abort(rl_atomic_file *af)
     if (af->fp) {
         fclose(af->fp);
         af->fp = NULL;
-        remove(af->tmp);
+        rl_fs_remove(af->root, af->tmp, NULL);
     }
 }
 

@@ -54,16 +54,23 @@ float rl_half_to_float(uint16_t h);
  * hits. n = 0: both NaN. */
 void rl_wilson95(double hits, double n, double *lo, double *hi);
 
-/* Atomic output file: writes go to "<path>.tmp.<pid>", rl_atomic_commit
- * fsyncs and renames it onto path, rl_atomic_abort removes it. A crash never
- * leaves a half-written file under the final name. */
+/* Atomic output file: writes go to "<path>.tmp.<pid>" (created new, never
+ * through a link), rl_atomic_commit fsyncs and renames it onto path,
+ * rl_atomic_abort removes it. A crash never leaves a half-written file under
+ * the final name. rl_atomic_open_below reaches path from root as rl_fs.h
+ * does (no link below root followed; a link at path is refused, not
+ * replaced); rl_atomic_open is for a file the user named, whose directory
+ * is the user's choice. */
 typedef struct rl_atomic_file {
     FILE *fp;
+    char root[1024]; /* "" when opened by rl_atomic_open */
     char path[1024];
     char tmp[1100];
 } rl_atomic_file;
 
 rl_status rl_atomic_open(rl_atomic_file *af, const char *path, rl_error *err);
+rl_status rl_atomic_open_below(rl_atomic_file *af, const char *root, const char *path,
+                               rl_error *err);
 rl_status rl_atomic_commit(rl_atomic_file *af, rl_error *err);
 void rl_atomic_abort(rl_atomic_file *af);
 

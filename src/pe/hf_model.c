@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_fs.h"
 #include "core/rl_util.h"
 #include "pe/hf_model.h"
 #include "pe/rope.h"
@@ -864,7 +865,13 @@ static rl_status check_types(hfm_model *m, rl_error *err)
 rl_status hfm_load(const char *path, hfm_model *m, rl_error *err)
 {
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
+    FILE *fp = rl_fs_open_input_max(path, RL_FS_MAX_CONFIG_JSON, err); /* never blocks */
+    if (!fp) {
+        memset(m, 0, sizeof *m);
+        return err ? err->status : RL_ERR_IO;
+    }
+    json_t *root = json_loadf(fp, 0, &je);
+    fclose(fp);
     if (!root) {
         memset(m, 0, sizeof *m);
         return rl_fail(err, RL_ERR_PARSE, "%s:%d:%d: %s", path, je.line, je.column, je.text);
@@ -887,6 +894,13 @@ rl_status hfm_from_json(const json_t *root, const char *path, hfm_model *m, rl_e
      * under text_config; Qwen2-VL keeps it at the top. */
     const json_t *mt = json_object_get(root, "model_type");
     const json_t *tc = json_object_get(root, "text_config");
+    if (tc && !json_is_object(tc) && !json_is_null(tc)) {
+        json_decref(r.used);
+        return rl_fail(err, RL_ERR_ARG, "%s: text_config must be an object (the language "
+                       "model's config), got %s", path,
+                       json_is_array(tc) ? "an array" : json_is_string(tc) ? "a string"
+                                                                           : "a scalar");
+    }
     if (json_is_object(tc) && !json_object_get(root, "num_attention_heads") &&
         !json_object_get(root, "hidden_size")) {
         r.cfg = tc;

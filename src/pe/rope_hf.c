@@ -31,11 +31,16 @@ _Static_assert(sizeof rope_params / sizeof rope_params[0] == ROPE_N_PARAMS, "rop
 #define I(k, help) {k, RL_P_INT, "null", 0, 4294967295.0, NULL, help}
 #define B(k, help) {k, RL_P_BOOL, "null", 0, 0, NULL, help}
 #define L(k, help) {k, RL_P_JSON, "null", 0, 0, NULL, help}
-#define BIG 1.7976931348623157e308
+/* Plausibility bounds (docs/rope.md "Limits"): no published model comes
+ * within orders of magnitude of them, and past them the frequencies and
+ * the attention factor lose every digit in fp32. A factor of 2^20 extends
+ * 4k tokens to 4G. */
+#define BIG 1048576.0           /* 2^20: factors, ramps, coefficients */
+#define THETA_MAX 1099511627776.0 /* 2^40: the frequency base */
 const rl_param rope_params[ROPE_N_PARAMS] = {
     E("rope_type", RT_CHOICES, "frequency scaling (alias: type) (default default)"),
     E("type", RT_CHOICES, "alias of rope_type (HF rope_scaling) (default rope_type)"),
-    N("rope_theta", 1, BIG, "frequency base, > 1 (default 10000)"),
+    N("rope_theta", 1, THETA_MAX, "frequency base, > 1 (default 10000)"),
     I("rotary_dim", "rotated dimensions, even; the rest pass through (default head_dim)"),
     N("partial_rotary_factor", 0, 1, "rotary_dim = int(head_dim * factor), in (0, 1] (default 1)"),
     E("layout", "half|interleaved",
@@ -333,6 +338,12 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
                 return st;
             if (strcmp(key, "factor") == 0 && x < 1)
                 return rl_fail(err, RL_ERR_ARG, "factor %g must be >= 1", x);
+            /* the table's plausibility bound, for every way a value arrives
+             * (a batch, --set, a config.json's rope_scaling) */
+            long pi = rl_param_find(rope_params, ROPE_N_PARAMS, key);
+            if (pi >= 0 && x > rope_params[pi].max)
+                return rl_fail(err, RL_ERR_ARG, "%s %g is beyond the plausible limit %.17g "
+                               "(docs/rope.md, Limits)", key, x, rope_params[pi].max);
             if (strcmp(key, "rope_theta") == 0 && !(x > 1))
                 return rl_fail(err, RL_ERR_ARG, "rope_theta %g must be > 1", x);
             if (strcmp(key, "partial_rotary_factor") == 0 && !(x > 0 && x <= 1))

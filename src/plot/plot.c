@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/rl_fs.h"
 #include "core/rl_util.h"
 #include "plot/plot_int.h"
 
@@ -116,9 +117,7 @@ static rl_status prepare_gnuplot(const char *dir, const plot_options *o, char *p
                        want);
     char pd[1100];
     snprintf(pd, sizeof pd, "%s/plots", dir);
-    if (mkdir(pd, 0777) != 0 && errno != EEXIST)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", pd, strerror(errno));
-    return RL_OK;
+    return rl_fs_mkdirs(dir, pd, err);
 }
 
 rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, rl_error *err)
@@ -130,12 +129,17 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     memset(res, 0, sizeof *res);
     char path[1100];
     snprintf(path, sizeof path, "%s/results.csv", dir);
-    plot_csv t;
+    plot_csv t = {0};
     plot_ctx c = {.dir = dir, .t = &t};
     plot_figure *figs = NULL;
     size_t n_figs = 0;
     char prog[1024] = "";
-    rl_status st = plot_csv_read(path, &t, err);
+    /* a results folder from someone else: a link anywhere in it is refused
+     * before anything is read or written (and every write below reaches its
+     * file without following one) */
+    rl_status st = rl_fs_no_links(dir, 3, err);
+    if (!st)
+        st = plot_csv_read(path, &t, err);
     if (!st)
         st = plot_ctx_columns(&c, path, err);
     if (!st)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_fs.h"
 #include "plot/plot_int.h"
 
 void plot_csv_free(plot_csv *t)
@@ -34,9 +35,9 @@ static int push_field(plot_csv_row *r, size_t *cap, char *f)
 /* The whole file into *buf (NUL-terminated, caller frees). */
 static rl_status read_all(const char *path, char **buf_out, size_t *len_out, rl_error *err)
 {
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rl_fs_open_input_max(path, RL_FS_MAX_RESULTS, err);
     if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return err ? err->status : RL_ERR_IO;
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap + 1);
     size_t got;

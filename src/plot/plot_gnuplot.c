@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/rl_fs.h"
 #include "core/rl_util.h"
 #include "plot/plot_int.h"
 
@@ -75,7 +76,8 @@ static void dat_text(FILE *fp, const char *s, int quoted)
 /* Runs `prog -e outputs ./script` in directory dir (fork, chdir, execv: no shell), its
  * messages (gnuplot's warnings) appended to log. where: the script's path
  * for messages. */
-static rl_status run_gnuplot(const char *prog, const char *dir, const char *script,
+static rl_status run_gnuplot(const char *root, const char *prog, const char *dir,
+                             const char *script,
                              const char *outputs, const char *where, const char *log,
                              rl_error *err)
 {
@@ -91,11 +93,12 @@ static rl_status run_gnuplot(const char *prog, const char *dir, const char *scri
     snprintf(arg, sizeof arg, "./%s", script); /* never read as an option */
     /* outputs: "out_png='<safe name>.png.tmp.<pid>'; ..." (safe names only) */
     char *argv[] = {exe, "-e", (char *)outputs, arg, NULL};
-    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    rl_error lerr = {0};
+    int logfd = rl_fs_open(root, log, O_WRONLY | O_CREAT | O_APPEND, 0644, &lerr);
     int pfd[2] = {-1, -1};
     rl_status st = RL_OK;
     if (logfd < 0) {
-        st = rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", log, strerror(errno));
+        st = rl_fail(err, lerr.status, "%s", lerr.msg);
     } else if (pipe(pfd) != 0 || fcntl(pfd[0], F_SETFD, FD_CLOEXEC) != 0 ||
                fcntl(pfd[1], F_SETFD, FD_CLOEXEC) != 0) {
         st = rl_fail(err, RL_ERR_IO, "cannot run %s: %s", prog, strerror(errno));
@@ -316,11 +319,11 @@ static void dat_num(FILE *fp, double v)
  * series with intervals (NaN where a point has none; on a log axis a bound
  * at or below 0 is drawn a decade below the smallest value), the
  * references last ("x y"). */
-static rl_status write_data(const plot_figure *fg, const refset *rs, const axes *ax,
-                            const ranges *rg, const char *path, rl_error *err)
+static rl_status write_data(const char *root, const plot_figure *fg, const refset *rs,
+                            const axes *ax, const ranges *rg, const char *path, rl_error *err)
 {
     rl_atomic_file af;
-    rl_status st = rl_atomic_open(&af, path, err);
+    rl_status st = rl_atomic_open_below(&af, root, path, err);
     if (st)
         return st;
     double floor_lo = isfinite(rg->ymin) ? rg->ymin / 10 : NAN;
@@ -743,7 +746,7 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
 
     /* settings, written once; body: what draws, written per terminal */
     rl_atomic_file af;
-    rl_status st = rl_atomic_open(&af, path, err);
+    rl_status st = rl_atomic_open_below(&af, c->dir, path, err);
     if (st) {
         fclose(bp);
         free(body);
@@ -956,7 +959,7 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
                 rg.ref_pos = fmin(rg.ref_pos, y);
         }
     axes ax = choose_axes(fg, &rg);
-    if (!(st = write_data(fg, &rs, &ax, &rg, dat, err)))
+    if (!(st = write_data(c->dir, fg, &rs, &ax, &rg, dat, err)))
         st = write_script(c, fg, name, &rs, &rg, &ax, svg, gp, err);
     free(rs.of);
     if (st)
@@ -964,14 +967,21 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
     /* the temporary names, from the safe name and our pid only */
     snprintf(outputs, sizeof outputs, "out_png='%s.png.tmp.%ld'; out_svg='%s.svg.tmp.%ld'", name,
              (long)getpid(), name, (long)getpid());
-    if ((st = run_gnuplot(prog, pd, script, outputs, gp, log, err))) {
-        remove(pngtmp);
-        remove(svgtmp);
+    /* gnuplot creates the temporaries by name: none may be there first (a
+     * planted link is refused here, never written through) */
+    if ((st = rl_fs_remove(c->dir, pngtmp, err)) || (st = rl_fs_remove(c->dir, svgtmp, err)))
+        return st;
+    if ((st = run_gnuplot(c->dir, prog, pd, script, outputs, gp, log, err))) {
+        rl_fs_remove(c->dir, pngtmp, NULL);
+        rl_fs_remove(c->dir, svgtmp, NULL);
         return st;
     }
-    if (rename(pngtmp, png) != 0 || (svg && rename(svgtmp, svgf) != 0))
-        return rl_fail(err, RL_ERR_IO, "%s: cannot rename the figure into place: %s", png,
-                       strerror(errno));
+    if ((st = rl_fs_rename(c->dir, pngtmp, png, err)) ||
+        (svg && (st = rl_fs_rename(c->dir, svgtmp, svgf, err)))) {
+        rl_fs_remove(c->dir, pngtmp, NULL);
+        rl_fs_remove(c->dir, svgtmp, NULL);
+        return st;
+    }
     fg->drawn = 1;
     return RL_OK;
 }

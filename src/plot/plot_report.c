@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/rl_fs.h"
 #include "core/rl_util.h"
 #include "plot/plot_int.h"
 
@@ -221,7 +222,7 @@ static void verification_row(FILE *fp, const plot_ctx *c, const json_t *job, con
 {
     char sp[1400];
     snprintf(sp, sizeof sp, "%s/runs/%s/summary.json", c->dir, dirn);
-    json_t *sum = json_load_file(sp, 0, NULL);
+    json_t *sum = rl_fs_load_json(c->dir, sp, RL_FS_MAX_SUMMARY, NULL);
     json_t *ver = json_object_get(sum, "verification");
     size_t n = json_array_size(ver), failed = 0, vi;
     json_t *rec, *worst = NULL;
@@ -488,7 +489,7 @@ static void parameters_list(FILE *fp, const plot_ctx *c, const json_t *manifest)
             continue;
         char sp[1400];
         snprintf(sp, sizeof sp, "%s/runs/%s/summary.json", c->dir, dirn);
-        json_t *sum = json_load_file(sp, 0, NULL);
+        json_t *sum = rl_fs_load_json(c->dir, sp, RL_FS_MAX_SUMMARY, NULL);
         const json_t *res = json_object_get(sum, "resolved");
         if (res) {
             fputs("- `", fp);
@@ -522,9 +523,11 @@ rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n
     char path[1100], mpath[1100];
     snprintf(path, sizeof path, "%s/report.md", c->dir);
     snprintf(mpath, sizeof mpath, "%s/manifest.json", c->dir);
-    json_t *manifest = access(mpath, R_OK) == 0 ? json_load_file(mpath, 0, NULL) : NULL;
+    json_t *manifest = rl_fs_kind(c->dir, mpath, NULL) == 'f'
+                           ? rl_fs_load_json(c->dir, mpath, RL_FS_MAX_MANIFEST, NULL)
+                           : NULL;
     rl_atomic_file af;
-    rl_status st = rl_atomic_open(&af, path, err);
+    rl_status st = rl_atomic_open_below(&af, c->dir, path, err);
     if (st) {
         json_decref(manifest);
         return st;

@@ -27,6 +27,8 @@
 #include "exp/exp.h"
 
 #define RUN_MAX_PLAN 100000
+#define RUN_MAX_ENCODINGS 10000  /* entries of `encodings:` (sets flattened), refused before parsing */
+#define RUN_MAX_EXPERIMENTS 10000 /* entries of `experiments:`, refused before parsing */
 #define RUN_MAX_SEEDS 64         /* values of a `seed: [..]` list */
 
 /* Collected validation errors, one complete line each. */
@@ -68,6 +70,8 @@ typedef struct run_batch {
     size_t n_items;
     size_t n_duplicates;         /* points that resolved to an existing run */
     json_t *swept_keys;          /* ["params.max_distance", ...] in first-seen order */
+    json_t *item_seen;           /* run id -> true: the plan's ids, for a hash lookup */
+    json_t *input_seen;          /* opened path -> true: what inputs holds, for a hash lookup */
     json_t *inputs;              /* files the plan reads: [{role, path (as given), opened}]
                                     (NULL: none); hashed and copied when it runs */
 } run_batch;

@@ -351,6 +351,12 @@ static void parse_experiments(loader *L)
         run_diag_add(&L->c, RUN_AT(xl), "experiments",
                      "expected a non-empty list of experiments, got %s",
                      xl->type == RUN_NODE_SEQ ? "an empty list" : run_node_kind(xl));
+    else if (xl->n > RUN_MAX_EXPERIMENTS) {
+        run_diag_add(&L->c, RUN_AT(xl), "experiments",
+                     "%zu experiments, more than the limit of %d per batch; split the batch",
+                     xl->n, RUN_MAX_EXPERIMENTS);
+        return;
+    }
     int *use_enc = calloc(L->encs.n ? L->encs.n : 1, sizeof *use_enc);
     if (!use_enc) {
         L->c.oom = 1;
@@ -468,5 +474,7 @@ void run_batch_free(run_batch *b)
     free(b->text);
     json_decref(b->swept_keys);
     json_decref(b->inputs);
+    json_decref(b->input_seen);
+    json_decref(b->item_seen);
     memset(b, 0, sizeof *b);
 }

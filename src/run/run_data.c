@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_fs.h"
 #include "core/rl_safetensors.h"
 #include "core/rl_util.h"
 #include "core/rl_npy.h"
@@ -344,9 +345,9 @@ static rl_status fill_file(const run_data *rd, char which, uint64_t tokens, floa
             uint64_t count = htd ? hd : tokens * heads * hd;
             float *dst = htd ? out + (t * heads + h) * hd : out;
             if (f.is_npy) {
-                FILE *fp = fopen(f.path, "rb");
+                FILE *fp = rl_fs_open_input(f.path, err);
                 if (!fp) {
-                    st = rl_fail(err, RL_ERR_IO, "%s: cannot open", f.path);
+                    st = err ? err->status : RL_ERR_IO;
                     break;
                 }
                 uint64_t es = strcmp(f.npy.descr, "<f2") == 0 ? 2 : 4;

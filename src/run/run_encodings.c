@@ -188,11 +188,15 @@ static void parse_entry(run_pctx *c, run_enc_list *l, const flat_enc *f)
     }
     if (!run_scalar_str(c, nm, p2, en->name, sizeof en->name))
         return;
-    for (size_t k = 0; k < l->n; k++)
-        if (!strcmp(l->v[k].name, en->name)) {
-            run_diag_add(c, RUN_AT(nm), ep, "encoding name '%s' is used twice", en->name);
-            return;
-        }
+    if (!l->names && !(l->names = json_object())) {
+        c->oom = 1;
+        return;
+    }
+    if (json_object_get(l->names, en->name)) {
+        run_diag_add(c, RUN_AT(nm), ep, "encoding name '%s' is used twice", en->name);
+        return;
+    }
+    json_object_set_new(l->names, en->name, json_true());
     en->tmpl = json_object();
     l->n++;
     snprintf(p2, sizeof p2, "%s.type", ep);
@@ -477,6 +481,15 @@ void run_encodings_parse(run_pctx *c, const run_node *root, run_enc_list *l)
         else
             flat_push(c, &f, e, e, c->file, ep);
     }
+    if (f.n > RUN_MAX_ENCODINGS) {
+        /* refused by count before any entry is parsed: a list that long is
+         * a generated mistake, and parsing it would take the time of it */
+        run_diag_add(c, RUN_AT(el), "encodings",
+                     "%zu encodings, more than the limit of %d per batch; split the batch",
+                     f.n, RUN_MAX_ENCODINGS);
+        free(f.v);
+        return;
+    }
     l->cap = f.n ? f.n : 1;
     l->v = calloc(l->cap, sizeof *l->v);
     if (!l->v || c->oom) {
@@ -504,6 +517,7 @@ void run_encodings_parse(run_pctx *c, const run_node *root, run_enc_list *l)
 
 void run_enc_list_free(run_enc_list *l)
 {
+    json_decref(l->names);
     for (size_t i = 0; i < l->n_sets; i++)
         run_node_free(l->sets[i]);
     for (size_t i = 0; l->v && i < l->cap; i++) {

@@ -71,7 +71,7 @@ rl_status run_calib_get(rlvk_device *dev, run_calib *c, rl_error *err)
             *slash = '\0';
         rl_error werr = {0};
         if (!run_mkdir_p(dir, &werr))
-            (void)run_write_json(path, o, &werr); /* a cache: not being able to write is fine */
+            (void)run_write_json(NULL, path, o, &werr); /* a cache: not being able to write is fine */
         json_decref(o);
     }
     return RL_OK;

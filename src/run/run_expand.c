@@ -22,12 +22,23 @@ static void item_release(run_item *it)
  * (same id); the plan owns (or has released) its JSON afterwards. */
 static rl_status add_item(run_batch *b, size_t *cap, run_item *it)
 {
-    for (size_t i = 0; i < b->n_items; i++)
-        if (b->items[i].hash == it->hash) {
-            b->n_duplicates++;
-            item_release(it);
-            return RL_OK;
-        }
+    /* a hash lookup by run id (the id is the hash): expansion stays linear
+     * in the number of runs */
+    if (!b->item_seen && !(b->item_seen = json_object())) {
+        item_release(it);
+        return RL_ERR_NOMEM;
+    }
+    char key[24];
+    snprintf(key, sizeof key, "%016llx", (unsigned long long)it->hash);
+    if (json_object_get(b->item_seen, key)) {
+        b->n_duplicates++;
+        item_release(it);
+        return RL_OK;
+    }
+    if (json_object_set_new(b->item_seen, key, json_true())) {
+        item_release(it);
+        return RL_ERR_NOMEM;
+    }
     if (b->n_items == *cap) {
         size_t nc = *cap ? *cap * 2 : 16;
         run_item *m = realloc(b->items, nc * sizeof *m);
@@ -282,6 +293,28 @@ void run_expand_entry(run_pctx *c, run_batch *b, size_t *cap, const run_sections
                      const run_node *entry, uint32_t ei, const exp_kind *kind,
                      const json_t *params, const run_axes *pax, const int *use_enc)
 {
+    /* the runs this entry makes, counted before any is made: a plan over
+     * the limit is refused with the count it would have */
+    double total = 0;
+    for (size_t e = 0; e < s->encs->n; e++) {
+        if (!use_enc[e] || s->encs->v[e].bad)
+            continue;
+        const run_axes *lists[4] = {s->model_ax, &s->encs->v[e].ax, pax, s->data_ax};
+        double count = b->n_seeds;
+        for (size_t l = 0; l < (kind->uses_data ? 4u : 3u); l++)
+            for (size_t i = 0; i < lists[l]->n; i++)
+                count *= (double)lists[l]->a[i].len;
+        total += count;
+    }
+    if (total + (double)b->n_items > RUN_MAX_PLAN) {
+        char ep[64];
+        snprintf(ep, sizeof ep, "experiments[%u]", ei);
+        run_diag_add(c, RUN_AT(entry), ep,
+                     "this entry expands to %.0f runs (%.0f with the entries before it), more "
+                     "than the limit of %d runs per batch; split the batch or narrow its sweeps",
+                     total, total + (double)b->n_items, RUN_MAX_PLAN);
+        return;
+    }
     /* the batch's seed list is the outermost axis (b->seed is the point's) */
     for (uint32_t si = 0; si < b->n_seeds; si++) {
         b->seed = b->seeds[si];
@@ -292,21 +325,9 @@ void run_expand_entry(run_pctx *c, run_batch *b, size_t *cap, const run_sections
             const run_axes *lists[4] = {s->model_ax, &enc->ax, pax, s->data_ax};
             size_t nl = kind->uses_data ? 4 : 3, total_axes = 0;
             size_t lens[4 * RUN_MAX_AXES];
-            double count = 1;
             for (size_t l = 0; l < nl; l++)
-                for (size_t i = 0; i < lists[l]->n; i++) {
+                for (size_t i = 0; i < lists[l]->n; i++)
                     lens[total_axes++] = lists[l]->a[i].len;
-                    count *= (double)lists[l]->a[i].len;
-                }
-            if (count + (double)b->n_items > RUN_MAX_PLAN) {
-                char ep[64];
-                snprintf(ep, sizeof ep, "experiments[%u]", ei);
-                run_diag_add(c, RUN_AT(entry), ep,
-                             "the sweep expands to %.0f runs, more than the limit %d",
-                             count + (double)b->n_items, RUN_MAX_PLAN);
-                b->seed = b->seeds[0];
-                return;
-            }
             /* odometer over the axes, the first axis turning fastest */
             size_t idx[4 * RUN_MAX_AXES] = {0};
             for (;;) {

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/rl_fs.h"
 #include "core/rl_util.h"
 #include "run/run_int.h"
 
@@ -17,9 +18,9 @@ rl_status run_read_file(const char *path, size_t max, char **text, size_t *len, 
 {
     *text = NULL;
     *len = 0;
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rl_fs_open_input(path, err);
     if (!fp)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return err ? err->status : RL_ERR_IO;
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap + 1);
     while (buf) {
@@ -78,10 +79,13 @@ rl_status run_lock_dir(const char *dir, int *fd_out, rl_error *err)
     *fd_out = -1;
     char path[1200];
     snprintf(path, sizeof path, "%s/.ropelab.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot create the lock file: %s", path,
-                       strerror(errno));
+    /* O_NOFOLLOW, a regular file: a link planted as the lock never makes
+     * ropelab truncate or write what it points at */
+    int fd = rl_fs_open(dir, path, O_RDWR | O_CREAT, 0666, err);
+    if (fd < 0) {
+        rl_error_prefix(err, "the lock file");
+        return err ? err->status : RL_ERR_IO;
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         char pid[32] = "";
@@ -111,52 +115,87 @@ void run_unlock_dir(int fd)
         close(fd); /* releases the flock; the file stays (harmless, reused) */
 }
 
-void run_clean_stale(const char *dir)
+/* What run_clean_stale removes in one directory: names with one of the
+ * prefixes (or containing ".tmp." when prefixes is NULL). */
+typedef struct stale_ctx {
+    const char *root, *dir;
+    const char *const *prefixes;
+    size_t n_prefixes;
+    rl_error *err;
+    rl_status st;
+} stale_ctx;
+
+static int stale_one(const char *name, int kind, void *user)
+{
+    stale_ctx *c = user;
+    (void)kind; /* rl_fs_remove refuses a link by name */
+    int hit = !c->prefixes && strstr(name, ".tmp.");
+    for (size_t i = 0; c->prefixes && i < c->n_prefixes; i++)
+        hit |= !strncmp(name, c->prefixes[i], strlen(c->prefixes[i]));
+    if (!hit)
+        return 0;
+    char p[1400];
+    snprintf(p, sizeof p, "%s/%s", c->dir, name);
+    c->st = rl_fs_remove(c->root, p, c->err);
+    return c->st != RL_OK;
+}
+
+rl_status run_clean_stale(const char *dir, rl_error *err)
 {
     /* Only under the lock: leftovers of a process that was killed while
      * writing (atomic files' "<name>.tmp.<pid>", run directories being
-     * built, "runs/.tmp-<id>"). */
+     * built, "runs/.tmp-<id>", figures being rendered). Reached from dir
+     * without following a link; a planted link is refused by name. */
     static const char *const outs[] = {"results.csv.tmp.", "manifest.json.tmp.",
                                        "report.md.tmp."};
-    char p[1400];
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
-            if (!strncmp(e->d_name, outs[i], strlen(outs[i]))) {
-                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-                remove(p);
-            }
-    if (d)
-        closedir(d);
-    snprintf(p, sizeof p, "%s/inputs", dir); /* input copies being written */
-    d = opendir(p);
-    while (d && (e = readdir(d)))
-        if (strstr(e->d_name, ".tmp.")) {
-            char q[1700];
-            snprintf(q, sizeof q, "%s/inputs/%s", dir, e->d_name);
-            remove(q);
+    static const char *const runs[] = {".tmp-"};
+    char sub[1300];
+    struct {
+        const char *name;
+        const char *const *prefixes;
+        size_t n;
+    } where[] = {{"", outs, 3}, {"inputs", NULL, 0}, {"runs", runs, 1}, {"plots", NULL, 0}};
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+        snprintf(sub, sizeof sub, "%s%s%s", dir, where[i].name[0] ? "/" : "", where[i].name);
+        if (where[i].name[0]) {
+            int k = rl_fs_kind(dir, sub, err);
+            if (k < 0)
+                return err ? err->status : RL_ERR_IO;
+            if (k == 0)
+                continue;
+            if (k != 'd')
+                return rl_fail(err, RL_ERR_ARG, "%s is %s where ropelab keeps its own directory; "
+                               "remove it or choose another output directory", sub,
+                               k == 'l' ? "a symbolic link" : "not a directory");
         }
-    if (d)
-        closedir(d);
-    snprintf(p, sizeof p, "%s/runs", dir);
-    d = opendir(p);
-    while (d && (e = readdir(d)))
-        if (!strncmp(e->d_name, ".tmp-", 5)) {
-            char q[1700];
-            snprintf(q, sizeof q, "%s/runs/%s", dir, e->d_name);
-            run_rm_dir(q);
+        stale_ctx c = {.root = dir, .dir = sub, .prefixes = where[i].prefixes,
+                       .n_prefixes = where[i].n, .err = err};
+        int r = where[i].name[0] ? rl_fs_each(dir, sub, stale_one, &c, err) : -2;
+        if (r == -2) { /* dir itself: the root, reached as the user named it */
+            DIR *d = opendir(dir);
+            struct dirent *e;
+            while (d && !c.st && (e = readdir(d)))
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                    stale_one(e->d_name, 0, &c);
+            if (d)
+                closedir(d);
+            r = 0;
         }
-    if (d)
-        closedir(d);
+        if (r < 0)
+            return err ? err->status : RL_ERR_IO;
+        if (c.st)
+            return c.st;
+    }
+    return RL_OK;
 }
 
 /* ---- a run directory's file records --------------------------------------- */
 
-/* FNV-1a 64 of a file's bytes and its size; -1 when it cannot be read. */
-static int file_digest(const char *path, uint64_t *bytes, uint64_t *hash)
+/* FNV-1a 64 of a file's bytes and its size, the file reached from dir
+ * without following a link; -1 when it cannot be read. */
+static int file_digest(const char *dir, const char *path, uint64_t *bytes, uint64_t *hash)
 {
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rl_fs_fopen(dir, path, "r", NULL);
     if (!fp)
         return -1;
     unsigned char buf[65536];
@@ -188,7 +227,7 @@ json_t *run_files_record(const char *dir, const json_t *tables)
         snprintf(key, sizeof key, "%s.csv", name);
         snprintf(path, sizeof path, "%s/%s", dir, key);
         uint64_t bytes, hash;
-        if (file_digest(path, &bytes, &hash))
+        if (file_digest(dir, path, &bytes, &hash))
             continue;
         snprintf(hx, sizeof hx, "%016llx", (unsigned long long)hash);
         json_object_set_new(files, key, json_pack("{s:I,s:s}", "bytes", (json_int_t)bytes,
@@ -216,8 +255,21 @@ int run_files_verify(const char *dir, const json_t *summary, char *why, size_t c
         char path[1400], hx[17];
         snprintf(path, sizeof path, "%s/%s", dir, key);
         uint64_t bytes, hash;
-        if (file_digest(path, &bytes, &hash)) {
-            snprintf(why, cap, "%s is missing", path);
+        if (strchr(key, '/') || key[0] == '.') {
+            snprintf(why, cap, "%s/summary.json names a file '%s' outside its directory", dir,
+                     key);
+            return 0;
+        }
+        int k = rl_fs_kind(dir, path, NULL);
+        if (k != 'f') {
+            snprintf(why, cap, "%s is %s", path,
+                     k == 'l' ? "a symbolic link (never followed)"
+                     : k == 0 ? "missing"
+                              : "not a regular file");
+            return 0;
+        }
+        if (file_digest(dir, path, &bytes, &hash)) {
+            snprintf(why, cap, "%s cannot be read", path);
             return 0;
         }
         snprintf(hx, sizeof hx, "%016llx", (unsigned long long)hash);
@@ -231,33 +283,18 @@ int run_files_verify(const char *dir, const json_t *summary, char *why, size_t c
     return 1;
 }
 
-void run_rm_dir(const char *path)
+/* Copies one regular file: src below src_root (no link followed) to dst
+ * below dst_root (created new). */
+static rl_status copy_file(const char *src_root, const char *src, const char *dst_root,
+                           const char *dst, rl_error *err)
 {
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *e;
-    char p[1400];
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-        remove(p);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
-/* Copies one regular file (src to dst, created or truncated). */
-static rl_status copy_file(const char *src, const char *dst, rl_error *err)
-{
-    FILE *in = fopen(src, "rb");
+    FILE *in = rl_fs_fopen(src_root, src, "r", err);
     if (!in)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
-    FILE *out = fopen(dst, "wb");
+        return err ? err->status : RL_ERR_IO;
+    FILE *out = rl_fs_fopen(dst_root, dst, "x", err);
     if (!out) {
         fclose(in);
-        return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", dst, strerror(errno));
+        return err ? err->status : RL_ERR_IO;
     }
     char buf[65536];
     size_t n;
@@ -270,48 +307,71 @@ static rl_status copy_file(const char *src, const char *dst, rl_error *err)
     return bad ? rl_fail(err, RL_ERR_IO, "%s: copy to %s failed", src, dst) : RL_OK;
 }
 
-rl_status run_copy_run_dir(const char *src, const char *dst, rl_error *err)
+typedef struct copy_ctx {
+    const char *src_root, *src, *dst_root, *tmp;
+    rl_error *err;
+    rl_status st;
+} copy_ctx;
+
+static int copy_one(const char *name, int kind, void *user)
 {
-    char tmp[1400], p[2048], q[2048];
+    copy_ctx *c = user;
+    char p[2048], q[2048];
+    snprintf(p, sizeof p, "%s/%s", c->src, name);
+    if (kind != 'f') {
+        /* a run directory holds regular files only: anything else in a
+         * received shard is refused by name, never followed or copied */
+        c->st = rl_fail(c->err, RL_ERR_ARG, "%s is %s; a run directory holds regular files "
+                        "only, so ropelab refuses to merge it", p,
+                        kind == 'l' ? "a symbolic link" : kind == 'd' ? "a directory"
+                                                                      : "not a regular file");
+        return 1;
+    }
+    snprintf(q, sizeof q, "%s/%s", c->tmp, name);
+    c->st = copy_file(c->src_root, p, c->dst_root, q, c->err);
+    return c->st != RL_OK;
+}
+
+rl_status run_copy_run_dir(const char *src_root, const char *src, const char *dst_root,
+                           const char *dst, rl_error *err)
+{
+    char tmp[1400];
     const char *slash = strrchr(dst, '/');
-    if (slash)
-        snprintf(tmp, sizeof tmp, "%.*s/.tmp-%s", (int)(slash - dst), dst, slash + 1);
-    else
-        snprintf(tmp, sizeof tmp, ".tmp-%s", dst);
-    run_rm_dir(tmp);
-    if (mkdir(tmp, 0777) != 0)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    DIR *d = opendir(src);
-    if (!d) {
-        run_rm_dir(tmp);
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
-    }
-    rl_status st = RL_OK;
-    struct dirent *e;
-    while (!st && (e = readdir(d))) {
-        struct stat sb;
-        snprintf(p, sizeof p, "%s/%s", src, e->d_name);
-        if (e->d_name[0] == '.' || stat(p, &sb) != 0 || !S_ISREG(sb.st_mode))
-            continue; /* a run directory holds plain files only */
-        snprintf(q, sizeof q, "%s/%s", tmp, e->d_name);
-        st = copy_file(p, q, err);
-    }
-    closedir(d);
-    if (!st) {
-        run_rm_dir(dst); /* an earlier merge's copy */
-        if (rename(tmp, dst) != 0)
-            st = rl_fail(err, RL_ERR_IO, "%s: cannot rename to %s: %s", tmp, dst,
-                         strerror(errno));
-    }
+    if (!slash)
+        return rl_fail(err, RL_ERR_ARG, "%s: not below %s", dst, dst_root);
+    snprintf(tmp, sizeof tmp, "%.*s/.tmp-%s", (int)(slash - dst), dst, slash + 1);
+    rl_status st = rl_fs_remove(dst_root, tmp, err);
+    if (!st)
+        st = rl_fs_mkdirs(dst_root, tmp, err);
     if (st)
-        run_rm_dir(tmp);
+        return st;
+    copy_ctx c = {.src_root = src_root, .src = src, .dst_root = dst_root, .tmp = tmp, .err = err};
+    if (rl_fs_each(src_root, src, copy_one, &c, err) < 0 && !c.st)
+        c.st = err ? err->status : RL_ERR_IO;
+    st = c.st;
+    if (!st) {
+        /* what was copied is what the shard's summary recorded */
+        char sp[1500], why[1600];
+        snprintf(sp, sizeof sp, "%s/summary.json", tmp);
+        json_t *sum = rl_fs_load_json(dst_root, sp, RL_FS_MAX_SUMMARY, err);
+        if (!sum)
+            st = err ? err->status : RL_ERR_IO;
+        else if (json_object_get(sum, "files") && !run_files_verify(tmp, sum, why, sizeof why))
+            st = rl_fail(err, RL_ERR_IO, "copying %s: %s", src, why);
+        json_decref(sum);
+    }
+    if (!st && !(st = rl_fs_remove(dst_root, dst, err))) /* an earlier merge's copy */
+        st = rl_fs_rename(dst_root, tmp, dst, err);
+    if (st)
+        rl_fs_remove(dst_root, tmp, NULL);
     return st;
 }
 
-rl_status run_write_json(const char *path, json_t *v, rl_error *err)
+rl_status run_write_json(const char *root, const char *path, json_t *v, rl_error *err)
 {
     rl_atomic_file af;
-    rl_status st = rl_atomic_open(&af, path, err);
+    rl_status st = root ? rl_atomic_open_below(&af, root, path, err)
+                        : rl_atomic_open(&af, path, err);
     if (st)
         return st;
     if (json_dumpf(v, af.fp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {

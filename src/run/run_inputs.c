@@ -5,13 +5,17 @@
  * device identity every record of a device carries (`ropelab devices`,
  * check --json, manifest.json). */
 #define _XOPEN_SOURCE 700 /* realpath */
+#define _DEFAULT_SOURCE /* st_mtim */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include "core/rl_fs.h"
 #include "core/rl_sha256.h"
 #include "core/rl_util.h"
 #include "pe/pe.h"
@@ -42,20 +46,35 @@ void run_host_name(char *buf, size_t cap)
 
 /* ---- noting inputs while loading ------------------------------------------- */
 
+/* The identity of the file at path as it was when the batch was loaded
+ * ("dev:ino:size:mtime_ns"), so the snapshot can tell a file replaced
+ * between the load that parsed it and the copy the runs read. */
+static void file_identity(const struct stat *sb, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%llu:%llu:%lld:%lld.%09ld", (unsigned long long)sb->st_dev,
+             (unsigned long long)sb->st_ino, (long long)sb->st_size,
+             (long long)sb->st_mtim.tv_sec, (long)sb->st_mtim.tv_nsec);
+}
+
 int run_inputs_note(run_batch *b, const char *role, const char *given, const char *path)
 {
     if (!given || !*given)
         return 1;
     if (!b->inputs && !(b->inputs = json_array()))
         return 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(b->inputs, i, e) {
-        if (!strcmp(json_string_value(json_object_get(e, "opened")), path))
-            return 1;
-    }
-    return json_array_append_new(b->inputs, json_pack("{s:s,s:s,s:s}", "role", role, "path",
-                                                      given, "opened", path)) == 0;
+    if (!b->input_seen && !(b->input_seen = json_object()))
+        return 0;
+    /* a hash lookup: noting stays linear in the number of runs */
+    if (json_object_get(b->input_seen, path))
+        return 1;
+    char id[128] = "";
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        file_identity(&sb, id, sizeof id);
+    return json_object_set_new(b->input_seen, path, json_true()) == 0 &&
+           json_array_append_new(b->inputs, json_pack("{s:s,s:s,s:s,s:s}", "role", role, "path",
+                                                      given, "opened", path, "identity",
+                                                      id)) == 0;
 }
 
 /* A data path as run_data.c opens it: absolute, or under the batch's
@@ -121,81 +140,120 @@ static void copy_ext(const char *path, char *ext, size_t cap)
     snprintf(ext, cap, "%s", ok ? dot + 1 : "bin");
 }
 
-/* Copies src to dst atomically, hashing what it copied into hex. */
-static rl_status copy_hashed(const char *src, const char *dst, char hex[65], rl_error *err)
+/* Copies src (a file the user named, or below src_root: a shard's copy) to
+ * dst below out, created new, hashing what it copied into hex; *size gets
+ * its length and, when want_id is not NULL, the file read must still be
+ * the one noted at load (same identity). */
+static rl_status copy_hashed(const char *src_root, const char *src, const char *out,
+                             const char *dst, const char *want_id, char hex[65],
+                             uint64_t *size, rl_error *err)
 {
-    FILE *in = fopen(src, "rb");
+    FILE *in = src_root ? rl_fs_fopen(src_root, src, "r", err) : rl_fs_open_input(src, err);
     if (!in)
-        return rl_fail(err, RL_ERR_IO, "%s: cannot open (%s)", src, strerror(errno));
-    rl_atomic_file af;
-    rl_status st = rl_atomic_open(&af, dst, err);
-    if (st) {
+        return err ? err->status : RL_ERR_IO;
+    struct stat sb;
+    char id[128];
+    if (want_id && want_id[0] && fstat(fileno(in), &sb) == 0 &&
+        (file_identity(&sb, id, sizeof id), strcmp(id, want_id))) {
         fclose(in);
-        return st;
+        return rl_fail(err, RL_ERR_IO, "%s changed between the batch's load and its snapshot "
+                       "(was %s, now %s as device:inode:size:mtime); run again once it is "
+                       "no longer being written", src, want_id, id);
+    }
+    FILE *o = rl_fs_fopen(out, dst, "x", err);
+    if (!o) {
+        fclose(in);
+        return err ? err->status : RL_ERR_IO;
     }
     rl_sha256_ctx c;
     rl_sha256_init(&c);
     unsigned char buf[1 << 16];
     size_t n;
+    uint64_t total = 0;
     int bad = 0;
     while (!bad && (n = fread(buf, 1, sizeof buf, in)) > 0) {
         rl_sha256_update(&c, buf, n);
-        bad = fwrite(buf, 1, n, af.fp) != n;
+        bad = fwrite(buf, 1, n, o) != n;
+        total += n;
     }
     bad |= ferror(in);
     fclose(in);
+    bad |= fflush(o) != 0 || fsync(fileno(o)) != 0;
+    bad |= fclose(o) != 0;
     if (bad) {
-        rl_atomic_abort(&af);
+        rl_fs_remove(out, dst, NULL);
         return rl_fail(err, RL_ERR_IO, "copying %s to %s failed", src, dst);
     }
     uint8_t d[32];
     rl_sha256_final(&c, d);
     for (int i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", d[i]);
-    return rl_atomic_commit(&af, err);
+    *size = total;
+    return RL_OK;
 }
 
-/* The record of one noted input: size, sha256, resolved path, and the name
- * its copy gets (made by copy_one). */
-static rl_status record_one(const json_t *note, json_t **rec, rl_error *err)
+/* SHA-256 of the file at path below root; -1 when it cannot be read. */
+static int hash_below(const char *root, const char *path, char hex[65])
 {
-    const char *opened = json_string_value(json_object_get(note, "opened"));
-    const char *given = json_string_value(json_object_get(note, "path"));
-    char hex[65], ext[20], copy[200];
-    uint64_t size = 0;
-    rl_status st = rl_sha256_file(opened, hex, &size, err);
-    if (st)
-        return st;
-    copy_ext(given, ext, sizeof ext);
-    snprintf(copy, sizeof copy, "inputs/%s.%s", hex, ext);
-    char real[PATH_MAX];
-    *rec = json_pack("{s:O,s:s,s:s,s:I,s:s,s:s}", "role", json_object_get(note, "role"), "path",
-                     given, "resolved", realpath(opened, real) ? real : opened, "bytes",
-                     (json_int_t)size, "sha256", hex, "copy", copy);
-    return *rec ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    FILE *fp = rl_fs_fopen(root, path, "r", NULL);
+    if (!fp)
+        return -1;
+    rl_sha256_ctx c;
+    rl_sha256_init(&c);
+    unsigned char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
+        rl_sha256_update(&c, buf, n);
+    int bad = ferror(fp);
+    fclose(fp);
+    uint8_t d[32];
+    rl_sha256_final(&c, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return bad ? -1 : 0;
 }
 
-rl_status run_inputs_copy(const char *out, const char *opened, const json_t *rec, rl_error *err)
+/* Moves the copy at tmp (below out) to out/copy, its content-addressed
+ * name; an existing file there is kept only when its bytes have that hash
+ * (a received folder's copy is not trusted by its name). */
+static rl_status place_copy(const char *out, const char *tmp, const char *copy, const char *hex,
+                            rl_error *err)
+{
+    char dst[1400], have[65];
+    snprintf(dst, sizeof dst, "%s/%s", out, copy);
+    int k = rl_fs_kind(out, dst, err);
+    if (k < 0)
+        return err ? err->status : RL_ERR_IO;
+    if (k == 'f' && hash_below(out, dst, have) == 0 && !strcmp(have, hex))
+        return rl_fs_remove(out, tmp, err);
+    if (k && k != 'f')
+        return rl_fail(err, RL_ERR_ARG, "%s is not a regular file where ropelab keeps an "
+                       "input's copy; remove it", dst);
+    return rl_fs_rename(out, tmp, dst, err);
+}
+
+rl_status run_inputs_copy(const char *out, const char *src_root, const char *opened,
+                          const json_t *rec, rl_error *err)
 {
     const char *hex = json_string_value(json_object_get(rec, "sha256"));
     const char *copy = json_string_value(json_object_get(rec, "copy"));
     if (!hex || !copy || strncmp(copy, "inputs/", 7) || strchr(copy + 7, '/') ||
-        strncmp(copy + 7, hex, 64) || strlen(hex) != 64)
+        strncmp(copy + 7, hex, 64) || strlen(hex) != 64 || copy[7 + 64] != '.')
         return rl_fail(err, RL_ERR_PARSE, "input record of %s: copy '%s' is not "
                        "inputs/<its sha256>.<ext>", opened, copy ? copy : "");
-    char dst[1400], hex2[65];
-    snprintf(dst, sizeof dst, "%s/%s", out, copy);
-    FILE *have = fopen(dst, "rb");
-    if (have) {
-        fclose(have);
-        return RL_OK;
-    }
-    rl_status st = copy_hashed(opened, dst, hex2, err);
-    if (!st && strcmp(hex, hex2)) {
-        remove(dst);
-        st = rl_fail(err, RL_ERR_IO, "%s changed while it was read (sha256 %.16s..., then "
-                     "%.16s...)", opened, hex, hex2);
-    }
+    char tmp[1400], hex2[65];
+    uint64_t size;
+    snprintf(tmp, sizeof tmp, "%s/inputs/incoming.tmp.%ld", out, (long)getpid());
+    rl_status st = rl_fs_remove(out, tmp, err);
+    if (!st)
+        st = copy_hashed(src_root, opened, out, tmp, NULL, hex2, &size, err);
+    if (!st && strcmp(hex, hex2))
+        st = rl_fail(err, RL_ERR_IO, "%s does not match its record (sha256 %.16s... recorded, "
+                     "%.16s... read)", opened, hex, hex2);
+    if (!st)
+        st = place_copy(out, tmp, copy, hex, err);
+    if (st)
+        rl_fs_remove(out, tmp, NULL);
     return st;
 }
 
@@ -205,7 +263,7 @@ static rl_status check_resume(const char *out, const json_t *recs, rl_error *err
 {
     char path[1300];
     snprintf(path, sizeof path, "%s/manifest.json", out);
-    json_t *man = json_load_file(path, 0, NULL);
+    json_t *man = rl_fs_load_json(out, path, RL_FS_MAX_MANIFEST, NULL);
     const json_t *old = json_object_get(man, "inputs");
     rl_status st = RL_OK;
     size_t i, j;
@@ -241,31 +299,69 @@ rl_status run_inputs_record(const run_batch *b, const char *out, int resume, jso
     *recs = json_array();
     if (!*recs)
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
-    char dir[1300];
+    char dir[1300], tmp[1400];
     snprintf(dir, sizeof dir, "%s/inputs", out);
-    rl_status st = RL_OK;
+    rl_status st = json_array_size(b->inputs) ? rl_fs_mkdirs(out, dir, err) : RL_OK;
     size_t i;
     json_t *note;
-    json_array_foreach(b->inputs, i, note) {
-        json_t *rec = NULL;
-        if ((st = record_one(note, &rec, err)))
-            break;
-        json_array_append_new(*recs, rec);
-    }
-    /* resuming: refused before anything is written */
-    if (!st && resume)
-        st = check_resume(out, *recs, err);
-    if (!st && json_array_size(b->inputs))
-        st = run_mkdir_p(dir, err);
+    /* each input read once: copied (hashing what is copied) to a temporary
+     * name, from which its record is made; the runs read the copy */
     json_array_foreach(b->inputs, i, note) {
         if (st)
             break;
-        st = run_inputs_copy(out, json_string_value(json_object_get(note, "opened")),
-                             json_array_get(*recs, i), err);
+        const char *opened = json_string_value(json_object_get(note, "opened"));
+        const char *given = json_string_value(json_object_get(note, "path"));
+        char hex[65], ext[20], copy[200], real[PATH_MAX];
+        uint64_t size = 0;
+        snprintf(tmp, sizeof tmp, "%s/inputs/%zu.tmp.%ld", out, i, (long)getpid());
+        if ((st = rl_fs_remove(out, tmp, err)) ||
+            (st = copy_hashed(NULL, opened, out, tmp,
+                              json_string_value(json_object_get(note, "identity")), hex, &size,
+                              err)))
+            break;
+        copy_ext(given, ext, sizeof ext);
+        snprintf(copy, sizeof copy, "inputs/%s.%s", hex, ext);
+        json_array_append_new(*recs,
+                              json_pack("{s:O,s:s,s:s,s:I,s:s,s:s}", "role",
+                                        json_object_get(note, "role"), "path", given, "resolved",
+                                        realpath(opened, real) ? real : opened, "bytes",
+                                        (json_int_t)size, "sha256", hex, "copy", copy));
+    }
+    /* resuming: refused before any copy takes its name */
+    if (!st && resume)
+        st = check_resume(out, *recs, err);
+    json_array_foreach(b->inputs, i, note) {
+        snprintf(tmp, sizeof tmp, "%s/inputs/%zu.tmp.%ld", out, i, (long)getpid());
+        if (st || i >= json_array_size(*recs)) {
+            rl_fs_remove(out, tmp, NULL);
+            continue;
+        }
+        const json_t *r = json_array_get(*recs, i);
+        st = place_copy(out, tmp, json_string_value(json_object_get(r, "copy")),
+                        json_string_value(json_object_get(r, "sha256")), err);
     }
     if (st) {
         json_decref(*recs);
         *recs = NULL;
     }
     return st;
+}
+
+json_t *run_inputs_snapshots(const run_batch *b, const json_t *recs, const char *out)
+{
+    json_t *map = json_object();
+    char abs_out[PATH_MAX], p[PATH_MAX + 300];
+    if (!realpath(out, abs_out))
+        snprintf(abs_out, sizeof abs_out, "%s", out);
+    size_t i;
+    json_t *note;
+    json_array_foreach(b->inputs, i, note) {
+        const char *copy = json_string_value(json_object_get(json_array_get(recs, i), "copy"));
+        if (!copy)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", abs_out, copy);
+        json_object_set_new(map, json_string_value(json_object_get(note, "opened")),
+                            json_string(p));
+    }
+    return map;
 }

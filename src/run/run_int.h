@@ -37,14 +37,18 @@
  * than max), RL_ERR_NOMEM. */
 rl_status run_read_file(const char *path, size_t max, char **text, size_t *len, rl_error *err);
 
-/* Creates path and its missing parents (existing ones are fine). */
+/* Creates path and its missing parents (existing ones are fine): for the
+ * output directory the user named (links in it followed: the user's
+ * choice). Everything below it goes through rl_fs_mkdirs. */
 rl_status run_mkdir_p(const char *path, rl_error *err);
 
-/* Removes a run directory and its files (one level deep); missing is fine. */
-void run_rm_dir(const char *path);
-/* Copies run directory src (its plain files) to dst: built as .tmp-<name>
- * beside dst, then renamed over dst (an existing dst is replaced). */
-rl_status run_copy_run_dir(const char *src, const char *dst, rl_error *err);
+/* Copies run directory src (below src_root, a shard) to dst (below
+ * dst_root): regular files only (a link or anything else in src is refused
+ * by name), built as .tmp-<name> beside dst, verified against the sizes and
+ * checksums its summary.json records, then renamed over dst. */
+rl_status run_copy_run_dir(const char *src_root, const char *src, const char *dst_root,
+                           const char *dst, rl_error *err);
+
 
 /* Takes the exclusive lock of output directory dir (flock on
  * dir/.ropelab.lock, which records the holder's pid): a second `run` or
@@ -54,8 +58,10 @@ rl_status run_lock_dir(const char *dir, int *fd, rl_error *err);
 void run_unlock_dir(int fd);
 /* Under the lock: removes what a killed process left half written (
  * results.csv.tmp.<pid>, manifest.json.tmp.<pid>, report.md.tmp.<pid>,
- * inputs/<name>.tmp.<pid>, runs/.tmp-<id>/). */
-void run_clean_stale(const char *dir);
+ * inputs/<name>.tmp.<pid>, runs/.tmp-<id>/, plots/<name>.tmp.<pid>). A
+ * link where ropelab keeps its own file or directory is refused by name
+ * (RL_ERR_ARG), nothing it points at touched. */
+rl_status run_clean_stale(const char *dir, rl_error *err);
 
 /* {"<table>.csv": {"bytes": N, "fnv1a64": "hex"}} for the tables of a run
  * directory (tables: summary.json's "tables" array). */
@@ -64,8 +70,10 @@ json_t *run_files_record(const char *dir, const json_t *tables);
  * recorded size and checksum; else 0 and why names what does not match. */
 int run_files_verify(const char *dir, const json_t *summary, char *why, size_t cap);
 
-/* Writes v to path atomically (indented, sorted keys, final newline). */
-rl_status run_write_json(const char *path, json_t *v, rl_error *err);
+/* Writes v to path atomically (indented, sorted keys, final newline); path
+ * reached from root without following a link (root NULL: a path the user
+ * named). */
+rl_status run_write_json(const char *root, const char *path, json_t *v, rl_error *err);
 
 /* ---- run_inputs.c: the files a batch reads ---------------------------------- */
 
@@ -76,18 +84,26 @@ int run_inputs_note(run_batch *b, const char *role, const char *given, const cha
 /* The data files (npy q/k/v, safetensors path, under the batch's
  * directory) and encoding tables (the family's file_keys) of a run. */
 int run_inputs_note_item(run_batch *b, const run_item *it);
-/* Hashes every noted input (SHA-256, size), copies it to
- * out/inputs/<sha256>.<ext> (atomically; once per content) and returns the
+/* Reads every noted input once, copying it to out/inputs/<sha256>.<ext>
+ * (hashing what it copies; once per content; refused when the file is no
+ * longer the one noted at load) and returns the
  * records [{role, path, resolved, bytes, sha256, copy}] in *recs. With
  * resume, an input whose hash differs from the one out/manifest.json
  * recorded is RL_ERR_ARG naming it. */
 rl_status run_inputs_record(const run_batch *b, const char *out, int resume, json_t **recs,
                             rl_error *err);
-/* out/<rec.copy> from file `opened`, unless that content is there already
- * (the name is its hash); the bytes copied must have rec's sha256
- * (RL_ERR_IO otherwise). A copy name that is not inputs/<sha256>.<ext> is
- * RL_ERR_PARSE (a manifest from elsewhere names no other path). */
-rl_status run_inputs_copy(const char *out, const char *opened, const json_t *rec, rl_error *err);
+/* out/<rec.copy> from file `opened` (below src_root when not NULL: a
+ * shard's copy, no link followed), unless a file with that content is there
+ * already (its bytes are hashed, not trusted by name); the bytes copied
+ * must have rec's sha256 (RL_ERR_IO otherwise). A copy name that is not
+ * inputs/<sha256>.<ext> is RL_ERR_PARSE (a manifest from elsewhere names no
+ * other path). */
+rl_status run_inputs_copy(const char *out, const char *src_root, const char *opened,
+                          const json_t *rec, rl_error *err);
+/* {opened path: absolute path of its snapshot in out/inputs/} for the
+ * records run_inputs_record made: what every run reads instead of the
+ * original. */
+json_t *run_inputs_snapshots(const run_batch *b, const json_t *recs, const char *out);
 /* The host's name (uname nodename; "" when unknown). */
 void run_host_name(char *buf, size_t cap);
 
@@ -337,7 +353,9 @@ void run_progress_done_line(char *buf, size_t cap, size_t k, size_t n, const cha
 
 /* Runs job j on worker w (whose device failed to open unless w->dev_ok)
  * into out/runs/<j->dir>/ with its summary.json; fills status, reason,
- * wall_s and gpu_ms. base_dir: the batch file's directory (data paths). */
-void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_dir);
+ * wall_s and gpu_ms. base_dir: the batch file's directory (data paths);
+ * snap: run_inputs_snapshots' map, the copies every file is read from. */
+void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_dir,
+                  const json_t *snap);
 
 #endif

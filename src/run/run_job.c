@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "core/rl_util.h"
+#include "core/rl_fs.h"
+#include "pe/pe.h"
 #include "run/run_int.h"
 
 /* exp_sink's progress hook: forwards to the worker's display. */
@@ -34,13 +36,52 @@ static json_t *timing_json(const run_timing *t)
     return o;
 }
 
-/* Runs the job's experiment into sink (tmp: the run directory being built). */
-static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir, exp_sink *sink,
-                          rl_error *err)
+/* A copy of obj whose file keys (space-separated) name the snapshots of
+ * the files they named (snap: opened path -> copy in OUT/inputs/, as
+ * run_inputs_snapshots made it); base: the directory relative names are
+ * opened under ("" : as given). NULL when obj names no snapshotted file. */
+static json_t *to_snapshots(const json_t *obj, const char *keys, const char *base,
+                            const json_t *snap)
+{
+    json_t *c = NULL;
+    char ks[256], p[2200];
+    snprintf(ks, sizeof ks, "%s", keys ? keys : "");
+    char *save = NULL;
+    for (char *k = strtok_r(ks, " ", &save); k && snap; k = strtok_r(NULL, " ", &save)) {
+        const char *v = json_string_value(json_object_get(obj, k));
+        if (!v || !*v)
+            continue;
+        if (v[0] == '/' || !base[0])
+            snprintf(p, sizeof p, "%s", v);
+        else
+            snprintf(p, sizeof p, "%s/%s", base, v);
+        const json_t *to = json_object_get(snap, p);
+        if (!to)
+            continue;
+        if (!c && !(c = json_deep_copy(obj)))
+            return NULL;
+        json_object_set(c, k, (json_t *)to);
+    }
+    return c;
+}
+
+/* Runs the job's experiment into sink (tmp: the run directory being built).
+ * Every file it reads is the batch's snapshot in OUT/inputs/ (read once,
+ * hashed, recorded), not the original path, which may have changed since. */
+static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir,
+                          const json_t *snap, exp_sink *sink, rl_error *err)
 {
     exp_run r;
     run_item_to_exp(j->item, &r);
-    run_data rd = {.desc = json_object_get(j->item->resolved, "data"), .model = r.model};
+    const json_t *data = json_object_get(j->item->resolved, "data");
+    json_t *data_snap = to_snapshots(data, "q k v path", base_dir, snap);
+    const char *type = json_string_value(json_object_get(
+        json_object_get(j->item->resolved, "encoding"), "type"));
+    const pe_family *fam = type ? pe_family_find(type) : NULL;
+    json_t *enc_snap = fam ? to_snapshots(j->item->enc_params, fam->file_keys, "", snap) : NULL;
+    if (enc_snap)
+        r.encoding = enc_snap;
+    run_data rd = {.desc = data_snap ? data_snap : data, .model = r.model};
     snprintf(rd.base_dir, sizeof rd.base_dir, "%s", base_dir);
     if (j->item->kind->uses_data) {
         r.data = run_data_fill;
@@ -52,6 +93,8 @@ static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir,
         st = exp_sink_end_table(sink, err);
     else
         exp_sink_end_table(sink, NULL);
+    json_decref(data_snap);
+    json_decref(enc_snap);
     return st;
 }
 
@@ -80,7 +123,8 @@ static json_t *summary_json(const run_job *j, rl_status st, const rl_error *err,
     return sum;
 }
 
-void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_dir)
+void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_dir,
+                  const json_t *snap)
 {
     double t0 = rl_now();
     j->t_start = t0;
@@ -88,9 +132,12 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
     char final[1200], tmp[1300], sum_path[1400];
     snprintf(final, sizeof final, "%s/runs/%s", out, j->dir);
     snprintf(tmp, sizeof tmp, "%s/runs/.tmp-%s", out, j->dir);
-    run_rm_dir(tmp);
     rl_error err = {0};
-    rl_status st = run_mkdir_p(tmp, &err);
+    /* below OUT nothing is followed: a planted runs/.tmp-<id> or
+     * runs/<id> link is refused by name, never emptied */
+    rl_status st = rl_fs_remove(out, tmp, &err);
+    if (!st)
+        st = rl_fs_mkdirs(out, tmp, &err);
     exp_sink sink = {0};
     int sink_ok = 0;
     if (!st && !(st = exp_sink_init(&sink, tmp, &err)))
@@ -105,7 +152,7 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
     if (w->gpu && w->dev_ok)
         before = w->dev; /* the counters; nothing is owned through the copy */
     if (!st)
-        st = run_kind(j, w, base_dir, &sink, &err);
+        st = run_kind(j, w, base_dir, snap, &sink, &err);
     j->wall_s = rl_now() - t0;
     run_timing *tm = &j->timing;
     *tm = (run_timing){.wall_s = j->wall_s, .verify_s = sink.verify_s};
@@ -143,14 +190,10 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
     }
     rl_error werr = {0};
     snprintf(sum_path, sizeof sum_path, "%s/summary.json", tmp);
-    rl_status ws = run_write_json(sum_path, sum, &werr);
+    rl_status ws = run_write_json(out, sum_path, sum, &werr);
     json_decref(sum);
-    if (!ws) {
-        run_rm_dir(final);
-        if (rename(tmp, final) != 0)
-            ws = rl_fail(&werr, RL_ERR_IO, "%s: cannot rename into place: %s", final,
-                         strerror(errno));
-    }
+    if (!ws && !(ws = rl_fs_remove(out, final, &werr)))
+        ws = rl_fs_rename(out, tmp, final, &werr);
     if (ws) {
         j->status = RUN_JOB_FAILED;
         snprintf(j->reason, sizeof j->reason, "%s", werr.msg);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_fs.h"
 #include "run/run_int.h"
 
 #define MAX_SHARD_FLAGS 1024     /* shard indices tracked for "missing shards" */
@@ -62,7 +63,7 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
          * table as its summary recorded it */
         char sp[1400];
         snprintf(sp, sizeof sp, "%s/summary.json", rp);
-        json_t *sum = json_load_file(sp, 0, NULL);
+        json_t *sum = rl_fs_load_json(dir, sp, RL_FS_MAX_SUMMARY, NULL);
         int ok = sum != NULL;
         if (!ok)
             snprintf(why, sizeof why, "%s is missing or unreadable", sp);
@@ -82,7 +83,7 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
             snprintf(name, sizeof name, "%.200s-i%zu", dn, g->n_input + 1);
         json_object_set_new(g->names, name, json_true());
         json_object_set_new(g->seen, key, json_string(dir));
-        json_array_append_new(g->copies, json_pack("[s,s]", rp, name));
+        json_array_append_new(g->copies, json_pack("[s,s,s]", rp, name, dir));
         json_t *j2 = json_deep_copy(jb);
         json_object_set_new(j2, "dir", json_string(name));
         json_array_append_new(g->jobs, j2);
@@ -120,7 +121,7 @@ static rl_status merge_input_copies(merge *g, const char *out_dir, json_t *recs,
 {
     char dir[1300];
     snprintf(dir, sizeof dir, "%s/inputs", out_dir);
-    rl_status st = json_array_size(g->in_recs) ? run_mkdir_p(dir, err) : RL_OK;
+    rl_status st = json_array_size(g->in_recs) ? rl_fs_mkdirs(out_dir, dir, err) : RL_OK;
     size_t i;
     json_t *e;
     json_array_foreach(g->in_recs, i, e) {
@@ -132,7 +133,8 @@ static rl_status merge_input_copies(merge *g, const char *out_dir, json_t *recs,
                  json_is_string(json_object_get(r, "copy"))
                      ? json_string_value(json_object_get(r, "copy"))
                      : "");
-        if (!(st = run_inputs_copy(out_dir, src, r, err)))
+        if (!(st = run_inputs_copy(out_dir, json_string_value(json_array_get(e, 0)), src, r,
+                                   err)))
             json_array_append(recs, (json_t *)r);
     }
     return st;
@@ -144,11 +146,17 @@ static rl_status merge_input(merge *g, const char *dir, rl_error *err)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    json_error_t je;
-    json_t *m = json_load_file(path, 0, &je);
+    /* a shard is someone else's folder: a link or special file anywhere
+     * in it is refused by name before anything is read or copied */
+    rl_status lst = rl_fs_no_links(dir, 3, err);
+    if (lst)
+        return lst;
+    json_t *m = rl_fs_load_json(dir, path, RL_FS_MAX_MANIFEST, err);
     if (!json_is_object(m)) {
+        if (m)
+            rl_fail(err, RL_ERR_PARSE, "%s: not a JSON object", path);
         json_decref(m);
-        return rl_fail(err, RL_ERR_IO, "%s: cannot read: %s", path, je.text);
+        return err ? err->status : RL_ERR_IO;
     }
     json_array_append_new(g->mans, m);
     const json_t *shard = json_object_get(m, "shard");
@@ -257,7 +265,7 @@ static rl_status merge_copy(merge *g, const char *out_dir, rl_error *err)
 {
     char path[1300];
     snprintf(path, sizeof path, "%s/runs", out_dir);
-    rl_status st = run_mkdir_p(path, err);
+    rl_status st = rl_fs_mkdirs(out_dir, path, err);
     json_t *c;
     size_t k;
     json_array_foreach(g->copies, k, c) {
@@ -265,7 +273,9 @@ static rl_status merge_copy(merge *g, const char *out_dir, rl_error *err)
             break;
         snprintf(path, sizeof path, "%s/runs/%s", out_dir,
                  json_string_value(json_array_get(c, 1)));
-        if (!(st = run_copy_run_dir(json_string_value(json_array_get(c, 0)), path, err)))
+        if (!(st = run_copy_run_dir(json_string_value(json_array_get(c, 2)),
+                                    json_string_value(json_array_get(c, 0)), out_dir, path,
+                                    err)))
             json_array_append_new(g->runs, json_string(path));
     }
     return st;
@@ -293,7 +303,7 @@ static rl_status merge_manifest(merge *g, const char *const *dirs, size_t n_dirs
     }
     char path[1200];
     snprintf(path, sizeof path, "%s/manifest.json", out_dir);
-    rl_status st = run_write_json(path, man, err);
+    rl_status st = run_write_json(out_dir, path, man, err);
     json_decref(man);
     return st;
 }
@@ -320,8 +330,8 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
         st = merge_input(&g, dirs[i], err);
     int lock = -1;
     if (!st && !(st = merge_count(&g, err)) && !(st = run_mkdir_p(out_dir, err)) &&
-        !(st = run_lock_dir(out_dir, &lock, err))) {
-        run_clean_stale(out_dir);
+        !(st = run_lock_dir(out_dir, &lock, err)) && !(st = rl_fs_no_links(out_dir, 3, err)) &&
+        !(st = run_clean_stale(out_dir, err))) {
         if (!(st = merge_copy(&g, out_dir, err)) &&
             !(st = run_results_write(out_dir, g.keys, g.runs, err)))
             st = merge_manifest(&g, dirs, n_dirs, out_dir, err);

@@ -153,6 +153,7 @@ typedef struct run_enc {
 typedef struct run_enc_list {
     run_enc *v;                  /* [n] valid entries ([cap] allocated) */
     size_t n, cap;
+    json_t *names;               /* name -> true: the names taken, a hash lookup (linear load) */
     run_node *sets[RUN_MAX_SETS];/* loaded encoding-set files (owned) */
     char set_files[RUN_MAX_SETS][1100];
     size_t n_sets;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/rl_fs.h"
 #include "core/rl_util.h"
 #include "run/run_int.h"
 
@@ -152,7 +153,7 @@ static void results_rows(FILE *fp, const char *run_dir, const json_t *sum, const
             tn = file;
         char path[1400];
         snprintf(path, sizeof path, "%s/%s.csv", run_dir, file);
-        FILE *in = fopen(path, "r");
+        FILE *in = rl_fs_open_input(path, NULL);
         if (!in)
             continue;
         char line[4096], cols[EXP_MAX_COLS][64], metric[EXP_MAX_COLS][160];
@@ -211,7 +212,7 @@ rl_status run_results_write(const char *out, const json_t *keys, const json_t *d
         const char *d = json_string_value(json_array_get(dirs, i));
         char sp[1300];
         snprintf(sp, sizeof sp, "%s/summary.json", d);
-        json_t *sum = json_load_file(sp, 0, NULL);
+        json_t *sum = rl_fs_load_json(NULL, sp, RL_FS_MAX_SUMMARY, NULL);
         if (sum)
             results_rows(af.fp, d, sum, keys);
         json_decref(sum);

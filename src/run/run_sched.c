@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/rl_util.h"
+#include "core/rl_fs.h"
 #include "run/run_int.h"
 
 #define MAX_THREADS 64
@@ -26,6 +27,7 @@ typedef struct sched {
     size_t n_jobs;
     uint32_t *shard;             /* [b->n_items] each run's shard (run_shard_assign) */
     char out[1024];
+    const json_t *snap;          /* opened input path -> its snapshot (run_inputs_snapshots) */
     pthread_mutex_t lock;
     size_t done, total, started;
     double t0;
@@ -108,7 +110,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&s->lock);
         if (stop)
             break;
-        run_job_exec(j, w, s->out, s->b->base_dir);
+        run_job_exec(j, w, s->out, s->b->base_dir, s->snap);
         pthread_mutex_lock(&s->lock);
         s->done++;
         progress(s, j);
@@ -172,7 +174,7 @@ static int already_passed(const sched *s, const char *dir)
 {
     char path[1400], why[1600];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    json_t *sum = json_load_file(path, 0, NULL);
+    json_t *sum = rl_fs_load_json(s->out, path, RL_FS_MAX_SUMMARY, NULL);
     const char *st = json_string_value(json_object_get(sum, "status"));
     int passed = st && !strcmp(st, "passed");
     if (passed && !run_files_verify(dir, sum, why, sizeof why)) {
@@ -275,7 +277,7 @@ static json_t *job_json(const sched *s, const run_job *j)
     if (j->status == RUN_JOB_COMPLETE) {
         char path[1300];
         snprintf(path, sizeof path, "%s/runs/%s/summary.json", s->out, j->dir);
-        json_t *sum = json_load_file(path, 0, NULL);
+        json_t *sum = rl_fs_load_json(s->out, path, RL_FS_MAX_SUMMARY, NULL);
         json_object_set(jj, "wall_s", json_object_get(sum, "wall_s"));
         json_t *g = json_object_get(json_object_get(sum, "metrics"), "gpu_ms");
         if (json_is_number(g))
@@ -352,9 +354,12 @@ static void add_invocation(json_t *man, const run_options *opt)
     json_object_set_new(man, "host", json_string(host));
 }
 
-/* OUT/manifest.json (takes jobs_j and inputs_j). */
+/* OUT/manifest.json (takes jobs_j and inputs_j). Not final: the one
+ * written before the first run starts, recording the inputs' hashes (so a
+ * --resume after a SIGKILL knows which bytes the finished runs were made
+ * from) and claiming no run ("complete": false, no jobs). */
 static rl_status write_manifest(sched *s, run_outcome *out, json_t *jobs_j, json_t *inputs_j,
-                                const char *started, rl_error *err)
+                                const char *started, int final, rl_error *err)
 {
     const run_batch *b = s->b;
     const run_options *opt = s->opt;
@@ -366,7 +371,9 @@ static rl_status write_manifest(sched *s, run_outcome *out, json_t *jobs_j, json
                             "count", (int)(opt->shard_count ? opt->shard_count : 1),
                             "swept_keys", b->swept_keys, "plan", run_plan_json(b), "devices",
                             devices_json(s), "jobs", jobs_j, "started", started, "finished",
-                            finished, "complete", !out->interrupted);
+                            finished, "complete", final && !out->interrupted);
+    if (!final)
+        json_object_set_new(man, "state", json_string("running"));
     add_invocation(man, opt);
     json_object_set_new(man, "inputs", inputs_j ? inputs_j : json_array());
     snprintf(h, sizeof h, "%016llx", (unsigned long long)b->text_hash);
@@ -379,7 +386,7 @@ static rl_status write_manifest(sched *s, run_outcome *out, json_t *jobs_j, json
     if (out->validation_messages && s->have_inst)
         json_object_set_new(man, "first_validation_message", json_string(s->inst.first_message));
     snprintf(path, sizeof path, "%s/manifest.json", s->out);
-    rl_status st = run_write_json(path, man, err);
+    rl_status st = run_write_json(s->out, path, man, err);
     json_decref(man);
     return st;
 }
@@ -393,7 +400,7 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     char started[32], path[1300];
     now_iso(started, sizeof started);
     int need_gpu = 0, need_cpu = 0;
-    json_t *dirs = json_array(), *jobs_j = json_array(), *inputs_j = NULL;
+    json_t *dirs = json_array(), *jobs_j = json_array(), *inputs_j = NULL, *snap = NULL;
     pthread_mutex_init(&s.lock, NULL);
     rl_status st;
     int lock = -1;
@@ -416,12 +423,19 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
      * written is removed under the lock */
     if ((st = run_mkdir_p(s.out, err)) || (st = run_lock_dir(s.out, &lock, err)))
         goto done;
-    run_clean_stale(s.out);
+    /* a received OUT may hold planted links: refused before any work (and
+     * every operation below reaches its file without following one) */
+    if ((st = rl_fs_no_links(s.out, 3, err)) || (st = run_clean_stale(s.out, err)))
+        goto done;
     /* every input hashed and copied before any run (and, resuming, checked
      * against the hashes the complete runs were made from) */
     if ((st = run_inputs_record(b, s.out, opt->resume, &inputs_j, err)))
         goto done;
-    if ((st = run_mkdir_p(path, err)) || (need_gpu && (st = open_instance(&s, err))) ||
+    snap = run_inputs_snapshots(b, inputs_j, s.out);
+    s.snap = snap;
+    if ((st = write_manifest(&s, out, json_array(), json_deep_copy(inputs_j), started, 0, err)))
+        goto done;
+    if ((st = rl_fs_mkdirs(s.out, path, err)) || (need_gpu && (st = open_instance(&s, err))) ||
         (st = make_workers(&s, need_cpu, err)))
         goto done;
     plan_jobs(&s, out);
@@ -429,13 +443,14 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     collect_jobs(&s, out, dirs, jobs_j);
     if ((st = run_results_write(s.out, b->swept_keys, dirs, err)))
         goto done;
-    st = write_manifest(&s, out, jobs_j, inputs_j, started, err);
+    st = write_manifest(&s, out, jobs_j, inputs_j, started, 1, err);
     jobs_j = inputs_j = NULL;
 done:
     run_unlock_dir(lock);
     json_decref(dirs);
     json_decref(jobs_j);
     json_decref(inputs_j);
+    json_decref(snap);
     free(s.jobs);
     free(s.shard);
     free(s.workers);
