@@ -104,7 +104,7 @@ rm "s0/runs/$sid/pipe.csv"
 mkdir -p m/runs; ln -s "$t/sentinel" m/runs/.tmp-x
 refused "merge --out with runs/.tmp-*" m/runs/.tmp-x "$bin" merge s0 s1 --out m
 rm m/runs/.tmp-x
-ln -s "$t/secret.txt" m/manifest.json
+rm -f m/manifest.json; ln -s "$t/secret.txt" m/manifest.json
 refused "merge --out with manifest.json" m/manifest.json "$bin" merge s0 s1 --out m
 rm m/manifest.json
 out=$("$bin" merge s0 s1 --out m 2>&1); rc=$?
