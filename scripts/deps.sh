@@ -8,7 +8,7 @@ pkgs=(
   mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   check libjansson-dev libyaml-dev gnuplot-nox
   clang libclang-rt-14-dev
-  python3-torch python3-numpy
+  python3-torch python3-numpy python3-markdown
 )
 missing=()
 for p in "${pkgs[@]}"; do

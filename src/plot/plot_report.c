@@ -40,14 +40,70 @@ static const char *manifest_status(json_t *m, const char *run, const char *devic
     return NULL;
 }
 
+/* Every string that did not come from this file's own text — encoding
+ * names, run ids, labels, devices, column names, metric names, paths: a
+ * results folder is someone else's — goes through md_text or md_code, so
+ * report.md holds no live HTML, link, image or table structure that
+ * renders from it (Python-Markdown, what mkdocs uses, and CommonMark).
+ *
+ * md_text: prose and table cells. HTML's specials become entities (< > &
+ * "), so neither raw HTML nor an autolink can start; the characters that
+ * make Markdown structure mid-line are backslash-escaped: [ ] (every link,
+ * image and reference, so no `javascript:` link), ` (code spans), |
+ * (table cells), * (emphasis) and \ itself. Intra-word _ and the
+ * line-start markers (# - + .) make nothing live mid-line and stay as
+ * written. Newlines and other control characters become spaces, so a
+ * string is one line of text. */
+static void md_text(FILE *fp, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch < 0x20 || ch == 0x7f)
+            fputc(' ', fp);
+        else if (ch == '<')
+            fputs("&lt;", fp);
+        else if (ch == '>')
+            fputs("&gt;", fp);
+        else if (ch == '&')
+            fputs("&amp;", fp);
+        else if (ch == '"')
+            fputs("&quot;", fp);
+        else if (strchr("\\`*[]|", ch)) {
+            fputc('\\', fp);
+            fputc(ch, fp);
+        } else
+            fputc(ch, fp);
+    }
+}
+
+/* md_code: a code span (names read best as written: `rope_theta`). Its
+ * content is never parsed as Markdown or HTML; the fence is one backtick
+ * longer than the longest run of backticks in s, so s cannot close it. */
+static void md_code(FILE *fp, const char *s)
+{
+    size_t run = 0, longest = 0;
+    for (const char *p = s; *p; p++) {
+        run = *p == '`' ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    for (size_t i = 0; i <= longest; i++)
+        fputc('`', fp);
+    if (longest)
+        fputc(' ', fp); /* a backtick at either end stays content */
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        fputc(ch < 0x20 || ch == 0x7f ? ' ' : ch, fp);
+    }
+    if (longest)
+        fputc(' ', fp);
+    for (size_t i = 0; i <= longest; i++)
+        fputc('`', fp);
+}
+
 static void md_cell(FILE *fp, const char *s)
 {
     fputs("| ", fp);
-    for (; *s; s++) {
-        if (*s == '|')
-            fputc('\\', fp);
-        fputc(*s == '\n' ? ' ' : *s, fp);
-    }
+    md_text(fp, s);
     fputc(' ', fp);
 }
 
@@ -77,8 +133,10 @@ static void runs_header(FILE *fp, const plot_ctx *c, int show_status)
     const plot_csv_row *h = &c->t->rows[0];
     fputs("| run | device | kind | encoding", fp);
     for (size_t col = 0; col < h->n; col++)
-        if (c->is_param[col])
-            fprintf(fp, " | %s", h->f[col]);
+        if (c->is_param[col]) {
+            fputc(' ', fp);
+            md_cell(fp, h->f[col]);
+        }
     fputs(show_status ? " | status |\n|---|---|---|---" : " |\n|---|---|---|---", fp);
     for (size_t col = 0; col < h->n; col++)
         if (c->is_param[col])
@@ -133,12 +191,6 @@ static rl_status runs_table(FILE *fp, const plot_ctx *c, json_t *manifest, plot_
     return RL_OK;
 }
 
-/* Text on one line (newlines as spaces) for prose in report.md. */
-static void md_text(FILE *fp, const char *s)
-{
-    for (; *s; s++)
-        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, fp);
-}
 
 /* The drawn figures with their captions, then a sentence for each figure
  * not drawn (constant, or declared as bookkeeping); references are drawn
@@ -165,9 +217,9 @@ static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, int s
         md_text(fp, f->title);
         fprintf(fp, "](plots/%s.png)\n\n*Figure %zu.* ", f->name, ++k);
         md_text(fp, f->caption);
-        fputs(" Metric `", fp);
-        md_text(fp, f->metric);
-        fputs("`.\n", fp);
+        fputs(" Metric ", fp);
+        md_code(fp, f->metric);
+        fputs(".\n", fp);
         if (svg)
             fprintf(fp, "\n[SVG](plots/%s.svg) · [data](plots/%s.dat) · [script](plots/%s.gp)\n",
                     f->name, f->name, f->name);
@@ -190,9 +242,8 @@ static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, int s
             continue;
         if (!any++)
             fputs("\nNot drawn:", fp);
-        fputs(" `", fp);
-        md_text(fp, f->metric);
-        fputc('`', fp);
+        fputc(' ', fp);
+        md_code(fp, f->metric);
         if (*f->length && n_len == 1) {
             fputs(" at N = ", fp);
             md_text(fp, f->length);
@@ -355,7 +406,7 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
                 differs[col] = strcmp(plot_field(c, runs[0], (int)col),
                                       plot_field(c, runs[i], (int)col)) != 0;
             if (differs[col])
-                fprintf(fp, "| %s ", h->f[col]);
+                md_cell(fp, h->f[col]);
         }
         for (size_t m = 0; m < n_m; m++) {
             if (bound[m])
@@ -364,11 +415,15 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
             const char *u = plot_field(c, mets[m], c->c_unit);
             if (!*t)
                 t = plot_field(c, mets[m], c->c_metric);
-            char head[700];
             int ci = lo_of[m] >= 0 && hi_of[m] >= 0;
-            snprintf(head, sizeof head, "%s%s%s%s%s", t, *u ? " (" : "", u, *u ? ")" : "",
-                     ci ? " [95 % interval]" : "");
-            md_cell(fp, head);
+            fputs("| ", fp);
+            md_text(fp, t);
+            if (*u) {
+                fputs(" (", fp);
+                md_text(fp, u);
+                fputc(')', fp);
+            }
+            fputs(ci ? " [95 % interval] " : " ", fp);
         }
         fputs("|\n|---|---", fp);
         for (size_t col = 0; differs && col < h->n; col++)
@@ -401,7 +456,8 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
                         snprintf(num, sizeof num, "%.4g [%.4g, %.4g]", d, lo, hi);
                     else
                         snprintf(num, sizeof num, "%.4g", d);
-                    v = num;
+                    fprintf(fp, "| %s ", num); /* ropelab's own digits */
+                    continue;
                 }
                 md_cell(fp, *v ? v : "—");
             }
@@ -409,9 +465,8 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
         }
         fputs("\nColumns, as named in results.csv:", fp);
         for (size_t m = 0; m < n_m; m++) {
-            fputs(m ? ", `" : " `", fp);
-            md_text(fp, plot_field(c, mets[m], c->c_metric));
-            fputc('`', fp);
+            fputs(m ? ", " : " ", fp);
+            md_code(fp, plot_field(c, mets[m], c->c_metric));
         }
         fputs(". Values to 4 significant digits (results.csv has all 17)", fp);
         int any_ci = 0;
@@ -492,9 +547,9 @@ static void parameters_list(FILE *fp, const plot_ctx *c, const json_t *manifest)
         json_t *sum = rl_fs_load_json(c->dir, sp, RL_FS_MAX_SUMMARY, NULL);
         const json_t *res = json_object_get(sum, "resolved");
         if (res) {
-            fputs("- `", fp);
-            md_text(fp, str_or(job, "run_id", dirn));
-            fputs("` ", fp);
+            fputs("- ", fp);
+            md_code(fp, str_or(job, "run_id", dirn));
+            fputc(' ', fp);
             md_text(fp, str_or(sum, "kind", ""));
             fputs(" on ", fp);
             md_text(fp, str_or(job, "device", ""));
@@ -533,10 +588,13 @@ rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n
         return st;
     }
     FILE *fp = af.fp;
-    fprintf(fp, "# ropelab results\n\nFrom `%s/results.csv` (%zu rows). Every GPU figure below was "
-                "verified against the double-precision CPU reference; verification errors are in the "
-                "scalar table.\n\n## Runs\n\n",
-            c->dir, c->t->n - 1);
+    char from[1200];
+    snprintf(from, sizeof from, "%s/results.csv", c->dir);
+    fputs("# ropelab results\n\nFrom ", fp);
+    md_code(fp, from);
+    fprintf(fp, " (%zu rows). Every GPU figure below was verified against the double-precision "
+                "CPU reference; verification errors are in the scalar table.\n\n## Runs\n\n",
+            c->t->n - 1);
     if ((st = runs_table(fp, c, manifest, res, err))) {
         rl_atomic_abort(&af);
         json_decref(manifest);
