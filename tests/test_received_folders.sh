@@ -100,13 +100,15 @@ out=$(timeout 10 "$bin" merge s0 s1 --out m 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "pipe.csv is not a regular file" <<<"$out" && ok ||
   bad "a FIFO in a shard: $rc $out"
 rm "s0/runs/$sid/pipe.csv"
-# merge into a folder with planted links of its own
-mkdir -p m/runs; ln -s "$t/sentinel" m/runs/.tmp-x
+# merge into a folder with planted links of its own (an earlier merge of
+# the same plan: the one kind of non-empty --out merge writes into)
+rm -rf m; "$bin" merge s0 s1 --out m >/dev/null 2>&1
+ln -s "$t/sentinel" m/runs/.tmp-x
 refused "merge --out with runs/.tmp-*" m/runs/.tmp-x "$bin" merge s0 s1 --out m
 rm m/runs/.tmp-x
-rm -f m/manifest.json; ln -s "$t/secret.txt" m/manifest.json
+mv m/manifest.json m-manifest.keep; ln -s "$t/secret.txt" m/manifest.json
 refused "merge --out with manifest.json" m/manifest.json "$bin" merge s0 s1 --out m
-rm m/manifest.json
+rm m/manifest.json; mv m-manifest.keep m/manifest.json
 out=$("$bin" merge s0 s1 --out m 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$(ls m/runs | wc -l)" -eq 2 ] && ok || bad "clean merge: $rc $out"
 

@@ -56,7 +56,7 @@ rm -rf "$t/s1/runs/$victim" "$t/s0/runs/$victim"
 out=$("$bin" merge "$t/s0" "$t/s1" --out "$t/m2" 2>&1); rc=$?
 if [ $rc -eq 1 ] && grep -q "incomplete run $victim" <<<"$out" &&
    grep -q "missing run $victim (shard $vshard/2)" <<<"$out" &&
-   grep -q "3 of 4 run(s) present, 1 missing (1 of them listed but incomplete)" <<<"$out"; then ok
+   grep -q "3 of 4 run(s) present, 1 missing (1 of them listed but incomplete, 0 failed)" <<<"$out"; then ok
 else bad "merge with a lost run: exit $rc: $out"; fi
 out=$("$bin" merge "$t/s0" "$t/s1" --out "$t/s1/" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "is also input 2" <<<"$out" && ok || bad "merge into an input: $rc $out"
@@ -85,6 +85,22 @@ fi
 for s in p0 p1; do
   rm -rf "$t/v$s"; cp -r "$t/$s" "$t/v$s"
   sed -i 's/"cpu"/"cpu-other-vendor"/' "$t/v$s/manifest.json" "$t/v$s"/runs/*/summary.json
+  # as that vendor's own run would record them: each summary's size and
+  # FNV-1a 64 in the manifest (merge refuses a summary that does not match)
+  python3 - "$t/v$s" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+def fnv(b):
+    h = 0xcbf29ce484222325
+    for c in b:
+        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+m = json.load(open(os.path.join(d, "manifest.json")))
+for j in m["jobs"]:
+    b = open(os.path.join(d, "runs", j["dir"], "summary.json"), "rb").read()
+    j["summary"] = "%d:%016x" % (len(b), fnv(b))
+json.dump(m, open(os.path.join(d, "manifest.json"), "w"), indent=2, sort_keys=True)
+PY
 done
 out=$("$bin" merge "$t/p0" "$t/p1" "$t/vp0" "$t/vp1" --out "$t/m3" 2>&1); rc=$?
 if [ $rc -eq 0 ] && ! grep -q "given twice\|duplicated run" <<<"$out" &&

@@ -95,6 +95,15 @@ int cli_bench_print(const char *bench, struct json_t *flags, struct json_t *resu
 /* Prints "ropelab: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* SIGINT / SIGTERM (run, merge, plot): the first one sets cli_stop_signal,
+ * which the command's work checks at its safe points (between runs,
+ * between figures) to stop with everything written whole; SA_RESETHAND
+ * makes a second one end the process at once. The command then exits
+ * 128 + the signal (130, 143), as a shell reports it. */
+#include <signal.h>
+extern volatile sig_atomic_t cli_stop_signal;
+void cli_catch_stop_signals(void);
+
 int cmd_devices(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

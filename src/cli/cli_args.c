@@ -371,3 +371,21 @@ int cli_split_sets(int argc, char **argv, char **rest, int *nrest, const char **
     }
     return -1;
 }
+
+volatile sig_atomic_t cli_stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    cli_stop_signal = sig;
+}
+
+void cli_catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}

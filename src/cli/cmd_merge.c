@@ -35,8 +35,9 @@ int cmd_merge(int argc, char **argv)
     if (rep.shards_seen < rep.shard_count)
         fprintf(stderr, "ropelab: missing shard(s) %s of %u\n", rep.missing_shards, rep.shard_count);
     printf("merged %u of %u shard(s): %zu of %zu run(s) present, %zu missing (%zu of them listed "
-           "but incomplete), %zu duplicated; results in %s/results.csv\n",
+           "but incomplete, %zu failed), %zu duplicated; results in %s/results.csv\n",
            rep.shards_seen, rep.shard_count, rep.present, rep.plan, rep.missing, rep.incomplete,
-           rep.duplicated, out);
-    return rep.missing || rep.duplicated || rep.incomplete ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+           rep.failed, rep.duplicated, out);
+    return rep.missing || rep.duplicated || rep.incomplete || rep.failed ? CLI_EXIT_FAIL
+                                                                          : CLI_EXIT_OK;
 }

@@ -30,10 +30,17 @@ int cmd_plot(int argc, char **argv)
         cli_error("plot: name the results directory: `ropelab plot DIR`");
         return CLI_EXIT_USAGE;
     }
-    plot_options o = {.gnuplot = gnuplot, .no_svg = no_svg};
+    plot_options o = {.gnuplot = gnuplot, .no_svg = no_svg, .stop = &cli_stop_signal};
+    cli_catch_stop_signals();
     plot_result r;
     rl_error err = {0};
     if (plot_dir(pos[0], &o, &r, &err) != RL_OK) {
+        if (cli_stop_signal) {
+            cli_error("stopped by %s: %zu figure(s) drawn, each complete; report.md not "
+                      "written (run `ropelab plot %s` again)",
+                      cli_stop_signal == SIGINT ? "SIGINT" : "SIGTERM", r.n_figures, pos[0]);
+            return 128 + cli_stop_signal;
+        }
         cli_error("%s", err.msg);
         return CLI_EXIT_USAGE;
     }

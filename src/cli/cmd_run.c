@@ -10,29 +10,6 @@
 #include "core/rl_util.h"
 #include "run/run.h"
 
-/* SIGINT / SIGTERM: the first one asks the runner to stop at its next safe
- * point (between runs: the run in flight finishes and is written whole,
- * then results.csv and manifest.json are written for the complete runs);
- * SA_RESETHAND makes a second one end the process at once (its half-built
- * run directory is cleaned by the next run on that output). */
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-    stop_signal = sig;
-}
-
-static void catch_stop_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
-
 #define CLI_MAX_RUN_ARGS 256 /* recorded in manifest.json; more are left out */
 
 int cmd_run(int argc, char **argv)
@@ -119,16 +96,16 @@ int cmd_run(int argc, char **argv)
     run_options o = {.out = out, .device = device, .resume = resume, .shard_index = si,
                      .shard_count = sn, .quiet = quiet, .validation = !no_validate,
                      .no_pipeline_cache = no_pcache, .fail_after = (int)fail_after,
-                     .stop = &stop_signal, .argc = full_argc, .argv = full_argv,
+                     .stop = &cli_stop_signal, .argc = full_argc, .argv = full_argv,
                      .version = RL_VERSION, .commit = RL_GIT_COMMIT};
     run_outcome res;
     char file_buf[1024];
     snprintf(file_buf, sizeof file_buf, "%s", pos[0]);
-    catch_stop_signals();
+    cli_catch_stop_signals();
     rl_status st = run_batch_execute(&b, &o, &res, &err);
     run_batch_free(&b);
-    if (stop_signal) {
-        int sig = stop_signal;
+    if (cli_stop_signal) {
+        int sig = cli_stop_signal;
         if (!st)
             fprintf(stderr,
                     "ropelab: stopped by %s: %zu run(s) complete (%zu passed, %zu failed, %zu "
@@ -152,11 +129,18 @@ int cmd_run(int argc, char **argv)
            res.interrupted ? ", stopped early" : "", out);
     if (!no_plot) {
         plot_result pr;
-        if (plot_dir(out, NULL, &pr, &err) == RL_OK)
+        plot_options po = {.stop = &cli_stop_signal};
+        if (plot_dir(out, &po, &pr, &err) == RL_OK)
             printf("plot: %zu figure%s; report: %s/report.md\n", pr.n_figures,
                    pr.n_figures == 1 ? "" : "s", out);
+        else if (cli_stop_signal)
+            cli_error("stopped by %s while plotting: results.csv and manifest.json are "
+                      "complete, and so is every figure drawn; draw the rest with: ropelab "
+                      "plot %s", cli_stop_signal == SIGINT ? "SIGINT" : "SIGTERM", out);
         else
             cli_error("results are complete, but plotting failed: %s", err.msg);
+        if (cli_stop_signal)
+            return 128 + cli_stop_signal;
     }
     return res.failed || res.interrupted ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

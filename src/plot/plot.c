@@ -147,12 +147,19 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     if (!st && n_figs)
         st = prepare_gnuplot(dir, &o, prog, sizeof prog, err);
     for (size_t i = 0; i < n_figs && !st; i++) {
+        if (o.stop && *o.stop) {
+            st = rl_fail(err, RL_ERR_IO, "stopped by a signal after %zu figure(s)",
+                         res->n_figures);
+            break;
+        }
         if (figs[i].is_ref || figs[i].constant || (figs[i].flags & PLOT_F_HIDE))
             continue; /* drawn inside its table's figures, or said in the report */
         st = plot_figure_render(&c, &figs[i], figs, n_figs, prog, !o.no_svg, err);
         if (!st)
             res->n_figures++;
     }
+    if (!st && o.stop && *o.stop)
+        st = rl_fail(err, RL_ERR_IO, "stopped by a signal after %zu figure(s)", res->n_figures);
     if (!st)
         st = plot_report_write(&c, figs, n_figs, !o.no_svg, res, err);
     plot_figures_free(figs, n_figs);

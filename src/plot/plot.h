@@ -19,11 +19,15 @@
 
 #include <stddef.h>
 
+#include <signal.h>
+
 #include "core/rl_status.h"
 
 typedef struct plot_options {
     const char *gnuplot;   /* program to run; NULL: "gnuplot" found on PATH */
     int no_svg;            /* 1: PNG only */
+    volatile sig_atomic_t *stop; /* set by a signal handler: stop before the next figure
+                                    (the drawn ones complete), RL_ERR_IO; NULL: never */
 } plot_options;
 
 typedef struct plot_result {

@@ -177,6 +177,7 @@ rl_status run_plan_estimate(const run_batch *b, const run_options *opt, FILE *fp
 typedef struct run_merge_report {
     size_t plan, present, missing, duplicated;
     size_t incomplete;           /* listed by a manifest, but the run directory does not verify */
+    size_t failed;               /* listed as failed (named, not present) */
     uint32_t shard_count, shards_seen;
     char missing_shards[256];    /* "1, 3" */
 } run_merge_report;

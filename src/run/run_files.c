@@ -283,6 +283,50 @@ int run_files_verify(const char *dir, const json_t *summary, char *why, size_t c
     return 1;
 }
 
+int run_file_digest(const char *dir, const char *path, char *bytes_hex, size_t cap)
+{
+    uint64_t bytes, hash;
+    if (file_digest(dir, path, &bytes, &hash))
+        return -1;
+    snprintf(bytes_hex, cap, "%llu:%016llx", (unsigned long long)bytes,
+             (unsigned long long)hash);
+    return 0;
+}
+
+int run_summary_identity(const json_t *sum, const char *id, const char *batch_hash, char *why,
+                         size_t cap)
+{
+    const char *rid = json_string_value(json_object_get(sum, "run_id"));
+    if (!rid || strcmp(rid, id)) {
+        snprintf(why, cap, "it holds run %s, not run %s", rid ? rid : "(none)", id);
+        return 0;
+    }
+    /* the id is the FNV-1a of the resolved run as canonical JSON: the
+     * summary's own resolved parameters must hash to it */
+    char *txt = json_dumps(json_object_get(sum, "resolved"), JSON_SORT_KEYS | JSON_COMPACT);
+    char hx[17] = "";
+    if (txt)
+        snprintf(hx, sizeof hx, "%016llx",
+                 (unsigned long long)rl_hash64(txt, strlen(txt), RUN_FNV_OFFSET));
+    free(txt);
+    if (strcmp(hx, id)) {
+        snprintf(why, cap, "its resolved parameters hash to %s, not to its id %s (a run of "
+                 "another plan, or edited)", hx[0] ? hx : "(none)", id);
+        return 0;
+    }
+    const char *ph = json_string_value(json_object_get(sum, "plan_hash"));
+    if (ph && strcmp(ph, id)) {
+        snprintf(why, cap, "its plan_hash %s is not its id %s", ph, id);
+        return 0;
+    }
+    const char *bh = json_string_value(json_object_get(sum, "batch_hash"));
+    if (batch_hash && bh && strcmp(bh, batch_hash)) {
+        snprintf(why, cap, "it comes from batch %s, not batch %s", bh, batch_hash);
+        return 0;
+    }
+    return 1;
+}
+
 /* Copies one regular file: src below src_root (no link followed) to dst
  * below dst_root (created new). */
 static rl_status copy_file(const char *src_root, const char *src, const char *dst_root,

@@ -70,6 +70,17 @@ json_t *run_files_record(const char *dir, const json_t *tables);
  * recorded size and checksum; else 0 and why names what does not match. */
 int run_files_verify(const char *dir, const json_t *summary, char *why, size_t cap);
 
+/* "<bytes>:<fnv1a64 hex>" of the file at path below dir (no link
+ * followed): the checksum manifest.json records of each summary.json. -1
+ * when it cannot be read. */
+int run_file_digest(const char *dir, const char *path, char *bytes_hex, size_t cap);
+/* 1 when summary sum is run id's: its run_id is id, its resolved
+ * parameters hash (canonical JSON, FNV-1a: how the id is made) to id, its
+ * plan_hash is id, and (batch_hash not NULL) its batch_hash is that one;
+ * else 0 and why says what differs. */
+int run_summary_identity(const json_t *sum, const char *id, const char *batch_hash, char *why,
+                         size_t cap);
+
 /* Writes v to path atomically (indented, sorted keys, final newline); path
  * reached from root without following a link (root NULL: a path the user
  * named). */
@@ -334,6 +345,7 @@ typedef struct run_job {
     run_timing timing;
     double t_start;              /* rl_now() when it started */
     double last_progress;        /* rl_now() of the last progress line shown */
+    char summary_digest[48];     /* "<bytes>:<fnv1a64>" of its summary.json ("" unknown) */
 } run_job;
 
 /* ---- run_progress.c: progress lines (stderr) ----------------------------- */
@@ -353,9 +365,15 @@ void run_progress_done_line(char *buf, size_t cap, size_t k, size_t n, const cha
 
 /* Runs job j on worker w (whose device failed to open unless w->dev_ok)
  * into out/runs/<j->dir>/ with its summary.json; fills status, reason,
- * wall_s and gpu_ms. base_dir: the batch file's directory (data paths);
- * snap: run_inputs_snapshots' map, the copies every file is read from. */
-void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_dir,
-                  const json_t *snap);
+ * wall_s and gpu_ms; its summary.json records the run id, plan hash and
+ * batch hash, and j->summary_digest its size and checksum (manifest.json's
+ * record of it). */
+typedef struct run_job_env {
+    const char *out;             /* OUT */
+    const char *base_dir;        /* the batch file's directory (data paths) */
+    const json_t *snap;          /* run_inputs_snapshots' map: the copies every file is read from */
+    const char *batch_hash;      /* the batch text's hash, recorded in each summary */
+} run_job_env;
+void run_job_exec(run_job *j, run_worker *w, const run_job_env *env);
 
 #endif

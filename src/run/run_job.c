@@ -123,9 +123,10 @@ static json_t *summary_json(const run_job *j, rl_status st, const rl_error *err,
     return sum;
 }
 
-void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_dir,
-                  const json_t *snap)
+void run_job_exec(run_job *j, run_worker *w, const run_job_env *env)
 {
+    const char *out = env->out, *base_dir = env->base_dir;
+    const json_t *snap = env->snap;
     double t0 = rl_now();
     j->t_start = t0;
     j->last_progress = 0;
@@ -171,6 +172,9 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
     if (sink_ok && json_is_number(json_object_get(sink.metrics, "gpu_ms")))
         j->gpu_ms = json_number_value(json_object_get(sink.metrics, "gpu_ms"));
     json_t *sum = summary_json(j, st, &err, sink_ok ? &sink : NULL);
+    /* which run this directory holds, provably: resume and merge check them */
+    json_object_set_new(sum, "plan_hash", json_string(j->item->id));
+    json_object_set_new(sum, "batch_hash", json_string(env->batch_hash ? env->batch_hash : ""));
     if (w->gpu && w->calib.ok) {
         /* the --dry-run estimate beside what was measured, to judge it by */
         double est = run_estimate_s(j->item, &w->calib);
@@ -192,6 +196,9 @@ void run_job_exec(run_job *j, run_worker *w, const char *out, const char *base_d
     snprintf(sum_path, sizeof sum_path, "%s/summary.json", tmp);
     rl_status ws = run_write_json(out, sum_path, sum, &werr);
     json_decref(sum);
+    j->summary_digest[0] = '\0';
+    if (!ws)
+        run_file_digest(out, sum_path, j->summary_digest, sizeof j->summary_digest);
     if (!ws && !(ws = rl_fs_remove(out, final, &werr)))
         ws = rl_fs_rename(out, tmp, final, &werr);
     if (ws) {

@@ -8,6 +8,7 @@
  * device set is a complementary run, not a duplicate; a duplicated run is
  * the same run id on the same device. */
 #define _XOPEN_SOURCE 700 /* realpath */
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,8 @@ typedef struct merge {
     json_t *names;               /* OUT/runs/ directory names taken -> 1 */
     json_t *copies;              /* [[source run dir, name in OUT/runs], ...] */
     size_t n_input;              /* inputs read so far */
+    rl_error *err;               /* a refusal found while reading the inputs */
+    rl_status st;
     uint8_t shards[MAX_SHARD_FLAGS];
 } merge;
 
@@ -48,6 +51,15 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
         const char *dev = json_string_value(json_object_get(jb, "device"));
         if (!id || !dn || strchr(dn, '/') || dn[0] == '.')
             continue;
+        if (!strcmp(stt, "failed")) {
+            /* a failed run is named, never counted as present */
+            g->rep->failed++;
+            fprintf(g->fp, "failed run %s on %s (in %s): %s\n", dn, dev ? dev : "?", dir,
+                    json_string_value(json_object_get(jb, "reason"))
+                        ? json_string_value(json_object_get(jb, "reason"))
+                        : "no reason recorded");
+            continue;
+        }
         char key[1400];
         snprintf(key, sizeof key, "%s|%s", dn, dev ? dev : "");
         json_t *prev = json_object_get(g->seen, key);
@@ -67,7 +79,24 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
         int ok = sum != NULL;
         if (!ok)
             snprintf(why, sizeof why, "%s is missing or unreadable", sp);
-        else
+        /* the directory holds the run the manifest says (id, plan hash, the
+         * manifest's batch), and its summary is the one the manifest
+         * recorded: else the merge is refused, naming it */
+        const char *want = json_string_value(json_object_get(jb, "summary"));
+        char now[48] = "";
+        if (ok && !run_summary_identity(sum, id, g->hash0, why, sizeof why)) {
+            g->st = rl_fail(g->err, RL_ERR_ARG, "%s does not hold run %s: %s", rp, id, why);
+            json_decref(sum);
+            return;
+        }
+        if (ok && want && (run_file_digest(dir, sp, now, sizeof now) || strcmp(want, now))) {
+            g->st = rl_fail(g->err, RL_ERR_ARG, "%s changed after its run: %s/manifest.json "
+                            "recorded it as %s (bytes:fnv1a64), it is now %s", sp, dir, want,
+                            now[0] ? now : "unreadable");
+            json_decref(sum);
+            return;
+        }
+        if (ok)
             ok = run_files_verify(rp, sum, why, sizeof why);
         json_decref(sum);
         if (!ok) {
@@ -201,6 +230,8 @@ static rl_status merge_input(merge *g, const char *dir, rl_error *err)
     if (si < sizeof g->shards)
         g->shards[si] = 1;
     merge_jobs(g, m, dir);
+    if (g->st)
+        return g->st;
     merge_inputs(g, m, dir);
     g->n_input++;
     return RL_OK;
@@ -308,6 +339,51 @@ static rl_status merge_manifest(merge *g, const char *const *dirs, size_t n_dirs
     return st;
 }
 
+/* RL_OK when out_dir does not exist, is empty, or holds a merge (its
+ * manifest has "merged_from") of the batch dirs[0] comes from; otherwise
+ * RL_ERR_ARG naming what it holds. */
+static rl_status out_is_ours(const char *const *dirs, size_t n_dirs, const char *out_dir,
+                             rl_error *err)
+{
+    DIR *d = opendir(out_dir);
+    if (!d)
+        return RL_OK;
+    struct dirent *e;
+    int empty = 1;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+            strcmp(e->d_name, ".ropelab.lock"))
+            empty = 0;
+    closedir(d);
+    if (empty || !n_dirs)
+        return RL_OK;
+    rl_status lst = rl_fs_no_links(out_dir, 3, err);
+    if (lst)
+        return lst;
+    char mp[1200], ip[1200];
+    snprintf(mp, sizeof mp, "%s/manifest.json", out_dir);
+    snprintf(ip, sizeof ip, "%s/manifest.json", dirs[0]);
+    json_t *have = rl_fs_kind(out_dir, mp, NULL) == 'f'
+                       ? rl_fs_load_json(out_dir, mp, RL_FS_MAX_MANIFEST, NULL)
+                       : NULL;
+    json_t *in = rl_fs_load_json(NULL, ip, RL_FS_MAX_MANIFEST, NULL);
+    const char *hh = json_string_value(json_object_get(json_object_get(have, "batch"), "hash"));
+    const char *ih = json_string_value(json_object_get(json_object_get(in, "batch"), "hash"));
+    rl_status st = RL_OK;
+    if (!have || !json_object_get(have, "merged_from"))
+        st = rl_fail(err, RL_ERR_ARG, "merge --out %s is not empty and holds no earlier merge "
+                     "(%s); a merge never replaces another study's results: choose a new "
+                     "directory", out_dir, have ? "its manifest.json was written by `run`"
+                                                : "no manifest.json");
+    else if (!hh || !ih || strcmp(hh, ih))
+        st = rl_fail(err, RL_ERR_ARG, "merge --out %s holds the merge of another batch (%s; "
+                     "the inputs are batch %s): choose a new directory", out_dir,
+                     hh ? hh : "?", ih ? ih : "?");
+    json_decref(have);
+    json_decref(in);
+    return st;
+}
+
 rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
                     run_merge_report *rep, FILE *fp, rl_error *err)
 {
@@ -321,7 +397,12 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
                 return rl_fail(err, RL_ERR_ARG,
                                "merge --out %s is also input %zu (%s); write the merge to a new "
                                "directory", out_dir, i + 1, dirs[i]);
-    merge g = {.rep = rep, .fp = fp, .mans = json_array(), .runs = json_array(),
+    /* --out is new, empty, or an earlier merge of the same plan: a merge
+     * never replaces another study's results */
+    rl_status ost = out_is_ours(dirs, n_dirs, out_dir, err);
+    if (ost)
+        return ost;
+    merge g = {.rep = rep, .fp = fp, .err = err, .mans = json_array(), .runs = json_array(),
                .jobs = json_array(), .seen = json_object(), .devices = json_array(),
                .inputs = json_object(), .names = json_object(), .copies = json_array(),
                .in_recs = json_array()};

@@ -28,6 +28,9 @@ typedef struct sched {
     uint32_t *shard;             /* [b->n_items] each run's shard (run_shard_assign) */
     char out[1024];
     const json_t *snap;          /* opened input path -> its snapshot (run_inputs_snapshots) */
+    char batch_hash[17];         /* the batch text's hash (manifest, summaries) */
+    json_t *old_sums;            /* --resume: dir -> summary digest the earlier manifest recorded */
+    rl_error *err;               /* plan_jobs' refusal */
     pthread_mutex_t lock;
     size_t done, total, started;
     double t0;
@@ -110,7 +113,9 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&s->lock);
         if (stop)
             break;
-        run_job_exec(j, w, s->out, s->b->base_dir, s->snap);
+        run_job_env env = {.out = s->out, .base_dir = s->b->base_dir, .snap = s->snap,
+                           .batch_hash = s->batch_hash};
+        run_job_exec(j, w, &env);
         pthread_mutex_lock(&s->lock);
         s->done++;
         progress(s, j);
@@ -167,28 +172,72 @@ static rl_status make_workers(sched *s, int need_cpu, rl_error *err)
     return RL_OK;
 }
 
-/* Did an earlier run of this job pass (its summary.json says so) and are
- * its tables all there as recorded (size and checksum)? A run directory
- * that does not verify is run again, and the reason is said. */
-static int already_passed(const sched *s, const char *dir)
+/* --resume: {dir: summary digest} from the jobs the existing manifest.json
+ * records (none when it is the one written before a killed batch's first
+ * run: then identity and tables are what is checked). */
+static json_t *old_summaries(const char *out)
+{
+    char path[1300];
+    snprintf(path, sizeof path, "%s/manifest.json", out);
+    json_t *man = rl_fs_load_json(out, path, RL_FS_MAX_MANIFEST, NULL), *m = json_object();
+    size_t i;
+    json_t *jb;
+    json_array_foreach(json_object_get(man, "jobs"), i, jb) {
+        const char *d = json_string_value(json_object_get(jb, "dir"));
+        json_t *sd = json_object_get(jb, "summary");
+        if (d && json_is_string(sd))
+            json_object_set(m, d, sd);
+    }
+    json_decref(man);
+    return m;
+}
+
+/* Did an earlier run of job j pass (its summary.json says so), does its
+ * directory provably hold run j (run id, plan hash: run_summary_identity),
+ * is its summary.json the one the earlier manifest recorded (size and
+ * checksum), and are its tables all there as recorded? A directory holding
+ * another run, or an edited summary, is refused (RL_ERR_ARG naming it); a
+ * run whose tables do not verify is run again, and the reason is said.
+ * Returns 1 complete, 0 to run, -1 refused. */
+static int already_passed(const sched *s, run_job *j, const char *dir, rl_error *err)
 {
     char path[1400], why[1600];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     json_t *sum = rl_fs_load_json(s->out, path, RL_FS_MAX_SUMMARY, NULL);
     const char *st = json_string_value(json_object_get(sum, "status"));
     int passed = st && !strcmp(st, "passed");
+    if (passed && !run_summary_identity(sum, j->item->id, NULL, why, sizeof why)) {
+        rl_fail(err, RL_ERR_ARG, "--resume: %s does not hold run %s: %s; remove that directory "
+                "to run it again", dir, j->item->id, why);
+        json_decref(sum);
+        return -1;
+    }
+    char now[48] = "";
+    if (passed)
+        run_file_digest(s->out, path, now, sizeof now);
+    const char *was = json_string_value(json_object_get(s->old_sums, j->dir));
+    if (passed && was && strcmp(was, now)) {
+        rl_fail(err, RL_ERR_ARG, "--resume: %s changed after its run: manifest.json recorded it "
+                "as %s (bytes:fnv1a64), it is now %s; remove %s to run it again", path, was,
+                now[0] ? now : "unreadable", dir);
+        json_decref(sum);
+        return -1;
+    }
     if (passed && !run_files_verify(dir, sum, why, sizeof why)) {
         passed = 0;
         if (!s->opt->quiet)
             fprintf(stderr, "ropelab: resume: running again: %s\n", why);
     }
+    if (passed)
+        snprintf(j->summary_digest, sizeof j->summary_digest, "%s", now);
     json_decref(sum);
     return passed;
 }
 
 /* This shard's runs as jobs; with --resume, those that already passed are
- * marked complete (counted in out->skipped). */
-static void plan_jobs(sched *s, run_outcome *out)
+ * marked complete (counted in out->skipped). RL_ERR_ARG when a run
+ * directory does not hold its run (already_passed). */
+static rl_status plan_jobs(sched *s, run_outcome *out, rl_error *err)
 {
     const run_batch *b = s->b;
     const run_options *opt = s->opt;
@@ -208,7 +257,10 @@ static void plan_jobs(sched *s, run_outcome *out)
                 snprintf(j->dir, sizeof j->dir, "%s", it->id);
             char path[1300];
             snprintf(path, sizeof path, "%s/runs/%s", s->out, j->dir);
-            if (opt->resume && already_passed(s, path)) {
+            int done = opt->resume ? already_passed(s, j, path, err) : 0;
+            if (done < 0)
+                return err ? err->status : RL_ERR_ARG;
+            if (done) {
                 j->status = RUN_JOB_COMPLETE;
                 out->skipped++;
             }
@@ -216,6 +268,7 @@ static void plan_jobs(sched *s, run_outcome *out)
     }
     out->jobs = s->n_jobs;
     s->total = s->n_jobs - out->skipped;
+    return RL_OK;
 }
 
 /* Opens the device of every worker with pending jobs, runs one thread per
@@ -272,6 +325,8 @@ static json_t *job_json(const sched *s, const run_job *j)
                            "device", j->device, "status", status, "wall_s", j->wall_s);
     if (j->status == RUN_JOB_FAILED)
         json_object_set_new(jj, "reason", json_string(j->reason));
+    if (j->summary_digest[0])
+        json_object_set_new(jj, "summary", json_string(j->summary_digest));
     if (j->status != RUN_JOB_COMPLETE && j->gpu_ms >= 0)
         json_object_set_new(jj, "gpu_ms", json_real(j->gpu_ms));
     if (j->status == RUN_JOB_COMPLETE) {
@@ -429,6 +484,9 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
         goto done;
     /* every input hashed and copied before any run (and, resuming, checked
      * against the hashes the complete runs were made from) */
+    snprintf(s.batch_hash, sizeof s.batch_hash, "%016llx", (unsigned long long)b->text_hash);
+    if (opt->resume)
+        s.old_sums = old_summaries(s.out);
     if ((st = run_inputs_record(b, s.out, opt->resume, &inputs_j, err)))
         goto done;
     snap = run_inputs_snapshots(b, inputs_j, s.out);
@@ -438,7 +496,8 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     if ((st = rl_fs_mkdirs(s.out, path, err)) || (need_gpu && (st = open_instance(&s, err))) ||
         (st = make_workers(&s, need_cpu, err)))
         goto done;
-    plan_jobs(&s, out);
+    if ((st = plan_jobs(&s, out, err)))
+        goto done;
     run_workers(&s);
     collect_jobs(&s, out, dirs, jobs_j);
     if ((st = run_results_write(s.out, b->swept_keys, dirs, err)))
@@ -451,6 +510,7 @@ done:
     json_decref(jobs_j);
     json_decref(inputs_j);
     json_decref(snap);
+    json_decref(s.old_sums);
     free(s.jobs);
     free(s.shard);
     free(s.workers);

@@ -9,9 +9,11 @@
  * of its first vkEnumeratePhysicalDevices and never frees them (a
  * one-time driver singleton; the ICD is unloaded at vkDestroyInstance, so
  * LeakSanitizer sees a 2-frame stack in an unknown module that no
- * suppression can match). Under AddressSanitizer that one driver call runs
- * with leak detection off for this thread; nothing of ropelab's is
- * allocated inside it. */
+ * suppression can match). Which loader entry reaches it first depends on
+ * the layers (vkCreateInstance with the validation layer, else the first
+ * vkEnumeratePhysicalDevices). Under AddressSanitizer those loader calls
+ * run with leak detection off for this thread (DRIVER_CALL); nothing of
+ * ropelab's is allocated inside them. */
 #if defined(__SANITIZE_ADDRESS__)
 #define RLVK_LSAN 1
 #elif defined(__has_feature)
@@ -27,6 +29,13 @@
 #define DRIVER_LEAKS_BEGIN() ((void)0)
 #define DRIVER_LEAKS_END() ((void)0)
 #endif
+/* r = CALL with leak detection off for this thread (see above). */
+#define DRIVER_CALL(r, call)                                                                 \
+    do {                                                                                     \
+        DRIVER_LEAKS_BEGIN();                                                                \
+        (r) = (call);                                                                        \
+        DRIVER_LEAKS_END();                                                                  \
+    } while (0)
 
 const char *rlvk_result_str(VkResult r)
 {
@@ -100,13 +109,16 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
 static int layer_available(const char *name)
 {
     uint32_t n = 0;
-    if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0)
+    VkResult er;
+    DRIVER_CALL(er, vkEnumerateInstanceLayerProperties(&n, NULL));
+    if (er != VK_SUCCESS || n == 0)
         return 0;
     VkLayerProperties *props = calloc(n, sizeof *props);
     if (!props)
         return 0;
     int found = 0;
-    if (vkEnumerateInstanceLayerProperties(&n, props) == VK_SUCCESS)
+    DRIVER_CALL(er, vkEnumerateInstanceLayerProperties(&n, props));
+    if (er == VK_SUCCESS)
         for (uint32_t i = 0; i < n; i++)
             if (strcmp(props[i].layerName, name) == 0)
                 found = 1;
@@ -117,13 +129,16 @@ static int layer_available(const char *name)
 static int extension_available(const char *name)
 {
     uint32_t n = 0;
-    if (vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || n == 0)
+    VkResult er;
+    DRIVER_CALL(er, vkEnumerateInstanceExtensionProperties(NULL, &n, NULL));
+    if (er != VK_SUCCESS || n == 0)
         return 0;
     VkExtensionProperties *props = calloc(n, sizeof *props);
     if (!props)
         return 0;
     int found = 0;
-    if (vkEnumerateInstanceExtensionProperties(NULL, &n, props) == VK_SUCCESS)
+    DRIVER_CALL(er, vkEnumerateInstanceExtensionProperties(NULL, &n, props));
+    if (er == VK_SUCCESS)
         for (uint32_t i = 0; i < n; i++)
             if (strcmp(props[i].extensionName, name) == 0)
                 found = 1;
@@ -204,7 +219,8 @@ rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *in
         .enabledExtensionCount = n_ext,
         .ppEnabledExtensionNames = n_ext ? exts : NULL,
     };
-    VkResult r = vkCreateInstance(&ci, NULL, &inst->instance);
+    VkResult r;
+    DRIVER_CALL(r, vkCreateInstance(&ci, NULL, &inst->instance));
     if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
         inst->instance = VK_NULL_HANDLE;
         return rl_fail(err, RL_ERR_NO_VULKAN,
@@ -243,9 +259,7 @@ rl_status rlvk_instance_create(const rlvk_instance_desc *desc, rlvk_instance *in
         }
     }
 
-    DRIVER_LEAKS_BEGIN();
-    r = vkEnumeratePhysicalDevices(inst->instance, &inst->n_physical, NULL);
-    DRIVER_LEAKS_END();
+    DRIVER_CALL(r, vkEnumeratePhysicalDevices(inst->instance, &inst->n_physical, NULL));
     if (r == VK_SUCCESS && inst->n_physical > 0) {
         inst->physical = calloc(inst->n_physical, sizeof *inst->physical);
         if (!inst->physical) {
