@@ -290,7 +290,8 @@ static const struct {
     {"0x1/4", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "in decimal"},
     {"+1/4", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "in decimal"},
     {"1/ 4", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "in decimal"},
-    {"010/12", NULL, NULL, NULL, NULL, NULL, 1, 10, 12, NULL}, /* decimal, not octal */
+    /* one number rule (rl_parse_u64): a leading zero is refused, never octal */
+    {"010/12", NULL, NULL, NULL, NULL, NULL, 0, 0, 0, "expected I/N in decimal"},
     /* --shard wins over the environment */
     {"1/2", "5", "1", "8", "8", NULL, 1, 1, 2, NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL, 1, 0, 1, NULL},

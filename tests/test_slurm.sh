@@ -57,7 +57,10 @@ out=$(env SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=14 \
 [ $rc -eq 2 ] && grep -q "SLURM_ARRAY_TASK_STEP=2" <<<"$out" && ok || bad "stepped: $rc $out"
 out=$(env SLURM_ARRAY_TASK_ID=08 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=8 \
   "$bin" run "$t/b.yaml" --dry-run 2>&1); rc=$?
-[ $rc -eq 0 ] && grep -q "shard 7/8" <<<"$out" && ok || bad "task 08 of 1-8 (decimal): $rc $out"
+# one number rule everywhere (rl_parse_u64): a leading zero is refused, as
+# in --shard and every option, never read as octal
+[ $rc -eq 2 ] && grep -q "SLURM_ARRAY_TASK_ID='08': expected a decimal number (digits only, no sign or leading zero)" <<<"$out" &&
+  ok || bad "task 08 of 1-8 (a leading zero): $rc $out"
 out=$(env SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_STEP=2 "$bin" run "$t/b.yaml" --dry-run \
   --shard 1/2 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q "shard 1/2" <<<"$out" && ok || bad "--shard over the env: $rc $out"

@@ -12,7 +12,7 @@
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 
-typedef enum cli_kind { CLI_FLAG, CLI_STR, CLI_U32, CLI_U64, CLI_F64 } cli_kind;
+typedef enum cli_kind { CLI_FLAG, CLI_STR, CLI_U32, CLI_U64, CLI_F64, CLI_F64_SIGNED } cli_kind;
 
 /* One flag. Numbers are parsed strictly: decimal digits only for U32/U64
  * (no sign, space, hex, octal or leading zero), a plain decimal number for

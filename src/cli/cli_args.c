@@ -9,15 +9,17 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "core/rl_util.h"
 
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("ropelab: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char msg[4096], shown[4096 * 4];
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* a message quotes names, keys and file contents: shown, never obeyed */
+    fprintf(stderr, "ropelab: %s\n", rl_clean(msg, shown, sizeof shown));
 }
 
 static void print_help(const char *usage, const char *about, const cli_opt *opts, size_t n)
@@ -125,63 +127,9 @@ static void print_bash(const cli_opt *opts, size_t n)
     fputs("--help'\n", stdout);
 }
 
-/* Whole-string decimal unsigned integer: digits only, no leading zero
- * (except "0" itself), no overflow. */
-static int parse_decimal_u64(const char *v, unsigned long long *out)
-{
-    if (!*v || (v[0] == '0' && v[1]))
-        return -1;
-    unsigned long long x = 0;
-    for (const char *c = v; *c; c++) {
-        if (*c < '0' || *c > '9')
-            return -1;
-        unsigned d = (unsigned)(*c - '0');
-        if (x > (ULLONG_MAX - d) / 10)
-            return -2; /* too large for 64 bits */
-        x = x * 10 + d;
-    }
-    *out = x;
-    return 0;
-}
-
-/* Whole-string plain decimal number: [-]digits[.digits][e[+-]digits], no
- * space, hex, inf or nan. */
-static int parse_decimal_f64(const char *v, double *out)
-{
-    const char *c = v;
-    if (*c == '-' || *c == '+')
-        c++;
-    size_t digits = 0;
-    for (; *c >= '0' && *c <= '9'; c++)
-        digits++;
-    if (*c == '.')
-        for (c++; *c >= '0' && *c <= '9'; c++)
-            digits++;
-    if (!digits)
-        return -1;
-    if (*c == 'e' || *c == 'E') {
-        c++;
-        if (*c == '-' || *c == '+')
-            c++;
-        if (*c < '0' || *c > '9')
-            return -1;
-        while (*c >= '0' && *c <= '9')
-            c++;
-    }
-    if (*c)
-        return -1;
-    errno = 0;
-    char *end = NULL;
-    double x = strtod(v, &end);
-    if (errno || *end || !isfinite(x))
-        return -1;
-    *out = x;
-    return 0;
-}
-
 static int parse_value(const cli_opt *o, const char *v)
 {
-    double lo = o->kind == CLI_F64 ? -INFINITY : 0;
+    double lo = o->kind == CLI_F64_SIGNED ? -INFINITY : 0;
     double hi = o->kind == CLI_U32 ? (double)UINT32_MAX
                 : o->kind == CLI_U64 ? 18446744073709551615.0 : INFINITY;
     switch (o->kind) {
@@ -191,7 +139,7 @@ static int parse_value(const cli_opt *o, const char *v)
     case CLI_U32:
     case CLI_U64: {
         unsigned long long x;
-        int bad = parse_decimal_u64(v, &x);
+        int bad = rl_parse_u64(v, &x);
         if (bad == -2) {
             cli_error("%s: %s is outside the allowed range [%.0f, %.0f]", o->name, v, lo, hi);
             return -1;
@@ -211,10 +159,13 @@ static int parse_value(const cli_opt *o, const char *v)
             *(uint64_t *)o->dst = x;
         return 0;
     }
-    case CLI_F64: {
+    case CLI_F64:
+    case CLI_F64_SIGNED: {
         double x;
-        if (parse_decimal_f64(v, &x)) {
-            cli_error("%s: '%s' is not a decimal number", o->name, v);
+        if (rl_parse_f64(v, o->kind == CLI_F64_SIGNED, &x)) {
+            cli_error("%s: '%s' is not a decimal number (digits, '.' and an exponent only: no "
+                      "%ssign, space, hex or leading zero)", o->name, v,
+                      o->kind == CLI_F64_SIGNED ? "'+' " : "");
             return -1;
         }
         if (x < lo || x > hi) {

@@ -102,8 +102,8 @@ int cmd_inspect(int argc, char **argv)
                                               "when it parses, else a string)"},
         {"--heads", CLI_U32, &heads, "H", "attention heads (default 8)"},
         {"--head-dim", CLI_U32, &head_dim, "D", "dimensions per head (default 64)"},
-        {"--from", CLI_F64, &r0, "R0", "first relative position r = j - i, or table row (default -16)"},
-        {"--to", CLI_F64, &r1, "R1", "last relative position, or table row (default 16)"},
+        {"--from", CLI_F64_SIGNED, &r0, "R0", "first relative position r = j - i, or table row (default -16)"},
+        {"--to", CLI_F64_SIGNED, &r1, "R1", "last relative position, or table row (default 16)"},
         {"--seed", CLI_U64, &seed, "S", "seed of random tables (default 1)"},
         {"--json", CLI_FLAG, &json, NULL, "print JSON"},
     };

@@ -55,8 +55,9 @@ int cmd_run(int argc, char **argv)
     run_diag diag;
     if (run_batch_load(pos[0], &b, &diag, &err)) {
         if (diag.n) {
+            char shown[4096];
             for (size_t i = 0; i < diag.n; i++)
-                fprintf(stderr, "%s\n", diag.msg[i]);
+                fprintf(stderr, "%s\n", rl_clean(diag.msg[i], shown, sizeof shown));
             fprintf(stderr, "ropelab: %s: %zu error(s); nothing was run\n", pos[0], diag.n);
         } else {
             cli_error("%s", err.msg);

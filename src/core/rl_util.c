@@ -3,6 +3,8 @@
 #include "core/rl_fs.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -210,4 +212,77 @@ void rl_wilson95(double hits, double n, double *lo, double *hi)
     double half = z * sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / den;
     *lo = fmax(0.0, mid - half);
     *hi = fmin(1.0, mid + half);
+}
+
+int rl_parse_u64(const char *v, unsigned long long *out)
+{
+    if (!v || !*v || (v[0] == '0' && v[1]))
+        return -1;
+    unsigned long long x = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return -1;
+        unsigned d = (unsigned)(*c - '0');
+        if (x > (ULLONG_MAX - d) / 10)
+            return -2;
+        x = x * 10 + d;
+    }
+    *out = x;
+    return 0;
+}
+
+int rl_parse_f64(const char *v, int allow_minus, double *out)
+{
+    if (!v)
+        return -1;
+    const char *c = v;
+    if (*c == '-' && allow_minus)
+        c++;
+    const char *int_start = c;
+    size_t digits = 0, int_digits = 0;
+    for (; *c >= '0' && *c <= '9'; c++)
+        digits++, int_digits++;
+    if (int_digits > 1 && *int_start == '0')
+        return -1; /* a leading zero: "07" */
+    if (*c == '.')
+        for (c++; *c >= '0' && *c <= '9'; c++)
+            digits++;
+    if (!digits)
+        return -1;
+    if (*c == 'e' || *c == 'E') {
+        c++;
+        if (*c == '-')
+            c++;
+        if (*c < '0' || *c > '9')
+            return -1;
+        while (*c >= '0' && *c <= '9')
+            c++;
+    }
+    if (*c)
+        return -1;
+    errno = 0;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (errno || *end || !isfinite(x))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+const char *rl_clean(const char *in, char *buf, size_t cap)
+{
+    size_t n = 0;
+    if (!cap)
+        return buf;
+    for (const unsigned char *c = (const unsigned char *)(in ? in : ""); *c && n + 1 < cap; c++) {
+        if (*c < 0x20 || *c == 0x7f) {
+            if (n + 5 > cap)
+                break;
+            n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", *c);
+        } else {
+            buf[n++] = (char)*c;
+        }
+    }
+    buf[n] = '\0';
+    return buf;
 }

@@ -54,6 +54,21 @@ float rl_half_to_float(uint16_t h);
  * hits. n = 0: both NaN. */
 void rl_wilson95(double hits, double n, double *lo, double *hi);
 
+/* in as printable text for a terminal: each control character (0x00-0x1f
+ * but none kept, and 0x7f) as "\xNN", so a name or a header holding an
+ * escape sequence is shown, never obeyed. Truncated to cap; returns buf
+ * (in NULL: ""). */
+const char *rl_clean(const char *in, char *buf, size_t cap);
+
+/* One rule for every number ropelab reads from a command line or the
+ * environment (option values, --shard I/N, SLURM_* variables): decimal
+ * digits only, no leading zero (except "0" itself, or before a '.'), no
+ * space, '+', hex, octal, inf or nan; a '-' only when allow_minus (options
+ * whose range takes negative values); an exponent e[-]digits for reals.
+ * 0 ok, -1 malformed, -2 too large for 64 bits (integers). */
+int rl_parse_u64(const char *v, unsigned long long *out);
+int rl_parse_f64(const char *v, int allow_minus, double *out);
+
 /* Atomic output file: writes go to "<path>.tmp.<pid>" (created new, never
  * through a link), rl_atomic_commit fsyncs and renames it onto path,
  * rl_atomic_abort removes it. A crash never leaves a half-written file under

@@ -695,6 +695,11 @@ rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len,
     if (run->model.head_dim % 4)
         return rl_fail(err, RL_ERR_ARG, "head_dim %u: the attention kernel needs a multiple of 4",
                        run->model.head_dim);
+    /* the engine's limit, at load: refused here, not in every run */
+    if (run->model.head_dim > ATTN_MAX_HEAD_DIM)
+        return rl_fail(err, RL_ERR_LIMIT, "head_dim %u exceeds the attention engine's limit "
+                       "ATTN_MAX_HEAD_DIM = %u (Q, K and V rows held per invocation)",
+                       run->model.head_dim, ATTN_MAX_HEAD_DIM);
     rl_status st = RL_OK;
     for (int causal = 0; causal < 2 && !st; causal++) {
         if (!(passes & (causal ? EXP_PASS_CAUSAL : EXP_PASS_BIDIR)))

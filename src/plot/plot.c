@@ -137,7 +137,10 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     /* a results folder from someone else: a link anywhere in it is refused
      * before anything is read or written (and every write below reaches its
      * file without following one) */
-    rl_status st = rl_fs_no_links(dir, 3, err);
+    rl_status st = strlen(dir) > 900 ? rl_fail(err, RL_ERR_LIMIT, "%s: the path is %zu bytes; "
+                                                "ropelab plots folders of at most 900", dir,
+                                                strlen(dir))
+                                     : rl_fs_no_links(dir, 3, err);
     if (!st)
         st = plot_csv_read(path, &t, err);
     if (!st)

@@ -26,6 +26,7 @@
 #include "core/rl_status.h"
 #include "exp/exp.h"
 
+#define RUN_MAX_OUT_PATH 900     /* bytes of an output directory's path (room for what lies below) */
 #define RUN_MAX_PLAN 100000
 #define RUN_MAX_ENCODINGS 10000  /* entries of `encodings:` (sets flattened), refused before parsing */
 #define RUN_MAX_EXPERIMENTS 10000 /* entries of `experiments:`, refused before parsing */

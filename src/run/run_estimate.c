@@ -138,9 +138,11 @@ rl_status run_plan_estimate(const run_batch *b, const run_options *opt, FILE *fp
         double s = it->kind->needs_gpu ? run_estimate_s(it, &c) : 0;
         total += s;
         char mem[32];
+        char shown[512];
         fprintf(fp, "%s  %-10s %-12s %10.2f s %10s\n", it->id, it->kind->name,
-                json_string_value(json_object_get(json_object_get(it->resolved, "encoding"),
-                                                  "name")),
+                rl_clean(json_string_value(json_object_get(
+                             json_object_get(it->resolved, "encoding"), "name")),
+                         shown, sizeof shown),
                 s, rl_fmt_bytes(it->est_bytes, mem, sizeof mem));
     }
     fprintf(fp, "estimated device time of this shard: %.1f s\n", total);

@@ -388,6 +388,14 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
                     run_merge_report *rep, FILE *fp, rl_error *err)
 {
     memset(rep, 0, sizeof *rep);
+    if (strlen(out_dir) > RUN_MAX_OUT_PATH)
+        return rl_fail(err, RL_ERR_LIMIT, "merge --out: the path is %zu bytes; ropelab takes at "
+                       "most %d (RUN_MAX_OUT_PATH)", strlen(out_dir), RUN_MAX_OUT_PATH);
+    for (size_t i = 0; i < n_dirs; i++)
+        if (strlen(dirs[i]) > RUN_MAX_OUT_PATH)
+            return rl_fail(err, RL_ERR_LIMIT, "merge input %zu: the path is %zu bytes; ropelab "
+                           "takes at most %d (RUN_MAX_OUT_PATH)", i + 1, strlen(dirs[i]),
+                           RUN_MAX_OUT_PATH);
     /* the output must not be one of the inputs (its manifest would be
      * overwritten by the merge of itself) */
     char ro[PATH_MAX], ri[PATH_MAX];

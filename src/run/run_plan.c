@@ -55,7 +55,9 @@ rl_status run_plan_print(const run_batch *b, uint32_t si, uint32_t sn, FILE *fp,
     char mem[32];
     size_t n = 0;
     uint64_t maxb = 0;
-    fprintf(fp, "batch '%s' (%s): %zu run(s)", b->name, b->file, b->n_items);
+    char c1[512], c2[2048], c3[512];
+    fprintf(fp, "batch '%s' (%s): %zu run(s)", rl_clean(b->name, c1, sizeof c1),
+            rl_clean(b->file, c2, sizeof c2), b->n_items);
     if (b->n_duplicates)
         fprintf(fp, ", %zu duplicate point(s) merged", b->n_duplicates);
     if (sn > 1)
@@ -72,7 +74,9 @@ rl_status run_plan_print(const run_batch *b, uint32_t si, uint32_t sn, FILE *fp,
         const json_t *res = it->resolved;
         const json_t *m = json_object_get(res, "model");
         fprintf(fp, "%s  %-10s %-12s %10s  head_dim=%lld heads=%lld", it->id, it->kind->name,
-                json_string_value(json_object_get(json_object_get(res, "encoding"), "name")),
+                rl_clean(json_string_value(json_object_get(json_object_get(res, "encoding"),
+                                                           "name")),
+                         c1, sizeof c1),
                 rl_fmt_bytes(it->est_bytes, mem, sizeof mem),
                 (long long)json_integer_value(json_object_get(m, "head_dim")),
                 (long long)json_integer_value(json_object_get(m, "heads")));
@@ -81,14 +85,14 @@ rl_status run_plan_print(const run_batch *b, uint32_t si, uint32_t sn, FILE *fp,
         json_object_foreach(json_object_get(res, "params"), k, v) {
             char buf[128];
             run_json_text(v, buf, sizeof buf);
-            fprintf(fp, " %s=%s", k, buf);
+            fprintf(fp, " %s=%s", rl_clean(k, c3, sizeof c3), rl_clean(buf, c1, sizeof c1));
         }
         json_object_foreach(it->swept, k, v) {
             if (!strncmp(k, "params.", 7))
                 continue;
             char buf[128];
             run_json_text(v, buf, sizeof buf);
-            fprintf(fp, " %s=%s", k, buf);
+            fprintf(fp, " %s=%s", rl_clean(k, c3, sizeof c3), rl_clean(buf, c1, sizeof c1));
         }
         fputc('\n', fp);
     }
@@ -234,20 +238,13 @@ rl_status run_shard_assign(const run_batch *b, uint32_t count, uint32_t *shard, 
 
 /* Strict decimal: digits only (no sign, space, 0x or leading-zero octal
  * reading; strtoul would take " -1" and "0x10"), at most max. */
+/* rl_parse_u64's one rule (no sign, no leading zero), at most max. */
 static int parse_dec(const char *s, unsigned long max, unsigned long *v)
 {
-    if (!s || !*s)
+    unsigned long long x;
+    if (rl_parse_u64(s, &x) || x > max)
         return 0;
-    unsigned long x = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return 0;
-        unsigned d = (unsigned)(*p - '0');
-        if (x > (max - d) / 10)
-            return 0;
-        x = x * 10 + d;
-    }
-    *v = x;
+    *v = (unsigned long)x;
     return 1;
 }
 
@@ -257,7 +254,7 @@ static rl_status slurm_var(const char *name, unsigned long *v, rl_error *err)
 {
     const char *s = getenv(name);
     if (!parse_dec(s, 4000000000UL, v))
-        return rl_fail(err, RL_ERR_ARG, "%s='%s': expected a decimal number (digits only)", name,
+        return rl_fail(err, RL_ERR_ARG, "%s='%s': expected a decimal number (digits only, no sign or leading zero)", name,
                        s);
     return RL_OK;
 }

@@ -65,7 +65,8 @@ static void progress(sched *s, const run_job *j)
     run_progress_done_line(line, sizeof line, s->done, s->total, j->item->id,
                            j->item->kind->name, enc_name(j), j->device, ok, j->reason,
                            t->wall_s, t->device_s);
-    fprintf(stderr, "%s%s\n", s->tty ? "\r\033[K" : "", line);
+    char shown[4096];
+    fprintf(stderr, "%s%s\n", s->tty ? "\r\033[K" : "", rl_clean(line, shown, sizeof shown));
     fflush(stderr);
 }
 
@@ -86,7 +87,8 @@ static void live_progress(void *user, const run_job *j, const char *phase, doubl
         run_progress_line(line, sizeof line, s->done + 1, s->total, j->item->id,
                           j->item->kind->name, enc_name(j), phase, done, total,
                           now - j->t_start);
-        fprintf(stderr, "\r\033[K%s", line);
+        char shown[2048];
+        fprintf(stderr, "\r\033[K%s", rl_clean(line, shown, sizeof shown));
         fflush(stderr);
     }
     pthread_mutex_unlock(&s->lock);
@@ -226,7 +228,8 @@ static int already_passed(const sched *s, run_job *j, const char *dir, rl_error 
     if (passed && !run_files_verify(dir, sum, why, sizeof why)) {
         passed = 0;
         if (!s->opt->quiet)
-            fprintf(stderr, "ropelab: resume: running again: %s\n", why);
+            fprintf(stderr, "ropelab: resume: running again: %s\n",
+                    rl_clean(why, (char[2048]){0}, 2048));
     }
     if (passed)
         snprintf(j->summary_digest, sizeof j->summary_digest, "%s", now);
@@ -450,6 +453,10 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
                             rl_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (strlen(opt->out) > RUN_MAX_OUT_PATH)
+        return rl_fail(err, RL_ERR_LIMIT, "--out: the path is %zu bytes; ropelab takes at most %d "
+                       "(RUN_MAX_OUT_PATH, leaving room for the files below it)",
+                       strlen(opt->out), RUN_MAX_OUT_PATH);
     sched s = {.b = b, .opt = opt, .t0 = rl_now(), .tty = isatty(2)};
     snprintf(s.out, sizeof s.out, "%s", opt->out);
     char started[32], path[1300];
