@@ -120,7 +120,10 @@ for cmd in "freqs --hf-config fifo" "run fifo.yaml --out of --no-plot" "run fifo
   s0t=$(date +%s%N)
   out=$(timeout 5 "$bin" $cmd 2>&1); rc=$?
   ms=$(( ($(date +%s%N) - s0t) / 1000000 ))
-  if [ $rc -eq 2 ] && [ $ms -lt 1000 ] && grep -q "is a FIFO" <<<"$out"; then ok
+  # a FIFO opened for reading blocks until a writer comes: refused at
+  # once means no hang (timeout's 124); the time is printed, not judged
+  echo "FIFO ($cmd): exit $rc after $ms ms"
+  if [ $rc -eq 2 ] && grep -q "is a FIFO" <<<"$out"; then ok
   else bad "FIFO ($cmd): exit $rc after $ms ms: $out"; fi
 done
 out=$("$bin" freqs --hf-config /dev/zero 2>&1); rc=$?
@@ -144,7 +147,9 @@ PY
 s0t=$(date +%s%N)
 out=$("$bin" run big.yaml --out ob --dry-run 2>&1); rc=$?
 ms=$(( ($(date +%s%N) - s0t) / 1000000 ))
-[ $rc -eq 2 ] && [ $ms -lt 2000 ] && grep -q "200000 encodings, more than the limit of 10000" <<<"$out" &&
+# linear, not quadratic: the main before this took over 12 minutes (the
+# bound only separates the two; the time itself is printed, not judged)
+[ $rc -eq 2 ] && [ $ms -lt 60000 ] && grep -q "200000 encodings, more than the limit of 10000" <<<"$out" &&
   ok || bad "200000 encodings: exit $rc after $ms ms: $(tail -n 2 <<<"$out")"
 echo "200000 encodings refused in $ms ms"
 s0t=$(date +%s%N)
@@ -164,7 +169,8 @@ PY
 s0t=$(date +%s%N)
 out=$("$bin" run sweep.yaml --out osw --dry-run 2>&1); rc=$?
 ms=$(( ($(date +%s%N) - s0t) / 1000000 ))
-[ $rc -eq 2 ] && [ $ms -lt 2000 ] && grep -q "this entry expands to 120000 runs" <<<"$out" && ok ||
+echo "a sweep of 120000 runs refused in $ms ms"
+[ $rc -eq 2 ] && [ $ms -lt 60000 ] && grep -q "this entry expands to 120000 runs" <<<"$out" && ok ||
   bad "a sweep over the limit: exit $rc after $ms ms: $out"
 
 # ---- 4. plausibility limits, wrong-typed containers --------------------------

@@ -927,21 +927,14 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
     return rl_atomic_commit(&af, err);
 }
 
-rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
-                             size_t n_figs, const char *prog, int svg, rl_error *err)
+rl_status plot_figure_write(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
+                            size_t n_figs, int svg, rl_error *err)
 {
-    char pd[1100], dat[1300], gp[1300], script[200], log[1200], outputs[600];
-    char png[1300], pngtmp[1400], svgf[1300], svgtmp[1400];
+    char pd[1100], dat[1300], gp[1300];
     const char *name = fg->name;
     snprintf(pd, sizeof pd, "%s/plots", c->dir);
     snprintf(dat, sizeof dat, "%s/%s.dat", pd, name);
     snprintf(gp, sizeof gp, "%s/%s.gp", pd, name);
-    snprintf(script, sizeof script, "%s.gp", name);
-    snprintf(log, sizeof log, "%s/gnuplot.log", pd);
-    snprintf(png, sizeof png, "%s/%s.png", pd, name);
-    snprintf(svgf, sizeof svgf, "%s/%s.svg", pd, name);
-    snprintf(pngtmp, sizeof pngtmp, "%s.tmp.%ld", png, (long)getpid());
-    snprintf(svgtmp, sizeof svgtmp, "%s.tmp.%ld", svgf, (long)getpid());
     refset rs;
     rl_status st = find_refs(fg, figs, n_figs, &rs, err);
     if (st) {
@@ -962,6 +955,24 @@ rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figu
     if (!(st = write_data(c->dir, fg, &rs, &ax, &rg, dat, err)))
         st = write_script(c, fg, name, &rs, &rg, &ax, svg, gp, err);
     free(rs.of);
+    return st;
+}
+
+rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
+                             size_t n_figs, const char *prog, int svg, rl_error *err)
+{
+    char pd[1100], gp[1300], script[200], log[1200], outputs[600];
+    char png[1300], pngtmp[1400], svgf[1300], svgtmp[1400];
+    const char *name = fg->name;
+    snprintf(pd, sizeof pd, "%s/plots", c->dir);
+    snprintf(gp, sizeof gp, "%s/%s.gp", pd, name);
+    snprintf(script, sizeof script, "%s.gp", name);
+    snprintf(log, sizeof log, "%s/gnuplot.log", pd);
+    snprintf(png, sizeof png, "%s/%s.png", pd, name);
+    snprintf(svgf, sizeof svgf, "%s/%s.svg", pd, name);
+    snprintf(pngtmp, sizeof pngtmp, "%s.tmp.%ld", png, (long)getpid());
+    snprintf(svgtmp, sizeof svgtmp, "%s.tmp.%ld", svgf, (long)getpid());
+    rl_status st = plot_figure_write(c, fg, figs, n_figs, svg, err);
     if (st)
         return st;
     /* the temporary names, from the safe name and our pid only */

@@ -170,6 +170,10 @@ void plot_safe_name(const char *in, char *out, size_t cap);
  * ropelab passes temporary output names with -e. */
 rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
                              size_t n_figs, const char *prog, int svg, rl_error *err);
+/* Its first half: DIR/plots/<name>.dat and .gp only (DIR/plots must exist;
+ * gnuplot is not run). The fuzz harness of results.csv goes through it. */
+rl_status plot_figure_write(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
+                            size_t n_figs, int svg, rl_error *err);
 
 /* ---- plot_report.c --------------------------------------------------------- */
 
