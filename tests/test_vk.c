@@ -554,6 +554,34 @@ START_TEST(pipeline_table_reuses_identical_variants)
 }
 END_TEST
 
+/* The table bounds what a batch keeps: 3 x RLVK_PTABLE_SIZE distinct
+ * variants, each released by its user after use (a run of a new shape),
+ * never have more than RLVK_PTABLE_SIZE + 1 VkPipelines alive at once (the
+ * new one is created before the least recently used one is released), and
+ * the table ends full, not larger. On the main before, a 50-shape batch
+ * grew to 1.3 GiB: 64 entries of ~20 MiB. */
+START_TEST(pipeline_table_bounds_the_pipelines_alive)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rl_error err = {0};
+    rlvk_pipeline_desc d = {.name = "fma_bound", .spirv = rl_spv_fma_peak_r4,
+                            .spirv_bytes = sizeof rl_spv_fma_peak_r4, .n_bindings = 1,
+                            .push_bytes = sizeof(struct rl_fma_push)};
+    for (uint32_t i = 0; i < 3 * RLVK_PTABLE_SIZE; i++) {
+        rlvk_pipeline p;
+        d.local_size_x = 1 + i; /* a distinct variant each time */
+        ck_assert_msg(rlvk_pipeline_create(&g.dev, &d, &p, &err) == RL_OK, "%s", err.msg);
+        rlvk_pipeline_destroy(&g.dev, &p);
+        ck_assert_uint_le(g.dev.n_pipelines_live, RLVK_PTABLE_SIZE);
+    }
+    ck_assert_uint_eq(g.dev.n_pipelines, 3 * RLVK_PTABLE_SIZE);
+    ck_assert_uint_le(g.dev.n_pipelines_live_peak, RLVK_PTABLE_SIZE + 1);
+    ck_assert_uint_eq(g.dev.n_pipelines_live, RLVK_PTABLE_SIZE);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 /* The compile thread count: the device's setting, else RL_COMPILE_THREADS,
  * else the caller plus one per idle core — between 1 and the online CPUs;
  * never above RLVK_MAX_COMPILE_THREADS. */
@@ -707,6 +735,7 @@ int main(void)
     tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);
     tcase_add_test(tc, pcache_file_is_checked_before_the_driver_sees_it);
     tcase_add_test(tc, pipeline_table_reuses_identical_variants);
+    tcase_add_test(tc, pipeline_table_bounds_the_pipelines_alive);
     tcase_add_test(tc, pipeline_refuses_a_texel_binding_it_cannot_make);
     tcase_add_test(tc, compile_threads_follow_device_then_environment_then_idle_cores);
     tcase_add_test(tc, pipelines_created_together_share_as_one_by_one);

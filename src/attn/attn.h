@@ -279,7 +279,7 @@ typedef struct attn_result {
 } attn_result;
 
 /* Pipelines, created on first use per (variant, precision, shape, flags). */
-#define ATTN_MAX_PIPES 32
+#define ATTN_MAX_PIPES 12
 typedef struct attn_pipe {
     char key[96];
     rlvk_pipeline pipe;

@@ -3,6 +3,7 @@
  * worker with its own device, progress on stderr, and OUT/results.csv and
  * OUT/manifest.json once every worker is done. */
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,6 +433,12 @@ static rl_status write_manifest(sched *s, run_outcome *out, json_t *jobs_j, json
                             finished, "complete", final && !out->interrupted);
     if (!final)
         json_object_set_new(man, "state", json_string("running"));
+    /* the process's peak resident memory so far (getrusage ru_maxrss, KiB
+     * on Linux): what a batch of many shapes is bounded by (docs/runner.md) */
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        json_object_set_new(man, "host_peak_rss_bytes",
+                            json_integer((json_int_t)ru.ru_maxrss * 1024));
     add_invocation(man, opt);
     json_object_set_new(man, "inputs", inputs_j ? inputs_j : json_array());
     snprintf(h, sizeof h, "%016llx", (unsigned long long)b->text_hash);

@@ -259,6 +259,9 @@ typedef struct rlvk_device {
      * pipeline's first dispatch). */
     uint64_t n_pipelines, n_submits;
     uint64_t n_pipelines_reused;     /* rlvk_pipeline_create answered from the table */
+    uint64_t n_pipelines_live;       /* VkPipelines existing now (the table's and callers') */
+    uint64_t n_pipelines_live_peak;  /* the most that existed at once: what bounds the host
+                                        memory of compiled code (~20 MiB each on lavapipe) */
     double pipeline_s, submit_s;
     /* GPU seconds between the first and the last timestamp each submission
      * wrote (rlvk_cmd_timestamp), summed: the device time the work itself
@@ -381,10 +384,14 @@ typedef struct rlvk_pipeline {
  * specialization constants, workgroup size, bindings and push-constant size:
  * runs of one batch on one worker then compile each variant once. The
  * table (RLVK_PTABLE_SIZE entries, least recently used unused entry
- * replaced; a full table of pipelines in use gives an unshared one) lives
- * until rlvk_device_destroy. dev->n_pipelines counts pipelines created,
+ * replaced and released; a full table of pipelines in use gives an unshared
+ * one) lives until rlvk_device_destroy. Its size bounds what a batch keeps:
+ * a lavapipe attention pipeline holds ~20 MiB of host memory, so the 64 of
+ * the first table made a 50-shape batch grow to 1.3 GiB; 24 (with the
+ * attention engine's 12 handles) keep it under the bound
+ * tests/test_vk.c and docs/runner.md state. dev->n_pipelines counts pipelines created,
  * dev->n_pipelines_reused answers from the table. */
-#define RLVK_PTABLE_SIZE 64
+#define RLVK_PTABLE_SIZE 24
 rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
                                rlvk_pipeline *pipe, rl_error *err);
 /* Creates the n pipelines descs[0..n-1] into pipes[0..n-1] as n calls of

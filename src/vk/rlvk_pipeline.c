@@ -99,6 +99,14 @@ static ptable_entry *table_find(struct rlvk_ptable *t, const rlvk_pipeline_desc 
     return NULL;
 }
 
+/* One more VkPipeline exists (counted single-threaded: after
+ * pipeline_create, or after the compile threads joined). */
+static void live_add(rlvk_device *dev)
+{
+    if (++dev->n_pipelines_live > dev->n_pipelines_live_peak)
+        dev->n_pipelines_live_peak = dev->n_pipelines_live;
+}
+
 /* Hands out a table entry's pipeline under desc's name. */
 static void table_hand_out(rlvk_device *dev, ptable_entry *e, const rlvk_pipeline_desc *desc,
                            rlvk_pipeline *pipe)
@@ -154,8 +162,10 @@ rl_status rlvk_pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
         return RL_OK;
     }
     rl_status st = pipeline_create(dev, desc, pipe, err);
-    if (!st)
+    if (!st) {
+        live_add(dev);
         table_insert(dev, desc, &key, pipe);
+    }
     dev->pipeline_s += rl_now() - t0;
     dev->n_pipelines += st == RL_OK;
     return st;
@@ -266,6 +276,9 @@ rl_status rlvk_pipelines_create(rlvk_device *dev, uint32_t n, const rlvk_pipelin
     for (uint32_t t = 0; t < started; t++)
         pthread_join(tids[t], NULL);
     dev->compile_threads_used = started + 1;
+    for (uint32_t j = 0; j < n_jobs; j++)
+        if (!jobs[j].st && jobs[j].pipe.pipeline)
+            live_add(dev);
     /* A failure: the first failing desc (lowest index) is reported by its
      * name, and every pipeline this call created is released. */
     for (uint32_t j = 0; j < n_jobs && !st; j++)
@@ -306,6 +319,7 @@ rl_status rlvk_pipelines_create(rlvk_device *dev, uint32_t n, const rlvk_pipelin
         /* Its twin found no table entry (all in use): one of its own. */
         if ((st = pipeline_create(dev, &descs[i], &pipes[i], err)))
             break;
+        live_add(dev);
         dev->n_pipelines++;
     }
     if (st) {
@@ -469,8 +483,10 @@ void rlvk_pipeline_destroy(rlvk_device *dev, rlvk_pipeline *pipe)
 
 static void pipeline_release(rlvk_device *dev, rlvk_pipeline *pipe)
 {
-    if (pipe->pipeline)
+    if (pipe->pipeline) {
         dev->vk.vkDestroyPipeline(dev->device, pipe->pipeline, NULL);
+        dev->n_pipelines_live--;
+    }
     if (pipe->layout)
         dev->vk.vkDestroyPipelineLayout(dev->device, pipe->layout, NULL);
     if (pipe->set_layout)
