@@ -92,6 +92,19 @@ out=$("$bin" merge s0 s1 --out m3 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "failed run .* out of device memory (a test's record)" <<<"$out" &&
   grep -q "1 failed" <<<"$out" && ok || bad "merge with a failed run: $rc $out"
 
+# a full disk: merge names the reason (a tmpfs of 8 KiB, where mounting is
+# allowed: root, as in CI)
+mkdir -p tiny
+if mount -t tmpfs -o size=8k tmpfs tiny 2>/dev/null; then
+  rm -rf s0; "$bin" run a.yaml --out s0 --shard 0/2 --quiet --no-plot >/dev/null 2>&1
+  out=$("$bin" merge s0 s1 --out tiny/m 2>&1); rc=$?
+  umount tiny
+  [ $rc -eq 2 ] && grep -q "No space left on device" <<<"$out" && ok ||
+    bad "merge onto a full disk: $rc $out"
+else
+  echo "cannot mount a tmpfs here: the full-disk case was not run"
+fi
+
 # 4. SIGINT in the plot phase: stop between figures, exit 130, every figure
 # complete, no temporary left (gnuplot slowed down so the signal lands)
 if command -v gnuplot >/dev/null; then

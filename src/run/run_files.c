@@ -342,13 +342,21 @@ static rl_status copy_file(const char *src_root, const char *src, const char *ds
     }
     char buf[65536];
     size_t n;
-    int bad = 0;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        bad |= fwrite(buf, 1, n, out) != n;
-    bad |= ferror(in);
+    int bad = 0, e = 0;
+    while (!bad && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            bad = 1, e = errno;
+    if (!bad && ferror(in))
+        bad = 1, e = errno;
     fclose(in);
-    bad |= fclose(out) != 0;
-    return bad ? rl_fail(err, RL_ERR_IO, "%s: copy to %s failed", src, dst) : RL_OK;
+    if (fflush(out) != 0 && !bad)
+        bad = 1, e = errno;
+    if (fclose(out) != 0 && !bad)
+        bad = 1, e = errno;
+    /* the reason (ENOSPC: "No space left on device") named, not just "failed" */
+    return bad ? rl_fail(err, RL_ERR_IO, "%s: copy to %s failed: %s", src, dst,
+                         e ? strerror(e) : "read error")
+               : RL_OK;
 }
 
 typedef struct copy_ctx {

@@ -170,19 +170,24 @@ static rl_status copy_hashed(const char *src_root, const char *src, const char *
     unsigned char buf[1 << 16];
     size_t n;
     uint64_t total = 0;
-    int bad = 0;
+    int bad = 0, e = 0;
     while (!bad && (n = fread(buf, 1, sizeof buf, in)) > 0) {
         rl_sha256_update(&c, buf, n);
-        bad = fwrite(buf, 1, n, o) != n;
+        if (fwrite(buf, 1, n, o) != n)
+            bad = 1, e = errno;
         total += n;
     }
-    bad |= ferror(in);
+    if (!bad && ferror(in))
+        bad = 1, e = errno;
     fclose(in);
-    bad |= fflush(o) != 0 || fsync(fileno(o)) != 0;
-    bad |= fclose(o) != 0;
+    if (!bad && (fflush(o) != 0 || fsync(fileno(o)) != 0))
+        bad = 1, e = errno;
+    if (fclose(o) != 0 && !bad)
+        bad = 1, e = errno;
     if (bad) {
         rl_fs_remove(out, dst, NULL);
-        return rl_fail(err, RL_ERR_IO, "copying %s to %s failed", src, dst);
+        return rl_fail(err, RL_ERR_IO, "copying %s to %s failed: %s", src, dst,
+                       e ? strerror(e) : "read error");
     }
     uint8_t d[32];
     rl_sha256_final(&c, d);
