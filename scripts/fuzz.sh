@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(batch npy safetensors hf_config cli results manifest)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(batch npy safetensors hf_config cli results manifest cli_tables)
 dir=build-fuzz
 if [ ! -f "$dir/build.ninja" ]; then
   CC=clang meson setup "$dir" -Dfuzz=true -Dbuildtype=debug \
