@@ -28,9 +28,12 @@ int cmd_merge(int argc, char **argv)
     }
     run_merge_report rep;
     rl_error err = {0};
-    if (run_merge(pos, (size_t)n_pos, out, &rep, stderr, &err)) {
+    rl_status st = run_merge(pos, (size_t)n_pos, out, &rep, stderr, &err);
+    if (st) {
         cli_error("%s", err.msg);
-        return CLI_EXIT_USAGE;
+        /* results that disagree (a CPU run differing between partitions)
+         * fail like a verification; everything else is bad input */
+        return st == RL_ERR_MISMATCH ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
     }
     if (rep.shards_seen < rep.shard_count)
         fprintf(stderr, "ropelab: missing shard(s) %s of %u\n", rep.missing_shards, rep.shard_count);
@@ -38,6 +41,9 @@ int cmd_merge(int argc, char **argv)
            "but incomplete, %zu failed), %zu duplicated; results in %s/results.csv\n",
            rep.shards_seen, rep.shard_count, rep.present, rep.plan, rep.missing, rep.incomplete,
            rep.failed, rep.duplicated, out);
+    if (rep.cpu_shared)
+        printf("%zu CPU run(s) given by more than one device partition, the same bytes in each: "
+               "kept once\n", rep.cpu_shared);
     return rep.missing || rep.duplicated || rep.incomplete || rep.failed ? CLI_EXIT_FAIL
                                                                           : CLI_EXIT_OK;
 }

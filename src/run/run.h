@@ -179,6 +179,8 @@ typedef struct run_merge_report {
     size_t plan, present, missing, duplicated;
     size_t incomplete;           /* listed by a manifest, but the run directory does not verify */
     size_t failed;               /* listed as failed (named, not present) */
+    size_t cpu_shared;           /* CPU runs given by several device partitions, the same
+                                    bytes: kept once */
     uint32_t shard_count, shards_seen;
     char missing_shards[256];    /* "1, 3" */
 } run_merge_report;

@@ -36,9 +36,28 @@ typedef struct merge {
     uint8_t shards[MAX_SHARD_FLAGS];
 } merge;
 
+/* *same = 1 when run directory dn of shard folders a and b holds the same
+ * tables (sizes and checksums, as each summary records them) and the same
+ * metrics; -1 when a summary cannot be read. */
+static int same_cpu_run(const char *a, const char *b, const char *dn, int *same)
+{
+    char pa[1400], pb[1400];
+    snprintf(pa, sizeof pa, "%s/runs/%s/summary.json", a, dn);
+    snprintf(pb, sizeof pb, "%s/runs/%s/summary.json", b, dn);
+    json_t *sa = rl_fs_load_json(a, pa, RL_FS_MAX_SUMMARY, NULL);
+    json_t *sb = rl_fs_load_json(b, pb, RL_FS_MAX_SUMMARY, NULL);
+    int r = sa && sb ? 0 : -1;
+    *same = !r && json_equal(json_object_get(sa, "files"), json_object_get(sb, "files")) &&
+            json_equal(json_object_get(sa, "metrics"), json_object_get(sb, "metrics")) &&
+            json_object_get(sa, "files");
+    json_decref(sa);
+    json_decref(sb);
+    return r;
+}
+
 /* The jobs of one input that ran: each run once per device (by run id and
  * device), under a name in OUT/runs that no other input's run took. */
-static void merge_jobs(merge *g, const json_t *m, const char *dir)
+static void merge_jobs(merge *g, const json_t *m, const char *dir, int twice)
 {
     json_t *jb;
     size_t k;
@@ -63,6 +82,23 @@ static void merge_jobs(merge *g, const json_t *m, const char *dir)
         char key[1400];
         snprintf(key, sizeof key, "%s|%s", dn, dev ? dev : "");
         json_t *prev = json_object_get(g->seen, key);
+        if (prev && dev && !strcmp(dev, "cpu") && !twice) {
+            /* a CPU-only run is device-independent: every device partition
+             * runs it, on "cpu". The same run from another partition (not
+             * the same shard and devices given twice) is
+             * kept once when its tables and metrics are the same bytes;
+             * different ones are refused, naming both */
+            int same = 0;
+            if (same_cpu_run(json_string_value(prev), dir, dn, &same) == 0 && same) {
+                g->rep->cpu_shared++;
+                continue;
+            }
+            g->st = rl_fail(g->err, RL_ERR_MISMATCH, "CPU run %s differs between %s and %s "
+                            "(its tables or metrics, or one cannot be read): the same run on "
+                            "the CPU must give the same bytes", dn, json_string_value(prev),
+                            dir);
+            return;
+        }
         if (prev) {
             g->rep->duplicated++;
             fprintf(g->fp, "duplicated run %s on %s: in %s and %s\n", dn, dev ? dev : "?",
@@ -222,6 +258,7 @@ static rl_status merge_input(merge *g, const char *dir, rl_error *err)
             json_array_append(g->devices, dv);
     }
     const json_t *prev = json_object_get(g->inputs, key);
+    int twice = prev != NULL;
     if (prev)
         fprintf(g->fp, "shard %u/%u on the same device(s) given twice (%s and %s)\n", si, cnt,
                 json_string_value(prev), dir);
@@ -229,7 +266,7 @@ static rl_status merge_input(merge *g, const char *dir, rl_error *err)
         json_object_set_new(g->inputs, key, json_string(dir));
     if (si < sizeof g->shards)
         g->shards[si] = 1;
-    merge_jobs(g, m, dir);
+    merge_jobs(g, m, dir, twice);
     if (g->st)
         return g->st;
     merge_inputs(g, m, dir);
