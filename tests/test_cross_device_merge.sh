@@ -9,6 +9,7 @@
 # usage: test_cross_device_merge.sh path/to/ropelab
 set -u
 bin=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
 pass=0 fail=0
 . "$(dirname "$0")/expect_lib.sh"
 "$bin" devices >/dev/null 2>&1 || { echo "no Vulkan device: skipped"; exit 77; }
@@ -32,23 +33,8 @@ done
 # B as another vendor's node records it: its device's name, and each
 # summary's size and FNV-1a in the manifest
 rename_device() {
-  python3 - "$1" <<'PY'
-import glob, json, os, sys
-d = sys.argv[1]
-def fnv(b):
-    h = 0xcbf29ce484222325
-    for c in b:
-        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
-    return h
-for p in glob.glob(os.path.join(d, "runs", "*", "summary.json")) + [os.path.join(d, "manifest.json")]:
-    s = open(p).read().replace("llvmpipe (LLVM", "otherpipe (LLVM")
-    open(p, "w").write(s)
-m = json.load(open(os.path.join(d, "manifest.json")))
-for j in m["jobs"]:
-    b = open(os.path.join(d, "runs", j["dir"], "summary.json"), "rb").read()
-    j["summary"] = "%d:%016x" % (len(b), fnv(b))
-json.dump(m, open(os.path.join(d, "manifest.json"), "w"), indent=2, sort_keys=True)
-PY
+  sed -i 's/llvmpipe (LLVM/otherpipe (LLVM/g' "$1/manifest.json" "$1"/runs/*/summary.json
+  python3 "$here/record_summaries.py" "$1"
 }
 rename_device B/shard-0; rename_device B/shard-1
 out=$("$bin" merge A/shard-0 A/shard-1 B/shard-0 B/shard-1 --out m 2>&1); rc=$?
@@ -62,28 +48,19 @@ if [ $rc -eq 0 ] && grep -q "4 of 4 run(s) present, 0 missing" <<<"$out" &&
 else bad "the two-device merge: exit $rc: $out"; fi
 # a CPU run whose table differs in one partition: refused, naming both
 id=$(grep -l '"device": "cpu"' B/shard-0/runs/*/summary.json | head -n 1 | xargs dirname)
-python3 - "$id" <<'PY'
+python3 - "$id" "$here" <<'PY'
 import json, os, sys
+sys.path.insert(0, sys.argv[2])
+from record_summaries import table_record
 d = sys.argv[1]
-def fnv(b):
-    h = 0xcbf29ce484222325
-    for c in b:
-        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
-    return h
 p = os.path.join(d, "decay.csv")
 b = open(p, "rb").read().replace(b"\n0,4.5,1,1", b"\n0,4.5,1,0.5", 1)
 open(p, "wb").write(b)
 s = json.load(open(os.path.join(d, "summary.json")))
-s["files"]["decay.csv"] = {"bytes": len(b), "fnv1a64": "%016x" % fnv(b)}
+s["files"]["decay.csv"] = table_record(p)
 json.dump(s, open(os.path.join(d, "summary.json"), "w"), indent=2, sort_keys=True)
-m = os.path.join(os.path.dirname(os.path.dirname(d)), "manifest.json")
-mj = json.load(open(m))
-for j in mj["jobs"]:
-    if j["dir"] == os.path.basename(d):
-        sb = open(os.path.join(d, "summary.json"), "rb").read()
-        j["summary"] = "%d:%016x" % (len(sb), fnv(sb))
-json.dump(mj, open(m, "w"), indent=2, sort_keys=True)
 PY
+python3 "$here/record_summaries.py" B/shard-0
 out=$("$bin" merge A/shard-0 A/shard-1 B/shard-0 B/shard-1 --out m2 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "CPU run $(basename "$id") differs between A/shard-0 and B/shard-0" <<<"$out" &&
   ok || bad "a CPU run that differs: exit $rc: $out"

@@ -87,20 +87,7 @@ for s in p0 p1; do
   sed -i 's/"cpu"/"cpu-other-vendor"/' "$t/v$s/manifest.json" "$t/v$s"/runs/*/summary.json
   # as that vendor's own run would record them: each summary's size and
   # FNV-1a 64 in the manifest (merge refuses a summary that does not match)
-  python3 - "$t/v$s" <<'PY'
-import json, os, sys
-d = sys.argv[1]
-def fnv(b):
-    h = 0xcbf29ce484222325
-    for c in b:
-        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
-    return h
-m = json.load(open(os.path.join(d, "manifest.json")))
-for j in m["jobs"]:
-    b = open(os.path.join(d, "runs", j["dir"], "summary.json"), "rb").read()
-    j["summary"] = "%d:%016x" % (len(b), fnv(b))
-json.dump(m, open(os.path.join(d, "manifest.json"), "w"), indent=2, sort_keys=True)
-PY
+  python3 "$(dirname "$0")/record_summaries.py" "$t/v$s"
 done
 out=$("$bin" merge "$t/p0" "$t/p1" "$t/vp0" "$t/vp1" --out "$t/m3" 2>&1); rc=$?
 if [ $rc -eq 0 ] && ! grep -q "given twice\|duplicated run" <<<"$out" &&
