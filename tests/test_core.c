@@ -366,6 +366,48 @@ START_TEST(sha256_matches_the_standard_vectors)
 }
 END_TEST
 
+
+/* One number rule for every number read from a command line or the
+ * environment: decimal digits, no '+', hex, octal or leading zero; '-' only
+ * where allowed. */
+START_TEST(numbers_follow_one_rule)
+{
+    unsigned long long u;
+    ck_assert_int_eq(rl_parse_u64("0", &u), 0);
+    ck_assert_uint_eq(u, 0);
+    ck_assert_int_eq(rl_parse_u64("18446744073709551615", &u), 0);
+    ck_assert(u == 18446744073709551615ull);
+    ck_assert_int_eq(rl_parse_u64("18446744073709551616", &u), -2);
+    static const char *const bad_u[] = {"", "07", "+1", "-1", "0x10", " 1", "1 ", "1e3", "1.0"};
+    for (size_t i = 0; i < sizeof bad_u / sizeof bad_u[0]; i++)
+        ck_assert_msg(rl_parse_u64(bad_u[i], &u) == -1, "'%s' accepted", bad_u[i]);
+    double x;
+    ck_assert_int_eq(rl_parse_f64("0.5", 0, &x), 0);
+    ck_assert(x == 0.5);
+    ck_assert_int_eq(rl_parse_f64("2.5e-3", 0, &x), 0);
+    ck_assert(x == 2.5e-3);
+    ck_assert_int_eq(rl_parse_f64("-16", 1, &x), 0);
+    ck_assert(x == -16);
+    static const char *const bad_f[] = {"-16", "+4", "04", "0x1p3", "inf", "nan", ".", "1e",
+                                        "1e+3", " 1", "1e999"};
+    for (size_t i = 0; i < sizeof bad_f / sizeof bad_f[0]; i++)
+        ck_assert_msg(rl_parse_f64(bad_f[i], 0, &x) == -1, "'%s' accepted", bad_f[i]);
+    ck_assert_int_eq(rl_parse_f64("+4", 1, &x), -1); /* never '+' */
+}
+END_TEST
+
+/* Control characters are shown as \xNN, never passed to a terminal. */
+START_TEST(control_characters_are_shown_not_obeyed)
+{
+    char buf[64];
+    ck_assert_str_eq(rl_clean("a\x1b[31mb\x7f\n", buf, sizeof buf), "a\\x1b[31mb\\x7f\\x0a");
+    ck_assert_str_eq(rl_clean(NULL, buf, sizeof buf), "");
+    char tiny[6];
+    rl_clean("\x1b\x1b", tiny, sizeof tiny); /* truncated whole: never half an escape */
+    ck_assert_str_eq(tiny, "\\x1b");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("core");
@@ -380,6 +422,8 @@ int main(void)
     tcase_add_test(tc, non_finite_inputs_are_refused_at_load);
     tcase_add_test(tc, safetensors_shape_product_cannot_wrap);
     tcase_add_test(tc, safetensors_metadata_bf16_and_integers);
+    tcase_add_test(tc, numbers_follow_one_rule);
+    tcase_add_test(tc, control_characters_are_shown_not_obeyed);
     tcase_add_loop_test(tc, sha256_matches_the_standard_vectors, 0,
                         (int)(sizeof sha_vectors / sizeof sha_vectors[0]));
     suite_add_tcase(s, tc);

@@ -75,6 +75,17 @@ FILE *rl_fs_open_input(const char *path, rl_error *err)
 
 /* ---- below a root -------------------------------------------------------- */
 
+/* 'f' regular, 'd' directory, 'l' link, 'o' anything else (rl_fs_kind's
+ * letters) of the entry name of directory dfd, links not followed. */
+static int kind_at(int dfd, const char *name)
+{
+    struct stat sb;
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return 'o';
+    return S_ISREG(sb.st_mode) ? 'f' : S_ISDIR(sb.st_mode) ? 'd' : S_ISLNK(sb.st_mode) ? 'l' : 'o';
+}
+
+
 static rl_status refuse_link(rl_error *err, const char *path, size_t upto, const char *root)
 {
     return rl_fail(err, RL_ERR_ARG,
@@ -172,6 +183,18 @@ static int leaf_name(const char *leaf, char *name, size_t cap)
     return 0;
 }
 
+/* walk() for a path that may be missing: the parent's descriptor, or -1
+ * with *missing set (a component does not exist) or err filled. */
+static int walk_existing(const char *root, const char *path, const char **leaf, int *missing,
+                         rl_error *err)
+{
+    rl_error tmp = {0};
+    int dfd = walk(root, path, 0, leaf, missing, &tmp);
+    if (dfd < 0 && !*missing && err)
+        *err = tmp;
+    return dfd;
+}
+
 int rl_fs_open(const char *root, const char *path, int flags, mode_t mode, rl_error *err)
 {
     const char *leaf;
@@ -258,21 +281,15 @@ int rl_fs_kind(const char *root, const char *path, rl_error *err)
 {
     const char *leaf;
     char name[256];
-    rl_error tmp = {0};
     int missing;
-    int dfd = walk(root, path, 0, &leaf, &missing, &tmp);
-    if (dfd < 0) {
-        if (missing)
-            return 0;
-        if (err)
-            *err = tmp;
-        return -1;
-    }
+    int dfd = walk_existing(root, path, &leaf, &missing, err);
+    if (dfd < 0)
+        return missing ? 0 : -1;
     struct stat sb;
     int k = 0;
     if (leaf_name(leaf, name, sizeof name) == 0 &&
         fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-        k = S_ISREG(sb.st_mode) ? 'f' : S_ISDIR(sb.st_mode) ? 'd' : S_ISLNK(sb.st_mode) ? 'l' : 'o';
+        k = kind_at(dfd, name);
     close(dfd);
     return k;
 }
@@ -324,16 +341,10 @@ rl_status rl_fs_remove(const char *root, const char *path, rl_error *err)
 {
     const char *leaf;
     char name[256];
-    rl_error tmp = {0};
     int missing;
-    int dfd = walk(root, path, 0, &leaf, &missing, &tmp);
-    if (dfd < 0) {
-        if (missing)
-            return RL_OK;
-        if (err)
-            *err = tmp;
-        return tmp.status;
-    }
+    int dfd = walk_existing(root, path, &leaf, &missing, err);
+    if (dfd < 0)
+        return missing ? RL_OK : err ? err->status : RL_ERR_IO;
     rl_status st = leaf_name(leaf, name, sizeof name)
                        ? rl_fail(err, RL_ERR_ARG, "%s: name too long", path)
                        : remove_at(dfd, name, path, root, err);
@@ -398,13 +409,7 @@ int rl_fs_each(const char *root, const char *path,
     while (!r && (e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
-        struct stat sb;
-        int k = fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ? 'o'
-                : S_ISREG(sb.st_mode)                                    ? 'f'
-                : S_ISDIR(sb.st_mode)                                    ? 'd'
-                : S_ISLNK(sb.st_mode)                                    ? 'l'
-                                                                         : 'o';
-        r = fn(e->d_name, k, user);
+        r = fn(e->d_name, kind_at(dirfd(d), e->d_name), user);
     }
     closedir(d);
     return r;
@@ -453,13 +458,7 @@ rl_status rl_fs_no_links(const char *root, int depth, rl_error *err)
     while (!c.st && (e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
-        struct stat sb;
-        int k = fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ? 'o'
-                : S_ISREG(sb.st_mode)                                    ? 'f'
-                : S_ISDIR(sb.st_mode)                                    ? 'd'
-                : S_ISLNK(sb.st_mode)                                    ? 'l'
-                                                                         : 'o';
-        scan_one(e->d_name, k, &c);
+        scan_one(e->d_name, kind_at(dirfd(d), e->d_name), &c);
     }
     closedir(d);
     return c.st;
