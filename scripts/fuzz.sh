@@ -15,6 +15,7 @@
 # and the sanitizers still report findings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/deps.sh fuzz
 secs=${1:-20}
 shift || true
 harnesses=("$@")

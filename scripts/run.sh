@@ -5,7 +5,7 @@
 # Extra arguments go to `ropelab run` (e.g. --device all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh run
 scripts/build.sh build >/dev/null
 ./build/ropelab devices
 ./build/ropelab check --quick
