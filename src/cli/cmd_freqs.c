@@ -86,7 +86,7 @@ int cmd_freqs(int argc, char **argv)
         {"--hf-config", CLI_STR, &hf, "FILE", "read rope_theta, rope_scaling/rope_parameters, head_dim, ... from an HF config.json"},
         {"--preset", CLI_STR, &preset, "NAME", "read them from a model preset, configs/models/NAME.yaml (as a batch's model: {preset: NAME})"},
         {"--layer-type", CLI_STR, &layer_type, "T", "with --hf-config or --preset: the layer type to read (default: the full-attention layers)"},
-        {"--rope-type", CLI_STR, &type, "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional|dynamic_yarn", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn"},
+        {"--rope-type", CLI_STR, &type, rope_type_choices(), rope_type_list()}, /* the registry's */
         {"--head-dim", CLI_U32, &u_head, "D", "head dimension"},
         {"--rotary-dim", CLI_U32, &u_rot, "R", "rotated dimensions (default head_dim)"},
         {"--partial-rotary-factor", CLI_F64, &f_prf, "P", "rotary_dim = int(head_dim * P)"},
