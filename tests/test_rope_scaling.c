@@ -10,6 +10,7 @@
 
 #include "core/rl_util.h"
 #include "pe/rope.h"
+#include "pe/rope_scaling.h"
 #include "rl_test.h"
 
 #ifndef M_PI
@@ -708,6 +709,94 @@ START_TEST(resonance_errors_name_the_key)
 }
 END_TEST
 
+
+/* The scaling registry (pe/rope_scaling.h): the built-in ROPE_TYPE_*
+ * constants are their entries' indices; every name and alias parses back
+ * to its index; the listings (rope_type_list, the rope_type choices) hold
+ * every name in registry order; each own key is one of the type's keys, in
+ * the settable-key table, and its slot is unique across the registry. */
+START_TEST(registry_indices_names_and_lists_agree)
+{
+    static const struct { int type; const char *name; } builtin[] = {
+        {ROPE_TYPE_DEFAULT, "default"}, {ROPE_TYPE_LINEAR, "linear"}, {ROPE_TYPE_NTK, "ntk"},
+        {ROPE_TYPE_DYNAMIC, "dynamic"}, {ROPE_TYPE_YARN, "yarn"}, {ROPE_TYPE_LLAMA3, "llama3"},
+        {ROPE_TYPE_LONGROPE, "longrope"}, {ROPE_TYPE_PROPORTIONAL, "proportional"},
+        {ROPE_TYPE_DYNAMIC_YARN, "dynamic_yarn"},
+    };
+    ck_assert_int_ge(ROPE_TYPE_COUNT, ROPE_TYPE_N_BUILTIN);
+    for (size_t i = 0; i < RL_ARRAY_LEN(builtin); i++) {
+        ck_assert_str_eq(rope_type_name(builtin[i].type), builtin[i].name);
+        ck_assert_int_eq(rope_type_parse(builtin[i].name), builtin[i].type);
+    }
+    ck_assert_int_eq(rope_type_parse("dynamic-yarn"), ROPE_TYPE_DYNAMIC_YARN); /* jquesnelle/yarn */
+    ck_assert_int_eq(rope_type_parse("bogus"), ROPE_TYPE_COUNT);
+    ck_assert_ptr_null(rope_type_name(ROPE_TYPE_COUNT));
+    ck_assert_ptr_null(rope_type_name(-1));
+    char list[1024] = "", choices[1024] = "";
+    size_t n_params;
+    const rl_param *ps = rope_param_table(&n_params);
+    int slot_owner[ROPE_MAX_SCALING_PARAMS];
+    const char *slot_key[ROPE_MAX_SCALING_PARAMS] = {0};
+    for (int k = 0; k < ROPE_MAX_SCALING_PARAMS; k++)
+        slot_owner[k] = -1;
+    for (int t = 0; t < ROPE_TYPE_COUNT; t++) {
+        const rope_scaling *sc = rope_scaling_at(t);
+        ck_assert_ptr_nonnull(sc);
+        ck_assert_ptr_nonnull(sc->freqs);
+        ck_assert_msg(sc->summary && sc->source && sc->keys && sc->required, "%s", sc->name);
+        ck_assert_int_eq(rope_type_parse(sc->name), t);
+        for (const char *const *a = sc->aliases; a && *a; a++)
+            ck_assert_int_eq(rope_type_parse(*a), t);
+        for (const char *const *k = sc->keys; *k; k++) {
+            ck_assert_msg(rope_type_uses_key(t, *k), "%s: %s", sc->name, *k);
+            ck_assert_msg(rl_param_find(ps, n_params, *k) >= 0, "%s: %s is settable", sc->name, *k);
+        }
+        for (size_t k = 0; k < sc->n_own_keys; k++) {
+            const rope_scaling_key *ok = &sc->own_keys[k];
+            ck_assert_msg(ok->slot >= 0 && ok->slot < ROPE_MAX_SCALING_PARAMS, "%s", ok->param.key);
+            ck_assert_msg(rope_type_uses_key(t, ok->param.key), "%s: %s", sc->name, ok->param.key);
+            ck_assert_msg(slot_key[ok->slot] == NULL || !strcmp(slot_key[ok->slot], ok->param.key),
+                          "slot %d: %s (%s) and %s (%s)", ok->slot, ok->param.key, sc->name,
+                          slot_key[ok->slot], rope_type_name(slot_owner[ok->slot]));
+            slot_key[ok->slot] = ok->param.key;
+            slot_owner[ok->slot] = t;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", t ? ", " : "", sc->name);
+        snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s", t ? "|" : "",
+                 sc->name);
+    }
+    ck_assert_str_eq(rope_type_list(), list);
+    ck_assert_str_eq(rope_type_choices(), choices);
+    ck_assert_str_eq(ps[rl_param_find(ps, n_params, "rope_type")].choices, choices);
+    ck_assert_str_eq(ps[rl_param_find(ps, n_params, "type")].choices, choices);
+    /* a key no type reads applies to all; a scaling key only to its readers */
+    ck_assert(rope_type_uses_key(ROPE_TYPE_LINEAR, "rope_theta"));
+    ck_assert(!rope_type_uses_key(ROPE_TYPE_DEFAULT, "factor"));
+}
+END_TEST
+
+/* Every registered type's example (what `ropelab check` runs on the GPU)
+ * resolves at the check's shape (head_dim 128, rotary 64 unless the type
+ * rotates the whole head) and gives finite, non-negative inv_freq. */
+START_TEST(every_registered_example_resolves)
+{
+    for (int t = 0; t < ROPE_TYPE_COUNT; t++) {
+        rope_desc d;
+        rope_scaling_example(t, &d);
+        d.head_dim = 128;
+        d.rotary_dim = rope_scaling_at(t)->whole_head ? 0 : 64;
+        rope_freqs f;
+        rl_error err = {0};
+        ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s: %s", rope_type_name(t),
+                      err.msg);
+        for (uint32_t j = 0; j < f.n_pairs; j++)
+            ck_assert_msg(isfinite(f.inv_freq[j]) && f.inv_freq[j] >= 0, "%s pair %u",
+                          rope_type_name(t), j);
+        ck_assert(isfinite(f.attention_factor) && f.attention_factor > 0);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rope_scaling");
@@ -737,6 +826,8 @@ int main(void)
     tcase_add_test(tc, resonance_rounds_wavelengths_below_the_training_length);
     tcase_add_test(tc, resonance_applies_after_the_scaling_type);
     tcase_add_test(tc, resonance_errors_name_the_key);
+    tcase_add_test(tc, registry_indices_names_and_lists_agree);
+    tcase_add_test(tc, every_registered_example_resolves);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }
