@@ -11,15 +11,16 @@
 
 /* The registry: one line per type, in rope_type order. */
 #define ROPE_SCALING_LIST(X) \
-    X(default)               \
-    X(linear)                \
-    X(ntk)                   \
-    X(dynamic)               \
-    X(yarn)                  \
-    X(llama3)                \
-    X(longrope)              \
-    X(proportional)          \
-    X(dynamic_yarn)
+    X(default) \
+    X(linear) \
+    X(ntk) \
+    X(dynamic) \
+    X(yarn) \
+    X(llama3) \
+    X(longrope) \
+    X(proportional) \
+    X(dynamic_yarn) \
+    /* add a type: one X(name) line above this one */
 
 #define DECLARE(n) extern const rope_scaling rope_scaling_##n;
 #define ENTRY(n) &rope_scaling_##n,
