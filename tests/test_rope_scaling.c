@@ -797,6 +797,165 @@ START_TEST(every_registered_example_resolves)
 }
 END_TEST
 
+
+/* Giraffe's truncated basis (Pal et al. 2023, arXiv:2308.10882, section
+ * 3.3; abacusai/Long-Context interpolate.py truncate_frequency): at d = 128,
+ * base 10000, theta_j = 10000^(-j/64), so theta_32 = 0.01 and theta_48 =
+ * 0.001. With b = theta_32, a = theta_48 (the very values the default type
+ * gives, so the boundaries are exact) and rho = 0.0005, by hand: pairs
+ * 0..32 keep theta_j (32 sits on b: kept, f < b is false), 33..48 take rho
+ * (48 sits on a: rho, f < a is false), 49..63 are 0. */
+static int truncated_type(void)
+{
+    int t = rope_type_parse("truncated");
+    ck_assert_int_lt(t, ROPE_TYPE_COUNT);
+    return t;
+}
+
+static rl_status set_kv(rope_desc *d, const char *key, json_t *v, rl_error *err)
+{
+    rl_status st = rope_desc_set_json(d, key, v, err);
+    json_decref(v);
+    return st;
+}
+
+START_TEST(truncated_keeps_sets_rho_and_zeroes_by_the_authors_rule)
+{
+    rl_error err = {0};
+    rope_desc p = {.head_dim = 128};
+    rope_freqs plain;
+    ck_assert_int_eq(rope_freqs_compute(&p, &plain, &err), RL_OK);
+    const double b = plain.inv_freq[32], a = plain.inv_freq[48], rho = 0.0005;
+    REL(b, 0.01, 1e-15);
+    REL(a, 0.001, 1e-15);
+    rope_desc d = {.head_dim = 128};
+    ck_assert_int_eq(set_kv(&d, "rope_type", json_string("truncated"), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_b", json_real(b), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_a", json_real(a), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_rho", json_real(rho), &err), RL_OK);
+    rope_freqs f;
+    ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s", err.msg);
+    ck_assert_int_eq(f.rope_type, truncated_type());
+    ck_assert_uint_eq(f.n_pairs, 64);
+    ck_assert_double_eq(f.attention_factor, 1.0);
+    ck_assert_double_eq(f.theta, 10000.0);
+    for (uint32_t j = 0; j < 64; j++) {
+        double theta = exp(-(double)j / 64.0 * log(10000.0)); /* by hand, not pow */
+        if (j <= 32)
+            REL(f.inv_freq[j], theta, 1e-13);
+        else if (j <= 48)
+            ck_assert_msg(f.inv_freq[j] == rho, "pair %u: %.17g", j, f.inv_freq[j]);
+        else
+            ck_assert_msg(f.inv_freq[j] == 0.0, "pair %u: %.17g", j, f.inv_freq[j]);
+    }
+    /* the boundaries and their neighbours, named */
+    ck_assert_double_eq(f.inv_freq[32], b); /* theta == b: kept */
+    REL(f.inv_freq[31], 0.01 * pow(10.0, 1.0 / 16.0), 1e-13); /* 10000^(1/64) = 10^(1/16) */
+    ck_assert_double_eq(f.inv_freq[33], rho);
+    ck_assert_double_eq(f.inv_freq[48], rho); /* theta == a: rho (the code's f < a) */
+    ck_assert_double_eq(f.inv_freq[49], 0.0);
+    ck_assert_double_eq(f.scale[49], 0.0);    /* identity rotation: no scale */
+    REL(f.scale[33], plain.inv_freq[33] / rho, 1e-15);
+}
+END_TEST
+
+/* The authors' code divides by the scale (factor > 1) first and truncates
+ * the scaled frequency: factor 4, b = 0.01, a = 0.001 -> theta_j/4 >= 0.01
+ * iff 10000^(-j/64) >= 0.04 iff j <= 64 log10(25) / 4 = 22.37; theta_j/4 >=
+ * 0.001 iff j <= 64 log10(250) / 4 = 38.37. Defaults a = b/8 and rho = b/16
+ * (2pi/(16 T) with b = 2pi/T) when only truncate_b is given. */
+START_TEST(truncated_scales_first_and_defaults_a_and_rho_from_b)
+{
+    rl_error err = {0};
+    rope_desc d = {.head_dim = 128, .rope_type = truncated_type(), .factor = 4};
+    ck_assert_int_eq(set_kv(&d, "truncate_b", json_real(0.01), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_a", json_real(0.001), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_rho", json_real(0.0002), &err), RL_OK);
+    rope_freqs f;
+    ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(f.factor, 4.0);
+    for (uint32_t j = 0; j < 64; j++) {
+        double t = exp(-(double)j / 64.0 * log(10000.0)) / 4.0;
+        if (j <= 22)
+            REL(f.inv_freq[j], t, 1e-13);
+        else if (j <= 38)
+            ck_assert_msg(f.inv_freq[j] == 0.0002, "pair %u: %.17g", j, f.inv_freq[j]);
+        else
+            ck_assert_msg(f.inv_freq[j] == 0.0, "pair %u: %.17g", j, f.inv_freq[j]);
+    }
+    /* only b = 2pi/512: a = 2pi/4096, rho = 2pi/8192; theta_j >= 2pi/512 iff
+     * j <= 64 log10(512/2pi)/4 = 30.6; >= 2pi/4096 iff j <= 64 log10(4096/2pi)/4 = 45.1 */
+    rope_desc e = {.head_dim = 128, .rope_type = truncated_type()};
+    ck_assert_int_eq(set_kv(&e, "truncate_b", json_real(2 * M_PI / 512), &err), RL_OK);
+    rope_desc r;
+    ck_assert_int_eq(rope_desc_resolve(&e, &r, &err), RL_OK);
+    ck_assert_int_eq(rope_freqs_compute(&e, &f, &err), RL_OK);
+    for (uint32_t j = 0; j < 64; j++) {
+        double t = exp(-(double)j / 64.0 * log(10000.0));
+        if (j <= 30)
+            REL(f.inv_freq[j], t, 1e-13);
+        else if (j <= 45)
+            REL(f.inv_freq[j], 2 * M_PI / 8192, 1e-15);
+        else
+            ck_assert_msg(f.inv_freq[j] == 0.0, "pair %u: %.17g", j, f.inv_freq[j]);
+    }
+    /* the settings round-trip through JSON (given keys only) */
+    json_t *o = rope_desc_to_json(&e);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "rope_type")), "truncated");
+    REL(json_real_value(json_object_get(o, "truncate_b")), 2 * M_PI / 512, 1e-15);
+    ck_assert_ptr_null(json_object_get(o, "truncate_a"));
+    rope_desc back = {.head_dim = 128};
+    ck_assert_int_eq(rope_desc_from_json(&back, o, &err), RL_OK);
+    ck_assert_double_eq(back.scaling_param[1], e.scaling_param[1]);
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(truncated_errors_name_the_key)
+{
+    rl_error err = {0};
+    rope_desc d = {.head_dim = 128, .rope_type = truncated_type()};
+    rope_freqs f;
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "truncated needs truncate_b"), "%s", err.msg);
+    static const struct { const char *key, *json, *msg; } bad[] = {
+        {"truncate_b", "-1", "truncate_b -1 must be a finite number >= 0"},
+        {"truncate_b", "0", "truncate_b 0 must be > 0"},
+        {"truncate_b", "\"x\"", "truncate_b must be a number"},
+        {"truncate_a", "7", "truncate_a 7 is beyond the plausible limit"},
+        {"truncate_rho", "true", "truncate_rho must be a number"},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {
+        json_error_t je;
+        rope_desc e = {0};
+        ck_assert_int_eq(set_kv(&e, bad[i].key, json_loads(bad[i].json, JSON_DECODE_ANY, &je),
+                                &err), RL_ERR_ARG);
+        ck_assert_msg(strstr(err.msg, bad[i].msg), "'%s' lacks '%s'", err.msg, bad[i].msg);
+    }
+    ck_assert_int_eq(set_kv(&d, "truncate_b", json_real(0.01), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_a", json_real(0.02), &err), RL_OK);
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "truncate_a 0.02 must be < truncate_b 0.01"), "%s", err.msg);
+    d.scaling_param[0] = NAN; /* set directly, past the setter */
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "truncate_a nan must be a finite number >= 0"), "%s", err.msg);
+    /* the batch / --set rule: truncated's keys belong to truncated only, and
+     * truncated reads factor but none of yarn's keys */
+    int t = truncated_type();
+    ck_assert(rope_type_uses_key(t, "truncate_b"));
+    ck_assert(rope_type_uses_key(t, "truncate_a"));
+    ck_assert(rope_type_uses_key(t, "truncate_rho"));
+    ck_assert(rope_type_uses_key(t, "factor"));
+    ck_assert(rope_type_uses_key(t, "rope_theta"));
+    ck_assert(!rope_type_uses_key(t, "truncate")); /* yarn's */
+    ck_assert(!rope_type_uses_key(t, "beta_fast"));
+    for (int u = 0; u < ROPE_TYPE_COUNT; u++)
+        if (u != t)
+            ck_assert_msg(!rope_type_uses_key(u, "truncate_b"), "%s", rope_type_name(u));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rope_scaling");
@@ -828,6 +987,9 @@ int main(void)
     tcase_add_test(tc, resonance_errors_name_the_key);
     tcase_add_test(tc, registry_indices_names_and_lists_agree);
     tcase_add_test(tc, every_registered_example_resolves);
+    tcase_add_test(tc, truncated_keeps_sets_rho_and_zeroes_by_the_authors_rule);
+    tcase_add_test(tc, truncated_scales_first_and_defaults_a_and_rho_from_b);
+    tcase_add_test(tc, truncated_errors_name_the_key);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

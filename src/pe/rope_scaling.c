@@ -20,6 +20,7 @@
     X(longrope) \
     X(proportional) \
     X(dynamic_yarn) \
+    X(truncated) \
     /* add a type: one X(name) line above this one */
 
 #define DECLARE(n) extern const rope_scaling rope_scaling_##n;
