@@ -43,9 +43,9 @@ START_TEST(linear_divides_every_frequency_by_factor)
 }
 END_TEST
 
-/* The batch check's table of keys each rope_type reads covers every type:
- * a type added to the enum but not to rope_type_uses_key's table would have
- * every scaling key refused ("has no effect"). */
+/* The batch check's keys each rope_type reads (its registry entry's `keys`)
+ * cover every type: a type whose entry lists no keys would have every
+ * scaling key refused ("has no effect"). */
 START_TEST(every_scaling_type_reads_its_factor)
 {
     for (int t = 0; t < ROPE_TYPE_COUNT; t++)
@@ -793,6 +793,22 @@ START_TEST(every_registered_example_resolves)
             ck_assert_msg(isfinite(f.inv_freq[j]) && f.inv_freq[j] >= 0, "%s pair %u",
                           rope_type_name(t), j);
         ck_assert(isfinite(f.attention_factor) && f.attention_factor > 0);
+        /* each required own key (a slot) left out of the example is refused
+         * naming it */
+        const rope_scaling *sc = rope_scaling_at(t);
+        for (size_t k = 0; k < sc->n_own_keys; k++) {
+            const rope_scaling_key *ok = &sc->own_keys[k];
+            int req = 0;
+            for (const char *const *r = sc->required; *r; r++)
+                req |= !strcmp(*r, ok->param.key);
+            if (!req)
+                continue;
+            rope_desc e = d;
+            e.scaling_param[ok->slot] = 0;
+            ck_assert_int_eq(rope_freqs_compute(&e, &f, &err), RL_ERR_ARG);
+            ck_assert_msg(strstr(err.msg, ok->param.key), "%s: '%s' names no %s",
+                          rope_type_name(t), err.msg, ok->param.key);
+        }
     }
 }
 END_TEST

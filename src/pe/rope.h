@@ -252,7 +252,9 @@ struct json_t;
  * (rope_type/type, factor, original_max_position_embeddings, beta_fast, ...)
  * plus rope_theta, head_dim, rotary_dim, partial_rotary_factor,
  * max_position_embeddings, seq_len, layout ("half"/"interleaved"), precision
- * ("fp32"/"table"/"precise"). A JSON null leaves the default; any other value,
+ * ("fp32"/"table"/"precise"), and every registered scaling's own keys
+ * (pe/rope_scaling.h rope_scaling_key: a number in (0, max] into its
+ * scaling_param slot). A JSON null leaves the default; any other value,
  * 0 included, is validated (rope_theta > 1, partial_rotary_factor in (0, 1],
  * factor >= 1, mscale/mscale_all_dim >= 0, every other number > 0, integers
  * >= 1, rotary_dim >= 2). Errors name the key and the expected value;
