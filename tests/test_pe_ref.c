@@ -113,7 +113,7 @@ static const bad_param bad_params[] = {
     {"xl", "{\"d_r\": 3}", 4, 8, 0, "xl: d_r 3 must be even (sin and cos halves)"},
     {"xl", "{}", 5, 8, 0, "xl: d_r 5 must be even (sin and cos halves) (it defaults to head_dim)"},
     {"rope", "{\"rotary_dim\": 5}", 8, 1, 0, "rope: rotary_dim 5 must be even"},
-    /* rope's keys are typed in rope_params: the one validator names them */
+    /* rope's keys are typed in rope_param_table: the one validator names them */
     {"rope", "{\"layout\": \"diagonal\"}", 8, 1, 0, "rope: layout 'diagonal' is not one of half|interleaved"},
     {"rope", "{\"precision\": \"fp64\"}", 8, 1, 0,
      "rope: precision 'fp64' is not one of fp32|table|precise|hf|vllm|ggml-cpu|ggml-vulkan|cuda-fast"},
