@@ -86,7 +86,7 @@ for c in $cmds help; do grep -qw -- "$c" <<<"$w" || bad "command $c not complete
 # encodings: rope's parameters with their real types and defaults.
 expect "encodings: rope_theta" 0 'rope_theta +number in \[1, 1.099511628e\+12\]; default 10000' -- encodings
 expect "encodings: factor's plausibility bound" 0 'factor +number in \[1, 1048576\]' -- encodings
-expect "encodings: rope_type" 0 'rope_type +enum default\|linear\|ntk\|dynamic\|yarn\|llama3\|longrope\|proportional\|dynamic_yarn; default default' -- encodings
+expect "encodings: rope_type" 0 'rope_type +enum default\|linear\|ntk\|dynamic\|yarn\|llama3\|longrope\|proportional\|dynamic_yarn\|truncated; default default' -- encodings
 expect "encodings: truncate" 0 'truncate +bool; default true' -- encodings
 untyped=$(python3 -c 'import json, sys
 d = [e for e in json.load(sys.stdin) if e["name"] == "rope"][0]

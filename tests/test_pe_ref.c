@@ -9,6 +9,7 @@
 #include "core/rl_util.h"
 #include "pe/pe.h"
 #include "pe/rope.h"
+#include "pe/rope_scaling.h"
 #include "rl_test.h"
 #include "test_pe_util.h"
 
@@ -32,10 +33,12 @@ START_TEST(registry_lists_every_encoding_once)
         ck_assert_ptr_nonnull(f);
         ck_assert_str_eq(f->name, want[i]);
         ck_assert_ptr_nonnull(f->paper);
-        for (size_t k = 0; k < f->n_params; k++) { /* every default is valid JSON */
+        size_t n_params;
+        const pe_param *params = pe_family_params(f, &n_params);
+        for (size_t k = 0; k < n_params; k++) { /* every default is valid JSON */
             json_error_t je;
-            json_t *v = json_loads(f->params[k].def, JSON_DECODE_ANY, &je);
-            ck_assert_msg(v != NULL, "%s.%s default", f->name, f->params[k].key);
+            json_t *v = json_loads(params[k].def, JSON_DECODE_ANY, &je);
+            ck_assert_msg(v != NULL, "%s.%s default", f->name, params[k].key);
             json_decref(v);
         }
     }
@@ -110,7 +113,7 @@ static const bad_param bad_params[] = {
     {"xl", "{\"d_r\": 3}", 4, 8, 0, "xl: d_r 3 must be even (sin and cos halves)"},
     {"xl", "{}", 5, 8, 0, "xl: d_r 5 must be even (sin and cos halves) (it defaults to head_dim)"},
     {"rope", "{\"rotary_dim\": 5}", 8, 1, 0, "rope: rotary_dim 5 must be even"},
-    /* rope's keys are typed in rope_params: the one validator names them */
+    /* rope's keys are typed in rope_param_table: the one validator names them */
     {"rope", "{\"layout\": \"diagonal\"}", 8, 1, 0, "rope: layout 'diagonal' is not one of half|interleaved"},
     {"rope", "{\"precision\": \"fp64\"}", 8, 1, 0,
      "rope: precision 'fp64' is not one of fp32|table|precise|hf|vllm|ggml-cpu|ggml-vulkan|cuda-fast"},
@@ -159,12 +162,14 @@ static int in_choices(const char *choices, const char *name)
 
 START_TEST(rope_param_types_are_what_rope_accepts)
 {
-    /* rope_params' declared types (what `ropelab encodings` lists and the
+    /* rope_param_table's declared types (what `ropelab encodings` lists and the
      * batch loader checks) agree with rope's own setter: every choice of an
      * enum key is accepted, and every rope type and precision mode rope
      * knows is a choice; no key keeps the untyped "json" except the lists
      * (whose help says so first: "list of ..."). */
-    for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
+    size_t n_rope;
+    const rl_param *rope_params = rope_param_table(&n_rope);
+    for (size_t i = 0; i < n_rope; i++) {
         const rl_param *p = &rope_params[i];
         ck_assert_msg(p->type != RL_P_JSON || strncmp(p->help, "list of ", 8) == 0,
                       "%s is untyped", p->key);
@@ -182,10 +187,10 @@ START_TEST(rope_param_types_are_what_rope_accepts)
             json_decref(v);
         }
     }
-    const rl_param *rt = &rope_params[rl_param_find(rope_params, ROPE_N_PARAMS, "rope_type")];
+    const rl_param *rt = &rope_params[rl_param_find(rope_params, n_rope, "rope_type")];
     for (int t = 0; t < ROPE_TYPE_COUNT; t++)
         ck_assert_msg(in_choices(rt->choices, rope_type_name(t)), "%s", rope_type_name(t));
-    const rl_param *pr = &rope_params[rl_param_find(rope_params, ROPE_N_PARAMS, "precision")];
+    const rl_param *pr = &rope_params[rl_param_find(rope_params, n_rope, "precision")];
     for (int m = 0; m < RL_ROPE_PREC_COUNT; m++)
         ck_assert_msg(in_choices(pr->choices, rope_precision_name(m)), "%s",
                       rope_precision_name(m));
@@ -194,13 +199,16 @@ END_TEST
 
 START_TEST(rope_registry_keys_are_ropes_own_list)
 {
-    /* The registry declares exactly rope's one key list (rope_params), and
-     * every key in it is accepted by rope's own setter (a sample value per
-     * key; a key without a sample here fails the test). */
+    /* The registry declares exactly rope's one key list (rope_param_table),
+     * and every key in it is accepted by rope's own setter (a sample value
+     * per common key; a common key without a sample here fails the test; a
+     * registered scaling's own key, a number in (0, max], takes 1). */
     const pe_family *fam = pe_family_find("rope");
     ck_assert_ptr_nonnull(fam);
-    ck_assert_ptr_eq(fam->params, rope_params);
-    ck_assert_uint_eq(fam->n_params, ROPE_N_PARAMS);
+    size_t n_rope, n_fam;
+    const rl_param *rope_params = rope_param_table(&n_rope);
+    ck_assert_ptr_eq(pe_family_params(fam, &n_fam), rope_params);
+    ck_assert_uint_eq(n_fam, n_rope);
     static const struct { const char *key, *json; } sample[] = {
         {"rope_type", "\"linear\""}, {"type", "\"linear\""}, {"rope_theta", "500000"},
         {"rotary_dim", "2"}, {"partial_rotary_factor", "0.5"}, {"layout", "\"half\""},
@@ -217,11 +225,15 @@ START_TEST(rope_registry_keys_are_ropes_own_list)
         {"mrope_text_before", "0"}, {"spatial_merge_size", "2"},
         {"mrope_positions_path", "\"pos3.npy\""},
     };
-    for (size_t i = 0; i < ROPE_N_PARAMS; i++) {
+    for (size_t i = 0; i < n_rope; i++) {
         const char *js = NULL;
         for (size_t k = 0; k < RL_ARRAY_LEN(sample); k++)
             if (!strcmp(sample[k].key, rope_params[i].key))
                 js = sample[k].json;
+        for (size_t t = 0; !js && t < rope_scaling_count(); t++)
+            for (size_t k = 0; k < rope_scaling_at((int)t)->n_own_keys; k++)
+                if (!strcmp(rope_scaling_at((int)t)->own_keys[k].param.key, rope_params[i].key))
+                    js = "1";
         ck_assert_msg(js != NULL, "no sample for rope key %s", rope_params[i].key);
         json_error_t je;
         json_t *v = json_loads(js, JSON_DECODE_ANY, &je);

@@ -9,6 +9,7 @@
 #include "verify/vf.h"
 #include "core/rl_util.h"
 #include "pe/rope.h"
+#include "pe/rope_scaling.h"
 #include "rl_test.h"
 
 /* HF-style settings of every type (partial rotary 64 of 128 except
@@ -38,6 +39,14 @@ static void type_desc(int type, rope_desc *d)
     }
     if (type == ROPE_TYPE_PROPORTIONAL)
         d->partial_rotary_factor = 0.25;
+    if (type >= ROPE_TYPE_N_BUILTIN) { /* a type without a constant: its registry example */
+        rope_desc e;
+        rope_scaling_example(type, &e);
+        e.head_dim = d->head_dim;
+        e.rotary_dim = rope_scaling_at(type)->whole_head ? 0 : 64;
+        e.seq_len = d->seq_len;
+        *d = e;
+    }
 }
 
 /* Runs f on the device at pos[] and returns the worst error / bound, where

@@ -10,6 +10,7 @@
 
 #include "core/rl_util.h"
 #include "pe/rope.h"
+#include "pe/rope_scaling.h"
 #include "rl_test.h"
 
 #ifndef M_PI
@@ -42,9 +43,9 @@ START_TEST(linear_divides_every_frequency_by_factor)
 }
 END_TEST
 
-/* The batch check's table of keys each rope_type reads covers every type:
- * a type added to the enum but not to rope_type_uses_key's table would have
- * every scaling key refused ("has no effect"). */
+/* The batch check's keys each rope_type reads (its registry entry's `keys`)
+ * cover every type: a type whose entry lists no keys would have every
+ * scaling key refused ("has no effect"). */
 START_TEST(every_scaling_type_reads_its_factor)
 {
     for (int t = 0; t < ROPE_TYPE_COUNT; t++)
@@ -492,7 +493,9 @@ START_TEST(json_settings_use_hf_names_and_name_bad_keys)
     }
     /* every key of the one list is accepted: test_pe_ref's
      * rope_registry_keys_are_ropes_own_list sets each with a sample value */
-    ck_assert_uint_ge(ROPE_N_PARAMS, 20);
+    size_t n_rope;
+    rope_param_table(&n_rope);
+    ck_assert_uint_ge(n_rope, 20);
 }
 END_TEST
 
@@ -706,6 +709,269 @@ START_TEST(resonance_errors_name_the_key)
 }
 END_TEST
 
+
+/* The scaling registry (pe/rope_scaling.h): the built-in ROPE_TYPE_*
+ * constants are their entries' indices; every name and alias parses back
+ * to its index; the listings (rope_type_list, the rope_type choices) hold
+ * every name in registry order; each own key is one of the type's keys, in
+ * the settable-key table, and its slot is unique across the registry. */
+START_TEST(registry_indices_names_and_lists_agree)
+{
+    static const struct { int type; const char *name; } builtin[] = {
+        {ROPE_TYPE_DEFAULT, "default"}, {ROPE_TYPE_LINEAR, "linear"}, {ROPE_TYPE_NTK, "ntk"},
+        {ROPE_TYPE_DYNAMIC, "dynamic"}, {ROPE_TYPE_YARN, "yarn"}, {ROPE_TYPE_LLAMA3, "llama3"},
+        {ROPE_TYPE_LONGROPE, "longrope"}, {ROPE_TYPE_PROPORTIONAL, "proportional"},
+        {ROPE_TYPE_DYNAMIC_YARN, "dynamic_yarn"},
+    };
+    ck_assert_int_ge(ROPE_TYPE_COUNT, ROPE_TYPE_N_BUILTIN);
+    for (size_t i = 0; i < RL_ARRAY_LEN(builtin); i++) {
+        ck_assert_str_eq(rope_type_name(builtin[i].type), builtin[i].name);
+        ck_assert_int_eq(rope_type_parse(builtin[i].name), builtin[i].type);
+    }
+    ck_assert_int_eq(rope_type_parse("dynamic-yarn"), ROPE_TYPE_DYNAMIC_YARN); /* jquesnelle/yarn */
+    ck_assert_int_eq(rope_type_parse("bogus"), ROPE_TYPE_COUNT);
+    ck_assert_ptr_null(rope_type_name(ROPE_TYPE_COUNT));
+    ck_assert_ptr_null(rope_type_name(-1));
+    char list[1024] = "", choices[1024] = "";
+    size_t n_params;
+    const rl_param *ps = rope_param_table(&n_params);
+    int slot_owner[ROPE_MAX_SCALING_PARAMS];
+    const char *slot_key[ROPE_MAX_SCALING_PARAMS] = {0};
+    for (int k = 0; k < ROPE_MAX_SCALING_PARAMS; k++)
+        slot_owner[k] = -1;
+    for (int t = 0; t < ROPE_TYPE_COUNT; t++) {
+        const rope_scaling *sc = rope_scaling_at(t);
+        ck_assert_ptr_nonnull(sc);
+        ck_assert_ptr_nonnull(sc->freqs);
+        ck_assert_msg(sc->summary && sc->source && sc->keys && sc->required, "%s", sc->name);
+        ck_assert_int_eq(rope_type_parse(sc->name), t);
+        for (const char *const *a = sc->aliases; a && *a; a++)
+            ck_assert_int_eq(rope_type_parse(*a), t);
+        for (const char *const *k = sc->keys; *k; k++) {
+            ck_assert_msg(rope_type_uses_key(t, *k), "%s: %s", sc->name, *k);
+            ck_assert_msg(rl_param_find(ps, n_params, *k) >= 0, "%s: %s is settable", sc->name, *k);
+        }
+        for (size_t k = 0; k < sc->n_own_keys; k++) {
+            const rope_scaling_key *ok = &sc->own_keys[k];
+            ck_assert_msg(ok->slot >= 0 && ok->slot < ROPE_MAX_SCALING_PARAMS, "%s", ok->param.key);
+            ck_assert_msg(rope_type_uses_key(t, ok->param.key), "%s: %s", sc->name, ok->param.key);
+            ck_assert_msg(slot_key[ok->slot] == NULL || !strcmp(slot_key[ok->slot], ok->param.key),
+                          "slot %d: %s (%s) and %s (%s)", ok->slot, ok->param.key, sc->name,
+                          slot_key[ok->slot], rope_type_name(slot_owner[ok->slot]));
+            slot_key[ok->slot] = ok->param.key;
+            slot_owner[ok->slot] = t;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", t ? ", " : "", sc->name);
+        snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s", t ? "|" : "",
+                 sc->name);
+    }
+    ck_assert_str_eq(rope_type_list(), list);
+    ck_assert_str_eq(rope_type_choices(), choices);
+    ck_assert_str_eq(ps[rl_param_find(ps, n_params, "rope_type")].choices, choices);
+    ck_assert_str_eq(ps[rl_param_find(ps, n_params, "type")].choices, choices);
+    /* a key no type reads applies to all; a scaling key only to its readers */
+    ck_assert(rope_type_uses_key(ROPE_TYPE_LINEAR, "rope_theta"));
+    ck_assert(!rope_type_uses_key(ROPE_TYPE_DEFAULT, "factor"));
+}
+END_TEST
+
+/* Every registered type's example (what `ropelab check` runs on the GPU)
+ * resolves at the check's shape (head_dim 128, rotary 64 unless the type
+ * rotates the whole head) and gives finite, non-negative inv_freq. */
+START_TEST(every_registered_example_resolves)
+{
+    for (int t = 0; t < ROPE_TYPE_COUNT; t++) {
+        rope_desc d;
+        rope_scaling_example(t, &d);
+        d.head_dim = 128;
+        d.rotary_dim = rope_scaling_at(t)->whole_head ? 0 : 64;
+        rope_freqs f;
+        rl_error err = {0};
+        ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s: %s", rope_type_name(t),
+                      err.msg);
+        for (uint32_t j = 0; j < f.n_pairs; j++)
+            ck_assert_msg(isfinite(f.inv_freq[j]) && f.inv_freq[j] >= 0, "%s pair %u",
+                          rope_type_name(t), j);
+        ck_assert(isfinite(f.attention_factor) && f.attention_factor > 0);
+        /* each required own key (a slot) left out of the example is refused
+         * naming it */
+        const rope_scaling *sc = rope_scaling_at(t);
+        for (size_t k = 0; k < sc->n_own_keys; k++) {
+            const rope_scaling_key *ok = &sc->own_keys[k];
+            int req = 0;
+            for (const char *const *r = sc->required; *r; r++)
+                req |= !strcmp(*r, ok->param.key);
+            if (!req)
+                continue;
+            rope_desc e = d;
+            e.scaling_param[ok->slot] = 0;
+            ck_assert_int_eq(rope_freqs_compute(&e, &f, &err), RL_ERR_ARG);
+            ck_assert_msg(strstr(err.msg, ok->param.key), "%s: '%s' names no %s",
+                          rope_type_name(t), err.msg, ok->param.key);
+        }
+    }
+}
+END_TEST
+
+
+/* Giraffe's truncated basis (Pal et al. 2023, arXiv:2308.10882, section
+ * 3.3; abacusai/Long-Context interpolate.py truncate_frequency): at d = 128,
+ * base 10000, theta_j = 10000^(-j/64), so theta_32 = 0.01 and theta_48 =
+ * 0.001. With b = theta_32, a = theta_48 (the very values the default type
+ * gives, so the boundaries are exact) and rho = 0.0005, by hand: pairs
+ * 0..32 keep theta_j (32 sits on b: kept, f < b is false), 33..48 take rho
+ * (48 sits on a: rho, f < a is false), 49..63 are 0. */
+static int truncated_type(void)
+{
+    int t = rope_type_parse("truncated");
+    ck_assert_int_lt(t, ROPE_TYPE_COUNT);
+    return t;
+}
+
+static rl_status set_kv(rope_desc *d, const char *key, json_t *v, rl_error *err)
+{
+    rl_status st = rope_desc_set_json(d, key, v, err);
+    json_decref(v);
+    return st;
+}
+
+START_TEST(truncated_keeps_sets_rho_and_zeroes_by_the_authors_rule)
+{
+    rl_error err = {0};
+    rope_desc p = {.head_dim = 128};
+    rope_freqs plain;
+    ck_assert_int_eq(rope_freqs_compute(&p, &plain, &err), RL_OK);
+    const double b = plain.inv_freq[32], a = plain.inv_freq[48], rho = 0.0005;
+    REL(b, 0.01, 1e-15);
+    REL(a, 0.001, 1e-15);
+    rope_desc d = {.head_dim = 128};
+    ck_assert_int_eq(set_kv(&d, "rope_type", json_string("truncated"), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_b", json_real(b), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_a", json_real(a), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_rho", json_real(rho), &err), RL_OK);
+    rope_freqs f;
+    ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s", err.msg);
+    ck_assert_int_eq(f.rope_type, truncated_type());
+    ck_assert_uint_eq(f.n_pairs, 64);
+    ck_assert_double_eq(f.attention_factor, 1.0);
+    ck_assert_double_eq(f.theta, 10000.0);
+    for (uint32_t j = 0; j < 64; j++) {
+        double theta = exp(-(double)j / 64.0 * log(10000.0)); /* by hand, not pow */
+        if (j <= 32)
+            REL(f.inv_freq[j], theta, 1e-13);
+        else if (j <= 48)
+            ck_assert_msg(f.inv_freq[j] == rho, "pair %u: %.17g", j, f.inv_freq[j]);
+        else
+            ck_assert_msg(f.inv_freq[j] == 0.0, "pair %u: %.17g", j, f.inv_freq[j]);
+    }
+    /* the boundaries and their neighbours, named */
+    ck_assert_double_eq(f.inv_freq[32], b); /* theta == b: kept */
+    REL(f.inv_freq[31], 0.01 * pow(10.0, 1.0 / 16.0), 1e-13); /* 10000^(1/64) = 10^(1/16) */
+    ck_assert_double_eq(f.inv_freq[33], rho);
+    ck_assert_double_eq(f.inv_freq[48], rho); /* theta == a: rho (the code's f < a) */
+    ck_assert_double_eq(f.inv_freq[49], 0.0);
+    ck_assert_double_eq(f.scale[49], 0.0);    /* identity rotation: no scale */
+    REL(f.scale[33], plain.inv_freq[33] / rho, 1e-15);
+}
+END_TEST
+
+/* The authors' code divides by the scale (factor > 1) first and truncates
+ * the scaled frequency: factor 4, b = 0.01, a = 0.001 -> theta_j/4 >= 0.01
+ * iff 10000^(-j/64) >= 0.04 iff j <= 64 log10(25) / 4 = 22.37; theta_j/4 >=
+ * 0.001 iff j <= 64 log10(250) / 4 = 38.37. Defaults a = b/8 and rho = b/16
+ * (2pi/(16 T) with b = 2pi/T) when only truncate_b is given. */
+START_TEST(truncated_scales_first_and_defaults_a_and_rho_from_b)
+{
+    rl_error err = {0};
+    rope_desc d = {.head_dim = 128, .rope_type = truncated_type(), .factor = 4};
+    ck_assert_int_eq(set_kv(&d, "truncate_b", json_real(0.01), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_a", json_real(0.001), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_rho", json_real(0.0002), &err), RL_OK);
+    rope_freqs f;
+    ck_assert_msg(rope_freqs_compute(&d, &f, &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(f.factor, 4.0);
+    for (uint32_t j = 0; j < 64; j++) {
+        double t = exp(-(double)j / 64.0 * log(10000.0)) / 4.0;
+        if (j <= 22)
+            REL(f.inv_freq[j], t, 1e-13);
+        else if (j <= 38)
+            ck_assert_msg(f.inv_freq[j] == 0.0002, "pair %u: %.17g", j, f.inv_freq[j]);
+        else
+            ck_assert_msg(f.inv_freq[j] == 0.0, "pair %u: %.17g", j, f.inv_freq[j]);
+    }
+    /* only b = 2pi/512: a = 2pi/4096, rho = 2pi/8192; theta_j >= 2pi/512 iff
+     * j <= 64 log10(512/2pi)/4 = 30.6; >= 2pi/4096 iff j <= 64 log10(4096/2pi)/4 = 45.1 */
+    rope_desc e = {.head_dim = 128, .rope_type = truncated_type()};
+    ck_assert_int_eq(set_kv(&e, "truncate_b", json_real(2 * M_PI / 512), &err), RL_OK);
+    rope_desc r;
+    ck_assert_int_eq(rope_desc_resolve(&e, &r, &err), RL_OK);
+    ck_assert_int_eq(rope_freqs_compute(&e, &f, &err), RL_OK);
+    for (uint32_t j = 0; j < 64; j++) {
+        double t = exp(-(double)j / 64.0 * log(10000.0));
+        if (j <= 30)
+            REL(f.inv_freq[j], t, 1e-13);
+        else if (j <= 45)
+            REL(f.inv_freq[j], 2 * M_PI / 8192, 1e-15);
+        else
+            ck_assert_msg(f.inv_freq[j] == 0.0, "pair %u: %.17g", j, f.inv_freq[j]);
+    }
+    /* the settings round-trip through JSON (given keys only) */
+    json_t *o = rope_desc_to_json(&e);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "rope_type")), "truncated");
+    REL(json_real_value(json_object_get(o, "truncate_b")), 2 * M_PI / 512, 1e-15);
+    ck_assert_ptr_null(json_object_get(o, "truncate_a"));
+    rope_desc back = {.head_dim = 128};
+    ck_assert_int_eq(rope_desc_from_json(&back, o, &err), RL_OK);
+    ck_assert_double_eq(back.scaling_param[1], e.scaling_param[1]);
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(truncated_errors_name_the_key)
+{
+    rl_error err = {0};
+    rope_desc d = {.head_dim = 128, .rope_type = truncated_type()};
+    rope_freqs f;
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "truncated needs truncate_b"), "%s", err.msg);
+    static const struct { const char *key, *json, *msg; } bad[] = {
+        {"truncate_b", "-1", "truncate_b -1 must be a finite number >= 0"},
+        {"truncate_b", "0", "truncate_b 0 must be > 0"},
+        {"truncate_b", "\"x\"", "truncate_b must be a number"},
+        {"truncate_a", "7", "truncate_a 7 is beyond the plausible limit"},
+        {"truncate_rho", "true", "truncate_rho must be a number"},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(bad); i++) {
+        json_error_t je;
+        rope_desc e = {0};
+        ck_assert_int_eq(set_kv(&e, bad[i].key, json_loads(bad[i].json, JSON_DECODE_ANY, &je),
+                                &err), RL_ERR_ARG);
+        ck_assert_msg(strstr(err.msg, bad[i].msg), "'%s' lacks '%s'", err.msg, bad[i].msg);
+    }
+    ck_assert_int_eq(set_kv(&d, "truncate_b", json_real(0.01), &err), RL_OK);
+    ck_assert_int_eq(set_kv(&d, "truncate_a", json_real(0.02), &err), RL_OK);
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "truncate_a 0.02 must be < truncate_b 0.01"), "%s", err.msg);
+    d.scaling_param[0] = NAN; /* set directly, past the setter */
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "truncate_a nan must be a finite number >= 0"), "%s", err.msg);
+    /* the batch / --set rule: truncated's keys belong to truncated only, and
+     * truncated reads factor but none of yarn's keys */
+    int t = truncated_type();
+    ck_assert(rope_type_uses_key(t, "truncate_b"));
+    ck_assert(rope_type_uses_key(t, "truncate_a"));
+    ck_assert(rope_type_uses_key(t, "truncate_rho"));
+    ck_assert(rope_type_uses_key(t, "factor"));
+    ck_assert(rope_type_uses_key(t, "rope_theta"));
+    ck_assert(!rope_type_uses_key(t, "truncate")); /* yarn's */
+    ck_assert(!rope_type_uses_key(t, "beta_fast"));
+    for (int u = 0; u < ROPE_TYPE_COUNT; u++)
+        if (u != t)
+            ck_assert_msg(!rope_type_uses_key(u, "truncate_b"), "%s", rope_type_name(u));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rope_scaling");
@@ -735,6 +1001,11 @@ int main(void)
     tcase_add_test(tc, resonance_rounds_wavelengths_below_the_training_length);
     tcase_add_test(tc, resonance_applies_after_the_scaling_type);
     tcase_add_test(tc, resonance_errors_name_the_key);
+    tcase_add_test(tc, registry_indices_names_and_lists_agree);
+    tcase_add_test(tc, every_registered_example_resolves);
+    tcase_add_test(tc, truncated_keeps_sets_rho_and_zeroes_by_the_authors_rule);
+    tcase_add_test(tc, truncated_scales_first_and_defaults_a_and_rho_from_b);
+    tcase_add_test(tc, truncated_errors_name_the_key);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

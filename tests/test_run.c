@@ -378,6 +378,14 @@ static const struct {
      "high_freq_factor: 4}]\nexperiments: [{kind: decay}]\n",
      "t.yaml:2:58: encodings[0].low_freq_factor",
      "'low_freq_factor' has no effect with type linear (it is read by llama3)"},
+    /* a registered scaling's own key (truncated's truncate_b) follows the same rule */
+    {"encodings: [{name: a, type: [yarn, truncated], factor: 4, truncate_b: 0.01}]\n"
+     "experiments: [{kind: decay}]\n",
+     "encodings[0].truncate_b", "'truncate_b' has no effect with type yarn (it is read by truncated)"},
+    {"encodings: [{name: a, type: [truncated, yarn], truncate_b: 0.01, beta_fast: 8}]\n"
+     "experiments: [{kind: decay}]\n",
+     "encodings[0].beta_fast",
+     "'beta_fast' has no effect with type truncated (it is read by yarn, dynamic_yarn)"},
     {"data: {source: npy, q: /nonexistent/q.npy}\nexperiments: [{kind: precision}]\n", "data",
      "cannot open"},
     {"experiments: [{kind: decay}\n", "t.yaml:3:1", "YAML syntax error"},

@@ -8,7 +8,7 @@
 
 #include "check/chk.h"
 #include "core/rl_util.h"
-#include "pe/rope.h"
+#include "pe/rope_scaling.h"
 
 typedef struct rope_case {
     uint32_t tokens, heads, head_dim, rotary_dim;
@@ -191,42 +191,10 @@ done:
     return st;
 }
 
-/* One configuration of every scaling type (HF-style settings), run at one
- * shape with partial rotary where the type allows it. */
-static void scaled_desc(int type, rope_desc *d)
-{
-    memset(d, 0, sizeof *d);
-    d->rope_type = type;
-    d->factor = 4;
-    d->original_max_position_embeddings = 4096;
-    d->max_position_embeddings = 4096;
-    d->seq_len = 16384;
-    switch (type) {
-    case ROPE_TYPE_LLAMA3:
-        d->theta = 500000;
-        d->factor = 8;
-        d->low_freq_factor = 1;
-        d->high_freq_factor = 4;
-        d->original_max_position_embeddings = 8192;
-        break;
-    case ROPE_TYPE_YARN:
-        d->mscale = 1;
-        d->mscale_all_dim = 0.707;
-        break;
-    case ROPE_TYPE_LONGROPE:
-        d->n_short_factor = d->n_long_factor = 32; /* rotary_dim 64 below */
-        for (uint32_t j = 0; j < 32; j++) {
-            d->short_factor[j] = 1.0 + 0.01 * j;
-            d->long_factor[j] = 1.0 + 0.5 * j;
-        }
-        break;
-    case ROPE_TYPE_PROPORTIONAL:
-        d->partial_rotary_factor = 0.25;
-        break;
-    default:
-        break;
-    }
-}
+/* One configuration of every scaling type (HF-style settings: the
+ * registry's example, pe/rope_scaling.h), run at one shape with partial
+ * rotary where the type allows it. */
+static void scaled_desc(int type, rope_desc *d) { rope_scaling_example(type, d); }
 
 rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *report,
                          rl_error *err)
@@ -241,14 +209,14 @@ rl_status chk_rope_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
         for (int layout = 0; layout < 2 && !st; layout++)
             for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE && !st; prec++)
                 st = run_rope_case(dev, &k, &rope_cases[i], &plain, layout, prec, opt, report, err);
-    /* Every scaling type x both layouts x every precision; partial rotary
-     * (64 of 128) except proportional, which rotates the whole head with
-     * zero frequencies past its proportion. */
+    /* Every registered scaling type x both layouts x every precision;
+     * partial rotary (64 of 128) except a whole-head type (proportional),
+     * which rotates the whole head with zero frequencies past its proportion. */
     for (int type = ROPE_TYPE_LINEAR; type < ROPE_TYPE_COUNT && !st; type++) {
         rope_desc d;
         scaled_desc(type, &d);
         rope_case c = {opt->quick ? 5 : 33, opt->quick ? 2 : 4, 128,
-                       type == ROPE_TYPE_PROPORTIONAL ? 0 : 64, 1};
+                       rope_scaling_at(type)->whole_head ? 0 : 64, 1};
         for (int layout = 0; layout < 2 && !st; layout++)
             for (int prec = RL_ROPE_PREC_FP32; prec <= RL_ROPE_PREC_PRECISE && !st; prec++) {
                 if (opt->quick && layout == 1 && type != ROPE_TYPE_YARN)

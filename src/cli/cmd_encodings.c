@@ -107,8 +107,10 @@ int cmd_encodings(int argc, char **argv)
     for (size_t i = 0; i < pe_family_count(); i++) {
         const pe_family *f = pe_family_at(i);
         json_t *ps = json_array();
-        for (size_t k = 0; k < f->n_params; k++)
-            json_array_append_new(ps, param_json(&f->params[k]));
+        size_t n_params;
+        const pe_param *params = pe_family_params(f, &n_params);
+        for (size_t k = 0; k < n_params; k++)
+            json_array_append_new(ps, param_json(&params[k]));
         if (json) {
             json_array_append_new(
                 arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o}", "name", f->name, "title", f->title,
@@ -118,8 +120,8 @@ int cmd_encodings(int argc, char **argv)
         }
         printf("%-11s %s (acts on: %s)\n", f->name, f->title, acts_str(f->acts));
         printf("            %s\n            %s\n", f->formula, f->paper);
-        for (size_t k = 0; k < f->n_params; k++) {
-            const pe_param *p = &f->params[k];
+        for (size_t k = 0; k < n_params; k++) {
+            const pe_param *p = &params[k];
             char ty[160], def[160];
             size_t help_len;
             type_text(p, ty, sizeof ty);
@@ -127,7 +129,7 @@ int cmd_encodings(int argc, char **argv)
             printf("    %-16s %s; default %s\n    %-16s %.*s\n", p->key, ty, def, "",
                    (int)help_len, p->help);
         }
-        if (f->n_params == 0)
+        if (n_params == 0)
             printf("    (no parameters)\n");
         printf("\n");
         json_decref(ps);

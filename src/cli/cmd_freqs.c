@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "core/rl_util.h"
 #include "pe/hf_model.h"
+#include "pe/pe.h"
 #include "pe/rope.h"
 #include "run/run.h"
 
@@ -73,11 +74,12 @@ static int import_hf(rope_desc *d, const char *path, const char *preset, const c
     return 0;
 }
 
-int cmd_freqs(int argc, char **argv)
+static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
 {
     const char *hf = NULL, *preset = NULL, *layer_type = NULL, *type = NULL, *layout = NULL,
                *shortf = NULL, *longf = NULL, *semantics = NULL;
     int json = 0, csv = 0, no_truncate = 0;
+    const char *set_seen = NULL; /* --set is collected by cmd_freqs; listed for --help */
     uint32_t u_head = NOT_GIVEN_U32, u_rot = NOT_GIVEN_U32, u_orig = NOT_GIVEN_U32,
              u_max = NOT_GIVEN_U32, u_seq = NOT_GIVEN_U32;
     double f_theta = NAN, f_factor = NAN, f_prf = NAN, f_bf = NAN, f_bs = NAN, f_ms = NAN,
@@ -86,7 +88,7 @@ int cmd_freqs(int argc, char **argv)
         {"--hf-config", CLI_STR, &hf, "FILE", "read rope_theta, rope_scaling/rope_parameters, head_dim, ... from an HF config.json"},
         {"--preset", CLI_STR, &preset, "NAME", "read them from a model preset, configs/models/NAME.yaml (as a batch's model: {preset: NAME})"},
         {"--layer-type", CLI_STR, &layer_type, "T", "with --hf-config or --preset: the layer type to read (default: the full-attention layers)"},
-        {"--rope-type", CLI_STR, &type, "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional|dynamic_yarn", "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn"},
+        {"--rope-type", CLI_STR, &type, rope_type_choices(), rope_type_list()}, /* the registry's */
         {"--head-dim", CLI_U32, &u_head, "D", "head dimension"},
         {"--rotary-dim", CLI_U32, &u_rot, "R", "rotated dimensions (default head_dim)"},
         {"--partial-rotary-factor", CLI_F64, &f_prf, "P", "rotary_dim = int(head_dim * P)"},
@@ -109,6 +111,8 @@ int cmd_freqs(int argc, char **argv)
         {"--semantics", CLI_STR, &semantics, "hf|vllm", "hf (default) or vllm: vLLM's reading of dynamic and ntk"},
         {"--alpha", CLI_F64, &f_alpha, "X", "semantics vllm, dynamic: HunYuan's NTK alpha"},
         {"--mixed-b", CLI_F64, &f_mixed_b, "X", "semantics vllm, ntk: mixed-NTK exponent b"},
+        {"--set", CLI_STR, &set_seen, "KEY=VALUE", "any RoPE key of `ropelab encodings` (rope), e.g. a "
+         "scaling's own (truncated: truncate_b=0.0123); repeatable, value parsed as JSON when it parses"},
         {"--json", CLI_FLAG, &json, NULL, "print JSON (inv_freq at full double precision)"},
         {"--csv", CLI_FLAG, &csv, NULL, "print a CSV table"},
     };
@@ -169,6 +173,17 @@ int cmd_freqs(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (longf && set_key(&d, "--long-factor", "long_factor", parse_list("--long-factor", longf)))
         return CLI_EXIT_USAGE;
+    for (int i = 0; i < nset; i++) {
+        json_t *o = json_object();
+        rl_status st = o ? pe_set_parse(o, sets[i], &err) : RL_ERR_NOMEM;
+        if (!st)
+            st = rope_desc_from_json(&d, o, &err);
+        json_decref(o);
+        if (st) {
+            cli_error("--set: %s", o ? err.msg : "out of host memory");
+            return CLI_EXIT_USAGE;
+        }
+    }
     if (d.head_dim == 0) {
         cli_error("freqs: give --head-dim D or --hf-config FILE");
         return CLI_EXIT_USAGE;
@@ -238,4 +253,19 @@ int cmd_freqs(int argc, char **argv)
     }
     free(f);
     return CLI_EXIT_OK;
+}
+
+int cmd_freqs(int argc, char **argv)
+{
+    /* --set may repeat: collect those pairs first, pass the rest on. */
+    char **rest = malloc((size_t)(argc + 1) * sizeof *rest);
+    const char **sets = malloc((size_t)(argc + 1) * sizeof *sets);
+    int nrest = 0, nset = 0, rc = CLI_EXIT_USAGE;
+    if (!rest || !sets)
+        cli_error("out of host memory");
+    else if ((rc = cli_split_sets(argc, argv, rest, &nrest, sets, &nset)) < 0)
+        rc = freqs_run(nrest, rest, sets, nset);
+    free(rest);
+    free(sets);
+    return rc;
 }

@@ -162,7 +162,9 @@ static rl_status read_shape(rd *r, const char *heads_k, const char *kv_k, const 
 /* Keys of an HF rope_scaling / rope_parameters dict ropelab represents. */
 static int scaling_key(const char *k)
 {
-    return rl_param_find(rope_params, ROPE_N_PARAMS, k) >= 0 && strcmp(k, "layout") &&
+    size_t n;
+    const rl_param *ps = rope_param_table(&n);
+    return rl_param_find(ps, n, k) >= 0 && strcmp(k, "layout") &&
            strcmp(k, "precision") && strcmp(k, "rotary_dim") && strcmp(k, "seq_len") &&
            strcmp(k, "max_position_embeddings") && strcmp(k, "dynamic_mode") &&
            strcmp(k, "prompt_len") && strcmp(k, "semantics") && strcmp(k, "mrope_positions") &&

@@ -2,7 +2,7 @@
  *
  * Turns a Hugging Face config.json into ropelab's model description: the
  * attention shape, the position encoding of every layer type as registry
- * parameters (JSON, the keys rope_params / the registry declares), per-layer
+ * parameters (JSON, the keys rope_param_table / the registry declares), per-layer
  * differences, train length, logit scale, and the attributes ropelab does
  * not model yet but must not lose. Every command that reads a config.json
  * (`freqs --hf-config`, `model`, the runner's `model: {hf_config: ...}`)

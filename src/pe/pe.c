@@ -63,7 +63,17 @@ const char *pe_bias_variant(const pe_family *fam)
 rl_status pe_params_resolve(const pe_family *fam, const json_t *params, json_t **out,
                             rl_error *err)
 {
-    return rl_params_resolve(fam->name, fam->params, fam->n_params, params, out, err);
+    size_t n;
+    const pe_param *ps = pe_family_params(fam, &n);
+    return rl_params_resolve(fam->name, ps, n, params, out, err);
+}
+
+const pe_param *pe_family_params(const pe_family *fam, size_t *n)
+{
+    if (fam->params_table)
+        return fam->params_table(n);
+    *n = fam->n_params;
+    return fam->params;
 }
 
 rl_status pe_set_parse(json_t *obj, const char *kv, rl_error *err)

@@ -159,6 +159,10 @@ struct pe_family {
     int acts;                 /* PE_ACTS_* bits; 0 for nope */
     const pe_param *params;
     size_t n_params;
+    /* Or, for a family whose keys are built at run time (rope: common keys
+     * plus the scaling registry's), the function returning them (NULL:
+     * params/n_params). Read a family's keys through pe_family_params. */
+    const pe_param *(*params_table)(size_t *n);
     const char *formula;      /* one line for `ropelab encodings` */
     const char *inspect_note; /* printed under `ropelab inspect`'s table, or NULL */
     /* The bool parameter that selects the bias's causal or bidirectional
@@ -204,6 +208,9 @@ const char *pe_family_names(void);
 const char *pe_bias_variant(const pe_family *fam);
 
 /* ---- parameters ----------------------------------------------------------- */
+
+/* fam's declared keys (params_table when set, else params); *n their count. */
+const pe_param *pe_family_params(const pe_family *fam, size_t *n);
 
 /* Resolves params (an object or NULL) against fam's table: unknown keys,
  * wrong types and out-of-range values are RL_ERR_ARG with a message naming

@@ -66,7 +66,7 @@ static rl_status load_table(rope_state *s, rl_error *err)
     return RL_OK;
 }
 
-/* RoPE's keys are rope_params (rope_hf.c), the one list; their defaults
+/* RoPE's keys are rope_param_table (rope_hf.c), the one list; their defaults
  * depend on rope_type, so rope_desc_from_json validates them (naming the
  * key). head_dim comes from the model shape. */
 
@@ -427,8 +427,7 @@ const pe_family pe_family_rope = {
              "arXiv:2104.09864",
     .acts = PE_ACTS_VECTORS,
     .file_keys = "mrope_positions_path",
-    .params = rope_params,
-    .n_params = ROPE_N_PARAMS,
+    .params_table = rope_param_table,
     .formula = "(y_a, y_b) = (x_a cos p*t_j - x_b sin p*t_j, x_b cos p*t_j + x_a sin p*t_j), "
                "t_j = theta^(-2j/rotary_dim)",
     .ops = {

@@ -25,10 +25,18 @@
 #define ROPE_MAX_HEAD_DIM 1024
 #define ROPE_MAX_PAIRS (ROPE_MAX_HEAD_DIM / 2)
 #define ROPE_DEFAULT_THETA 10000.0
+/* Slots of rope_desc.scaling_param: room for the registered scalings' own keys. */
+#define ROPE_MAX_SCALING_PARAMS 16
 
 /* Scaling types: Hugging Face transformers' `rope_type` values
  * (modeling_rope_utils.py), plus `ntk` (fixed NTK-aware base change).
- * Formulas, sources and HF-vs-paper differences: docs/rope.md. */
+ * Formulas, sources and HF-vs-paper differences: docs/rope.md. The types
+ * are the entries of the scaling registry (pe/rope_scaling.h, one file per
+ * type under src/pe/scaling/); these constants are the registry indices of
+ * the built-in ones, which other modules compare against. A type added to
+ * the registry needs no constant: its id is its index, and
+ * ROPE_TYPE_COUNT is the registry's count (a run-time value: size no
+ * static array by it). */
 typedef enum rope_type {
     ROPE_TYPE_DEFAULT = 0, /* Su et al. 2021 */
     ROPE_TYPE_LINEAR,      /* position interpolation, Chen et al. 2023 */
@@ -39,21 +47,29 @@ typedef enum rope_type {
     ROPE_TYPE_LONGROPE,    /* Ding et al. 2024 / Phi-3 short/long factors */
     ROPE_TYPE_PROPORTIONAL,/* HF "proportional" (Gemma 4): partial rotation, exponent over head_dim */
     ROPE_TYPE_DYNAMIC_YARN,/* YaRN with s = max(factor, N/L_orig) (jquesnelle/yarn "dynamic-yarn") */
-    ROPE_TYPE_COUNT
+    ROPE_TYPE_N_BUILTIN    /* the constants above; the registry may hold more */
 } rope_type;
+
+/* Number of registered scaling types (rope_scaling_count). */
+size_t rope_scaling_count(void);
+#define ROPE_TYPE_COUNT ((int)rope_scaling_count())
 
 /* Name of a type ("yarn"); NULL when out of range. */
 const char *rope_type_name(int type);
 /* Parses a rope_type name (also accepts HF's legacy "type" values); returns
  * ROPE_TYPE_COUNT if unknown. */
 int rope_type_parse(const char *name);
-/* "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn". */
+/* The registry's names: "default, linear, ntk, dynamic, yarn, llama3,
+ * longrope, proportional, dynamic_yarn, ...". */
 const char *rope_type_list(void);
-/* 1 when key (a rope_params key) means something for scaling type `type`:
+/* The same joined by "|": the rope_type/type params' choices. */
+const char *rope_type_choices(void);
+/* 1 when key (a rope_param_table key) means something for scaling type `type`:
  * every key that is not a scaling's own (rope_theta, layout, precision,
  * seq_len, ...) applies to all types; a scaling's own keys (factor,
  * beta_fast, low_freq_factor, long_factor, ...) only to the types whose
- * formula reads them (HF modeling_rope_utils' keys per rope_type). The
+ * formula reads them (HF modeling_rope_utils' keys per rope_type; the
+ * registry entry's `keys`). The
  * rope family ignores the others, as HF does; the batch runner refuses
  * them, so that a sweep over types says which combination has no effect. */
 int rope_type_uses_key(int type, const char *key);
@@ -118,6 +134,10 @@ typedef struct rope_desc {
     int resonance;         /* Resonance RoPE (Wang et al. 2024): 1 = after the type's scaling, every
                             * pair with wavelength 2pi/theta_j < L_train gets 2pi/round(2pi/theta_j);
                             * L_train = original_max_position_embeddings (else max_position_embeddings) */
+    /* The registered scalings' own keys (pe/rope_scaling.h rope_scaling_key):
+     * scaling_param[k] is the value of the key declaring slot k, as given
+     * (0: not given); the type's resolve fills its defaults in. */
+    double scaling_param[ROPE_MAX_SCALING_PARAMS];
     /* Multimodal RoPE (Qwen2-VL / Qwen3-VL; docs/encodings.md "mRoPE"):
      * three position streams (t, h, w) per token; pair j rotated by the
      * position of stream rope_mrope_stream(j). n_mrope_section 0: off. */
@@ -232,7 +252,9 @@ struct json_t;
  * (rope_type/type, factor, original_max_position_embeddings, beta_fast, ...)
  * plus rope_theta, head_dim, rotary_dim, partial_rotary_factor,
  * max_position_embeddings, seq_len, layout ("half"/"interleaved"), precision
- * ("fp32"/"table"/"precise"). A JSON null leaves the default; any other value,
+ * ("fp32"/"table"/"precise"), and every registered scaling's own keys
+ * (pe/rope_scaling.h rope_scaling_key: a number in (0, max] into its
+ * scaling_param slot). A JSON null leaves the default; any other value,
  * 0 included, is validated (rope_theta > 1, partial_rotary_factor in (0, 1],
  * factor >= 1, mscale/mscale_all_dim >= 0, every other number > 0, integers
  * >= 1, rotary_dim >= 2). Errors name the key and the expected value;
@@ -246,9 +268,10 @@ rl_status rope_desc_from_json(rope_desc *d, const struct json_t *obj, rl_error *
 
 /* The settable keys rope_desc_set_json accepts besides head_dim (HF names,
  * "type" as the alias of rope_type): the one list of RoPE keys, in the house
- * schema (core/rl_param.h). The registry's family rope declares exactly it. */
-#define ROPE_N_PARAMS 37
-extern const rl_param rope_params[ROPE_N_PARAMS];
+ * schema (core/rl_param.h): the common keys, then each registered scaling's
+ * own keys (rope_scaling_key), built once at first use. The registry's
+ * family rope declares exactly it. Returns the table; *n its length. */
+const rl_param *rope_param_table(size_t *n);
 
 /* The keys of d that differ from their defaults, as the JSON object the
  * rope encoding's parameters take (head_dim left out: it comes from the

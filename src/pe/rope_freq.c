@@ -9,37 +9,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "pe/rope.h"
+#include "pe/rope_scaling.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
-
-static const char *const type_names[ROPE_TYPE_COUNT] = {
-    "default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional",
-    "dynamic_yarn",
-};
-
-const char *rope_type_name(int type)
-{
-    return type >= 0 && type < ROPE_TYPE_COUNT ? type_names[type] : NULL;
-}
-
-int rope_type_parse(const char *name)
-{
-    for (int i = 0; i < ROPE_TYPE_COUNT; i++)
-        if (strcmp(name, type_names[i]) == 0)
-            return i;
-    /* jquesnelle/yarn's configs write rope_scaling {"type": "dynamic-yarn"}. */
-    if (strcmp(name, "dynamic-yarn") == 0)
-        return ROPE_TYPE_DYNAMIC_YARN;
-    return ROPE_TYPE_COUNT;
-}
-
-const char *rope_type_list(void)
-{
-    return "default, linear, ntk, dynamic, yarn, llama3, longrope, proportional, dynamic_yarn";
-}
 
 const char *rope_dynamic_mode_name(int mode)
 {
@@ -53,48 +27,6 @@ int rope_dynamic_mode_parse(const char *name)
         if (strcmp(name, rope_dynamic_mode_name(m)) == 0)
             return m;
     return -1;
-}
-
-int rope_type_uses_key(int type, const char *key)
-{
-    /* the scaling keys each type's formula reads (docs/rope.md) */
-    static const char *const scaling_keys[] = {
-        "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
-        "mscale_all_dim", "truncate", "attention_factor", "low_freq_factor",
-        "high_freq_factor", "short_factor", "long_factor", "alpha", "mixed_b",
-    };
-    static const char *const uses[ROPE_TYPE_COUNT] = {
-        [ROPE_TYPE_DEFAULT] = "",
-        [ROPE_TYPE_LINEAR] = " factor ",
-        [ROPE_TYPE_NTK] = " factor mixed_b ",                              /* mixed_b: vLLM's */
-        [ROPE_TYPE_DYNAMIC] = " factor original_max_position_embeddings alpha ", /* alpha: vLLM's */
-        [ROPE_TYPE_YARN] = " factor original_max_position_embeddings beta_fast beta_slow mscale "
-                           "mscale_all_dim truncate attention_factor ",
-        [ROPE_TYPE_LLAMA3] = " factor original_max_position_embeddings low_freq_factor "
-                             "high_freq_factor ",
-        [ROPE_TYPE_LONGROPE] = " factor original_max_position_embeddings attention_factor "
-                               "short_factor long_factor ",
-        [ROPE_TYPE_PROPORTIONAL] = " factor ",
-        [ROPE_TYPE_DYNAMIC_YARN] = " factor original_max_position_embeddings beta_fast beta_slow "
-                                   "mscale mscale_all_dim truncate attention_factor ",
-    };
-    int scaling = 0;
-    for (size_t i = 0; i < sizeof scaling_keys / sizeof scaling_keys[0]; i++)
-        scaling |= strcmp(key, scaling_keys[i]) == 0;
-    if (!scaling)
-        return 1;
-    if (type < 0 || type >= ROPE_TYPE_COUNT || !uses[type])
-        return 0; /* a type missing from the table reads nothing (tests/test_run.c checks
-                     that every type reads factor or is default) */
-    char w[64];
-    size_t kl = strlen(key);
-    if (kl + 3 > sizeof w)
-        return 0;
-    w[0] = ' ';
-    memcpy(w + 1, key, kl);
-    w[kl + 1] = ' ';
-    w[kl + 2] = '\0';
-    return strstr(uses[type], w) != NULL;
 }
 
 const char *rope_semantics_name(int semantics)
@@ -234,7 +166,7 @@ static rl_status check_nonneg(const char *key, double v, rl_error *err)
  * position layout's own keys only with that layout. */
 static rl_status mrope_validate(rope_desc *r, rl_error *err)
 {
-    uint32_t np = (r->rope_type == ROPE_TYPE_PROPORTIONAL ? r->head_dim : r->rotary_dim) / 2;
+    uint32_t np = (rope_scaling_at(r->rope_type)->whole_head ? r->head_dim : r->rotary_dim) / 2;
     if (!r->n_mrope_section) {
         const char *k = r->mrope_interleaved ? "mrope_interleaved"
                         : r->mrope_positions ? "mrope_positions"
@@ -292,10 +224,11 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
 {
     rope_desc r = *d;
     rl_status st;
-    if (r.rope_type < 0 || r.rope_type >= ROPE_TYPE_COUNT)
+    const rope_scaling *sc = rope_scaling_at(r.rope_type);
+    if (!sc)
         return rl_fail(err, RL_ERR_ARG, "rope_type %d is unknown (supported: %s)", r.rope_type,
                        rope_type_list());
-    const char *tn = type_names[r.rope_type];
+    const char *tn = sc->name;
     if (r.head_dim == 0)
         return rl_fail(err, RL_ERR_ARG, "head_dim is required (got 0)");
     if (r.head_dim > ROPE_MAX_HEAD_DIM)
@@ -306,7 +239,7 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     if (r.partial_rotary_factor > 1)
         return rl_fail(err, RL_ERR_ARG, "partial_rotary_factor %g must be in (0, 1]",
                        r.partial_rotary_factor);
-    if (r.partial_rotary_factor > 0 && r.rope_type != ROPE_TYPE_PROPORTIONAL) {
+    if (r.partial_rotary_factor > 0 && !sc->whole_head) {
         /* HF: dim = int(head_dim * partial_rotary_factor). */
         uint32_t rd = (uint32_t)((double)r.head_dim * r.partial_rotary_factor);
         if (r.rotary_dim != 0 && r.rotary_dim != rd)
@@ -339,8 +272,7 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     if (!rope_dynamic_mode_name(r.dynamic_mode))
         return rl_fail(err, RL_ERR_ARG, "dynamic_mode %d must be recompute (%d) or cache_consistent "
                        "(%d)", r.dynamic_mode, ROPE_DYN_RECOMPUTE, ROPE_DYN_CACHE_CONSISTENT);
-    if (r.dynamic_mode == ROPE_DYN_CACHE_CONSISTENT && r.rope_type != ROPE_TYPE_DYNAMIC &&
-        r.rope_type != ROPE_TYPE_DYNAMIC_YARN)
+    if (r.dynamic_mode == ROPE_DYN_CACHE_CONSISTENT && !sc->length_dependent)
         return rl_fail(err, RL_ERR_ARG, "dynamic_mode cache_consistent applies to rope_type dynamic "
                        "and dynamic_yarn only (not %s)", tn);
     if (r.prompt_len && r.dynamic_mode != ROPE_DYN_CACHE_CONSISTENT)
@@ -365,115 +297,9 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     if (r.factor != 0 && r.factor < 1)
         return rl_fail(err, RL_ERR_ARG, "factor %g must be >= 1", r.factor);
 
-    uint32_t M = r.max_position_embeddings, L = r.original_max_position_embeddings;
-    switch (r.rope_type) {
-    case ROPE_TYPE_DEFAULT:
-        break;
-    case ROPE_TYPE_LINEAR:
-    case ROPE_TYPE_NTK:
-        if (r.factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "%s needs factor (a number >= 1)", tn);
-        break;
-    case ROPE_TYPE_DYNAMIC:
-        if (r.alpha > 0) { /* HunYuan: base * alpha^(d/(d-2)), no length */
-            if (r.rotary_dim <= 2)
-                return rl_fail(err, RL_ERR_ARG, "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
-            break;
-        }
-        if (r.factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "dynamic needs factor (a number >= 1)%s",
-                           r.semantics == ROPE_SEM_VLLM ? " or, semantics vllm, alpha" : "");
-        if (M == 0)
-            return rl_fail(err, RL_ERR_ARG,
-                           "dynamic needs max_position_embeddings (HF scales relative to it)");
-        if (r.rotary_dim <= 2)
-            return rl_fail(err, RL_ERR_ARG, "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
-        break;
-    case ROPE_TYPE_YARN:
-        if (L == 0)
-            L = r.original_max_position_embeddings = M; /* HF standardize_rope_params */
-        if (L == 0)
-            return rl_fail(err, RL_ERR_ARG,
-                           "yarn needs original_max_position_embeddings (or max_position_embeddings)");
-        if (r.factor == 0) {
-            if (M == 0)
-                return rl_fail(err, RL_ERR_ARG,
-                               "yarn needs factor (or max_position_embeddings to derive it from)");
-            r.factor = (double)M / (double)L; /* HF: factor None -> M / L_orig */
-            if (r.factor < 1)
-                return rl_fail(err, RL_ERR_ARG,
-                               "factor derived as max_position_embeddings/original_max_position_embeddings"
-                               " = %g must be >= 1", r.factor);
-        }
-        if ((r.beta_fast ? r.beta_fast : 32) < (r.beta_slow ? r.beta_slow : 1))
-            return rl_fail(err, RL_ERR_ARG, "beta_fast %g must be >= beta_slow %g",
-                           r.beta_fast ? r.beta_fast : 32, r.beta_slow ? r.beta_slow : 1);
-        break;
-    case ROPE_TYPE_DYNAMIC_YARN:
-        /* s = max(factor, N / L_orig); factor (default 1) is the floor, the
-         * fine-tuned scale of jquesnelle/yarn's `finetuned` (M / L_orig). */
-        if (L == 0)
-            L = r.original_max_position_embeddings = M;
-        if (L == 0)
-            return rl_fail(err, RL_ERR_ARG, "dynamic_yarn needs original_max_position_embeddings "
-                           "(or max_position_embeddings)");
-        if ((r.beta_fast ? r.beta_fast : 32) < (r.beta_slow ? r.beta_slow : 1))
-            return rl_fail(err, RL_ERR_ARG, "beta_fast %g must be >= beta_slow %g",
-                           r.beta_fast ? r.beta_fast : 32, r.beta_slow ? r.beta_slow : 1);
-        break;
-    case ROPE_TYPE_LLAMA3:
-        if (r.factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "llama3 needs factor (a number >= 1)");
-        if (r.low_freq_factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "llama3 needs low_freq_factor (a number > 0)");
-        if (r.high_freq_factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "llama3 needs high_freq_factor (a number >= low_freq_factor)");
-        /* Equal factors (Llama 4: 1 and 1) leave no smoothed band; HF computes them. */
-        if (r.high_freq_factor < r.low_freq_factor)
-            return rl_fail(err, RL_ERR_ARG, "high_freq_factor %g must be at least low_freq_factor %g",
-                           r.high_freq_factor, r.low_freq_factor);
-        if (L == 0)
-            return rl_fail(err, RL_ERR_ARG, "llama3 needs original_max_position_embeddings");
-        break;
-    case ROPE_TYPE_LONGROPE:
-        if (L == 0)
-            L = r.original_max_position_embeddings = M;
-        if (L == 0)
-            return rl_fail(err, RL_ERR_ARG,
-                           "longrope needs original_max_position_embeddings (or max_position_embeddings)");
-        if (r.factor == 0) {
-            if (M == 0)
-                return rl_fail(err, RL_ERR_ARG,
-                               "longrope needs factor (or max_position_embeddings to derive it from)");
-            r.factor = (double)M / (double)L;
-        }
-        if (r.n_short_factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "longrope needs short_factor (a list of %u numbers)",
-                           r.rotary_dim / 2);
-        if (r.n_long_factor == 0)
-            return rl_fail(err, RL_ERR_ARG, "longrope needs long_factor (a list of %u numbers)",
-                           r.rotary_dim / 2);
-        if (r.n_short_factor != r.rotary_dim / 2)
-            return rl_fail(err, RL_ERR_ARG, "short_factor has %u entries; expected rotary_dim/2 = %u",
-                           r.n_short_factor, r.rotary_dim / 2);
-        if (r.n_long_factor != r.rotary_dim / 2)
-            return rl_fail(err, RL_ERR_ARG, "long_factor has %u entries; expected rotary_dim/2 = %u",
-                           r.n_long_factor, r.rotary_dim / 2);
-        for (uint32_t j = 0; j < r.rotary_dim / 2; j++) {
-            if (!isfinite(r.short_factor[j]) || !(r.short_factor[j] > 0))
-                return rl_fail(err, RL_ERR_ARG, "short_factor[%u] = %g must be a finite number > 0", j,
-                               r.short_factor[j]);
-            if (!isfinite(r.long_factor[j]) || !(r.long_factor[j] > 0))
-                return rl_fail(err, RL_ERR_ARG, "long_factor[%u] = %g must be a finite number > 0", j,
-                               r.long_factor[j]);
-        }
-        break;
-    case ROPE_TYPE_PROPORTIONAL:
-        if (r.partial_rotary_factor > 0 && r.rotary_dim != r.head_dim)
-            return rl_fail(err, RL_ERR_ARG,
-                           "proportional takes partial_rotary_factor or rotary_dim, not both");
-        break;
-    }
+    /* the type's own rules (src/pe/scaling/NAME.c) */
+    if (sc->resolve && (st = sc->resolve(&r, err)))
+        return st;
     if (r.resonance) {
         if (!r.original_max_position_embeddings)
             r.original_max_position_embeddings = r.max_position_embeddings;
@@ -490,168 +316,15 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     return RL_OK;
 }
 
-/* HF yarn: get_mscale(scale, mscale) = 0.1 * mscale * ln(scale) + 1 (1 when scale <= 1). */
-static double yarn_get_mscale(double scale, double mscale)
-{
-    return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
-}
-
-/* HF yarn: find_correction_dim = dim * ln(L / (n_rot * 2 pi)) / (2 ln base). */
-static double yarn_correction_dim(double n_rot, double dim, double base, double len)
-{
-    return dim * log(len / (n_rot * 2.0 * M_PI)) / (2.0 * log(base));
-}
-
-/* YaRN's blend at scale s (HF _compute_yarn_parameters; jquesnelle/yarn's
- * yarn()): the ramp from the correction range of beta_fast/beta_slow at
- * L_orig (independent of s), inv_freq blended between theta_j and
- * theta_j / s, and the attention factor of s. */
-static void yarn_blend(const rope_desc *r, double base, double s, uint32_t np, double *inv,
-                       double *af)
-{
-    const double dim = r->rotary_dim;
-    if (r->attention_factor > 0)
-        *af = r->attention_factor;
-    else if (r->mscale > 0 && r->mscale_all_dim > 0) /* HF: `if mscale and mscale_all_dim` */
-        *af = yarn_get_mscale(s, r->mscale) / yarn_get_mscale(s, r->mscale_all_dim);
-    else
-        *af = yarn_get_mscale(s, 1.0);
-    double bf = r->beta_fast ? r->beta_fast : 32, bs = r->beta_slow ? r->beta_slow : 1;
-    double L = r->original_max_position_embeddings;
-    double lo = yarn_correction_dim(bf, dim, base, L), hi = yarn_correction_dim(bs, dim, base, L);
-    if (r->truncate >= 0) { /* HF default truncate=True */
-        lo = floor(lo);
-        hi = ceil(hi);
-    }
-    if (lo < 0)
-        lo = 0;
-    if (hi > dim - 1)
-        hi = dim - 1;
-    if (lo == hi)
-        hi += 0.001; /* HF: prevent singularity */
-    for (uint32_t j = 0; j < np; j++) {
-        double ramp = ((double)j - lo) / (hi - lo);
-        ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
-        /* extrapolation weight (1 - ramp) keeps theta_j, ramp interpolates theta_j/s */
-        double t = inv[j];
-        inv[j] = (t / s) * ramp + t * (1.0 - ramp);
-    }
-}
-
-/* dynamic_yarn's scale at length n: max(factor, n / L_orig). */
-static double dyn_yarn_scale(const rope_desc *r, uint64_t n)
-{
-    double floor_s = r->factor ? r->factor : 1.0;
-    double s = (double)n / (double)r->original_max_position_embeddings;
-    return s > floor_s ? s : floor_s;
-}
-
-/* The formulas of every type for the resolved settings r at length n (the
- * sequence length in use; 0: not given): inv_freq [np], effective base,
- * attention factor. np is rotary_dim/2 (head_dim/2 for proportional). */
+/* The frequencies of the resolved settings r at length n (the sequence
+ * length in use; 0: not given): the type's formula (its registry entry's
+ * freqs: inv_freq [np], effective base, attention factor), then Resonance
+ * RoPE on top. np is rotary_dim/2 (head_dim/2 for a whole-head type). */
 static void freqs_core(const rope_desc *r, uint64_t n, uint32_t np, double *inv, double *theta,
                        double *af)
 {
-    const double dim = r->rotary_dim, factor = r->factor ? r->factor : 1.0;
-    double base = r->theta;
     *af = 1.0;
-    const int vllm = r->semantics == ROPE_SEM_VLLM;
-    switch (r->rope_type) {
-    case ROPE_TYPE_NTK:
-        /* vLLM NTKScalingRotaryEmbedding: base * factor (mixed_b: base). */
-        base = vllm ? (r->mixed_b > 0 ? r->theta : r->theta * factor)
-                    : r->theta * pow(factor, dim / (dim - 2.0));
-        break;
-    case ROPE_TYPE_DYNAMIC:
-        if (vllm && r->alpha > 0) { /* vLLM DynamicNTKAlphaRotaryEmbedding (HunYuan) */
-            base = r->theta * pow(r->alpha, dim / (dim - 2.0));
-            break;
-        }
-        if (vllm) {
-            /* vLLM DynamicNTKScalingRotaryEmbedding: computed once with
-             * max_len = M * factor, i.e. HF's formula at L = M * factor for
-             * every length (#3488): base * (factor^2 - factor + 1)^(d/(d-2)). */
-            double M = r->max_position_embeddings, L = M * factor;
-            base = r->theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
-            break;
-        }
-        {
-            /* HF: seq_len = max(seq_len, M); base * ((factor*L/M) - (factor-1))^(d/(d-2)). */
-            double M = r->max_position_embeddings;
-            double L = (double)n > M ? (double)n : M;
-            base = r->theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
-        }
-        break;
-    default:
-        break;
-    }
-    *theta = base;
-    for (uint32_t j = 0; j < np; j++)
-        inv[j] = pow(base, -(double)(2 * j) / dim);
-
-    switch (r->rope_type) {
-    case ROPE_TYPE_LINEAR:
-        for (uint32_t j = 0; j < np; j++)
-            inv[j] /= factor;
-        break;
-    case ROPE_TYPE_NTK:
-        if (!vllm)
-            break;
-        if (r->mixed_b > 0) {
-            /* mixed NTK (kexue.fm/archives/9706): lambda_m = exp(a m^b),
-             * a = ln(factor) / (d/2)^b, m = j + 1. */
-            double a = log(factor) / pow(dim / 2.0, r->mixed_b);
-            for (uint32_t j = 0; j < np; j++)
-                inv[j] /= exp(a * pow((double)(j + 1), r->mixed_b));
-        } else {
-            for (uint32_t j = 0; j < np; j++)
-                inv[j] /= pow(factor, 2.0 / dim);
-        }
-        break;
-    case ROPE_TYPE_YARN:
-        yarn_blend(r, base, factor, np, inv, af);
-        break;
-    case ROPE_TYPE_DYNAMIC_YARN:
-        yarn_blend(r, base, dyn_yarn_scale(r, n), np, inv, af);
-        break;
-    case ROPE_TYPE_LLAMA3: {
-        double Lo = r->original_max_position_embeddings;
-        double low_wl = Lo / r->low_freq_factor, high_wl = Lo / r->high_freq_factor;
-        for (uint32_t j = 0; j < np; j++) {
-            double t = inv[j], wl = 2.0 * M_PI / t;
-            if (wl > low_wl) {
-                inv[j] = t / factor;
-            } else if (!(wl < high_wl) && r->high_freq_factor > r->low_freq_factor) {
-                double s = (Lo / wl - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
-                inv[j] = (1.0 - s) * t / factor + s * t;
-            }
-        }
-        break;
-    }
-    case ROPE_TYPE_LONGROPE: {
-        double Lo = r->original_max_position_embeddings;
-        if (r->attention_factor > 0)
-            *af = r->attention_factor;
-        else
-            *af = factor <= 1 ? 1.0 : sqrt(1.0 + log(factor) / log(Lo));
-        int use_long = n > r->original_max_position_embeddings;
-        for (uint32_t j = 0; j < np; j++)
-            inv[j] /= use_long ? r->long_factor[j] : r->short_factor[j];
-        break;
-    }
-    case ROPE_TYPE_PROPORTIONAL: {
-        /* HF: rope_angles = int(prf * head_dim // 2); theta_j = base^(-2j/head_dim)/factor for
-         * j < rope_angles, 0 (identity rotation) for the other head_dim/2 - rope_angles pairs. */
-        uint32_t angles = r->partial_rotary_factor > 0
-                              ? (uint32_t)floor(r->partial_rotary_factor * r->head_dim / 2.0)
-                              : r->rotary_dim / 2;
-        for (uint32_t j = 0; j < np; j++)
-            inv[j] = j < angles ? pow(base, -(double)(2 * j) / r->head_dim) / factor : 0.0;
-        break;
-    }
-    default:
-        break;
-    }
+    rope_scaling_at(r->rope_type)->freqs(r, n, np, inv, theta, af);
     /* Resonance RoPE (Wang et al. 2024, arXiv:2403.00071, section 4 and
      * Algorithm 1), on whatever the type made of inv_freq: a pair whose
      * wavelength lambda_j = 2pi/theta_j is below the training length L
@@ -692,10 +365,9 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
     f->rope_type = r.rope_type;
     f->base = r.theta;
     f->seq_len = r.seq_len;
-    f->factor = r.factor ? r.factor : 1.0;
-    if (r.rope_type == ROPE_TYPE_DYNAMIC_YARN)
-        f->factor = dyn_yarn_scale(&r, r.seq_len);
-    if (r.rope_type == ROPE_TYPE_PROPORTIONAL) {
+    const rope_scaling *sc = rope_scaling_at(r.rope_type);
+    f->factor = sc->factor_at ? sc->factor_at(&r, r.seq_len) : r.factor ? r.factor : 1.0;
+    if (sc->whole_head) {
         f->rotary_dim = r.head_dim;
         f->n_pairs = r.head_dim / 2;
     }
@@ -710,7 +382,7 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
     }
     freqs_core(&r, r.seq_len, f->n_pairs, f->inv_freq, &f->theta, &f->attention_factor);
     for (uint32_t j = 0; j < f->n_pairs; j++) {
-        double unscaled = r.rope_type == ROPE_TYPE_PROPORTIONAL
+        double unscaled = sc->whole_head
                               ? pow(r.theta, -(double)(2 * j) / r.head_dim)
                               : pow(r.theta, -(double)(2 * j) / (double)r.rotary_dim);
         f->scale[j] = f->inv_freq[j] > 0 ? unscaled / f->inv_freq[j] : 0.0;
@@ -720,8 +392,8 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
 
 int rope_freqs_per_position(const rope_freqs *f)
 {
-    return f->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT &&
-           (f->rope_type == ROPE_TYPE_DYNAMIC || f->rope_type == ROPE_TYPE_DYNAMIC_YARN);
+    const rope_scaling *sc = rope_scaling_at(f->rope_type);
+    return f->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT && sc && sc->length_dependent;
 }
 
 uint64_t rope_position_len(const rope_freqs *f, uint32_t p)

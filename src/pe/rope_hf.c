@@ -6,15 +6,15 @@
  * "not given" (only absence or null is). */
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/rl_util.h"
-#include "pe/rope.h"
+#include "pe/rope_scaling.h"
 
-_Static_assert(sizeof rope_params / sizeof rope_params[0] == ROPE_N_PARAMS, "rope_params");
-
-/* RoPE's settable keys, HF's names: the ONE list, used by the encoding
+/* RoPE's common settable keys, HF's names (rope_param_table appends each
+ * registered scaling's own keys): the ONE list, used by the encoding
  * registry (family rope), listings (`ropelab encodings`, the runner's batch
  * checks) and the config.json import. Each has its real type, range or
  * choices, so the one validator (rl_param_check) types every given value;
@@ -23,7 +23,7 @@ _Static_assert(sizeof rope_params / sizeof rope_params[0] == ROPE_N_PARAMS, "rop
  * means "not given"), because most defaults depend on rope_type or on the
  * model: each help ends with "(default ...)", which is what `ropelab
  * encodings` shows as the default. head_dim is the model's, not a key. */
-#define RT_CHOICES "default|linear|ntk|dynamic|yarn|llama3|longrope|proportional|dynamic_yarn"
+#define RT_CHOICES NULL /* the registry's names, rope_type_choices(), set by build_table */
 #define PREC_CHOICES "fp32|table|precise|hf|vllm|ggml-cpu|ggml-vulkan|cuda-fast"
 #define DT_CHOICES "fp32|fp16|bf16"
 #define E(k, choices, help) {k, RL_P_ENUM, "null", 0, 0, choices, help}
@@ -37,7 +37,7 @@ _Static_assert(sizeof rope_params / sizeof rope_params[0] == ROPE_N_PARAMS, "rop
  * 4k tokens to 4G. */
 #define BIG 1048576.0           /* 2^20: factors, ramps, coefficients */
 #define THETA_MAX 1099511627776.0 /* 2^40: the frequency base */
-const rl_param rope_params[ROPE_N_PARAMS] = {
+static const rl_param common_params[] = {
     E("rope_type", RT_CHOICES, "frequency scaling (alias: type) (default default)"),
     E("type", RT_CHOICES, "alias of rope_type (HF rope_scaling) (default rope_type)"),
     N("rope_theta", 1, THETA_MAX, "frequency base, > 1 (default 10000)"),
@@ -119,6 +119,51 @@ const rl_param rope_params[ROPE_N_PARAMS] = {
 #undef B
 #undef L
 #undef BIG
+#define N_COMMON (sizeof common_params / sizeof common_params[0])
+
+/* common_params, then each registered scaling's own keys (a key two types
+ * share listed once), built once. Distinct own keys <= slots. */
+static rl_param param_table[N_COMMON + ROPE_MAX_SCALING_PARAMS];
+static size_t n_param_table;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void build_table(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < N_COMMON; i++) {
+        param_table[n] = common_params[i];
+        if (param_table[n].type == RL_P_ENUM && !param_table[n].choices)
+            param_table[n].choices = rope_type_choices(); /* rope_type, type */
+        n++;
+    }
+    for (size_t t = 0; t < rope_scaling_count(); t++) {
+        const rope_scaling *sc = rope_scaling_at((int)t);
+        for (size_t k = 0; k < sc->n_own_keys; k++)
+            if (rl_param_find(param_table, n, sc->own_keys[k].param.key) < 0 &&
+                n < RL_ARRAY_LEN(param_table))
+                param_table[n++] = sc->own_keys[k].param;
+    }
+    n_param_table = n;
+}
+
+const rl_param *rope_param_table(size_t *n)
+{
+    pthread_once(&table_once, build_table);
+    *n = n_param_table;
+    return param_table;
+}
+
+/* The registered scaling key called `key`, or NULL. */
+static const rope_scaling_key *scaling_key(const char *key)
+{
+    for (size_t t = 0; t < rope_scaling_count(); t++) {
+        const rope_scaling *sc = rope_scaling_at((int)t);
+        for (size_t k = 0; k < sc->n_own_keys; k++)
+            if (strcmp(sc->own_keys[k].param.key, key) == 0)
+                return &sc->own_keys[k];
+    }
+    return NULL;
+}
 
 static rl_status get_number(const char *key, const json_t *v, double *out, rl_error *err)
 {
@@ -340,10 +385,10 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
                 return rl_fail(err, RL_ERR_ARG, "factor %g must be >= 1", x);
             /* the table's plausibility bound, for every way a value arrives
              * (a batch, --set, a config.json's rope_scaling) */
-            long pi = rl_param_find(rope_params, ROPE_N_PARAMS, key);
-            if (pi >= 0 && x > rope_params[pi].max)
+            long pi = rl_param_find(common_params, N_COMMON, key);
+            if (pi >= 0 && x > common_params[pi].max)
                 return rl_fail(err, RL_ERR_ARG, "%s %g is beyond the plausible limit %.17g "
-                               "(docs/rope.md, Limits)", key, x, rope_params[pi].max);
+                               "(docs/rope.md, Limits)", key, x, common_params[pi].max);
             if (strcmp(key, "rope_theta") == 0 && !(x > 1))
                 return rl_fail(err, RL_ERR_ARG, "rope_theta %g must be > 1", x);
             if (strcmp(key, "partial_rotary_factor") == 0 && !(x > 0 && x <= 1))
@@ -354,6 +399,22 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
                 return rl_fail(err, RL_ERR_ARG, "%s %g must be > 0", key, x);
             return RL_OK;
         }
+
+    /* a registered scaling's own key: a number in (0, max] into its slot */
+    const rope_scaling_key *sk = scaling_key(key);
+    if (sk) {
+        double x;
+        rl_status st = get_number(key, v, &x, err);
+        if (st)
+            return st;
+        if (x > sk->param.max)
+            return rl_fail(err, RL_ERR_ARG, "%s %g is beyond the plausible limit %.17g "
+                           "(docs/rope.md, Limits)", key, x, sk->param.max);
+        if (!(x > 0))
+            return rl_fail(err, RL_ERR_ARG, "%s %g must be > 0", key, x);
+        d->scaling_param[sk->slot] = x;
+        return RL_OK;
+    }
     return rl_fail(err, RL_ERR_ARG, "unknown RoPE key '%s' (see rope_param_table / docs/rope.md)", key);
 }
 
@@ -445,6 +506,14 @@ json_t *rope_desc_to_json(const rope_desc *d)
         for (uint32_t j = 0; j < lists[l].n; j++)
             json_array_append_new(a, json_real(lists[l].v[j]));
         json_object_set_new(o, lists[l].k, a);
+    }
+    /* the registered scalings' own keys, each once */
+    size_t np;
+    const rl_param *ps = rope_param_table(&np);
+    for (size_t i = N_COMMON; i < np; i++) {
+        const rope_scaling_key *sk = scaling_key(ps[i].key);
+        if (sk && d->scaling_param[sk->slot] != 0)
+            json_object_set_new(o, ps[i].key, json_real(d->scaling_param[sk->slot]));
     }
     return o;
 }

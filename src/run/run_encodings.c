@@ -386,9 +386,11 @@ int run_enc_check(run_pctx *c, const run_enc *en, const json_t *enc, const exp_m
     const char *key;
     json_t *v;
     const char *valid[64];
-    size_t nv = run_param_names(fam->params, fam->n_params, valid, 64);
+    size_t n_fp;
+    const pe_param *fp = pe_family_params(fam, &n_fp);
+    size_t nv = run_param_names(fp, n_fp, valid, 64);
     json_object_foreach(params, key, v) {
-        if (run_find_param(fam->params, fam->n_params, key))
+        if (run_find_param(fp, n_fp, key))
             continue;
         uint32_t line = tl, col = tc;
         key_pos(en, key, &line, &col);

@@ -1,0 +1,64 @@
+/* rope_type dynamic: dynamic NTK (the base of the length in use). */
+#include <math.h>
+
+#include "pe/rope_scaling.h"
+
+static rl_status resolve(rope_desc *r, rl_error *err)
+{
+    if (r->alpha > 0) { /* HunYuan: base * alpha^(d/(d-2)), no length */
+        if (r->rotary_dim <= 2)
+            return rl_fail(err, RL_ERR_ARG, "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
+        return RL_OK;
+    }
+    if (r->factor == 0)
+        return rl_fail(err, RL_ERR_ARG, "dynamic needs factor (a number >= 1)%s",
+                       r->semantics == ROPE_SEM_VLLM ? " or, semantics vllm, alpha" : "");
+    if (r->max_position_embeddings == 0)
+        return rl_fail(err, RL_ERR_ARG,
+                       "dynamic needs max_position_embeddings (HF scales relative to it)");
+    if (r->rotary_dim <= 2)
+        return rl_fail(err, RL_ERR_ARG, "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
+    return RL_OK;
+}
+
+static void freqs(const rope_desc *r, uint64_t n, uint32_t np, double *inv, double *theta,
+                  double *af)
+{
+    (void)af;
+    const double dim = r->rotary_dim, factor = r->factor ? r->factor : 1.0;
+    const int vllm = r->semantics == ROPE_SEM_VLLM;
+    double base;
+    if (vllm && r->alpha > 0) { /* vLLM DynamicNTKAlphaRotaryEmbedding (HunYuan) */
+        base = r->theta * pow(r->alpha, dim / (dim - 2.0));
+    } else if (vllm) {
+        /* vLLM DynamicNTKScalingRotaryEmbedding: computed once with
+         * max_len = M * factor, i.e. HF's formula at L = M * factor for
+         * every length (#3488): base * (factor^2 - factor + 1)^(d/(d-2)). */
+        double M = r->max_position_embeddings, L = M * factor;
+        base = r->theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
+    } else {
+        /* HF: seq_len = max(seq_len, M); base * ((factor*L/M) - (factor-1))^(d/(d-2)). */
+        double M = r->max_position_embeddings;
+        double L = (double)n > M ? (double)n : M;
+        base = r->theta * pow(factor * L / M - (factor - 1.0), dim / (dim - 2.0));
+    }
+    *theta = base;
+    rope_scaling_base_freqs(base, dim, np, inv);
+}
+
+/* alpha: vLLM's */
+static const char *const keys[] = {"factor", "original_max_position_embeddings", "alpha", NULL};
+static const char *const required[] = {"factor", "max_position_embeddings", NULL};
+
+const rope_scaling rope_scaling_dynamic = {
+    .name = "dynamic",
+    .summary = "dynamic NTK: the NTK base of the length in use, max(seq_len, M)",
+    .source = "emozilla 2023, Dynamically Scaled RoPE (reddit r/LocalLLaMA); transformers "
+              "modeling_rope_utils.py _compute_dynamic_ntk_parameters; vLLM "
+              "DynamicNTKScalingRotaryEmbedding / DynamicNTKAlphaRotaryEmbedding (semantics vllm)",
+    .keys = keys,
+    .required = required,
+    .length_dependent = 1,
+    .resolve = resolve,
+    .freqs = freqs,
+};
