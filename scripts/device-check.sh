@@ -6,7 +6,7 @@
 # is time-limited and the whole run stays inside --time-limit (default 290 s).
 #
 # usage: scripts/device-check.sh [--out DIR] [--bin PATH|BUNDLE] [--quick] [--full-check]
-#                                [--device D] [--check-device D]
+#                                [--device D] [--check-device D] [--check-kernel GLOB]
 #                                [--time-limit S] [--long-budget S] [--tar FILE]
 #   --out DIR         output folder (default out/device-check-HOST-UTCSTAMP);
 #                     must not exist or be empty; written under DIR.tmp-PID and
@@ -24,6 +24,9 @@
 #                     compile takes ~6 min on lavapipe with 2 cores)
 #   --device D        device for the benches (default auto: the first discrete
 #                     GPU); --check-device D for check (default all)
+#   --check-kernel GLOB  check only the rows whose kernel matches GLOB (check
+#                     --kernel; default every row): a family re-checked, or
+#                     the script's own test kept short
 #   --time-limit S    whole run, seconds (default 290)
 #   --long-budget S   attention at 131072 and 1000000 tokens runs only when its
 #                     time, estimated from the 16384-token run, is at most S
@@ -35,15 +38,16 @@
 # time limit; 2 bad usage, no binary or no Vulkan device.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-out="" bin="" quick=0 full_check=0 bench_dev=auto check_dev=all time_limit=290 long_budget=120 tarfile=""
+out="" bin="" quick=0 full_check=0 bench_dev=auto check_dev=all time_limit=290 long_budget=120 tarfile="" check_kernel=""
 die() { printf 'device-check: %s\n' "$*" >&2; exit 2; }
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; return 0; }
 while [ $# -gt 0 ]; do
   case $1 in
-    --out|--bin|--device|--check-device|--time-limit|--long-budget|--tar)
+    --out|--bin|--device|--check-device|--check-kernel|--time-limit|--long-budget|--tar)
       [ $# -ge 2 ] || die "$1 needs a value"
       case $1 in
         --out) out=$2 ;; --bin) bin=$2 ;; --device) bench_dev=$2 ;; --check-device) check_dev=$2 ;;
+        --check-kernel) check_kernel=$2 ;;
         --time-limit) time_limit=$2 ;; --long-budget) long_budget=$2 ;; --tar) tarfile=$2 ;;
       esac
       shift 2 ;;
@@ -215,7 +219,7 @@ num() { awk -v v="$1" -v f="$2" 'BEGIN { if (v == "" || v == "null") print "-"; 
   echo "glibc: $(ldd --version 2>&1 | head -1)"
   echo "binary: $bin${bundle:+ (bundle $bundle)}"
   [ -n "$bundle" ] && [ -f "$bundle/MANIFEST.txt" ] && sed -n '2,4s/^/  bundle /p' "$bundle/MANIFEST.txt"
-  echo "mode: $([ $quick = 1 ] && echo quick || echo full), bench device $bench_dev, check device $check_dev, time limit $time_limit s, long budget $long_budget s"
+  echo "mode: $([ $quick = 1 ] && echo quick || echo full), bench device $bench_dev, check device $check_dev${check_kernel:+, check kernels $check_kernel}, time limit $time_limit s, long budget $long_budget s"
   for v in LD_LIBRARY_PATH VK_DRIVER_FILES VK_ICD_FILENAMES VK_ADD_DRIVER_FILES VK_ADD_LAYER_PATH VK_LAYER_PATH RL_REQUIRE_VALIDATION; do
     [ -n "${!v:-}" ] && echo "env $v=${!v}"
   done
@@ -267,12 +271,12 @@ for t in $types; do [ "$t" = cpu ] || cpu_only=0; done
 check_mode=full
 if [ $quick = 1 ]; then
   check_mode=quick
-  step check 1 120 check.json -- check --device "$check_dev" --json --junit "$tmp/check-junit.xml" --quick
+  step check 1 120 check.json -- check --device "$check_dev" --json --junit "$tmp/check-junit.xml" ${check_kernel:+--kernel "$check_kernel"} --quick
 elif [ $cpu_only = 1 ] && [ $full_check = 0 ]; then
   check_mode="quick (CPU devices only; --full-check for all rows)"
-  step check 1 180 check.json -- check --device "$check_dev" --json --junit "$tmp/check-junit.xml" --quick
+  step check 1 180 check.json -- check --device "$check_dev" --json --junit "$tmp/check-junit.xml" ${check_kernel:+--kernel "$check_kernel"} --quick
 else
-  step check 1 150 check.json -- check --device "$check_dev" --json --junit "$tmp/check-junit.xml"
+  step check 1 150 check.json -- check --device "$check_dev" --json --junit "$tmp/check-junit.xml" ${check_kernel:+--kernel "$check_kernel"}
 fi
 
 # bench rope at the README's shapes: 65536 tokens x 1 head x 128 dims and

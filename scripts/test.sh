@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The test job: install what is missing, then build and run the whole suite
-# twice — a -Werror build, and an AddressSanitizer + UndefinedBehaviorSanitizer
-# build. GPU suites run on the Vulkan device (lavapipe on CI) under the
-# Khronos validation layer; they fail rather than skip when a device exists.
+# The test job: install what is missing, then build and test twice — a
+# -Werror build that runs every suite, and an AddressSanitizer +
+# UndefinedBehaviorSanitizer build that runs every CPU suite (the fuzz
+# replays included) and the GPU suites tagged 'san' in tests/meson.build
+# (the SPIR-V is the same in both builds; there the sanitizers watch the
+# host code that drives the device). GPU suites run on the Vulkan device
+# (lavapipe on CI) under the Khronos validation layer; they fail rather than
+# skip when a device exists. Both builds share Mesa's shader cache
+# (~/.cache/mesa_shader_cache: the same SPIR-V compiles once per machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
@@ -11,12 +16,13 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 status=0
 for cfg in release sanitize; do
   case $cfg in
-    release) dir=build-test; opts=(-Dwerror=true -Dbuildtype=debugoptimized) ;;
-    sanitize) dir=build-san; opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false) ;;
+    release) dir=build-test; opts=(-Dwerror=true -Dbuildtype=debugoptimized); which=() ;;
+    sanitize) dir=build-san; opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false)
+              which=(--suite cpu --suite san) ;;
   esac
-  echo "== $cfg build ($dir)"
+  echo "== $cfg build ($dir)${which[*]:+: ${which[*]}}"
   scripts/build.sh "$dir" "${opts[@]}"
-  if ! meson test -C "$dir" --print-errorlogs --num-processes 2; then
+  if ! meson test -C "$dir" --print-errorlogs --num-processes 2 "${which[@]}"; then
     status=1
   fi
 done
