@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attn/attn_mask.h"
 #include "core/rl_status.h"
 #include "rl_push.h" /* RL_ATTN_F_*, RL_ATTN_S_*, RL_ATTN_NSTAT */
 #include "pe/pe.h"
@@ -322,8 +323,11 @@ uint32_t attn_bucket_of(uint64_t distance);
  * memory, dump size) and the largest token count that fits. */
 rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error *err);
 
+/* d's causal flag and mask as the one host mask description (attn_mask.h). */
+attn_mask attn_desc_mask(const attn_desc *d);
+
 /* 1 when some query of [q0, q1) sees some key of [k0, k1) under d's causal
- * flag and mask (exact, by intervals): the host skips the tiles where it is
+ * flag and mask (exact: attn_mask_tile_visible): the host skips the tiles where it is
  * 0 (attn_gpu.c). */
 int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0, uint64_t k1);
 

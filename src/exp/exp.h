@@ -302,13 +302,25 @@ rl_status exp_attn_remap_get(const char *kind, const exp_value *r, const exp_val
                              const exp_value *rg, const exp_value *rk, const exp_value *rc,
                              uint32_t train_len, exp_attn_mask *m, rl_error *err);
 
-/* The mask from a kind's resolved values v[W], v[S], v[C], v[LS], v[SL],
- * v[T], v[TS], v[TF] (qwen_logn's L: train_len);
- * attn_sinks without a window or chunk is RL_ERR_ARG naming the kind and
- * keys. */
-rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
-                            const exp_value *c, const exp_value *ls, const exp_value *sl,
-                            const exp_value *t, const exp_value *ts, const exp_value *tf,
+/* Where a kind's resolved values hold the mask keys: indices into its
+ * exp_value array (those it gave EXP_ATTN_MASK_PARAMS). */
+typedef struct exp_attn_mask_keys {
+    int window, sinks, chunk;          /* attn_window, attn_sinks, attn_chunk */
+    int learned_sink, sink_logit;      /* attn_learned_sink, attn_sink_logit */
+    int temp, temp_scale, temp_floor;  /* attn_temperature, attn_temp_scale, attn_temp_floor */
+} exp_attn_mask_keys;
+/* The indices of a kind whose parameter enum uses the house names P_WINDOW,
+ * P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE, P_TFLOOR. */
+#define EXP_ATTN_MASK_KEYS                                                                     \
+    (&(const exp_attn_mask_keys){.window = P_WINDOW, .sinks = P_SINKS, .chunk = P_CHUNK,      \
+                                 .learned_sink = P_LSINK, .sink_logit = P_SLOGIT,              \
+                                 .temp = P_TEMP, .temp_scale = P_TSCALE,                       \
+                                 .temp_floor = P_TFLOOR})
+
+/* The mask from a kind's resolved values v at the indices keys names
+ * (qwen_logn's L: train_len); attn_sinks without a window or chunk is
+ * RL_ERR_ARG naming the kind and keys. */
+rl_status exp_attn_mask_get(const char *kind, const exp_value *v, const exp_attn_mask_keys *keys,
                             uint32_t train_len, exp_attn_mask *m, rl_error *err);
 
 typedef struct exp_attn_io {

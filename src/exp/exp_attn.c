@@ -37,11 +37,12 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
     return s;
 }
 
-rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
-                            const exp_value *c, const exp_value *ls, const exp_value *sl,
-                            const exp_value *t, const exp_value *ts, const exp_value *tf,
+rl_status exp_attn_mask_get(const char *kind, const exp_value *v, const exp_attn_mask_keys *keys,
                             uint32_t train_len, exp_attn_mask *m, rl_error *err)
 {
+    const exp_value *w = &v[keys->window], *s = &v[keys->sinks], *c = &v[keys->chunk],
+                    *ls = &v[keys->learned_sink], *sl = &v[keys->sink_logit],
+                    *t = &v[keys->temp], *ts = &v[keys->temp_scale], *tf = &v[keys->temp_floor];
     *m = (exp_attn_mask){.window = (uint32_t)w->num, .n_sink = (uint32_t)s->num,
                          .chunk_size = (uint32_t)c->num, .learned_sink = ls->num != 0,
                          .sink_logit = sl->num};

@@ -57,8 +57,7 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
         return st;
     p->length = v[P_LENGTH].num ? (uint64_t)v[P_LENGTH].num : run->model.train_len;
     p->attention_factor = v[P_ATTENTION_FACTOR].num != 0;
-    st = exp_attn_mask_get("distortion", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
-                           &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
+    st = exp_attn_mask_get("distortion", v, EXP_ATTN_MASK_KEYS,
                            run->model.train_len, &p->mask, err);
     if (!st)
         st = exp_attn_remap_get("distortion", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
