@@ -437,6 +437,43 @@ START_TEST(distortion_of_a_remap_against_plain_rope)
 }
 END_TEST
 
+/* The remap registry is complete: every entry has its name, summary,
+ * source, selection and formulas (a position map exactly for the window
+ * methods), its id round-trips through its name, the attn_remap key's
+ * choices and the message list name it, and every key it reads is an
+ * attention kind's batch key. */
+START_TEST(registry_entries_are_complete_and_listed)
+{
+    const exp_kind *k = exp_find("entropy");
+    ck_assert_ptr_nonnull(k);
+    ck_assert_str_eq(attn_remap_name(ATTN_REMAP_NONE), "none");
+    ck_assert_ptr_null(attn_remap_method_at(ATTN_REMAP_NONE));
+    ck_assert_ptr_null(attn_remap_method_at(attn_remap_count()));
+    char choices[512];
+    snprintf(choices, sizeof choices, "|%s|", ATTN_REMAP_CHOICES);
+    for (int m = 1; m < attn_remap_count(); m++) {
+        const attn_remap_method *r = attn_remap_method_at(m);
+        ck_assert_ptr_nonnull(r);
+        ck_assert(r->name && r->summary && r->source && r->distance && r->keys);
+        ck_assert(r->defs == ATTN_REMAP_DEFS_WINDOW || r->defs == ATTN_REMAP_DEFS_CHUNK);
+        ck_assert_int_eq(r->positions != NULL, r->defs == ATTN_REMAP_DEFS_WINDOW);
+        ck_assert_int_eq(attn_remap_from_name(r->name), m);
+        ck_assert_str_eq(attn_remap_name(m), r->name);
+        char bar[80];
+        snprintf(bar, sizeof bar, "|%s|", r->name);
+        ck_assert_msg(strstr(choices, bar), "%s not in the attn_remap choices", r->name);
+        ck_assert_ptr_nonnull(strstr(attn_remap_names(), r->name));
+        for (const char *const *key = r->keys; *key; key++) {
+            int found = 0;
+            for (size_t j = 0; j < k->n_params && !found; j++)
+                found = strcmp(k->params[j].key, *key) == 0;
+            ck_assert_msg(found, "%s reads %s, not a batch key", r->name, *key);
+        }
+    }
+    ck_assert_int_eq(attn_remap_from_name("nonesuch"), -1);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -445,6 +482,7 @@ int main(void)
     TCase *tc = tcase_create("remap");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, position_maps_give_the_methods_distance);
+    tcase_add_test(tc, registry_entries_are_complete_and_listed);
     tcase_add_loop_test(tc, remapped_logits_are_rope_at_the_methods_distance, 0,
                         (int)(sizeof dump_cases / sizeof dump_cases[0]));
     tcase_add_loop_test(tc, gpu_remap_selection_matches_reference, 0,

@@ -66,9 +66,6 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
     if (!st)
         st = exp_attn_mask_get("entropy", v, EXP_ATTN_MASK_KEYS,
                                run->model.train_len, &p->mask, err);
-    if (!st)
-        st = exp_attn_remap_get("entropy", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
     const exp_attn_mask *m = &p->mask;
     /* The sink mass is that of the first sink_tokens keys in the run's own
      * attention; a window or chunk would hide them from later rows unless

@@ -125,9 +125,6 @@ static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
                       .near = !strcmp(v[P_DECOYS].str, "near")};
     st = exp_attn_mask_get("retrieval", v, EXP_ATTN_MASK_KEYS,
                            run->model.train_len, &p->mask, err);
-    if (!st)
-        st = exp_attn_remap_get("retrieval", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
     return st;
 }
 
