@@ -36,6 +36,7 @@
     X(rerope) \
     X(leaky_rerope) \
     X(dca) \
+    X(lm_infinite) \
     /* add a method: one X(name) line above this one */
 
 #define ATTN_REMAP_CHOICE_(n) "|" #n
