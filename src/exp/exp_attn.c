@@ -696,8 +696,9 @@ rl_status exp_attn_remap_check(const exp_run *run, uint64_t max_len, const attn_
     /* every map is monotone in the position: the last token's are the largest */
     uint32_t last = (uint32_t)(max_len - 1), qp, kp, qa, qc;
     if (!st)
-        st = attn_remap_defs(r) == ATTN_REMAP_DEFS_CHUNK ? attn_remap_dca_positions(r, &last, 1, &qa, &qp, &qc, &kp, err)
-                                         : attn_remap_positions(r, &last, 1, &qp, &kp, err);
+        st = attn_remap_defs(r) == ATTN_REMAP_DEFS_CHUNK
+                 ? attn_remap_dca_positions(r, &last, 1, &qa, &qp, &qc, &kp, err)
+                 : attn_remap_positions(r, &last, 1, &qp, &kp, err);
     if (!st)
         st = pe_vec_check(far ? far : e, &qp, 1, err);
     pe_encoding_destroy(far);

@@ -60,9 +60,10 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
     st = exp_attn_mask_get("distortion", v, EXP_ATTN_MASK_KEYS,
                            run->model.train_len, &p->mask, err);
     if (!st && attn_remap_defs(&p->mask.remap) == ATTN_REMAP_DEFS_CHUNK)
-        return rl_fail(err, RL_ERR_ARG, "distortion: attn_remap %s is not supported (its three "
-                                        "definitions leave no room for the exact one its KL "
-                                        "pass compares with)", attn_remap_name(p->mask.remap.method));
+        return rl_fail(err, RL_ERR_ARG,
+                       "distortion: attn_remap %s is not supported (its three definitions leave "
+                       "no room for the exact one its KL pass compares with)",
+                       attn_remap_name(p->mask.remap.method));
     if (!st && p->mask.temp)
         return rl_fail(err, RL_ERR_ARG, "distortion: attn_temperature is not supported (the engine "
                                         "scales definition a only; its KL pass is paired)");
