@@ -216,6 +216,79 @@ START_TEST(tile_skipping_matches_the_pairs)
 }
 END_TEST
 
+/* The mask's host description (attn_mask_ranges, attn_mask_row_keys)
+ * against the reference's per-pair attn_ref_visible over windows, sinks,
+ * chunks, causal and bidirectional, and lengths N (primes, 1, tile edges):
+ * the intervals are ascending, disjoint, non-empty, the last holds i, and a
+ * key is in them exactly when the predicate says it is visible. */
+START_TEST(mask_ranges_match_the_pairs)
+{
+    const uint32_t ws[] = {0, 1, 2, 3, 7, 16, 40}, ss[] = {0, 1, 2, 5, 17},
+                   cs[] = {0, 1, 2, 4, 7, 16, 50};
+    const uint64_t ns[] = {1, 2, 5, 16, 17, 63, 97};
+    uint64_t rows = 0, two = 0;
+    for (int causal = 0; causal < 2; causal++)
+        for (size_t a = 0; a < sizeof ws / sizeof ws[0]; a++)
+            for (size_t b = 0; b < sizeof ss / sizeof ss[0]; b++)
+                for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+                    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+                        uint64_t N = ns[t];
+                        attn_mask m = {.causal = causal, .window = ws[a], .n_sink = ss[b],
+                                       .chunk_size = cs[c]};
+                        attn_ref_problem p = {.tokens = N, .causal = causal, .window = ws[a],
+                                              .n_sink = ss[b], .chunk_size = cs[c]};
+                        for (uint64_t i = 0; i < N; i++) {
+                            attn_range r[ATTN_MASK_MAX_RANGES];
+                            unsigned n = attn_mask_ranges(&m, i, N, r);
+                            ck_assert_uint_ge(n, 1);
+                            ck_assert_uint_le(n, ATTN_MASK_MAX_RANGES);
+                            two += n == 2;
+                            ck_assert(r[n - 1].lo <= i && i < r[n - 1].hi);
+                            for (unsigned k = 0; k < n; k++) {
+                                ck_assert(r[k].lo < r[k].hi && r[k].hi <= N);
+                                if (k)
+                                    ck_assert(r[k - 1].hi < r[k].lo);
+                            }
+                            uint64_t count = 0;
+                            for (uint64_t j = 0; j < N; j++) {
+                                int in = 0;
+                                for (unsigned k = 0; k < n; k++)
+                                    in |= r[k].lo <= j && j < r[k].hi;
+                                int want = attn_ref_visible(&p, i, j);
+                                count += (uint64_t)want;
+                                ck_assert_msg(in == want,
+                                              "causal %d w %u s %u c %u N %llu row %llu key %llu",
+                                              causal, ws[a], ss[b], cs[c], (unsigned long long)N,
+                                              (unsigned long long)i, (unsigned long long)j);
+                            }
+                            ck_assert_uint_eq(attn_mask_row_keys(&m, i, N), count);
+                            rows++;
+                        }
+                    }
+    ck_assert(two > rows / 20); /* sinks apart from the window do occur */
+}
+END_TEST
+
+/* Hand values of the row key counts: causal 10 tokens, window 3: rows 0, 1
+ * see 1, 2 keys, the other 8 see 3 (26); with sinks 2, row i >= 4 sees
+ * sinks 0, 1 and keys i-2..i (5); bidirectional window 2 in chunks of 4. */
+START_TEST(mask_row_keys_hand_values)
+{
+    attn_mask m = {.causal = 1, .window = 3};
+    uint64_t tot = 0;
+    for (uint64_t i = 0; i < 10; i++)
+        tot += attn_mask_row_keys(&m, i, 10);
+    ck_assert_uint_eq(tot, 1 + 2 + 8 * 3);
+    m.n_sink = 2;
+    ck_assert_uint_eq(attn_mask_row_keys(&m, 3, 10), 4); /* 0, 1, 2, 3 */
+    ck_assert_uint_eq(attn_mask_row_keys(&m, 4, 10), 5); /* 0, 1 | 2, 3, 4 */
+    ck_assert_uint_eq(attn_mask_row_keys(&m, 9, 10), 5); /* 0, 1 | 7, 8, 9 */
+    m = (attn_mask){.window = 2, .chunk_size = 4};       /* bidirectional */
+    ck_assert_uint_eq(attn_mask_row_keys(&m, 4, 10), 2); /* 4, 5 (3 is another chunk) */
+    ck_assert_uint_eq(attn_mask_row_keys(&m, 9, 10), 2); /* 8, 9 */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("attn_ref");
@@ -228,6 +301,8 @@ int main(void)
     tcase_add_test(tc, buckets_and_halves_follow_their_definitions);
     tcase_add_test(tc, masks_follow_their_definitions);
     tcase_add_test(tc, tile_skipping_matches_the_pairs);
+    tcase_add_test(tc, mask_ranges_match_the_pairs);
+    tcase_add_test(tc, mask_row_keys_hand_values);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -437,6 +437,190 @@ START_TEST(distortion_of_a_remap_against_plain_rope)
 }
 END_TEST
 
+/* ---- LM-Infinite (src/attn/remap/lm_infinite.c) ---- */
+
+/* Half-layout RoPE (theta 10000) of x [D] at position p, in double. */
+static void rope_rotate(const float *x, int D, double p, double *y)
+{
+    for (int m = 0; m < D / 2; m++) {
+        double w = pow(10000.0, -2.0 * m / D), c = cos(p * w), sn = sin(p * w);
+        y[m] = x[m] * c - x[m + D / 2] * sn;
+        y[m + D / 2] = x[m + D / 2] * c + x[m] * sn;
+    }
+}
+
+/* The lm_infinite entry configures the CPU reference (its mask through
+ * attn_remap_apply_mask, its remapped positions through
+ * attn_remap_positions, the selection at remap_window = L); each row's lse
+ * and entropy then equal a brute-force float64 evaluation of the authors'
+ * rule (Glaciohound/LM-Infinite Lambda_Attention_Matrix with
+ * limit_distance = local_branch, computed here from raw q, k): causal,
+ * i - j < L: q R(i - j) k; j < n_global and i - j >= L: q R(min(L, N - 1))
+ * k (the stationary query rotated at effective_limit_distance, the key
+ * unrotated); otherwise masked. The reference's inputs are the rotated
+ * vectors rounded to fp32 (2e-6 of slack covers it; a wrong distance or a
+ * missing global key changes lse by > 1e-2 here). N = 40, L = 6,
+ * n_global = 3, and L = 1 (only the diagonal local) and L >= N (all exact). */
+START_TEST(lm_infinite_reference_matches_the_authors_rule)
+{
+    enum { N = 40, D = 16 };
+    static float q[N * D], k[N * D], qr[N * D], kr[N * D], qb[N * D], kb[N * D];
+    for (int i = 0; i < N * D; i++) {
+        q[i] = (float)sin(0.71 * i + 0.2);
+        k[i] = (float)cos(1.13 * i + 0.5);
+    }
+    const int id = attn_remap_from_name("lm_infinite");
+    ck_assert_int_gt(id, 0);
+    const uint32_t Ls[] = {6, 1, 64}, G = 3;
+    for (size_t c = 0; c < sizeof Ls / sizeof Ls[0]; c++) {
+        const uint32_t L = Ls[c];
+        rl_error err = {0};
+        attn_remap r = {.method = id, .window = L};
+        attn_remap_mask am = {.n_sink = G};
+        ck_assert_int_eq(attn_remap_check(&r, &err), RL_OK);
+        ck_assert_int_eq(attn_remap_apply_mask(&r, &am, &err), RL_OK);
+        ck_assert_uint_eq(am.window, L);
+        ck_assert_uint_eq(am.n_sink, G);
+        ck_assert_int_eq(attn_remap_defs(&r), ATTN_REMAP_DEFS_WINDOW);
+        uint32_t pos[N], qp[N], kp[N];
+        for (int t = 0; t < N; t++)
+            pos[t] = (uint32_t)t;
+        ck_assert_int_eq(attn_remap_positions(&r, pos, N, qp, kp, &err), RL_OK);
+        for (int t = 0; t < N; t++) {
+            double y[D];
+            rope_rotate(&q[t * D], D, pos[t], y);
+            for (int d = 0; d < D; d++) qr[t * D + d] = (float)y[d];
+            rope_rotate(&k[t * D], D, pos[t], y);
+            for (int d = 0; d < D; d++) kr[t * D + d] = (float)y[d];
+            rope_rotate(&q[t * D], D, qp[t], y);
+            for (int d = 0; d < D; d++) qb[t * D + d] = (float)y[d];
+            rope_rotate(&k[t * D], D, kp[t], y);
+            for (int d = 0; d < D; d++) kb[t * D + d] = (float)y[d];
+        }
+        const double scale = 1.0 / sqrt((double)D);
+        attn_ref_problem p = {.tokens = N, .heads = 1, .kv_heads = 1, .head_dim = D, .causal = 1,
+                              .window = am.window, .n_sink = am.n_sink,
+                              .chunk_size = am.chunk_size, .remap_window = L, .scale = scale,
+                              .q = qr, .k = kr, .q_b = qb, .k_b = kb, .pos = pos};
+        double scratch[2 * N], worst = 0;
+        for (uint64_t i = 0; i < N; i++) {
+            attn_ref_row row;
+            attn_ref_row_stats(&p, 0, i, UINT64_MAX, 0, scratch, &row, NULL, NULL, NULL);
+            /* the authors' rule, float64, from the raw vectors */
+            double lg[N], mx = -INFINITY;
+            for (uint64_t j = 0; j < N; j++) {
+                uint64_t dist = i - j;
+                double cap = L < N - 1 ? L : N - 1; /* effective_limit_distance */
+                lg[j] = j > i ? -INFINITY
+                        : dist < L ? scale * rope_dot(&q[i * D], &k[j * D], D, (double)dist)
+                        : j < G   ? scale * rope_dot(&q[i * D], &k[j * D], D, cap)
+                                  : -INFINITY;
+                mx = lg[j] > mx ? lg[j] : mx;
+            }
+            double z = 0, ez = 0;
+            for (uint64_t j = 0; j < N; j++)
+                if (lg[j] > -INFINITY) {
+                    z += exp(lg[j] - mx);
+                    ez += exp(lg[j] - mx) * (lg[j] - mx);
+                }
+            double lse = mx + log(z), ent = log(z) - ez / z;
+            ck_assert_msg(fabs(row.lse - lse) < 2e-6 && fabs(row.entropy - ent) < 2e-6,
+                          "L %u row %llu: lse %.9g vs %.9g, entropy %.9g vs %.9g", L,
+                          (unsigned long long)i, row.lse, lse, row.entropy, ent);
+            double e1 = fabs(row.lse - lse), e2 = fabs(row.entropy - ent);
+            worst = e1 > worst ? e1 : worst;
+            worst = e2 > worst ? e2 : worst;
+        }
+        fprintf(stderr, "lm_infinite L %u n_global %u: max |lse|, |entropy| error %.3g\n", L, G,
+                worst);
+    }
+    /* its rules, naming the keys */
+    rl_error err = {0};
+    attn_remap r = {.method = id, .window = 8};
+    attn_remap_mask bad = {.window = 4, .n_sink = 2};
+    ck_assert_int_eq(attn_remap_apply_mask(&r, &bad, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "attn_window 4"));
+    attn_remap_mask none = {0};
+    ck_assert_int_eq(attn_remap_apply_mask(&r, &none, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "attn_sinks 0"));
+    attn_remap_mask chunked = {.n_sink = 2, .chunk_size = 16};
+    ck_assert_int_eq(attn_remap_apply_mask(&r, &chunked, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "attn_chunk 16"));
+}
+END_TEST
+
+/* The entropy kind with attn_remap lm_infinite (batch keys only: attn_sinks
+ * and attn_remap_window; the kind's mask gets attn_window = L from the
+ * entry) runs on the engine verified against the CPU reference; a local
+ * branch covering the run leaves the unmasked entropy (every key local,
+ * every distance exact), a short one changes it; attn_sinks 0 is refused
+ * naming the key. */
+START_TEST(lm_infinite_entropy_kind_runs_verified)
+{
+    kfix f;
+    rl_error err = {0};
+    kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64}");
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    double plain = kmetric(&f, "entropy_at_max_len");
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": "
+                              "\"lm_infinite\", \"attn_remap_window\": 64, \"attn_sinks\": 4}");
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(kmetric(&f, "entropy_at_max_len"), plain, 1e-6);
+    assert_verified_remapped(&f);
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": "
+                              "\"lm_infinite\", \"attn_remap_window\": 8, \"attn_sinks\": 4}");
+    ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(fabs(kmetric(&f, "entropy_at_max_len") - plain) > 1e-3, "%g vs %g",
+                  kmetric(&f, "entropy_at_max_len"), plain);
+    assert_verified_remapped(&f);
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": "
+                              "\"lm_infinite\", \"attn_remap_window\": 8}");
+    ck_assert_int_eq(kf_run(&f, "entropy", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_sinks 0") != NULL, "%s", err.msg);
+    kf_free(&f);
+}
+END_TEST
+
+/* The remap registry is complete: every entry has its name, summary,
+ * source, selection and formulas (a position map exactly for the window
+ * methods), its id round-trips through its name, the attn_remap key's
+ * choices and the message list name it, and every key it reads is an
+ * attention kind's batch key. */
+START_TEST(registry_entries_are_complete_and_listed)
+{
+    const exp_kind *k = exp_find("entropy");
+    ck_assert_ptr_nonnull(k);
+    ck_assert_str_eq(attn_remap_name(ATTN_REMAP_NONE), "none");
+    ck_assert_ptr_null(attn_remap_method_at(ATTN_REMAP_NONE));
+    ck_assert_ptr_null(attn_remap_method_at(attn_remap_count()));
+    char choices[512];
+    snprintf(choices, sizeof choices, "|%s|", ATTN_REMAP_CHOICES);
+    for (int m = 1; m < attn_remap_count(); m++) {
+        const attn_remap_method *r = attn_remap_method_at(m);
+        ck_assert_ptr_nonnull(r);
+        ck_assert(r->name && r->summary && r->source && r->distance && r->keys);
+        ck_assert(r->defs == ATTN_REMAP_DEFS_WINDOW || r->defs == ATTN_REMAP_DEFS_CHUNK);
+        ck_assert_int_eq(r->positions != NULL, r->defs == ATTN_REMAP_DEFS_WINDOW);
+        ck_assert_int_eq(attn_remap_from_name(r->name), m);
+        ck_assert_str_eq(attn_remap_name(m), r->name);
+        char bar[80];
+        snprintf(bar, sizeof bar, "|%s|", r->name);
+        ck_assert_msg(strstr(choices, bar), "%s not in the attn_remap choices", r->name);
+        ck_assert_ptr_nonnull(strstr(attn_remap_names(), r->name));
+        for (const char *const *key = r->keys; *key; key++) {
+            int found = 0;
+            for (size_t j = 0; j < k->n_params && !found; j++)
+                found = strcmp(k->params[j].key, *key) == 0;
+            ck_assert_msg(found, "%s reads %s, not a batch key", r->name, *key);
+        }
+    }
+    ck_assert_int_eq(attn_remap_from_name("nonesuch"), -1);
+}
+END_TEST
+
 int main(void)
 {
     rl_test_pin_driver();
@@ -445,6 +629,9 @@ int main(void)
     TCase *tc = tcase_create("remap");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, position_maps_give_the_methods_distance);
+    tcase_add_test(tc, registry_entries_are_complete_and_listed);
+    tcase_add_test(tc, lm_infinite_reference_matches_the_authors_rule);
+    tcase_add_test(tc, lm_infinite_entropy_kind_runs_verified);
     tcase_add_loop_test(tc, remapped_logits_are_rope_at_the_methods_distance, 0,
                         (int)(sizeof dump_cases / sizeof dump_cases[0]));
     tcase_add_loop_test(tc, gpu_remap_selection_matches_reference, 0,

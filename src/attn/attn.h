@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attn/attn_mask.h"
 #include "core/rl_status.h"
 #include "rl_push.h" /* RL_ATTN_F_*, RL_ATTN_S_*, RL_ATTN_NSTAT */
 #include "pe/pe.h"
@@ -322,8 +323,11 @@ uint32_t attn_bucket_of(uint64_t distance);
  * memory, dump size) and the largest token count that fits. */
 rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *d, rl_error *err);
 
+/* d's causal flag and mask as the one host mask description (attn_mask.h). */
+attn_mask attn_desc_mask(const attn_desc *d);
+
 /* 1 when some query of [q0, q1) sees some key of [k0, k1) under d's causal
- * flag and mask (exact, by intervals): the host skips the tiles where it is
+ * flag and mask (exact: attn_mask_tile_visible): the host skips the tiles where it is
  * 0 (attn_gpu.c). */
 int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0, uint64_t k1);
 
@@ -369,53 +373,8 @@ rl_status attn_pe_bias_create(rlvk_device *dev, const pe_encoding *e, const floa
                               uint32_t head_dim, attn_pe_bias *out, rl_error *err);
 void attn_pe_bias_destroy(rlvk_device *dev, attn_pe_bias *b);
 
-/* ---- position remapping methods (attn_remap.c) ------------------------ */
-
-/* Methods with two logit definitions, selected per (i, j) by
- * attn_desc.remap_window (docs/attention.md "Position remapping"). */
-enum { ATTN_REMAP_NONE, ATTN_REMAP_SELF_EXTEND, ATTN_REMAP_REROPE, ATTN_REMAP_LEAKY_REROPE,
-       ATTN_REMAP_DCA, ATTN_REMAP_COUNT };
-typedef struct attn_remap {
-    int method;        /* ATTN_REMAP_* */
-    uint32_t window;   /* W (Self-Extend's neighbour window, ReRoPE's w): exact where
-                          |pos_i - pos_j| < W; 1..2^31 */
-    uint32_t group;    /* Self-Extend's group size G >= 1 */
-    uint32_t leak;     /* Leaky ReRoPE's k >= 1: slope 1/k beyond w */
-    uint32_t chunk;    /* DCA's chunk_size S > window (its local_size L): chunk length
-                          c = S - L */
-} attn_remap;
-
-/* "none", "self_extend", "rerope", "leaky_rerope", "dca" ("?" out of range). */
-const char *attn_remap_name(int method);
-/* The method of a name, -1 when unknown. */
-int attn_remap_from_name(const char *name);
-/* RL_ERR_ARG naming the key (attn_remap_window/group/leak) when r's
- * parameters are out of range. */
-rl_status attn_remap_check(const attn_remap *r, rl_error *err);
-/* Positions at which the remapped definition rotates the queries (qpos)
- * and keys (kpos) of tokens at pos ([tokens] each): self_extend floor(p/G)
- * + W - floor(W/G) and floor(p/G); rerope W and 0; leaky_rerope p + W(k -
- * 1) and p (with the linear-scaled encoding, attn_remap_encoding).
- * RL_ERR_ARG when a query position passes 2^32 - 1. */
-rl_status attn_remap_positions(const attn_remap *r, const uint32_t *pos, uint64_t tokens,
-                               uint32_t *qpos, uint32_t *kpos, rl_error *err);
-/* Dual Chunk Attention's positions (ChunkLlama / vLLM DualChunkRotaryEmbedding,
- * c = S - L): keys p mod c; queries intra p mod c, successive min(p mod c +
- * c, S), inter min(2c - 1, S). Arrays [tokens]. */
-rl_status attn_remap_dca_positions(const attn_remap *r, const uint32_t *pos, uint64_t tokens,
-                                   uint32_t *q_intra, uint32_t *q_succ, uint32_t *q_inter,
-                                   uint32_t *kpos, rl_error *err);
-/* The encoding that rotates the remapped definition: e itself (*far =
- * NULL) or leaky_rerope's linear (factor k) twin of plain RoPE e (*far,
- * caller destroys). RL_ERR_ARG for encodings that are not rotary. */
-rl_status attn_remap_encoding(const attn_remap *r, const pe_encoding *e, pe_encoding **far,
-                              rl_error *err);
-/* The relative distance method r gives (pos_i, pos_j), from its formula in
- * double: pos_i - pos_j inside the window, else self_extend floor(i/G) -
- * floor(j/G) + W - floor(W/G), rerope W, leaky_rerope W + (d - W)/k; dca by
- * chunk distance: pos_i - pos_j (same chunk), min(i mod c + c, S) - j mod c
- * (successive), min(2c - 1, S) - j mod c (further). */
-double attn_remap_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j);
+/* ---- position remapping methods: attn_remap.h (their registry) -------- */
+#include "attn/attn_remap.h"
 
 /* ---- CPU reference (attn_ref.c, double) ------------------------------- */
 

@@ -336,7 +336,8 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
 
 static int masked(const attn_desc *d)
 {
-    return d->window || d->chunk_size;
+    attn_mask m = attn_desc_mask(d);
+    return attn_mask_active(&m);
 }
 
 /* The temperature of query token t at position pos (attn.h), in double,
@@ -354,43 +355,10 @@ static double temperature(const attn_desc *d, uint64_t t, uint32_t pos)
     return 1.0;
 }
 
-/* Some i in [a, b] and j in [c, e] (inclusive, a <= b, c <= e) with
- * (causal: j <= i) and |i - j| < window (window 0: any distance). */
-static int intervals_meet(int causal, uint64_t window, uint64_t a, uint64_t b, uint64_t c,
-                          uint64_t e)
-{
-    if (causal && c > b)
-        return 0;
-    /* Smallest |i - j| over the pairs (causal: j <= i; with c <= b the
-     * pair i = b, j = c is allowed, and so is every closer one). */
-    uint64_t gap = e < a ? a - e : (c > b ? c - b : 0);
-    return window == 0 || gap < window;
-}
-
 int attn_tile_visible(const attn_desc *d, uint64_t q0, uint64_t q1, uint64_t k0, uint64_t k1)
 {
-    if (q0 >= q1 || k0 >= k1)
-        return 0;
-    uint64_t a = q0, b = q1 - 1, c = k0, e = k1 - 1;
-    if (d->causal && c > b)
-        return 0;
-    if (!masked(d))
-        return 1;
-    if (c < d->n_sink)                /* key c is a sink; causal: c <= b */
-        return 1;
-    if (!d->chunk_size)
-        return intervals_meet(d->causal, d->window, a, b, c, e);
-    uint64_t C = d->chunk_size;
-    /* chunks holding both a query and a key of the tile */
-    uint64_t t0 = (a / C > c / C ? a / C : c / C), t1 = (b / C < e / C ? b / C : e / C);
-    for (uint64_t t = t0; t <= t1; t++) {
-        uint64_t lo = t * C, hi = lo + C - 1;
-        uint64_t ia = a > lo ? a : lo, ib = b < hi ? b : hi;
-        uint64_t ja = c > lo ? c : lo, jb = e < hi ? e : hi;
-        if (intervals_meet(d->causal, d->window, ia, ib, ja, jb))
-            return 1;
-    }
-    return 0;
+    attn_mask m = attn_desc_mask(d);
+    return attn_mask_tile_visible(&m, d->tokens, q0, q1, k0, k1);
 }
 
 /* attn.comp's uniform texel buffers (bindings 16 + the storage buffer's

@@ -180,34 +180,17 @@ rl_status bench_fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_err
     return st;
 }
 
-/* |[a, b] ∩ [c, e]| for inclusive integer intervals (empty when b < a). */
-static uint64_t overlap(int64_t a, int64_t b, int64_t c, int64_t e)
-{
-    int64_t lo = a > c ? a : c, hi = b < e ? b : e;
-    return hi >= lo ? (uint64_t)(hi - lo + 1) : 0;
-}
-
-/* Visible (query, key) pairs per head under the mask (attn.h's definition,
- * counted by intervals per row) and without it. */
+/* Visible (query, key) pairs per head under the mask (attn_mask_row_keys,
+ * the mask's one host description) and without it. */
 static void count_pairs(const bench_attn_opts *o, double *visible, double *full)
 {
-    int64_t n = (int64_t)o->tokens, S = o->n_sink, W = o->window, C = o->chunk_size;
+    const attn_mask m = {.causal = o->causal, .window = o->window, .n_sink = o->n_sink,
+                         .chunk_size = o->chunk_size};
+    uint64_t n = o->tokens;
     *visible = *full = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t last = o->causal ? i : n - 1;  /* keys 0..last */
-        int64_t lo = 0, hi = last;
-        if (W) {
-            lo = i - W + 1 > lo ? i - W + 1 : lo;
-            hi = i + W - 1 < hi ? i + W - 1 : hi;
-        }
-        if (C) {
-            int64_t cs = i - i % C;
-            lo = cs > lo ? cs : lo;
-            hi = cs + C - 1 < hi ? cs + C - 1 : hi;
-        }
-        uint64_t local = overlap(lo, hi, 0, last), sinks = overlap(0, S - 1, 0, last);
-        *visible += (double)(local + sinks - overlap(lo, hi, 0, S - 1 < last ? S - 1 : last));
-        *full += (double)(last + 1);
+    for (uint64_t i = 0; i < n; i++) {
+        *visible += (double)attn_mask_row_keys(&m, i, n);
+        *full += (double)(o->causal ? i + 1 : n);
     }
 }
 

@@ -153,6 +153,16 @@ int cmd_encodings(int argc, char **argv)
             printf("    %-16s %s; default %s\n    %-16s %.*s\n", p->key, ty, def, "",
                    (int)help_len, p->help);
         }
+        /* the attn_remap methods, from their registry (attn/attn_remap.h) */
+        printf("    attn_remap methods (the keys each reads):\n");
+        for (int m = 1; m < attn_remap_count(); m++) {
+            const attn_remap_method *rm = attn_remap_method_at(m);
+            printf("    %-16s %s\n    %-16s %s\n    %-16s", rm->name, rm->summary, "",
+                   rm->source, "");
+            for (const char *const *kk = rm->keys; kk && *kk; kk++)
+                printf(" %s", *kk);
+            printf("\n");
+        }
         printf("\n");
     }
     if (json) {

@@ -252,7 +252,7 @@ typedef struct exp_attn_mask {
     double sink_logit;
     int temp;                /* attn_temperature: ATTN_TEMP_*, parameters as attn_desc */
     double temp_a, temp_b;
-    attn_remap remap;        /* attn_remap*: position remapping (exp_attn_remap_get) */
+    attn_remap remap;        /* attn_remap*: position remapping (exp_attn_mask_get) */
 } exp_attn_mask;
 #define EXP_ATTN_MASK_PARAMS(W, S, C, LS, SL, T, TS, TF)                                       \
     [T] = {.key = "attn_temperature", .type = RL_P_ENUM, .def = "\"none\"",                    \
@@ -277,12 +277,13 @@ typedef struct exp_attn_mask {
            .help = "attention mask: keys in the query's chunk of attn_chunk tokens (Llama 4 "   \
                    "attention_chunk_size; 0: none)"}
 /* Position remapping of the attention kinds (docs/attention.md "Position
- * remapping"), beside the mask keys: EXP_ATTN_REMAP_PARAMS(its four
- * indices) in a kind's parameter list, read with exp_attn_remap_get into
- * exp_attn_mask.remap. */
+ * remapping"), beside the mask keys: EXP_ATTN_REMAP_PARAMS(its five
+ * indices) in a kind's parameter list, read with exp_attn_mask_get into
+ * exp_attn_mask.remap. The attn_remap choices are the remap registry's
+ * (attn/attn_remap.h); each method's file lists the keys it reads. */
 #define EXP_ATTN_REMAP_PARAMS(R, RW, RG, RK, RC)                                                \
     [R] = {.key = "attn_remap", .type = RL_P_ENUM, .def = "\"none\"",                          \
-           .choices = "none|self_extend|rerope|leaky_rerope|dca",                               \
+           .choices = ATTN_REMAP_CHOICES, /* the registry, attn/attn_remap.h */                 \
            .help = "position remapping with two logit definitions: exact positions where "      \
                    "|i - j| < attn_remap_window, beyond Self-Extend's grouped positions, "        \
                    "ReRoPE's distance w or Leaky ReRoPE's w + (i - j - w)/k; dca: Dual Chunk "   \
@@ -297,18 +298,32 @@ typedef struct exp_attn_mask {
             .help = "Self-Extend's group size G (positions floor(p/G) beyond the window)"},    \
     [RK] = {.key = "attn_remap_leak", .type = RL_P_INT, .min = 1, .max = 65536, .def = "16",   \
             .help = "Leaky ReRoPE's k: slope 1/k beyond the window (bojone's scaling_factor)"}
-/* m->remap from a kind's resolved values of those four keys. */
-rl_status exp_attn_remap_get(const char *kind, const exp_value *r, const exp_value *rw,
-                             const exp_value *rg, const exp_value *rk, const exp_value *rc,
-                             uint32_t train_len, exp_attn_mask *m, rl_error *err);
+/* Where a kind's resolved values hold the mask keys: indices into its
+ * exp_value array (those it gave EXP_ATTN_MASK_PARAMS). */
+typedef struct exp_attn_mask_keys {
+    int window, sinks, chunk;          /* attn_window, attn_sinks, attn_chunk */
+    int learned_sink, sink_logit;      /* attn_learned_sink, attn_sink_logit */
+    int temp, temp_scale, temp_floor;  /* attn_temperature, attn_temp_scale, attn_temp_floor */
+    int remap, remap_window, remap_group, remap_leak, remap_chunk; /* attn_remap* */
+} exp_attn_mask_keys;
+/* The indices of a kind whose parameter enum uses the house names P_WINDOW,
+ * P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP,
+ * P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK. */
+#define EXP_ATTN_MASK_KEYS                                                                     \
+    (&(const exp_attn_mask_keys){.window = P_WINDOW, .sinks = P_SINKS, .chunk = P_CHUNK,      \
+                                 .learned_sink = P_LSINK, .sink_logit = P_SLOGIT,              \
+                                 .temp = P_TEMP, .temp_scale = P_TSCALE,                       \
+                                 .temp_floor = P_TFLOOR, .remap = P_REMAP,                     \
+                                 .remap_window = P_RWINDOW, .remap_group = P_RGROUP,           \
+                                 .remap_leak = P_RLEAK, .remap_chunk = P_RCHUNK})
 
-/* The mask from a kind's resolved values v[W], v[S], v[C], v[LS], v[SL],
- * v[T], v[TS], v[TF] (qwen_logn's L: train_len);
- * attn_sinks without a window or chunk is RL_ERR_ARG naming the kind and
- * keys. */
-rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
-                            const exp_value *c, const exp_value *ls, const exp_value *sl,
-                            const exp_value *t, const exp_value *ts, const exp_value *tf,
+/* The mask and the position remapping from a kind's resolved values v at
+ * the indices keys names (qwen_logn's L: train_len; DCA's default chunk 3/4
+ * of it). A remap method's implied mask (attn_remap_apply_mask:
+ * lm_infinite) is applied before the mask is checked; attn_sinks without a
+ * window or chunk is RL_ERR_ARG naming the kind and keys, and so is an
+ * unknown or out-of-range remap. */
+rl_status exp_attn_mask_get(const char *kind, const exp_value *v, const exp_attn_mask_keys *keys,
                             uint32_t train_len, exp_attn_mask *m, rl_error *err);
 
 typedef struct exp_attn_io {

@@ -37,11 +37,27 @@ static double logit_scale(const pe_encoding *e, uint32_t head_dim, int no_af)
     return s;
 }
 
-rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_value *s,
-                            const exp_value *c, const exp_value *ls, const exp_value *sl,
-                            const exp_value *t, const exp_value *ts, const exp_value *tf,
+/* m->remap from the attn_remap* values; -1 when the method name is unknown
+ * (m->remap.method is then 0). */
+static int remap_of(const exp_value *v, const exp_attn_mask_keys *keys, uint32_t train_len,
+                    exp_attn_mask *m)
+{
+    int method = attn_remap_from_name(v[keys->remap].str);
+    double rc = v[keys->remap_chunk].num;
+    m->remap = (attn_remap){.method = method < 0 ? 0 : method,
+                            .window = (uint32_t)v[keys->remap_window].num,
+                            .group = (uint32_t)v[keys->remap_group].num,
+                            .leak = (uint32_t)v[keys->remap_leak].num,
+                            .chunk = rc ? (uint32_t)rc : train_len / 4 * 3};
+    return method;
+}
+
+rl_status exp_attn_mask_get(const char *kind, const exp_value *v, const exp_attn_mask_keys *keys,
                             uint32_t train_len, exp_attn_mask *m, rl_error *err)
 {
+    const exp_value *w = &v[keys->window], *s = &v[keys->sinks], *c = &v[keys->chunk],
+                    *ls = &v[keys->learned_sink], *sl = &v[keys->sink_logit],
+                    *t = &v[keys->temp], *ts = &v[keys->temp_scale], *tf = &v[keys->temp_floor];
     *m = (exp_attn_mask){.window = (uint32_t)w->num, .n_sink = (uint32_t)s->num,
                          .chunk_size = (uint32_t)c->num, .learned_sink = ls->num != 0,
                          .sink_logit = sl->num};
@@ -55,25 +71,29 @@ rl_status exp_attn_mask_get(const char *kind, const exp_value *w, const exp_valu
         return rl_fail(err, RL_ERR_ARG,
                        "%s: attn_temperature qwen_logn needs the model's train_len above 1 (got %u)",
                        kind, train_len);
+    int method = remap_of(v, keys, train_len, m);
+    rl_status st;
+    const attn_remap_method *rm = attn_remap_method_at(m->remap.method);
+    if (rm && rm->mask) { /* the mask a method implies, before the mask's own rule */
+        if ((st = attn_remap_check(&m->remap, err))) {
+            rl_error_prefix(err, "%s", kind);
+            return st;
+        }
+        attn_remap_mask am = {m->window, m->n_sink, m->chunk_size};
+        if ((st = attn_remap_apply_mask(&m->remap, &am, err))) {
+            rl_error_prefix(err, "%s", kind);
+            return st;
+        }
+        m->window = am.window, m->n_sink = am.n_sink, m->chunk_size = am.chunk_size;
+    }
     if (m->n_sink && !m->window && !m->chunk_size)
         return rl_fail(err, RL_ERR_ARG,
                        "%s: attn_sinks %u needs attn_window or attn_chunk (without either every "
                        "key is visible)", kind, m->n_sink);
-    return RL_OK;
-}
-
-rl_status exp_attn_remap_get(const char *kind, const exp_value *r, const exp_value *rw,
-                             const exp_value *rg, const exp_value *rk, const exp_value *rc,
-                             uint32_t train_len, exp_attn_mask *m, rl_error *err)
-{
-    int method = attn_remap_from_name(r->str);
-    m->remap = (attn_remap){.method = method < 0 ? 0 : method, .window = (uint32_t)rw->num,
-                            .group = (uint32_t)rg->num, .leak = (uint32_t)rk->num,
-                            .chunk = rc->num ? (uint32_t)rc->num : train_len / 4 * 3};
     if (method < 0)
-        return rl_fail(err, RL_ERR_ARG, "%s: attn_remap '%s' is not one of none, self_extend, "
-                                        "rerope, leaky_rerope", kind, r->str);
-    rl_status st = attn_remap_check(&m->remap, err);
+        return rl_fail(err, RL_ERR_ARG, "%s: attn_remap '%s' is not one of %s", kind,
+                       v[keys->remap].str, attn_remap_names());
+    st = attn_remap_check(&m->remap, err);
     if (st)
         rl_error_prefix(err, "%s", kind);
     return st;
@@ -214,11 +234,10 @@ static attn_desc io_desc(const pe_encoding *e, const exp_attn_io *io, int have_b
         .window = io->mask.window, .n_sink = io->mask.n_sink, .chunk_size = io->mask.chunk_size,
         .temp = io->mask.temp, .temp_a = io->mask.temp_a, .temp_b = io->mask.temp_b,
         /* position remapping: the window methods' W, or DCA's chunk length S - L */
-        .remap_window = io->mask.remap.method != ATTN_REMAP_NONE &&
-                                io->mask.remap.method != ATTN_REMAP_DCA
+        .remap_window = attn_remap_defs(&io->mask.remap) == ATTN_REMAP_DEFS_WINDOW
                             ? io->mask.remap.window
                             : 0,
-        .remap_chunk = io->mask.remap.method == ATTN_REMAP_DCA
+        .remap_chunk = attn_remap_defs(&io->mask.remap) == ATTN_REMAP_DEFS_CHUNK
                            ? io->mask.remap.chunk - io->mask.remap.window
                            : 0,
         .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
@@ -326,7 +345,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     /* Dual Chunk Attention: definition a is the intra-chunk one (Q and K
      * both at chunk positions), b the successive-chunk queries, c the
      * inter-chunk ones; every definition's keys are K at j mod c. */
-    int dca = rm->method == ATTN_REMAP_DCA;
+    int dca = attn_remap_defs(rm) == ATTN_REMAP_DEFS_CHUNK;
     if (dca && (io->flags & ATTN_PAIRED))
         return rl_fail(err, RL_ERR_ARG, "attn_remap dca: three definitions, no paired mode (no "
                                         "exact definition among them)");
@@ -677,8 +696,9 @@ rl_status exp_attn_remap_check(const exp_run *run, uint64_t max_len, const attn_
     /* every map is monotone in the position: the last token's are the largest */
     uint32_t last = (uint32_t)(max_len - 1), qp, kp, qa, qc;
     if (!st)
-        st = r->method == ATTN_REMAP_DCA ? attn_remap_dca_positions(r, &last, 1, &qa, &qp, &qc, &kp, err)
-                                         : attn_remap_positions(r, &last, 1, &qp, &kp, err);
+        st = attn_remap_defs(r) == ATTN_REMAP_DEFS_CHUNK
+                 ? attn_remap_dca_positions(r, &last, 1, &qa, &qp, &qc, &kp, err)
+                 : attn_remap_positions(r, &last, 1, &qp, &kp, err);
     if (!st)
         st = pe_vec_check(far ? far : e, &qp, 1, err);
     pe_encoding_destroy(far);

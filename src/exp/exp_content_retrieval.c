@@ -92,12 +92,8 @@ static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
                           .noise = v[P_NOISE].num,
                           .distractor_scale = v[P_DISTRACTOR_SCALE].num};
         snprintf(p->distractors, sizeof p->distractors, "%s", v[P_DISTRACTORS].str);
-        st = exp_attn_mask_get("content_retrieval", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
-                               &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
-                           run->model.train_len, &p->mask, err);
-        if (!st)
-            st = exp_attn_remap_get("content_retrieval", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                    &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
+        st = exp_attn_mask_get("content_retrieval", v, EXP_ATTN_MASK_KEYS,
+                               run->model.train_len, &p->mask, err);
     }
     return st;
 }

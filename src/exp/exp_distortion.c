@@ -57,16 +57,13 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
         return st;
     p->length = v[P_LENGTH].num ? (uint64_t)v[P_LENGTH].num : run->model.train_len;
     p->attention_factor = v[P_ATTENTION_FACTOR].num != 0;
-    st = exp_attn_mask_get("distortion", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
-                           &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
+    st = exp_attn_mask_get("distortion", v, EXP_ATTN_MASK_KEYS,
                            run->model.train_len, &p->mask, err);
-    if (!st)
-        st = exp_attn_remap_get("distortion", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
-    if (!st && p->mask.remap.method == ATTN_REMAP_DCA)
-        return rl_fail(err, RL_ERR_ARG, "distortion: attn_remap dca is not supported (its three "
-                                        "definitions leave no room for the exact one its KL "
-                                        "pass compares with)");
+    if (!st && attn_remap_defs(&p->mask.remap) == ATTN_REMAP_DEFS_CHUNK)
+        return rl_fail(err, RL_ERR_ARG,
+                       "distortion: attn_remap %s is not supported (its three definitions leave "
+                       "no room for the exact one its KL pass compares with)",
+                       attn_remap_name(p->mask.remap.method));
     if (!st && p->mask.temp)
         return rl_fail(err, RL_ERR_ARG, "distortion: attn_temperature is not supported (the engine "
                                         "scales definition a only; its KL pass is paired)");

@@ -64,12 +64,8 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
                           .max_len = (uint64_t)v[P_MAX_LEN].num,
                           .sink_tokens = (uint32_t)v[P_SINK_TOKENS].num};
     if (!st)
-        st = exp_attn_mask_get("entropy", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
-                               &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
-                           run->model.train_len, &p->mask, err);
-    if (!st)
-        st = exp_attn_remap_get("entropy", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
+        st = exp_attn_mask_get("entropy", v, EXP_ATTN_MASK_KEYS,
+                               run->model.train_len, &p->mask, err);
     const exp_attn_mask *m = &p->mask;
     /* The sink mass is that of the first sink_tokens keys in the run's own
      * attention; a window or chunk would hide them from later rows unless
@@ -171,30 +167,17 @@ typedef struct sink_bufs {
     double *ref, *ref_l;  /* [rows][H] the double reference of the sampled rows */
 } sink_bufs;
 
-/* Keys visible to row i of an N-token pass under mask m (causal: j <= i),
- * and how many of them are among the first S (every one of [0, S) up to the
- * row's last key, since the mask keeps them: ent_params_of). */
+/* Keys visible to row i of an N-token pass under mask m (causal: j <= i;
+ * attn_mask_row_keys), and how many of them are among the first S (every
+ * one of [0, S) up to the row's last key, since the mask keeps them:
+ * ent_params_of). */
 static double uniform_sink_mass(uint64_t i, uint64_t N, int causal, const exp_attn_mask *m,
                                 uint32_t S)
 {
-    uint64_t hi = causal ? i : N - 1, keys = hi + 1;
-    if (m->window || m->chunk_size) {
-        uint64_t lo = 0, top = hi;
-        if (m->window) {
-            lo = i + 1 >= m->window ? i + 1 - m->window : 0;
-            if (i + m->window - 1 < top)
-                top = i + m->window - 1;
-        }
-        if (m->chunk_size) {
-            uint64_t c0 = i / m->chunk_size * m->chunk_size;
-            lo = lo > c0 ? lo : c0;
-            top = top < c0 + m->chunk_size - 1 ? top : c0 + m->chunk_size - 1;
-        }
-        uint64_t ns = m->n_sink < keys ? m->n_sink : keys;
-        uint64_t from = lo > ns ? lo : ns;
-        keys = ns + (top >= from ? top - from + 1 : 0);
-    }
-    return (double)(S < hi + 1 ? S : hi + 1) / (double)keys;
+    const attn_mask am = {.causal = causal, .window = m->window, .n_sink = m->n_sink,
+                          .chunk_size = m->chunk_size};
+    uint64_t hi = causal ? i : N - 1;
+    return (double)(S < hi + 1 ? S : hi + 1) / (double)attn_mask_row_keys(&am, i, N);
 }
 
 /* Runs the restricted pass for the pass ra (N tokens, statistics stats, the

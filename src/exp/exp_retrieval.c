@@ -123,12 +123,8 @@ static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
                       .ood_random = !strcmp(v[P_OOD].str, "random"),
                       .shuffled = !strcmp(v[P_POSITIONS].str, "shuffled"),
                       .near = !strcmp(v[P_DECOYS].str, "near")};
-    st = exp_attn_mask_get("retrieval", &v[P_WINDOW], &v[P_SINKS], &v[P_CHUNK], &v[P_LSINK],
-                           &v[P_SLOGIT], &v[P_TEMP], &v[P_TSCALE], &v[P_TFLOOR],
+    st = exp_attn_mask_get("retrieval", v, EXP_ATTN_MASK_KEYS,
                            run->model.train_len, &p->mask, err);
-    if (!st)
-        st = exp_attn_remap_get("retrieval", &v[P_REMAP], &v[P_RWINDOW], &v[P_RGROUP],
-                                &v[P_RLEAK], &v[P_RCHUNK], run->model.train_len, &p->mask, err);
     return st;
 }
 
