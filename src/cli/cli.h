@@ -30,6 +30,12 @@ typedef struct cli_opt {
     const char *help;
 } cli_opt;
 
+/* The one --device option every command that opens a device declares
+ * (rlvk_select reads the same forms for all of them). */
+#define CLI_DEVICE_META "auto|all|N|NAME"
+#define CLI_DEVICE_HELP "device: index, name substring, uuid:U (32 hex digits), auto or all"
+#define CLI_OPT_DEVICE(dst) {"--device", CLI_STR, (dst), CLI_DEVICE_META, CLI_DEVICE_HELP " (default auto)"}
+
 /* Parses argv[1..] against opts; positional arguments go to pos (at most
  * max_pos). Returns -1 to continue, or an exit code (0 after --help, 2 after
  * an error, which has been printed naming the flag). `--help=man` and

@@ -325,7 +325,7 @@ int cmd_apply(int argc, char **argv)
         {"--out", CLI_STR, &out, "FILE", "output .npy (float32: the mode's dtype widened)"},
         {"--role", CLI_STR, &role, "q|k", "the input is queries (default) or keys (xpos scales "
                                           "them differently)"},
-        {"--device", CLI_STR, &device, "auto|all|N|NAME", "device: index, name substring, auto (default) or all"},
+        CLI_OPT_DEVICE(&device),
         {"--json", CLI_FLAG, &json, NULL, "print the verification as JSON"},
         {"--no-validate", CLI_FLAG, &no_validate, NULL, "run without the Khronos validation layer"},
     };

@@ -149,7 +149,7 @@ int cmd_bench(int argc, char **argv)
     uint64_t tokens = 65536;
     uint32_t heads = 1, head_dim = 128, rotary_dim = 0, reps = 25, warmup = 3;
     const cli_opt opts[] = {
-        {"--device", CLI_STR, &device, "auto|all|N|NAME", "device: index, name substring, auto (default) or all"},
+        CLI_OPT_DEVICE(&device),
         {"--tokens", CLI_U64, &tokens, "N", "tokens (default 65536)"},
         {"--heads", CLI_U32, &heads, "H", "heads (default 1)"},
         {"--head-dim", CLI_U32, &head_dim, "D", "head dimension (default 128)"},

@@ -138,7 +138,7 @@ int cmd_bench_attention(int argc, char **argv)
     uint64_t tokens = 16384;
     uint32_t heads = 1, head_dim = 128, reps = 3, window = 0, n_sink = 0, chunk = 0;
     const cli_opt opts[] = {
-        {"--device", CLI_STR, &device, "auto|all|N|NAME", "device: index, name substring, auto (default) or all"},
+        CLI_OPT_DEVICE(&device),
         {"--tokens", CLI_U64, &tokens, "N", "tokens (default 16384)"},
         {"--heads", CLI_U32, &heads, "H", "heads (default 1)"},
         {"--head-dim", CLI_U32, &head_dim, "D", "head dimension, multiple of 4 (default 128)"},

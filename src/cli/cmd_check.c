@@ -181,7 +181,7 @@ int cmd_check(int argc, char **argv)
 {
     check_flags f = {.device = "auto", .max_pos_log2 = 20, .seed = 1};
     const cli_opt opts[] = {
-        {"--device", CLI_STR, &f.device, "auto|all|N|NAME", "device: index, name substring, auto (default) or all"},
+        CLI_OPT_DEVICE(&f.device),
         {"--json", CLI_FLAG, &f.json, NULL,
          "print results as JSON (version, commit, seed, flags, device identity, rows; "
          "timings in their own section)"},

@@ -19,7 +19,7 @@ int cmd_run(int argc, char **argv)
     uint32_t fail_after = 0;
     const cli_opt opts[] = {
         {"--out", CLI_STR, &out, "DIR", "output directory (default: the batch's `output`)"},
-        {"--device", CLI_STR, &device, "auto|all|N|NAME", "device: index, name substring, uuid:U, auto or all"},
+        {"--device", CLI_STR, &device, CLI_DEVICE_META, CLI_DEVICE_HELP " (default: the batch's device key, else auto)"},
         {"--resume", CLI_FLAG, &resume, NULL, "skip runs already complete in DIR"},
         {"--shard", CLI_STR, &shard, "I/N",
          "run shard I of N (default: the Slurm array task's, SLURM_ARRAY_TASK_ID - _MIN of _COUNT)"},
