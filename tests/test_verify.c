@@ -3,8 +3,10 @@
  * accumulators and merged verdicts. Expected values follow from the rules
  * stated in vf.h, not from the code. */
 #include <check.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/rl_util.h"
 #include "rl_test.h"
@@ -157,6 +159,50 @@ START_TEST(guard_and_merge_fold_into_the_verdict)
 }
 END_TEST
 
+/* The one tolerance record: a bit-exact element (bound 0) that is wrong
+ * makes error/bound infinite; the record still serialises, writes that
+ * ratio as null, names it in not_finite and says why it failed; a passing
+ * verdict has no reason and no not_finite. */
+START_TEST(tolerance_record_keeps_non_finite_failures)
+{
+    float dev[4] = {1.0f, 2.0f, 3.5f, 4.0f};
+    double ref[4] = {1.0, 2.0, 3.0, 4.0}, bound[4] = {0, 0, 0, 0};
+    vf_stats s;
+    vf_compare(dev, ref, bound, NULL, 4, 0.5, &s);
+    ck_assert(!s.pass);
+    ck_assert(!isfinite(s.worst_ratio));
+    json_t *o = vf_stats_json(&s);
+    ck_assert_ptr_nonnull(o);
+    char *text = json_dumps(o, JSON_COMPACT);
+    ck_assert_ptr_nonnull(text); /* an infinite value would have made jansson refuse it */
+    ck_assert(json_is_false(json_object_get(o, "pass")));
+    ck_assert(json_is_null(json_object_get(o, "worst_error_over_bound")));
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "first_bad")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "over_bound")), 1);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(o, "max_abs_error")), 0.5, 1e-15);
+    const json_t *nf = json_object_get(o, "not_finite");
+    int named = 0;
+    for (size_t i = 0; i < json_array_size(nf); i++)
+        named |= strcmp(json_string_value(json_array_get(nf, i)), "worst_error_over_bound") == 0;
+    ck_assert_msg(named, "not_finite does not name the ratio: %s", text);
+    const char *why = json_string_value(json_object_get(o, "reason"));
+    ck_assert_ptr_nonnull(why);
+    ck_assert_msg(strstr(why, "1 element(s) over their bound") && strstr(why, "first at element 2"),
+                  "reason: %s", why);
+    free(text);
+    json_decref(o);
+
+    vf_compare(dev, ref, (double[]){1, 1, 1, 1}, NULL, 4, 1.0, &s);
+    ck_assert(s.pass);
+    o = vf_stats_json(&s);
+    ck_assert(json_is_true(json_object_get(o, "pass")));
+    ck_assert_ptr_null(json_object_get(o, "reason"));
+    ck_assert_ptr_null(json_object_get(o, "not_finite"));
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "first_bad")), -1);
+    json_decref(o);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("verify");
@@ -167,6 +213,9 @@ int main(void)
     tcase_add_test(tc, same_infinity_passes_other_values_fail);
     tcase_add_test(tc, element_over_bound_reports_first_index_and_worst_pair);
     tcase_add_test(tc, guard_and_merge_fold_into_the_verdict);
+    TCase *rec = tcase_create("record");
+    tcase_add_test(rec, tolerance_record_keeps_non_finite_failures);
+    suite_add_tcase(s, rec);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

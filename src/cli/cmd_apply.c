@@ -202,10 +202,7 @@ static rl_status save_output(const apply_ctx *c, const float *y, rl_error *err)
 static void print_stats(const char *what, const vf_stats *s, json_t *obj)
 {
     if (obj) {
-        json_object_set_new(obj, what, json_pack("{s:f,s:f,s:f,s:f,s:f,s:b}", "max_abs", s->max_abs,
-                                                 "bound_at_worst", s->bound_at_worst, "err_over_bound",
-                                                 s->worst_ratio, "nmse", s->nmse, "nmse_gate",
-                                                 s->nmse_gate, "pass", s->pass));
+        json_object_set_new(obj, what, vf_stats_json(s)); /* the one tolerance record */
         return;
     }
     printf("  %-10s max_abs %.3e  bound %.3e  err/bnd %.3f  nmse %.3e  gate %.3e  %s\n", what,

@@ -106,6 +106,24 @@ void vf_set_guard(vf_stats *s, int guard_ok);
  * closest to (or furthest over) its gate, pass = all pass. */
 void vf_merge(vf_stats *into, const vf_stats *s);
 
+/* ---- the one tolerance record ----------------------------------------- *
+ * Every JSON writer that reports a verdict (check rows, bench's and
+ * apply's "verify", ...) serialises vf_stats through this one function, in
+ * one vocabulary: pass, elements, over_bound, nonfinite, reference_nan,
+ * first_bad (-1: none), max_abs_error, max_rel_error, error_at_worst,
+ * bound_at_worst, worst_error_over_bound, nmse, nmse_bound, nmse_gate,
+ * nmse_gate_fraction, nmse_ok, guard_ok, and, when pass is false, "reason"
+ * (vf_stats_reason). A number that is not finite (an infinite error over a
+ * bound, after a non-finite element) is written as null and its key listed
+ * in "not_finite": JSON has no infinity, and a writer that passes one to
+ * jansson loses the whole record. Returns a new object (NULL only when out
+ * of memory). */
+struct json_t;
+struct json_t *vf_stats_json(const vf_stats *s);
+/* Why s did not pass, in words ("3 element(s) over their bound (worst
+ * error/bound 2.5 at index 17); ..."), into buf; "" when it passed. */
+const char *vf_stats_reason(const vf_stats *s, char *buf, size_t size);
+
 /* ---- comparisons whose bound is known only at the end ------------------ *
  * (attention: the tolerance of a statistic depends on all sampled rows).
  * Each element's bound is tol * scale_i, with tol given to vf_acc_judge. */
