@@ -81,6 +81,7 @@ else
   skipped="no Vulkan device: the apply runs on a device did not run"
 fi
 expect missing_flags 2 'are required' -- apply --encoding rope
+expect set_not_read 2 '--set factor: factor does not apply to rope_type default' -- apply --encoding rope --set factor=4 --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
 expect unknown_encoding 2 'unknown \(one of' -- apply --encoding frob --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
 expect precision_not_rope 2 'applies to --encoding rope only' -- apply --encoding sinusoidal --precision hf --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
 expect count_mismatch 2 'gives 4 positions for 5 tokens' -- apply --encoding rope --input "$tmp/q.npy" --positions 0:4 --out "$tmp/y.npy"

@@ -84,6 +84,14 @@ expect freqs_json_seq 0 '"seq_len": 5000' -- freqs --hf-config "$d/phi3_longrope
 expect freqs_csv 0 '^pair,dim_a,dim_b,inv_freq' -- freqs --head-dim 8 --csv
 expect freqs_bad_type 2 "rope_type 'foo' is not supported \(supported: default" -- freqs --rope-type foo --head-dim 8
 expect freqs_missing 2 'yarn needs original_max_position_embeddings' -- freqs --rope-type yarn --factor 4 --head-dim 64
+# A key the resolved rope_type does not read is refused, naming the key and
+# the type (it used to be recorded and ignored: the output was plain RoPE's);
+# rope_type and its alias type must agree.
+expect freqs_key_not_read 2 '^ropelab: --factor: factor does not apply to rope_type default \(it is read by linear' -- freqs --head-dim 64 --factor 4
+expect freqs_set_not_read 2 '--set beta_fast: beta_fast does not apply to rope_type linear \(it is read by yarn, dynamic_yarn\)' -- freqs --head-dim 64 --rope-type linear --factor 2 --set beta_fast=16
+expect inspect_set_not_read 2 '--set factor: factor does not apply to rope_type default' -- inspect rope --set factor=4 --head-dim 8
+expect inspect_set_read 0 'rope: rotary position embedding' -- inspect rope --set rope_type=linear --set factor=4 --head-dim 8
+expect inspect_type_disagree 2 "rope_type 'yarn' and type 'linear' disagree" -- inspect rope --set type=linear --set rope_type=yarn --set factor=4 --set original_max_position_embeddings=64 --head-dim 8
 expect freqs_bad_factor 2 'factor 0.5 must be >= 1' -- freqs --rope-type linear --factor 0.5 --head-dim 64
 expect freqs_bad_list 2 'long_factor has 3 entries; expected rotary_dim/2 = 4' -- freqs --rope-type longrope --head-dim 8 --factor 2 --original-max-position-embeddings 4096 --short-factor 1,1,1,1 --long-factor 2,2,2
 expect freqs_no_file 2 'nope.json' -- freqs --hf-config nope.json

@@ -56,6 +56,13 @@ void cli_bash_value(const char *meta);
  * that a trailing --set lacks its value. */
 int cli_split_sets(int argc, char **argv, char **rest, int *nrest, const char **sets, int *nset);
 
+/* For the rope encoding: every --set KEY must mean something for the
+ * rope_type params name (rope_key_applies); prints "--set KEY: ..." and
+ * returns 2 for the first that does not, else -1. Other encodings: -1. */
+struct json_t;
+int cli_sets_apply(const char *encoding, const struct json_t *params, const char *const *sets,
+                   int nset);
+
 /* Opened devices for a subcommand. */
 typedef struct cli_devices {
     rlvk_instance inst;

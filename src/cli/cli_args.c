@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "core/rl_util.h"
+#include "pe/rope_scaling.h"
 
 void cli_error(const char *fmt, ...)
 {
@@ -339,4 +340,28 @@ void cli_catch_stop_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
+
+int cli_sets_apply(const char *encoding, const json_t *params, const char *const *sets, int nset)
+{
+    if (strcmp(encoding, "rope") != 0)
+        return -1;
+    int type = rope_params_type(params);
+    if (type >= (int)ROPE_TYPE_COUNT)
+        return -1; /* the family names the unknown rope_type */
+    for (int i = 0; i < nset; i++) {
+        char key[128];
+        const char *eq = strchr(sets[i], '=');
+        size_t kl = eq ? (size_t)(eq - sets[i]) : strlen(sets[i]);
+        if (kl >= sizeof key)
+            continue; /* no such key: the family refuses it by name */
+        memcpy(key, sets[i], kl);
+        key[kl] = '\0';
+        rl_error err = {0};
+        if (rope_key_applies(type, key, &err) != RL_OK) {
+            cli_error("--set %s: %s", key, err.msg);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    return -1;
 }

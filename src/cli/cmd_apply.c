@@ -400,6 +400,8 @@ int cmd_apply(int argc, char **argv)
             cli_error("%s", err.msg);
             goto out;
         }
+    if (cli_sets_apply(encoding, params, sets, nset) >= 0)
+        goto out; /* rc is CLI_EXIT_USAGE here */
     c.encoding = encoding;
     c.out = out;
     c.params = params;

@@ -11,6 +11,7 @@
 #include "pe/hf_model.h"
 #include "pe/pe.h"
 #include "pe/rope.h"
+#include "pe/rope_scaling.h"
 #include "run/run.h"
 
 #define NOT_GIVEN_U32 UINT32_MAX
@@ -184,6 +185,33 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
             return CLI_EXIT_USAGE;
         }
     }
+    /* a scaling flag or --set key the resolved rope_type does not read is
+     * refused (a config's own keys are the config's: not checked here) */
+    for (size_t i = 0; i < RL_ARRAY_LEN(us); i++)
+        if (us[i].v != NOT_GIVEN_U32 && rope_key_applies(d.rope_type, us[i].key, &err)) {
+            cli_error("%s: %s", us[i].flag, err.msg);
+            return CLI_EXIT_USAGE;
+        }
+    for (size_t i = 0; i < RL_ARRAY_LEN(fs); i++)
+        if (!isnan(fs[i].v) && rope_key_applies(d.rope_type, fs[i].key, &err)) {
+            cli_error("%s: %s", fs[i].flag, err.msg);
+            return CLI_EXIT_USAGE;
+        }
+    const struct { const char *flag, *key; int given; } ls[] = {
+        {"--short-factor", "short_factor", shortf != NULL},
+        {"--long-factor", "long_factor", longf != NULL},
+        {"--no-truncate", "truncate", no_truncate},
+    };
+    for (size_t i = 0; i < RL_ARRAY_LEN(ls); i++)
+        if (ls[i].given && rope_key_applies(d.rope_type, ls[i].key, &err)) {
+            cli_error("%s: %s", ls[i].flag, err.msg);
+            return CLI_EXIT_USAGE;
+        }
+    json_t *pj = json_pack("{s:s}", "rope_type", rope_type_name(d.rope_type));
+    int sr = cli_sets_apply("rope", pj, (const char *const *)sets, nset);
+    json_decref(pj);
+    if (sr >= 0)
+        return sr;
     if (d.head_dim == 0) {
         cli_error("freqs: give --head-dim D or --hf-config FILE");
         return CLI_EXIT_USAGE;

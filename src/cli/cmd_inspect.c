@@ -154,6 +154,8 @@ int cmd_inspect(int argc, char **argv)
             cli_error("%s", err.msg);
             goto out;
         }
+    if (cli_sets_apply(pos[0], params, sets, nset) >= 0)
+        goto out; /* rc is CLI_EXIT_USAGE here */
     pe_shape shape = {.head_dim = head_dim, .heads = heads, .seed = seed};
     if (pe_encoding_create(pos[0], params, &shape, &e, &err) != RL_OK) {
         cli_error("%s", err.msg);

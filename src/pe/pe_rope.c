@@ -8,6 +8,7 @@
 #include "core/rl_npy.h"
 #include "pe/pe.h"
 #include "pe/rope.h"
+#include "pe/rope_scaling.h"
 
 /* The family's state: the rotation, and for mRoPE with mrope_positions npy
  * the [rows][3] table the token indices look up. */
@@ -81,9 +82,17 @@ static rl_status desc_from_params(const pe_encoding *e, rope_desc *d, rl_error *
     const char *key;
     json_t *v;
     rl_status st = RL_OK;
-    json_object_foreach((json_t *)pe_encoding_params(e), key, v)
+    const json_t *params = pe_encoding_params(e);
+    json_object_foreach((json_t *)params, key, v)
         if (!json_is_null(v) && (st = rope_desc_set_json(d, key, v, err)))
             return st;
+    /* rope_type and its legacy alias type: both given and different is
+     * refused (transformers reads rope_type first; neither is silently lost) */
+    const json_t *rt = json_object_get(params, "rope_type"), *ty = json_object_get(params, "type");
+    if (json_is_string(rt) && json_is_string(ty) &&
+        rope_scaling_find(json_string_value(rt)) != rope_scaling_find(json_string_value(ty)))
+        return rl_fail(err, RL_ERR_ARG, "rope_type '%s' and type '%s' disagree (type is its "
+                       "legacy alias: give one)", json_string_value(rt), json_string_value(ty));
     d->head_dim = sh->head_dim;
     if (!d->seq_len && sh->max_positions)
         d->seq_len = sh->max_positions > UINT32_MAX ? UINT32_MAX : (uint32_t)sh->max_positions;

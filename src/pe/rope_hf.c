@@ -49,7 +49,7 @@ static const rl_param common_params[] = {
       "angle precision fp32, table or precise; framework emulation hf, vllm, ggml-cpu, "
       "ggml-vulkan or cuda-fast, docs/rope.md (default fp32)"),
     E("dtype", DT_CHOICES, "emulation modes' model dtype; ggml: fp32 or fp16 (default fp32)"),
-    E("inv_freq_dtype", DT_CHOICES,
+    E("inv_freq_dtype", "fp32|bf16", /* the two rope_emu_validate accepts */
       "hf's inv_freq as stored: fp32, or bf16 for a model cast with .to(bfloat16) (default fp32)"),
     B("tf32", "hf's inv_freq and positions rounded to TF32, the matmul's inputs (default false)"),
     N("factor", 1, BIG, "scaling factor; dynamic_yarn: the floor of its scale (default per "

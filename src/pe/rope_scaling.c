@@ -3,7 +3,9 @@
  * ones, checked below); a new type is
  * appended and needs no constant. Every name, alias, key list and formula
  * lives in its src/pe/scaling/NAME.c. */
+#include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -146,4 +148,37 @@ int rope_type_uses_key(int type, const char *key)
         return 1;
     const rope_scaling *s = rope_scaling_at(type);
     return s && listed(s->keys, key);
+}
+
+const char *rope_key_readers(const char *key, char *buf, size_t size)
+{
+    size_t o = 0;
+    if (size)
+        buf[0] = '\0';
+    for (int u = 0; u < (int)rope_scaling_count() && o < size; u++)
+        if (rope_type_uses_key(u, key)) {
+            int w = snprintf(buf + o, size - o, "%s%s", o ? ", " : "", rope_type_name(u));
+            o += w > 0 ? (size_t)w : 0;
+        }
+    return buf;
+}
+
+rl_status rope_key_applies(int type, const char *key, rl_error *err)
+{
+    if (rope_type_uses_key(type, key))
+        return RL_OK;
+    char users[256];
+    return rl_fail(err, RL_ERR_ARG, "%s does not apply to rope_type %s (it is read by %s)", key,
+                   rope_type_name(type), rope_key_readers(key, users, sizeof users));
+}
+
+int rope_params_type(const json_t *params)
+{
+    const json_t *t = json_object_get(params, "rope_type");
+    if (!json_is_string(t))
+        t = json_object_get(params, "type");
+    if (!json_is_string(t))
+        return ROPE_TYPE_DEFAULT;
+    int i = rope_scaling_find(json_string_value(t));
+    return i < 0 ? (int)ROPE_TYPE_COUNT : i;
 }

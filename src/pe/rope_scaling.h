@@ -73,6 +73,21 @@ int rope_scaling_find(const char *name);
  * rotary_dim are left 0 for the caller. */
 void rope_scaling_example(int type, rope_desc *d);
 
+/* The names of the types whose formula reads key, comma-separated, into
+ * buf ("yarn, dynamic_yarn"; "" when none). Returns buf. */
+const char *rope_key_readers(const char *key, char *buf, size_t size);
+
+/* RL_OK when key means something for rope_type type (rope_type_uses_key);
+ * else RL_ERR_ARG "KEY does not apply to rope_type T (it is read by ...)".
+ * What the user gives (--set, freqs' flags, a batch) is checked with it: a
+ * key that no formula of the type reads is refused, never recorded and
+ * ignored. A config.json's keys are not (transformers reads only its
+ * type's, and so does the import). */
+rl_status rope_key_applies(int type, const char *key, rl_error *err);
+/* The rope_type a family's params JSON names (rope_type, else its legacy
+ * alias type, else default); ROPE_TYPE_COUNT when the name is unknown. */
+int rope_params_type(const struct json_t *params);
+
 /* Shared by the scaling files: inv[j] = base^(-2j/dim), j < np. */
 void rope_scaling_base_freqs(double base, double dim, uint32_t np, double *inv);
 

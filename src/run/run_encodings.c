@@ -9,6 +9,7 @@
 #include "core/rl_util.h"
 #include "pe/pe.h"
 #include "pe/rope.h"
+#include "pe/rope_scaling.h"
 #include "run/run_int.h"
 #include "run/run_parse.h"
 
@@ -346,12 +347,8 @@ static int check_rope_keys(run_pctx *c, const run_enc *en, const json_t *params,
     json_object_foreach((json_t *)params, key, v) {
         if (json_is_null(v) || rope_type_uses_key(t, key))
             continue;
-        char users[256] = "";
-        size_t o = 0;
-        for (int u = 0; u < ROPE_TYPE_COUNT && o < sizeof users; u++)
-            if (rope_type_uses_key(u, key))
-                o += (size_t)snprintf(users + o, sizeof users - o, "%s%s", o ? ", " : "",
-                                      rope_type_name(u));
+        char users[256];
+        rope_key_readers(key, users, sizeof users);
         uint32_t line = tl, col = tc;
         key_pos(en, key, &line, &col);
         char kp[200];
