@@ -93,5 +93,16 @@ d = [e for e in json.load(sys.stdin) if e["name"] == "rope"][0]
 print(" ".join(p["key"] for p in d["params"] if p["type"] == "json" and not p["help"].startswith("list of ")))' <<<"$enc")
 [ -z "$untyped" ] && ok || bad "rope keys without a real type: $untyped"
 
+# ENVIRONMENT names every variable the sources read (their getenv calls,
+# read from src/, not a second list), and EXIT STATUS the signal codes.
+envsec=$(awk '/^\.SH ENVIRONMENT/ {on = 1; next} /^\.SH / {on = 0} on' "$man")
+vars=$(grep -rhoE 'getenv\("[A-Z_]+"\)' "$src/src" | sed -E 's/getenv\("([A-Z_]+)"\)/\1/' | sort -u)
+[ "$(wc -w <<<"$vars")" -ge 8 ] && ok || bad "found too few getenv calls in src/: $vars"
+missing_env=""
+for v in $vars; do grep -qw -- "$v" <<<"$envsec" || missing_env="$missing_env $v"; done
+[ -z "$missing_env" ] && ok || bad "man ENVIRONMENT lacks:$missing_env"
+awk '/^\.SH EXIT STATUS/ {getline; print}' "$man" | grep -q '130 and 143' && ok ||
+  bad "man EXIT STATUS does not name 130/143"
+
 echo "cli_docs: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -42,7 +42,9 @@ static const command commands[] = {
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 static const char exit_codes[] =
-    "exit codes: 0 ok, 1 a check failed, 2 bad usage or no usable Vulkan device";
+    "exit codes: 0 ok, 1 a check, a verification or a run failed, 2 bad usage or no usable "
+    "Vulkan device, 130 and 143 stopped by SIGINT and SIGTERM (run, plot: results of the "
+    "complete runs written)";
 
 static void usage(FILE *out)
 {
@@ -90,10 +92,35 @@ static int print_man(void)
             if (run_help(&commands[i], sub, "--help=man") != CLI_EXIT_OK)
                 return CLI_EXIT_USAGE;
         }
-    printf(".SH EXIT STATUS\n%s.\n"
-           ".SH ENVIRONMENT\n.TP\n.B ROPELAB_CONFIG_DIR\n"
-           "the configuration directory (models/ presets, encodings/ sets); when set, the only "
-           "one searched.\n"
+    /* Every variable ropelab reads (tests/test_cli_docs.sh greps the
+     * sources' getenv calls against this section). */
+    static const char *const env[][2] = {
+        {"ROPELAB_CONFIG_DIR", "the configuration directory (models/ presets, encodings/ sets); "
+                               "when set, the only one searched."},
+        {"RL_CACHE_DIR", "where each device's Vulkan pipeline cache is kept (default "
+                         "$XDG_CACHE_HOME/ropelab, else ~/.cache/ropelab)."},
+        {"XDG_CACHE_HOME", "the base of the default cache directory (and of Mesa's shader "
+                           "cache, which keeps lavapipe's compiled pipelines between runs)."},
+        {"HOME", "~/.cache when XDG_CACHE_HOME is not set."},
+        {"RL_NO_PIPELINE_CACHE", "1: neither load nor save the pipeline cache "
+                                 "(--no-pipeline-cache)."},
+        {"RL_COMPILE_THREADS", "threads that compile a run's pipelines at once (default: the "
+                               "calling thread plus one per idle core)."},
+        {"RL_REQUIRE_VALIDATION", "1: a path that asks for the Khronos validation layer fails "
+                                  "when it is missing instead of running unvalidated (the test "
+                                  "suites and CI set it)."},
+        {"SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_MAX, "
+         "SLURM_ARRAY_TASK_STEP, SLURM_ARRAY_TASK_COUNT",
+         "run's default --shard inside a Slurm job array."},
+        {"VK_DRIVER_FILES, VK_ICD_FILENAMES", "the Vulkan loader's driver manifests; ropelab "
+                                               "reads them only to explain a manifest it could "
+                                               "not load."},
+        {"PATH", "where gnuplot is looked up for plots."},
+    };
+    printf(".SH EXIT STATUS\n%s.\n.SH ENVIRONMENT\n", exit_codes);
+    for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
+        printf(".TP\n.B %s\n%s\n", env[i][0], env[i][1]);
+    printf(
            ".SH FILES\n.TP\n.I <bindir>/../share/ropelab/configs\n"
            "presets and encoding sets of an installed ropelab, found from the executable's own "
            "directory (a moved install still finds them); an uninstalled build uses the source "
@@ -101,8 +128,7 @@ static int print_man(void)
            ".TP\n.I <prefix>/share/ropelab/experiments\nthe ready studies (batch files with "
            "READMEs).\n"
            ".TP\n.I <prefix>/share/doc/ropelab\nREADME.md and docs/.\n"
-           ".SH SEE ALSO\n.BR gnuplot (1)\n",
-           exit_codes);
+           ".SH SEE ALSO\n.BR gnuplot (1)\n");
     return CLI_EXIT_OK;
 }
 
