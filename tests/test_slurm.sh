@@ -76,5 +76,32 @@ dev() { env -u CUDA_VISIBLE_DEVICES -u ROCR_VISIBLE_DEVICES -u ZE_AFFINITY_MASK 
   [ "$(dev ROPELAB_DEVICE=all CUDA_VISIBLE_DEVICES=1)" = all ] && ok ||
   bad "device.sh: $(dev) $(dev CUDA_VISIBLE_DEVICES=2,3) $(dev ZE_AFFINITY_MASK=3.1)"
 
+# 5. submit.sh: options to both jobs, --array to the array only, the GPU
+# request from ROPELAB_GRES (none on a CPU partition), never on the merge;
+# a stand-in sbatch records each call.
+fake=$(mktemp -d)
+cat > "$fake/sbatch" <<'SB'
+#!/bin/bash
+n=$(($(cat "$SB_LOG.n" 2>/dev/null || echo 0) + 1)); echo $n > "$SB_LOG.n"
+printf '%s\n' "$*" >> "$SB_LOG"
+echo "$((100 + n));cluster"
+SB
+chmod +x "$fake/sbatch"
+sub() { (cd "$src" && SB_LOG=$fake/log SBATCH=$fake/sbatch bash scripts/slurm/submit.sh "$@"); }
+out=$(sub experiments/quickstart.yaml "$fake/res" --array=0-3 --partition=gpu --account=lab 2>&1)
+a1=$(sed -n 1p "$fake/log"); m1=$(sed -n 2p "$fake/log")
+if grep -q 'array job 101, merge job 102' <<<"$out" &&
+   grep -q -- '--gres=gpu:1 --partition=gpu --account=lab --array=0-3 scripts/slurm/array.sbatch' <<<"$a1" &&
+   grep -q -- '--gres=none --partition=gpu --account=lab --dependency=afterok:101 scripts/slurm/merge.sbatch' <<<"$m1" &&
+   ! grep -q -- '--array' <<<"$m1"; then ok; else bad "submit.sh: $out | $a1 | $m1"; fi
+rm -f "$fake/log" "$fake/log.n"
+out=$(ROPELAB_GRES=none sub experiments/quickstart.yaml --partition=cpu 2>&1)
+a1=$(sed -n 1p "$fake/log")
+grep -q -- '--gres=none --partition=cpu scripts/slurm/array.sbatch' <<<"$a1" &&
+  grep -q 'results in results/quickstart-' <<<"$out" && ok || bad "submit.sh on a CPU partition: $out | $a1"
+out=$(sub experiments/quickstart.yaml r --gres=gpu:2 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q 'ROPELAB_GRES' <<<"$out" && ok || bad "submit.sh --gres: $rc $out"
+rm -rf "$fake"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
