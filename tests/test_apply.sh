@@ -54,6 +54,11 @@ if "$bin" devices >/dev/null 2>&1; then
   ok rope_changes_data bash -c "! cmp -s <(tail -c 320 '$tmp/y1.npy') '$tmp/q.bin'"
   # token 1 sits at position 0: its rows are unchanged (identity rotation)
   ok position_zero_identity cmp -s <(data_of "$tmp/y1.npy" | head -c 128 | tail -c 64) <(head -c 128 "$tmp/q.bin" | tail -c 64)
+  # the text line's error and bound belong to one element: error/bound is its ratio
+  line=$("$bin" apply --encoding rope --input "$tmp/q.npy" --positions 0:5 --out "$tmp/yw.npy" 2>&1 | grep -m1 'worst element:')
+  if awk '{for (i = 1; i <= NF; i++) { if ($i == "error") e = $(i + 1); if ($i == "bound") b = $(i + 1); if ($i == "err/bnd") r = $(i + 1) } }
+          END { exit !(b > 0 && (e / b - r < 5e-4 && r - e / b < 5e-4)) }' <<<"$line"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL worst_element_line: $line" >&2; fi
   expect rope_2d 0 "10 tokens x 1 heads x 8 dims" -- apply --encoding rope --input "$tmp/q2d.npy" --positions 0:10 --out "$tmp/y3.npy"
   expect emu_hf_bf16 0 'emulation .*pass' -- apply --encoding rope --precision hf --set dtype=bf16 --input "$tmp/q.npy" --positions "$tmp/pos.npy" --out "$tmp/y4.npy"
   expect emu_ggml_cpu 0 'emulation .*pass' -- apply --encoding rope --precision ggml-cpu --set dtype=fp16 --input "$tmp/q.npy" --positions 100:105 --out "$tmp/y5.npy"

@@ -230,7 +230,7 @@ print(len(tc))' "$ck/rope.xml")
   fi
   if [ "$nxml" = "$nlist_rope" ] && ! ls "$ck"/rope.xml.tmp* >/dev/null 2>&1; then ok; else
     bad "check_junit: $nxml testcases, want $nlist_rope"; fi
-  expect check_junit_bad_dir 1 '--junit: .*nonexistent' -- check --quick --kernel 'bias/alibi*' --junit "$ck/nonexistent/x.xml"
+  expect check_junit_bad_dir 2 '--junit .*nonexistent.*is not a folder ropelab can write into' -- check --quick --kernel 'bias/alibi*' --junit "$ck/nonexistent/x.xml"
   # --json, the whole quick check on every device once: it passes, with
   # the validation layer on, and holds every family; version, commit,
   # seed, device identity. Determinism: the subgroup attention rows (the

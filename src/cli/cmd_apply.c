@@ -205,9 +205,10 @@ static void print_stats(const char *what, const vf_stats *s, json_t *obj)
         json_object_set_new(obj, what, vf_stats_json(s)); /* the one tolerance record */
         return;
     }
-    printf("  %-10s max_abs %.3e  bound %.3e  err/bnd %.3f  nmse %.3e  gate %.3e  %s\n", what,
-           s->max_abs, s->bound_at_worst, s->worst_ratio, s->nmse, s->nmse_gate,
-           s->pass ? "pass" : "FAIL");
+    /* error and bound of the same element (the one with the worst ratio) */
+    printf("  %-10s worst element: error %.3e  bound %.3e  err/bnd %.3f  (max abs %.3e)  nmse %.3e"
+           "  gate %.3e  %s\n", what, s->err_at_worst, s->bound_at_worst, s->worst_ratio,
+           s->max_abs, s->nmse, s->nmse_gate, s->pass ? "pass" : "FAIL");
 }
 
 static rl_status apply_on(rlvk_device *dev, void *vctx, json_t *arr, rl_error *err)

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <errno.h>
 
 #include "check/chk.h"
 #include "cli/cli.h"
@@ -227,6 +230,29 @@ int cmd_check(int argc, char **argv)
     if (f.junit && !*f.junit) {
         cli_error("--junit: empty file name");
         return CLI_EXIT_USAGE;
+    }
+    if (f.junit) {
+        /* the report's folder must exist and take files before anything
+         * runs: a bad path is usage (2), never a failed kernel (1) */
+        char dir[4096];
+        const char *slash = strrchr(f.junit, '/');
+        size_t dl = slash ? (size_t)(slash - f.junit) : 0;
+        if (dl >= sizeof dir) {
+            cli_error("--junit %s: the path is too long", f.junit);
+            return CLI_EXIT_USAGE;
+        }
+        memcpy(dir, slash ? f.junit : ".", slash ? dl : 1);
+        dir[slash ? (dl ? dl : 1) : 1] = '\0';
+        if (slash && dl == 0)
+            dir[0] = '/';
+        struct stat sb;
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK) != 0) {
+            cli_error("--junit %s: %s is not a folder ropelab can write into (%s)", f.junit, dir,
+                      stat(dir, &sb) != 0 ? strerror(errno) : !S_ISDIR(sb.st_mode)
+                                                              ? "not a directory"
+                                                              : strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
     }
     cli_devices d;
     if ((rc = cli_open(f.device, !f.no_validate, &d)) >= 0)
