@@ -51,6 +51,12 @@ rl_status run_preset_model(const char *name, hfm_model *m, rl_error *err)
     char label[160];
     snprintf(label, sizeof label, "preset %s", name);
     st = hfm_from_json(cfg, label, m, err);
+    /* the preset's train_len is the length runs use (from_preset below):
+     * `model --preset` shows that one, not the config reader's 0 */
+    const json_t *tl = json_object_get(p, "train_len");
+    if (!st && json_is_integer(tl) && json_integer_value(tl) > 0 &&
+        json_integer_value(tl) <= (json_int_t)UINT32_MAX)
+        m->train_len = (uint32_t)json_integer_value(tl);
     json_decref(cfg);
     json_decref(p);
     return st;
