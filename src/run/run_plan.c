@@ -63,7 +63,7 @@ rl_status run_plan_print(const run_batch *b, uint32_t si, uint32_t sn, FILE *fp,
     if (sn > 1)
         fprintf(fp, "; shard %u/%u", si, sn);
     fprintf(fp, "\n%-16s  %-10s %-12s %10s  %s\n", "run id", "kind", "encoding", "memory",
-            "parameters");
+            "parameters (those at their kind's default left out)");
     for (size_t i = 0; i < b->n_items; i++) {
         const run_item *it = &b->items[i];
         if (shard[i] != si)
@@ -83,6 +83,15 @@ rl_status run_plan_print(const run_batch *b, uint32_t si, uint32_t sn, FILE *fp,
         const char *k;
         json_t *v;
         json_object_foreach(json_object_get(res, "params"), k, v) {
+            /* a parameter at its kind's default is left out (summary.json
+             * holds the whole record) */
+            long pi = rl_param_find(it->kind->params, it->kind->n_params, k);
+            const char *def = pi >= 0 ? it->kind->params[pi].def : NULL;
+            json_t *dv = def ? json_loads(def, JSON_DECODE_ANY, NULL) : NULL;
+            int at_default = dv && json_equal(dv, v);
+            json_decref(dv);
+            if (at_default)
+                continue;
             char buf[128];
             run_json_text(v, buf, sizeof buf);
             fprintf(fp, " %s=%s", rl_clean(k, c3, sizeof c3), rl_clean(buf, c1, sizeof c1));
