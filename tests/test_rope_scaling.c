@@ -644,24 +644,49 @@ START_TEST(vllm_semantics_keys_are_refused_where_they_do_not_apply)
 }
 END_TEST
 
-/* Resonance RoPE (Wang et al. 2024): head_dim 8, base 10000, L = 64.
+/* Resonance RoPE's default, every pair, as the authors' code computes it
+ * (sheryc/resonance_rope rotary_resonance.py: r_wavelengths =
+ * torch.round(2 pi / inv_freq) over all dim/2 pairs): head_dim 8, base
+ * 10000, wavelengths 6.283, 62.83, 628.3, 6283.2 -> 6, 63, 628, 6283 tokens
+ * (values derived by hand), and no training length needed; after YaRN x4
+ * every pair of YaRN's own inv_freq rounded. */
+START_TEST(resonance_rounds_every_pair_as_the_authors_code)
+{
+    rope_freqs f = compute(&(rope_desc){.head_dim = 8, .resonance = 1});
+    REL(f.inv_freq[0], 2.0 * M_PI / 6.0, 1e-15);
+    REL(f.inv_freq[1], 2.0 * M_PI / 63.0, 1e-15);
+    REL(f.inv_freq[2], 2.0 * M_PI / 628.0, 1e-15);
+    REL(f.inv_freq[3], 2.0 * M_PI / 6283.0, 1e-15);
+    rope_desc y = {.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4,
+                   .original_max_position_embeddings = 4096};
+    rope_freqs plain = compute(&y);
+    y.resonance = 1;
+    rope_freqs res = compute(&y);
+    for (uint32_t j = 0; j < plain.n_pairs; j++)
+        REL(res.inv_freq[j], 2.0 * M_PI / floor(2.0 * M_PI / plain.inv_freq[j] + 0.5), 1e-15);
+    REL(res.attention_factor, plain.attention_factor, 0);
+}
+END_TEST
+
+/* Resonance RoPE (Wang et al. 2024), resonance_scope below_train (the paper's
+ * section 4 reading): head_dim 8, base 10000, L = 64.
  * Unscaled theta = 1, 0.1, 0.01, 0.001; wavelengths 2pi/theta = 6.283,
  * 62.83, 628.3, 6283: the first two are below 64 and become 6 and 63 tokens
  * (theta' = 2pi/6 = pi/3 and 2pi/63), the others are kept. */
-START_TEST(resonance_rounds_wavelengths_below_the_training_length)
+START_TEST(resonance_below_train_rounds_wavelengths_below_the_training_length)
 {
-    rope_freqs f = compute(&(rope_desc){.head_dim = 8, .resonance = 1,
+    rope_freqs f = compute(&(rope_desc){.head_dim = 8, .resonance = 1, .resonance_scope = ROPE_RESONANCE_BELOW_TRAIN,
                                         .original_max_position_embeddings = 64});
     REL(f.inv_freq[0], M_PI / 3.0, 1e-15);
     REL(f.inv_freq[1], 2.0 * M_PI / 63.0, 1e-15);
     REL(f.inv_freq[2], 0.01, 1e-15);
     REL(f.inv_freq[3], 0.001, 1e-15);
     /* max_position_embeddings stands in for the training length. */
-    f = compute(&(rope_desc){.head_dim = 8, .resonance = 1, .max_position_embeddings = 62});
+    f = compute(&(rope_desc){.head_dim = 8, .resonance = 1, .resonance_scope = ROPE_RESONANCE_BELOW_TRAIN, .max_position_embeddings = 62});
     REL(f.inv_freq[1], 0.1, 1e-15); /* 62.83 >= 62: kept */
     REL(f.inv_freq[0], M_PI / 3.0, 1e-15);
     /* A rounded pair repeats exactly after its integer wavelength. */
-    f = compute(&(rope_desc){.head_dim = 8, .resonance = 1,
+    f = compute(&(rope_desc){.head_dim = 8, .resonance = 1, .resonance_scope = ROPE_RESONANCE_BELOW_TRAIN,
                              .original_max_position_embeddings = 64});
     ck_assert_double_eq_tol(fmod(63.0 * f.inv_freq[1], 2.0 * M_PI), 0.0, 1e-12);
 }
@@ -673,13 +698,14 @@ END_TEST
 START_TEST(resonance_applies_after_the_scaling_type)
 {
     rope_freqs f = compute(&(rope_desc){.head_dim = 8, .rope_type = ROPE_TYPE_LINEAR, .factor = 2,
-                                        .resonance = 1, .original_max_position_embeddings = 64});
+                                        .resonance = 1, .resonance_scope = ROPE_RESONANCE_BELOW_TRAIN, .original_max_position_embeddings = 64});
     REL(f.inv_freq[0], 2.0 * M_PI / 13.0, 1e-15);
     REL(f.inv_freq[1], 0.05, 1e-15);
     rope_desc y = {.head_dim = 64, .rope_type = ROPE_TYPE_YARN, .factor = 4,
                    .original_max_position_embeddings = 4096};
     rope_freqs plain = compute(&y);
     y.resonance = 1;
+    y.resonance_scope = ROPE_RESONANCE_BELOW_TRAIN;
     rope_freqs res = compute(&y);
     int rounded = 0;
     for (uint32_t j = 0; j < plain.n_pairs; j++) {
@@ -698,9 +724,17 @@ START_TEST(resonance_errors_name_the_key)
 {
     rope_freqs f;
     rl_error err = {0};
-    ck_assert_int_eq(rope_freqs_compute(&(rope_desc){.head_dim = 8, .resonance = 1}, &f, &err),
+    ck_assert_int_eq(rope_freqs_compute(&(rope_desc){.head_dim = 8, .resonance = 1,
+                                                     .resonance_scope = ROPE_RESONANCE_BELOW_TRAIN},
+                                        &f, &err),
                      RL_ERR_ARG);
-    ck_assert_ptr_nonnull(strstr(err.msg, "resonance needs original_max_position_embeddings"));
+    ck_assert_ptr_nonnull(
+        strstr(err.msg, "resonance_scope below_train needs original_max_position_embeddings"));
+    ck_assert_int_eq(rope_freqs_compute(&(rope_desc){.head_dim = 8,
+                                                     .resonance_scope = ROPE_RESONANCE_BELOW_TRAIN},
+                                        &f, &err),
+                     RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "resonance_scope applies with resonance: true only"));
     rope_desc d = {0};
     json_t *v = json_integer(1);
     ck_assert_int_eq(rope_desc_set_json(&d, "resonance", v, &err), RL_ERR_ARG);
@@ -998,7 +1032,8 @@ int main(void)
     tcase_add_test(tc, vllm_ntk_divides_by_factor_to_2_j_plus_1_over_d);
     tcase_add_test(tc, vllm_ntk_mixed_b_blends_the_divisor_by_m_to_the_b);
     tcase_add_test(tc, vllm_semantics_keys_are_refused_where_they_do_not_apply);
-    tcase_add_test(tc, resonance_rounds_wavelengths_below_the_training_length);
+    tcase_add_test(tc, resonance_rounds_every_pair_as_the_authors_code);
+    tcase_add_test(tc, resonance_below_train_rounds_wavelengths_below_the_training_length);
     tcase_add_test(tc, resonance_applies_after_the_scaling_type);
     tcase_add_test(tc, resonance_errors_name_the_key);
     tcase_add_test(tc, registry_indices_names_and_lists_agree);

@@ -358,7 +358,8 @@ int cli_sets_apply(const char *encoding, const json_t *params, const char *const
         memcpy(key, sets[i], kl);
         key[kl] = '\0';
         rl_error err = {0};
-        if (rope_key_applies(type, key, &err) != RL_OK) {
+        if (rope_key_applies(type, json_is_true(json_object_get(params, "resonance")), key, &err) !=
+            RL_OK) {
             cli_error("--set %s: %s", key, err.msg);
             return CLI_EXIT_USAGE;
         }

@@ -188,12 +188,12 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
     /* a scaling flag or --set key the resolved rope_type does not read is
      * refused (a config's own keys are the config's: not checked here) */
     for (size_t i = 0; i < RL_ARRAY_LEN(us); i++)
-        if (us[i].v != NOT_GIVEN_U32 && rope_key_applies(d.rope_type, us[i].key, &err)) {
+        if (us[i].v != NOT_GIVEN_U32 && rope_key_applies(d.rope_type, d.resonance, us[i].key, &err)) {
             cli_error("%s: %s", us[i].flag, err.msg);
             return CLI_EXIT_USAGE;
         }
     for (size_t i = 0; i < RL_ARRAY_LEN(fs); i++)
-        if (!isnan(fs[i].v) && rope_key_applies(d.rope_type, fs[i].key, &err)) {
+        if (!isnan(fs[i].v) && rope_key_applies(d.rope_type, d.resonance, fs[i].key, &err)) {
             cli_error("%s: %s", fs[i].flag, err.msg);
             return CLI_EXIT_USAGE;
         }
@@ -203,11 +203,12 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
         {"--no-truncate", "truncate", no_truncate},
     };
     for (size_t i = 0; i < RL_ARRAY_LEN(ls); i++)
-        if (ls[i].given && rope_key_applies(d.rope_type, ls[i].key, &err)) {
+        if (ls[i].given && rope_key_applies(d.rope_type, d.resonance, ls[i].key, &err)) {
             cli_error("%s: %s", ls[i].flag, err.msg);
             return CLI_EXIT_USAGE;
         }
-    json_t *pj = json_pack("{s:s}", "rope_type", rope_type_name(d.rope_type));
+    json_t *pj = json_pack("{s:s,s:b}", "rope_type", rope_type_name(d.rope_type), "resonance",
+                           d.resonance);
     int sr = cli_sets_apply("rope", pj, (const char *const *)sets, nset);
     json_decref(pj);
     if (sr >= 0)

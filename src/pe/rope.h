@@ -93,6 +93,9 @@ int rope_type_uses_key(int type, const char *key);
  *         with alpha, HunYuan's base * alpha^(d/(d-2)); ntk is
  *         NTKScalingRotaryEmbedding (base * factor, inv_freq / factor^(2/d);
  *         with mixed_b the mixed-b divisors). Applies to dynamic and ntk. */
+#define ROPE_RESONANCE_ALL 0
+#define ROPE_RESONANCE_BELOW_TRAIN 1
+
 #define ROPE_SEM_HF 0
 #define ROPE_SEM_VLLM 1
 
@@ -131,9 +134,12 @@ typedef struct rope_desc {
     int semantics;         /* ROPE_SEM_*; 0: hf */
     double alpha;          /* semantics vllm, dynamic: HunYuan's NTK alpha; 0: not given */
     double mixed_b;        /* semantics vllm, ntk: vLLM's mixed-NTK exponent b; 0: not given */
-    int resonance;         /* Resonance RoPE (Wang et al. 2024): 1 = after the type's scaling, every
-                            * pair with wavelength 2pi/theta_j < L_train gets 2pi/round(2pi/theta_j);
-                            * L_train = original_max_position_embeddings (else max_position_embeddings) */
+    int resonance;         /* Resonance RoPE (Wang et al. 2024): 1 = after the type's scaling,
+                            * theta_j -> 2pi/round(2pi/theta_j) for the pairs of resonance_scope */
+    int resonance_scope;   /* ROPE_RESONANCE_ALL (0): every pair, as the authors' code
+                            * (sheryc/resonance_rope); ROPE_RESONANCE_BELOW_TRAIN: only wavelengths
+                            * below L_train = original_max_position_embeddings (else
+                            * max_position_embeddings), the paper's section 4 reading */
     /* The registered scalings' own keys (pe/rope_scaling.h rope_scaling_key):
      * scaling_param[k] is the value of the key declaring slot k, as given
      * (0: not given); the type's resolve fills its defaults in. */

@@ -300,11 +300,14 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     /* the type's own rules (src/pe/scaling/NAME.c) */
     if (sc->resolve && (st = sc->resolve(&r, err)))
         return st;
+    if (r.resonance_scope && !r.resonance)
+        return rl_fail(err, RL_ERR_ARG, "resonance_scope applies with resonance: true only");
     if (r.resonance) {
-        if (!r.original_max_position_embeddings)
+        if (r.resonance_scope == ROPE_RESONANCE_BELOW_TRAIN && !r.original_max_position_embeddings)
             r.original_max_position_embeddings = r.max_position_embeddings;
-        if (!r.original_max_position_embeddings)
-            return rl_fail(err, RL_ERR_ARG, "resonance needs original_max_position_embeddings (or "
+        if (r.resonance_scope == ROPE_RESONANCE_BELOW_TRAIN && !r.original_max_position_embeddings)
+            return rl_fail(err, RL_ERR_ARG, "resonance_scope below_train needs "
+                                            "original_max_position_embeddings (or "
                                             "max_position_embeddings): the training length whose "
                                             "shorter wavelengths are rounded");
         if (rope_prec_is_emu(r.precision))
@@ -325,23 +328,28 @@ static void freqs_core(const rope_desc *r, uint64_t n, uint32_t np, double *inv,
 {
     *af = 1.0;
     rope_scaling_at(r->rope_type)->freqs(r, n, np, inv, theta, af);
-    /* Resonance RoPE (Wang et al. 2024, arXiv:2403.00071, section 4 and
-     * Algorithm 1), on whatever the type made of inv_freq: a pair whose
-     * wavelength lambda_j = 2pi/theta_j is below the training length L
-     * (pre-critical: it completes a full turn within L) gets the integer
-     * wavelength round(lambda_j), theta_j' = 2pi/round(lambda_j), so its
-     * rotation repeats exactly every round(lambda_j) positions and positions
-     * beyond L show it no new angle. Pairs at or above L and zero (identity)
-     * frequencies are kept. round() is half away from zero (as Python's
-     * math.floor(x + 0.5) for x > 0; torch.round is half-to-even: they differ
-     * only for wavelengths exactly k + 1/2, which pow never hits exactly). */
+    /* Resonance RoPE (Wang et al. 2024, arXiv:2403.00071), on whatever the
+     * type made of inv_freq: a pair gets the integer wavelength
+     * round(lambda_j), lambda_j = 2pi/theta_j, theta_j' = 2pi/round(lambda_j),
+     * so its rotation repeats exactly every round(lambda_j) positions. By
+     * default every pair, as the authors' code computes it
+     * (sheryc/resonance_rope, rotary_resonance.py
+     * ResonanceRotaryEmbedding._register_buffers: r_wavelengths =
+     * torch.round(2 pi / inv_freq), r_inv_freq = 2 pi / r_wavelengths, for
+     * all dim/2 pairs; the YaRN variant rounds YaRN's blended inv_freq the
+     * same way); resonance_scope below_train rounds only the wavelengths
+     * below the training length L (pre-critical pairs: the paper's section
+     * 4 reading). Zero (identity) frequencies are kept. round() is half away
+     * from zero; torch.round is half to even: they differ only for a
+     * wavelength of exactly k + 1/2, which pow never hits exactly. */
     if (r->resonance) {
+        int all = r->resonance_scope == ROPE_RESONANCE_ALL;
         double L = r->original_max_position_embeddings;
         for (uint32_t j = 0; j < np; j++) {
             if (!(inv[j] > 0))
                 continue;
             double wl = 2.0 * M_PI / inv[j], rwl = round(wl);
-            if (wl < L && rwl >= 1)
+            if ((all || wl < L) && rwl >= 1)
                 inv[j] = 2.0 * M_PI / rwl;
         }
     }

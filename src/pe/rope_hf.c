@@ -89,9 +89,12 @@ static const rl_param common_params[] = {
     N("mixed_b", 0, BIG, "semantics vllm, ntk: mixed-NTK exponent b, > 0, inv_freq_j / "
                          "exp(ln(factor) ((j+1)/(d/2))^b) (vLLM NTKScalingRotaryEmbedding) "
                          "(default none)"),
-    B("resonance", "Resonance RoPE: after the rope_type's scaling every wavelength 2pi/theta_j "
-                   "below original_max_position_embeddings (else max_position_embeddings) "
-                   "rounded to an integer (default false)"),
+    B("resonance", "Resonance RoPE: after the rope_type's scaling the wavelengths 2pi/theta_j "
+                   "of resonance_scope's pairs rounded to integers (default false)"),
+    E("resonance_scope", "all|below_train",
+      "Resonance RoPE's pairs: all (the authors' code, sheryc/resonance_rope) or below_train "
+      "(only wavelengths below original_max_position_embeddings, else "
+      "max_position_embeddings: the paper's section 4 reading) (default all)"),
     L("mrope_section", "list of 3 integers >= 0: multimodal RoPE (Qwen2-VL), the rotary pairs "
                        "rotated by the t, h and w positions, summing to rotary_dim/2 (default "
                        "none: one position per token)"),
@@ -286,6 +289,16 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->truncate = json_is_true(v) ? 1 : -1;
         return RL_OK;
     }
+    if (strcmp(key, "resonance_scope") == 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (!strcmp(s, "all"))
+            d->resonance_scope = ROPE_RESONANCE_ALL;
+        else if (!strcmp(s, "below_train"))
+            d->resonance_scope = ROPE_RESONANCE_BELOW_TRAIN;
+        else
+            return rl_fail(err, RL_ERR_ARG, "resonance_scope must be \"all\" or \"below_train\"");
+        return RL_OK;
+    }
     if (strcmp(key, "resonance") == 0) {
         if (!json_is_boolean(v))
             return rl_fail(err, RL_ERR_ARG, "resonance must be true or false");
@@ -474,6 +487,8 @@ json_t *rope_desc_to_json(const rope_desc *d)
     SET_NUM("mixed_b", d->mixed_b);
     if (d->resonance)
         json_object_set_new(o, "resonance", json_true());
+    if (d->resonance_scope == ROPE_RESONANCE_BELOW_TRAIN)
+        json_object_set_new(o, "resonance_scope", json_string("below_train"));
     if (d->n_mrope_section) {
         json_object_set_new(o, "mrope_section", json_pack("[i,i,i]", (json_int_t)d->mrope_section[0],
                                                           (json_int_t)d->mrope_section[1],

@@ -163,9 +163,15 @@ const char *rope_key_readers(const char *key, char *buf, size_t size)
     return buf;
 }
 
-rl_status rope_key_applies(int type, const char *key, rl_error *err)
+int rope_reads_key(int type, int resonance, const char *key)
 {
-    if (rope_type_uses_key(type, key))
+    return rope_type_uses_key(type, key) ||
+           (resonance && strcmp(key, "original_max_position_embeddings") == 0);
+}
+
+rl_status rope_key_applies(int type, int resonance, const char *key, rl_error *err)
+{
+    if (rope_reads_key(type, resonance, key))
         return RL_OK;
     char users[256];
     return rl_fail(err, RL_ERR_ARG, "%s does not apply to rope_type %s (it is read by %s)", key,

@@ -77,13 +77,17 @@ void rope_scaling_example(int type, rope_desc *d);
  * buf ("yarn, dynamic_yarn"; "" when none). Returns buf. */
 const char *rope_key_readers(const char *key, char *buf, size_t size);
 
-/* RL_OK when key means something for rope_type type (rope_type_uses_key);
+/* RL_OK when key means something for rope_type type (rope_reads_key);
  * else RL_ERR_ARG "KEY does not apply to rope_type T (it is read by ...)".
  * What the user gives (--set, freqs' flags, a batch) is checked with it: a
  * key that no formula of the type reads is refused, never recorded and
  * ignored. A config.json's keys are not (transformers reads only its
  * type's, and so does the import). */
-rl_status rope_key_applies(int type, const char *key, rl_error *err);
+rl_status rope_key_applies(int type, int resonance, const char *key, rl_error *err);
+/* rope_type_uses_key, plus what a key-level feature reads whatever the
+ * type: with resonance, original_max_position_embeddings (resonance_scope
+ * below_train's training length). */
+int rope_reads_key(int type, int resonance, const char *key);
 /* The rope_type a family's params JSON names (rope_type, else its legacy
  * alias type, else default); ROPE_TYPE_COUNT when the name is unknown. */
 int rope_params_type(const struct json_t *params);

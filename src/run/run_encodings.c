@@ -345,7 +345,8 @@ static int check_rope_keys(run_pctx *c, const run_enc *en, const json_t *params,
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)params, key, v) {
-        if (json_is_null(v) || rope_type_uses_key(t, key))
+        if (json_is_null(v) ||
+            rope_reads_key(t, json_is_true(json_object_get(params, "resonance")), key))
             continue;
         char users[256];
         rope_key_readers(key, users, sizeof users);
