@@ -79,7 +79,11 @@ if "$bin" devices >/dev/null 2>&1; then
   expect xpos_k 0 'reference .*pass' -- apply --encoding xpos --set center=2 --role k --input "$tmp/q.npy" --positions 0:5 --out "$tmp/xk.npy"
   ok xpos_roles_agree_at_the_centre cmp -s <(data_of "$tmp/xq.npy" | head -c 192 | tail -c 64) <(data_of "$tmp/xk.npy" | head -c 192 | tail -c 64)
   ok xpos_roles_differ_elsewhere bash -c "! cmp -s <(tail -c 320 '$tmp/xq.npy' | head -c 64) <(tail -c 320 '$tmp/xk.npy' | head -c 64)"
-  expect xpos_limit 2 'is 16998 from the centre 0: .*\|position - center\| <= 16997' -- apply --encoding xpos --input "$tmp/q.npy" --positions 16994:16999 --out "$tmp/y.npy"
+  # centred as torchscale: c = ceil(L/2) of the L = max position + 1 tokens the
+  # positions span (positions 0:20000 were refused with the old centre 0);
+  # positions 40000:40005 give c = 20003, 19997 from it at 40000: beyond the fp32 range
+  expect xpos_centre_torchscale 0 '"center": 10000' -- apply --encoding xpos --input "$tmp/q.npy" --positions 19995:20000 --out "$tmp/y.npy" --json
+  expect xpos_limit 2 'is 19997 from the centre 20003: .*\|position - center\| <= 16997' -- apply --encoding xpos --input "$tmp/q.npy" --positions 40000:40005 --out "$tmp/y.npy"
   expect bad_role 2 '--role v: expected q or k' -- apply --encoding xpos --role v --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
   expect logits_encoding 2 'acts on logits' -- apply --encoding alibi --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
 else

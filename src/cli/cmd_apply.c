@@ -215,6 +215,15 @@ static rl_status apply_on(rlvk_device *dev, void *vctx, json_t *arr, rl_error *e
 {
     apply_ctx *c = vctx;
     pe_shape shape = {.head_dim = c->head_dim, .heads = c->heads, .seed = 1};
+    /* xPos centres at ceil(L/2) of the sequence the positions span, as
+     * torchscale's XPOS does for a sequence of L = max position + 1 tokens
+     * (its default center, from max_positions; --set center=C overrides) */
+    if (!strcmp(c->encoding, "xpos")) {
+        uint64_t top = 0;
+        for (uint64_t t = 0; t < c->tokens; t++)
+            top = c->pos[t] > top ? c->pos[t] : top;
+        shape.max_positions = top + 1;
+    }
     pe_encoding *e = NULL;
     pe_vec_gpu g = {0};
     uint64_t n = c->tokens * c->heads * c->head_dim;
