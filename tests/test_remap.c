@@ -383,6 +383,15 @@ START_TEST(attention_kinds_run_each_method_verified)
         ck_assert_msg(fabs(kmetric(&f, "entropy_at_max_len") - plain) > 1e-3, "%s: %g vs %g",
                       methods[m], kmetric(&f, "entropy_at_max_len"), plain);
         assert_verified_remapped(&f);
+        if (!strcmp(methods[m], "dca")) { /* its 5th transform, the inter-chunk q, has a record */
+            size_t i, inter = 0;
+            json_t *v;
+            json_array_foreach(f.sink.verification, i, v) {
+                const char *what = json_string_value(json_object_get(v, "what"));
+                inter += what && strstr(what, "q (remapped, inter-chunk)") != NULL;
+            }
+            ck_assert_msg(inter > 0, "DCA: no verification record of the inter-chunk q");
+        }
         kf_free(&f);
         snprintf(params, sizeof params,
                  "{\"min_len\": 64, \"max_len\": 128, \"attn_remap\": \"%s\", "

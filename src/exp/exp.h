@@ -425,13 +425,12 @@ rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len,
 rl_status exp_attn_remap_check(const exp_run *run, uint64_t max_len, const attn_remap *r,
                                rl_error *err);
 
-/* Records r's verifications (transformed q/k, attention statistics) in the
- * sink under label (and adds r->verify_s to sink->verify_s); returns
- * r->pass. */
-int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r);
-/* Records every verified statistic of r separately (its worst error and its
- * own fp32 tolerance, attn_tolerances, and NMSE gate) plus the transformed q/k checks,
- * under label; returns 1 when all pass (exp_attn_verify.c). */
+/* Records r's verifications in the sink under label, the one recorder
+ * (exp_attn_verify.c): every transform record (q, k, the paired or remapped
+ * q and k, DCA's inter-chunk q), every verified statistic separately (its
+ * worst error and its own fp32 tolerance, attn_tolerances, and NMSE gate)
+ * and the output's guard words; adds r->verify_s to sink->verify_s; returns
+ * 1 when all pass. */
 int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_result *r);
 
 #endif

@@ -626,32 +626,6 @@ done:
     return st;
 }
 
-int exp_attn_record(exp_sink *sink, const char *label, const exp_attn_result *r)
-{
-    sink->verify_s += r->verify_s;
-    char what[160];
-    const vf_stats *v[5] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb, &r->vec_qc};
-    static const char *const names[5] = {"q", "k", "q (paired)", "k (paired)", ""};
-    static const char *const remapped[5] = {"q", "k", "q (remapped)", "k (remapped)",
-                                             "q (remapped, inter-chunk)"};
-    for (int i = 0; i < 5; i++) {
-        if (v[i]->n == 0)
-            continue;
-        snprintf(what, sizeof what, "%s: transformed %s, device vs double reference", label,
-                 r->remap ? remapped[i] : names[i]);
-        exp_sink_verify_stats(sink, what, v[i],
-                              "per element within the encoding's bound (pe_vec_bound), NMSE gate");
-    }
-    snprintf(what, sizeof what, "%s: attention statistics of %u sampled rows vs double reference",
-             label, r->attn.verify.rows);
-    char detail[200];
-    snprintf(detail, sizeof detail, "per-statistic fp32 bounds (attn_tol.c); worst: %s, "
-                                    "error/bound %.3g%s", r->worst, r->attn_stats.worst_ratio,
-             r->attn.guard_ok ? "" : "; kernel wrote past its output");
-    exp_sink_verify_stats(sink, what, &r->attn_stats, detail);
-    return r->pass;
-}
-
 rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **eng, int *made,
                           rl_error *err)
 {

@@ -19,12 +19,13 @@ int exp_attn_record_stats(exp_sink *sink, const char *label, const exp_attn_resu
     sink->verify_s += r->verify_s;
     char what[192], detail[160];
     const vf_stats *v[5] = {&r->vec_q, &r->vec_k, &r->vec_qb, &r->vec_kb, &r->vec_qc};
-    static const char *const paired[5] = {"q", "k", "q (paired)", "k (paired)", ""};
+    static const char *const paired[5] = {"q", "k", "q (paired)", "k (paired)",
+                                           "q (inter-chunk)"};
     static const char *const remapped[5] = {"q", "k", "q (remapped)", "k (remapped)",
                                              "q (remapped, inter-chunk)"};
     const char *const *names = r->remap ? remapped : paired;
     int pass = 1;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) { /* every transform record (DCA's inter-chunk q is the 5th) */
         if (v[i]->n == 0)
             continue;
         snprintf(what, sizeof what, "%s: transformed %s, device vs double reference", label,
