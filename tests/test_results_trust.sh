@@ -156,5 +156,31 @@ out=$("$bin" run esc2.yaml --out oesc2 --dry-run 2>&1); rc=$?
 [ $rc -eq 0 ] && ! grep -q $'\e' <<<"$out" && grep -qF 'x\x1b[31mRED' <<<"$out" && ok ||
   bad "an escape sequence in a name was printed raw by --dry-run: $(cat -v <<<"$out")"
 
+# Values the encoding derived reach summary.json and results.csv (issue 27):
+# Phi-3's longrope config gives no factor; HF derives it as
+# max_position_embeddings / original = 131072 / 4096 = 32 and the attention
+# factor sqrt(1 + ln 32 / ln 4096) = 1.19023807142...
+cat > "$t/derived.yaml" <<EOF
+model: {hf_config: $(cd "$(dirname "$0")" && pwd)/data/phi3_longrope.json}
+encodings: [{name: phi3, type: model}]
+experiments:
+  - {kind: decay, params: {max_distance: 64, step: 8}}
+EOF
+out=$("$bin" run "$t/derived.yaml" --out "$t/derived" --quiet --no-plot 2>&1); rc=$?
+if [ $rc -eq 0 ] && python3 - "$t/derived" <<'PY'
+import csv, glob, json, math, sys
+d = sys.argv[1]
+s = json.load(open(glob.glob(d + "/runs/*/summary.json")[0]))
+r = s["encoding_resolved"]
+assert "factor" not in s["encoding_params"], s["encoding_params"]
+assert r["rope_type"] == "longrope" and r["factor"] == 32.0, r
+want = math.sqrt(1 + math.log(32) / math.log(4096))
+assert abs(r["attention_factor"] - want) <= 1e-15 * want, (r["attention_factor"], want)
+assert r["original_max_position_embeddings"] == 4096
+rows = list(csv.DictReader(open(d + "/results.csv")))
+assert rows and all(float(x["factor"]) == 32.0 for x in rows), rows[0]
+PY
+then ok; else bad "derived encoding values not recorded: exit $rc $out"; fi
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -55,6 +55,8 @@ typedef struct exp_run {
     uint64_t seed;
     exp_data_fn data;            /* NULL unless the kind uses data */
     void *data_user;
+    json_t *encoding_used;       /* NULL, or the sink's encoding_used: exp_encoding_create
+                                  * records the first encoding's resolved parameters there */
 } exp_run;
 
 /* ---- output sink -------------------------------------------------------- */
@@ -73,6 +75,9 @@ typedef struct exp_sink {
     json_t *metrics;             /* {name: number} */
     json_t *verification;        /* [{what, max_error, bound, pass, detail}] */
     json_t *tables;              /* [{name, columns:[...], rows}] */
+    json_t *encoding_used;       /* the run's encoding as its family resolved it (every value
+                                  * it derived: a longrope factor, yarn's original length,
+                                  * the attention factor), filled by exp_encoding_create */
     uint64_t rows;
     int failed_verification;
     /* Progress inside the run (set by the runner after exp_sink_init; NULL:

@@ -117,6 +117,13 @@ rl_status exp_encoding_for_pass(const exp_run *run, uint64_t seq_len, int causal
     json_decref(own);
     if (st)
         rl_error_prefix(err, "encoding '%s'", run->encoding_name);
+    else if (run->encoding_used && !json_object_size(run->encoding_used)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)pe_encoding_params(*e), k, v)
+            if (!json_is_null(v)) /* the values in use; null = not given and not derived */
+                json_object_set_new(run->encoding_used, k, json_deep_copy(v));
+    }
     return st;
 }
 

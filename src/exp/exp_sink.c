@@ -15,7 +15,8 @@ rl_status exp_sink_init(exp_sink *s, const char *dir, rl_error *err)
     s->metrics = json_object();
     s->verification = json_array();
     s->tables = json_array();
-    if (!s->metrics || !s->verification || !s->tables) {
+    s->encoding_used = json_object();
+    if (!s->metrics || !s->verification || !s->tables || !s->encoding_used) {
         exp_sink_free(s);
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory creating the result sink");
     }
@@ -30,7 +31,8 @@ void exp_sink_free(exp_sink *s)
     json_decref(s->metrics);
     json_decref(s->verification);
     json_decref(s->tables);
-    s->metrics = s->verification = s->tables = NULL;
+    json_decref(s->encoding_used);
+    s->metrics = s->verification = s->tables = s->encoding_used = NULL;
 }
 
 rl_status exp_sink_end_table(exp_sink *s, rl_error *err)

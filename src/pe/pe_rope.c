@@ -135,6 +135,16 @@ static rl_status create(pe_encoding *e, rl_error *err)
      * position): recorded only when given, which fixes it. */
     if (f->rope_type != ROPE_TYPE_DYNAMIC_YARN)
         pe_param_set_json(e, "attention_factor", json_real(f->attention_factor));
+    /* the values the type derived when they were not given (longrope's
+     * factor from max_position_embeddings / original; yarn's and
+     * longrope's original length from max_position_embeddings): recorded,
+     * so summary.json and results.csv hold what the rotation used */
+    if (f->rope_type != ROPE_TYPE_DYNAMIC_YARN && rope_type_uses_key(f->rope_type, "factor"))
+        pe_param_set_json(e, "factor", json_real(f->factor));
+    if (f->desc.original_max_position_embeddings &&
+        rope_reads_key(f->rope_type, f->desc.resonance, "original_max_position_embeddings"))
+        pe_param_set_int(e, "original_max_position_embeddings",
+                         f->desc.original_max_position_embeddings);
     if (f->seq_len)
         pe_param_set_int(e, "seq_len", f->seq_len);
     if (rope_freqs_per_position(f)) {

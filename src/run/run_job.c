@@ -87,6 +87,7 @@ static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir,
         r.data = run_data_fill;
         r.data_user = &rd;
     }
+    r.encoding_used = sink->encoding_used;
     exp_ctx cx = {.dev = w->gpu ? &w->dev : NULL, .attn = w->attn_ok ? &w->attn : NULL};
     rl_status st = j->item->kind->run(&r, &cx, sink, err);
     if (!st)
@@ -114,6 +115,9 @@ static json_t *summary_json(const run_job *j, rl_status st, const rl_error *err,
      * so no value the run used is left unrecorded */
     if (j->item->enc_params)
         json_object_set(sum, "encoding_params", j->item->enc_params);
+    /* and as the family resolved them (what the rotation really used) */
+    if (sink && json_object_size(sink->encoding_used))
+        json_object_set(sum, "encoding_resolved", sink->encoding_used);
     json_object_set_new(sum, "timing", timing_json(&j->timing));
     if (sink) {
         json_object_set(sum, "metrics", sink->metrics);

@@ -55,7 +55,11 @@ static void row_prefix(FILE *fp, const json_t *sum, const json_t *keys)
         json_object_get(sum, "run_id"),   json_object_get(sum, "device"),
         json_object_get(sum, "kind"),     json_object_get(sum, "status"),
         json_object_get(enc, "name"),     json_object_get(enc, "type"),
-        json_object_get(enc, "factor"),   json_object_get(model, "head_dim"),
+        /* the factor given, else the one the family derived (longrope) */
+        json_object_get(enc, "factor") ? json_object_get(enc, "factor")
+                                       : json_object_get(json_object_get(sum, "encoding_resolved"),
+                                                         "factor"),
+        json_object_get(model, "head_dim"),
         json_object_get(model, "heads"),  json_object_get(model, "kv_heads"),
         json_object_get(model, "train_len"), json_object_get(res, "seed")};
     _Static_assert(sizeof vals / sizeof vals[0] == sizeof fixed_cols / sizeof fixed_cols[0],
