@@ -185,6 +185,42 @@ START_TEST(atomic_file_appears_only_on_commit)
 }
 END_TEST
 
+/* The one .npy range reader: elements [first, first + count) of float32 and
+ * float16 files from the stream the header was read from, exactly; a range
+ * past the shape is refused naming the file. */
+START_TEST(npy_range_reads_from_the_one_stream)
+{
+    char path[] = "/tmp/rl_npy_rangeXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    float v[10];
+    uint16_t h[10];
+    for (int i = 0; i < 10; i++) {
+        v[i] = 0.5f * (float)i - 1.25f;
+        h[i] = (uint16_t)(0x3c00 + i); /* 1 + i/1024 in binary16 */
+    }
+    rl_error err = {0};
+    uint64_t shape[2] = {2, 5};
+    for (int half = 0; half < 2; half++) {
+        ck_assert_int_eq(rl_npy_save_raw(path, half ? "<f2" : "<f4", 0, shape, 2,
+                                         half ? (const void *)h : (const void *)v,
+                                         half ? sizeof h : sizeof v, &err), RL_OK);
+        rl_npy hd;
+        FILE *fp = NULL;
+        ck_assert_int_eq(rl_npy_open(path, &hd, &fp, &err), RL_OK);
+        float got[4] = {0};
+        ck_assert_int_eq(rl_npy_read_f32(fp, path, &hd, 3, 4, got, &err), RL_OK);
+        for (int i = 0; i < 4; i++)
+            ck_assert_float_eq(got[i], half ? 1.0f + (float)(3 + i) / 1024.0f : v[3 + i]);
+        ck_assert_int_eq(rl_npy_read_f32(fp, path, &hd, 8, 3, got, &err), RL_ERR_ARG);
+        ck_assert_ptr_nonnull(strstr(err.msg, path));
+        fclose(fp);
+    }
+    remove(path);
+}
+END_TEST
+
 START_TEST(npy_header_is_exactly_numpys_dict)
 {
     /* numpy's reader accepts exactly the keys descr, fortran_order, shape;
@@ -419,6 +455,7 @@ int main(void)
     tcase_add_test(tc, wilson_interval_matches_published_values);
     tcase_add_test(tc, atomic_file_appears_only_on_commit);
     tcase_add_test(tc, npy_header_is_exactly_numpys_dict);
+    tcase_add_test(tc, npy_range_reads_from_the_one_stream);
     tcase_add_test(tc, non_finite_inputs_are_refused_at_load);
     tcase_add_test(tc, safetensors_shape_product_cannot_wrap);
     tcase_add_test(tc, safetensors_metadata_bf16_and_integers);

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,41 @@ rl_status rl_npy_header(const char *path, rl_npy *out, rl_error *err)
     if (!st)
         fclose(fp);
     return st;
+}
+
+rl_status rl_npy_open(const char *path, rl_npy *out, FILE **fp, rl_error *err)
+{
+    size_t esize;
+    return open_header(path, out, fp, &esize, 0, err);
+}
+
+rl_status rl_npy_read_f32(FILE *fp, const char *path, const rl_npy *h, uint64_t first,
+                          uint64_t count, float *dst, rl_error *err)
+{
+    const uint64_t es = strcmp(h->descr, "<f2") == 0 ? 2 : 4;
+    if (first > h->count || count > h->count - first)
+        return rl_fail(err, RL_ERR_ARG, "%s: elements %" PRIu64 "..%" PRIu64 " are past its %" PRIu64,
+                       path, first, first + count, h->count);
+    if (h->data_offset + first * es > (uint64_t)LONG_MAX ||
+        fseek(fp, (long)(h->data_offset + first * es), SEEK_SET) != 0)
+        return rl_fail(err, RL_ERR_IO, "%s: cannot seek to element %" PRIu64, path, first);
+    unsigned char b[4096];
+    for (uint64_t done = 0; done < count;) {
+        uint64_t n = count - done < sizeof b / es ? count - done : sizeof b / es;
+        if (fread(b, 1, (size_t)(n * es), fp) != n * es)
+            return rl_fail(err, RL_ERR_PARSE, "%s: file ends early (shorter than its shape)", path);
+        for (uint64_t i = 0; i < n; i++) {
+            if (es == 2) {
+                dst[done + i] = rl_half_to_float((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+            } else {
+                uint32_t u = (uint32_t)b[4 * i] | (uint32_t)b[4 * i + 1] << 8 |
+                             (uint32_t)b[4 * i + 2] << 16 | (uint32_t)b[4 * i + 3] << 24;
+                memcpy(&dst[done + i], &u, 4);
+            }
+        }
+        done += n;
+    }
+    return RL_OK;
 }
 
 rl_status rl_npy_load(const char *path, rl_npy *out, rl_error *err)

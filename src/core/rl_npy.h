@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/rl_status.h"
 
@@ -35,6 +36,16 @@ void rl_npy_free(rl_npy *a);
 /* The same checks as rl_npy_load (dtype, order, data size) without reading
  * the data: out->data stays NULL; out->data_offset locates it. */
 rl_status rl_npy_header(const char *path, rl_npy *out, rl_error *err);
+
+/* rl_npy_header that keeps the file open: *fp (close with fclose) is the
+ * one stream the header was read from, so the data read later is that
+ * file's, not whatever the path names by then. */
+rl_status rl_npy_open(const char *path, rl_npy *out, FILE **fp, rl_error *err);
+/* Reads elements [first, first + count) of the float .npy h (from
+ * rl_npy_open on fp) into dst as float32 (float16 widened exactly).
+ * Errors name path: past the shape, a short file, a seek that fails. */
+rl_status rl_npy_read_f32(FILE *fp, const char *path, const rl_npy *h, uint64_t first,
+                          uint64_t count, float *dst, rl_error *err);
 
 /* Loads an integer .npy ('<i4', '<i8', '<u4', '<u8'; any shape, read
  * flat in C order) as uint32 values: *out [count], caller frees. A negative

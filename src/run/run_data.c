@@ -113,7 +113,8 @@ rl_status run_data_resolve(json_t *d, rl_error *err)
 typedef struct tfile {
     int is_npy, is_capture;
     char path[1200];
-    rl_npy npy;    /* header only (data read per slice) */
+    rl_npy npy;    /* header only (data read per slice from npy_fp) */
+    FILE *npy_fp;  /* the one stream the header came from (rl_npy_open) */
     rl_safetensors st;
     run_capture cap;
     const rl_safetensors *stp;   /* &st or &cap.st */
@@ -128,6 +129,9 @@ static void tfile_close(tfile *f)
         run_capture_close(&f->cap);
     else if (!f->is_npy)
         rl_safetensors_close(&f->st);
+    if (f->npy_fp)
+        fclose(f->npy_fp);
+    f->npy_fp = NULL;
 }
 
 static void join_path(char *dst, size_t cap, const char *base, const char *p)
@@ -151,7 +155,7 @@ static rl_status tfile_open(const json_t *d, const char *base, char which, tfile
         if (!name)
             return rl_fail(err, RL_ERR_ARG, "source npy needs '%s: file.npy'", key);
         join_path(f->path, sizeof f->path, base, name);
-        if ((st = rl_npy_header(f->path, &f->npy, err)))
+        if ((st = rl_npy_open(f->path, &f->npy, &f->npy_fp, err)))
             return st;
         f->rank = f->npy.ndim;
         f->shape = f->npy.shape;
@@ -344,28 +348,8 @@ static rl_status fill_file(const run_data *rd, char which, uint64_t tokens, floa
             uint64_t first = htd ? ((uint64_t)h * avail + t) * hd : 0;
             uint64_t count = htd ? hd : tokens * heads * hd;
             float *dst = htd ? out + (t * heads + h) * hd : out;
-            if (f.is_npy) {
-                FILE *fp = rl_fs_open_input(f.path, err);
-                if (!fp) {
-                    st = err ? err->status : RL_ERR_IO;
-                    break;
-                }
-                uint64_t es = strcmp(f.npy.descr, "<f2") == 0 ? 2 : 4;
-                if (fseek(fp, (long)(f.npy.data_offset + first * es), SEEK_SET) != 0)
-                    st = rl_fail(err, RL_ERR_IO, "%s: cannot seek", f.path);
-                for (uint64_t i = 0; i < count && !st; i++) {
-                    unsigned char b[4];
-                    if (fread(b, 1, es, fp) != es) {
-                        st = rl_fail(err, RL_ERR_IO, "%s: file shorter than its shape", f.path);
-                    } else if (es == 2) {
-                        dst[i] = rl_half_to_float((uint16_t)(b[0] | b[1] << 8));
-                    } else {
-                        uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 |
-                                     (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-                        memcpy(&dst[i], &u, 4);
-                    }
-                }
-                fclose(fp);
+            if (f.is_npy) { /* the one .npy reader, on the one stream */
+                st = rl_npy_read_f32(f.npy_fp, f.path, &f.npy, first, count, dst, err);
             } else {
                 st = rl_safetensors_read_f32(f.stp, f.t, first, count, dst, err);
             }
