@@ -1,5 +1,5 @@
 /* bias_alibi.glsl — ALiBi (Press et al. 2022) logit bias for the attention
- * engine and bias_eval.comp (bias_contract.md).
+ * engine and bias_eval.comp (docs/attention.md "Bias hook").
  *   bias(h, i, j) = -slope_h * (pos_i - pos_j)      causal
  *                 = -slope_h * |pos_i - pos_j|      bidirectional
  * binding 8: params [4] u32 {bidirectional, heads, 0, 0}

@@ -1,6 +1,6 @@
 /* bias_t5.glsl — T5 relative-position-bucket logit bias (Raffel et al.
  * 2020; HF T5Attention._relative_position_bucket) for the attention engine
- * and bias_eval.comp (bias_contract.md). With r = pos_j - pos_i:
+ * and bias_eval.comp (docs/attention.md "Bias hook"). With r = pos_j - pos_i:
  *   bidirectional: nb = num_buckets/2, bucket = (r > 0 ? nb : 0), n = |r|
  *   causal:        nb = num_buckets,   bucket = 0,               n = max(-r, 0)
  *   n < max_exact (= nb/2): bucket += n

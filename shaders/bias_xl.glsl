@@ -1,5 +1,5 @@
 /* bias_xl.glsl — Transformer-XL relative position terms (Dai et al. 2019,
- * §3.3) for the attention engine and bias_eval.comp (bias_contract.md):
+ * §3.3) for the attention engine and bias_eval.comp (docs/attention.md "Bias hook"):
  *   bias(h, i, j) = a_{i,h} . R_{pos_i - pos_j} + c_{j,h}
  * with, precomputed on the host per token (pe/xl.c, scale = 1/sqrt(head_dim)):
  *   a_{i,h} = scale * W_R,h^T (q_{i,h} + v_h)   [d_r]   (terms (b) and (d))

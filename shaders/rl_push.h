@@ -91,7 +91,7 @@ struct rl_xpos_push {
 
 /* bias_eval.comp: out[n] = rl_bias(items[n]) for one bias variant; binding 0
  * items [n_items] {h, qtok, ktok, qpos, kpos, pad x3} (32 bytes), 1 out
- * [n_items] f32, 2..7 unused, 8.. the variant's buffers (bias_contract.md). */
+ * [n_items] f32, 2..7 unused, 8.. the variant's buffers (docs/attention.md "Bias hook"). */
 struct rl_bias_eval_push {
     uint32_t group_base;
     uint32_t n_items;

@@ -12,10 +12,10 @@
  *   - a CPU reference in double of its vector transform and of its bias;
  *   - its GPU part: a kernel recorded into an rlvk_cmd for the vector
  *     transform, and for biases the buffers read by shaders/bias_NAME.glsl,
- *     whose rl_bias() the attention engine includes (bias_contract.md), so a
+ *     whose rl_bias() the attention engine includes (docs/attention.md "Bias hook"), so a
  *     bias is computed on the fly and never stored as an N x N matrix.
  *
- * Logit convention (bias_contract.md): logit(h, i, j) = scale * <q'_i, k'_j>
+ * Logit convention (docs/attention.md "Bias hook"): logit(h, i, j) = scale * <q'_i, k'_j>
  * + bias(h, i, j), r = pos_j - pos_i (key minus query, as HF T5), kv head
  * kvh = h / (heads / kv_heads).
  *
@@ -63,7 +63,7 @@ typedef enum pe_role { PE_ROLE_Q = 0, PE_ROLE_K = 1 } pe_role;
 
 /* GPU data of an encoding's logit bias: which shader variant, and buffers
  * bound at 8..8+n_buffers-1. Filled by pe_bias_gpu_create, freed by
- * pe_bias_gpu_destroy. (bias_contract.md) */
+ * pe_bias_gpu_destroy. (docs/attention.md "Bias hook") */
 typedef struct pe_bias_gpu {
     const char *variant;          /* pe_bias_variant(): "none" or the family name */
     uint32_t n_buffers;           /* 0..4 */
@@ -334,7 +334,7 @@ rl_status pe_add_record(rlvk_cmd *cmd, pe_vec_gpu *g, const rlvk_buffer *x, cons
                         const rlvk_buffer *pos, uint64_t tokens, rl_error *err);
 void pe_add_destroy(pe_vec_gpu *g);
 
-/* ---- logit bias (bias_contract.md) ---------------------------------------- */
+/* ---- logit bias (docs/attention.md "Bias hook") ---------------------------------------- */
 
 /* Prepares the bias buffers for tokens [0, tokens) of q/k (raw,
  * untransformed, [tokens][heads][head_dim] f32 host arrays; XL precomputes
@@ -350,7 +350,7 @@ void pe_bias_gpu_destroy(rlvk_device *dev, pe_bias_gpu *b);
  * ([head_dim] f32); pure-position biases ignore them (may be NULL). */
 double pe_bias_ref(const pe_encoding *e, uint32_t h, uint64_t qtok, uint64_t ktok, int64_t qpos,
                    int64_t kpos, const float *q_i, const float *k_j);
-/* Adapter for the attention engine's CPU reference hook (bias_contract.md,
+/* Adapter for the attention engine's CPU reference hook (docs/attention.md "Bias hook",
  * attn_bias.ref / ref_ctx): ctx is a pe_bias_ref_ctx; it finds q_i and k_j
  * in the raw [tokens][heads][head_dim] / [tokens][kv_heads][head_dim]
  * arrays and calls pe_bias_ref. */

@@ -428,7 +428,7 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         d->scaling_param[sk->slot] = x;
         return RL_OK;
     }
-    return rl_fail(err, RL_ERR_ARG, "unknown RoPE key '%s' (see rope_param_table / docs/rope.md)", key);
+    return rl_fail(err, RL_ERR_ARG, "unknown RoPE key '%s' (see 'ropelab encodings' / docs/rope.md)", key);
 }
 
 rl_status rope_desc_from_json(rope_desc *d, const json_t *obj, rl_error *err)

@@ -20,7 +20,7 @@
 #include "core/rl_status.h"
 
 #define RLVK_MAX_HEAPS 16
-#define RLVK_MAX_BINDINGS 12 /* 0..7 kernel, 8..11 logit-bias buffers (bias_contract.md) */
+#define RLVK_MAX_BINDINGS 12 /* 0..7 kernel, 8..11 logit-bias buffers (docs/attention.md "Bias hook") */
 #define RLVK_MAX_TIMESTAMPS 64
 
 /* ---- instance ---------------------------------------------------------- */
