@@ -134,7 +134,7 @@ fi
   echo "binary: $version (from $(readlink -f "$bin"))"
   echo "made: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), $(ldd --version 2>&1 | head -1)"
   echo "needs on the target: Linux $(uname -m), glibc >= ${glibc_need:-unknown}, a Vulkan driver (ICD)${layer_deps:+, for the layer: $layer_deps}"
-  echo "use: bash device-check.sh --out DIR   (from this folder; see README 'Running on a GPU')"
+  echo "use: bash device-check.sh --out DIR   (from this folder; see docs/cli.md, Running on a GPU)"
   echo
   echo "files (sha256, name, source):"
   for s in "${sources[@]}"; do
