@@ -5,7 +5,7 @@
  *   precise exact argument reduction in integer arithmetic + own
  *           polynomials, no builtins (below). */
 
-/* fp32 mode: what most frameworks do; its error grows with |angle| (README). */
+/* fp32 mode: what most frameworks do; its error grows with |angle| (docs/rope.md). */
 vec2 rope_cos_sin_fp32(uint32_t pos, float inv_freq)
 {
     float a = float(pos) * inv_freq;

@@ -23,8 +23,8 @@
  * i.e. NMSE <= gate  <=>  sum err^2 <= f sum bound^2: the RMS error may use
  * at most sqrt(f) of the RMS bound. (When sum ref^2 = 0 both sides are left
  * unnormalised; the comparison is the same.) f is chosen per kernel from
- * what the bound is made of (VF_GATE_* below; README "How verification
- * works", docs/attention.md):
+ * what the bound is made of (VF_GATE_* below; docs/overview.md "How
+ * verification works", docs/attention.md):
  *  - attention statistics (f = VF_GATE_ATTN_C / (D + 2) = 1 / (4 (D + 2)),
  *    D = head_dim; attn_gate_fraction): every statistic's bound carries the
  *    logit bound E_s = (D + 2) u A, D + 2 roundings at their extreme and of
