@@ -26,6 +26,9 @@ batch() {
     "$1" "$2" "$3" "${4:-{min_len: 16, max_len: 64\}}" >"$tmp/$1.yaml"
 }
 cap='{source: capture, path: cap.safetensors, layer: 3}'
+# ropelab model reads a capture's embedded config.json (was a JSON parse error)
+expect model_capture 0 'heads 4, kv heads 2, head_dim 16' -- model "$tmp/cap.safetensors"
+expect model_capture_corrupt 2 'corrupted capture metadata' -- model "$tmp/bad_config.safetensors"
 batch shape '{capture: cap.safetensors}' "$cap"
 expect shape_from_metadata 0 'head_dim=16 heads=4' -- run "$tmp/shape.yaml" --dry-run
 batch explicit '{head_dim: 16, heads: 4, kv_heads: 2, train_len: 64}' "$cap"

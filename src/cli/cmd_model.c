@@ -55,7 +55,9 @@ int cmd_model(int argc, char **argv)
                        "head_dim, each layer type's encoding with every resolved parameter (rotary\n"
                        "dim, layout, scaling, attention factor), per-layer differences (sliding /\n"
                        "chunked windows, NoPE layers, temperature), train length and logit scale.\n"
-                       "Keys ropelab cannot represent are refused, naming the key. docs/rope.md.",
+                       "Keys ropelab cannot represent are refused, naming the key. FILE may also\n"
+                       "be a capture (.safetensors from scripts/capture_qk.py): its embedded\n"
+                       "config.json, checked against the capture's shape. docs/rope.md.",
                        argc, argv, opts, RL_ARRAY_LEN(opts), pos, 1, &n_pos);
     if (rc >= 0)
         return rc;
@@ -66,7 +68,11 @@ int cmd_model(int argc, char **argv)
     }
     hfm_model m;
     rl_error err = {0};
-    if (preset ? run_preset_model(preset, &m, &err) : hfm_load(pos[0], &m, &err)) {
+    size_t pl = preset ? 0 : strlen(pos[0]);
+    int capture = !preset && pl > 12 && !strcmp(pos[0] + pl - 12, ".safetensors");
+    if (preset    ? run_preset_model(preset, &m, &err)
+        : capture ? run_capture_model(pos[0], &m, &err) /* its embedded config.json */
+                  : hfm_load(pos[0], &m, &err)) {
         cli_error("%s", err.msg);
         hfm_free(&m);
         return CLI_EXIT_USAGE;

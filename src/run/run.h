@@ -108,6 +108,10 @@ struct hfm_model;
  * (pe/hf_model.h) into *m (caller hfm_frees it, also after a failure), for
  * `ropelab model --preset` and `ropelab freqs --preset`. */
 rl_status run_preset_model(const char *name, struct hfm_model *m, rl_error *err);
+/* The model of a capture file (scripts/capture_qk.py's .safetensors): its
+ * embedded config.json through the one reader, checked against the shape
+ * its metadata records. Free with hfm_free. */
+rl_status run_capture_model(const char *path, struct hfm_model *m, rl_error *err);
 
 rl_status run_shard_assign(const run_batch *b, uint32_t count, uint32_t *shard, rl_error *err);
 /* The same from n costs and run ids (merge reads them from a manifest's

@@ -119,12 +119,9 @@ rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model
     return st;
 }
 
-/* model.capture: the capture's embedded config.json through the one reader,
- * with the shape the capture's metadata records (which must agree with
- * that config: a disagreement means the file is not what it says). */
-static rl_status from_capture(const char *path, const char *lt, exp_model *m, json_t **rope,
-                              json_t **attn, rl_error *err)
+rl_status run_capture_model(const char *path, hfm_model *hm, rl_error *err)
 {
+    memset(hm, 0, sizeof *hm);
     run_capture c;
     rl_status st = run_capture_open(path, &c, err);
     if (st)
@@ -133,25 +130,38 @@ static rl_status from_capture(const char *path, const char *lt, exp_model *m, js
     json_t *cfg = json_loads(c.config_json, 0, &je);
     char name[1300];
     snprintf(name, sizeof name, "%s (embedded config.json)", path);
-    hfm_model hm;
-    memset(&hm, 0, sizeof hm);
     if (!json_is_object(cfg)) {
         st = rl_fail(err, RL_ERR_PARSE, "%s: corrupted capture metadata: key 'config_json' is "
                      "not a JSON object (%s)", path, cfg ? "wrong type" : je.text);
-    } else if (!(st = hfm_from_json(cfg, name, &hm, err)) &&
-               !(st = from_hfm(&hm, lt, "capture's config.json", m, rope, attn, err))) {
+    } else if (!(st = hfm_from_json(cfg, name, hm, err))) {
         static const char *const keys[] = {"heads", "kv_heads", "head_dim"};
         uint32_t file[] = {c.heads, c.kv_heads, c.head_dim},
-                 conf[] = {hm.heads, hm.kv_heads, hm.head_dim};
+                 conf[] = {hm->heads, hm->kv_heads, hm->head_dim};
         for (size_t i = 0; !st && i < 3; i++)
             if (file[i] != conf[i])
                 st = rl_fail(err, RL_ERR_PARSE, "%s: corrupted capture metadata: %s is %u but "
                              "its embedded config.json gives %u", path, keys[i], file[i],
                              conf[i]);
     }
-    hfm_free(&hm);
+    if (st)
+        hfm_free(hm); /* whatever the reader filled before it failed */
     json_decref(cfg);
     run_capture_close(&c);
+    return st;
+}
+
+/* model.capture: the capture's embedded config.json through the one reader,
+ * with the shape the capture's metadata records (which must agree with
+ * that config: a disagreement means the file is not what it says). */
+static rl_status from_capture(const char *path, const char *lt, exp_model *m, json_t **rope,
+                              json_t **attn, rl_error *err)
+{
+    hfm_model hm;
+    rl_status st = run_capture_model(path, &hm, err);
+    if (!st) {
+        st = from_hfm(&hm, lt, "capture's config.json", m, rope, attn, err);
+        hfm_free(&hm);
+    }
     if (st) {
         json_decref(*rope);
         *rope = NULL;
