@@ -25,6 +25,9 @@
 #include "exp/exp.h"
 #include "run/run.h"
 
+/* The most shards a plan is split into (--shard I/N, a manifest's shard.count). */
+#define RUN_SHARD_MAX 100000u
+
 #define RUN_VERSION "0.1.0"      /* ropelab_version in manifest.json */
 
 /* FNV-1a offset basis: run ids and the batch text hash (rl_hash64). */

@@ -226,10 +226,16 @@ static rl_status merge_input(merge *g, const char *dir, rl_error *err)
     json_array_append_new(g->mans, m);
     const json_t *shard = json_object_get(m, "shard");
     const char *h = json_string_value(json_object_get(json_object_get(m, "batch"), "hash"));
-    uint32_t cnt = (uint32_t)json_integer_value(json_object_get(shard, "count"));
-    uint32_t si = (uint32_t)json_integer_value(json_object_get(shard, "index"));
-    if (!h || cnt == 0 || si >= cnt)
-        return rl_fail(err, RL_ERR_PARSE, "%s: not a ropelab manifest (no batch hash/shard)", path);
+    /* a received manifest's numbers are checked before they size anything
+     * (fuzz_manifest: count -1 read as 2^32 - 1 allocated 32 GiB) */
+    const json_t *jc = json_object_get(shard, "count"), *ji = json_object_get(shard, "index");
+    json_int_t c64 = json_is_integer(jc) ? json_integer_value(jc) : 0,
+               i64 = json_is_integer(ji) ? json_integer_value(ji) : -1;
+    if (!h || c64 < 1 || c64 > (json_int_t)RUN_SHARD_MAX || i64 < 0 || i64 >= c64)
+        return rl_fail(err, RL_ERR_PARSE, "%s: not a ropelab manifest (no batch hash, or shard "
+                       "index/count not integers with 0 <= index < count <= %u)", path,
+                       RUN_SHARD_MAX);
+    uint32_t cnt = (uint32_t)c64, si = (uint32_t)i64;
     run_merge_report *rep = g->rep;
     if (!g->hash0) {
         g->hash0 = h;

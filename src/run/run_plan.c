@@ -199,6 +199,9 @@ rl_status run_shard_assign_costs(size_t n, const uint64_t *cost, const char *con
             shard[i] = 0;
         return RL_OK;
     }
+    if (count > RUN_SHARD_MAX)
+        return rl_fail(err, RL_ERR_ARG, "shard assignment: %u shards exceed the limit %u", count,
+                       RUN_SHARD_MAX);
     shard_key *keys = malloc((n ? n : 1) * sizeof *keys);
     shard_heap s = {.load = calloc(count, sizeof *s.load), .h = malloc(count * sizeof *s.h),
                     .n = count};
@@ -257,7 +260,7 @@ static int parse_dec(const char *s, unsigned long max, unsigned long *v)
     return 1;
 }
 
-#define SHARD_MAX 100000
+#define SHARD_MAX RUN_SHARD_MAX
 
 static rl_status slurm_var(const char *name, unsigned long *v, rl_error *err)
 {
