@@ -101,6 +101,9 @@ const bool TEMP = (FLAGS & RL_ATTN_F_TEMP) != 0u;
 const bool REMAP = (FLAGS & RL_ATTN_F_REMAP) != 0u;
 /* a third query set, Q_c . K_b (the host sets DCA with REMAP) */
 const bool DCA = (FLAGS & RL_ATTN_F_DCA) != 0u;
+/* Sampled query rows: slot r of the dispatch's query blocks is token
+ * idx[off_rows + r]; Q and the outputs hold slots, keys stay tokens. */
+const bool ROWS = (FLAGS & RL_ATTN_F_ROWS) != 0u;
 /* A second Q/K pair (bindings 2, 3): paired mode's definition b, or the
  * remapped definition (attn_remap.glsl). */
 const bool TWO = PAIRED || REMAP;
@@ -406,12 +409,23 @@ void main()
 #else
     uint32_t lane = lid;
 #endif
-    qi = qblock * QWG + lane / SPLIT;
-    live = qi < n;
-    qrow = live ? qi : n - 1u;          /* inactive lanes compute a copy, write nothing */
+    uint32_t slot = qblock * QWG + lane / SPLIT;
+    uint32_t orow; /* the row's slot in Q and the outputs */
+    if (ROWS) {
+        /* inactive lanes compute a copy of the last slot, write nothing */
+        live = slot < pc.p.n_rows;
+        orow = live ? slot : pc.p.n_rows - 1u;
+        qi = idx[pc.p.off_rows + orow];
+        qrow = qi;
+    } else {
+        qi = slot;
+        live = qi < n;
+        qrow = live ? qi : n - 1u;      /* inactive lanes compute a copy, write nothing */
+        orow = qrow;
+    }
     qpos = int32_t(idx[qrow]);
     target = WANT_TARGET ? idx[n + qrow] : 0u;
-    uint32_t row = qrow * HEADS + head;
+    uint32_t row = orow * HEADS + head;
     uint32_t so = row * RL_ATTN_NSTAT;
     /* Mask: local keys |qi - j| < window and in qi's chunk, as one key
      * interval [mlo, mhi] (window, chunk_size <= 2^31 and qi < 2^31: no

@@ -132,6 +132,9 @@ struct rl_bias_eval_push {
                                     index d = |floor(pos_i / c) - floor(pos_j / c)| (c =
                                     remap_window): Q_a.K_a (d = 0), Q_b.K_b (1), Q_c.K_b (>= 2);
                                     Q_c at binding 11 (no-bias variant only) */
+#define RL_ATTN_F_ROWS 32768u    /* sampled query rows: query slot r < n_rows is token
+                                    idx[off_rows + r] (ascending); Q/Q_b/Q_c and every output
+                                    row are [n_rows] slots, keys and positions [tokens] */
 
 /* Per-query statistic slots of the stats block [tokens][heads][RL_ATTN_NSTAT]. */
 #define RL_ATTN_S_LSE 0          /* log sum_j exp(logit_a) */
@@ -161,7 +164,9 @@ struct rl_attn_push {
     uint32_t off_temp;    /* RL_ATTN_F_TEMP: index into idx of the per-token logit scales */
     uint32_t remap_window; /* RL_ATTN_F_REMAP: definition a where |pos_i - pos_j| < remap_window;
                               with RL_ATTN_F_DCA the chunk length c */
-    uint32_t pad2;
+    uint32_t off_rows;    /* RL_ATTN_F_ROWS: index into idx of the n_rows query tokens */
+    uint32_t n_rows;      /* RL_ATTN_F_ROWS: query slots (else unused) */
+    uint32_t pad3;
 };
 
 /* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 vec4 FMAs per invocation

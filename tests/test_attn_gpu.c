@@ -542,6 +542,119 @@ END_TEST
  * 131072 tokens). The kernel now has no loops and splits keys over
  * dispatches; the last row here sees 70001 keys, and the sampled rows (first
  * and last included) must match the double reference. */
+/* Sampled query rows (attn_desc.query_rows): each sampled row's statistics,
+ * buckets and O equal the full pass's row for that token bit for bit (the
+ * same kernel over the same key chunks in the same order; a chunk one pass
+ * skips is wholly masked for the row), under causal, masks, temperature,
+ * targets and both GPU paths; and the sampled-row verification passes.
+ * Rows not ascending, beyond the tokens, or with the dump are refused. */
+static const struct {
+    int causal;
+    uint32_t window, n_sink, chunk;
+    int temp;
+    int path;
+} rows_cases[] = {
+    {0, 0, 0, 0, 0, 0},   {1, 0, 0, 0, 0, 0},
+    {1, 96, 4, 0, 0, 0},  {0, 0, 0, 128, 0, 0},
+    {1, 0, 0, 0, ATTN_TEMP_QWEN_LOGN, 0}, {1, 200, 0, 0, 0, ATTN_PATH_SUBGROUP},
+};
+
+START_TEST(gpu_sampled_rows_equal_the_full_pass_bit_for_bit)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    enum { N = 700, H = 2, KV = 1, D = 16, S = 41 };
+    float *q = malloc(N * H * D * sizeof *q), *k = malloc(N * KV * D * sizeof *k);
+    float *v = malloc(N * KV * D * sizeof *v), *qs = malloc(S * H * D * sizeof *qs);
+    uint32_t rows[S], target[N];
+    rl_rng rng;
+    rl_rng_seed(&rng, 11, "rows");
+    for (int i = 0; i < N * H * D; i++)
+        q[i] = (float)rl_rng_normal(&rng);
+    for (int i = 0; i < N * KV * D; i++)
+        k[i] = (float)rl_rng_normal(&rng), v[i] = (float)rl_rng_normal(&rng);
+    for (int i = 0; i < N; i++)
+        target[i] = (uint32_t)(i * 7 % (i + 1));
+    /* first, last, a run of neighbours, and spread tokens */
+    for (int r = 0; r < S; r++)
+        rows[r] = r == 0 ? 0 : r == S - 1 ? N - 1 : r < 6 ? (uint32_t)(300 + r) : (uint32_t)(r * 17);
+    /* sorted (the spread tokens cross the run) */
+    for (int a = 0; a < S; a++)
+        for (int b = a + 1; b < S; b++)
+            if (rows[b] < rows[a]) {
+                uint32_t t = rows[a];
+                rows[a] = rows[b];
+                rows[b] = t;
+            }
+    int m = 0; /* drop duplicates */
+    for (int r = 0; r < S; r++)
+        if (!m || rows[r] != rows[m - 1])
+            rows[m++] = rows[r];
+    for (int r = 0; r < m; r++)
+        memcpy(qs + (size_t)r * H * D, q + (size_t)rows[r] * H * D, H * D * sizeof *q);
+    uint32_t nb = attn_n_buckets(N - 1);
+    float *st_f = malloc(N * H * RL_ATTN_NSTAT * sizeof *st_f), *st_s = malloc(S * H * RL_ATTN_NSTAT * sizeof *st_s);
+    float *b_f = malloc(N * H * nb * sizeof *b_f), *b_s = malloc(S * H * nb * sizeof *b_s);
+    float *o_f = malloc(N * H * D * sizeof *o_f), *o_s = malloc(S * H * D * sizeof *o_s);
+    attn_engine e;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
+    int c = _i;
+    attn_desc d = {.tokens = N, .heads = H, .kv_heads = KV, .head_dim = D,
+                   .causal = rows_cases[c].causal, .window = rows_cases[c].window,
+                   .n_sink = rows_cases[c].n_sink, .chunk_size = rows_cases[c].chunk,
+                   .temp = rows_cases[c].temp, .temp_a = 256, .path = rows_cases[c].path,
+                   .flags = ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+                   .scale = 0.25f, .chunk_blocks = 1};
+    attn_inputs in = {.q = q, .k = k, .v = v, .target = target};
+    attn_outputs of = {.stats = st_f, .buckets = b_f, .out = o_f};
+    attn_result rf, rs;
+    rl_status st = attn_run(&e, &d, &in, &of, &rf, &err);
+    if (st == RL_ERR_UNSUPPORTED && rows_cases[c].path) { /* the device lacks the path */
+        fprintf(stderr, "rows case %d: %s (skipped)\n", c, err.msg);
+        goto out;
+    }
+    ck_assert_msg(st == RL_OK, "%s", err.msg);
+    ck_assert(rf.verify.verdict.pass);
+    attn_desc ds = d;
+    ds.query_rows = (uint32_t)m;
+    attn_inputs is = {.q = qs, .k = k, .v = v, .target = target, .rows = rows};
+    attn_outputs os = {.stats = st_s, .buckets = b_s, .out = o_s};
+    ck_assert_msg(attn_run(&e, &ds, &is, &os, &rs, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(rs.verify.verdict.pass, "sampled rows' verification failed (%s)", rs.verify.worst);
+    ck_assert_uint_eq(rs.verify.rows, (uint32_t)(m < 32 ? m : 32) * H);
+    ck_assert_uint_le(rs.tiles_run, rf.tiles_run);
+    for (int r = 0; r < m; r++) {
+        size_t a = (size_t)rows[r] * H, b = (size_t)r * H;
+        ck_assert_msg(memcmp(st_f + a * RL_ATTN_NSTAT, st_s + b * RL_ATTN_NSTAT,
+                             H * RL_ATTN_NSTAT * sizeof *st_f) == 0,
+                      "case %d: row %d (token %u) statistics differ", c, r, rows[r]);
+        ck_assert(memcmp(b_f + a * nb, b_s + b * nb, H * nb * sizeof *b_f) == 0);
+        ck_assert(memcmp(o_f + a * D, o_s + b * D, H * D * sizeof *o_f) == 0);
+    }
+    /* refusals: not ascending, beyond the tokens, more rows than tokens, the dump */
+    uint32_t bad[3] = {5, 5, 9};
+    attn_desc d3 = ds;
+    d3.query_rows = 3;
+    attn_inputs ib = is;
+    ib.rows = bad;
+    ck_assert(attn_run(&e, &d3, &ib, &os, &rs, &err) == RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "ascend"));
+    bad[1] = 6, bad[2] = N;
+    ck_assert(attn_run(&e, &d3, &ib, &os, &rs, &err) == RL_ERR_ARG);
+    d3.query_rows = N + 1;
+    ck_assert(attn_run(&e, &d3, &is, &os, &rs, &err) == RL_ERR_ARG);
+    d3.query_rows = 3;
+    d3.flags |= ATTN_DUMP;
+    ck_assert(attn_run(&e, &d3, &is, &os, &rs, &err) == RL_ERR_UNSUPPORTED);
+out:
+    attn_engine_destroy(&e);
+    free(st_f), free(st_s), free(b_f), free(b_s), free(o_f), free(o_s);
+    free(q), free(k), free(v), free(qs);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(gpu_rows_beyond_65535_keys)
 {
     rl_gpu g;
@@ -1073,6 +1186,8 @@ int main(void)
     tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
     tcase_add_test(tc, gpu_rows_beyond_65535_keys);
+    tcase_add_loop_test(tc, gpu_sampled_rows_equal_the_full_pass_bit_for_bit, 0,
+                        (int)RL_ARRAY_LEN(rows_cases));
     tcase_add_test(tc, gpu_split_submissions_and_dump);
     tcase_add_test(tc, gpu_resident_operands_stay_on_the_device);
     tcase_add_test(tc, gpu_refuses_sizes_beyond_limits);

@@ -143,6 +143,18 @@ typedef struct attn_desc {
                                8 or 16 (0: 16) */
     int test_storage_reads; /* test hook: 1 reads rows from the storage buffers where the path
                                would read them as texels (attn_path.texel), as GPUs do */
+    /* Sampled query rows (docs/attention.md "Sampled query rows"): 0 every
+     * token is a query row; S >= 1: only the S query tokens of the inputs'
+     * `rows` (strictly ascending, < tokens) are, each against every key it
+     * sees (causal, mask, remap, bias, temperature exactly as for the full
+     * pass), so the work is O(S tokens head_dim). Then Q, Q_b, Q_c are
+     * [S][heads][head_dim] (slot r holds token rows[r]) and every output row
+     * (stats, buckets, O) is a slot; keys, V, positions and targets stay
+     * [tokens]. Not with ATTN_DUMP or the cooperative-matrix path. A row's
+     * numbers are the full pass's for that token bit for bit (the same key
+     * chunks in the same order; a chunk skipped for one and not the other is
+     * wholly masked for the row and leaves its state unchanged). */
+    uint32_t query_rows;
     int path;               /* attn_path_kind (attn_path.h): 0 the device's default
                                (attn_path_choose), else that path or RL_ERR_UNSUPPORTED;
                                ATTN_PATH_COOPMAT is the same as coopmat = 1 */
@@ -162,6 +174,7 @@ typedef struct attn_inputs {
     const attn_bias *bias;  /* NULL: no bias */
     const float *sinks;     /* [heads] learned sink logits (gpt-oss), in the softmax
                                denominator only; NULL: none. Not with ATTN_PAIRED */
+    const uint32_t *rows;   /* attn_desc.query_rows: [query_rows] query tokens, ascending */
 } attn_inputs;
 
 /* What the CPU reference computes from when the engine's operands are not
@@ -196,6 +209,7 @@ typedef struct attn_resident {
     const uint32_t *target;      /* host [tokens], for ATTN_TARGET */
     const attn_bias *bias;       /* NULL: no bias */
     const float *sinks;          /* host [heads] learned sink logits; NULL: none */
+    const uint32_t *rows;        /* attn_desc.query_rows: [query_rows] query tokens, ascending */
     attn_record_fn before;       /* NULL: nothing recorded before */
     void *before_ctx;
     uint32_t before_dispatches;  /* dispatches `before` records (descriptor sets) */
@@ -347,8 +361,13 @@ rl_status attn_run_resident(attn_engine *e, const attn_desc *d, const attn_resid
                             const attn_outputs *out, attn_result *res, rl_error *err);
 
 /* Token of sampled row r of `rows` (rows = min(verify_rows, tokens)) that
- * verification checks: evenly spread, first and last always included. */
+ * verification checks: evenly spread, first and last always included. With
+ * query_rows S, verification checks the slots attn_verify_token(r, rows', S)
+ * (rows' = min(verify_rows, S)), i.e. tokens rows[slot]. */
 uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens);
+
+/* Query rows of d: query_rows, or tokens for the full pass. */
+uint64_t attn_query_rows(const attn_desc *d);
 
 /* The sampled-row verification of attn_run on host outputs (as attn_run
  * downloaded them, out->stats required; buckets with n_buckets per row):
@@ -397,6 +416,11 @@ typedef struct attn_ref_problem {
     const attn_bias *bias;           /* may be NULL */
     const float *sinks;              /* [heads] learned sink logits or NULL (definition a;
                                         not paired) */
+    /* Sampled query rows: q, q_b, q_c hold n_q_rows rows, row r being token
+     * q_rows[r] (ascending); a query token i is looked up there. NULL: q
+     * holds every token. */
+    const uint32_t *q_rows;
+    uint64_t n_q_rows;
 } attn_ref_problem;
 
 /* Statistics of one query row, from the definitions. */

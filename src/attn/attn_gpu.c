@@ -14,7 +14,7 @@
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_variants.spv.h"
 
-_Static_assert(sizeof(struct rl_attn_push) == 64, "rl_attn_push layout");
+_Static_assert(sizeof(struct rl_attn_push) == 72, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, key_base) == 32, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, group_base) == 0, "group_base first");
 _Static_assert(offsetof(struct rl_attn_push, scale_a) == 12, "rl_attn_push layout");
@@ -186,12 +186,19 @@ struct attn_layout {
     uint32_t n_buckets;
 };
 
+uint64_t attn_query_rows(const attn_desc *d)
+{
+    return d->query_rows ? d->query_rows : d->tokens;
+}
+
+/* Query-side tensors and output rows have attn_query_rows rows, key-side
+ * ones tokens rows. */
 static void layout_of(const attn_desc *d, uint32_t n_buckets, attn_layout *L)
 {
-    uint64_t n = d->tokens, esz = d->fp16 ? 2 : 4;
+    uint64_t n = attn_query_rows(d), esz = d->fp16 ? 2 : 4;
     L->n_buckets = n_buckets;
     L->q_bytes = n * d->heads * d->head_dim * esz;
-    L->k_bytes = n * d->kv_heads * d->head_dim * esz;
+    L->k_bytes = d->tokens * d->kv_heads * d->head_dim * esz;
     uint64_t off = n * d->heads * RL_ATTN_NSTAT;
     L->off_buckets = off;
     if (d->flags & ATTN_BUCKETS)
@@ -285,6 +292,14 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
         return rl_fail(err, RL_ERR_ARG,
                        "attention: n_sink %u needs a window or a chunk_size (without either every "
                        "key is visible)", d.n_sink);
+    if (d.query_rows > d.tokens)
+        return rl_fail(err, RL_ERR_ARG, "attention: query_rows %u exceeds tokens %llu",
+                       d.query_rows, (unsigned long long)d.tokens);
+    if (d.query_rows && ((d.flags & ATTN_DUMP) || d.coopmat))
+        return rl_fail(err, RL_ERR_UNSUPPORTED,
+                       "attention: sampled query rows (query_rows %u) take neither the logit dump "
+                       "nor the cooperative-matrix path (its tiles are consecutive queries)",
+                       d.query_rows);
     if (block_keys(dev, &d) == 0)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: head_dim %u with these outputs needs more than %s's "
@@ -311,6 +326,7 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
     uint64_t range = dev->info.max_storage_buffer_range;
     uint64_t out_bytes = L.out_floats * 4 + VF_GUARD_BYTES; /* guarded (verify/vf.h) */
     uint64_t worst = L.q_bytes > out_bytes ? L.q_bytes : out_bytes;
+    worst = L.k_bytes > worst ? L.k_bytes : worst; /* sampled rows: K is the largest */
     if (worst > range)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: %llu tokens need a %llu-byte buffer, beyond %s's "
@@ -404,6 +420,8 @@ static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const
         flags |= RL_ATTN_F_REMAP;
     if (d->remap_chunk)
         flags |= RL_ATTN_F_REMAP | RL_ATTN_F_DCA;
+    if (d->query_rows)
+        flags |= RL_ATTN_F_ROWS;
     static const char *const cm_name[] = {"cm", "cm_emu", "cm_khr"};
     char cm_key[32];
     snprintf(cm_key, sizeof cm_key, "%s%ux%u", cm_name[cs.module], cs.m, cs.k);
@@ -584,7 +602,7 @@ uint64_t attn_verify_token(uint64_t r, uint64_t rows, uint64_t tokens)
  * ref what the reference computes from (fp32 host tensors). */
 static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const uint32_t *pos,
                         const uint32_t *target, const attn_bias *bias, const float *sinks,
-                        uint32_t n_buckets,
+                        const uint32_t *qrows, uint32_t n_buckets,
                         const float *stats, const float *buckets, const float *o,
                         const float *dump, attn_verify *v, rl_error *err)
 {
@@ -609,12 +627,15 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
         .k_b = two ? kb : NULL, .pos = pos, .bias = bias, .remap_window = d->remap_window,
         .window = d->window, .n_sink = d->n_sink, .chunk_size = d->chunk_size,
         .sinks = sinks, .temp = d->temp, .temp_a = d->temp_a, .temp_b = d->temp_b,
+        .q_rows = d->query_rows ? qrows : NULL, .n_q_rows = d->query_rows,
     };
     v->sinks = sinks != NULL;
     v->temp = d->temp != 0;
-    uint64_t rows = d->verify_rows < n ? d->verify_rows : n;
+    uint64_t nq = attn_query_rows(d); /* slots; token = qrows[slot] when sampled */
+    uint64_t rows = d->verify_rows < nq ? d->verify_rows : nq;
     for (uint64_t r = 0; r < rows; r++) {
-        uint64_t i = attn_verify_token(r, rows, n);
+        uint64_t slot = attn_verify_token(r, rows, nq);
+        uint64_t i = d->query_rows ? qrows[slot] : slot;
         for (uint32_t h = 0; h < d->heads; h++) {
             attn_ref_row R;
             uint64_t tgt = (d->flags & ATTN_TARGET) ? target[i] : UINT64_MAX;
@@ -631,7 +652,7 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
             v->max_range = dmax(v->max_range, top - R.min_logit);
             if (R.n_keys + (sinks ? 1 : 0) > v->max_keys)
                 v->max_keys = R.n_keys + (sinks ? 1 : 0);
-            uint64_t row = i * d->heads + h;
+            uint64_t row = slot * d->heads + h;
             const float *s = stats + row * RL_ATTN_NSTAT;
             note(v, ATTN_V_LSE, s[RL_ATTN_S_LSE], R.lse, dmax(fabs(R.lse), 1));
             note(v, ATTN_V_MAX, s[RL_ATTN_S_MAX], R.max, dmax(fabs(R.max), 1));
@@ -687,7 +708,8 @@ done:
 static rl_status ref_of_inputs(const attn_desc *d, const attn_inputs *in, int own_b,
                                attn_ref_operands *ref, float *conv[6], rl_error *err)
 {
-    uint64_t n = d->tokens, nq = n * d->heads * d->head_dim, nk = n * d->kv_heads * d->head_dim;
+    uint64_t n = d->tokens, nq = attn_query_rows(d) * d->heads * d->head_dim,
+             nk = n * d->kv_heads * d->head_dim;
     const void *src[6] = {in->q, in->k, (d->flags & ATTN_OUT) ? in->v : NULL,
                           own_b ? (in->q_b ? in->q_b : in->q) : NULL,
                           own_b ? (in->k_b ? in->k_b : in->k) : NULL,
@@ -724,9 +746,13 @@ rl_status attn_verify_outputs(const attn_desc *din, const attn_inputs *in, const
     attn_ref_operands ref;
     float *conv[6];
     int own_b = two_defs(&d) && (in->q_b || in->k_b);
-    rl_status st = ref_of_inputs(&d, in, own_b, &ref, conv, err);
+    rl_status st = RL_OK;
+    if (d.query_rows && !in->rows)
+        st = rl_fail(err, RL_ERR_ARG, "attention verification: query_rows without rows");
     if (!st)
-        st = verify(&d, &ref, pos, in->target, in->bias, in->sinks, n_buckets, out->stats,
+        st = ref_of_inputs(&d, in, own_b, &ref, conv, err);
+    if (!st)
+        st = verify(&d, &ref, pos, in->target, in->bias, in->sinks, in->rows, n_buckets, out->stats,
                     out->buckets,
                     out->out, out->dump, v, err);
     if (!st)
@@ -812,10 +838,13 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     attn_path path;
     path_of(dev, &d, &path);
     const uint64_t qwg = attn_path_rows(&path); /* query block */
-    uint64_t n_qb = (n + qwg - 1) / qwg;
-    uint32_t *idx = malloc((3 * n + n_qb) * sizeof *idx);
+    /* query slots: every token, or the sampled rows (in->rows[slot]) */
+    const uint64_t nq = attn_query_rows(&d);
+    const uint32_t *qrows = d.query_rows ? in->rows : NULL;
+    uint64_t n_qb = (nq + qwg - 1) / qwg;
+    uint32_t *idx = malloc((3 * n + n_qb + (qrows ? nq : 0)) * sizeof *idx);
     uint32_t *qlo = NULL, *qcnt = NULL; /* per key chunk: query blocks dispatched */
-    float *stats = out->stats ? out->stats : malloc(n * d.heads * RL_ATTN_NSTAT * sizeof(float));
+    float *stats = out->stats ? out->stats : malloc(nq * d.heads * RL_ATTN_NSTAT * sizeof(float));
     rlvk_buffer bidx = {0}, bout = {0}, dummy = {0}, bsink = {0};
     rlvk_cmd cmd = {0};
     if (!idx || !stats) {
@@ -823,6 +852,17 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
                      (unsigned long long)n);
         goto done;
     }
+    if (d.query_rows && !qrows) {
+        st = rl_fail(err, RL_ERR_ARG, "attention: query_rows %u without the rows", d.query_rows);
+        goto done;
+    }
+    for (uint64_t r = 0; qrows && r < nq; r++)
+        if (qrows[r] >= n || (r && qrows[r] <= qrows[r - 1])) {
+            st = rl_fail(err, RL_ERR_ARG, "attention: query row %llu is token %u: the rows must "
+                         "ascend strictly and stay below tokens %llu", (unsigned long long)r,
+                         qrows[r], (unsigned long long)n);
+            goto done;
+        }
     uint32_t pmin = UINT32_MAX, pmax = 0;
     for (uint64_t t = 0; t < n; t++) {
         idx[t] = in->pos ? in->pos[t] : (uint32_t)t;
@@ -865,17 +905,31 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     for (uint64_t qb = 0; qb < n_qb; qb++)
         idx[2 * n + qb] = 0;
     res->tiles_run = res->tiles_full = 0;
+    /* Query block qb's tokens: [qb qwg, ...) of every token, or the token
+     * span of its sampled rows (ascending, so the blocks seeing a chunk stay
+     * a band; the kernel masks each row exactly). */
+#define QTOK0(qb) (qrows ? (uint64_t)qrows[(qb) * qwg] : (qb) * qwg)
+#define QTOK1(qb) (qrows ? (uint64_t)qrows[((qb) + 1) * qwg < nq ? ((qb) + 1) * qwg - 1 : nq - 1] + 1 \
+                         : ((qb) + 1) * qwg < n ? ((qb) + 1) * qwg : n)
+    attn_desc dfull = d; /* causal only: the tiles a full pass of these rows runs */
+    dfull.window = dfull.n_sink = dfull.chunk_size = 0;
     for (uint64_t c = 0; c < n_chunks; c++) {
         uint64_t k0 = c * chunk, k1 = k0 + chunk < n ? k0 + chunk : n;
         uint64_t full0 = d.causal ? k0 / qwg : 0;
+        if (qrows) {
+            full0 = n_qb;
+            for (uint64_t qb = 0; qb < n_qb && full0 == n_qb; qb++)
+                if (attn_tile_visible(&dfull, QTOK0(qb), QTOK1(qb), k0, k1))
+                    full0 = qb;
+        }
         res->tiles_full += (n_qb - full0) * d.kv_heads;
-        if (!masked(&d)) {
+        if (!masked(&d) && !qrows) {
             qlo[c] = (uint32_t)full0;
             qcnt[c] = (uint32_t)(n_qb - full0);
         } else {
             uint64_t lo = n_qb, hi = 0;
             for (uint64_t qb = full0; qb < n_qb; qb++) {
-                uint64_t q0 = qb * qwg, q1 = q0 + qwg < n ? q0 + qwg : n;
+                uint64_t q0 = QTOK0(qb), q1 = QTOK1(qb);
                 if (attn_tile_visible(&d, q0, q1, k0, k1)) {
                     if (lo == n_qb)
                         lo = qb;
@@ -895,12 +949,17 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         }
         res->tiles_run += (uint64_t)qcnt[c] * d.kv_heads;
     }
+#undef QTOK0
+#undef QTOK1
     uint64_t off_temp = 2 * n + (masked(&d) ? n_qb : 0);
-    uint64_t n_idx = off_temp + (d.temp ? n : 0);
+    uint64_t off_rows = off_temp + (d.temp ? n : 0);
+    uint64_t n_idx = off_rows + (qrows ? nq : 0);
     for (uint64_t t = 0; d.temp && t < n; t++) {
         float tau = (float)temperature(&d, t, idx[t]);
         memcpy(&idx[off_temp + t], &tau, 4);
     }
+    if (qrows)
+        memcpy(&idx[off_rows], qrows, nq * sizeof *qrows);
     if ((st = rlvk_buffer_create(dev, 16, "attn dummy", &dummy, err)) ||
         (st = rlvk_buffer_create(dev, n_idx * 4, "positions+targets", &bidx, err)) ||
         (st = vf_guarded_create(dev, L.out_floats * 4, "attention outputs", &bout, err)) ||
@@ -935,6 +994,7 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         .off_buckets = (uint32_t)L.off_buckets, .off_out = (uint32_t)L.off_out,
         .off_dump = (uint32_t)L.off_dump, .window = d.window, .n_sink = d.n_sink,
         .chunk_size = d.chunk_size, .off_temp = (uint32_t)off_temp,
+        .off_rows = (uint32_t)off_rows, .n_rows = d.query_rows,
         .remap_window = d.remap_chunk ? d.remap_chunk : d.remap_window};
     res->gpu_ms = 0;
     /* Dispatch x: chunk x / kv_heads, KV head x % kv_heads; its first key and
@@ -1011,16 +1071,16 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     }
     if ((st = vf_guard_check(dev, &bout, L.out_floats * 4, &res->guard_ok, err)))
         goto done;
-    if ((st = rlvk_buffer_download(dev, &bout, 0, stats, n * d.heads * RL_ATTN_NSTAT * 4, err)))
+    if ((st = rlvk_buffer_download(dev, &bout, 0, stats, nq * d.heads * RL_ATTN_NSTAT * 4, err)))
         goto done;
     if (d.flags & ATTN_BUCKETS) {
-        float *tmp = malloc(n * d.heads * nb_k * sizeof *tmp);
+        float *tmp = malloc(nq * d.heads * nb_k * sizeof *tmp);
         if (!tmp) {
             st = rl_fail(err, RL_ERR_NOMEM, "attention: out of host memory for bucket masses");
             goto done;
         }
-        st = rlvk_buffer_download(dev, &bout, L.off_buckets * 4, tmp, n * d.heads * nb_k * 4, err);
-        for (uint64_t r = 0; !st && r < n * d.heads; r++)
+        st = rlvk_buffer_download(dev, &bout, L.off_buckets * 4, tmp, nq * d.heads * nb_k * 4, err);
+        for (uint64_t r = 0; !st && r < nq * d.heads; r++)
             memcpy(out->buckets + r * nb, tmp + r * nb_k, nb * sizeof *tmp);
         free(tmp);
         if (st)
@@ -1028,14 +1088,15 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     }
     if ((d.flags & ATTN_OUT) &&
         (st = rlvk_buffer_download(dev, &bout, L.off_out * 4, out->out,
-                                   n * d.heads * d.head_dim * 4, err)))
+                                   nq * d.heads * d.head_dim * 4, err)))
         goto done;
     if ((d.flags & ATTN_DUMP) &&
         (st = rlvk_buffer_download(dev, &bout, L.off_dump * 4, out->dump, n * n * d.heads * 4, err)))
         goto done;
     res->wall_ms = (rl_now() - t_start) * 1e3;
     if (!d.no_verify &&
-        !(st = verify(&d, &in->ref, idx, in->target, in->bias, in->sinks, nb, stats, out->buckets,
+        !(st = verify(&d, &in->ref, idx, in->target, in->bias, in->sinks, in->rows, nb, stats,
+                      out->buckets,
                       out->out,
                       out->dump, &res->verify, err)))
         attn_judge(&d, &res->verify, res->guard_ok);
@@ -1098,7 +1159,7 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         .q = &bqa, .k = &bka, .v = &bv, .q_b = own_b ? &bqb : &bqa, .k_b = own_b ? &bkb : &bka,
         .q_c = d.remap_chunk ? &bqc : NULL,
         .pos = in->pos, .target = in->target, .bias = in->bias, .sinks = in->sinks,
-        .ref = ref,
+        .rows = in->rows, .ref = ref,
     };
     st = run(e, &d, var, &r, out, res, t_start, err);
 done:

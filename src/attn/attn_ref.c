@@ -49,6 +49,23 @@ int attn_ref_remapped(const attn_ref_problem *p, uint64_t i, uint64_t j)
     return (dist < 0 ? -dist : dist) >= (int64_t)p->remap_window;
 }
 
+/* Row of query token i in p's query tensors: i, or its slot among the
+ * sampled rows (binary search; i must be one of them). */
+static uint64_t q_row(const attn_ref_problem *p, uint64_t i)
+{
+    if (!p->q_rows)
+        return i;
+    uint64_t lo = 0, hi = p->n_q_rows;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (p->q_rows[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* The operands of definition `which` at (i, j): q/k, or q_b/k_b for
  * definition b (paired) or for a remapped (i, j) of definition a, or
  * q_c/k_b for DCA's inter-chunk pairs. */
@@ -69,7 +86,7 @@ double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t
     uint32_t kvh = h / (p->heads / p->kv_heads);
     const float *q, *k;
     operands(p, which, i, j, &q, &k);
-    const float *qi = q + (i * p->heads + h) * d;
+    const float *qi = q + (q_row(p, i) * p->heads + h) * d;
     const float *kj = k + (j * p->kv_heads + kvh) * d;
     double dot = 0;
     for (uint32_t e = 0; e < d; e++)
@@ -89,7 +106,7 @@ static double abs_dot(const attn_ref_problem *p, int which, uint32_t h, uint64_t
     uint32_t kvh = h / (p->heads / p->kv_heads);
     const float *q, *k;
     operands(p, which, i, j, &q, &k);
-    const float *qi = q + (i * p->heads + h) * d;
+    const float *qi = q + (q_row(p, i) * p->heads + h) * d;
     const float *kj = k + (j * p->kv_heads + kvh) * d;
     double s = 0;
     for (uint32_t e = 0; e < d; e++)
