@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_sample.h"
 #include "core/rl_util.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
@@ -82,6 +83,101 @@ START_TEST(encoding_attention_is_verified_end_to_end)
     pe_encoding_destroy(e);
     free(q);
     free(k);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* Sampled query rows through the encoding's device transform (exp_attn_io
+ * rows): at N = 4096 (YaRN factor 4 on RoPE, 2 heads, GQA), one full pass,
+ * then 40 seeded plans per design, each a sampled pass of S = 256 rows:
+ * every sampled row's statistics equal the full pass's row bit for bit (the
+ * gathered Q rotates at its own positions as in place), each pass verifies
+ * against the double reference, and the 95 % interval of the mean entropy
+ * (rl_rows_estimate over the rows) covers the full pass's mean in >= 38 of
+ * the 40 plans (the issue's >= 95 %; with exact 95 % coverage, 38 or more of
+ * 40 happens with probability 0.68, so this pins the deterministic seeds'
+ * count, printed below, rather than claiming more). Designs: bidirectional
+ * uniform, causal log_groups (entropy grows as ln(i + 1): the strata carry
+ * it), causal uniform. */
+static const struct {
+    int causal;
+    rl_rows_scheme scheme;
+} cover_cases[] = {{0, RL_ROWS_UNIFORM}, {1, RL_ROWS_LOG_GROUPS}, {1, RL_ROWS_UNIFORM}};
+
+START_TEST(sampled_rows_interval_covers_the_full_pass)
+{
+    enum { T = 4096, H = 2, KV = 1, D = 32, S = 256, TRIALS = 40 };
+    rl_gpu g;
+    rl_gpu_open(&g);
+    pe_shape sh = {.head_dim = D, .heads = H, .kv_heads = KV, .seed = 3, .max_positions = T};
+    pe_encoding *e = make("rope", "{\"rope_type\": \"yarn\", \"factor\": 4, "
+                                  "\"original_max_position_embeddings\": 1024}", &sh);
+    float *q = malloc((size_t)T * H * D * sizeof *q), *k = malloc((size_t)T * KV * D * sizeof *k);
+    float *full = malloc((size_t)T * H * RL_ATTN_NSTAT * sizeof *full);
+    float *part = malloc((size_t)S * H * RL_ATTN_NSTAT * sizeof *part);
+    double *y = malloc(T * sizeof *y);
+    rl_rng rng;
+    rl_rng_seed(&rng, 9, "test/sampled");
+    /* a shared direction in q and k: logits with structure, not pure noise */
+    for (int i = 0; i < T * H * D; i++)
+        q[i] = (float)(rl_rng_normal(&rng) + (i % D == 0 ? 2.0 : 0.0));
+    for (int i = 0; i < T * KV * D; i++)
+        k[i] = (float)(rl_rng_normal(&rng) + (i % D == 0 ? 2.0 : 0.0));
+    attn_engine eng;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    int c = _i;
+    exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = cover_cases[c].causal,
+                      .flags = ATTN_ENTROPY | ATTN_ARGMAX};
+    attn_outputs out = {.stats = full};
+    exp_attn_result r;
+    ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &out, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert(r.pass);
+    double truth = 0;
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            truth += full[(t * H + h) * RL_ATTN_NSTAT + RL_ATTN_S_ENTROPY];
+    truth /= (double)T * H;
+    int covered = 0;
+    double width = 0;
+    for (int trial = 0; trial < TRIALS; trial++) {
+        rl_rows_plan plan;
+        ck_assert_msg(rl_rows_plan_make(cover_cases[c].scheme, T, S, 1000 + trial, &plan, &err) ==
+                          RL_OK, "%s", err.msg);
+        ck_assert_uint_eq(plan.n_rows, S);
+        exp_attn_io is = io;
+        is.rows = plan.rows;
+        is.n_rows = plan.n_rows;
+        attn_outputs os = {.stats = part};
+        ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &is, &os, &r, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(r.pass, "trial %d: sampled pass failed its verification (%s)", trial,
+                      r.worst);
+        ck_assert_uint_eq(r.attn.verify.rows, 32 * H);
+        for (uint32_t s = 0; s < plan.n_rows; s++) {
+            ck_assert_msg(memcmp(part + (size_t)s * H * RL_ATTN_NSTAT,
+                                 full + (size_t)plan.rows[s] * H * RL_ATTN_NSTAT,
+                                 H * RL_ATTN_NSTAT * sizeof *part) == 0,
+                          "trial %d: row %u (token %u) differs from the full pass", trial, s,
+                          plan.rows[s]);
+            y[s] = 0;
+            for (int h = 0; h < H; h++)
+                y[s] += part[(s * H + h) * RL_ATTN_NSTAT + RL_ATTN_S_ENTROPY] / H;
+        }
+        rl_estimate est;
+        rl_rows_estimate(&plan, y, 0, T, &est);
+        ck_assert(est.lo < est.hi && !est.exact && est.n == S);
+        covered += est.lo <= truth && truth <= est.hi;
+        width += (est.hi - est.lo) / TRIALS;
+        rl_rows_plan_free(&plan);
+    }
+    fprintf(stderr, "sampled rows (%s, %s): the 95 %% interval covered the full pass's mean "
+            "entropy %.6f in %d of %d plans (mean width %.4f nats)\n",
+            cover_cases[c].causal ? "causal" : "bidirectional",
+            rl_rows_scheme_name(cover_cases[c].scheme), truth, covered, TRIALS, width);
+    ck_assert_int_ge(covered, 38);
+    attn_engine_destroy(&eng);
+    pe_encoding_destroy(e);
+    free(q), free(k), free(full), free(part), free(y);
     rl_gpu_close(&g);
 }
 END_TEST
@@ -999,6 +1095,11 @@ int main(void)
     tcase_add_test(tc, distortion_of_yarn_applies_its_temperature);
     tcase_add_test(tc, distortion_refuses_non_rope_encodings);
     tcase_add_loop_test(tc, prepared_pipelines_serve_the_passes_bit_for_bit, 0, 2);
+    TCase *ts = tcase_create("sampled_rows");
+    tcase_set_timeout(ts, 600);
+    tcase_add_loop_test(ts, sampled_rows_interval_covers_the_full_pass, 0,
+                        (int)RL_ARRAY_LEN(cover_cases));
+    suite_add_tcase(s, ts);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

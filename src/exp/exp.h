@@ -358,6 +358,12 @@ typedef struct exp_attn_io {
      * device read. 0: nothing. */
     uint32_t ref_sink_keys;
     double *ref_sink_mass, *ref_sink_learned;
+    /* Sampled query rows (attn_desc.query_rows): n_rows > 0 computes the
+     * statistics of the query tokens rows[0..n_rows-1] (strictly ascending)
+     * only, against every key they see; q stays [tokens] (gathered here),
+     * out->stats and the sink reference's rows are slots. 0: every token. */
+    const uint32_t *rows;
+    uint32_t n_rows;
 } exp_attn_io;
 
 typedef struct exp_attn_result {

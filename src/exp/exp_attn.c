@@ -186,13 +186,14 @@ static void exact_copy(size_t n, vf_stats *s)
 typedef struct xform {
     pe_vec_gpu g;
     const rlvk_buffer *x, *y;
-    const rlvk_buffer *pos;  /* its own positions (the remapped definition); NULL: the engine's */
+    const rlvk_buffer *pos;  /* its own positions (the remapped definition, sampled query
+                                rows); NULL: the engine's */
+    uint64_t tokens;         /* rows it transforms (sampled query rows: S) */
 } xform;
 
 typedef struct xforms {
     xform t[4];
     uint32_t n;
-    uint64_t tokens;
 } xforms;
 
 static rl_status record_xforms(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos, rl_error *err)
@@ -201,15 +202,16 @@ static rl_status record_xforms(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos,
     rl_status st = RL_OK;
     for (uint32_t i = 0; i < X->n && !st; i++)
         st = pe_vec_gpu_record(cmd, &X->t[i].g, X->t[i].x, X->t[i].y,
-                               X->t[i].pos ? X->t[i].pos : pos, X->tokens, err);
+                               X->t[i].pos ? X->t[i].pos : pos, X->t[i].tokens, err);
     return st;
 }
 
-/* Adds the transform x -> y of encoding e (heads heads) to X, its
- * position-dependent data uploaded now (pe_vec_gpu_prepare). */
+/* Adds the transform x -> y of encoding e (heads heads, tokens rows at
+ * positions pos) to X, its position-dependent data uploaded now
+ * (pe_vec_gpu_prepare). */
 static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, uint32_t heads,
-                           pe_role role, const uint32_t *pos, const rlvk_buffer *x,
-                           const rlvk_buffer *y, rl_error *err)
+                           pe_role role, const uint32_t *pos, uint64_t tokens,
+                           const rlvk_buffer *x, const rlvk_buffer *y, rl_error *err)
 {
     xform *t = &X->t[X->n];
     rl_status st = pe_vec_gpu_create_role(dev, e, heads, role, &t->g, err);
@@ -219,7 +221,8 @@ static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, ui
     t->x = x;
     t->y = y;
     t->pos = NULL;
-    return pe_vec_gpu_prepare(&t->g, pos, X->tokens, err);
+    t->tokens = tokens;
+    return pe_vec_gpu_prepare(&t->g, pos, tokens, err);
 }
 
 /* The engine's desc of a run of e over io (have_bias: e's logit bias is
@@ -242,7 +245,7 @@ static attn_desc io_desc(const pe_encoding *e, const exp_attn_io *io, int have_b
                            : 0,
         .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)scale, .scale_b = (float)scale_b,
-        .verify_rows = io->verify_rows,
+        .verify_rows = io->verify_rows, .query_rows = io->n_rows,
     };
 }
 
@@ -295,10 +298,11 @@ static rl_status sink_reference(const attn_desc *d, const attn_inputs *in, int h
         .remap_window = d->remap_window, .q_b = d->remap_window || d->remap_chunk ? in->q_b : NULL,
         .k_b = d->remap_window || d->remap_chunk ? in->k_b : NULL,
         .remap_chunk = d->remap_chunk, .q_c = d->remap_chunk ? in->q_c : NULL,
+        .q_rows = d->query_rows ? in->rows : NULL, .n_q_rows = d->query_rows,
     };
-    uint64_t S = io->ref_sink_keys < T ? io->ref_sink_keys : T;
+    uint64_t S = io->ref_sink_keys < T ? io->ref_sink_keys : T, nq = attn_query_rows(d);
     for (uint64_t r = 0; r < rows; r++) {
-        uint64_t i = attn_verify_token(r, rows, T);
+        uint64_t slot = attn_verify_token(r, rows, nq), i = d->query_rows ? in->rows[slot] : slot;
         for (uint32_t h = 0; h < d->heads; h++) {
             attn_ref_row R;
             attn_ref_row_stats(&P, h, i, UINT64_MAX, 0, scratch, &R, NULL, NULL, NULL);
@@ -333,6 +337,14 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     const pe_shape *sh = pe_encoding_shape(e);
     uint32_t H = sh->heads, KV = sh->kv_heads, D = sh->head_dim;
     uint64_t T = io->tokens;
+    /* Sampled query rows: the query side (raw Q, its positions, every Q
+     * operand, the statistics) is gathered to the S rows io->rows names;
+     * the key side stays T tokens. */
+    int sampled = io->n_rows != 0;
+    uint64_t S = sampled ? io->n_rows : T;
+    if (sampled && (!io->rows || io->n_rows > T))
+        return rl_fail(err, RL_ERR_ARG, "sampled attention: %u query rows of %llu tokens need "
+                       "their token list", io->n_rows, (unsigned long long)T);
     const pe_encoding *b = io->paired;
     if (b && pe_has_bias(b))
         return rl_fail(err, RL_ERR_ARG, "paired attention: the second encoding must act on the "
@@ -355,7 +367,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
                        attn_remap_name(rm->method));
     if ((io->flags & ATTN_PAIRED) && !remap)
         return rl_fail(err, RL_ERR_ARG, "paired attention needs a second encoding (io->paired)");
-    size_t nq = (size_t)T * H * D, nk = (size_t)T * KV * D;
+    size_t nq = (size_t)S * H * D, nk = (size_t)T * KV * D; /* query side: S rows */
     rlvk_buffer bq = {0}, bk = {0}, bqb = {0}, bkb = {0}, bv = {0}, bpq = {0}, bpk = {0};
     pe_encoding *far_own = NULL;
     const pe_encoding *eg = NULL;       /* remap: the encoding of the remapped definition */
@@ -363,7 +375,11 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     uint32_t *qpos_a = NULL, *qpos_c = NULL; /* dca: intra- and inter-chunk query positions */
     rlvk_buffer bqc = {0}, bpqa = {0}, bpqc = {0};
     float *hqc = NULL;
-    xforms X = {.tokens = T};
+    xforms X = {0};
+    /* sampled: gathered raw Q and query positions (else the full arrays) */
+    float *qraw_own = NULL;
+    uint32_t *pq_own = NULL, *qg_own = NULL, *qa_own = NULL, *qc_own = NULL;
+    rlvk_buffer bps = {0}; /* sampled: the gathered positions of definition a's queries */
     attn_pe_bias pb;
     int have_bias = 0;
     rl_status st = RL_OK;
@@ -429,18 +445,58 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
                      (st = pe_vec_check(eg, qpos_c, T, err)))))
             goto done;
     }
+    /* The query side of the sampled rows, gathered (pe_vec transforms are
+     * per row at its position, so a gathered row transforms as in place). */
+    const float *qraw = io->q;
+    const uint32_t *pos_q = pos, *qg = qpos_g, *qa = qpos_a, *qc = qpos_c;
+    if (sampled) {
+        size_t row = (size_t)H * D;
+        qraw_own = malloc(nq * sizeof *qraw_own);
+        pq_own = malloc(S * sizeof *pq_own);
+        qg_own = remap ? malloc(S * sizeof *qg_own) : NULL;
+        qa_own = dca ? malloc(S * sizeof *qa_own) : NULL;
+        qc_own = dca ? malloc(S * sizeof *qc_own) : NULL;
+        if (!qraw_own || !pq_own || (remap && !qg_own) || (dca && (!qa_own || !qc_own))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu sampled query rows",
+                         (unsigned long long)S);
+            goto done;
+        }
+        for (uint64_t r = 0; r < S; r++) {
+            uint32_t t = io->rows[r];
+            if (t >= T || (r && t <= io->rows[r - 1])) {
+                st = rl_fail(err, RL_ERR_ARG, "sampled attention: query row %llu is token %u: the "
+                             "rows must ascend strictly below %llu", (unsigned long long)r, t,
+                             (unsigned long long)T);
+                goto done;
+            }
+            memcpy(qraw_own + r * row, io->q + (size_t)t * row, row * sizeof *qraw_own);
+            pq_own[r] = pos[t];
+            if (remap)
+                qg_own[r] = qpos_g[t];
+            if (dca)
+                qa_own[r] = qpos_a[t], qc_own[r] = qpos_c[t];
+        }
+        qraw = qraw_own, pos_q = pq_own, qg = qg_own, qa = qa_own, qc = qc_own;
+        if ((st = rlvk_buffer_create(dev, S * 4, "sampled query positions", &bps, err)) ||
+            (st = rlvk_buffer_upload(dev, &bps, 0, pos_q, S * 4, err)))
+            goto done;
+    }
+    const rlvk_buffer *qpos_buf = sampled ? &bps : NULL; /* a's and b's query transforms */
     int ea = pe_has_vectors(e), eb = b && pe_has_vectors(b);
-    if ((st = operand_create(dev, "Q", io->q, nq, &bq, err)) ||
+    if ((st = operand_create(dev, "Q", qraw, nq, &bq, err)) ||
         (st = operand_create(dev, "K", io->k, nk, &bk, err)))
         goto done;
     if (b) {
         /* Definition b: from the raw tensors (before a's in-place transform)
          * when it has a transform, else the raw tensors themselves. */
-        if ((st = operand_create(dev, "Q_b", eb ? NULL : io->q, nq, &bqb, err)) ||
+        if ((st = operand_create(dev, "Q_b", eb ? NULL : qraw, nq, &bqb, err)) ||
             (st = operand_create(dev, "K_b", eb ? NULL : io->k, nk, &bkb, err)))
             goto done;
-        if (eb && ((st = xform_add(dev, &X, b, H, PE_ROLE_Q, pos, &bq, &bqb, err)) ||
-                   (st = xform_add(dev, &X, b, KV, PE_ROLE_K, pos, &bk, &bkb, err))))
+        if (eb && (st = xform_add(dev, &X, b, H, PE_ROLE_Q, pos_q, S, &bq, &bqb, err)))
+            goto done;
+        if (eb)
+            X.t[X.n - 1].pos = qpos_buf;
+        if (eb && (st = xform_add(dev, &X, b, KV, PE_ROLE_K, pos, T, &bk, &bkb, err)))
             goto done;
     }
     if (remap) {
@@ -448,37 +504,37 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
          * in-place transform), rotated at its own positions. */
         if ((st = operand_create(dev, "Q_remap", NULL, nq, &bqb, err)) ||
             (!dca && (st = operand_create(dev, "K_remap", NULL, nk, &bkb, err))) ||
-            (st = rlvk_buffer_create(dev, T * 4, "remapped q positions", &bpq, err)) ||
+            (st = rlvk_buffer_create(dev, S * 4, "remapped q positions", &bpq, err)) ||
             (st = rlvk_buffer_create(dev, T * 4, "remapped k positions", &bpk, err)) ||
-            (st = rlvk_buffer_upload(dev, &bpq, 0, qpos_g, T * 4, err)) ||
+            (st = rlvk_buffer_upload(dev, &bpq, 0, qg, S * 4, err)) ||
             (st = rlvk_buffer_upload(dev, &bpk, 0, kpos_g, T * 4, err)) ||
-            (st = xform_add(dev, &X, eg, H, PE_ROLE_Q, qpos_g, &bq, &bqb, err)))
+            (st = xform_add(dev, &X, eg, H, PE_ROLE_Q, qg, S, &bq, &bqb, err)))
             goto done;
         X.t[X.n - 1].pos = &bpq;
         if (!dca) {
-            if ((st = xform_add(dev, &X, eg, KV, PE_ROLE_K, kpos_g, &bk, &bkb, err)))
+            if ((st = xform_add(dev, &X, eg, KV, PE_ROLE_K, kpos_g, T, &bk, &bkb, err)))
                 goto done;
             X.t[X.n - 1].pos = &bpk;
         } else {
             /* inter-chunk queries from the raw Q; a's Q and K in place
              * below, at the intra-chunk and key positions */
             if ((st = operand_create(dev, "Q_inter", NULL, nq, &bqc, err)) ||
-                (st = rlvk_buffer_create(dev, T * 4, "intra-chunk q positions", &bpqa, err)) ||
-                (st = rlvk_buffer_create(dev, T * 4, "inter-chunk q positions", &bpqc, err)) ||
-                (st = rlvk_buffer_upload(dev, &bpqa, 0, qpos_a, T * 4, err)) ||
-                (st = rlvk_buffer_upload(dev, &bpqc, 0, qpos_c, T * 4, err)) ||
-                (st = xform_add(dev, &X, eg, H, PE_ROLE_Q, qpos_c, &bq, &bqc, err)))
+                (st = rlvk_buffer_create(dev, S * 4, "intra-chunk q positions", &bpqa, err)) ||
+                (st = rlvk_buffer_create(dev, S * 4, "inter-chunk q positions", &bpqc, err)) ||
+                (st = rlvk_buffer_upload(dev, &bpqa, 0, qa, S * 4, err)) ||
+                (st = rlvk_buffer_upload(dev, &bpqc, 0, qc, S * 4, err)) ||
+                (st = xform_add(dev, &X, eg, H, PE_ROLE_Q, qc, S, &bq, &bqc, err)))
                 goto done;
             X.t[X.n - 1].pos = &bpqc;
         }
     }
     /* Definition a's own positions: the caller's, or DCA's chunk positions. */
-    const uint32_t *pos_qa = dca ? qpos_a : pos, *pos_ka = dca ? kpos_g : pos;
+    const uint32_t *pos_qa = dca ? qa : pos_q, *pos_ka = dca ? kpos_g : pos;
     if (ea) {
-        if ((st = xform_add(dev, &X, e, H, PE_ROLE_Q, pos_qa, &bq, &bq, err)))
+        if ((st = xform_add(dev, &X, e, H, PE_ROLE_Q, pos_qa, S, &bq, &bq, err)))
             goto done;
-        X.t[X.n - 1].pos = dca ? &bpqa : NULL;
-        if ((st = xform_add(dev, &X, e, KV, PE_ROLE_K, pos_ka, &bk, &bk, err)))
+        X.t[X.n - 1].pos = dca ? &bpqa : qpos_buf;
+        if ((st = xform_add(dev, &X, e, KV, PE_ROLE_K, pos_ka, T, &bk, &bk, err)))
             goto done;
         X.t[X.n - 1].pos = dca ? &bpk : NULL;
     }
@@ -495,7 +551,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : r->scale;
     r->desc = io_desc(e, io, have_bias, r->scale, r->scale_b);
     attn_outputs o = *out;
-    if (!o.stats && !(o.stats = own_stats = malloc(T * H * RL_ATTN_NSTAT * sizeof(float)))) {
+    if (!o.stats && !(o.stats = own_stats = malloc(S * H * RL_ATTN_NSTAT * sizeof(float)))) {
         st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for %llu tokens of statistics",
                      (unsigned long long)T);
         goto done;
@@ -518,7 +574,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         .q_b = (b || remap) ? &bqb : NULL,
         .k_b = dca ? &bk : (b || remap) ? &bkb : NULL, .q_c = dca ? &bqc : NULL,
         .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL, .sinks = sinks,
-        .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
+        .rows = sampled ? io->rows : NULL, .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
     };
     if ((st = attn_run_resident(eng, &run_desc, &in, &o, &r->attn, err)))
         goto done;
@@ -527,15 +583,16 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
      * untransformed operands are the raw uploads, bit for bit. */
     double t_verify = rl_now();
     uint64_t vr = io->verify_rows ? io->verify_rows : ATTN_DEFAULT_VERIFY_ROWS;
-    uint64_t rows = vr < T ? vr : T;
-    attn_inputs ref = {.q = io->q, .k = io->k, .v = io->v, .pos = pos, .target = io->target,
-                       .bias = have_bias ? &pb.bias : NULL, .sinks = sinks};
+    uint64_t rows = vr < S ? vr : S;
+    attn_inputs ref = {.q = qraw, .k = io->k, .v = io->v, .pos = pos, .target = io->target,
+                       .bias = have_bias ? &pb.bias : NULL, .sinks = sinks,
+                       .rows = sampled ? io->rows : NULL};
     if (ea) {
         if (!(hq = malloc(nq * sizeof *hq)) || !(hk = malloc(nk * sizeof *hk))) {
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
             goto done;
         }
-        if ((st = operand_fetch(dev, eref, PE_ROLE_Q, &bq, io->q, pos_qa, T, H, 0, rows, hq,
+        if ((st = operand_fetch(dev, eref, PE_ROLE_Q, &bq, qraw, pos_qa, S, H, 0, rows, hq,
                                 &r->vec_q, err)) ||
             (st = operand_fetch(dev, eref, PE_ROLE_K, &bk, io->k, pos_ka, T, KV, 1, rows, hk,
                                 &r->vec_k, err)))
@@ -552,11 +609,11 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the remapped Q/K");
             goto done;
         }
-        if ((st = operand_fetch(dev, eg, PE_ROLE_Q, &bqb, io->q, qpos_g, T, H, 0, rows, hqb,
+        if ((st = operand_fetch(dev, eg, PE_ROLE_Q, &bqb, qraw, qg, S, H, 0, rows, hqb,
                                 &r->vec_qb, err)) ||
             (!dca && (st = operand_fetch(dev, eg, PE_ROLE_K, &bkb, io->k, kpos_g, T, KV, 1, rows,
                                          hkb, &r->vec_kb, err))) ||
-            (dca && (st = operand_fetch(dev, eg, PE_ROLE_Q, &bqc, io->q, qpos_c, T, H, 0, rows,
+            (dca && (st = operand_fetch(dev, eg, PE_ROLE_Q, &bqc, qraw, qc, S, H, 0, rows,
                                         hqc, &r->vec_qc, err))))
             goto done;
         ref.q_b = hqb;
@@ -567,14 +624,14 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         r->remap = 1;
     }
     if (b) {
-        ref.q_b = io->q;
+        ref.q_b = qraw;
         ref.k_b = io->k;
         if (eb) {
             if (!(hqb = malloc(nq * sizeof *hqb)) || !(hkb = malloc(nk * sizeof *hkb))) {
                 st = rl_fail(err, RL_ERR_NOMEM, "out of host memory for the transformed Q/K");
                 goto done;
             }
-            if ((st = operand_fetch(dev, b, PE_ROLE_Q, &bqb, io->q, pos, T, H, 0, rows, hqb,
+            if ((st = operand_fetch(dev, b, PE_ROLE_Q, &bqb, qraw, pos_q, S, H, 0, rows, hqb,
                                     &r->vec_qb, err)) ||
                 (st = operand_fetch(dev, b, PE_ROLE_K, &bkb, io->k, pos, T, KV, 1, rows, hkb,
                                     &r->vec_kb, err)))
@@ -612,6 +669,8 @@ done:
     rlvk_buffer_destroy(dev, &bqb);
     rlvk_buffer_destroy(dev, &bk);
     rlvk_buffer_destroy(dev, &bq);
+    rlvk_buffer_destroy(dev, &bps);
+    free(qraw_own), free(pq_own), free(qg_own), free(qa_own), free(qc_own);
     free(hq), free(hk), free(hqb), free(hkb);
     free(own_stats);
     free(sinks);

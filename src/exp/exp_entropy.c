@@ -29,10 +29,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_sample.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-enum { P_MIN_LEN, P_MAX_LEN, P_SINK_TOKENS, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT,
+/* Sampled query rows (docs/runner.md "entropy"): a pass over N tokens
+ * computes every query row when N <= ENT_FULL_MAX (or query_rows >= N), else
+ * query_rows (0: ENT_AUTO_ROWS) rows drawn by query_sampling, exactly,
+ * against all the keys they see; the means then carry a 95 % interval
+ * (rl_sample.h: stratified, finite-population corrected). */
+#define ENT_FULL_MAX 16384u
+#define ENT_AUTO_ROWS 1024u
+
+enum { P_MIN_LEN, P_MAX_LEN, P_SINK_TOKENS, P_QROWS, P_QSAMPLING, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT,
     P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
@@ -43,6 +52,14 @@ static const rl_param params[P_COUNT] = {
                        .def = "0",
                        .help = "attention sinks (StreamingLLM): report the attention mass on the "
                                "first sink_tokens keys per length and query position (0: off)"},
+    [P_QROWS] = {.key = "query_rows", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
+                 .help = "query rows per pass: 0 every row up to 16384 tokens and 1024 sampled "
+                         "rows beyond; S >= 1 samples S rows (every row when S >= the length), "
+                         "each exact against all its keys, means with 95 % intervals"},
+    [P_QSAMPLING] = {.key = "query_sampling", .type = RL_P_ENUM, .def = "\"log_groups\"",
+                     .choices = RL_ROWS_CHOICES,
+                     .help = "how sampled query rows are drawn: uniform over positions, equally "
+                             "per power-of-two position group (log_groups), or the last rows"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
     EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
@@ -52,6 +69,8 @@ static const rl_param params[P_COUNT] = {
 typedef struct ent_params {
     uint64_t min_len, max_len;
     uint32_t sink_tokens;
+    uint32_t query_rows;          /* 0: automatic (ENT_FULL_MAX, ENT_AUTO_ROWS) */
+    rl_rows_scheme sampling;
     exp_attn_mask mask;
 } ent_params;
 
@@ -62,7 +81,11 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
     if (!st)
         *p = (ent_params){.min_len = (uint64_t)v[P_MIN_LEN].num,
                           .max_len = (uint64_t)v[P_MAX_LEN].num,
-                          .sink_tokens = (uint32_t)v[P_SINK_TOKENS].num};
+                          .sink_tokens = (uint32_t)v[P_SINK_TOKENS].num,
+                          .query_rows = (uint32_t)v[P_QROWS].num};
+    if (!st && rl_rows_scheme_parse(v[P_QSAMPLING].str, &p->sampling))
+        st = rl_fail(err, RL_ERR_ARG, "entropy: query_sampling '%s' is not one of %s",
+                     v[P_QSAMPLING].str, RL_ROWS_CHOICES);
     if (!st)
         st = exp_attn_mask_get("entropy", v, EXP_ATTN_MASK_KEYS,
                                run->model.train_len, &p->mask, err);
@@ -107,20 +130,29 @@ static uint64_t ent_bytes(const exp_run *run)
     return T * row * (4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2 + sinks;
 }
 
+/* Query rows of a pass over N tokens (N: every row). */
+static uint64_t ent_rows_of(const ent_params *p, uint64_t N)
+{
+    uint64_t s = p->query_rows ? p->query_rows : (N <= ENT_FULL_MAX ? N : ENT_AUTO_ROWS);
+    return s < N ? s : N;
+}
+
 /* Lengths lo, 2 lo, 4 lo, ..., then max_len itself; 0 ends. */
 static uint64_t next_len(uint64_t N, uint64_t T)
 {
     return N >= T ? 0 : N * 2 > T ? T : N * 2;
 }
 
-/* Multiply-adds of QK^T over the run: N^2 H D per bidirectional pass, half
- * that for the causal one, each once more for the no-factor twin (two). */
-static double ent_work(uint64_t lo, uint64_t T, double hd, int two)
+/* Multiply-adds of QK^T over the run: rows x N x H D per bidirectional pass
+ * (rows = N for a full pass), about half that for the causal one, each once
+ * more for the no-factor twin (two). */
+static double ent_work(const ent_params *p, double hd, int two)
 {
     double work = 0;
-    for (uint64_t N = lo; N; N = next_len(N, T))
-        work += (double)N * N * hd * (1 + two);
-    return work + 0.5 * (double)T * T * hd * (1 + two);
+    uint64_t T = p->max_len;
+    for (uint64_t N = p->min_len; N; N = next_len(N, T))
+        work += (double)ent_rows_of(p, N) * N * hd * (1 + two);
+    return work + 0.5 * (double)ent_rows_of(p, T) * T * hd * (1 + two);
 }
 
 static double ent_flops(const exp_run *run)
@@ -133,17 +165,60 @@ static double ent_flops(const exp_run *run)
     const rope_freqs *f = pe_rope_freqs(e);
     int two = f && f->attention_factor != 1.0;
     pe_encoding_destroy(e);
-    return 2 * ent_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim, two);
+    return 2 * ent_work(&p, (double)run->model.heads * run->model.head_dim, two);
 }
 
-/* Mean entropy of rows [t0, t1) over all heads. */
-static double mean_entropy(const float *stats, uint64_t t0, uint64_t t1, uint32_t H)
+/* The query rows of one pass (N tokens, causal or not): every row, or
+ * ent_rows_of(N) drawn by p->sampling from a seed of the run's seed, the
+ * length and the direction (so the no-factor twin and the sink pass of the
+ * same pass see the same rows, and runs repeat). */
+static rl_status ent_plan(const exp_run *run, const ent_params *p, uint64_t N, int causal,
+                          rl_rows_plan *plan, rl_error *err)
 {
-    double s = 0;
-    for (uint64_t t = t0; t < t1; t++)
+    uint64_t seed = run->seed ^ (N * 0x9e3779b97f4a7c15ull) ^ (causal ? 0xc2b2ae3d27d4eb4full : 0);
+    return rl_rows_plan_make(p->sampling, N, ent_rows_of(p, N), seed, plan, err);
+}
+
+/* The io fields of a plan: none for a census of every token. */
+static void io_rows(exp_attn_io *io, const rl_rows_plan *plan)
+{
+    int smp = plan->n_rows < plan->tokens;
+    io->rows = smp ? plan->rows : NULL;
+    io->n_rows = smp ? plan->n_rows : 0;
+}
+
+/* y[r] = statistic `slot` of sampled row r averaged over the heads (the
+ * sampling unit is the query token; its heads are not independent). */
+static void row_means(const float *stats, int slot, uint64_t rows, uint32_t H, double *y)
+{
+    for (uint64_t r = 0; r < rows; r++) {
+        double s = 0;
         for (uint32_t h = 0; h < H; h++)
-            s += stats[(t * H + h) * RL_ATTN_NSTAT + RL_ATTN_S_ENTROPY];
-    return s / ((double)(t1 - t0) * H);
+            s += stats[(r * H + h) * RL_ATTN_NSTAT + slot];
+        y[r] = s / H;
+    }
+}
+
+/* The same for a double [rows][H] array. */
+static void row_means_d(const double *v, uint64_t rows, uint32_t H, double *y)
+{
+    for (uint64_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (uint32_t h = 0; h < H; h++)
+            s += v[r * H + h];
+        y[r] = s / H;
+    }
+}
+
+/* A label's sampling note: "" for every row, else " (S of N query rows,
+ * scheme)". */
+static void rows_note(const rl_rows_plan *plan, char *buf, size_t cap)
+{
+    if (plan->n_rows < plan->tokens)
+        snprintf(buf, cap, " (%u of %llu query rows, %s)", plan->n_rows,
+                 (unsigned long long)plan->tokens, rl_rows_scheme_name(plan->scheme));
+    else
+        buf[0] = 0;
 }
 
 /* ---- sink mass (sink_tokens S > 0) ---------------------------------------
@@ -180,30 +255,33 @@ static double uniform_sink_mass(uint64_t i, uint64_t N, int causal, const exp_at
     return (double)(S < hi + 1 ? S : hi + 1) / (double)attn_mask_row_keys(&am, i, N);
 }
 
-/* Runs the restricted pass for the pass ra (N tokens, statistics stats, the
- * sampled rows' reference in b->ref / b->ref_l), fills b->mass and b->lmass
- * [N][H], and records the verification of the derived mass: on each sampled
- * row against the double reference sum_{j<S} p_j within the bound
- * propagated from the verified lse and target tolerances (tau_a, tau_r of
- * the two lse, relative tau_t of t; t <= t' / (1 - tau_t)):
+/* Runs the restricted pass for the pass ra (N tokens, its query rows plan,
+ * statistics stats per slot, the sampled rows' reference in b->ref /
+ * b->ref_l), fills b->mass and b->lmass [slots][H], and records the
+ * verification of the derived mass: on each verified row against the double
+ * reference sum_{j<S} p_j within the bound propagated from the verified lse
+ * and target tolerances (tau_a, tau_r of the two lse, relative tau_t of t;
+ * t <= t' / (1 - tau_t)):
  *   |m' - m| <= exp(lse'_r - lse'_a) [(1 - t')(e^(tau_a + tau_r) - 1) + e^(tau_a + tau_r) tau_t t' / (1 - tau_t)]
  * (t' = 0 for i < S), the learned share within exp(sigma - lse'_a)(e^tau_a - 1),
  * each plus 8 ulp of double for the host's own arithmetic. */
 static rl_status sink_pass(exp_ctx *ctx, attn_engine *eng, const pe_encoding *en,
                            const ent_params *p, const float *q, const float *k, uint64_t N,
-                           int causal, const float *stats, const exp_attn_result *ra,
-                           sink_bufs *b, exp_sink *sink, const char *label, int *pass,
-                           rl_error *err)
+                           int causal, const rl_rows_plan *plan, const float *stats,
+                           const exp_attn_result *ra, sink_bufs *b, exp_sink *sink,
+                           const char *label, int *pass, rl_error *err)
 {
     uint32_t H = pe_encoding_shape(en)->heads, S = b->S;
+    uint64_t ns = plan->n_rows; /* slots; token plan->rows[slot] */
     exp_attn_mask mr = {.window = 1, .n_sink = S, .temp = p->mask.temp,
                         .temp_a = p->mask.temp_a, .temp_b = p->mask.temp_b,
                         .remap = p->mask.remap};
     exp_attn_io io = {.tokens = N, .q = q, .k = k, .target = b->target, .causal = causal,
                       .mask = mr, .flags = ATTN_TARGET};
+    io_rows(&io, plan);
     attn_outputs out = {.stats = b->stats_r};
     exp_attn_result rr;
-    char lab[96];
+    char lab[160];
     snprintf(lab, sizeof lab, "%s, sink keys %u + own key", label, S);
     rl_status st = exp_attn_run(ctx->dev, eng, en, &io, &out, &rr, err);
     if (st)
@@ -213,27 +291,29 @@ static rl_status sink_pass(exp_ctx *ctx, attn_engine *eng, const pe_encoding *en
     float sigma = (float)p->mask.sink_logit;
     if (p->mask.learned_sink)
         sig = &sigma;
-    for (uint64_t t = 0; t < N; t++)
+    for (uint64_t r = 0; r < ns; r++) {
+        uint64_t t = plan->rows[r];
         for (uint32_t h = 0; h < H; h++) {
-            const float *sa = stats + (t * H + h) * RL_ATTN_NSTAT;
-            const float *sr = b->stats_r + (t * H + h) * RL_ATTN_NSTAT;
+            const float *sa = stats + (r * H + h) * RL_ATTN_NSTAT;
+            const float *sr = b->stats_r + (r * H + h) * RL_ATTN_NSTAT;
             double e = exp((double)sr[RL_ATTN_S_LSE] - (double)sa[RL_ATTN_S_LSE]);
-            b->mass[t * H + h] = t < S ? e : e * (1.0 - (double)sr[RL_ATTN_S_TARGET_P]);
-            b->lmass[t * H + h] = sig ? exp((double)*sig - (double)sa[RL_ATTN_S_LSE]) : 0.0;
+            b->mass[r * H + h] = t < S ? e : e * (1.0 - (double)sr[RL_ATTN_S_TARGET_P]);
+            b->lmass[r * H + h] = sig ? exp((double)*sig - (double)sa[RL_ATTN_S_LSE]) : 0.0;
         }
+    }
     double ta = ra->attn.verify.tol[ATTN_V_LSE], tr = rr.attn.verify.tol[ATTN_V_LSE];
     double tt = rr.attn.verify.tol[ATTN_V_TARGET_P], tau = ta + tr;
-    uint64_t vr = ATTN_DEFAULT_VERIFY_ROWS, rows = vr < N ? vr : N;
+    uint64_t vr = ATTN_DEFAULT_VERIFY_ROWS, rows = vr < ns ? vr : ns;
     double worst = -1, w_err = 0, w_bound = 0, l_worst = -1, l_err = 0, l_bound = 0, max_err = 0;
     int ok = tt < 1;
     for (uint64_t r = 0; r < rows; r++) {
-        uint64_t t = attn_verify_token(r, rows, N);
+        uint64_t slot = attn_verify_token(r, rows, ns), t = plan->rows[slot];
         for (uint32_t h = 0; h < H; h++) {
-            const float *sa = stats + (t * H + h) * RL_ATTN_NSTAT;
-            const float *sr = b->stats_r + (t * H + h) * RL_ATTN_NSTAT;
+            const float *sa = stats + (slot * H + h) * RL_ATTN_NSTAT;
+            const float *sr = b->stats_r + (slot * H + h) * RL_ATTN_NSTAT;
             double tp = t < S ? 0.0 : (double)sr[RL_ATTN_S_TARGET_P];
             double e = exp((double)sr[RL_ATTN_S_LSE] - (double)sa[RL_ATTN_S_LSE]);
-            double m = b->mass[t * H + h], ref = b->ref[r * H + h];
+            double m = b->mass[slot * H + h], ref = b->ref[r * H + h];
             double bound = e * ((1.0 - tp) * expm1(tau) + exp(tau) * tt * tp / (1.0 - tt)) +
                            0x1p-50 * (m + 1e-300);
             double a = fabs(m - ref);
@@ -243,7 +323,7 @@ static rl_status sink_pass(exp_ctx *ctx, attn_engine *eng, const pe_encoding *en
                 max_err = a;
             if (!(a / bound <= worst))
                 worst = a / bound, w_err = a, w_bound = bound;
-            double lm = b->lmass[t * H + h], lref = b->ref_l[r * H + h];
+            double lm = b->lmass[slot * H + h], lref = b->ref_l[r * H + h];
             double lb = lm * expm1(ta) + 0x1p-50 * (lm + 1e-300), la = fabs(lm - lref);
             if (!(la <= lb))
                 ok = 0;
@@ -251,15 +331,15 @@ static rl_status sink_pass(exp_ctx *ctx, attn_engine *eng, const pe_encoding *en
                 l_worst = la / lb, l_err = la, l_bound = lb;
         }
     }
-    char what[192], detail[200];
-    snprintf(what, sizeof what, "%s: mass on the first %u keys of %llu sampled rows vs double "
+    char what[256], detail[200];
+    snprintf(what, sizeof what, "%s: mass on the first %u keys of %llu verified rows vs double "
              "reference", label, S, (unsigned long long)rows);
     snprintf(detail, sizeof detail, "absolute error; bound from the lse (%.3g, %.3g) and target "
              "(%.3g, relative) tolerances of the two passes; max abs error %.3g", ta, tr, tt,
              max_err);
     exp_sink_verify(sink, what, w_err, w_bound, ok, detail);
     if (p->mask.learned_sink) {
-        snprintf(what, sizeof what, "%s: learned sink share of %llu sampled rows vs double "
+        snprintf(what, sizeof what, "%s: learned sink share of %llu verified rows vs double "
                  "reference", label, (unsigned long long)rows);
         exp_sink_verify(sink, what, l_err, l_bound, ok, "absolute error; bound exp(sigma - lse) "
                         "(e^tol_lse - 1)");
@@ -268,14 +348,12 @@ static rl_status sink_pass(exp_ctx *ctx, attn_engine *eng, const pe_encoding *en
     return RL_OK;
 }
 
-/* Mean of v [t][H] over rows [t0, t1) and heads. */
-static double mean_rows(const double *v, uint64_t t0, uint64_t t1, uint32_t H)
+/* Mean of the per-row values y over [t0, t1) with its interval. */
+static rl_estimate est_of(const rl_rows_plan *plan, const double *y, uint64_t t0, uint64_t t1)
 {
-    double s = 0;
-    for (uint64_t t = t0; t < t1; t++)
-        for (uint32_t h = 0; h < H; h++)
-            s += v[t * H + h];
-    return s / ((double)(t1 - t0) * H);
+    rl_estimate e;
+    rl_rows_estimate(plan, y, t0, t1, &e);
+    return e;
 }
 
 static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
@@ -290,12 +368,18 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if ((st0 = exp_attn_limits(ctx->dev, run, T, ATTN_ENTROPY, err)))
         return st0; /* before any host work */
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
+    /* Some pass samples its query rows: the tables carry intervals and row
+     * counts (the longest length samples whenever a shorter one does). */
+    int smp = ent_rows_of(&p, T) < T;
     pe_encoding *e = NULL, *ec = NULL; /* the encoding in its bidirectional / causal form */
     attn_engine own, *eng = NULL;
     int have_eng = 0, pass = 1;
     float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
     float *stats_nf = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats_nf);
+    double *y = malloc(T * sizeof *y), *y_nf = malloc(T * sizeof *y_nf);
+    double *ym = NULL, *yl = NULL;  /* per-row sink mass, learned share */
+    rl_rows_plan plan = {0}, plan_c = {0};
     sink_bufs sb = {.S = p.sink_tokens};
     uint32_t S = p.sink_tokens;
     if (S) {
@@ -305,14 +389,18 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         sb.lmass = malloc(T * H * sizeof *sb.lmass);
         sb.ref = malloc(ATTN_DEFAULT_VERIFY_ROWS * H * sizeof *sb.ref);
         sb.ref_l = malloc(ATTN_DEFAULT_VERIFY_ROWS * H * sizeof *sb.ref_l);
+        ym = malloc(T * sizeof *ym);
+        yl = malloc(T * sizeof *yl);
         for (uint64_t t = 0; sb.target && t < T; t++)
             sb.target[t] = (uint32_t)t;
     }
-    double *len_mass = S ? calloc(64, 3 * sizeof *len_mass) : NULL; /* per length: m, lm, uniform */
+    /* per length: sink mass, its interval, learned share, uniform reference */
+    enum { LM = 5 };
+    double *len_mass = S ? calloc(64, LM * sizeof *len_mass) : NULL;
     rl_status st = RL_OK;
-    if (!q || !k || !stats || !stats_nf ||
+    if (!q || !k || !stats || !stats_nf || !y || !y_nf ||
         (S && (!sb.stats_r || !sb.target || !sb.mass || !sb.lmass || !sb.ref || !sb.ref_l ||
-               !len_mass))) {
+               !len_mass || !ym || !yl))) {
         st = rl_fail(err, RL_ERR_NOMEM, "entropy: out of host memory for %llu tokens",
                      (unsigned long long)T);
         goto done;
@@ -328,65 +416,89 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     int two = af != 1.0;
     double eff_scale = NAN;
     exp_attn_result r;
-    char label[64];
+    char label[160], note[96];
 
-    /* The bidirectional and the causal kernel are two pipelines: compiled
-     * together now instead of one before each part. */
+    /* The bidirectional and the causal kernel are two pipelines (four with
+     * sampled rows: the full passes of the short lengths, the sampled ones
+     * of the long): compiled together now instead of one before each part. */
     {
-        const pe_encoding *pe[2] = {e, ec};
-        exp_attn_io pio[2] = {
+        const pe_encoding *pe[4] = {e, ec, e, ec};
+        static const uint32_t one = 0;
+        exp_attn_io pio[4] = {
             {.tokens = T, .causal = 0, .mask = p.mask, .flags = ATTN_ENTROPY},
-            {.tokens = T, .causal = 1, .mask = p.mask, .flags = ATTN_ENTROPY}};
-        if ((st = exp_attn_prepare(eng, 2, pe, pio, err)))
+            {.tokens = T, .causal = 1, .mask = p.mask, .flags = ATTN_ENTROPY},
+            {.tokens = T, .causal = 0, .mask = p.mask, .flags = ATTN_ENTROPY, .rows = &one,
+             .n_rows = 1},
+            {.tokens = T, .causal = 1, .mask = p.mask, .flags = ATTN_ENTROPY, .rows = &one,
+             .n_rows = 1}};
+        uint32_t n_prep = smp ? (ent_rows_of(&p, lo) < lo ? 2 : 4) : 2;
+        if ((st = exp_attn_prepare(eng, n_prep, n_prep == 2 && smp ? pe + 2 : pe,
+                                   n_prep == 2 && smp ? pio + 2 : pio, err)))
             goto done;
     }
 
     /* Progress in multiply-adds of QK^T (ent_work). */
-    double done_w = 0, hd = (double)H * D, work = ent_work(lo, T, hd, two);
+    double done_w = 0, hd = (double)H * D, work = ent_work(&p, hd, two);
 
     /* Entropy against length: bidirectional passes over the first N rows. */
-    const char *cols[] = {"length_tokens", "entropy_nats", "entropy_no_factor_nats", "ref_ln_n_nats"};
-    if ((st = exp_sink_table(sink, "entropy_length", 4, cols, err)))
+    const char *cols[] = {"length_tokens", "entropy_nats", "entropy_no_factor_nats",
+                          "ref_ln_n_nats"};
+    const char *cols_s[] = {"length_tokens", "entropy_nats", "entropy_nats_lo95",
+                            "entropy_nats_hi95", "entropy_no_factor_nats",
+                            "entropy_no_factor_nats_lo95", "entropy_no_factor_nats_hi95",
+                            "ref_ln_n_nats", "query_rows"};
+    if ((st = smp ? exp_sink_table(sink, "entropy_length", 9, cols_s, err)
+                  : exp_sink_table(sink, "entropy_length", 4, cols, err)))
         goto done;
     double h_lo = NAN, h_hi = NAN, hn_lo = NAN, hn_hi = NAN;
-    uint64_t n_lo = 0, n_hi = 0, n_len = 0;
+    rl_estimate e_hi = {0}, en_hi = {0};
+    uint64_t n_lo = 0, n_hi = 0, n_len = 0, rows_hi = 0;
     for (uint64_t N = lo; N && !st; N = next_len(N, T)) {
-        double hv[2];
+        rl_estimate hv[2];
         /* The encoding for this length: scalings that depend on the length
          * in use (dynamic NTK, LongRoPE) are recomputed from N, as HF does
          * for each new sequence length (was: built once for max_len). */
         pe_encoding *en = NULL;
-        if ((st = exp_encoding_for_pass(run, N, 0, &en, err)))
+        rl_rows_plan_free(&plan);
+        if ((st = ent_plan(run, &p, N, 0, &plan, err)) ||
+            (st = exp_encoding_for_pass(run, N, 0, &en, err)))
             goto done;
+        rows_note(&plan, note, sizeof note);
         for (int nf = 0; nf <= two; nf++) {
             exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .mask = p.mask, .flags = ATTN_ENTROPY,
                               .no_attention_factor = nf};
+            io_rows(&io, &plan);
             if (S && !nf)
                 io.ref_sink_keys = S, io.ref_sink_mass = sb.ref, io.ref_sink_learned = sb.ref_l;
             attn_outputs out = {.stats = nf ? stats_nf : stats};
-            snprintf(label, sizeof label, "N=%llu%s", (unsigned long long)N,
-                     nf ? ", no attention factor" : "");
+            snprintf(label, sizeof label, "N=%llu%s%s", (unsigned long long)N,
+                     nf ? ", no attention factor" : "", note);
             exp_sink_progress(sink, label, done_w, work);
             if ((st = exp_attn_run(ctx->dev, eng, en, &io, &out, &r, err))) {
                 pe_encoding_destroy(en);
                 goto done;
             }
-            done_w += (double)N * N * hd;
+            done_w += (double)plan.n_rows * N * hd;
             pass &= exp_attn_record_stats(sink, label, &r);
-            hv[nf] = mean_entropy(nf ? stats_nf : stats, 0, N, H);
+            row_means(nf ? stats_nf : stats, RL_ATTN_S_ENTROPY, plan.n_rows, H, nf ? y_nf : y);
+            hv[nf] = est_of(&plan, nf ? y_nf : y, 0, N);
             if (S && !nf) {
-                if ((st = sink_pass(ctx, eng, en, &p, q, k, N, 0, stats, &r, &sb, sink, label,
-                                    &pass, err))) {
+                if ((st = sink_pass(ctx, eng, en, &p, q, k, N, 0, &plan, stats, &r, &sb, sink,
+                                    label, &pass, err))) {
                     pe_encoding_destroy(en);
                     goto done;
                 }
                 double u = 0;
                 for (uint64_t t = 0; t < N; t++)
                     u += uniform_sink_mass(t, N, 0, &p.mask, S);
+                row_means_d(sb.mass, plan.n_rows, H, ym);
+                row_means_d(sb.lmass, plan.n_rows, H, yl);
+                rl_estimate em = est_of(&plan, ym, 0, N);
                 if (n_len < 64) {
-                    len_mass[3 * n_len] = mean_rows(sb.mass, 0, N, H);
-                    len_mass[3 * n_len + 1] = mean_rows(sb.lmass, 0, N, H);
-                    len_mass[3 * n_len + 2] = u / (double)N;
+                    double *lm = len_mass + LM * n_len;
+                    lm[0] = em.mean, lm[1] = em.lo, lm[2] = em.hi;
+                    lm[3] = est_of(&plan, yl, 0, N).mean;
+                    lm[4] = u / (double)N;
                 }
             }
         }
@@ -394,85 +506,119 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         pe_encoding_destroy(en);
         if (!two)
             hv[1] = hv[0];
-        double row[4] = {(double)N, hv[0], hv[1], log((double)N)};
-        if ((st = exp_sink_row(sink, row, err)))
+        double row_s[9] = {(double)N, hv[0].mean, hv[0].lo, hv[0].hi, hv[1].mean, hv[1].lo,
+                           hv[1].hi, log((double)N), (double)plan.n_rows};
+        double row[4] = {(double)N, hv[0].mean, hv[1].mean, log((double)N)};
+        if ((st = exp_sink_row(sink, smp ? row_s : row, err)))
             goto done;
         if (!n_lo)
-            n_lo = N, h_lo = hv[0], hn_lo = hv[1];
-        n_hi = N, h_hi = hv[0], hn_hi = hv[1];
+            n_lo = N, h_lo = hv[0].mean, hn_lo = hv[1].mean;
+        n_hi = N, h_hi = hv[0].mean, hn_hi = hv[1].mean;
+        e_hi = hv[0], en_hi = hv[1], rows_hi = plan.n_rows;
     }
     if ((st = exp_sink_end_table(sink, err)))
         goto done;
 
     /* Entropy against query position: one causal pass at max_len; rows
      * grouped by key count i + 1 in [2^b, 2^(b+1)). */
+    if ((st = ent_plan(run, &p, T, 1, &plan_c, err)))
+        goto done;
+    rows_note(&plan_c, note, sizeof note);
     for (int nf = 0; nf <= two; nf++) {
         exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask, .flags = ATTN_ENTROPY,
                           .no_attention_factor = nf};
+        io_rows(&io, &plan_c);
         if (S && !nf)
             io.ref_sink_keys = S, io.ref_sink_mass = sb.ref, io.ref_sink_learned = sb.ref_l;
         attn_outputs out = {.stats = nf ? stats_nf : stats};
-        snprintf(label, sizeof label, "causal N=%llu%s", (unsigned long long)T,
-                 nf ? ", no attention factor" : "");
+        snprintf(label, sizeof label, "causal N=%llu%s%s", (unsigned long long)T,
+                 nf ? ", no attention factor" : "", note);
         exp_sink_progress(sink, label, done_w, work);
         if ((st = exp_attn_run(ctx->dev, eng, ec, &io, &out, &r, err)))
             goto done;
-        done_w += 0.5 * (double)T * T * hd;
+        done_w += 0.5 * (double)plan_c.n_rows * T * hd;
         pass &= exp_attn_record_stats(sink, label, &r);
+        row_means(nf ? stats_nf : stats, RL_ATTN_S_ENTROPY, plan_c.n_rows, H, nf ? y_nf : y);
         if (!nf) /* the kernel's scale; the rotation carries af on cos and sin */
             eff_scale = r.scale * af * af;
         if (S && !nf &&
-            (st = sink_pass(ctx, eng, ec, &p, q, k, T, 1, stats, &r, &sb, sink, label, &pass, err)))
+            (st = sink_pass(ctx, eng, ec, &p, q, k, T, 1, &plan_c, stats, &r, &sb, sink, label,
+                            &pass, err)))
             goto done;
     }
     exp_sink_progress(sink, "tables", done_w, work);
     const char *pcols[] = {"query_keys_tokens", "entropy_nats", "entropy_no_factor_nats",
                            "ref_ln_keys_nats"};
-    if ((st = exp_sink_table(sink, "entropy_position", 4, pcols, err)))
+    const char *pcols_s[] = {"query_keys_tokens", "entropy_nats", "entropy_nats_lo95",
+                             "entropy_nats_hi95", "entropy_no_factor_nats",
+                             "entropy_no_factor_nats_lo95", "entropy_no_factor_nats_hi95",
+                             "ref_ln_keys_nats", "query_rows"};
+    if ((st = smp ? exp_sink_table(sink, "entropy_position", 9, pcols_s, err)
+                  : exp_sink_table(sink, "entropy_position", 4, pcols, err)))
         goto done;
+    if (!two)
+        memcpy(y_nf, y, plan_c.n_rows * sizeof *y);
     for (uint64_t a = 1; a <= T && !st; a *= 2) {
         uint64_t t0 = a - 1, t1 = a * 2 - 1 < T ? a * 2 - 1 : T; /* rows with i+1 in [a, 2a) */
         double keys = 0, lnk = 0;
         for (uint64_t t = t0; t < t1; t++)
             keys += (double)(t + 1), lnk += log((double)(t + 1));
         double n = (double)(t1 - t0);
-        double hf = mean_entropy(stats, t0, t1, H);
-        double row[4] = {keys / n, hf, two ? mean_entropy(stats_nf, t0, t1, H) : hf, lnk / n};
-        st = exp_sink_row(sink, row, err);
+        rl_estimate hf = est_of(&plan_c, y, t0, t1), hn = est_of(&plan_c, y_nf, t0, t1);
+        if (!(hf.mean == hf.mean) || !(hn.mean == hn.mean))
+            continue; /* a group the sample does not estimate (uniform: too few rows there) */
+        double row_s[9] = {keys / n, hf.mean, hf.lo, hf.hi, hn.mean, hn.lo, hn.hi, lnk / n,
+                           (double)hf.n};
+        double row[4] = {keys / n, hf.mean, hn.mean, lnk / n};
+        st = exp_sink_row(sink, smp ? row_s : row, err);
     }
     if (st || (st = exp_sink_end_table(sink, err)))
         goto done;
     double sink_last = NAN;
     if (S) {
         const char *lc[] = {"length_tokens", "sink_mass", "learned_sink_mass", "ref_uniform_mass"};
-        if ((st = exp_sink_table(sink, "sink_length", 4, lc, err)))
+        const char *lc_s[] = {"length_tokens", "sink_mass", "sink_mass_lo95", "sink_mass_hi95",
+                              "learned_sink_mass", "ref_uniform_mass"};
+        if ((st = smp ? exp_sink_table(sink, "sink_length", 6, lc_s, err)
+                      : exp_sink_table(sink, "sink_length", 4, lc, err)))
             goto done;
         uint64_t i = 0;
         for (uint64_t N = lo; N && !st && i < 64; N = next_len(N, T), i++) {
-            double row[4] = {(double)N, len_mass[3 * i], len_mass[3 * i + 1], len_mass[3 * i + 2]};
-            st = exp_sink_row(sink, row, err);
+            const double *lm = len_mass + LM * i;
+            double row_s[6] = {(double)N, lm[0], lm[1], lm[2], lm[3], lm[4]};
+            double row[4] = {(double)N, lm[0], lm[3], lm[4]};
+            st = exp_sink_row(sink, smp ? row_s : row, err);
         }
         const char *pc[] = {"query_keys_tokens", "sink_mass", "learned_sink_mass",
                             "ref_uniform_mass"};
+        const char *pc_s[] = {"query_keys_tokens", "sink_mass", "sink_mass_lo95",
+                              "sink_mass_hi95", "learned_sink_mass", "ref_uniform_mass"};
         if (st || (st = exp_sink_end_table(sink, err)) ||
-            (st = exp_sink_table(sink, "sink_position", 4, pc, err)))
+            (st = smp ? exp_sink_table(sink, "sink_position", 6, pc_s, err)
+                      : exp_sink_table(sink, "sink_position", 4, pc, err)))
             goto done;
+        row_means_d(sb.mass, plan_c.n_rows, H, ym);
+        row_means_d(sb.lmass, plan_c.n_rows, H, yl);
         for (uint64_t a = 1; a <= T && !st; a *= 2) {
             uint64_t t0 = a - 1, t1 = a * 2 - 1 < T ? a * 2 - 1 : T;
             double keys = 0, u = 0;
             for (uint64_t t = t0; t < t1; t++)
                 keys += (double)(t + 1), u += uniform_sink_mass(t, T, 1, &p.mask, S);
             double n = (double)(t1 - t0);
-            double row[4] = {keys / n, mean_rows(sb.mass, t0, t1, H),
-                             mean_rows(sb.lmass, t0, t1, H), u / n};
-            st = exp_sink_row(sink, row, err);
+            rl_estimate em = est_of(&plan_c, ym, t0, t1);
+            if (!(em.mean == em.mean))
+                continue;
+            double lmean = est_of(&plan_c, yl, t0, t1).mean;
+            double row_s[6] = {keys / n, em.mean, em.lo, em.hi, lmean, u / n};
+            double row[4] = {keys / n, em.mean, lmean, u / n};
+            st = exp_sink_row(sink, smp ? row_s : row, err);
         }
         if (st || (st = exp_sink_end_table(sink, err)))
             goto done;
-        sink_last = mean_rows(sb.mass, T / 2, T, H); /* the causal pass's second half */
+        sink_last = est_of(&plan_c, ym, T / 2, T).mean; /* the causal pass's second half */
         uint64_t last = n_len - 1 < 64 ? n_len - 1 : 63;
-        exp_sink_metric(sink, "sink_mass_at_max_len", len_mass[3 * last]);
-        exp_sink_metric(sink, "learned_sink_mass_at_max_len", len_mass[3 * last + 1]);
+        exp_sink_metric(sink, "sink_mass_at_max_len", len_mass[LM * last]);
+        exp_sink_metric(sink, "learned_sink_mass_at_max_len", len_mass[LM * last + 3]);
         exp_sink_metric(sink, "sink_mass_causal_last", sink_last);
     }
 
@@ -480,6 +626,15 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     exp_sink_metric(sink, "logit_scale", eff_scale); /* af^2/sqrt(d); 1 for T5 (unscaled) */
     exp_sink_metric(sink, "entropy_at_max_len", h_hi);
     exp_sink_metric(sink, "entropy_no_factor_at_max_len", hn_hi);
+    /* how many query rows the longest pass computed: max_len for the full
+     * pass, else the sample (the choice made, in summary.json) */
+    exp_sink_metric(sink, "query_rows_at_max_len", (double)rows_hi);
+    if (smp) {
+        exp_sink_metric(sink, "entropy_at_max_len_lo95", e_hi.lo);
+        exp_sink_metric(sink, "entropy_at_max_len_hi95", e_hi.hi);
+        exp_sink_metric(sink, "entropy_no_factor_at_max_len_lo95", en_hi.lo);
+        exp_sink_metric(sink, "entropy_no_factor_at_max_len_hi95", en_hi.hi);
+    }
     exp_sink_metric(sink, "ln_max_len", log((double)n_hi));
     /* Growth of entropy per unit of ln N between the shortest and longest
      * length (1 = grows like uniform attention's ln N; 0 = flat). */
@@ -495,7 +650,9 @@ done:
         attn_engine_destroy(&own);
     pe_encoding_destroy(e);
     pe_encoding_destroy(ec);
-    free(q), free(k), free(stats), free(stats_nf);
+    rl_rows_plan_free(&plan);
+    rl_rows_plan_free(&plan_c);
+    free(q), free(k), free(stats), free(stats_nf), free(y), free(y_nf), free(ym), free(yl);
     free(sb.stats_r), free(sb.target), free(sb.mass), free(sb.lmass), free(sb.ref), free(sb.ref_l);
     free(len_mass);
     return st;
@@ -518,6 +675,36 @@ static const exp_metric metrics[] = {
     {"entropy_position.ref_ln_keys_nats", "ln(keys) (uniform attention)", "nats", EXP_PLOT_REF},
     {"attention_factor", "attention factor", "", 0},
     {"logit_scale", "effective logit scale", "", 0},
+    {"entropy_length.entropy_nats_lo95", "mean attention entropy, 95 % interval low", "nats",
+     EXP_PLOT_CI},
+    {"entropy_length.entropy_nats_hi95", "mean attention entropy, 95 % interval high", "nats",
+     EXP_PLOT_CI},
+    {"entropy_length.entropy_no_factor_nats_lo95", "entropy without the factor, 95 % low", "nats",
+     EXP_PLOT_CI},
+    {"entropy_length.entropy_no_factor_nats_hi95", "entropy without the factor, 95 % high",
+     "nats", EXP_PLOT_CI},
+    {"entropy_length.query_rows", "query rows computed per pass", "rows", EXP_PLOT_HIDE},
+    {"entropy_position.entropy_nats_lo95", "entropy by query position, 95 % low", "nats",
+     EXP_PLOT_CI},
+    {"entropy_position.entropy_nats_hi95", "entropy by query position, 95 % high", "nats",
+     EXP_PLOT_CI},
+    {"entropy_position.entropy_no_factor_nats_lo95",
+     "entropy by query position without the factor, 95 % low", "nats", EXP_PLOT_CI},
+    {"entropy_position.entropy_no_factor_nats_hi95",
+     "entropy by query position without the factor, 95 % high", "nats", EXP_PLOT_CI},
+    {"entropy_position.query_rows", "sampled query rows in the position group", "rows",
+     EXP_PLOT_HIDE},
+    {"sink_length.sink_mass_lo95", "sink mass, 95 % low", "", EXP_PLOT_CI},
+    {"sink_length.sink_mass_hi95", "sink mass, 95 % high", "", EXP_PLOT_CI},
+    {"sink_position.sink_mass_lo95", "sink mass by query position, 95 % low", "", EXP_PLOT_CI},
+    {"sink_position.sink_mass_hi95", "sink mass by query position, 95 % high", "", EXP_PLOT_CI},
+    {"query_rows_at_max_len", "query rows the longest pass computed", "rows", 0},
+    {"entropy_at_max_len_lo95", "entropy at max_len, 95 % low", "nats", EXP_PLOT_CI},
+    {"entropy_at_max_len_hi95", "entropy at max_len, 95 % high", "nats", EXP_PLOT_CI},
+    {"entropy_no_factor_at_max_len_lo95", "entropy at max_len without the factor, 95 % low",
+     "nats", EXP_PLOT_CI},
+    {"entropy_no_factor_at_max_len_hi95", "entropy at max_len without the factor, 95 % high",
+     "nats", EXP_PLOT_CI},
     {"entropy_at_max_len", "entropy at max_len", "nats", 0},
     {"entropy_no_factor_at_max_len", "entropy at max_len without the factor", "nats", 0},
     {"ln_max_len", "ln max_len", "nats", 0},
