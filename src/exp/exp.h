@@ -419,9 +419,10 @@ rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **en
  * flags: the ATTN_* statistics it asks for, ATTN_PAIRED included): called
  * by the kinds at the start of run(), before any host work, so a length
  * beyond maxStorageBufferRange (or the kernel's indices) is refused at once
- * naming the limit. */
+ * naming the limit. query_rows: the sampled query rows of that problem (0:
+ * every token), which bound the query side only. */
 rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t tokens,
-                          uint32_t flags, rl_error *err);
+                          uint64_t query_rows, uint32_t flags, rl_error *err);
 /* Checks, before any GPU work, what every attention kind needs: min_len <=
  * max_len, head_dim a multiple of 4, and an encoding the registry accepts
  * for max_len positions in each direction the kind runs (passes:

@@ -702,16 +702,22 @@ rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **en
 }
 
 rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t tokens,
-                          uint32_t flags, rl_error *err)
+                          uint64_t query_rows, uint32_t flags, rl_error *err)
 {
+    uint64_t qr = query_rows && query_rows < tokens ? query_rows : 0;
     attn_desc d = {.tokens = tokens, .heads = run->model.heads, .kv_heads = run->model.kv_heads,
-                   .head_dim = run->model.head_dim, .flags = flags};
+                   .head_dim = run->model.head_dim, .flags = flags, .query_rows = (uint32_t)qr};
     rl_status st = attn_check_shape(dev, &d, err);
-    if (!st) /* the raw Q/K the transform reads, with its guard words */
+    if (!st) /* the raw Q the transform reads (its sampled rows), with its guard words */
         st = rlvk_check_buffer_size(dev,
-                                    tokens * run->model.heads * run->model.head_dim * sizeof(float) +
-                                        256,
+                                    (qr ? qr : tokens) * run->model.heads * run->model.head_dim *
+                                            sizeof(float) + 256,
                                     "the Q tensor", err);
+    if (!st) /* the K tensor the transform writes in place, guarded the same way */
+        st = rlvk_check_buffer_size(dev,
+                                    tokens * run->model.kv_heads * run->model.head_dim *
+                                            sizeof(float) + 256,
+                                    "the K tensor", err);
     if (st)
         rl_error_prefix(err, "%llu tokens on %s", (unsigned long long)tokens, dev->info.name);
     return st;

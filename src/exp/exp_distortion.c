@@ -185,7 +185,7 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     if (st)
         return st;
     uint64_t T = p.length;
-    if ((st = exp_attn_limits(ctx->dev, run, T, ATTN_BUCKETS | ATTN_PAIRED, err)))
+    if ((st = exp_attn_limits(ctx->dev, run, T, 0, ATTN_BUCKETS | ATTN_PAIRED, err)))
         return st;
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t nb = attn_n_buckets(T);

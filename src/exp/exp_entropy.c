@@ -365,7 +365,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if (st0)
         return st0;
     uint64_t lo = p.min_len, T = p.max_len;
-    if ((st0 = exp_attn_limits(ctx->dev, run, T, ATTN_ENTROPY, err)))
+    if ((st0 = exp_attn_limits(ctx->dev, run, T, ent_rows_of(&p, T), ATTN_ENTROPY, err)))
         return st0; /* before any host work */
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     /* Some pass samples its query rows: the tables carry intervals and row

@@ -352,7 +352,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if (st0)
         return st0;
     uint64_t lo = p.min_len, T = p.max_len;
-    if ((st0 = exp_attn_limits(ctx->dev, run, T, ATTN_ARGMAX | ATTN_TARGET, err)))
+    if ((st0 = exp_attn_limits(ctx->dev, run, T, 0, ATTN_ARGMAX | ATTN_TARGET, err)))
         return st0; /* before any host work */
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t L = run->model.train_len, C = p.candidates;
