@@ -328,7 +328,8 @@ void rl_stage(uint32_t t0)
         uint32_t e = r * WG + lid;
         if (e < KB * D4) {
             uint32_t j = min(pc.p.key_base + t0 + e / D4, n - 1u);
-            uint32_t src = (j * KV_HEADS + pc.p.kv_head) * D4 + e % D4;
+            /* K, K_b, V are bound as the window from key key_window on */
+            uint32_t src = ((j - pc.p.key_window) * KV_HEADS + pc.p.kv_head) * D4 + e % D4;
             ks_a[e] = rd_ka(src);
             if (TWO)
                 ks_b[e] = rd_kb(src);

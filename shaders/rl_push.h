@@ -166,7 +166,8 @@ struct rl_attn_push {
                               with RL_ATTN_F_DCA the chunk length c */
     uint32_t off_rows;    /* RL_ATTN_F_ROWS: index into idx of the n_rows query tokens */
     uint32_t n_rows;      /* RL_ATTN_F_ROWS: query slots (else unused) */
-    uint32_t pad3;
+    uint32_t key_window;  /* first key of the bound K/K_b/V window (K beyond one binding:
+                             attn_gpu.c binds a window of keys per dispatch; else 0) */
 };
 
 /* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 vec4 FMAs per invocation

@@ -546,7 +546,9 @@ END_TEST
  * buckets and O equal the full pass's row for that token bit for bit (the
  * same kernel over the same key chunks in the same order; a chunk one pass
  * skips is wholly masked for the row), under causal, masks, temperature,
- * targets and both GPU paths; and the sampled-row verification passes.
+ * targets and both GPU paths; and the sampled-row verification passes. K
+ * and V bound a window of keys per dispatch (as beyond maxStorageBufferRange,
+ * forced by test_key_window) give the full pass's bits too.
  * Rows not ascending, beyond the tokens, or with the dump are refused. */
 static const struct {
     int causal;
@@ -616,6 +618,24 @@ START_TEST(gpu_sampled_rows_equal_the_full_pass_bit_for_bit)
     }
     ck_assert_msg(st == RL_OK, "%s", err.msg);
     ck_assert(rf.verify.verdict.pass);
+    ck_assert_uint_eq(rf.key_windows, 1);
+    {
+        /* K, V bound as windows of keys (the path of K beyond one binding,
+         * forced at this size): the same bits */
+        float *st_w = malloc(N * H * RL_ATTN_NSTAT * sizeof *st_w);
+        float *b_w = malloc(N * H * nb * sizeof *b_w), *o_w = malloc(N * H * D * sizeof *o_w);
+        attn_desc dw = d;
+        dw.test_key_window = 100;
+        attn_outputs ow = {.stats = st_w, .buckets = b_w, .out = o_w};
+        attn_result rw;
+        ck_assert_msg(attn_run(&e, &dw, &in, &ow, &rw, &err) == RL_OK, "%s", err.msg);
+        ck_assert_uint_ge(rw.key_windows, 2);
+        ck_assert(rw.verify.verdict.pass);
+        ck_assert(memcmp(st_w, st_f, N * H * RL_ATTN_NSTAT * sizeof *st_w) == 0);
+        ck_assert(memcmp(b_w, b_f, N * H * nb * sizeof *b_w) == 0);
+        ck_assert(memcmp(o_w, o_f, N * H * D * sizeof *o_w) == 0);
+        free(st_w), free(b_w), free(o_w);
+    }
     attn_desc ds = d;
     ds.query_rows = (uint32_t)m;
     attn_inputs is = {.q = qs, .k = k, .v = v, .target = target, .rows = rows};

@@ -187,6 +187,86 @@ START_TEST(sampled_rows_interval_covers_the_full_pass)
 }
 END_TEST
 
+/* K beyond one storage binding: the transforms and the attention bind it a
+ * window at a time. (a) Forced windows (test_window) at 1000 tokens give the
+ * bits of the whole-buffer run; (b) 300000 tokens x 128 dims (153.6 MB of K,
+ * over lavapipe's 128 MiB maxStorageBufferRange; skipped where one binding
+ * holds it) run with 64 sampled query rows and verify against the double
+ * reference. */
+START_TEST(keys_beyond_one_binding_are_bound_in_windows)
+{
+    rl_gpu g;
+    rl_gpu_open(&g);
+    attn_engine eng;
+    rl_error err = {0};
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    {
+        enum { T = 1000, H = 2, KV = 1, D = 32 };
+        pe_shape sh = {.head_dim = D, .heads = H, .kv_heads = KV, .seed = 3, .max_positions = T};
+        pe_encoding *e = make("rope", NULL, &sh);
+        float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
+        rl_rng rng;
+        rl_rng_seed(&rng, 4, "test/windows");
+        for (int i = 0; i < T * H * D; i++)
+            q[i] = (float)rl_rng_normal(&rng);
+        for (int i = 0; i < T * KV * D; i++)
+            k[i] = (float)rl_rng_normal(&rng);
+        float *a = malloc(T * H * RL_ATTN_NSTAT * sizeof *a), *b = malloc(T * H * RL_ATTN_NSTAT * sizeof *b);
+        exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY | ATTN_ARGMAX};
+        exp_attn_result r;
+        attn_outputs oa = {.stats = a}, ob = {.stats = b};
+        ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &oa, &r, &err) == RL_OK, "%s", err.msg);
+        ck_assert(r.pass && r.attn.key_windows == 1);
+        io.test_window = 200;
+        ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &ob, &r, &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(r.pass && r.attn.key_windows >= 3, "pass %d windows %u worst %s q %d k %d", r.pass, r.attn.key_windows, r.worst, r.vec_q.pass, r.vec_k.pass);
+        ck_assert(memcmp(a, b, T * H * RL_ATTN_NSTAT * sizeof *a) == 0);
+        free(a), free(b), free(q), free(k);
+        pe_encoding_destroy(e);
+    }
+    {
+        enum { H = 1, KV = 1, D = 128, S = 64 };
+        const uint64_t T = 300000;
+        if (T * KV * D * 4 <= g.dev.info.max_storage_buffer_range) {
+            fprintf(stderr, "K of %llu bytes fits one binding on %s: part (b) not needed\n",
+                    (unsigned long long)(T * KV * D * 4), g.dev.info.name);
+        } else {
+            pe_shape sh = {.head_dim = D, .heads = H, .kv_heads = KV, .seed = 3,
+                           .max_positions = T};
+            pe_encoding *e = make("rope", "{\"rope_type\": \"yarn\", \"factor\": 8, "
+                                          "\"original_max_position_embeddings\": 32768}", &sh);
+            float *q = malloc(T * H * D * sizeof *q), *k = malloc(T * KV * D * sizeof *k);
+            ck_assert(q && k);
+            rl_rng rng;
+            rl_rng_seed(&rng, 6, "test/windows-large");
+            for (uint64_t i = 0; i < T * H * D; i++)
+                q[i] = (float)rl_rng_normal(&rng);
+            for (uint64_t i = 0; i < T * KV * D; i++)
+                k[i] = (float)rl_rng_normal(&rng);
+            uint32_t rows[S];
+            for (int r = 0; r < S; r++)
+                rows[r] = (uint32_t)((T - 1) * (uint64_t)r / (S - 1));
+            float stats[S * H * RL_ATTN_NSTAT];
+            exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .flags = ATTN_ENTROPY,
+                              .rows = rows, .n_rows = S};
+            attn_outputs o = {.stats = stats};
+            exp_attn_result r;
+            ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &o, &r, &err) == RL_OK, "%s",
+                          err.msg);
+            ck_assert_msg(r.pass, "worst %s error/bound %g", r.worst, r.attn_stats.worst_ratio);
+            ck_assert_uint_ge(r.attn.key_windows, 2);
+            ck_assert_uint_eq(r.vec_k.n, T * KV * D); /* every transformed key checked */
+            fprintf(stderr, "K beyond one binding: %llu tokens in %u windows, GPU %.0f ms\n",
+                    (unsigned long long)T, r.attn.key_windows, r.attn.gpu_ms);
+            free(q), free(k);
+            pe_encoding_destroy(e);
+        }
+    }
+    attn_engine_destroy(&eng);
+    rl_gpu_close(&g);
+}
+END_TEST
+
 START_TEST(paired_encoding_against_itself_has_zero_kl)
 {
     enum { T = 33, H = 2, KV = 2, D = 16 };
@@ -1104,6 +1184,7 @@ int main(void)
     tcase_set_timeout(ts, 600);
     tcase_add_loop_test(ts, sampled_rows_interval_covers_the_full_pass, 0,
                         (int)RL_ARRAY_LEN(cover_cases));
+    tcase_add_test(ts, keys_beyond_one_binding_are_bound_in_windows);
     suite_add_tcase(s, ts);
     suite_add_tcase(s, tc);
     return rl_test_run(s);

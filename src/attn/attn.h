@@ -141,6 +141,8 @@ typedef struct attn_desc {
                                needed), to test the rest of that kernel on any device */
     uint32_t test_cm_tile;  /* test hook, with test_cm_emulate: the emulated tile edge M = N = K,
                                8 or 16 (0: 16) */
+    uint32_t test_key_window; /* test hook: bind K/K_b/V as windows of about this many keys
+                                 (rounded up to whole chunks) even when they fit one binding */
     int test_storage_reads; /* test hook: 1 reads rows from the storage buffers where the path
                                would read them as texels (attn_path.texel), as GPUs do */
     /* Sampled query rows (docs/attention.md "Sampled query rows"): 0 every
@@ -290,6 +292,8 @@ typedef struct attn_result {
     int path;               /* attn_path_kind the run took */
     uint32_t split;         /* its invocations per query row */
     int texel;              /* 1: rows read through texel buffers (attn_path.texel) */
+    uint32_t key_windows;   /* K bound as this many windows of keys (1: whole; more when K is
+                               beyond maxStorageBufferRange) */
     attn_verify verify;     /* verify.verdict: the verdict (guard included) */
 } attn_result;
 

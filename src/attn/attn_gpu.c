@@ -326,13 +326,22 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
     uint64_t range = dev->info.max_storage_buffer_range;
     uint64_t out_bytes = L.out_floats * 4 + VF_GUARD_BYTES; /* guarded (verify/vf.h) */
     uint64_t worst = L.q_bytes > out_bytes ? L.q_bytes : out_bytes;
-    worst = L.k_bytes > worst ? L.k_bytes : worst; /* sampled rows: K is the largest */
+    /* K, K_b and V may exceed one binding (run() binds a window of keys per
+     * dispatch), not the cooperative-matrix path */
+    if (d.coopmat)
+        worst = L.k_bytes > worst ? L.k_bytes : worst;
     if (worst > range)
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: %llu tokens need a %llu-byte buffer, beyond %s's "
                        "maxStorageBufferRange (%llu bytes); the largest length that fits is %llu tokens",
                        (unsigned long long)d.tokens, (unsigned long long)worst, dev->info.name,
                        (unsigned long long)range, (unsigned long long)largest_fit(&d, range - VF_GUARD_BYTES));
+    if (L.k_bytes + VF_GUARD_BYTES > dev->info.max_allocation)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "attention: %llu tokens need a %llu-byte K tensor, beyond %s's "
+                       "maxMemoryAllocationSize (%llu bytes)",
+                       (unsigned long long)d.tokens, (unsigned long long)L.k_bytes, dev->info.name,
+                       (unsigned long long)dev->info.max_allocation);
     uint64_t heap = 0;
     for (uint32_t i = 0; i < dev->info.n_heaps; i++)
         if (dev->info.heaps[i].device_local && dev->info.heaps[i].size > heap)
@@ -972,6 +981,36 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
     if (in->sinks && ((st = rlvk_buffer_create(dev, (uint64_t)d.heads * 4, "sinks", &bsink, err)) ||
                       (st = rlvk_buffer_upload(dev, &bsink, 0, in->sinks, (uint64_t)d.heads * 4, err))))
         goto done;
+    /* K beyond one binding: every dispatch binds the window of wkeys keys
+     * holding its chunk (K, K_b, V alike; wkeys a multiple of the chunk whose
+     * byte offset meets the device's alignment), and the kernel reads key j
+     * at j - key_window. Whole buffers otherwise. */
+    uint64_t krow = (uint64_t)d.kv_heads * d.head_dim * (d.fp16 ? 2 : 4);
+    uint64_t range = dev->info.max_storage_buffer_range;
+    int windowed = in->k->size > range || (paired && in->k_b->size > range) ||
+                   ((d.flags & ATTN_OUT) && in->v->size > range) || d.test_key_window;
+    uint64_t wkeys = n;
+    if (windowed) {
+        uint64_t align = dev->info.min_storage_offset > dev->info.min_texel_offset
+                             ? dev->info.min_storage_offset
+                             : dev->info.min_texel_offset;
+        uint64_t g = chunk;
+        while (align > 1 && (g * krow) % align)
+            g += chunk;
+        wkeys = range / krow / g * g;
+        if (d.test_key_window) /* whole chunks of the alignment step, at least one */
+            wkeys = (d.test_key_window + g - 1) / g * g;
+        if (d.coopmat || wkeys == 0) {
+            st = rl_fail(err, RL_ERR_LIMIT, "attention: K of %llu bytes needs windows of whole "
+                         "chunks, which %s the cooperative-matrix path cannot take",
+                         (unsigned long long)(n * krow), d.coopmat ? "" : "(none fits one binding)");
+            goto done;
+        }
+        res->key_windows = (uint32_t)((n + wkeys - 1) / wkeys);
+    } else {
+        res->key_windows = 1;
+    }
+    rlvk_buffer kwin = {0}, kbwin = {0}, vwin = {0};
     /* binding 11: DCA's inter-chunk queries (no bias then, begin_run) */
     const rlvk_buffer *bufs[12] = {
         in->q, in->k, paired ? in->q_b : &dummy, paired ? in->k_b : &dummy,
@@ -1039,6 +1078,21 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
             push.qblock_base = (uint32_t)QB0(x);
             push.key_base = (uint32_t)KEY0(x);
             push.kv_head = (uint32_t)(x % d.kv_heads);
+            if (windowed) {
+                uint64_t w0 = KEY0(x) / wkeys * wkeys, wn = n - w0 < wkeys ? n - w0 : wkeys;
+                push.key_window = (uint32_t)w0;
+                if ((st = rlvk_buffer_window(dev, in->k, w0 * krow, wn * krow, &kwin, err)) ||
+                    (paired &&
+                     (st = rlvk_buffer_window(dev, in->k_b, w0 * krow, wn * krow, &kbwin, err))) ||
+                    ((d.flags & ATTN_OUT) &&
+                     (st = rlvk_buffer_window(dev, in->v, w0 * krow, wn * krow, &vwin, err))))
+                    goto done;
+                bufs[1] = &kwin;
+                if (paired)
+                    bufs[3] = &kbwin;
+                if (d.flags & ATTN_OUT)
+                    bufs[4] = &vwin;
+            }
             if ((st = rlvk_cmd_dispatch(&cmd, pipe, bufs, &push, (uint64_t)QBN(x) * group, err)))
                 goto done;
         }
@@ -1137,18 +1191,18 @@ rl_status attn_run(attn_engine *e, const attn_desc *din, const attn_inputs *in,
         goto done;
     double t_start = rl_now();
     if ((st = rlvk_buffer_create(dev, L.q_bytes, "Q", &bqa, err)) ||
-        (st = rlvk_buffer_create(dev, L.k_bytes, "K", &bka, err)) ||
+        (st = rlvk_buffer_create_large(dev, L.k_bytes, "K", &bka, err)) ||
         (st = rlvk_buffer_upload(dev, &bqa, 0, in->q, L.q_bytes, err)) ||
         (st = rlvk_buffer_upload(dev, &bka, 0, in->k, L.k_bytes, err)))
         goto done;
     if (own_b &&
         ((st = rlvk_buffer_create(dev, L.q_bytes, "Q_b", &bqb, err)) ||
-         (st = rlvk_buffer_create(dev, L.k_bytes, "K_b", &bkb, err)) ||
+         (st = rlvk_buffer_create_large(dev, L.k_bytes, "K_b", &bkb, err)) ||
          (st = rlvk_buffer_upload(dev, &bqb, 0, in->q_b ? in->q_b : in->q, L.q_bytes, err)) ||
          (st = rlvk_buffer_upload(dev, &bkb, 0, in->k_b ? in->k_b : in->k, L.k_bytes, err))))
         goto done;
     if ((d.flags & ATTN_OUT) &&
-        ((st = rlvk_buffer_create(dev, L.k_bytes, "V", &bv, err)) ||
+        ((st = rlvk_buffer_create_large(dev, L.k_bytes, "V", &bv, err)) ||
          (st = rlvk_buffer_upload(dev, &bv, 0, in->v, L.k_bytes, err))))
         goto done;
     if (d.remap_chunk &&

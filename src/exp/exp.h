@@ -364,6 +364,10 @@ typedef struct exp_attn_io {
      * out->stats and the sink reference's rows are slots. 0: every token. */
     const uint32_t *rows;
     uint32_t n_rows;
+    /* test hooks: the transforms (tokens) and the attention (keys) bound in
+     * windows of this size even when the tensors fit one binding (0: only
+     * beyond maxStorageBufferRange) */
+    uint32_t test_window;
 } exp_attn_io;
 
 typedef struct exp_attn_result {

@@ -105,7 +105,9 @@ rl_status exp_attn_mask_get(const char *kind, const exp_value *v, const exp_attn
 static rl_status operand_create(rlvk_device *dev, const char *name, const float *raw, size_t n,
                                 rlvk_buffer *b, rl_error *err)
 {
-    rl_status st = vf_guarded_create(dev, n * sizeof *raw, name, b, err);
+    /* key-side tensors may exceed one binding: the transforms and the
+     * attention bind them a window at a time */
+    rl_status st = vf_guarded_create_large(dev, n * sizeof *raw, name, b, err);
     if (!st && raw)
         st = rlvk_buffer_upload(dev, b, 0, raw, n * sizeof *raw, err);
     return st;
@@ -189,20 +191,70 @@ typedef struct xform {
     const rlvk_buffer *pos;  /* its own positions (the remapped definition, sampled query
                                 rows); NULL: the engine's */
     uint64_t tokens;         /* rows it transforms (sampled query rows: S) */
+    uint32_t test_window;    /* exp_attn_io.test_window */
 } xform;
 
 typedef struct xforms {
     xform t[4];
     uint32_t n;
+    uint32_t test_window;    /* exp_attn_io.test_window */
 } xforms;
 
+/* Tokens per window of a transform whose operand exceeds one binding (0:
+ * bound whole): a multiple of 64 tokens (so the positions' byte offset, 4
+ * per token, meets any offset alignment up to 256) within
+ * maxStorageBufferRange. */
+static uint64_t xform_window(const rlvk_device *dev, const xform *t)
+{
+    uint64_t row = (uint64_t)t->g.heads * pe_encoding_shape(t->g.e)->head_dim * sizeof(float);
+    uint64_t range = dev->info.max_storage_buffer_range;
+    if (t->test_window) /* test hook: whole steps of 64 tokens */
+        return (t->test_window + 63) / 64 * 64;
+    if (t->x->size <= range && t->y->size <= range)
+        return 0;
+    return range / row / 64 * 64;
+}
+
+/* Dispatches t records: one, or one per window. */
+static uint32_t xform_dispatches(const rlvk_device *dev, const xform *t)
+{
+    uint64_t w = xform_window(dev, t);
+    return w ? (uint32_t)((t->tokens + w - 1) / w) : 1;
+}
+
+/* A transform is applied row by row at each row's position, so a window of
+ * tokens [w0, w0 + n) transforms alone when x, y and the positions are bound
+ * from w0 on: pe_vec_gpu_record over windows. Refused where the transform
+ * reads per-token data of its own (RoPE with a per-token rotation, mRoPE's
+ * position triples): those bind whole. */
 static rl_status record_xforms(void *ctx, rlvk_cmd *cmd, const rlvk_buffer *pos, rl_error *err)
 {
     xforms *X = ctx;
     rl_status st = RL_OK;
-    for (uint32_t i = 0; i < X->n && !st; i++)
-        st = pe_vec_gpu_record(cmd, &X->t[i].g, X->t[i].x, X->t[i].y,
-                               X->t[i].pos ? X->t[i].pos : pos, X->t[i].tokens, err);
+    for (uint32_t i = 0; i < X->n && !st; i++) {
+        xform *t = &X->t[i];
+        const rlvk_buffer *p = t->pos ? t->pos : pos;
+        uint64_t w = xform_window(cmd->dev, t);
+        if (!w) {
+            st = pe_vec_gpu_record(cmd, &t->g, t->x, t->y, p, t->tokens, err);
+            continue;
+        }
+        const rope_freqs *rf = pe_rope_freqs(t->g.e);
+        if (rf && (rope_freqs_per_position(rf) || rf->desc.n_mrope_section))
+            return rl_fail(err, RL_ERR_LIMIT, "%s: %llu tokens exceed one storage binding, and a "
+                           "per-token rotation (or mRoPE) cannot be applied a window at a time",
+                           t->x->name, (unsigned long long)t->tokens);
+        uint64_t row = (uint64_t)t->g.heads * pe_encoding_shape(t->g.e)->head_dim * sizeof(float);
+        for (uint64_t w0 = 0; w0 < t->tokens && !st; w0 += w) {
+            uint64_t n = t->tokens - w0 < w ? t->tokens - w0 : w;
+            rlvk_buffer xw, yw, pw;
+            if ((st = rlvk_buffer_window(cmd->dev, t->x, w0 * row, n * row, &xw, err)) ||
+                (st = rlvk_buffer_window(cmd->dev, t->y, w0 * row, n * row, &yw, err)) ||
+                (st = rlvk_buffer_window(cmd->dev, p, w0 * 4, n * 4, &pw, err)))
+                break;
+            st = pe_vec_gpu_record(cmd, &t->g, &xw, &yw, &pw, n, err);
+        }
+    }
     return st;
 }
 
@@ -222,6 +274,7 @@ static rl_status xform_add(rlvk_device *dev, xforms *X, const pe_encoding *e, ui
     t->y = y;
     t->pos = NULL;
     t->tokens = tokens;
+    t->test_window = X->test_window;
     return pe_vec_gpu_prepare(&t->g, pos, tokens, err);
 }
 
@@ -375,7 +428,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
     uint32_t *qpos_a = NULL, *qpos_c = NULL; /* dca: intra- and inter-chunk query positions */
     rlvk_buffer bqc = {0}, bpqa = {0}, bpqc = {0};
     float *hqc = NULL;
-    xforms X = {0};
+    xforms X = {.test_window = io->test_window};
     /* sampled: gathered raw Q and query positions (else the full arrays) */
     float *qraw_own = NULL;
     uint32_t *pq_own = NULL, *qg_own = NULL, *qa_own = NULL, *qc_own = NULL;
@@ -539,7 +592,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         X.t[X.n - 1].pos = dca ? &bpk : NULL;
     }
     if ((io->flags & ATTN_OUT) &&
-        ((st = rlvk_buffer_create(dev, nk * sizeof(float), "V", &bv, err)) ||
+        ((st = rlvk_buffer_create_large(dev, nk * sizeof(float), "V", &bv, err)) ||
          (st = rlvk_buffer_upload(dev, &bv, 0, io->v, nk * sizeof(float), err))))
         goto done;
     if (pe_has_bias(e)) {
@@ -561,6 +614,7 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
      * read, which are on the device until it finished). */
     attn_desc run_desc = r->desc;
     run_desc.no_verify = 1;
+    run_desc.test_key_window = io->test_window;
     if (io->mask.learned_sink) {
         if (!(sinks = malloc(H * sizeof *sinks))) {
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory");
@@ -569,12 +623,16 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         for (uint32_t h = 0; h < H; h++)
             sinks[h] = (float)io->mask.sink_logit;
     }
+    uint32_t xd = 0; /* the transforms' dispatches (2 each: room for a second pass) */
+    for (uint32_t i = 0; i < X.n; i++)
+        xd += 2 * xform_dispatches(dev, &X.t[i]);
     attn_resident in = {
         .q = &bq, .k = &bk, .v = (io->flags & ATTN_OUT) ? &bv : NULL,
         .q_b = (b || remap) ? &bqb : NULL,
         .k_b = dca ? &bk : (b || remap) ? &bkb : NULL, .q_c = dca ? &bqc : NULL,
         .pos = pos, .target = io->target, .bias = have_bias ? &pb.bias : NULL, .sinks = sinks,
-        .rows = sampled ? io->rows : NULL, .before = X.n ? record_xforms : NULL, .before_ctx = &X, .before_dispatches = 2 * X.n,
+        .rows = sampled ? io->rows : NULL, .before = X.n ? record_xforms : NULL, .before_ctx = &X,
+        .before_dispatches = xd,
     };
     if ((st = attn_run_resident(eng, &run_desc, &in, &o, &r->attn, err)))
         goto done;
@@ -713,8 +771,9 @@ rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t t
                                     (qr ? qr : tokens) * run->model.heads * run->model.head_dim *
                                             sizeof(float) + 256,
                                     "the Q tensor", err);
-    if (!st) /* the K tensor the transform writes in place, guarded the same way */
-        st = rlvk_check_buffer_size(dev,
+    if (!st) /* the K tensor the transform writes in place, guarded the same way (bound a
+                window at a time beyond one binding: its allocation is the limit) */
+        st = rlvk_check_alloc_size(dev,
                                     tokens * run->model.kv_heads * run->model.head_dim *
                                             sizeof(float) + 256,
                                     "the K tensor", err);

@@ -153,6 +153,10 @@ void vf_acc_judge(const vf_acc *a, double tol, double gate_fraction, vf_stats *s
  * writes the guard after the tensor. Destroy with rlvk_buffer_destroy. */
 rl_status vf_guarded_create(rlvk_device *dev, uint64_t bytes, const char *name, rlvk_buffer *buf,
                             rl_error *err);
+/* The same for a tensor bound through windows (rlvk_buffer_create_large):
+ * K/V beyond one binding. */
+rl_status vf_guarded_create_large(rlvk_device *dev, uint64_t bytes, const char *name,
+                                  rlvk_buffer *buf, rl_error *err);
 /* Reads the guard words after the first `bytes` bytes of buf: *guard_ok =
  * 1 when all are untouched. */
 rl_status vf_guard_check(rlvk_device *dev, const rlvk_buffer *buf, uint64_t bytes, int *guard_ok,

@@ -5,17 +5,30 @@
 
 #include "verify/vf.h"
 
-rl_status vf_guarded_create(rlvk_device *dev, uint64_t bytes, const char *name, rlvk_buffer *buf,
-                            rl_error *err)
+static rl_status guarded(rlvk_device *dev, uint64_t bytes, const char *name, int large,
+                         rlvk_buffer *buf, rl_error *err)
 {
     uint32_t g[VF_GUARD_WORDS];
     for (uint32_t i = 0; i < VF_GUARD_WORDS; i++)
         g[i] = VF_GUARD_BITS;
     rl_status st;
-    if ((st = rlvk_buffer_create(dev, bytes + VF_GUARD_BYTES, name, buf, err)) ||
+    if ((st = large ? rlvk_buffer_create_large(dev, bytes + VF_GUARD_BYTES, name, buf, err)
+                    : rlvk_buffer_create(dev, bytes + VF_GUARD_BYTES, name, buf, err)) ||
         (st = rlvk_buffer_upload(dev, buf, bytes, g, VF_GUARD_BYTES, err)))
         return st;
     return RL_OK;
+}
+
+rl_status vf_guarded_create(rlvk_device *dev, uint64_t bytes, const char *name, rlvk_buffer *buf,
+                            rl_error *err)
+{
+    return guarded(dev, bytes, name, 0, buf, err);
+}
+
+rl_status vf_guarded_create_large(rlvk_device *dev, uint64_t bytes, const char *name,
+                                  rlvk_buffer *buf, rl_error *err)
+{
+    return guarded(dev, bytes, name, 1, buf, err);
 }
 
 rl_status vf_guard_check(rlvk_device *dev, const rlvk_buffer *buf, uint64_t bytes, int *guard_ok,

@@ -142,6 +142,9 @@ typedef struct rlvk_device_info {
     uint32_t max_workgroup_size[3];
     uint32_t max_workgroup_invocations;
     uint64_t max_storage_buffer_range;
+    uint64_t max_allocation;         /* maxMemoryAllocationSize (2^30 before Vulkan 1.1) */
+    uint64_t min_storage_offset;     /* minStorageBufferOffsetAlignment */
+    uint64_t min_texel_offset;       /* minTexelBufferOffsetAlignment */
     uint32_t max_push_constants;
     uint32_t max_texel_elements;     /* maxTexelBufferElements */
     int texel_vec4;                  /* R32G32B32A32_SFLOAT and R16G16B16A16_SFLOAT both have
@@ -292,6 +295,11 @@ void rlvk_device_destroy(rlvk_device *dev);
  * the limit and its value. */
 rl_status rlvk_check_buffer_size(const rlvk_device *dev, uint64_t bytes, const char *what,
                                  rl_error *err);
+/* The same without the one-binding limit, for a buffer bound only through
+ * windows (rlvk_buffer_window): maxMemoryAllocationSize and the largest
+ * device-local heap. */
+rl_status rlvk_check_alloc_size(const rlvk_device *dev, uint64_t bytes, const char *what,
+                                rl_error *err);
 
 /* Readable name of a VkResult ("VK_ERROR_OUT_OF_DEVICE_MEMORY"). */
 const char *rlvk_result_str(VkResult r);
@@ -308,7 +316,24 @@ typedef struct rlvk_buffer {
     uint64_t size;
     void *mapped;                    /* non-NULL when host-visible (unified memory) */
     char name[48];
+    /* A window (rlvk_buffer_window): bytes [offset, offset + size) of another
+     * buffer, bound as that range; owns nothing (memory is VK_NULL_HANDLE;
+     * destroy is a no-op), used only for dispatch bindings. */
+    uint64_t offset;
+    int window;
 } rlvk_buffer;
+
+/* A window of b: bytes [offset, offset + bytes) (within b; offset a multiple
+ * of the device's minStorageBufferOffsetAlignment and
+ * minTexelBufferOffsetAlignment, bytes at most maxStorageBufferRange), bound
+ * by rlvk_cmd_dispatch as that range, so one buffer larger than one binding
+ * is read a window per dispatch. */
+rl_status rlvk_buffer_window(const rlvk_device *dev, const rlvk_buffer *b, uint64_t offset,
+                             uint64_t bytes, rlvk_buffer *out, rl_error *err);
+/* rlvk_buffer_create without the one-binding limit (rlvk_check_alloc_size):
+ * for buffers bound only through windows. */
+rl_status rlvk_buffer_create_large(rlvk_device *dev, uint64_t size, const char *name,
+                                   rlvk_buffer *buf, rl_error *err);
 
 /* Creates a storage buffer of `size` bytes in device-local memory, preferring
  * memory that is also host-visible (CPU and unified-memory devices) so it can
@@ -425,6 +450,8 @@ typedef struct rlvk_cmd_view {
     VkBufferView view;
     VkBuffer buffer;
     VkFormat format;
+    uint64_t offset;                 /* the window's start (0: the whole buffer) */
+    uint64_t bytes;                  /* the view's range */
 } rlvk_cmd_view;
 
 typedef struct rlvk_cmd {

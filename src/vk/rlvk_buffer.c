@@ -74,12 +74,51 @@ static rl_status create_raw(rlvk_device *dev, uint64_t size, VkBufferUsageFlags 
     return RL_OK;
 }
 
+static rl_status create_storage(rlvk_device *dev, uint64_t size, const char *name,
+                                rlvk_buffer *buf, rl_error *err);
+
 rl_status rlvk_buffer_create(rlvk_device *dev, uint64_t size, const char *name,
                              rlvk_buffer *buf, rl_error *err)
 {
     rl_status st = rlvk_check_buffer_size(dev, size, name, err);
-    if (st)
-        return st;
+    return st ? st : create_storage(dev, size, name, buf, err);
+}
+
+rl_status rlvk_buffer_create_large(rlvk_device *dev, uint64_t size, const char *name,
+                                   rlvk_buffer *buf, rl_error *err)
+{
+    rl_status st = rlvk_check_alloc_size(dev, size, name, err);
+    return st ? st : create_storage(dev, size, name, buf, err);
+}
+
+rl_status rlvk_buffer_window(const rlvk_device *dev, const rlvk_buffer *b, uint64_t offset,
+                             uint64_t bytes, rlvk_buffer *out, rl_error *err)
+{
+    uint64_t a = dev->info.min_storage_offset > dev->info.min_texel_offset
+                     ? dev->info.min_storage_offset
+                     : dev->info.min_texel_offset;
+    if (a == 0)
+        a = 1;
+    if (b->window || offset > b->size || bytes > b->size - offset || bytes == 0 ||
+        offset % a || bytes > dev->info.max_storage_buffer_range)
+        return rl_fail(err, RL_ERR_ARG,
+                       "window [%llu, +%llu) of %s (%llu bytes): must lie inside it, start at a "
+                       "multiple of %llu and span at most maxStorageBufferRange (%llu bytes)",
+                       (unsigned long long)offset, (unsigned long long)bytes, b->name,
+                       (unsigned long long)b->size, (unsigned long long)a,
+                       (unsigned long long)dev->info.max_storage_buffer_range);
+    *out = *b;
+    out->memory = VK_NULL_HANDLE;
+    out->mapped = NULL;
+    out->offset = b->offset + offset;
+    out->size = bytes;
+    out->window = 1;
+    return RL_OK;
+}
+
+static rl_status create_storage(rlvk_device *dev, uint64_t size, const char *name,
+                                rlvk_buffer *buf, rl_error *err)
+{
     /* Unified memory (CPU devices, integrated GPUs, resizable BAR) first:
      * then uploads are a memcpy. Coherent is required so no flushes are
      * needed. */
@@ -105,6 +144,10 @@ void rlvk_buffer_destroy(rlvk_device *dev, rlvk_buffer *buf)
 {
     if (!buf)
         return;
+    if (buf->window) { /* owns nothing */
+        memset(buf, 0, sizeof *buf);
+        return;
+    }
     if (buf->mapped)
         dev->vk.vkUnmapMemory(dev->device, buf->memory);
     if (buf->buffer)

@@ -118,6 +118,8 @@ rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
     VkPhysicalDeviceIDProperties idp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
     VkPhysicalDeviceDriverProperties drv = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties m3 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
                                       .pNext = &sub};
     VkPhysicalDeviceProperties base;
@@ -131,6 +133,8 @@ rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
     if (want_id) {
         idp.pNext = p2.pNext;
         p2.pNext = &idp;
+        m3.pNext = p2.pNext; /* core in 1.1 too */
+        p2.pNext = &m3;
     }
     if (want_drv) {
         drv.pNext = p2.pNext;
@@ -173,6 +177,11 @@ rl_status rlvk_device_info_query(const rlvk_instance *inst, uint32_t index,
         info->max_workgroup_size[i] = p->limits.maxComputeWorkGroupSize[i];
     }
     info->max_workgroup_invocations = p->limits.maxComputeWorkGroupInvocations;
+    /* one allocation's limit (1.1; before it, 2^30, the spec's minimum) */
+    info->max_allocation = want_id && m3.maxMemoryAllocationSize ? m3.maxMemoryAllocationSize
+                                                                  : (1ull << 30);
+    info->min_storage_offset = p->limits.minStorageBufferOffsetAlignment;
+    info->min_texel_offset = p->limits.minTexelBufferOffsetAlignment;
     info->max_storage_buffer_range = p->limits.maxStorageBufferRange;
     info->max_push_constants = p->limits.maxPushConstantsSize;
     info->max_texel_elements = p->limits.maxTexelBufferElements;
@@ -489,6 +498,18 @@ rl_status rlvk_check_buffer_size(const rlvk_device *dev, uint64_t bytes, const c
                        "%s needs %s in one storage buffer, over %s's maxStorageBufferRange (%s)",
                        what, rl_fmt_bytes(bytes, b1, sizeof b1), dev->info.name,
                        rl_fmt_bytes(dev->info.max_storage_buffer_range, b2, sizeof b2));
+    return rlvk_check_alloc_size(dev, bytes, what, err);
+}
+
+rl_status rlvk_check_alloc_size(const rlvk_device *dev, uint64_t bytes, const char *what,
+                                rl_error *err)
+{
+    char b1[32], b2[32];
+    if (bytes > dev->info.max_allocation)
+        return rl_fail(err, RL_ERR_LIMIT,
+                       "%s needs %s in one allocation, over %s's maxMemoryAllocationSize (%s)",
+                       what, rl_fmt_bytes(bytes, b1, sizeof b1), dev->info.name,
+                       rl_fmt_bytes(dev->info.max_allocation, b2, sizeof b2));
     uint64_t largest = 0;
     for (uint32_t i = 0; i < dev->info.n_heaps; i++)
         if (dev->info.heaps[i].device_local && dev->info.heaps[i].size > largest)

@@ -85,20 +85,23 @@ static void barrier_after(rlvk_cmd *cmd, VkPipelineStageFlags stage, VkAccessFla
 }
 
 /* The view of buf as texels of format, made on first use in this command
- * (from offset 0, as many whole texels as the buffer and
+ * (from its start, a window's offset, as many whole texels as it and
  * maxTexelBufferElements allow). */
 static rl_status texel_view(rlvk_cmd *cmd, const rlvk_buffer *buf, VkFormat format,
                             VkBufferView *out, rl_error *err)
 {
     rlvk_device *dev = cmd->dev;
+    uint64_t tb = rlvk_texel_bytes(format), count = tb ? buf->size / tb : 0;
+    if (count > dev->info.max_texel_elements)
+        count = dev->info.max_texel_elements;
+    /* one view per (buffer, format, window): a window and the whole buffer
+     * (or two windows at one offset) are different views */
     for (uint32_t i = 0; i < cmd->n_views; i++)
-        if (cmd->views[i].buffer == buf->buffer && cmd->views[i].format == format) {
+        if (cmd->views[i].buffer == buf->buffer && cmd->views[i].format == format &&
+            cmd->views[i].offset == buf->offset && cmd->views[i].bytes == count * tb) {
             *out = cmd->views[i].view;
             return RL_OK;
         }
-    uint64_t tb = rlvk_texel_bytes(format), count = buf->size / tb;
-    if (count > dev->info.max_texel_elements)
-        count = dev->info.max_texel_elements;
     if (!count)
         return rl_fail(err, RL_ERR_ARG, "buffer %s (%llu B) holds no whole %llu-byte texel",
                        buf->name, (unsigned long long)buf->size, (unsigned long long)tb);
@@ -114,14 +117,15 @@ static rl_status texel_view(rlvk_cmd *cmd, const rlvk_buffer *buf, VkFormat form
         .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
         .buffer = buf->buffer,
         .format = format,
-        .offset = 0,
+        .offset = buf->offset, /* a window's start (rlvk_buffer_window: aligned) */
         .range = count * tb,
     };
     VkResult r = dev->vk.vkCreateBufferView(dev->device, &vi, NULL, out);
     if (r != VK_SUCCESS)
         return rlvk_fail(err, r, "creating a texel buffer view of %s", buf->name);
     cmd->views[cmd->n_views++] = (rlvk_cmd_view){.view = *out, .buffer = buf->buffer,
-                                                 .format = format};
+                                                 .format = format, .offset = buf->offset,
+                                                 .bytes = count * tb};
     return RL_OK;
 }
 
@@ -157,7 +161,16 @@ rl_status rlvk_cmd_dispatch(rlvk_cmd *cmd, const rlvk_pipeline *pipe,
     VkDescriptorBufferInfo infos[RLVK_MAX_BINDINGS];
     VkWriteDescriptorSet writes[RLVK_MAX_BINDINGS + RLVK_MAX_TEXEL];
     for (uint32_t i = 0; i < pipe->n_bindings; i++) {
-        infos[i] = (VkDescriptorBufferInfo){.buffer = bufs[i]->buffer, .offset = 0, .range = VK_WHOLE_SIZE};
+        /* a window binds its range; a whole buffer must fit one binding */
+        if (!bufs[i]->window && bufs[i]->size > dev->info.max_storage_buffer_range)
+            return rl_fail(err, RL_ERR_LIMIT, "%s: binding %u (%s, %llu bytes) is over %s's "
+                           "maxStorageBufferRange (%llu bytes); bind it through windows",
+                           pipe->name, i, bufs[i]->name, (unsigned long long)bufs[i]->size,
+                           dev->info.name,
+                           (unsigned long long)dev->info.max_storage_buffer_range);
+        infos[i] = (VkDescriptorBufferInfo){.buffer = bufs[i]->buffer, .offset = bufs[i]->offset,
+                                            .range = bufs[i]->window ? bufs[i]->size
+                                                                     : VK_WHOLE_SIZE};
         writes[i] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
             .dstSet = set,
