@@ -344,6 +344,11 @@ rl_status bench_rope(rlvk_device *dev, const bench_rope_opts *opts, bench_rope_r
     res->rope_gbs = (double)res->bytes / (res->rope.median * 1e-3) * 1e-9;
     res->copy_gbs = (double)res->bytes / (res->copy.median * 1e-3) * 1e-9;
     res->ratio = res->rope_gbs / res->copy_gbs;
+    /* table mode reads a (cos, sin) fp32 pair per rotated pair per token */
+    res->read_bytes = res->bytes + (o.precision == RL_ROPE_PREC_TABLE
+                                        ? o.tokens * (uint64_t)(f.rotary_dim / 2) * 8
+                                        : 0);
+    res->ratio_read = res->ratio * (double)res->read_bytes / (double)res->bytes;
 done:
     bench_copy_destroy(dev, &copy);
     if (have_kernel)

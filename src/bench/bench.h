@@ -50,6 +50,12 @@ typedef struct bench_rope_result {
                                       ratio); its median/min/max are the ratio's spread */
     double rope_gbs, copy_gbs;     /* bytes / median time */
     double ratio;                  /* rope_gbs / copy_gbs */
+    /* Bytes the mode actually moves: bytes (Q read and written) plus its
+     * per-token table (table mode: the (cos, sin) pairs of every token, read
+     * once each); ratio_read = (read_bytes / rope time) / copy_gbs, the ratio
+     * against a copy of those bytes at the copy's measured bandwidth. */
+    uint64_t read_bytes;
+    double ratio_read;
     vf_stats verify;               /* RoPE output vs the CPU reference (guarded) */
     uint32_t copy_vec4_per_inv;    /* the copy yardstick's vec4s per invocation */
     int rope_texel, copy_texel;    /* 1: the kernel / the copy read x as texels (else the

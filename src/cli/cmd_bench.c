@@ -94,6 +94,12 @@ static json_t *rope_json(const rlvk_device *dev, const rope_bench_ctx *c, const 
                                                     "value", r->ratio, "rounds_definition",
                                                     "per interleaved round: copy ms / rope ms",
                                                     "rounds", cli_bench_times_json(&r->ratio_rounds)));
+        json_object_set_new(res, "ratio_read_bytes",
+                            json_pack("{s:s,s:I,s:f}", "definition",
+                                      "(bytes the mode moves: Q read + written, plus its per-token "
+                                      "(cos, sin) table in table mode) / rope ms, over copy "
+                                      "gb_per_s", "bytes", (json_int_t)r->read_bytes, "value",
+                                      r->ratio_read));
     } else {
         json_object_set_new(res, "kernel", json_null());
         json_object_set_new(res, "yardstick", json_null());
@@ -136,6 +142,9 @@ static rl_status bench_rope_on(rlvk_device *dev, void *p, json_t *arr, rl_error 
            r.ratio, r.opts.reps, r.opts.warmup);
     printf("  per-round ratio: median %.3f, min %.3f, max %.3f\n", r.ratio_rounds.median,
            r.ratio_rounds.min, r.ratio_rounds.max);
+    if (r.read_bytes != r.bytes)
+        printf("  ratio against a copy of the bytes it reads (Q + its %.1f MiB table): %.3f\n",
+               (double)(r.read_bytes - r.bytes) / 1048576.0, r.ratio_read);
     return RL_OK;
 }
 
