@@ -32,7 +32,7 @@ bf16-breaks-rope critical-dimension"
 # roformer-decay 0.1 s, pi-vs-extrapolation 2.4 s, angle-precision 0.8 s,
 # framework-precision 0.9 s, bf16-breaks-rope 1.6 s, critical-dimension 0.1 s.
 LARGE="base-bounds-length beyond-yarn dynamic-cache scaling-distortion-retrieval
-llama31-scalings scaling-atlas yarn-temperature vllm-readings"
+llama31-scalings scaling-atlas yarn-temperature vllm-readings million-tokens"
 # base-bounds-length: 852 runs, 7-11 min on lavapipe; beyond-yarn: 75 runs
 # (3 seeds), minutes; dynamic-cache: 80 runs (5 seeds), ~40 s;
 # scaling-distortion-retrieval: 150 runs, 2.5 min; llama31-scalings: 57 runs,
