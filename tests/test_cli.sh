@@ -276,7 +276,8 @@ assert all(isinstance(r["nmse_gate"], (float, int, type(None))) for r in d["resu
   # a length beyond the device's limits fails the run at its start, naming the
   # limit, before any host work (was: minutes of data generation first)
   printf 'model: {head_dim: 128, heads: 32, kv_heads: 8, train_len: 4096}\nexperiments:\n  - kind: entropy\n    params: {min_len: 1024, max_len: 1048576}\n' > "$runtmp/huge.yaml"
-  expect run_limit_first 1 "1048576 tokens on .*maxStorageBufferRange.*the largest length that fits" -- run "$runtmp/huge.yaml" --out "$runtmp/huge" --no-plot
+  # (K of 32 x 8 heads: 4 GiB, over one allocation; Q is sampled beyond 16384 tokens)
+  expect run_limit_first 1 "1048576 tokens on .*maxMemoryAllocationSize.*the largest length that fits" -- run "$runtmp/huge.yaml" --out "$runtmp/huge" --no-plot
 fi
 rm -rf "$runtmp"
 # Without a device the suite tested its CPU half only: SKIP (77), never PASS.

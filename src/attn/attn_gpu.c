@@ -336,12 +336,16 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
                        "maxStorageBufferRange (%llu bytes); the largest length that fits is %llu tokens",
                        (unsigned long long)d.tokens, (unsigned long long)worst, dev->info.name,
                        (unsigned long long)range, (unsigned long long)largest_fit(&d, range - VF_GUARD_BYTES));
-    if (L.k_bytes + VF_GUARD_BYTES > dev->info.max_allocation)
+    if (L.k_bytes + VF_GUARD_BYTES > dev->info.max_allocation) {
+        uint64_t krow = (uint64_t)d.kv_heads * d.head_dim * (d.fp16 ? 2 : 4);
         return rl_fail(err, RL_ERR_LIMIT,
                        "attention: %llu tokens need a %llu-byte K tensor, beyond %s's "
-                       "maxMemoryAllocationSize (%llu bytes)",
+                       "maxMemoryAllocationSize (%llu bytes); the largest length that fits is "
+                       "%llu tokens",
                        (unsigned long long)d.tokens, (unsigned long long)L.k_bytes, dev->info.name,
-                       (unsigned long long)dev->info.max_allocation);
+                       (unsigned long long)dev->info.max_allocation,
+                       (unsigned long long)((dev->info.max_allocation - VF_GUARD_BYTES) / krow));
+    }
     uint64_t heap = 0;
     for (uint32_t i = 0; i < dev->info.n_heaps; i++)
         if (dev->info.heaps[i].device_local && dev->info.heaps[i].size > heap)

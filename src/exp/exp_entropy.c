@@ -33,7 +33,7 @@
 #include "exp/exp.h"
 #include "pe/pe.h"
 
-/* Sampled query rows (docs/runner.md "entropy"): a pass over N tokens
+/* Sampled query rows (docs/attention.md "Sampled query rows"): a pass over N tokens
  * computes every query row when N <= ENT_FULL_MAX (or query_rows >= N), else
  * query_rows (0: ENT_AUTO_ROWS) rows drawn by query_sampling, exactly,
  * against all the keys they see; the means then carry a 95 % interval
