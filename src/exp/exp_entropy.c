@@ -356,6 +356,39 @@ static rl_estimate est_of(const rl_rows_plan *plan, const double *y, uint64_t t0
     return e;
 }
 
+/* The tables' interval and row-count columns (X_lo95, X_hi95, query_rows)
+ * exist only when some pass samples its rows (smp): a run of full passes
+ * writes the tables it always wrote. One column list per table; these pick
+ * its columns and a row's values. */
+static int sampled_only(const char *col)
+{
+    size_t n = strlen(col);
+    return strcmp(col, "query_rows") == 0 ||
+           (n > 5 && (strcmp(col + n - 5, "_lo95") == 0 || strcmp(col + n - 5, "_hi95") == 0));
+}
+
+static rl_status ent_table(exp_sink *sink, const char *name, uint32_t n, const char *const *cols,
+                           int smp, rl_error *err)
+{
+    const char *keep[EXP_MAX_COLS];
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n && m < EXP_MAX_COLS; i++)
+        if (smp || !sampled_only(cols[i]))
+            keep[m++] = cols[i];
+    return exp_sink_table(sink, name, m, keep, err);
+}
+
+static rl_status ent_row(exp_sink *sink, uint32_t n, const char *const *cols, const double *v,
+                         int smp, rl_error *err)
+{
+    double keep[EXP_MAX_COLS];
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n && m < EXP_MAX_COLS; i++)
+        if (smp || !sampled_only(cols[i]))
+            keep[m++] = v[i];
+    return exp_sink_row(sink, keep, err);
+}
+
 static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
 {
     if (!ctx->dev)
@@ -441,14 +474,11 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     double done_w = 0, hd = (double)H * D, work = ent_work(&p, hd, two);
 
     /* Entropy against length: bidirectional passes over the first N rows. */
-    const char *cols[] = {"length_tokens", "entropy_nats", "entropy_no_factor_nats",
-                          "ref_ln_n_nats"};
-    const char *cols_s[] = {"length_tokens", "entropy_nats", "entropy_nats_lo95",
-                            "entropy_nats_hi95", "entropy_no_factor_nats",
-                            "entropy_no_factor_nats_lo95", "entropy_no_factor_nats_hi95",
-                            "ref_ln_n_nats", "query_rows"};
-    if ((st = smp ? exp_sink_table(sink, "entropy_length", 9, cols_s, err)
-                  : exp_sink_table(sink, "entropy_length", 4, cols, err)))
+    const char *cols[] = {"length_tokens", "entropy_nats", "entropy_nats_lo95",
+                          "entropy_nats_hi95", "entropy_no_factor_nats",
+                          "entropy_no_factor_nats_lo95", "entropy_no_factor_nats_hi95",
+                          "ref_ln_n_nats", "query_rows"};
+    if ((st = ent_table(sink, "entropy_length", 9, cols, smp, err)))
         goto done;
     double h_lo = NAN, h_hi = NAN, hn_lo = NAN, hn_hi = NAN;
     rl_estimate e_hi = {0}, en_hi = {0};
@@ -506,10 +536,9 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         pe_encoding_destroy(en);
         if (!two)
             hv[1] = hv[0];
-        double row_s[9] = {(double)N, hv[0].mean, hv[0].lo, hv[0].hi, hv[1].mean, hv[1].lo,
-                           hv[1].hi, log((double)N), (double)plan.n_rows};
-        double row[4] = {(double)N, hv[0].mean, hv[1].mean, log((double)N)};
-        if ((st = exp_sink_row(sink, smp ? row_s : row, err)))
+        double row[9] = {(double)N, hv[0].mean, hv[0].lo, hv[0].hi, hv[1].mean, hv[1].lo,
+                         hv[1].hi, log((double)N), (double)plan.n_rows};
+        if ((st = ent_row(sink, 9, cols, row, smp, err)))
             goto done;
         if (!n_lo)
             n_lo = N, h_lo = hv[0].mean, hn_lo = hv[1].mean;
@@ -547,14 +576,11 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             goto done;
     }
     exp_sink_progress(sink, "tables", done_w, work);
-    const char *pcols[] = {"query_keys_tokens", "entropy_nats", "entropy_no_factor_nats",
-                           "ref_ln_keys_nats"};
-    const char *pcols_s[] = {"query_keys_tokens", "entropy_nats", "entropy_nats_lo95",
-                             "entropy_nats_hi95", "entropy_no_factor_nats",
-                             "entropy_no_factor_nats_lo95", "entropy_no_factor_nats_hi95",
-                             "ref_ln_keys_nats", "query_rows"};
-    if ((st = smp ? exp_sink_table(sink, "entropy_position", 9, pcols_s, err)
-                  : exp_sink_table(sink, "entropy_position", 4, pcols, err)))
+    const char *pcols[] = {"query_keys_tokens", "entropy_nats", "entropy_nats_lo95",
+                           "entropy_nats_hi95", "entropy_no_factor_nats",
+                           "entropy_no_factor_nats_lo95", "entropy_no_factor_nats_hi95",
+                           "ref_ln_keys_nats", "query_rows"};
+    if ((st = ent_table(sink, "entropy_position", 9, pcols, smp, err)))
         goto done;
     if (!two)
         memcpy(y_nf, y, plan_c.n_rows * sizeof *y);
@@ -567,35 +593,28 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         rl_estimate hf = est_of(&plan_c, y, t0, t1), hn = est_of(&plan_c, y_nf, t0, t1);
         if (!(hf.mean == hf.mean) || !(hn.mean == hn.mean))
             continue; /* a group the sample does not estimate (uniform: too few rows there) */
-        double row_s[9] = {keys / n, hf.mean, hf.lo, hf.hi, hn.mean, hn.lo, hn.hi, lnk / n,
-                           (double)hf.n};
-        double row[4] = {keys / n, hf.mean, hn.mean, lnk / n};
-        st = exp_sink_row(sink, smp ? row_s : row, err);
+        double row[9] = {keys / n, hf.mean, hf.lo, hf.hi, hn.mean, hn.lo, hn.hi, lnk / n,
+                         (double)hf.n};
+        st = ent_row(sink, 9, pcols, row, smp, err);
     }
     if (st || (st = exp_sink_end_table(sink, err)))
         goto done;
     double sink_last = NAN;
     if (S) {
-        const char *lc[] = {"length_tokens", "sink_mass", "learned_sink_mass", "ref_uniform_mass"};
-        const char *lc_s[] = {"length_tokens", "sink_mass", "sink_mass_lo95", "sink_mass_hi95",
-                              "learned_sink_mass", "ref_uniform_mass"};
-        if ((st = smp ? exp_sink_table(sink, "sink_length", 6, lc_s, err)
-                      : exp_sink_table(sink, "sink_length", 4, lc, err)))
+        const char *lc[] = {"length_tokens", "sink_mass", "sink_mass_lo95", "sink_mass_hi95",
+                            "learned_sink_mass", "ref_uniform_mass"};
+        if ((st = ent_table(sink, "sink_length", 6, lc, smp, err)))
             goto done;
         uint64_t i = 0;
         for (uint64_t N = lo; N && !st && i < 64; N = next_len(N, T), i++) {
             const double *lm = len_mass + LM * i;
-            double row_s[6] = {(double)N, lm[0], lm[1], lm[2], lm[3], lm[4]};
-            double row[4] = {(double)N, lm[0], lm[3], lm[4]};
-            st = exp_sink_row(sink, smp ? row_s : row, err);
+            double row[6] = {(double)N, lm[0], lm[1], lm[2], lm[3], lm[4]};
+            st = ent_row(sink, 6, lc, row, smp, err);
         }
-        const char *pc[] = {"query_keys_tokens", "sink_mass", "learned_sink_mass",
-                            "ref_uniform_mass"};
-        const char *pc_s[] = {"query_keys_tokens", "sink_mass", "sink_mass_lo95",
-                              "sink_mass_hi95", "learned_sink_mass", "ref_uniform_mass"};
+        const char *pc[] = {"query_keys_tokens", "sink_mass", "sink_mass_lo95",
+                            "sink_mass_hi95", "learned_sink_mass", "ref_uniform_mass"};
         if (st || (st = exp_sink_end_table(sink, err)) ||
-            (st = smp ? exp_sink_table(sink, "sink_position", 6, pc_s, err)
-                      : exp_sink_table(sink, "sink_position", 4, pc, err)))
+            (st = ent_table(sink, "sink_position", 6, pc, smp, err)))
             goto done;
         row_means_d(sb.mass, plan_c.n_rows, H, ym);
         row_means_d(sb.lmass, plan_c.n_rows, H, yl);
@@ -609,9 +628,8 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             if (!(em.mean == em.mean))
                 continue;
             double lmean = est_of(&plan_c, yl, t0, t1).mean;
-            double row_s[6] = {keys / n, em.mean, em.lo, em.hi, lmean, u / n};
-            double row[4] = {keys / n, em.mean, lmean, u / n};
-            st = exp_sink_row(sink, smp ? row_s : row, err);
+            double row[6] = {keys / n, em.mean, em.lo, em.hi, lmean, u / n};
+            st = ent_row(sink, 6, pc, row, smp, err);
         }
         if (st || (st = exp_sink_end_table(sink, err)))
             goto done;
