@@ -23,7 +23,8 @@ static attn_path_props lavapipe(void)
                          .subgroup_stages = VK_SHADER_STAGE_COMPUTE_BIT | VK_SHADER_STAGE_FRAGMENT_BIT,
                          .max_shared_memory = 32768, .max_invocations = 1024,
                          .max_workgroup_size_x = 1024, .storage16 = 1,
-                         .max_texel_elements = 134217728, .texel_preferred = 1};
+                         .max_texel_elements = 134217728, .texel_preferred = 1,
+                         .cpu_threads = 2};
     return p;
 }
 
@@ -49,8 +50,10 @@ static void assert_within(const attn_path_props *p, const attn_path_shape *s, co
     ck_assert_uint_le(a->wg_size, p->max_workgroup_size_x);
     ck_assert_uint_eq(a->wg_size % a->split, 0);
     uint32_t rows = attn_path_rows(a);
-    ck_assert(rows == ATTN_WG || (rows == ATTN_WG_CPU && a->kind == ATTN_PATH_SCALAR &&
-                                  p->type == VK_PHYSICAL_DEVICE_TYPE_CPU));
+    ck_assert(rows == ATTN_WG ||
+              ((rows == ATTN_WG_CPU || (s->query_rows && rows > ATTN_WG && rows < ATTN_WG_CPU &&
+                                        ATTN_WG_CPU % rows == 0)) &&
+               a->kind == ATTN_PATH_SCALAR && p->type == VK_PHYSICAL_DEVICE_TYPE_CPU));
     ck_assert(a->block_keys == 16 || a->block_keys == 8 || a->block_keys == 4);
     uint64_t bytes = (uint64_t)a->block_keys * s->head_dim * 4 * s->key_operands + 32 +
                      a->block_keys * 4;
@@ -111,6 +114,48 @@ START_TEST(texel_reads_on_cpu_scalar_within_the_view_limit)
             ck_assert_int_eq(q.texel_preferred, t == 0 && fmt);
             ck_assert_uint_eq(q.max_texel_elements, 134217728);
         }
+}
+END_TEST
+
+/* A sampled pass on a CPU device: rows per workgroup halve from
+ * ATTN_WG_CPU (down to ATTN_WG) until every driver thread has a workgroup,
+ * and a dispatch takes the shader's most blocks; a full pass keeps 256 rows
+ * and 4 blocks; a GPU is not affected. */
+START_TEST(cpu_sampled_rows_spread_over_the_threads)
+{
+    static const struct {
+        uint32_t threads;
+        uint64_t rows;
+        uint32_t want_rows, want_blocks;
+    } cases[] = {
+        {2, 0, ATTN_WG_CPU, ATTN_PATH_CPU_MAX_BLOCKS}, /* the full pass */
+        {2, 256, 128, RL_ATTN_MAX_BLOCKS},            /* 2 groups of 128 */
+        {2, 512, 256, RL_ATTN_MAX_BLOCKS},            /* already 2 groups */
+        {2, 100, 64, RL_ATTN_MAX_BLOCKS},             /* 2 groups of 64 */
+        {16, 256, 64, RL_ATTN_MAX_BLOCKS},            /* 4 groups: ATTN_WG is the floor */
+        {16, 4096, 256, RL_ATTN_MAX_BLOCKS},          /* 16 groups of 256 */
+        {1, 1, ATTN_WG_CPU, RL_ATTN_MAX_BLOCKS},      /* one thread: one group is enough */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        attn_path_props p = lavapipe();
+        p.cpu_threads = cases[i].threads;
+        attn_path_shape s = d128;
+        s.query_rows = cases[i].rows;
+        attn_path a;
+        attn_path_eval(&p, &s, ATTN_PATH_SCALAR, &a);
+        assert_within(&p, &s, &a);
+        ck_assert_msg(attn_path_rows(&a) == cases[i].want_rows &&
+                          a.max_chunk_blocks == cases[i].want_blocks,
+                      "case %zu: %u rows, %u blocks (%s)", i, attn_path_rows(&a),
+                      a.max_chunk_blocks, a.why);
+    }
+    attn_path_props g = gpu(32, 49152, 1024, 0);
+    attn_path_shape s = d128;
+    s.query_rows = 256;
+    attn_path a;
+    attn_path_eval(&g, &s, ATTN_PATH_SCALAR, &a);
+    ck_assert_uint_eq(attn_path_rows(&a), ATTN_WG);
+    ck_assert_uint_eq(a.max_chunk_blocks, 0);
 }
 END_TEST
 
@@ -280,6 +325,7 @@ int main(void)
     Suite *s = suite_create("attn_path");
     TCase *tc = tcase_create("table");
     tcase_add_test(tc, lavapipe_gets_scalar_and_supports_subgroup);
+    tcase_add_test(tc, cpu_sampled_rows_spread_over_the_threads);
     tcase_add_test(tc, texel_reads_on_cpu_scalar_within_the_view_limit);
     tcase_add_test(tc, nvidia_like_gets_subgroup_split_four);
     tcase_add_test(tc, amd_like_subgroup_64_keeps_whole_subgroups);

@@ -111,6 +111,41 @@ if [ $rc -eq 0 ] && check_bench "$work/rope.json" rope 5; then ok; else bad "ben
 if [ $rc -eq 0 ] && check_bench "$work/attn.json" attention 3; then ok; else bad "bench_attention_json (exit $rc)"; fi
 "$bin" bench attention --tokens 256 --head-dim 32 --output --single --json > "$work/attn1.json"; rc=$?
 if [ $rc -eq 0 ] && check_bench "$work/attn1.json" attention 1; then ok; else bad "bench_attention_single_json (exit $rc)"; fi
+# Sampled query rows: the work is the rows' visible keys (bidirectional: S x N
+# pairs), the flops and ns per key follow from it; --scale times each length
+# with the same rows and fits the exponent with its interval.
+"$bin" bench attention --tokens 4096 --head-dim 32 --query-rows 64 --reps 3 --json > "$work/attns.json"; rc=$?
+if [ $rc -eq 0 ] && python3 - "$work/attns.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+s, k = r["shape"], r["kernel"]
+assert r["pass"] and s["query_rows"] == 64 and s["query_sampling"] == "uniform", s
+assert k["pairs"] == 64 * 4096, k["pairs"]
+# JSON reals carry 6 significant digits
+assert abs(k["gflop"] - 2 * k["pairs"] * 32 * 1e-9) <= 2e-5 * k["gflop"], k
+assert abs(k["ns_per_key"] - k["ms"]["median"] * 1e6 / 4096) <= 2e-5 * k["ns_per_key"], k
+assert r["verify"]["pass"] is True and r["verify"]["elements"] > 0
+PY
+then ok; else bad "bench_attention_query_rows_json (exit $rc)"; fi
+"$bin" bench attention --scale 1024:16384 --head-dim 32 --query-rows 32 --reps 1 --json > "$work/scale.json"; rc=$?
+if [ $rc -eq 0 ] && python3 - "$work/scale.json" <<'PY'
+import json, math, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+pts, f, a = r["points"], r["fit"], r["affine"]
+assert r["pass"] and [p["shape"]["tokens"] for p in pts] == [1024, 4096, 16384], pts
+assert all(p["shape"]["query_rows"] == 32 and p["verify"]["pass"] for p in pts)
+# the exponent is the least-squares slope of ln t on ln N, recomputed here
+x = [math.log(p["shape"]["tokens"]) for p in pts]
+y = [math.log(p["kernel"]["ms"]["median"]) for p in pts]
+mx, my = sum(x) / 3, sum(y) / 3
+b = sum((u - mx) * (v - my) for u, v in zip(x, y)) / sum((u - mx) ** 2 for u in x)
+assert abs(f["exponent"] - b) <= 1e-4 * max(1, abs(b)), (f, b)  # 6 significant digits
+assert f["points"] == 3 and f["exponent_lo95"] <= f["exponent"] <= f["exponent_hi95"], f
+assert a["ns_per_key_lo95"] <= a["ns_per_key"] <= a["ns_per_key_hi95"], a
+PY
+then ok; else bad "bench_attention_scale_json (exit $rc)"; fi
+expect bench_attn_scale_bad 2 '--scale 4096:8192: must be FROM:TO' -- bench attention --scale 4096:8192
+expect bench_attn_sampling_bad 2 '--query-sampling every: must be one of uniform' -- bench attention --query-rows 8 --query-sampling every
 expect bench_attn_path_bad 2 '--attn-path vector: must be auto, scalar, subgroup or coopmat' -- bench attention --attn-path vector
 expect bench_attn_reps_max 2 '--reps 64: must be between 1 and 63' -- bench attention --tokens 64 --reps 64
 # A device that refuses the shape keeps its place in the document, with the

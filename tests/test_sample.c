@@ -435,6 +435,63 @@ START_TEST(intervals_cover_the_true_mean_near_95_percent)
 }
 END_TEST
 
+/* ---- line fit ---- */
+
+/* By hand: x 0..3, y 0 1 1 2: xbar 1.5, ybar 1, Sxx 5, Sxy 3, so b = 0.6,
+ * a = 0.1; residuals -0.1 0.3 -0.3 0.1, RSS 0.2, se_b = sqrt(0.2 / 2 / 5),
+ * half-width t(2) se_b = 4.302653 * 0.1414214; Syy 2, r2 = 0.9. */
+START_TEST(line_fit_matches_the_hand_computation)
+{
+    const double x[] = {0, 1, 2, 3}, y[] = {0, 1, 1, 2};
+    rl_line f;
+    rl_line_fit(x, y, 4, &f);
+    ck_assert_double_eq_tol(f.b, 0.6, 1e-14);
+    ck_assert_double_eq_tol(f.a, 0.1, 1e-14);
+    ck_assert_double_eq_tol(f.se_b, sqrt(0.02), 1e-14);
+    ck_assert_double_eq_tol(f.lo, 0.6 - 4.302653 * sqrt(0.02), 2e-6);
+    ck_assert_double_eq_tol(f.hi, 0.6 + 4.302653 * sqrt(0.02), 2e-6);
+    ck_assert_double_eq_tol(f.r2, 0.9, 1e-14);
+    ck_assert_uint_eq(f.n, 4);
+}
+END_TEST
+
+START_TEST(line_fit_degenerate_inputs_are_nan)
+{
+    const double x[] = {2, 2, 2}, y[] = {1, 2, 3}, x2[] = {1, 3}, y2[] = {5, 9};
+    rl_line f;
+    rl_line_fit(x, y, 3, &f); /* all x equal: no slope */
+    ck_assert(isnan(f.b) && isnan(f.a) && isnan(f.lo));
+    rl_line_fit(x, y, 1, &f);
+    ck_assert(isnan(f.b));
+    rl_line_fit(x2, y2, 2, &f); /* two points: the line, no interval */
+    ck_assert_double_eq_tol(f.b, 2, 1e-15);
+    ck_assert_double_eq_tol(f.a, 3, 1e-15);
+    ck_assert(isnan(f.se_b) && isnan(f.lo) && isnan(f.hi));
+}
+END_TEST
+
+/* The slope interval covers the true slope in ~95 % of noisy lines (five
+ * points, the --scale sweep's size): 4000 draws, binomial sd 0.34 %, so
+ * [0.935, 0.965] is ±4 sd. */
+START_TEST(line_fit_interval_covers_the_true_slope_near_95_percent)
+{
+    rl_rng rng;
+    rl_rng_seed(&rng, 11, "test/line_fit");
+    const double x[] = {12, 14, 16, 18, 20}; /* ln-like spacing */
+    uint32_t hit = 0, trials = 4000;
+    for (uint32_t t = 0; t < trials; t++) {
+        double y[5];
+        for (int i = 0; i < 5; i++)
+            y[i] = -3 + 1.0 * x[i] + 0.05 * rl_rng_normal(&rng);
+        rl_line f;
+        rl_line_fit(x, y, 5, &f);
+        hit += f.lo <= 1.0 && 1.0 <= f.hi;
+    }
+    double cov = (double)hit / trials;
+    ck_assert_msg(cov >= 0.935 && cov <= 0.965, "coverage %.4f of %u", cov, trials);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sample");
@@ -462,6 +519,12 @@ int main(void)
     tcase_add_loop_test(t, t975_matches_the_tables, 0, (int)RL_ARRAY_LEN(t_table));
     tcase_add_test(t, t975_tends_to_the_normal_and_is_infinite_below_one);
     suite_add_tcase(s, t);
+
+    TCase *fit = tcase_create("line_fit");
+    tcase_add_test(fit, line_fit_matches_the_hand_computation);
+    tcase_add_test(fit, line_fit_degenerate_inputs_are_nan);
+    tcase_add_test(fit, line_fit_interval_covers_the_true_slope_near_95_percent);
+    suite_add_tcase(s, fit);
 
     TCase *cov = tcase_create("coverage");
     tcase_set_timeout(cov, 120);

@@ -203,6 +203,57 @@ START_TEST(tolerance_record_keeps_non_finite_failures)
 }
 END_TEST
 
+/* A comparison fed in pieces (vf_stream) is the one-piece vf_compare's, bit
+ * for bit: a tensor with a NaN reference in the first piece, an element
+ * over its bound in the third and a bit-exact tail, cut at uneven sizes. */
+START_TEST(streamed_pieces_equal_one_comparison)
+{
+    static float dev[N];
+    static double ref[N], bound[N], scale[N];
+    make(0.3, dev, ref, bound);
+    for (int i = 0; i < N; i++)
+        scale[i] = fabs(ref[i]) + 0.5;
+    ref[17] = NAN;
+    dev[600] = (float)(ref[600] + 3 * bound[600]);
+    for (int i = 900; i < N; i++) {
+        bound[i] = 0;
+        dev[i] = (float)ref[i];
+    }
+    vf_stats whole, piece;
+    vf_compare(dev, ref, bound, scale, N, VF_GATE_ELEM, &whole);
+    static const size_t cuts[] = {1, 16, 17, 18, 333, 599, 600, 601, 999};
+    vf_stream v;
+    vf_stream_begin(&v, VF_GATE_ELEM);
+    size_t at = 0;
+    for (size_t c = 0; c <= sizeof cuts / sizeof cuts[0]; c++) {
+        size_t end = c < sizeof cuts / sizeof cuts[0] ? cuts[c] : N;
+        vf_stream_add(&v, dev + at, ref + at, bound + at, scale + at, end - at);
+        at = end;
+    }
+    vf_stream_end(&v, &piece);
+    ck_assert(!whole.pass && whole.first_bad == 17 && whole.n_over >= 1);
+    ck_assert_uint_eq(piece.n, whole.n);
+    ck_assert_uint_eq(piece.n_nonfinite, whole.n_nonfinite);
+    ck_assert_uint_eq(piece.n_ref_nan, whole.n_ref_nan);
+    ck_assert_uint_eq(piece.n_over, whole.n_over);
+    ck_assert_uint_eq(piece.first_bad, whole.first_bad);
+    /* exact equality: the same operations in the same order */
+    ck_assert(piece.max_abs == whole.max_abs && piece.max_rel == whole.max_rel);
+    ck_assert(piece.worst_ratio == whole.worst_ratio && piece.err_at_worst == whole.err_at_worst &&
+              piece.bound_at_worst == whole.bound_at_worst);
+    ck_assert(piece.nmse == whole.nmse && piece.nmse_bound == whole.nmse_bound &&
+              piece.nmse_gate == whole.nmse_gate && piece.nmse_ok == whole.nmse_ok);
+    ck_assert_int_eq(piece.pass, whole.pass);
+    /* an empty stream is vf_compare of nothing */
+    vf_stats e0, e1;
+    vf_compare(dev, ref, bound, scale, 0, VF_GATE_ELEM, &e0);
+    vf_stream_begin(&v, VF_GATE_ELEM);
+    vf_stream_end(&v, &e1);
+    ck_assert(e0.n == 0 && e1.n == 0 && e0.first_bad == VF_NONE && e1.first_bad == VF_NONE &&
+              e0.pass == e1.pass);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("verify");
@@ -213,6 +264,7 @@ int main(void)
     tcase_add_test(tc, same_infinity_passes_other_values_fail);
     tcase_add_test(tc, element_over_bound_reports_first_index_and_worst_pair);
     tcase_add_test(tc, guard_and_merge_fold_into_the_verdict);
+    tcase_add_test(tc, streamed_pieces_equal_one_comparison);
     TCase *rec = tcase_create("record");
     tcase_add_test(rec, tolerance_record_keeps_non_finite_failures);
     suite_add_tcase(s, rec);

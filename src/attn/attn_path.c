@@ -2,7 +2,9 @@
  * sizes and workgroup shape, from its properties alone (no device names).
  * docs/attention.md "Kernel paths" explains each rule. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attn/attn.h"
 #include "attn/attn_cm.h"
@@ -46,6 +48,11 @@ void attn_path_props_of(const rlvk_device_info *in, attn_path_props *p)
     p->storage16 = in->storage16;
     p->max_texel_elements = in->max_texel_elements;
     p->texel_preferred = rlvk_texel_reads_preferred(in);
+    if (in->vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        const char *lp = getenv("LP_NUM_THREADS");
+        long n = lp && *lp ? strtol(lp, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+        p->cpu_threads = n >= 1 && n <= 4096 ? (uint32_t)n : 1u;
+    }
 }
 
 /* Texel reads on the scalar path where the device prefers them
@@ -77,6 +84,19 @@ static int fits_workgroup(const attn_path_props *p, uint32_t wg)
     return wg <= p->max_invocations && wg <= p->max_workgroup_size_x;
 }
 
+/* Rows per workgroup on a CPU device's scalar path: ATTN_WG_CPU share each
+ * staged block; a sampled pass of few rows halves that (down to ATTN_WG)
+ * until it has a workgroup per driver thread: 256 sampled rows in one
+ * workgroup ran on one of lavapipe's two threads (docs/attention.md
+ * "Sampled query rows": 234 ms at 256 rows per group, 113-119 at 128). */
+static uint32_t cpu_rows(const attn_path_props *p, const attn_path_shape *s)
+{
+    uint32_t rows = ATTN_WG_CPU, threads = p->cpu_threads ? p->cpu_threads : 1u;
+    while (s->query_rows && rows > ATTN_WG && (s->query_rows + rows - 1) / rows < threads)
+        rows /= 2;
+    return rows;
+}
+
 void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_path_kind kind,
                     attn_path *out)
 {
@@ -103,8 +123,8 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
     if (kind == ATTN_PATH_SCALAR) {
         /* CPU devices: ATTN_WG_CPU rows share each staged block (attn.h);
          * one that cannot take so many falls back to ATTN_WG. */
-        uint32_t rows = p->type == VK_PHYSICAL_DEVICE_TYPE_CPU && fits_workgroup(p, ATTN_WG_CPU)
-                            ? ATTN_WG_CPU : ATTN_WG;
+        uint32_t rows = p->type == VK_PHYSICAL_DEVICE_TYPE_CPU && fits_workgroup(p, cpu_rows(p, s))
+                            ? cpu_rows(p, s) : ATTN_WG;
         if (!fits_workgroup(p, rows)) {
             snprintf(out->why, sizeof out->why, "%u invocations per workgroup exceed the limit %u",
                      rows, p->max_invocations < p->max_workgroup_size_x
@@ -118,8 +138,12 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
          * is 0.07 / 0.125 / 0.27 / 0.67 s at 1 / 2 / 4 / 8 blocks per
          * dispatch (head_dim 128, statistics), while a pass at 4 blocks
          * costs about 4% more than at 8 (docs/runner.md "Timing"). */
+        /* A sampled pass runs a dispatch per key chunk for few rows, where
+         * lavapipe's per-dispatch cost shows: it takes the shader's most
+         * (RL_ATTN_MAX_BLOCKS; 65536 keys x 256 rows: 189 ms at 4 blocks,
+         * 145 at 8), the compile paid once per pipeline. */
         if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU)
-            out->max_chunk_blocks = ATTN_PATH_CPU_MAX_BLOCKS;
+            out->max_chunk_blocks = s->query_rows ? RL_ATTN_MAX_BLOCKS : ATTN_PATH_CPU_MAX_BLOCKS;
         out->texel = texel_reads(p, s);
         const char *reads = "";
         char over[80] = "";
@@ -130,10 +154,13 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
                      (unsigned long long)s->texels, p->max_texel_elements);
             reads = over;
         }
+        char cap[64] = "";
+        if (out->max_chunk_blocks)
+            snprintf(cap, sizeof cap, ", at most %u per dispatch (CPU%s)", out->max_chunk_blocks,
+                     s->query_rows ? ", sampled rows" : "");
         snprintf(out->why, sizeof out->why,
                  "one invocation per query row, %u rows per workgroup, %u-key blocks%s%s", rows,
-                 out->block_keys, out->max_chunk_blocks ? ", at most 4 per dispatch (CPU)" : "",
-                 reads);
+                 out->block_keys, cap, reads);
         return;
     }
     if (kind == ATTN_PATH_COOPMAT) {

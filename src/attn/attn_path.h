@@ -42,6 +42,9 @@ typedef struct attn_path_props {
     uint32_t max_texel_elements;     /* maxTexelBufferElements */
     int texel_preferred;             /* rlvk_texel_reads_preferred: a CPU driver with rgba32f
                                         and rgba16f uniform texel buffers */
+    uint32_t cpu_threads;            /* CPU devices: the threads the driver runs workgroups on
+                                        (the host's online processors, or LP_NUM_THREADS when
+                                        set: lavapipe's rule); 0 otherwise */
 } attn_path_props;
 
 /* What the choice reads of the problem: head_dim and the key-side operands
@@ -52,6 +55,7 @@ typedef struct attn_path_shape {
     int fp16;
     uint64_t texels;        /* the most vec4 texels one texel view must hold (Q, K, V, or the
                                output buffer up to O's end); 0: not known (`devices`) */
+    uint64_t query_rows;    /* sampled query rows (attn_desc.query_rows); 0: the full pass */
 } attn_path_shape;
 
 /* One path on one device for one shape: whether it runs, why (or why not),
@@ -61,7 +65,8 @@ typedef struct attn_path {
     int supported;          /* 1: runnable here; 0: why says what is missing */
     uint32_t split;         /* invocations per query row (1 scalar) */
     uint32_t wg_size;       /* invocations per workgroup: rows x split, rows = ATTN_WG, or
-                               ATTN_WG_CPU on the scalar path of a CPU device */
+                               ATTN_WG_CPU on the scalar path of a CPU device (fewer for
+                               a few sampled rows: attn_path.c cpu_rows) */
     uint32_t block_keys;    /* keys staged per block (16, 8 or 4) */
     uint32_t chunk_blocks;  /* blocks per dispatch; 0: the engine's unroll budget decides */
     uint32_t max_chunk_blocks; /* cap on the engine's choice (0: none; CPU devices:

@@ -78,7 +78,12 @@ static void operands(const attn_ref_problem *p, int which, uint64_t i, uint64_t 
     *k = def ? p->k_b : p->k;
 }
 
-double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
+/* The logit of definition `which` at (i, j) (-inf where not visible) and,
+ * when ad is not NULL and (i, j) is visible, the tolerance's |scale| t
+ * sum_d |q_d k_d| of the same operands, from one walk over them (each sum in
+ * dimension order, as two separate loops would give). */
+static double logit_parts(const attn_ref_problem *p, int which, uint32_t h, uint64_t i,
+                          uint64_t j, double *ad)
 {
     if (!attn_ref_visible(p, i, j))
         return -INFINITY;
@@ -88,31 +93,33 @@ double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t
     operands(p, which, i, j, &q, &k);
     const float *qi = q + (q_row(p, i) * p->heads + h) * d;
     const float *kj = k + (j * p->kv_heads + kvh) * d;
-    double dot = 0;
-    for (uint32_t e = 0; e < d; e++)
-        dot += (double)qi[e] * (double)kj[e];
-    double s = (which ? p->scale_b : p->scale) * dot;
-    if (!which && p->temp)
-        s *= attn_ref_temperature(p, i);
+    double dot = 0, sabs = 0;
+    if (ad)
+        for (uint32_t e = 0; e < d; e++) {
+            double m = (double)qi[e] * (double)kj[e];
+            dot += m;
+            sabs += fabs(m);
+        }
+    else
+        for (uint32_t e = 0; e < d; e++)
+            dot += (double)qi[e] * (double)kj[e];
+    double sc = which ? p->scale_b : p->scale;
+    double s = sc * dot, t = 1.0;
+    if (!which && p->temp) {
+        t = attn_ref_temperature(p, i);
+        s *= t;
+    }
+    if (ad)
+        *ad = sabs * fabs(sc) * fabs(t);
     int use_bias = which ? p->bias_b : p->bias_a;
     if (use_bias && p->bias && p->bias->ref)
         s += p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i], (int64_t)p->pos[j]);
     return s;
 }
 
-static double abs_dot(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
+double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j)
 {
-    uint32_t d = p->head_dim;
-    uint32_t kvh = h / (p->heads / p->kv_heads);
-    const float *q, *k;
-    operands(p, which, i, j, &q, &k);
-    const float *qi = q + (q_row(p, i) * p->heads + h) * d;
-    const float *kj = k + (j * p->kv_heads + kvh) * d;
-    double s = 0;
-    for (uint32_t e = 0; e < d; e++)
-        s += fabs((double)qi[e] * (double)kj[e]);
-    double t = !which && p->temp ? fabs(attn_ref_temperature(p, i)) : 1.0;
-    return s * fabs(which ? p->scale_b : p->scale) * t;
+    return logit_parts(p, which, h, i, j, NULL);
 }
 
 void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint64_t target,
@@ -127,7 +134,8 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
     r->argmax = 0;
     uint64_t nvis = 0;
     for (uint64_t j = 0; j < nk; j++) {
-        sa[j] = attn_ref_logit(p, 0, h, i, j);
+        double ad = 0;
+        sa[j] = logit_parts(p, 0, h, i, j, &ad);
         if (!attn_ref_visible(p, i, j)) { /* masked: p = 0, no error term */
             if (p->paired)
                 sb[j] = -INFINITY;
@@ -140,10 +148,9 @@ void attn_ref_row_stats(const attn_ref_problem *p, uint32_t h, uint64_t i, uint6
         }
         if (sa[j] < mn)
             mn = sa[j];
-        double ad = abs_dot(p, 0, h, i, j);
         if (p->paired) {
-            sb[j] = attn_ref_logit(p, 1, h, i, j);
-            double adb = abs_dot(p, 1, h, i, j);
+            double adb = 0;
+            sb[j] = logit_parts(p, 1, h, i, j, &adb);
             if (adb > ad)
                 ad = adb;
         }

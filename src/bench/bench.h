@@ -106,6 +106,11 @@ typedef struct bench_attn_opts {
     uint32_t window, n_sink, chunk_size; /* mask (attn_desc); any set: the unmasked run is
                                             timed too */
     int path;             /* attn_desc.path: 0 the device's default path */
+    /* Sampled query rows (attn_desc.query_rows): 0 the full pass; S >= 1:
+     * S rows of the plan (rl_rows_plan_make(sampling, tokens, S, seed 1)),
+     * each against every key it sees, so the work is S x keys x head_dim. */
+    uint32_t query_rows;
+    int sampling;         /* rl_rows_scheme (0: uniform) */
 } bench_attn_opts;
 
 #define BENCH_FMA_WIDTHS 4
@@ -120,7 +125,13 @@ typedef struct bench_attn_result {
     bench_times gpu;            /* GPU time of one full pass (all submissions) per timed run;
                                    --single: the verified run alone */
     double wall_ms;             /* host wall time of the last timed run */
-    double flops;               /* 2 N^2 d (x2 with O, /2 causal) x heads */
+    double flops;               /* 2 pairs d heads (x2 with O): 2 N^2 d heads for the
+                                   full bidirectional pass */
+    uint32_t query_rows;        /* rows computed: tokens (full pass) or the plan's S */
+    double pairs;               /* visible (query row, key) pairs per head */
+    double ns_per_key;          /* median GPU time / tokens, in ns (flat when the cost
+                                   grows as N for fixed query rows) */
+    double ns_per_pair;         /* median GPU time / (pairs x heads), in ns */
     double gflops;              /* flops / median gpu time */
     double fma_width_gflops[BENCH_FMA_WIDTHS]; /* each width of fma_peak.comp (3, 4, 6, 8 running
                                    vec4 per invocation), median of 3 before the passes */

@@ -8,6 +8,7 @@
 
 #include "attn/attn.h"
 #include "bench/bench.h"
+#include "core/rl_sample.h"
 #include "core/rl_util.h"
 #include "fma_peak_r3.spv.h"
 #include "fma_peak_r4.spv.h"
@@ -181,14 +182,17 @@ rl_status bench_fma_peak(rlvk_device *dev, uint32_t reps, double *gflops, rl_err
 }
 
 /* Visible (query, key) pairs per head under the mask (attn_mask_row_keys,
- * the mask's one host description) and without it. */
-static void count_pairs(const bench_attn_opts *o, double *visible, double *full)
+ * the mask's one host description) and without it (causal still applies),
+ * over the query rows: rows[0 .. n_rows) when sampled, else every token. */
+static void count_pairs(const bench_attn_opts *o, const uint32_t *rows, uint64_t n_rows,
+                        double *visible, double *full)
 {
     const attn_mask m = {.causal = o->causal, .window = o->window, .n_sink = o->n_sink,
                          .chunk_size = o->chunk_size};
     uint64_t n = o->tokens;
     *visible = *full = 0;
-    for (uint64_t i = 0; i < n; i++) {
+    for (uint64_t r = 0; r < n_rows; r++) {
+        uint64_t i = rows ? rows[r] : r;
         *visible += (double)attn_mask_row_keys(&m, i, n);
         *full += (double)(o->causal ? i + 1 : n);
     }
@@ -217,14 +221,26 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
                    .window = o.window, .n_sink = o.n_sink, .chunk_size = o.chunk_size,
                    .path = o.path};
     int masked = o.window || o.chunk_size;
-    rl_status st = attn_check_shape(dev, &d, err);
-    if (st)
+    rl_rows_plan plan = {0};
+    rl_status st = RL_OK;
+    if (o.query_rows) {
+        if ((st = rl_rows_plan_make((rl_rows_scheme)o.sampling, o.tokens, o.query_rows, 1, &plan,
+                                    err)))
+            return st;
+        d.query_rows = plan.n_rows;
+    }
+    res->query_rows = o.query_rows ? plan.n_rows : (uint32_t)o.tokens;
+    if ((st = attn_check_shape(dev, &d, err))) {
+        rl_rows_plan_free(&plan);
         return st;
-    uint64_t n = o.tokens * o.heads * o.head_dim;
+    }
+    /* Q, the statistics and O hold the query rows; K and V every token. */
+    uint64_t nq_rows = attn_query_rows(&d);
+    uint64_t n = o.tokens * o.heads * o.head_dim, nq = nq_rows * o.heads * o.head_dim;
     size_t esz = o.fp16 ? 2 : 4;
-    void *q = malloc(n * esz), *k = malloc(n * esz), *v = o.with_output ? malloc(n * esz) : NULL;
-    float *stats = malloc(o.tokens * o.heads * RL_ATTN_NSTAT * sizeof *stats);
-    float *out = o.with_output ? malloc(n * sizeof *out) : NULL;
+    void *q = malloc(nq * esz), *k = malloc(n * esz), *v = o.with_output ? malloc(n * esz) : NULL;
+    float *stats = malloc(nq_rows * o.heads * RL_ATTN_NSTAT * sizeof *stats);
+    float *out = o.with_output ? malloc(nq * sizeof *out) : NULL;
     double times[BENCH_MAX_REPS], ft[BENCH_MAX_REPS], *ut = NULL, *rt = NULL;
     attn_engine e = {0};
     fma_kernel fk = {0};
@@ -236,7 +252,7 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     rl_rng_seed(&rng, 1, "bench/attention");
     void *arrs[3] = {q, k, v};
     for (int a = 0; a < 3; a++)
-        for (uint64_t i = 0; arrs[a] && i < n; i++) {
+        for (uint64_t i = 0; arrs[a] && i < (a ? n : nq); i++) {
             float x = (float)rl_rng_normal(&rng);
             if (o.fp16)
                 ((uint16_t *)arrs[a])[i] = attn_f32_to_f16(x);
@@ -245,7 +261,7 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
         }
     if ((st = attn_engine_create(dev, &e, err)))
         goto done;
-    attn_inputs in = {.q = q, .k = k, .v = v};
+    attn_inputs in = {.q = q, .k = k, .v = v, .rows = plan.rows};
     attn_outputs ou = {.stats = stats, .out = out};
     attn_result r;
     /* Verify first (this run also builds the pipeline). */
@@ -312,25 +328,25 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     if (o.single)
         o.reps = res->opts.reps = 1;
     bench_times_set(&res->gpu, times, o.reps);
-    /* QK^T is 2 N^2 d flops (one multiply-add per key, query and dim); PV
-     * doubles it; causal halves both. */
-    double flops = 2.0 * (double)o.tokens * (double)o.tokens * o.head_dim * o.heads;
-    if (o.with_output)
-        flops *= 2;
-    if (o.causal)
-        flops *= 0.5;
+    /* QK^T is 2 d flops per visible (query, key) pair (one multiply-add
+     * per dim); PV doubles it. The full causal pass counts N^2 / 2 pairs
+     * (the convention of 2 N^2 d / 2; the exact count adds N / 2). */
+    double vis, full;
+    count_pairs(&o, plan.rows, nq_rows, &vis, &full);
+    if (o.causal && !o.query_rows && !masked)
+        vis = full = 0.5 * (double)o.tokens * (double)o.tokens;
+    res->pairs = vis;
+    double flops = 2.0 * vis * o.head_dim * o.heads * (o.with_output ? 2 : 1);
     if (masked) {
-        /* Masked: the flops of the visible pairs. */
-        double vis, full;
-        count_pairs(&o, &vis, &full);
         res->excluded = 1.0 - vis / full;
-        flops = 2.0 * vis * o.head_dim * o.heads * (o.with_output ? 2 : 1);
         res->full_gpu_ms = bench_median(ut, nrep);
         res->time_ratio = bench_median(rt, nrep);
         res->saved_over_f = res->excluded > 0 ? (1.0 - res->time_ratio) / res->excluded : 0;
     }
     res->flops = flops;
     res->gflops = flops / (res->gpu.median * 1e6);
+    res->ns_per_key = res->gpu.median * 1e6 / (double)o.tokens;
+    res->ns_per_pair = res->gpu.median * 1e6 / (vis * o.heads);
     bench_times_set(&res->fma, ft, nrep);
     res->fma_groups = fk.groups;
     res->fma_local = fk.local;
@@ -342,6 +358,7 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
     bench_times_set(&res->ratios, pr, nrep);
     res->ratio = res->ratios.median;
 done:
+    rl_rows_plan_free(&plan);
     fma_destroy(dev, &fk);
     attn_engine_destroy(&e);
     free(rt);

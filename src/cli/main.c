@@ -116,6 +116,9 @@ static int print_man(void)
                                                "reads them only to explain a manifest it could "
                                                "not load."},
         {"PATH", "where gnuplot is looked up for plots."},
+        {"LP_NUM_THREADS", "lavapipe's thread count; on a CPU device ropelab reads it (else the "
+                           "online processors) to spread a few sampled query rows over the "
+                           "driver's threads."},
     };
     printf(".SH EXIT STATUS\n%s.\n.SH ENVIRONMENT\n", exit_codes);
     for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)

@@ -349,3 +349,40 @@ double rl_t975(double df)
     }
     return t;
 }
+
+void rl_line_fit(const double *x, const double *y, uint32_t n, rl_line *f)
+{
+    f->a = f->b = f->se_b = f->lo = f->hi = f->r2 = NAN;
+    f->n = n;
+    if (n < 2)
+        return;
+    double mx = 0, my = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        mx += x[i];
+        my += y[i];
+    }
+    mx /= n;
+    my /= n;
+    double sxx = 0, sxy = 0, syy = 0;
+    for (uint32_t i = 0; i < n; i++) { /* centred sums: no cancellation of large means */
+        sxx += (x[i] - mx) * (x[i] - mx);
+        sxy += (x[i] - mx) * (y[i] - my);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    if (!(sxx > 0))
+        return;
+    f->b = sxy / sxx;
+    f->a = my - f->b * mx;
+    double rss = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double r = y[i] - (f->a + f->b * x[i]);
+        rss += r * r;
+    }
+    f->r2 = syy > 0 ? 1 - rss / syy : 1;
+    if (n < 3)
+        return;
+    f->se_b = sqrt(rss / (n - 2) / sxx);
+    double h = rl_t975((double)(n - 2)) * f->se_b;
+    f->lo = f->b - h;
+    f->hi = f->b + h;
+}

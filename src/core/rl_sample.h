@@ -11,6 +11,7 @@
  *   rl_rows_estimate(&plan, y, t0, t1, &est)             mean over [t0, t1)
  *   rl_rows_plan_free(&plan)
  *   rl_t975(df)                                          Student-t quantile
+ *   rl_line_fit(x, y, n, &fit)                           least squares with a 95 % slope interval
  *
  * Schemes:
  *   uniform     one stratum [0, N): a simple random sample without
@@ -114,5 +115,20 @@ void rl_rows_estimate(const rl_rows_plan *p, const double *y, uint64_t t0, uint6
  * 1 < df < 3, where Hill alone is up to 5 % off, Hill refined by Newton
  * steps on the exact t tail (1e-9). +inf for df < 1 or NaN. */
 double rl_t975(double df);
+
+/* Ordinary least squares y = a + b x over n points (bench attention --scale
+ * fits ln t on ln N: b is the cost exponent). se_b = sqrt(s^2 / Sxx) with
+ * s^2 = RSS / (n - 2) and Sxx = sum (x - xbar)^2; [lo, hi] = b ± rl_t975(n - 2)
+ * se_b, the 95 % interval of the slope under independent normal errors.
+ * n < 2 or all x equal: everything NaN; n = 2: a and b exact, se_b, lo, hi
+ * NaN (no residual degree of freedom). */
+typedef struct rl_line {
+    double a, b;     /* intercept, slope */
+    double se_b;     /* standard error of b */
+    double lo, hi;   /* 95 % interval of b */
+    double r2;       /* coefficient of determination (1 for a perfect line) */
+    uint32_t n;      /* points */
+} rl_line;
+void rl_line_fit(const double *x, const double *y, uint32_t n, rl_line *fit);
 
 #endif

@@ -91,7 +91,10 @@ typedef struct pe_ops {
     rl_status (*vec_check)(const pe_encoding *e, const uint32_t *pos, size_t tokens,
                            rl_error *err);
     /* CPU reference: x [tokens][heads][head_dim] f32, pos [tokens],
-     * y [tokens][heads][head_dim] double. Positions already vec_check'ed. */
+     * y [tokens][heads][head_dim] double. Positions already vec_check'ed.
+     * Row-wise (vec_bound too): row t of y depends on row t of x and pos[t]
+     * alone, so callers may compute it a block of tokens at a time
+     * (exp_attn.c operand_fetch does for long keys). */
     void (*vec_ref)(const pe_encoding *e, const float *x, const uint32_t *pos, size_t tokens,
                     uint32_t heads, double *y);
     /* Per-element absolute error bound of the GPU kernel vs vec_ref, and the

@@ -97,6 +97,24 @@ typedef struct vf_stats {
 void vf_compare(const float *dev, const double *ref, const double *bound, const double *scale,
                 size_t n, double gate_fraction, vf_stats *s);
 
+/* vf_compare over a tensor given in consecutive pieces (a reference too
+ * large to hold at once, computed a block of rows at a time): begin, add
+ * each piece in order (indices continue from the previous piece: first_bad
+ * is the index in the whole), end. The result is vf_compare's over the
+ * concatenation, bit for bit (the same sums in the same order; vf_compare
+ * is one piece). */
+typedef struct vf_stream {
+    vf_stats s;                /* counts and maxima so far */
+    double se, sr, sb;         /* sums of err^2, ref^2, bound^2 so far */
+    double gate_fraction;
+    size_t next;               /* index of the next piece's first element */
+    int have_worst;
+} vf_stream;
+void vf_stream_begin(vf_stream *v, double gate_fraction);
+void vf_stream_add(vf_stream *v, const float *dev, const double *ref, const double *bound,
+                   const double *scale, size_t n);
+void vf_stream_end(const vf_stream *v, vf_stats *s);
+
 /* Folds a guard check into s: guard_ok = 0 marks it failed. */
 void vf_set_guard(vf_stats *s, int guard_ok);
 

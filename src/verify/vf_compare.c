@@ -40,45 +40,65 @@ static void verdict(vf_stats *s)
     s->pass = s->n_nonfinite == 0 && s->n_over == 0 && s->nmse_ok && !s->guard_bad;
 }
 
-void vf_compare(const float *dev, const double *ref, const double *bound, const double *scale,
-                size_t n, double gate_fraction, vf_stats *s)
+void vf_stream_begin(vf_stream *v, double gate_fraction)
 {
-    memset(s, 0, sizeof *s);
-    s->n = n;
-    s->first_bad = VF_NONE;
-    double se = 0, sr = 0, sb = 0;
-    int have_worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        double g = dev[i], w = ref[i];
+    memset(v, 0, sizeof *v);
+    v->s.first_bad = VF_NONE;
+    v->gate_fraction = gate_fraction;
+}
+
+void vf_stream_add(vf_stream *v, const float *dev, const double *ref, const double *bound,
+                   const double *scale, size_t n)
+{
+    vf_stats *s = &v->s;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = v->next + k; /* the element's index in the whole comparison */
+        double g = dev[k], w = ref[k];
         if (!finite_pair(g, w, i, &s->n_nonfinite, &s->n_ref_nan, &s->first_bad))
             continue;
         double e = fabs(g - w);
-        double sc = scale ? scale[i] : fabs(w);
+        double sc = scale ? scale[k] : fabs(w);
         if (sc < 1e-30)
             sc = 1e-30;
         double rel = e / sc;
-        double ratio = bound[i] > 0 ? e / bound[i] : (e > 0 ? INFINITY : 0);
+        double ratio = bound[k] > 0 ? e / bound[k] : (e > 0 ? INFINITY : 0);
         if (e > s->max_abs)
             s->max_abs = e;
         if (rel > s->max_rel)
             s->max_rel = rel;
-        if (!have_worst || ratio > s->worst_ratio) {
-            have_worst = 1;
+        if (!v->have_worst || ratio > s->worst_ratio) {
+            v->have_worst = 1;
             s->worst_ratio = ratio;
-            s->bound_at_worst = bound[i];
+            s->bound_at_worst = bound[k];
             s->err_at_worst = e;
         }
-        if (e > bound[i]) {
+        if (e > bound[k]) {
             s->n_over++;
             if (s->first_bad == VF_NONE)
                 s->first_bad = i;
         }
-        se += e * e;
-        sr += w * w;
-        sb += bound[i] * bound[i];
+        v->se += e * e;
+        v->sr += w * w;
+        v->sb += bound[k] * bound[k];
     }
-    gate(s, se, sr, sb, gate_fraction);
+    v->next += n;
+    s->n = v->next;
+}
+
+void vf_stream_end(const vf_stream *v, vf_stats *s)
+{
+    *s = v->s;
+    gate(s, v->se, v->sr, v->sb, v->gate_fraction);
     verdict(s);
+}
+
+void vf_compare(const float *dev, const double *ref, const double *bound, const double *scale,
+                size_t n, double gate_fraction, vf_stats *s)
+{
+    vf_stream v;
+    vf_stream_begin(&v, gate_fraction);
+    vf_stream_add(&v, dev, ref, bound, scale, n);
+    vf_stream_end(&v, s);
 }
 
 void vf_set_guard(vf_stats *s, int guard_ok)
