@@ -462,13 +462,13 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
         st = merge_input(&g, dirs[i], err);
     int lock = -1;
     if (!st && !(st = merge_count(&g, err)) && !(st = run_mkdir_p(out_dir, err)) &&
-        !(st = run_lock_dir(out_dir, &lock, err)) && !(st = rl_fs_no_links(out_dir, 3, err)) &&
+        !(st = rl_fs_lock(out_dir, &lock, err)) && !(st = rl_fs_no_links(out_dir, 3, err)) &&
         !(st = run_clean_stale(out_dir, err))) {
         if (!(st = merge_copy(&g, out_dir, err)) &&
             !(st = run_results_write(out_dir, g.keys, g.runs, err)))
             st = merge_manifest(&g, dirs, n_dirs, out_dir, err);
     }
-    run_unlock_dir(lock);
+    rl_fs_unlock(lock);
     json_decref(g.mans);
     json_decref(g.runs);
     json_decref(g.jobs);
