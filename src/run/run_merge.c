@@ -410,7 +410,8 @@ static rl_status merge_placeholder(merge *g, const char *const *dirs, size_t n_d
     return st ? st : rl_fs_remove(out_dir, path, err);
 }
 
-/* RL_OK when out_dir does not exist, is empty, or holds a merge (its
+/* RL_OK when out_dir does not exist, is empty (but for the lock and
+ * temporaries), or holds a merge (its
  * manifest has "merged_from") of the batch dirs[0] comes from; otherwise
  * RL_ERR_ARG naming what it holds. */
 static rl_status out_is_ours(const char *const *dirs, size_t n_dirs, const char *out_dir,
@@ -421,9 +422,13 @@ static rl_status out_is_ours(const char *const *dirs, size_t n_dirs, const char 
         return RL_OK;
     struct dirent *e;
     int empty = 1;
+    /* the lock and what a merge killed before its first manifest left (its
+     * temporaries, removed under the lock) do not make it a study */
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-            strcmp(e->d_name, ".ropelab.lock"))
+            strcmp(e->d_name, ".ropelab.lock") &&
+            strncmp(e->d_name, "manifest.json.tmp.", 18) &&
+            strncmp(e->d_name, "results.csv.tmp.", 16))
             empty = 0;
     closedir(d);
     if (empty || !n_dirs)
