@@ -1,7 +1,6 @@
 /* rl_fs.c — no link below a root followed, no input that is not a regular
  * file (see rl_fs.h). */
-#define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* flock */
+#define _GNU_SOURCE /* flock, renameat2 */
 #include "core/rl_fs.h"
 
 #include <dirent.h>
@@ -377,6 +376,46 @@ rl_status rl_fs_rename(const char *root, const char *from, const char *to, rl_er
     close(df);
     close(dt);
     return st;
+}
+
+rl_status rl_fs_replace(const char *root, const char *from, const char *to, rl_error *err)
+{
+    int k = rl_fs_kind(root, to, err);
+    if (k < 0)
+        return err ? err->status : RL_ERR_IO;
+    if (k == 'l')
+        return refuse_link(err, to, strlen(to), root);
+    if (k == 0)
+        return rl_fs_rename(root, from, to, err);
+#ifdef RENAME_EXCHANGE
+    const char *lf, *lt;
+    char nf[256], nt[256];
+    int df = walk(root, from, 0, &lf, NULL, err);
+    if (df < 0)
+        return err ? err->status : RL_ERR_IO;
+    int dt = walk(root, to, 0, &lt, NULL, err);
+    if (dt < 0) {
+        close(df);
+        return err ? err->status : RL_ERR_IO;
+    }
+    rl_status st = RL_OK;
+    int swapped = 0;
+    if (leaf_name(lf, nf, sizeof nf) || leaf_name(lt, nt, sizeof nt))
+        st = rl_fail(err, RL_ERR_ARG, "%s: name too long", to);
+    else if (renameat2(df, nf, dt, nt, RENAME_EXCHANGE) == 0)
+        swapped = 1;
+    else if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        st = rl_fail(err, RL_ERR_IO, "%s: cannot exchange with %s: %s", from, to,
+                     strerror(errno));
+    close(df);
+    close(dt);
+    if (swapped) /* the new content is in place; old content left is a stale temporary */
+        rl_fs_remove(root, from, NULL);
+    if (st || swapped)
+        return st;
+#endif
+    rl_status rs = rl_fs_remove(root, to, err);
+    return rs ? rs : rl_fs_rename(root, from, to, err);
 }
 
 int rl_fs_each(const char *root, const char *path,

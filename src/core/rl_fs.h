@@ -58,6 +58,15 @@ rl_status rl_fs_mkdirs(const char *root, const char *path, rl_error *err);
  * replaced. */
 rl_status rl_fs_rename(const char *root, const char *from, const char *to, rl_error *err);
 
+/* Puts from in place of to (both below root) with to whole at every
+ * moment: when to exists, the two are exchanged atomically (Linux
+ * renameat2 RENAME_EXCHANGE) and then from, now holding the old content,
+ * is removed (what cannot be, or a kill in between, leaves it as a stale
+ * temporary). Missing to: a plain rename. A link at to is refused. Where
+ * the exchange is not supported, to is removed and from renamed (a kill
+ * in between leaves to missing). */
+rl_status rl_fs_replace(const char *root, const char *from, const char *to, rl_error *err);
+
 /* Removes a file, or a directory and everything in it, below root; missing
  * is not an error. A link anywhere in the tree is refused (nothing it
  * points at is touched). */

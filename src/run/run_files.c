@@ -322,8 +322,8 @@ rl_status run_copy_run_dir(const char *src_root, const char *src, const char *ds
             st = rl_fail(err, RL_ERR_IO, "copying %s: %s", src, why);
         json_decref(sum);
     }
-    if (!st && !(st = rl_fs_remove(dst_root, dst, err))) /* an earlier merge's copy */
-        st = rl_fs_rename(dst_root, tmp, dst, err);
+    if (!st) /* an earlier merge's copy stays whole until exchanged */
+        st = rl_fs_replace(dst_root, tmp, dst, err);
     if (st)
         rl_fs_remove(dst_root, tmp, NULL);
     return st;

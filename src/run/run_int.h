@@ -48,7 +48,8 @@ rl_status run_mkdir_p(const char *path, rl_error *err);
 /* Copies run directory src (below src_root, a shard) to dst (below
  * dst_root): regular files only (a link or anything else in src is refused
  * by name), built as .tmp-<name> beside dst, verified against the sizes and
- * checksums its summary.json records, then renamed over dst. */
+ * checksums its summary.json records, then put in place of dst
+ * (rl_fs_replace: an earlier dst stays whole until exchanged). */
 rl_status run_copy_run_dir(const char *src_root, const char *src, const char *dst_root,
                            const char *dst, rl_error *err);
 
