@@ -78,10 +78,12 @@ else
 fi
 echo "measured: run ${t_run} us, merge ${t_merge} us, plot ${t_plot} us"
 
-# run: each trial a new output directory, killed, then resumed
+# run: odd trials into a new output directory, even ones over the complete
+# one (every run done again, each earlier run directory replaced), killed,
+# then resumed
 k=0 f=0 states=""
 for i in $(seq "$n"); do
-  rm -rf rk
+  [ $((i % 2)) = 1 ] && rm -rf rk
   kill_after "$t_run" "$bin" run b.yaml --out rk --quiet --no-plot
   k=$((k + killed)); f=$((f + 1 - killed))
   check rk "run trial $i, after the kill"
