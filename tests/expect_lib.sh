@@ -1,4 +1,4 @@
-# expect_lib.sh — sourced by the shell test scripts (test_cli.sh,
+# expect_lib.sh — sourced by the shell test scripts (test_cli.sh, test_kill_random.sh,
 # test_apply.sh, test_results_safety.sh, test_slurm.sh). `ok` / `bad MSG`
 # count a hand-made check into $pass / $fail.
 # `expect NAME CODE PATTERN -- ARGS...` runs "$bin" ARGS,

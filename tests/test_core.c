@@ -1,10 +1,14 @@
-/* core/: status messages, RNG determinism, ulp helpers, half -> float, atomic files. */
+/* core/: status messages, RNG determinism, ulp helpers, half -> float, atomic files,
+ * a results folder's lock, temporaries and replaced directories. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include "core/rl_fs.h"
 #include "core/rl_npy.h"
 #include "core/rl_safetensors.h"
 #include "core/rl_sha256.h"
@@ -182,6 +186,119 @@ START_TEST(atomic_file_appears_only_on_commit)
     snprintf(path, sizeof path, "/nonexistent-dir-rl/x.csv");
     ck_assert_int_eq(rl_atomic_open(&af, path, &err), RL_ERR_IO);
     ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent-dir-rl/x.csv"));
+}
+END_TEST
+
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int holds(const char *path, const char *text)
+{
+    char buf[64] = {0};
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return !strcmp(buf, text);
+}
+
+/* Cleaning a results folder's temporaries: names with ".tmp." (or a
+ * prefix) removed, a link so named removed as a link (its target kept),
+ * everything else kept; a second lock on the folder is refused while the
+ * first is held and granted once it is released. */
+START_TEST(clean_tmp_unlinks_links_and_never_follows)
+{
+    char dir[] = "/tmp/rltestXXXXXX", p[512], q[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    rl_error err = {0};
+    snprintf(p, sizeof p, "%s/plots", dir);
+    ck_assert_int_eq(mkdir(p, 0777), 0);
+    snprintf(p, sizeof p, "%s/outside", dir);
+    put(p, "keep");
+    snprintf(q, sizeof q, "%s/plots/b.svg.tmp.2", dir);
+    ck_assert_int_eq(symlink(p, q), 0);
+    snprintf(p, sizeof p, "%s/plots/a.png.tmp.1", dir);
+    put(p, "partial");
+    snprintf(p, sizeof p, "%s/plots/a.png", dir);
+    put(p, "whole");
+    snprintf(p, sizeof p, "%s/report.md.tmp.3", dir);
+    put(p, "partial");
+    snprintf(p, sizeof p, "%s/report.md", dir);
+    put(p, "whole");
+    size_t n = 0;
+    snprintf(p, sizeof p, "%s/plots", dir);
+    ck_assert_int_eq(rl_fs_clean_tmp(dir, p, NULL, 0, &n, &err), RL_OK);
+    ck_assert_uint_eq(n, 2);
+    static const char *const rep[] = {"report.md.tmp."};
+    ck_assert_int_eq(rl_fs_clean_tmp(dir, dir, rep, 1, &n, &err), RL_OK);
+    ck_assert_uint_eq(n, 1);
+    struct stat sb;
+    ck_assert_int_ne(lstat(q, &sb), 0);
+    snprintf(p, sizeof p, "%s/outside", dir);
+    ck_assert(holds(p, "keep"));
+    snprintf(p, sizeof p, "%s/plots/a.png", dir);
+    ck_assert(holds(p, "whole"));
+    snprintf(p, sizeof p, "%s/report.md", dir);
+    ck_assert(holds(p, "whole"));
+    /* a link where the directory to clean is: refused, nothing followed */
+    snprintf(p, sizeof p, "%s/inputs", dir);
+    ck_assert_int_eq(symlink("/tmp", p), 0);
+    ck_assert_int_eq(rl_fs_clean_tmp(dir, p, NULL, 0, &n, &err), RL_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "symbolic link"));
+    int a = -1, b = -1;
+    ck_assert_int_eq(rl_fs_lock(dir, &a, &err), RL_OK);
+    ck_assert_int_eq(rl_fs_lock(dir, &b, &err), RL_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(err.msg, "in use by another ropelab process"));
+    rl_fs_unlock(a);
+    ck_assert_int_eq(rl_fs_lock(dir, &b, &err), RL_OK);
+    rl_fs_unlock(b);
+    snprintf(p, sizeof p, "%s/inputs", dir);
+    unlink(p);
+    const char *left[] = {"outside", "plots/a.png", "report.md", ".ropelab.lock"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, left[i]);
+        ck_assert_int_eq(unlink(p), 0);
+    }
+    snprintf(p, sizeof p, "%s/plots", dir);
+    ck_assert_int_eq(rmdir(p), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* rl_fs_replace: the new directory in place of the old one, the old one
+ * gone, a missing destination a plain rename, a link at the destination
+ * refused. */
+START_TEST(replace_puts_a_directory_in_place_of_another)
+{
+    char dir[] = "/tmp/rltestXXXXXX", p[600], from[256], to[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    rl_error err = {0};
+    snprintf(from, sizeof from, "%s/.tmp-r", dir);
+    snprintf(to, sizeof to, "%s/r", dir);
+    for (int round = 0; round < 2; round++) {
+        ck_assert_int_eq(mkdir(from, 0777), 0);
+        snprintf(p, sizeof p, "%s/t.csv", from);
+        put(p, round ? "new" : "old");
+        ck_assert_int_eq(rl_fs_replace(dir, from, to, &err), RL_OK);
+        snprintf(p, sizeof p, "%s/t.csv", to);
+        ck_assert(holds(p, round ? "new" : "old"));
+        ck_assert_int_ne(access(from, F_OK), 0);
+    }
+    ck_assert_int_eq(mkdir(from, 0777), 0);
+    snprintf(p, sizeof p, "%s/l", dir);
+    ck_assert_int_eq(symlink("/tmp", p), 0);
+    ck_assert_int_eq(rl_fs_replace(dir, from, p, &err), RL_ERR_ARG);
+    ck_assert_int_eq(unlink(p), 0);
+    ck_assert_int_eq(rl_fs_remove(dir, from, &err), RL_OK);
+    ck_assert_int_eq(rl_fs_remove(dir, to, &err), RL_OK);
+    ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
@@ -454,6 +571,8 @@ int main(void)
     tcase_add_test(tc, half_to_float_is_exact_for_every_class);
     tcase_add_test(tc, wilson_interval_matches_published_values);
     tcase_add_test(tc, atomic_file_appears_only_on_commit);
+    tcase_add_test(tc, clean_tmp_unlinks_links_and_never_follows);
+    tcase_add_test(tc, replace_puts_a_directory_in_place_of_another);
     tcase_add_test(tc, npy_header_is_exactly_numpys_dict);
     tcase_add_test(tc, npy_range_reads_from_the_one_stream);
     tcase_add_test(tc, non_finite_inputs_are_refused_at_load);

@@ -1,6 +1,6 @@
 /* rl_fs.c — no link below a root followed, no input that is not a regular
  * file (see rl_fs.h). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* flock, renameat2 */
 #include "core/rl_fs.h"
 
 #include <dirent.h>
@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 /* O_NONBLOCK only for the open: a FIFO opened for reading returns at once
@@ -377,6 +378,46 @@ rl_status rl_fs_rename(const char *root, const char *from, const char *to, rl_er
     return st;
 }
 
+rl_status rl_fs_replace(const char *root, const char *from, const char *to, rl_error *err)
+{
+    int k = rl_fs_kind(root, to, err);
+    if (k < 0)
+        return err ? err->status : RL_ERR_IO;
+    if (k == 'l')
+        return refuse_link(err, to, strlen(to), root);
+    if (k == 0)
+        return rl_fs_rename(root, from, to, err);
+#ifdef RENAME_EXCHANGE
+    const char *lf, *lt;
+    char nf[256], nt[256];
+    int df = walk(root, from, 0, &lf, NULL, err);
+    if (df < 0)
+        return err ? err->status : RL_ERR_IO;
+    int dt = walk(root, to, 0, &lt, NULL, err);
+    if (dt < 0) {
+        close(df);
+        return err ? err->status : RL_ERR_IO;
+    }
+    rl_status st = RL_OK;
+    int swapped = 0;
+    if (leaf_name(lf, nf, sizeof nf) || leaf_name(lt, nt, sizeof nt))
+        st = rl_fail(err, RL_ERR_ARG, "%s: name too long", to);
+    else if (renameat2(df, nf, dt, nt, RENAME_EXCHANGE) == 0)
+        swapped = 1;
+    else if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        st = rl_fail(err, RL_ERR_IO, "%s: cannot exchange with %s: %s", from, to,
+                     strerror(errno));
+    close(df);
+    close(dt);
+    if (swapped) /* the new content is in place; old content left is a stale temporary */
+        rl_fs_remove(root, from, NULL);
+    if (st || swapped)
+        return st;
+#endif
+    rl_status rs = rl_fs_remove(root, to, err);
+    return rs ? rs : rl_fs_rename(root, from, to, err);
+}
+
 int rl_fs_each(const char *root, const char *path,
                int (*fn)(const char *name, int kind, void *user), void *user, rl_error *err)
 {
@@ -462,6 +503,126 @@ rl_status rl_fs_no_links(const char *root, int depth, rl_error *err)
     }
     closedir(d);
     return c.st;
+}
+
+/* ---- a results folder's lock and its temporaries ------------------------ */
+
+rl_status rl_fs_lock(const char *dir, int *fd_out, rl_error *err)
+{
+    *fd_out = -1;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/.ropelab.lock", dir);
+    /* O_NOFOLLOW, a regular file: a link planted as the lock never makes
+     * ropelab truncate or write what it points at */
+    int fd = rl_fs_open(dir, path, O_RDWR | O_CREAT, 0666, err);
+    if (fd < 0) {
+        rl_error_prefix(err, "the lock file");
+        return err ? err->status : RL_ERR_IO;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return rl_fail(err, RL_ERR_IO,
+                           "%s is in use by another ropelab process (pid %s, holding %s); wait "
+                           "for it to finish or choose another output directory",
+                           dir, pid[0] ? pid : "unknown", path);
+        return rl_fail(err, RL_ERR_IO, "%s: cannot lock: %s", path, strerror(e));
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+        /* the lock holds without the pid; only the message is poorer */
+    }
+    *fd_out = fd;
+    return RL_OK;
+}
+
+void rl_fs_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* releases the flock; the file stays (harmless, reused) */
+}
+
+static int is_tmp_name(const char *name, const char *const *prefixes, size_t n)
+{
+    if (!prefixes)
+        return strstr(name, ".tmp.") != NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+            return 1;
+    return 0;
+}
+
+rl_status rl_fs_clean_tmp(const char *root, const char *dir, const char *const *prefixes,
+                          size_t n_prefixes, size_t *removed, rl_error *err)
+{
+    if (removed)
+        *removed = 0;
+    int fd;
+    if (!strcmp(dir, root)) {
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the user's choice */
+        if (fd < 0)
+            return errno == ENOENT ? RL_OK
+                                   : rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", root,
+                                             strerror(errno));
+    } else {
+        const char *leaf;
+        char name[256];
+        int missing;
+        int dfd = walk_existing(root, dir, &leaf, &missing, err);
+        if (dfd < 0)
+            return missing ? RL_OK : err ? err->status : RL_ERR_IO;
+        if (leaf_name(leaf, name, sizeof name)) {
+            close(dfd);
+            return rl_fail(err, RL_ERR_ARG, "%s: name too long", dir);
+        }
+        int k = kind_at(dfd, name);
+        struct stat sb;
+        int there = fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        fd = there && k == 'd'
+                 ? openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                 : -1;
+        int e = errno;
+        close(dfd);
+        if (!there)
+            return RL_OK;
+        if (k == 'l')
+            return refuse_link(err, dir, strlen(dir), root);
+        if (k != 'd')
+            return rl_fail(err, RL_ERR_ARG, "%s is not a directory where ropelab keeps its "
+                           "own directory; remove it or choose another directory", dir);
+        if (fd < 0)
+            return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", dir, strerror(e));
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return rl_fail(err, RL_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));
+    }
+    rl_status st = RL_OK;
+    struct dirent *e;
+    while (!st && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            !is_tmp_name(e->d_name, prefixes, n_prefixes))
+            continue;
+        char shown[1400];
+        snprintf(shown, sizeof shown, "%s/%s", dir, e->d_name);
+        if (kind_at(dirfd(d), e->d_name) == 'd') {
+            st = remove_at(dirfd(d), e->d_name, shown, root, err);
+        } else if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
+            /* a file, or a link removed as a link: nothing followed */
+            st = rl_fail(err, RL_ERR_IO, "%s: cannot remove: %s", shown, strerror(errno));
+        }
+        if (!st && removed)
+            (*removed)++;
+    }
+    closedir(d);
+    return st;
 }
 
 json_t *rl_fs_load_json(const char *root, const char *path, size_t max, rl_error *err)

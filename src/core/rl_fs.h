@@ -58,6 +58,15 @@ rl_status rl_fs_mkdirs(const char *root, const char *path, rl_error *err);
  * replaced. */
 rl_status rl_fs_rename(const char *root, const char *from, const char *to, rl_error *err);
 
+/* Puts from in place of to (both below root) with to whole at every
+ * moment: when to exists, the two are exchanged atomically (Linux
+ * renameat2 RENAME_EXCHANGE) and then from, now holding the old content,
+ * is removed (what cannot be, or a kill in between, leaves it as a stale
+ * temporary). Missing to: a plain rename. A link at to is refused. Where
+ * the exchange is not supported, to is removed and from renamed (a kill
+ * in between leaves to missing). */
+rl_status rl_fs_replace(const char *root, const char *from, const char *to, rl_error *err);
+
 /* Removes a file, or a directory and everything in it, below root; missing
  * is not an error. A link anywhere in the tree is refused (nothing it
  * points at is touched). */
@@ -75,6 +84,28 @@ int rl_fs_kind(const char *root, const char *path, rl_error *err);
  * be opened. */
 int rl_fs_each(const char *root, const char *path,
                int (*fn)(const char *name, int kind, void *user), void *user, rl_error *err);
+
+/* The lock of a results folder: an exclusive flock on dir/.ropelab.lock
+ * (opened without following a link; it records the holder's pid). Every
+ * command that writes into a results folder (run, merge, plot) holds it
+ * while it writes, so a second one on the same folder is refused at once
+ * (RL_ERR_IO, naming the holder's pid) and, holding it, a command knows
+ * that every temporary in the folder was left by a process that died.
+ * *fd receives the lock; rl_fs_unlock (or the process's death, kill -9
+ * included) releases it. */
+rl_status rl_fs_lock(const char *dir, int *fd, rl_error *err);
+void rl_fs_unlock(int fd);
+
+/* Removes the temporaries in directory dir below root (dir may be root
+ * itself): entries whose names begin with one of the n prefixes, or
+ * (prefixes NULL) contain ".tmp.". Only under rl_fs_lock: every writer of
+ * such a name holds the lock, so none of them is live. A symbolic link so
+ * named is removed as a link (unlink: what it points at is never touched);
+ * a directory so named is removed with its tree (a link inside it is
+ * refused, RL_ERR_ARG). A missing dir is fine; a link or non-directory at
+ * dir is refused. *removed (may be NULL) counts what was removed. */
+rl_status rl_fs_clean_tmp(const char *root, const char *dir, const char *const *prefixes,
+                          size_t n_prefixes, size_t *removed, rl_error *err);
 
 /* Parses a JSON file of at most max bytes: below root without following a
  * link (root NULL: an input the user named); a regular file either way.

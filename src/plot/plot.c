@@ -120,6 +120,17 @@ static rl_status prepare_gnuplot(const char *dir, const plot_options *o, char *p
     return rl_fs_mkdirs(dir, pd, err);
 }
 
+/* What a killed plot left: report.md.tmp.<pid> and plots/<name>.tmp.<pid>
+ * (figures, data files and scripts being written). Under the lock. */
+static rl_status clean_own_tmp(const char *dir, rl_error *err)
+{
+    static const char *const report[] = {"report.md.tmp."};
+    char pd[1100];
+    snprintf(pd, sizeof pd, "%s/plots", dir);
+    rl_status st = rl_fs_clean_tmp(dir, dir, report, 1, NULL, err);
+    return st ? st : rl_fs_clean_tmp(dir, pd, NULL, 0, NULL, err);
+}
+
 rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, rl_error *err)
 {
     plot_options o = opt ? *opt : (plot_options){0};
@@ -147,6 +158,15 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
         st = plot_ctx_columns(&c, path, err);
     if (!st)
         st = plot_group(&c, &figs, &n_figs, err);
+    /* before the first write, the folder's lock, as run and merge take it;
+     * holding it, every temporary of ours there (plots/<name>.tmp.<pid>,
+     * report.md.tmp.<pid>) is a killed plot's, whatever pid it names:
+     * removed (a link so named unlinked, never followed) */
+    int lock = -1;
+    if (!st)
+        st = rl_fs_lock(dir, &lock, err);
+    if (!st)
+        st = clean_own_tmp(dir, err);
     if (!st && n_figs)
         st = prepare_gnuplot(dir, &o, prog, sizeof prog, err);
     for (size_t i = 0; i < n_figs && !st; i++) {
@@ -165,6 +185,7 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
         st = rl_fail(err, RL_ERR_IO, "stopped by a signal after %zu figure(s)", res->n_figures);
     if (!st)
         st = plot_report_write(&c, figs, n_figs, !o.no_svg, res, err);
+    rl_fs_unlock(lock);
     plot_figures_free(figs, n_figs);
     free(c.is_param);
     free(c.is_seed);

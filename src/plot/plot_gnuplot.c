@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #include "core/rl_fs.h"
@@ -103,11 +106,21 @@ static rl_status run_gnuplot(const char *root, const char *prog, const char *dir
                fcntl(pfd[1], F_SETFD, FD_CLOEXEC) != 0) {
         st = rl_fail(err, RL_ERR_IO, "cannot run %s: %s", prog, strerror(errno));
     }
+    pid_t parent = getpid();
     pid_t pid = st ? -1 : fork();
     if (pid == 0) {
         /* child: only async-signal-safe calls; a failure's errno goes back
          * through the pipe (closed on a successful exec) */
         int e = 0;
+#ifdef __linux__
+        /* gnuplot dies with us: a plot killed (kill -9 included) leaves no
+         * gnuplot writing its temporary after the lock is released (the
+         * next plot, holding the lock, removes what is left) */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
+#else
+        (void)parent;
+#endif
         if (chdir(dir) != 0 || dup2(logfd, 2) < 0)
             e = errno;
         else if (execv(exe, argv) != 0)

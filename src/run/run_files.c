@@ -2,7 +2,6 @@
  * directory trees, run directories, JSON written atomically. */
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,80 +71,16 @@ rl_status run_mkdir_p(const char *path, rl_error *err)
     return RL_OK;
 }
 
-/* ---- the output directory's lock ----------------------------------------- */
-
-rl_status run_lock_dir(const char *dir, int *fd_out, rl_error *err)
-{
-    *fd_out = -1;
-    char path[1200];
-    snprintf(path, sizeof path, "%s/.ropelab.lock", dir);
-    /* O_NOFOLLOW, a regular file: a link planted as the lock never makes
-     * ropelab truncate or write what it points at */
-    int fd = rl_fs_open(dir, path, O_RDWR | O_CREAT, 0666, err);
-    if (fd < 0) {
-        rl_error_prefix(err, "the lock file");
-        return err ? err->status : RL_ERR_IO;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        char pid[32] = "";
-        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
-        pid[n > 0 ? n : 0] = '\0';
-        pid[strcspn(pid, "\n")] = '\0';
-        close(fd);
-        if (e == EWOULDBLOCK)
-            return rl_fail(err, RL_ERR_IO,
-                           "%s is in use by another ropelab process (pid %s, holding %s); wait "
-                           "for it to finish or choose another output directory",
-                           dir, pid[0] ? pid : "unknown", path);
-        return rl_fail(err, RL_ERR_IO, "%s: cannot lock: %s", path, strerror(e));
-    }
-    char pid[32];
-    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
-        /* the lock holds without the pid; only the message is poorer */
-    }
-    *fd_out = fd;
-    return RL_OK;
-}
-
-void run_unlock_dir(int fd)
-{
-    if (fd >= 0)
-        close(fd); /* releases the flock; the file stays (harmless, reused) */
-}
-
-/* What run_clean_stale removes in one directory: names with one of the
- * prefixes (or containing ".tmp." when prefixes is NULL). */
-typedef struct stale_ctx {
-    const char *root, *dir;
-    const char *const *prefixes;
-    size_t n_prefixes;
-    rl_error *err;
-    rl_status st;
-} stale_ctx;
-
-static int stale_one(const char *name, int kind, void *user)
-{
-    stale_ctx *c = user;
-    (void)kind; /* rl_fs_remove refuses a link by name */
-    int hit = !c->prefixes && strstr(name, ".tmp.");
-    for (size_t i = 0; c->prefixes && i < c->n_prefixes; i++)
-        hit |= !strncmp(name, c->prefixes[i], strlen(c->prefixes[i]));
-    if (!hit)
-        return 0;
-    char p[1400];
-    snprintf(p, sizeof p, "%s/%s", c->dir, name);
-    c->st = rl_fs_remove(c->root, p, c->err);
-    return c->st != RL_OK;
-}
+/* ---- what a killed process left ------------------------------------------- */
 
 rl_status run_clean_stale(const char *dir, rl_error *err)
 {
-    /* Only under the lock: leftovers of a process that was killed while
-     * writing (atomic files' "<name>.tmp.<pid>", run directories being
-     * built, "runs/.tmp-<id>", figures being rendered). Reached from dir
-     * without following a link; a planted link is refused by name. */
+    /* Only under the lock (rl_fs_lock): every ropelab writer of these names
+     * (run, merge, plot) holds it while it writes, so all of them are
+     * leftovers of a killed process, whatever pid they name: atomic files'
+     * "<name>.tmp.<pid>", run directories being built ("runs/.tmp-<id>"),
+     * input copies, figures being rendered. Reached from dir without
+     * following a link. */
     static const char *const outs[] = {"results.csv.tmp.", "manifest.json.tmp.",
                                        "report.md.tmp."};
     static const char *const runs[] = {".tmp-"};
@@ -157,34 +92,9 @@ rl_status run_clean_stale(const char *dir, rl_error *err)
     } where[] = {{"", outs, 3}, {"inputs", NULL, 0}, {"runs", runs, 1}, {"plots", NULL, 0}};
     for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
         snprintf(sub, sizeof sub, "%s%s%s", dir, where[i].name[0] ? "/" : "", where[i].name);
-        if (where[i].name[0]) {
-            int k = rl_fs_kind(dir, sub, err);
-            if (k < 0)
-                return err ? err->status : RL_ERR_IO;
-            if (k == 0)
-                continue;
-            if (k != 'd')
-                return rl_fail(err, RL_ERR_ARG, "%s is %s where ropelab keeps its own directory; "
-                               "remove it or choose another output directory", sub,
-                               k == 'l' ? "a symbolic link" : "not a directory");
-        }
-        stale_ctx c = {.root = dir, .dir = sub, .prefixes = where[i].prefixes,
-                       .n_prefixes = where[i].n, .err = err};
-        int r = where[i].name[0] ? rl_fs_each(dir, sub, stale_one, &c, err) : -2;
-        if (r == -2) { /* dir itself: the root, reached as the user named it */
-            DIR *d = opendir(dir);
-            struct dirent *e;
-            while (d && !c.st && (e = readdir(d)))
-                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-                    stale_one(e->d_name, 0, &c);
-            if (d)
-                closedir(d);
-            r = 0;
-        }
-        if (r < 0)
-            return err ? err->status : RL_ERR_IO;
-        if (c.st)
-            return c.st;
+        rl_status st = rl_fs_clean_tmp(dir, sub, where[i].prefixes, where[i].n, NULL, err);
+        if (st)
+            return st;
     }
     return RL_OK;
 }
@@ -412,8 +322,8 @@ rl_status run_copy_run_dir(const char *src_root, const char *src, const char *ds
             st = rl_fail(err, RL_ERR_IO, "copying %s: %s", src, why);
         json_decref(sum);
     }
-    if (!st && !(st = rl_fs_remove(dst_root, dst, err))) /* an earlier merge's copy */
-        st = rl_fs_rename(dst_root, tmp, dst, err);
+    if (!st) /* an earlier merge's copy stays whole until exchanged */
+        st = rl_fs_replace(dst_root, tmp, dst, err);
     if (st)
         rl_fs_remove(dst_root, tmp, NULL);
     return st;

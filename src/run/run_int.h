@@ -48,22 +48,18 @@ rl_status run_mkdir_p(const char *path, rl_error *err);
 /* Copies run directory src (below src_root, a shard) to dst (below
  * dst_root): regular files only (a link or anything else in src is refused
  * by name), built as .tmp-<name> beside dst, verified against the sizes and
- * checksums its summary.json records, then renamed over dst. */
+ * checksums its summary.json records, then put in place of dst
+ * (rl_fs_replace: an earlier dst stays whole until exchanged). */
 rl_status run_copy_run_dir(const char *src_root, const char *src, const char *dst_root,
                            const char *dst, rl_error *err);
 
 
-/* Takes the exclusive lock of output directory dir (flock on
- * dir/.ropelab.lock, which records the holder's pid): a second `run` or
- * `merge` on the same directory is refused at once with a message naming
- * the holder's pid (RL_ERR_IO). *fd receives the lock to release. */
-rl_status run_lock_dir(const char *dir, int *fd, rl_error *err);
-void run_unlock_dir(int fd);
-/* Under the lock: removes what a killed process left half written (
- * results.csv.tmp.<pid>, manifest.json.tmp.<pid>, report.md.tmp.<pid>,
- * inputs/<name>.tmp.<pid>, runs/.tmp-<id>/, plots/<name>.tmp.<pid>). A
- * link where ropelab keeps its own file or directory is refused by name
- * (RL_ERR_ARG), nothing it points at touched. */
+/* Under the output directory's lock (rl_fs_lock): removes what a killed
+ * process left half written, whatever pid it names (results.csv.tmp.<pid>,
+ * manifest.json.tmp.<pid>, report.md.tmp.<pid>, inputs/<name>.tmp.<pid>,
+ * runs/.tmp-<id>/, plots/<name>.tmp.<pid>), through rl_fs_clean_tmp: a
+ * link so named is unlinked, never followed; a link where ropelab keeps
+ * its own directory is refused by name (RL_ERR_ARG). */
 rl_status run_clean_stale(const char *dir, rl_error *err);
 
 /* {"<table>.csv": {"bytes": N, "fnv1a64": "hex"}} for the tables of a run

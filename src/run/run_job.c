@@ -1,6 +1,7 @@
 /* run_job.c — one job: one run of the plan on one worker, written to
- * OUT/runs/<dir>/ atomically (built in OUT/runs/.tmp-<dir>, renamed into
- * place with its summary.json when complete). */
+ * OUT/runs/<dir>/ atomically (built in OUT/runs/.tmp-<dir>, put into
+ * place with its summary.json when complete: an earlier run's directory is
+ * exchanged, whole until then, rl_fs_replace). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -203,8 +204,8 @@ void run_job_exec(run_job *j, run_worker *w, const run_job_env *env)
     j->summary_digest[0] = '\0';
     if (!ws)
         run_file_digest(out, sum_path, j->summary_digest, sizeof j->summary_digest);
-    if (!ws && !(ws = rl_fs_remove(out, final, &werr)))
-        ws = rl_fs_rename(out, tmp, final, &werr);
+    if (!ws) /* an earlier run's directory stays whole until exchanged */
+        ws = rl_fs_replace(out, tmp, final, &werr);
     if (ws) {
         j->status = RUN_JOB_FAILED;
         snprintf(j->reason, sizeof j->reason, "%s", werr.msg);

@@ -333,8 +333,9 @@ done:
     return st;
 }
 
-/* Copies every verified run into OUT/runs (under the output's lock); g->runs
- * receives the copies' paths for results.csv. */
+/* Copies every verified run into OUT/runs (under the output's lock, after
+ * merge_placeholder): each built as runs/.tmp-<name>, verified, renamed
+ * into place; g->runs receives the copies' paths for results.csv. */
 static rl_status merge_copy(merge *g, const char *out_dir, rl_error *err)
 {
     char path[1300];
@@ -382,7 +383,35 @@ static rl_status merge_manifest(merge *g, const char *const *dirs, size_t n_dirs
     return st;
 }
 
-/* RL_OK when out_dir does not exist, is empty, or holds a merge (its
+/* Before anything in OUT changes: a manifest that claims no run (no jobs,
+ * "complete": false, "state": "merging") replaces an earlier merge's, and
+ * that merge's results.csv is removed. A merge killed at any moment then
+ * leaves either the earlier merge untouched, this claim of nothing (which
+ * a rerun recognises as its own), or the final manifest, written last,
+ * once every run it lists is copied and verified. */
+static rl_status merge_placeholder(merge *g, const char *const *dirs, size_t n_dirs,
+                                   const char *out_dir, rl_error *err)
+{
+    json_t *m0 = json_array_get(g->mans, 0);
+    json_t *man = json_pack("{s:s,s:O,s:O,s:O,s:[],s:o,s:b,s:s}", "ropelab_version",
+                            RUN_VERSION, "batch", json_object_get(m0, "batch"), "swept_keys",
+                            g->keys, "plan", g->plan, "jobs", "merged_from", json_array(),
+                            "complete", 0, "state", "merging");
+    if (!man)
+        return rl_fail(err, RL_ERR_PARSE, "%s: the first input's manifest has no batch, "
+                       "swept_keys or plan", dirs[0]);
+    for (size_t i = 0; i < n_dirs; i++)
+        json_array_append_new(json_object_get(man, "merged_from"), json_string(dirs[i]));
+    char path[1200];
+    snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+    rl_status st = run_write_json(out_dir, path, man, err);
+    json_decref(man);
+    snprintf(path, sizeof path, "%s/results.csv", out_dir);
+    return st ? st : rl_fs_remove(out_dir, path, err);
+}
+
+/* RL_OK when out_dir does not exist, is empty (but for the lock and
+ * temporaries), or holds a merge (its
  * manifest has "merged_from") of the batch dirs[0] comes from; otherwise
  * RL_ERR_ARG naming what it holds. */
 static rl_status out_is_ours(const char *const *dirs, size_t n_dirs, const char *out_dir,
@@ -393,9 +422,13 @@ static rl_status out_is_ours(const char *const *dirs, size_t n_dirs, const char 
         return RL_OK;
     struct dirent *e;
     int empty = 1;
+    /* the lock and what a merge killed before its first manifest left (its
+     * temporaries, removed under the lock) do not make it a study */
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-            strcmp(e->d_name, ".ropelab.lock"))
+            strcmp(e->d_name, ".ropelab.lock") &&
+            strncmp(e->d_name, "manifest.json.tmp.", 18) &&
+            strncmp(e->d_name, "results.csv.tmp.", 16))
             empty = 0;
     closedir(d);
     if (empty || !n_dirs)
@@ -462,13 +495,14 @@ rl_status run_merge(const char *const *dirs, size_t n_dirs, const char *out_dir,
         st = merge_input(&g, dirs[i], err);
     int lock = -1;
     if (!st && !(st = merge_count(&g, err)) && !(st = run_mkdir_p(out_dir, err)) &&
-        !(st = run_lock_dir(out_dir, &lock, err)) && !(st = rl_fs_no_links(out_dir, 3, err)) &&
-        !(st = run_clean_stale(out_dir, err))) {
+        !(st = rl_fs_lock(out_dir, &lock, err)) && !(st = rl_fs_no_links(out_dir, 3, err)) &&
+        !(st = run_clean_stale(out_dir, err)) &&
+        !(st = merge_placeholder(&g, dirs, n_dirs, out_dir, err))) {
         if (!(st = merge_copy(&g, out_dir, err)) &&
             !(st = run_results_write(out_dir, g.keys, g.runs, err)))
             st = merge_manifest(&g, dirs, n_dirs, out_dir, err);
     }
-    run_unlock_dir(lock);
+    rl_fs_unlock(lock);
     json_decref(g.mans);
     json_decref(g.runs);
     json_decref(g.jobs);

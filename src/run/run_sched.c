@@ -490,7 +490,7 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     snprintf(path, sizeof path, "%s/runs", s.out);
     /* one process per output directory; what a killed one left half
      * written is removed under the lock */
-    if ((st = run_mkdir_p(s.out, err)) || (st = run_lock_dir(s.out, &lock, err)))
+    if ((st = run_mkdir_p(s.out, err)) || (st = rl_fs_lock(s.out, &lock, err)))
         goto done;
     /* a received OUT may hold planted links: refused before any work (and
      * every operation below reaches its file without following one) */
@@ -519,7 +519,7 @@ rl_status run_batch_execute(const run_batch *b, const run_options *opt, run_outc
     st = write_manifest(&s, out, jobs_j, inputs_j, started, 1, err);
     jobs_j = inputs_j = NULL;
 done:
-    run_unlock_dir(lock);
+    rl_fs_unlock(lock);
     json_decref(dirs);
     json_decref(jobs_j);
     json_decref(inputs_j);
