@@ -60,6 +60,16 @@ layout(std430, binding = 2) readonly buffer P { uint32_t pos[]; };  /* [tokens];
  * pair's entry is at its stream's position. */
 #ifdef RL_ROPE_VEC4
 layout(std430, binding = 4) readonly buffer T { vec4 cs_table[]; };  /* [tokens][rot/8][2] */
+/* The same memory as rgba32f texels (rlvk_texel_binding 17 <- 4), read so
+ * when TEXEL (like x: a gather instead of a loop over the lanes on a CPU
+ * driver). Same bits. */
+layout(binding = 17) uniform samplerBuffer cs_t;
+vec4 rd_cs(uint32_t i)
+{
+    if (TEXEL != 0u)
+        return texelFetch(cs_t, int(i));
+    return cs_table[i];
+}
 #else
 layout(std430, binding = 4) readonly buffer T { vec2 cs_table[]; };  /* [tokens][rot/2] */
 #endif
@@ -196,8 +206,8 @@ void main()
             vec4 cs_c[RL_ROPE_CHUNK_MAX], cs_s[RL_ROPE_CHUNK_MAX];
             for (uint32_t c = 0u; c < CHUNK; c++) {
                 if (PRECISION == RL_ROPE_PREC_TABLE) {
-                    cs_c[c] = cs_table[2u * (tok * ROT_ITEMS + q0 + c)];
-                    cs_s[c] = cs_table[2u * (tok * ROT_ITEMS + q0 + c) + 1u];
+                    cs_c[c] = rd_cs(2u * (tok * ROT_ITEMS + q0 + c));
+                    cs_s[c] = rd_cs(2u * (tok * ROT_ITEMS + q0 + c) + 1u);
                 } else {
                     for (uint32_t e = 0u; e < 4u; e++) {
                         vec2 cs = rope_cs(tok, 4u * (q0 + c) + e, f[c][e], w[4u * c + e], af);

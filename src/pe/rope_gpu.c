@@ -171,10 +171,14 @@ static rl_status get_pipe(rope_kernel *k, const rope_freqs *f, uint32_t heads, u
         .n_spec = 15,
         .spec = spec,
     };
-    static const rlvk_texel_binding x_texel = {16, 0, VK_FORMAT_R32G32B32A32_SFLOAT};
-    if (vec4) { /* rope_vec4 declares x_t (read only when texel) */
-        pd.n_texel = 1;
-        pd.texel = &x_texel;
+    /* rope_vec4 declares x_t and cs_t (the table's texels; read only when
+     * texel, in table mode): the table holds 2 texels per token and quad,
+     * at most x's head_dim / 4 per row, so it fits a view whenever x does */
+    static const rlvk_texel_binding vec4_texels[2] = {{16, 0, VK_FORMAT_R32G32B32A32_SFLOAT},
+                                                      {17, 4, VK_FORMAT_R32G32B32A32_SFLOAT}};
+    if (vec4) {
+        pd.n_texel = 2;
+        pd.texel = vec4_texels;
     }
     rl_status st = rlvk_pipeline_create(k->dev, &pd, &p->pipe, err);
     if (st)
