@@ -425,6 +425,9 @@ rl_status exp_attn_engine(const exp_ctx *ctx, attn_engine *own, attn_engine **en
  * beyond maxStorageBufferRange (or the kernel's indices) is refused at once
  * naming the limit. query_rows: the sampled query rows of that problem (0:
  * every token), which bound the query side only. */
+/* Tokens of a transformed operand verified at once (its double reference,
+ * bounds and scales: 24 bytes per element live; exp_attn.c). */
+#define EXP_ATTN_VERIFY_BLOCK 8192u
 rl_status exp_attn_limits(const rlvk_device *dev, const exp_run *run, uint64_t tokens,
                           uint64_t query_rows, uint32_t flags, rl_error *err);
 /* Checks, before any GPU work, what every attention kind needs: min_len <=

@@ -117,7 +117,7 @@ static rl_status operand_create(rlvk_device *dev, const char *name, const float 
  * (3 doubles per element: 24 MiB at 8192 x 128): a million-token K is
  * checked a block at a time, not through 3 GiB of arrays that are faulted
  * in and zeroed on every pass (a third of a 1M-token run's time before). */
-#define FETCH_BLOCK_TOKENS 8192u
+#define FETCH_BLOCK_TOKENS EXP_ATTN_VERIFY_BLOCK
 
 /* The verification side of one operand the encoding e transformed on the
  * device (buffer b, raw host tensor x, [tokens][heads][head_dim]): after the

@@ -116,18 +116,25 @@ static rl_status ent_check(const exp_run *run, rl_error *err)
     return st ? st : exp_attn_remap_check(run, p.max_len, &p.mask.remap, err);
 }
 
+static uint64_t ent_rows_of(const ent_params *p, uint64_t N);
+
 static uint64_t ent_bytes(const exp_run *run)
 {
     ent_params p;
     rl_error err;
     if (ent_params_of(run, &p, &err))
         return 0; /* refused by ent_check before any estimate is used */
-    uint64_t T = p.max_len;
-    uint64_t row = (uint64_t)(run->model.heads + run->model.kv_heads) * run->model.head_dim;
-    /* raw + downloaded transformed Q/K on host (f32), reference/bounds
-     * (3 f64) while checking them, device copies, stats */
-    uint64_t sinks = p.sink_tokens ? T * run->model.heads * (RL_ATTN_NSTAT * 4 + 16) + T * 4 : 0;
-    return T * row * (4 + 4 + 24 + 8) + T * run->model.heads * RL_ATTN_NSTAT * 4 * 2 + sinks;
+    uint64_t T = p.max_len, S = ent_rows_of(&p, T), d = run->model.head_dim;
+    uint64_t hq = run->model.heads, hk = run->model.kv_heads;
+    uint64_t blk = T < EXP_ATTN_VERIFY_BLOCK ? T : EXP_ATTN_VERIFY_BLOCK;
+    /* K: raw, device copy, downloaded transform (f32); Q: raw for every
+     * token, its S query rows gathered, on the device and downloaded;
+     * reference/bounds/scales (3 f64) of one verified block; stats of the
+     * query rows. A 1M-token run of experiments/million-tokens (S 256,
+     * head_dim 128, 1 head): this gives 2.0 GiB, measured peak 2.3 GiB. */
+    uint64_t sinks = p.sink_tokens ? S * hq * (RL_ATTN_NSTAT * 4 + 16) + T * 4 : 0;
+    return T * hk * d * 12 + T * hq * d * 4 + S * hq * d * 12 + blk * (hq + hk) * d * 24 +
+           S * hq * RL_ATTN_NSTAT * 4 * 2 + sinks;
 }
 
 /* Query rows of a pass over N tokens (N: every row). */
