@@ -899,6 +899,224 @@ START_TEST(each_run_keeps_its_own_reference)
 }
 END_TEST
 
+/* A view over 12 runs: encodings A and B, a swept params.band (0.1, 0.2)
+ * and seeds 1..3; at x = 1 run (e, band, seed) has value base(e) +
+ * 10 * band index + seed (A: 0, B: 100), at x = 2 that plus 0.5. */
+static char *view_results(void)
+{
+    static char buf[8192];
+    size_t len = (size_t)snprintf(buf, sizeof buf,
+        "run_id,device,kind,status,encoding,type,factor,head_dim,heads,kv_heads,train_len,seed,"
+        "params.band,metric,length,x,value,unit,title,x_name,x_unit,x_title,plot\n");
+    for (int e = 0; e < 2; e++)
+        for (int b = 0; b < 2; b++)
+            for (int sd = 1; sd <= 3; sd++)
+                for (int x = 1; x <= 2; x++)
+                    len += (size_t)snprintf(buf + len, sizeof buf - len,
+                        "%c-b%d-s%d,dev,k,passed,%c,rope,,64,1,1,512,%d,0.%d,t.v,,%d,%g,,value,x,,x,\n",
+                        "AB"[e], b + 1, sd, "AB"[e], sd, b + 1, x,
+                        100.0 * e + 10.0 * b + sd + (x == 2 ? 0.5 : 0));
+    return buf;
+}
+
+static rl_status view_plot(const char *dir, plot_options *o, rl_error *err)
+{
+    if (!o->formats)
+        o->formats = PLOT_FMT_PNG;
+    memset(err, 0, sizeof *err);
+    return plot_dir(dir, o, NULL, err);
+}
+
+START_TEST(a_view_chooses_series_aggregates_and_panels)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, view_results());
+    rl_error err;
+    /* default: a line per configuration (encoding x band), the mean over
+     * its 3 seeds: A band 0.1 has 1, 2, 3 at x = 1 */
+    plot_options o = {0};
+    ck_assert_msg(view_plot(dir, &o, &err) == RL_OK, "%s", err.msg);
+    char *gp = read_plot_file(dir, "t.v.gp"), *dat = read_plot_file(dir, "t.v.dat");
+    ck_assert_uint_eq(count_str(gp, "with linespoints"), 4);
+    ck_assert_ptr_nonnull(strstr(gp, "title 'A band=0.1'"));
+    ck_assert_ptr_nonnull(strstr(dat, "# A-b1-s1 and 2 runs more (seeds)"));
+    ck_assert_ptr_nonnull(strstr(dat, "\n1 2 "));
+    free(gp);
+    free(dat);
+
+    /* --series encoding: the band differs inside a line and is not said */
+    o = (plot_options){.series = "encoding"};
+    ck_assert_int_eq(view_plot(dir, &o, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "differ in params.band ('0.1' and '0.2')") &&
+                      strstr(err.msg, "--aggregate it"), "%s", err.msg);
+
+    /* ... with the band averaged as well: one line per encoding over six
+     * runs (A at x = 1: 1, 2, 3, 11, 12, 13, mean 7; a bootstrap interval) */
+    o = (plot_options){.series = "encoding", .aggregate = "seed,band"};
+    ck_assert_msg(view_plot(dir, &o, &err) == RL_OK, "%s", err.msg);
+    gp = read_plot_file(dir, "t.v.gp");
+    dat = read_plot_file(dir, "t.v.dat");
+    ck_assert_uint_eq(count_str(gp, "with linespoints"), 2);
+    ck_assert_uint_eq(count_str(gp, "with filledcurves"), 2);
+    ck_assert_ptr_nonnull(strstr(gp, "title 'A'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'B'"));
+    ck_assert_ptr_nonnull(strstr(dat, "# A-b1-s1 and 5 runs more"));
+    const char *b = strstr(dat, "# B-b1-s1");
+    ck_assert_ptr_nonnull(b);
+    double x, y, lo, hi;
+    ck_assert_int_eq(sscanf(strchr(b, '\n') + 1, "%lf %lf %lf %lf", &x, &y, &lo, &hi), 4);
+    ck_assert_double_eq(x, 1);
+    ck_assert_double_eq(y, 107);
+    ck_assert(lo >= 101 && lo < 107 && hi > 107 && hi <= 113);
+    free(gp);
+    free(dat);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = read_file(path, NULL);
+    ck_assert_ptr_nonnull(strstr(md, "View: `--series encoding --aggregate seed,band`"));
+    ck_assert_msg(strstr(md, "differ only in their seed, band are one line"), "%s", md);
+    free(md);
+
+    /* --where and no averaging: A's six runs, each its own line, named by
+     * band and seed */
+    o = (plot_options){.aggregate = "none", .n_where = 1, .where = {"encoding=A"}};
+    ck_assert_msg(view_plot(dir, &o, &err) == RL_OK, "%s", err.msg);
+    gp = read_plot_file(dir, "t.v.gp");
+    ck_assert_uint_eq(count_str(gp, "with linespoints"), 6);
+    ck_assert_uint_eq(count_str(gp, "with filledcurves"), 0);
+    ck_assert_ptr_nonnull(strstr(gp, "title 'A band=0.2 seed=3'"));
+    ck_assert_ptr_null(strstr(gp, "'B"));
+    free(gp);
+    /* two conditions together, one of them a list */
+    o = (plot_options){.n_where = 2, .where = {"encoding=A,B", "band=0.2"}};
+    ck_assert_msg(view_plot(dir, &o, &err) == RL_OK, "%s", err.msg);
+    gp = read_plot_file(dir, "t.v.gp");
+    ck_assert_uint_eq(count_str(gp, "with linespoints"), 2);
+    ck_assert_ptr_null(strstr(gp, "band=0.1"));
+    free(gp);
+
+    /* --facet: a panel per band though 4 lines would fit one frame; the
+     * panels' legends without the band */
+    o = (plot_options){.facet = "band"};
+    ck_assert_msg(view_plot(dir, &o, &err) == RL_OK, "%s", err.msg);
+    gp = read_plot_file(dir, "t.v.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "set multiplot layout 1,2"));
+    ck_assert_ptr_nonnull(strstr(gp, "set title 'band=0.1'"));
+    ck_assert_ptr_nonnull(strstr(gp, "set title 'band=0.2'"));
+    ck_assert_ptr_nonnull(strstr(gp, "title 'A'"));
+    ck_assert_ptr_null(strstr(gp, "title 'A band="));
+    free(gp);
+    rm_tree(dir);
+}
+END_TEST
+
+START_TEST(a_view_that_the_table_cannot_give_is_refused_by_name)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, view_results());
+    rl_error err;
+    struct {
+        plot_options o;
+        const char *says;
+    } bad[] = {
+        {{.n_where = 1, .where = {"encoding=C"}}, "has encoding = 'C' (its values: A, B)"},
+        {{.n_where = 1, .where = {"encoding=A,C"}}, "'C'"},
+        {{.n_where = 1, .where = {"encodng=A"}}, "no column 'encodng' (columns: run_id,"},
+        {{.n_where = 1, .where = {"encoding"}}, "expected KEY=VALUE"},
+        {{.n_where = 2, .where = {"encoding=A", "seed=1"}, .series = "band", .aggregate = "none"},
+         NULL},
+        {{.n_where = 2, .where = {"encoding=A", "band=0.2"}, .facet = "band"}, NULL},
+        {{.series = "bandwidth"}, "no column 'bandwidth' (a run's configuration is in:"},
+        {{.facet = "seed"}, "that column is averaged over"},
+        {{.series = "encoding", .aggregate = "none"}, "differ in seed ('1' and '2')"},
+        {{.series = "seed"}, "is averaged over"},
+        {{.aggregate = "seed,"}, "expected KEY[,KEY...]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rl_status st = view_plot(dir, &bad[i].o, &err);
+        if (!bad[i].says) {
+            ck_assert_msg(st == RL_OK, "case %zu: %s", i, err.msg);
+            continue;
+        }
+        ck_assert_msg(st == RL_ERR_ARG, "case %zu: status %d", i, (int)st);
+        ck_assert_msg(strstr(err.msg, bad[i].says), "case %zu: %s", i, err.msg);
+    }
+    /* rows that agree in their series and in what is averaged: one line
+     * would hide one of them */
+    plot_options o = {.series = "encoding,band", .aggregate = "none"};
+    ck_assert_int_eq(view_plot(dir, &o, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "differ in seed"), "%s", err.msg);
+    rm_tree(dir);
+}
+END_TEST
+
+/* --format pdf and --out: PDFs only, into another folder, the results
+ * directory untouched; an --out that is a link is refused and nothing is
+ * written where it points. */
+START_TEST(pdf_into_another_folder_and_never_through_a_link)
+{
+    char dir[64], out[128], path[300], target[64];
+    make_dir(dir);
+    make_dir(target);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, view_results());
+    snprintf(out, sizeof out, "%s/view", dir);
+    rl_error err;
+    plot_options o = {.formats = PLOT_FMT_PDF, .out = out};
+    ck_assert_msg(view_plot(dir, &o, &err) == RL_OK, "%s", err.msg);
+    size_t n = 0;
+    char *pdf = read_plot_file(out, "t.v.pdf");
+    snprintf(path, sizeof path, "%s/plots/t.v.pdf", out);
+    free(read_file(path, &n));
+    ck_assert_int_eq(memcmp(pdf, "%PDF-", 5), 0);
+    ck_assert_uint_gt(n, 1000);
+    free(pdf);
+    snprintf(path, sizeof path, "%s/plots/t.v.png", out);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/plots", dir);
+    ck_assert_int_ne(access(path, F_OK), 0); /* DIR itself gained no plots/ */
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/report.md", out);
+    char *md = read_file(path, NULL);
+    ck_assert_ptr_nonnull(md);
+    ck_assert_ptr_nonnull(strstr(md, "[PDF](plots/t.v.pdf)"));
+    ck_assert_ptr_null(strstr(md, "](plots/t.v.png)"));
+    free(md);
+    char *gp = read_plot_file(out, "t.v.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "set terminal pdfcairo size 10.00in,6.80in"));
+    ck_assert_ptr_null(strstr(gp, "pngcairo"));
+    free(gp);
+    /* all three */
+    o = (plot_options){.formats = PLOT_FMT_PNG | PLOT_FMT_SVG | PLOT_FMT_PDF, .out = out};
+    ck_assert_msg(view_plot(dir, &o, &err) == RL_OK, "%s", err.msg);
+    const char *ext[] = {"png", "svg", "pdf"};
+    for (size_t k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/plots/t.v.%s", out, ext[k]);
+        ck_assert_msg(access(path, F_OK) == 0, "%s missing", path);
+    }
+    /* a link as --out */
+    snprintf(out, sizeof out, "%s/linked", dir);
+    ck_assert_int_eq(symlink(target, out), 0);
+    o = (plot_options){.out = out};
+    ck_assert_int_eq(view_plot(dir, &o, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "link"), "%s", err.msg);
+    DIR *d = opendir(target);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    size_t entries = 0;
+    while ((e = readdir(d)))
+        entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    ck_assert_uint_eq(entries, 0);
+    rm_tree(dir);
+    rm_tree(target);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plot");
@@ -919,6 +1137,9 @@ int main(void)
     tcase_add_test(tc, styles_legends_and_log_axes);
     tcase_add_test(tc, signed_decades_and_references_of_another_unit);
     tcase_add_test(tc, each_run_keeps_its_own_reference);
+    tcase_add_test(tc, a_view_chooses_series_aggregates_and_panels);
+    tcase_add_test(tc, a_view_that_the_table_cannot_give_is_refused_by_name);
+    tcase_add_test(tc, pdf_into_another_folder_and_never_through_a_link);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -46,7 +46,16 @@ with open(p, "w", newline="") as f:
     csv.writer(f).writerows(rows)
 PY
 "$bin" plot "$t/o" >/dev/null 2>&1 || { echo "FAIL: plot"; exit 1; }
-"$py" - "$t/o/report.md" <<'PY'
+# a view through the command line (repeated --where, a hostile value, PDF
+# beside PNG, into another folder): its report is checked the same way
+"$bin" plot "$t/o" --where "encoding=<img src=x onerror=alert(1)>,[click](javascript:alert(1))" \
+  --where kind=decay --series encoding,max_distance --format png,pdf --out "$t/v" >/dev/null 2>&1 \
+  || { echo "FAIL: plot with a view"; exit 1; }
+ls "$t"/v/plots/*.pdf >/dev/null 2>&1 || { echo "FAIL: --format pdf wrote no PDF"; exit 1; }
+grep -q '^View: `--where encoding=' "$t/v/report.md" || { echo "FAIL: the view is not named"; exit 1; }
+if grep -q 'alert(2)' "$t/v/report.md"; then echo "FAIL: --where kept another encoding's rows"; exit 1; fi
+for rep in "$t/o/report.md" "$t/v/report.md"; do
+"$py" - "$rep" <<'PY' || exit 1
 import sys, markdown
 from html.parser import HTMLParser
 text = open(sys.argv[1]).read()
@@ -64,8 +73,8 @@ class P(HTMLParser):
             if k in ("href", "src") and not (v or "").startswith("plots/"):
                 bad.append("%s=%r on <%s> points outside plots/" % (k, v, tag))
 P().feed(html)
-# the payloads are still there, as text
-for s in ["&lt;img src=x onerror=alert(1)&gt;", "[click](javascript:alert(1))",
+# the payloads are still there, as text (a view keeps the first two)
+for s in ["&lt;img src=x onerror=alert(1)&gt;", "[click](javascript:alert(1))"] if "/v/" in sys.argv[1] else ["&lt;img src=x onerror=alert(1)&gt;", "[click](javascript:alert(1))",
           "&lt;script&gt;alert(2)&lt;/script&gt;", "![i](javascript:alert(3))",
           "&lt;svg onload=alert(6)&gt;", "&lt;b onmouseover=alert(5)&gt;"]:
     if s not in html:
@@ -76,3 +85,4 @@ for b in bad[:20]:
     print("FAIL", b)
 sys.exit(1 if bad else 0)
 PY
+done

@@ -548,6 +548,43 @@ START_TEST(a_seed_list_sweeps_every_experiment)
 }
 END_TEST
 
+/* An experiment's own `seed:` (value or list) replaces the batch's for its
+ * runs alone: a seed sweep of one kind beside single-seed kinds in one
+ * batch; its list is checked like the batch's, at its own key. */
+START_TEST(an_experiment_sweeps_its_own_seeds)
+{
+    run_batch b;
+    run_diag d;
+    static const char head[] = "model: {head_dim: 8, heads: 1, train_len: 256}\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%sseed: 4\ndata: {source: gaussian}\n"
+             "experiments: [{kind: decay}, {kind: entropy, seed: [3, 5, 9]}, "
+             "{kind: entropy, seed: 11, params: {max_len: 128}}]\n", head);
+    ck_assert_int_eq(load_full(text, &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 5);
+    int seen[12] = {0};
+    for (size_t i = 0; i < b.n_items; i++) {
+        json_t *r = b.items[i].resolved;
+        json_int_t sd = json_integer_value(json_object_get(r, "seed"));
+        ck_assert(sd >= 0 && sd < 12);
+        seen[sd]++;
+        if (!strcmp(b.items[i].kind->name, "decay"))
+            ck_assert_int_eq(sd, 4); /* the batch's */
+        else /* the data seed follows the run's */
+            ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r, "data"),
+                                                                "seed")), sd);
+    }
+    ck_assert(seen[4] == 1 && seen[3] == 1 && seen[5] == 1 && seen[9] == 1 && seen[11] == 1);
+    run_batch_free(&b);
+    snprintf(text, sizeof text, "%sexperiments: [{kind: decay}, {kind: entropy, seed: [2, 2]}, "
+             "{kind: entropy, seed: [1, -1]}]\n", head);
+    ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "experiments[1].seed[1]: seed 2 is listed twice"));
+    ck_assert(has_msg(&d, "experiments[2].seed[1]"));
+    run_diag_free(&d);
+}
+END_TEST
+
 /* `!list [...]` is one value; a plain list of them is a sweep of lists; a
  * plain list stays a sweep (and LongRoPE then says how to write a value). */
 START_TEST(tagged_lists_are_values_and_plain_lists_sweep)
@@ -1145,6 +1182,7 @@ int main(void)
     tcase_add_test(tc, lists_expand_to_cartesian_product);
     tcase_add_test(tc, zip_pairs_lists_elementwise);
     tcase_add_test(tc, a_seed_list_sweeps_every_experiment);
+    tcase_add_test(tc, an_experiment_sweeps_its_own_seeds);
     tcase_add_test(tc, encoding_zip_pairs_and_reports_every_bad_member);
     tcase_add_test(tc, run_ids_are_stable_and_depend_only_on_parameters);
     tcase_add_loop_test(tc, shards_balance_a_sweep_by_cost, 0, 2);

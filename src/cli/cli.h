@@ -12,7 +12,17 @@
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 
-typedef enum cli_kind { CLI_FLAG, CLI_STR, CLI_U32, CLI_U64, CLI_F64, CLI_F64_SIGNED } cli_kind;
+typedef enum cli_kind {
+    CLI_FLAG, CLI_STR, CLI_U32, CLI_U64, CLI_F64, CLI_F64_SIGNED,
+    CLI_STRS /* repeatable: every value kept, in order, into a cli_strs */
+} cli_kind;
+
+/* The values of a repeatable option (CLI_STRS), at most CLI_MAX_REPEAT. */
+#define CLI_MAX_REPEAT 16
+typedef struct cli_strs {
+    const char *v[CLI_MAX_REPEAT];
+    size_t n;
+} cli_strs;
 
 /* One flag. Numbers are parsed strictly: decimal digits only for U32/U64
  * (no sign, space, hex, octal or leading zero), a plain decimal number for
@@ -21,7 +31,7 @@ typedef enum cli_kind { CLI_FLAG, CLI_STR, CLI_U32, CLI_U64, CLI_F64, CLI_F64_SI
 typedef struct cli_opt {
     const char *name;   /* "--device" */
     cli_kind kind;
-    void *dst;          /* int*, const char**, uint32_t*, uint64_t*, double* */
+    void *dst;          /* int*, const char**, uint32_t*, uint64_t*, double*, cli_strs* */
     /* The value's placeholder, which help, the man page and the bash
      * completion show: "N", "FILE", "DIR", "ENCODING" (a registry name), or
      * the alternatives "half|interleaved" (lower case: literal values,

@@ -137,6 +137,15 @@ static int parse_value(const cli_opt *o, const char *v)
     case CLI_STR:
         *(const char **)o->dst = v;
         return 0;
+    case CLI_STRS: {
+        cli_strs *l = o->dst;
+        if (l->n == CLI_MAX_REPEAT) {
+            cli_error("%s: given more than %d times", o->name, CLI_MAX_REPEAT);
+            return -1;
+        }
+        l->v[l->n++] = v;
+        return 0;
+    }
     case CLI_U32:
     case CLI_U64: {
         unsigned long long x;

@@ -70,6 +70,7 @@ rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err)
     c->c_xtitle = plot_csv_col(h, "x_title");
     c->c_plot = plot_csv_col(h, "plot");
     c->c_train = plot_csv_col(h, "train_len");
+    c->facet_col = -1; /* plot_view_apply sets the view */
     /* every column the result format defines; the others are swept keys */
     static const char *const fixed[] = {
         "run_id", "device", "kind",  "status", "encoding", "type",   "factor", "head_dim",
@@ -120,6 +121,24 @@ static rl_status prepare_gnuplot(const char *dir, const plot_options *o, char *p
     return rl_fs_mkdirs(dir, pd, err);
 }
 
+/* --out: the folder made when missing (its parent must exist), never
+ * through a link: a link there is refused before anything is written. */
+static rl_status prepare_out(const char *out, rl_error *err)
+{
+    if (strlen(out) > 900)
+        return rl_fail(err, RL_ERR_LIMIT, "plot --out %s: the path is %zu bytes; ropelab writes "
+                       "into folders of at most 900", out, strlen(out));
+    if (mkdir(out, 0777) != 0 && errno != EEXIST)
+        return rl_fail(err, RL_ERR_IO, "plot --out %s: cannot create the folder: %s", out,
+                       strerror(errno));
+    struct stat sb;
+    if (lstat(out, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return rl_fail(err, RL_ERR_ARG, "plot --out %s: not a folder (a link or a file is "
+                       "there; ropelab writes only into a folder it does not reach through a "
+                       "link)", out);
+    return rl_fs_no_links(out, 3, err);
+}
+
 /* What a killed plot left: report.md.tmp.<pid> and plots/<name>.tmp.<pid>
  * (figures, data files and scripts being written). Under the lock. */
 static rl_status clean_own_tmp(const char *dir, rl_error *err)
@@ -134,6 +153,9 @@ static rl_status clean_own_tmp(const char *dir, rl_error *err)
 rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, rl_error *err)
 {
     plot_options o = opt ? *opt : (plot_options){0};
+    unsigned formats = o.formats ? o.formats
+                                 : o.no_svg ? PLOT_FMT_PNG : PLOT_FMT_PNG | PLOT_FMT_SVG;
+    const char *out = o.out ? o.out : dir;
     plot_result dummy;
     if (!res)
         res = &dummy;
@@ -157,18 +179,22 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     if (!st)
         st = plot_ctx_columns(&c, path, err);
     if (!st)
+        st = plot_view_apply(&c, &t, &o, err);
+    if (!st)
         st = plot_group(&c, &figs, &n_figs, err);
+    if (!st && o.out)
+        st = prepare_out(o.out, err);
     /* before the first write, the folder's lock, as run and merge take it;
      * holding it, every temporary of ours there (plots/<name>.tmp.<pid>,
      * report.md.tmp.<pid>) is a killed plot's, whatever pid it names:
      * removed (a link so named unlinked, never followed) */
     int lock = -1;
     if (!st)
-        st = rl_fs_lock(dir, &lock, err);
+        st = rl_fs_lock(out, &lock, err);
     if (!st)
-        st = clean_own_tmp(dir, err);
+        st = clean_own_tmp(out, err);
     if (!st && n_figs)
-        st = prepare_gnuplot(dir, &o, prog, sizeof prog, err);
+        st = prepare_gnuplot(out, &o, prog, sizeof prog, err);
     for (size_t i = 0; i < n_figs && !st; i++) {
         if (o.stop && *o.stop) {
             st = rl_fail(err, RL_ERR_IO, "stopped by a signal after %zu figure(s)",
@@ -177,19 +203,20 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
         }
         if (figs[i].is_ref || figs[i].constant || (figs[i].flags & PLOT_F_HIDE))
             continue; /* drawn inside its table's figures, or said in the report */
-        st = plot_figure_render(&c, &figs[i], figs, n_figs, prog, !o.no_svg, err);
+        st = plot_figure_render(&c, &figs[i], figs, n_figs, prog, formats, err);
         if (!st)
             res->n_figures++;
     }
     if (!st && o.stop && *o.stop)
         st = rl_fail(err, RL_ERR_IO, "stopped by a signal after %zu figure(s)", res->n_figures);
     if (!st)
-        st = plot_report_write(&c, figs, n_figs, !o.no_svg, res, err);
+        st = plot_report_write(&c, figs, n_figs, formats, res, err);
     rl_fs_unlock(lock);
     plot_figures_free(figs, n_figs);
     free(c.is_param);
     free(c.is_seed);
     free(c.is_ident);
+    plot_view_free(&c);
     plot_csv_free(&t);
     return st;
 }

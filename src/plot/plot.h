@@ -23,21 +23,47 @@
 
 #include "core/rl_status.h"
 
+/* Figure formats (plot_options.formats). */
+enum { PLOT_FMT_PNG = 1u << 0, PLOT_FMT_SVG = 1u << 1, PLOT_FMT_PDF = 1u << 2 };
+
+/* Most --where conditions, --series and --aggregate columns. */
+#define PLOT_MAX_WHERE 16
+#define PLOT_MAX_KEYS 8
+
 typedef struct plot_options {
     const char *gnuplot;   /* program to run; NULL: "gnuplot" found on PATH */
-    int no_svg;            /* 1: PNG only */
+    int no_svg;            /* 1: PNG only (formats 0) */
+    unsigned formats;      /* PLOT_FMT_*; 0: PNG and SVG (PNG only with no_svg) */
+    /* The view (docs/runner.md "Plots"); a KEY is a results.csv column,
+     * or a swept key without its section ("factor", "max_len") when one
+     * column has that name: */
+    const char *where[PLOT_MAX_WHERE]; /* "KEY=V1[,V2...]": only rows whose KEY is one of
+                                          the values (every condition holds) */
+    size_t n_where;
+    const char *series;    /* "KEY[,KEY...]": one line per value of these columns (runs of a
+                              line may differ only in what is aggregated); NULL: one line per
+                              configuration */
+    const char *facet;     /* "KEY": one panel per value (at most 16); NULL: panels only
+                              beyond 10 lines */
+    const char *aggregate; /* "KEY[,KEY...]": runs differing only in these are one line, their
+                              mean with a 95 % band; "none": never; NULL: the seed columns */
+    const char *out;       /* folder of plots/ and report.md; NULL: DIR (results.csv, the
+                              manifest and the runs are always read from DIR) */
     volatile sig_atomic_t *stop; /* set by a signal handler: stop before the next figure
                                     (the drawn ones complete), RL_ERR_IO; NULL: never */
 } plot_options;
 
 typedef struct plot_result {
-    size_t n_figures;      /* figures written (each as .png and .svg) */
+    size_t n_figures;      /* figures written (each in every format asked for) */
     size_t n_runs;         /* distinct run ids seen */
     size_t n_scalars;      /* scalar rows put in the report table */
 } plot_result;
 
 /* Renders DIR's results. RL_ERR_IO for a missing/unreadable results.csv,
  * RL_ERR_PARSE for a malformed one (message names file, line and column),
+ * RL_ERR_ARG for a view the table cannot give (an unknown column or value,
+ * a line whose runs differ in a column neither a series, facet nor
+ * aggregate key: the message names the column and two runs),
  * RL_ERR_UNSUPPORTED when gnuplot is not installed (message says how to
  * install it). */
 rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, rl_error *err);

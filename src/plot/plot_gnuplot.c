@@ -520,6 +520,19 @@ static void choose_styles(const plot_ctx *c, const plot_figure *fg, const size_t
  * in *col and each series' panel in panel[]. */
 static size_t choose_facets(const plot_ctx *c, const plot_figure *fg, int *col, size_t *panel)
 {
+    if (c->facet_col >= 0 && fg->n) {
+        /* --facet: one panel per value, in order of first appearance */
+        size_t n_val = 0;
+        for (size_t i = 0; i < fg->n; i++) {
+            const char *v = plot_field(c, fg->s[i].first_row, c->facet_col);
+            size_t k = 0;
+            while (k < i && strcmp(plot_field(c, fg->s[k].first_row, c->facet_col), v) != 0)
+                k++;
+            panel[i] = k < i ? panel[k] : n_val++;
+        }
+        *col = c->facet_col;
+        return n_val;
+    }
     if (fg->n <= 10)
         return 0;
     const plot_csv_row *h = &c->t->rows[0];
@@ -719,12 +732,25 @@ static void symlog_tics(FILE *fp, const ranges *rg, double cw)
     fputs(")\n", fp);
 }
 
+/* The formats: extension and the gnuplot terminal that writes it (size in
+ * pixels; pdfcairo's in inches, 100 pixels an inch). */
+static const struct {
+    unsigned flag;
+    const char *ext, *terminal;
+    double per_px;
+} formats_known[] = {
+    {PLOT_FMT_PNG, "png", "pngcairo size %.0f,%.0f font \"sans,11\"", 1},
+    {PLOT_FMT_SVG, "svg", "svg size %.0f,%.0f dynamic font \"sans,11\"", 1},
+    {PLOT_FMT_PDF, "pdf", "pdfcairo size %.2fin,%.2fin font \"sans,9\"", 0.01},
+};
+
 /* Writes the script (path) drawing name.dat into the files named by the
- * gnuplot variables out_png and out_svg (name.png / name.svg unless set
- * with -e), file names relative to DIR/plots; fills fg->caption. */
+ * gnuplot variables out_png, out_svg and out_pdf (name.png ... unless set
+ * with -e), one for each format asked for, file names relative to
+ * DIR/plots; fills fg->caption. */
 static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *name,
                               const refset *rs, const ranges *rg,
-                              const axes *ax, int svg, const char *path, rl_error *err)
+                              const axes *ax, unsigned formats, const char *path, rl_error *err)
 {
     char file[200], text[700];
     style *sty = calloc(fg->n ? fg->n : 1, sizeof *sty);
@@ -759,7 +785,7 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
 
     /* settings, written once; body: what draws, written per terminal */
     rl_atomic_file af;
-    rl_status st = rl_atomic_open_below(&af, c->dir, path, err);
+    rl_status st = rl_atomic_open_below(&af, plot_out_dir(c), path, err);
     if (st) {
         fclose(bp);
         free(body);
@@ -772,14 +798,15 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
     size_t rows = n_panels ? (n_panels + cols - 1) / cols : 1;
     int width = n_panels ? (int)cols * 620 : 1000, height = n_panels ? (int)rows * 600 + 40 : 680;
     fprintf(fp, "# ropelab plot: %s (re-render here with: gnuplot %s.gp)\n", name, name);
-    fputs("if (!exists(\"out_png\")) out_png = ", fp);
-    snprintf(file, sizeof file, "%s.png", name);
-    gp_string(fp, file);
-    fputs("\nif (!exists(\"out_svg\")) out_svg = ", fp);
-    snprintf(file, sizeof file, "%s.svg", name);
-    gp_string(fp, file);
-    fprintf(fp, "\nset terminal pngcairo size %d,%d font \"sans,11\"\n"
-                "set termoption noenhanced\nset output out_png\n", width, height);
+    for (size_t k = 0; k < RL_ARRAY_LEN(formats_known); k++) {
+        if (!(formats & formats_known[k].flag))
+            continue;
+        fprintf(fp, "if (!exists(\"out_%s\")) out_%s = ", formats_known[k].ext,
+                formats_known[k].ext);
+        snprintf(file, sizeof file, "%s.%s", name, formats_known[k].ext);
+        gp_string(fp, file);
+        fputc('\n', fp);
+    }
     if (*fg->length)
         snprintf(text, sizeof text, "%s, N = %s tokens", fg->title, fg->length);
     else
@@ -848,18 +875,33 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         ci |= fg->s[si].ci;
     }
     snprintf(fg->caption, sizeof fg->caption, "%s against %s; ", ylab, fg->x_title);
+    /* what a line averages over: seeds, or the --aggregate columns' runs */
+    const char *agg = *c->agg_words ? c->agg_words : "seed";
+    const char *unit = strcmp(agg, "seed") == 0 ? "seeds" : "runs";
+    char by[300] = "configuration";
+    if (c->is_series) {
+        size_t bl = (size_t)snprintf(by, sizeof by, "value of");
+        for (size_t col = 0; col < c->t->rows[0].n && bl < sizeof by; col++)
+            if (c->is_series[col])
+                bl += (size_t)snprintf(by + bl, sizeof by - bl, " %s",
+                                       plot_key_name(c->t->rows[0].f[col]));
+    }
     if (merged)
-        caption_add(fg, "one line per configuration: runs that differ only in their seed are "
-                        "one line, their mean (up to %zu seeds).", most);
+        caption_add(fg, "one line per %s: runs that differ only in their %s are one line, their "
+                        "mean (up to %zu %s).", by, agg, most, unit);
     else
-        caption_add(fg, "one line per run.");
+        caption_add(fg, c->is_series ? "one line per %s." : "one line per run.", by);
     if (ci & (PLOT_CI_T | PLOT_CI_BOOT))
-        caption_add(fg, " %s: the 95 %% interval of the mean over seeds (%s%s%s).",
-                    fg->categorical ? "Error bars" : "Shaded band",
-                    ci & PLOT_CI_T ? "t-interval for 2 to 4 seeds" : "",
+        caption_add(fg, " %s: the 95 %% interval of the mean over %s (%s%s%s%s).",
+                    fg->categorical ? "Error bars" : "Shaded band", unit,
+                    ci & PLOT_CI_T ? "t-interval for 2 to 4 " : "", ci & PLOT_CI_T ? unit : "",
                     (ci & PLOT_CI_T) && (ci & PLOT_CI_BOOT) ? "; " : "",
-                    ci & PLOT_CI_BOOT ? "percentile bootstrap over seeds, 2000 resamples, for 5 "
-                                        "or more" : "");
+                    ci & PLOT_CI_BOOT ? (strcmp(unit, "seeds") == 0
+                                             ? "percentile bootstrap over seeds, 2000 resamples, "
+                                               "for 5 or more"
+                                             : "percentile bootstrap over runs, 2000 resamples, "
+                                               "for 5 or more")
+                                      : "");
     if (ci & PLOT_CI_ROWS)
         caption_add(fg, " %s: the 95 %% interval results.csv gives for one run (`%s_lo95` to "
                         "`%s_hi95`).", fg->categorical ? "Error bars" : "Shaded band",
@@ -926,10 +968,15 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         plot_command(bp, c, fg, name, sty, NULL, 0, -1, rs);
     }
     fclose(bp);
-    fputs(body, fp);
-    if (svg) {
-        fprintf(fp, "set terminal svg size %d,%d dynamic font \"sans,11\"\n"
-                    "set termoption noenhanced\nset output out_svg\n", width, height);
+    /* the settings above hold for every terminal: each format draws the
+     * same body */
+    for (size_t k = 0; k < RL_ARRAY_LEN(formats_known); k++) {
+        if (!(formats & formats_known[k].flag))
+            continue;
+        fputs("set terminal ", fp);
+        fprintf(fp, formats_known[k].terminal, width * formats_known[k].per_px,
+                height * formats_known[k].per_px);
+        fprintf(fp, "\nset termoption noenhanced\nset output out_%s\n", formats_known[k].ext);
         fputs(body, fp);
     }
     fputs("unset output\n", fp);
@@ -941,11 +988,11 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
 }
 
 rl_status plot_figure_write(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
-                            size_t n_figs, int svg, rl_error *err)
+                            size_t n_figs, unsigned formats, rl_error *err)
 {
     char pd[1100], dat[1300], gp[1300];
     const char *name = fg->name;
-    snprintf(pd, sizeof pd, "%s/plots", c->dir);
+    snprintf(pd, sizeof pd, "%s/plots", plot_out_dir(c));
     snprintf(dat, sizeof dat, "%s/%s.dat", pd, name);
     snprintf(gp, sizeof gp, "%s/%s.gp", pd, name);
     refset rs;
@@ -965,47 +1012,60 @@ rl_status plot_figure_write(const plot_ctx *c, plot_figure *fg, const plot_figur
                 rg.ref_pos = fmin(rg.ref_pos, y);
         }
     axes ax = choose_axes(fg, &rg);
-    if (!(st = write_data(c->dir, fg, &rs, &ax, &rg, dat, err)))
-        st = write_script(c, fg, name, &rs, &rg, &ax, svg, gp, err);
+    if (!(st = write_data(plot_out_dir(c), fg, &rs, &ax, &rg, dat, err)))
+        st = write_script(c, fg, name, &rs, &rg, &ax, formats, gp, err);
     free(rs.of);
     return st;
 }
 
-rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
-                             size_t n_figs, const char *prog, int svg, rl_error *err)
+/* Removes the temporaries of fg's formats (tmp[k] for each). */
+static void remove_tmps(const char *root, char tmp[][1400], size_t n)
 {
-    char pd[1100], gp[1300], script[200], log[1200], outputs[600];
-    char png[1300], pngtmp[1400], svgf[1300], svgtmp[1400];
-    const char *name = fg->name;
-    snprintf(pd, sizeof pd, "%s/plots", c->dir);
+    for (size_t k = 0; k < n; k++)
+        if (tmp[k][0])
+            rl_fs_remove(root, tmp[k], NULL);
+}
+
+rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
+                             size_t n_figs, const char *prog, unsigned formats, rl_error *err)
+{
+    enum { NF = RL_ARRAY_LEN(formats_known) };
+    char pd[1000], gp[1300], script[200], log[1200], outputs[600];
+    char dst[NF][1300], tmp[NF][1400];
+    const char *name = fg->name, *root = plot_out_dir(c);
+    snprintf(pd, sizeof pd, "%s/plots", root);
     snprintf(gp, sizeof gp, "%s/%s.gp", pd, name);
     snprintf(script, sizeof script, "%s.gp", name);
     snprintf(log, sizeof log, "%s/gnuplot.log", pd);
-    snprintf(png, sizeof png, "%s/%s.png", pd, name);
-    snprintf(svgf, sizeof svgf, "%s/%s.svg", pd, name);
-    snprintf(pngtmp, sizeof pngtmp, "%s.tmp.%ld", png, (long)getpid());
-    snprintf(svgtmp, sizeof svgtmp, "%s.tmp.%ld", svgf, (long)getpid());
-    rl_status st = plot_figure_write(c, fg, figs, n_figs, svg, err);
+    rl_status st = plot_figure_write(c, fg, figs, n_figs, formats, err);
     if (st)
         return st;
     /* the temporary names, from the safe name and our pid only */
-    snprintf(outputs, sizeof outputs, "out_png='%s.png.tmp.%ld'; out_svg='%s.svg.tmp.%ld'", name,
-             (long)getpid(), name, (long)getpid());
-    /* gnuplot creates the temporaries by name: none may be there first (a
-     * planted link is refused here, never written through) */
-    if ((st = rl_fs_remove(c->dir, pngtmp, err)) || (st = rl_fs_remove(c->dir, svgtmp, err)))
-        return st;
-    if ((st = run_gnuplot(c->dir, prog, pd, script, outputs, gp, log, err))) {
-        rl_fs_remove(c->dir, pngtmp, NULL);
-        rl_fs_remove(c->dir, svgtmp, NULL);
+    size_t len = 0;
+    outputs[0] = '\0';
+    for (size_t k = 0; k < NF; k++) {
+        dst[k][0] = tmp[k][0] = '\0';
+        if (!(formats & formats_known[k].flag))
+            continue;
+        const char *ext = formats_known[k].ext;
+        snprintf(dst[k], sizeof dst[k], "%s/%s.%s", pd, name, ext);
+        snprintf(tmp[k], sizeof tmp[k], "%s/%s.%s.tmp.%ld", pd, name, ext, (long)getpid());
+        len += (size_t)snprintf(outputs + len, sizeof outputs - len, "%sout_%s='%s.%s.tmp.%ld'",
+                                len ? "; " : "", ext, name, ext, (long)getpid());
+        /* gnuplot creates the temporaries by name: none may be there first
+         * (a planted link is refused here, never written through) */
+        if ((st = rl_fs_remove(root, tmp[k], err)))
+            return st;
+    }
+    if ((st = run_gnuplot(root, prog, pd, script, outputs, gp, log, err))) {
+        remove_tmps(root, tmp, NF);
         return st;
     }
-    if ((st = rl_fs_rename(c->dir, pngtmp, png, err)) ||
-        (svg && (st = rl_fs_rename(c->dir, svgtmp, svgf, err)))) {
-        rl_fs_remove(c->dir, pngtmp, NULL);
-        rl_fs_remove(c->dir, svgtmp, NULL);
-        return st;
-    }
+    for (size_t k = 0; k < NF; k++)
+        if (tmp[k][0] && (st = rl_fs_rename(root, tmp[k], dst[k], err))) {
+            remove_tmps(root, tmp, NF);
+            return st;
+        }
     fg->drawn = 1;
     return RL_OK;
 }

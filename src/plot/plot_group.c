@@ -56,12 +56,19 @@ void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int 
                        size_t cap)
 {
     const char *enc = plot_field(c, fg->s[si].first_row, c->c_enc);
-    size_t len = skip == c->c_enc ? 0 : (size_t)snprintf(out, cap, "%s", enc);
+    /* by --series: the encoding only when it is one of them */
+    int with_enc = skip != c->c_enc && (!c->is_series || c->is_series[c->c_enc]);
+    size_t len = with_enc ? (size_t)snprintf(out, cap, "%s", enc) : 0;
     if (!len)
         out[0] = '\0';
     const plot_csv_row *h = &c->t->rows[0];
-    for (size_t col = 0; col < h->n && len < cap; col++) {
-        if (!(c->is_param[col] || (int)col == c->c_dev) || (int)col == skip)
+    /* the parameters first, a seed (when lines are not averaged over it)
+     * last: "yarn factor=4 seed=2" */
+    for (size_t i = 0; i < 2 * h->n && len < cap; i++) {
+        size_t col = i % h->n;
+        int named = c->in_label ? c->in_label[col] : c->is_param[col] || (int)col == c->c_dev;
+        if (!named || (int)col == skip ||
+            (strcmp(plot_key_name(h->f[col]), "seed") == 0) != (i >= h->n))
             continue;
         /* a mean over seeds has no one seed */
         if (c->is_seed[col] && fg->s[si].n_runs > 1)
@@ -76,6 +83,15 @@ void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int 
             const char *key = plot_key_name(h->f[col]);
             len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", len ? " " : "", key, v);
         }
+    }
+    if (len == 0 && c->is_series) {
+        /* every line the same in what names lines: its series values */
+        for (size_t col = 0; col < h->n && len < cap; col++)
+            if (c->is_series[col] && (int)col != skip)
+                len += (size_t)snprintf(out + len, cap - len, (int)col == c->c_enc ? "%s%s"
+                                        : "%s%s=%s", len ? " " : "",
+                                        (int)col == c->c_enc ? "" : plot_key_name(h->f[col]),
+                                        plot_field(c, fg->s[si].first_row, (int)col));
     }
     if (len == 0)
         snprintf(out, cap, "%s", *enc ? enc : fg->s[si].run_id);
@@ -319,6 +335,17 @@ static int same_config(const plot_ctx *c, size_t a, size_t b)
     return 1;
 }
 
+static rl_status combine(plot_figure *fg, int *group, rl_error *err);
+
+/* n series' lines, none assigned yet (-1); NULL when out of memory. */
+static int *groups_new(size_t n)
+{
+    int *g = malloc((n ? n : 1) * sizeof *g);
+    for (size_t i = 0; g && i < n; i++)
+        g[i] = -1;
+    return g;
+}
+
 /* Series of fg whose runs differ only in their seed become one (their
  * rows together): only when every run of the group has a seed of its own,
  * so that runs told apart by something results.csv does not show are never
@@ -326,11 +353,9 @@ static int same_config(const plot_ctx *c, size_t a, size_t b)
 static rl_status merge_seeds(const plot_ctx *c, plot_figure *fg, rl_error *err)
 {
     size_t n = fg->n;
-    int *group = malloc((n ? n : 1) * sizeof *group);
+    int *group = groups_new(n);
     if (!group)
         return rl_fail(err, RL_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        group[i] = -1;
     for (size_t i = 0; i < n; i++) {
         if (group[i] >= 0)
             continue;
@@ -352,7 +377,69 @@ static rl_status merge_seeds(const plot_ctx *c, plot_figure *fg, rl_error *err)
                 if (group[j] == (int)i)
                     group[j] = (int)j;
     }
-    size_t out = 0;
+    return combine(fg, group, err);
+}
+
+/* --series: series of fg with the same series (and facet) values are one
+ * line; its runs must agree in every other column of their configuration
+ * and differ in what is aggregated, else the line would average what the
+ * view does not say: refused naming the column and two runs. */
+static rl_status merge_series(const plot_ctx *c, plot_figure *fg, rl_error *err)
+{
+    size_t n = fg->n;
+    const plot_csv_row *h = &c->t->rows[0];
+    int *group = groups_new(n);
+    if (!group)
+        return rl_fail(err, RL_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (group[i] >= 0)
+            continue;
+        group[i] = (int)i;
+        size_t a = fg->s[i].first_row;
+        for (size_t j = i + 1; j < n; j++) {
+            size_t b = fg->s[j].first_row;
+            int same = group[j] < 0;
+            for (size_t col = 0; col < h->n && same; col++)
+                if (c->is_series[col] || (int)col == c->facet_col)
+                    same = strcmp(plot_field(c, a, (int)col), plot_field(c, b, (int)col)) == 0;
+            if (!same)
+                continue;
+            for (size_t col = 0; col < h->n; col++) {
+                if (!c->is_ident[col] || c->is_series[col] || (int)col == c->facet_col)
+                    continue;
+                const char *va = plot_field(c, a, (int)col), *vb = plot_field(c, b, (int)col);
+                if (strcmp(va, vb) != 0) {
+                    free(group);
+                    return rl_fail(err, RL_ERR_ARG, "plot: runs %s and %s are one line of "
+                                   "metric %s by --series, but differ in %s ('%s' and '%s'); add "
+                                   "it to --series, --facet it, --aggregate it, or choose one "
+                                   "with --where %s=%s", fg->s[i].run_id, fg->s[j].run_id,
+                                   fg->metric, h->f[col], va, vb, plot_key_name(h->f[col]), va);
+                }
+            }
+            for (size_t k = i; k < j; k++)
+                if (group[k] == (int)i && same_seed(c, fg->s[k].first_row, b)) {
+                    free(group);
+                    return rl_fail(err, RL_ERR_ARG, "plot: runs %s and %s are one line of "
+                                   "metric %s by --series and the same in %s too; %s", 
+                                   fg->s[k].run_id, fg->s[j].run_id, fg->metric,
+                                   *c->agg_words ? c->agg_words : "everything",
+                                   *c->agg_words ? "tell them apart with --series, --facet or "
+                                   "--where" : "average them with --aggregate KEY, or tell "
+                                   "them apart with --series, --facet or --where");
+                }
+            group[j] = (int)i;
+        }
+    }
+    return combine(fg, group, err);
+}
+
+/* Joins the series of fg by group[] (group[i] == i: a line's first
+ * series; else the first series of i's line): rows together, run counts
+ * added. Frees group. */
+static rl_status combine(plot_figure *fg, int *group, rl_error *err)
+{
+    size_t n = fg->n, out = 0;
     rl_status st = RL_OK;
     for (size_t i = 0; i < n; i++) {
         if (group[i] != (int)i) {
@@ -489,7 +576,7 @@ rl_status plot_group(const plot_ctx *c, plot_figure **figs, size_t *n_figs, rl_e
     rl_status st = ci_build(c, &ix, err);
     for (size_t i = 0; i < *n_figs && !st; i++) {
         plot_figure *fg = &(*figs)[i];
-        st = merge_seeds(c, fg, err);
+        st = c->is_series ? merge_series(c, fg, err) : merge_seeds(c, fg, err);
         for (size_t k = 0; k < fg->n && !st; k++)
             st = series_points(c, fg->categorical, &ix, &fg->s[k], err);
     }

@@ -2,8 +2,11 @@
  * plot_); not part of its public API. Lowest layer first:
  *
  *   plot_csv.c      results.csv read into a table (RFC 4180)
+ *   plot_view.c     the view: --where rows, --series / --facet / --aggregate
+ *                   columns
  *   plot_group.c    rows grouped into figures (by metric) and series (by
- *                   run and device), series labels
+ *                   run and device, then by configuration or --series),
+ *                   series labels
  *   plot_gnuplot.c  a figure's .dat and .gp files, gnuplot run on them
  *   plot_report.c   report.md
  *   plot.c          plot_dir: the steps above in order */
@@ -54,7 +57,23 @@ typedef struct plot_ctx {
     int *is_ident;               /* [header columns] what tells two runs' configurations apart
                                     apart from the seed: device, kind, encoding, type, factor,
                                     model shape, every swept key but a seed */
+    /* The view (plot_options; plot_view.c). is_seed marks the aggregated
+     * columns (the seed columns unless --aggregate names others; none with
+     * "none"), is_ident the rest of the configuration. */
+    const char *out;             /* where plots/ and report.md go; NULL: dir */
+    int *is_series;              /* [header columns] --series columns; NULL: by configuration */
+    int *in_label;               /* [header columns] may name a line in its legend (with the
+                                    encoding): swept keys, the device, an unaveraged seed */
+    int facet_col;               /* --facet column; -1: panels chosen beyond 10 lines */
+    char agg_words[160];         /* what a line averages over, for captions: "seed" */
+    char view[1200];             /* the view's options as given, for the report ("" none) */
 } plot_ctx;
+
+/* Where outputs go: c->out, or DIR. */
+static inline const char *plot_out_dir(const plot_ctx *c)
+{
+    return c->out ? c->out : c->dir;
+}
 
 /* results.csv's `plot` column, word by word (docs/runner.md "results.csv"). */
 enum {
@@ -79,6 +98,19 @@ int plot_ci_bound(const char *m, unsigned flags, size_t *base_len, int *is_hi);
  * ones; path names the file in messages) and every row as wide as the
  * header; c->is_param is allocated (free it). */
 rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err);
+
+/* ---- plot_view.c ----------------------------------------------------------- */
+
+/* The view of opt on c (after plot_ctx_columns): --where rows dropped from
+ * the table (*t, rows compacted; the header kept), is_seed / is_ident /
+ * is_series / in_label / facet_col / agg_words set. RL_ERR_ARG naming the
+ * option, the key or value and what the table has. */
+rl_status plot_view_apply(plot_ctx *c, plot_csv *t, const plot_options *opt, rl_error *err);
+void plot_view_free(plot_ctx *c);
+
+/* The column KEY names (exactly, or a swept key by its name without its
+ * section when only one column has it), or -1. */
+int plot_view_col(const plot_ctx *c, const char *key);
 
 /* Row row's field in column col ("" for an absent column). */
 const char *plot_field(const plot_ctx *c, size_t row, int col);
@@ -169,18 +201,18 @@ void plot_safe_name(const char *in, char *out, size_t cap);
  * re-renders <name>.png/.svg when run there (`cd plots && gnuplot <name>.gp`);
  * ropelab passes temporary output names with -e. */
 rl_status plot_figure_render(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
-                             size_t n_figs, const char *prog, int svg, rl_error *err);
+                             size_t n_figs, const char *prog, unsigned formats, rl_error *err);
 /* Its first half: DIR/plots/<name>.dat and .gp only (DIR/plots must exist;
  * gnuplot is not run). The fuzz harness of results.csv goes through it. */
 rl_status plot_figure_write(const plot_ctx *c, plot_figure *fg, const plot_figure *figs,
-                            size_t n_figs, int svg, rl_error *err);
+                            size_t n_figs, unsigned formats, rl_error *err);
 
 /* ---- plot_report.c --------------------------------------------------------- */
 
 /* Writes DIR/report.md: runs with their status (DIR/manifest.json when
  * present), the figures, verification records, scalar rows; fills
  * res->n_runs and res->n_scalars. */
-rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs, int svg,
-                            plot_result *res, rl_error *err);
+rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs,
+                            unsigned formats, plot_result *res, rl_error *err);
 
 #endif

@@ -195,7 +195,7 @@ static rl_status runs_table(FILE *fp, const plot_ctx *c, json_t *manifest, plot_
 /* The drawn figures with their captions, then a sentence for each figure
  * not drawn (constant, or declared as bookkeeping); references are drawn
  * inside their table's figures and named in those captions. */
-static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, int svg)
+static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, unsigned formats)
 {
     size_t n_drawn = 0;
     for (size_t i = 0; i < n_figs; i++)
@@ -213,16 +213,22 @@ static void figures_list(FILE *fp, const plot_figure *figs, size_t n_figs, int s
             fputs(", N = ", fp);
             md_text(fp, f->length);
         }
-        fputs("\n\n![", fp);
-        md_text(fp, f->title);
-        fprintf(fp, "](plots/%s.png)\n\n*Figure %zu.* ", f->name, ++k);
+        fputs("\n\n", fp);
+        if (formats & PLOT_FMT_PNG) {
+            fputs("![", fp);
+            md_text(fp, f->title);
+            fprintf(fp, "](plots/%s.png)\n\n", f->name);
+        }
+        fprintf(fp, "*Figure %zu.* ", ++k);
         md_text(fp, f->caption);
         fputs(" Metric ", fp);
         md_code(fp, f->metric);
-        fputs(".\n", fp);
-        if (svg)
-            fprintf(fp, "\n[SVG](plots/%s.svg) · [data](plots/%s.dat) · [script](plots/%s.gp)\n",
-                    f->name, f->name, f->name);
+        fputs(".\n\n", fp);
+        if (formats & PLOT_FMT_SVG)
+            fprintf(fp, "[SVG](plots/%s.svg) · ", f->name);
+        if (formats & PLOT_FMT_PDF)
+            fprintf(fp, "[PDF](plots/%s.pdf) · ", f->name);
+        fprintf(fp, "[data](plots/%s.dat) · [script](plots/%s.gp)\n", f->name, f->name);
     }
     /* once per metric: "at N = ..." only when it has a single length */
     int any = 0;
@@ -311,6 +317,19 @@ static void verification_row(FILE *fp, const plot_ctx *c, const json_t *job, con
 
 /* Verification: every job's records — the error of each device figure
  * against the CPU reference next to its bound. */
+/* Is job one of the table's runs? A --where view reports only its own
+ * (without one every job is). */
+static int job_in_view(const plot_ctx *c, const json_t *job)
+{
+    if (!*c->view)
+        return 1;
+    const char *id = json_string_value(json_object_get(job, "run_id"));
+    for (size_t r = 1; id && r < c->t->n; r++)
+        if (strcmp(plot_field(c, r, c->c_run), id) == 0)
+            return 1;
+    return 0;
+}
+
 static void verification_table(FILE *fp, const plot_ctx *c, const json_t *manifest)
 {
     json_t *jobs = manifest ? json_object_get(manifest, "jobs") : NULL;
@@ -324,7 +343,7 @@ static void verification_table(FILE *fp, const plot_ctx *c, const json_t *manife
     json_t *job;
     json_array_foreach(jobs, ji, job) {
         const char *dirn = json_string_value(json_object_get(job, "dir"));
-        if (dirn)
+        if (dirn && job_in_view(c, job))
             verification_row(fp, c, job, dirn);
     }
 }
@@ -540,7 +559,7 @@ static void parameters_list(FILE *fp, const plot_ctx *c, const json_t *manifest)
     json_t *job;
     json_array_foreach(jobs, ji, job) {
         const char *dirn = json_string_value(json_object_get(job, "dir"));
-        if (!dirn)
+        if (!dirn || !job_in_view(c, job))
             continue;
         char sp[1400];
         snprintf(sp, sizeof sp, "%s/runs/%s/summary.json", c->dir, dirn);
@@ -572,17 +591,17 @@ static void parameters_list(FILE *fp, const plot_ctx *c, const json_t *manifest)
     }
 }
 
-rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs, int svg,
-                            plot_result *res, rl_error *err)
+rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n_figs,
+                            unsigned formats, plot_result *res, rl_error *err)
 {
     char path[1100], mpath[1100];
-    snprintf(path, sizeof path, "%s/report.md", c->dir);
+    snprintf(path, sizeof path, "%s/report.md", plot_out_dir(c));
     snprintf(mpath, sizeof mpath, "%s/manifest.json", c->dir);
     json_t *manifest = rl_fs_kind(c->dir, mpath, NULL) == 'f'
                            ? rl_fs_load_json(c->dir, mpath, RL_FS_MAX_MANIFEST, NULL)
                            : NULL;
     rl_atomic_file af;
-    rl_status st = rl_atomic_open_below(&af, c->dir, path, err);
+    rl_status st = rl_atomic_open_below(&af, plot_out_dir(c), path, err);
     if (st) {
         json_decref(manifest);
         return st;
@@ -595,13 +614,20 @@ rl_status plot_report_write(const plot_ctx *c, const plot_figure *figs, size_t n
     fprintf(fp, " (%zu rows). Every GPU figure below was verified against the double-precision "
                 "CPU reference; verification errors are in the scalar table.\n\n## Runs\n\n",
             c->t->n - 1);
+    if (*c->view) {
+        /* what was chosen is part of what the figures say */
+        fputs("View: ", fp);
+        md_code(fp, c->view);
+        fputs(" (`ropelab plot` options; the runs, figures and tables below are that view's).\n\n",
+              fp);
+    }
     if ((st = runs_table(fp, c, manifest, res, err))) {
         rl_atomic_abort(&af);
         json_decref(manifest);
         return st;
     }
     parameters_list(fp, c, manifest);
-    figures_list(fp, figs, n_figs, svg);
+    figures_list(fp, figs, n_figs, formats);
     verification_table(fp, c, manifest);
     scalars_table(fp, c, res);
     json_decref(manifest);

@@ -28,7 +28,7 @@ static const rl_param model_params[] = {
     {.key = "layer_type", .type = RL_P_STR, .def = "null"},
 };
 
-static const char *const exp_entry_keys[] = {"kind", "params", "encodings"};
+static const char *const exp_entry_keys[] = {"kind", "params", "encodings", "seed"};
 
 /* ---- the loader's state -------------------------------------------------- */
 
@@ -81,6 +81,52 @@ static rl_status syntax_error(run_batch *b, run_diag *diag, const rl_error *perr
     return rl_fail(err, RL_ERR_PARSE, "%s", perr->msg);
 }
 
+/* `seed:` (at kp) of the batch or of one experiment: a scalar, or a list,
+ * one sweep axis (each run gets one seed; the data section's seed follows
+ * it unless the data section gives its own). seeds[*n] receives the list,
+ * *first its first seed; left as they were where nothing valid is given. */
+static void parse_seeds(run_pctx *c, const run_node *n, const char *kp, uint64_t *seeds,
+                        uint32_t *n_seeds, uint64_t *first)
+{
+    static const rl_param sp = {.key = "seed", .type = RL_P_INT, .min = 0,
+                                 .max = 9007199254740991.0};
+    if (n->type != RUN_NODE_SEQ) {
+        json_t *v = run_typed_value(c, n, &sp, kp);
+        if (v)
+            *first = (uint64_t)json_integer_value(v);
+        json_decref(v);
+        seeds[0] = *first, *n_seeds = 1;
+        return;
+    }
+    uint32_t got = 0;
+    if (n->n == 0 || n->n > RUN_MAX_SEEDS)
+        run_diag_add(c, RUN_AT(n), kp, "a seed list holds 1 to %d seeds, got %zu",
+                     RUN_MAX_SEEDS, n->n);
+    for (size_t i = 0; i < n->n && i < RUN_MAX_SEEDS; i++) {
+        char ip[128];
+        snprintf(ip, sizeof ip, "%s[%zu]", kp, i);
+        json_t *v = run_typed_value(c, n->items[i], &sp, ip);
+        if (!v)
+            continue;
+        uint64_t sv = (uint64_t)json_integer_value(v);
+        json_decref(v);
+        int dup = 0;
+        for (uint32_t k = 0; k < got; k++)
+            dup |= seeds[k] == sv;
+        if (dup)
+            run_diag_add(c, RUN_AT(n->items[i]), ip, "seed %llu is listed twice",
+                         (unsigned long long)sv);
+        else
+            seeds[got++] = sv;
+    }
+    if (got) {
+        *n_seeds = got;
+        *first = seeds[0];
+    } else {
+        *n_seeds = 1, seeds[0] = *first;
+    }
+}
+
 /* Unknown top-level keys; name, output, device, seed. */
 static void parse_top(loader *L)
 {
@@ -102,46 +148,8 @@ static void parse_top(loader *L)
         run_scalar_str(c, n, "output", b->output, sizeof b->output);
     if ((n = run_node_get(r, "device", NULL)))
         run_scalar_str(c, n, "device", b->device, sizeof b->device);
-    if ((n = run_node_get(r, "seed", NULL))) {
-        /* a scalar, or a list: one sweep axis over every experiment (each
-         * run gets one seed; the data section's seed follows it unless the
-         * data section gives its own) */
-        static const rl_param sp = {.key = "seed", .type = RL_P_INT, .min = 0,
-                                     .max = 9007199254740991.0};
-        if (n->type == RUN_NODE_SEQ) {
-            b->n_seeds = 0; /* this function may read the section again */
-            if (n->n == 0 || n->n > RUN_MAX_SEEDS)
-                run_diag_add(c, RUN_AT(n), "seed", "a seed list holds 1 to %d seeds, got %zu",
-                             RUN_MAX_SEEDS, n->n);
-            for (size_t i = 0; i < n->n && i < RUN_MAX_SEEDS; i++) {
-                char ip[32];
-                snprintf(ip, sizeof ip, "seed[%zu]", i);
-                json_t *v = run_typed_value(c, n->items[i], &sp, ip);
-                if (!v)
-                    continue;
-                uint64_t sv = (uint64_t)json_integer_value(v);
-                json_decref(v);
-                int dup = 0;
-                for (uint32_t k = 0; k < b->n_seeds; k++)
-                    dup |= b->seeds[k] == sv;
-                if (dup)
-                    run_diag_add(c, RUN_AT(n->items[i]), ip, "seed %llu is listed twice",
-                                 (unsigned long long)sv);
-                else
-                    b->seeds[b->n_seeds++] = sv;
-            }
-            if (b->n_seeds)
-                b->seed = b->seeds[0];
-            else
-                b->n_seeds = 1, b->seeds[0] = b->seed;
-        } else {
-            json_t *v = run_typed_value(c, n, &sp, "seed");
-            if (v)
-                b->seed = (uint64_t)json_integer_value(v);
-            json_decref(v);
-            b->seeds[0] = b->seed, b->n_seeds = 1;
-        }
-    }
+    if ((n = run_node_get(r, "seed", NULL)))
+        parse_seeds(c, n, "seed", b->seeds, &b->n_seeds, &b->seed);
 }
 
 /* Each failing shape check of the unswept model at its own key. */
@@ -329,11 +337,29 @@ static int parse_experiment(loader *L, const run_node *e, size_t i, int *use_enc
     size_t before = c->diag->n;
     run_schema_parse(c, run_node_get(e, "params", NULL), kp, "params", kind->params,
                      kind->n_params, params, pax);
+    /* the entry's own seeds (a value or a list) in place of the batch's
+     * for its runs alone */
+    run_batch *b = L->b;
+    uint64_t seeds[RUN_MAX_SEEDS], seed = b->seed;
+    uint32_t n_seeds = b->n_seeds;
+    memcpy(seeds, b->seeds, sizeof seeds);
+    const run_node *sn = run_node_get(e, "seed", NULL);
+    if (sn) {
+        snprintf(kp, sizeof kp, "%s.seed", ep);
+        parse_seeds(c, sn, kp, seeds, &n_seeds, &seed);
+    }
     if (!L->shape_bad && c->diag->n == before) {
         run_sections s = {.model_tmpl = L->model_tmpl, .model_ax = L->model_ax,
                           .data_tmpl = L->data_tmpl, .data_ax = L->data_ax,
                           .data_node = L->data, .encs = &L->encs};
-        run_expand_entry(c, L->b, &L->cap, &s, e, (uint32_t)i, kind, params, pax, use_enc);
+        uint64_t keep[RUN_MAX_SEEDS], keep_seed = b->seed;
+        uint32_t keep_n = b->n_seeds;
+        memcpy(keep, b->seeds, sizeof keep);
+        memcpy(b->seeds, seeds, sizeof seeds);
+        b->n_seeds = n_seeds, b->seed = seed;
+        run_expand_entry(c, b, &L->cap, &s, e, (uint32_t)i, kind, params, pax, use_enc);
+        memcpy(b->seeds, keep, sizeof keep);
+        b->n_seeds = keep_n, b->seed = keep_seed;
     }
     run_axes_free(pax);
     free(pax);

@@ -64,6 +64,11 @@ rl_status run_plan_print(const run_batch *b, uint32_t si, uint32_t sn, FILE *fp,
         fprintf(fp, "; shard %u/%u", si, sn);
     fprintf(fp, "\n%-16s  %-10s %-12s %10s  %s\n", "run id", "kind", "encoding", "memory",
             "parameters (those at their kind's default left out)");
+    /* a seed sweep (the batch's or an entry's): each line says its seed */
+    int seeds_differ = 0;
+    for (size_t i = 1; i < b->n_items && !seeds_differ; i++)
+        seeds_differ = !json_equal(json_object_get(b->items[i].resolved, "seed"),
+                                   json_object_get(b->items[0].resolved, "seed"));
     for (size_t i = 0; i < b->n_items; i++) {
         const run_item *it = &b->items[i];
         if (shard[i] != si)
@@ -103,6 +108,8 @@ rl_status run_plan_print(const run_batch *b, uint32_t si, uint32_t sn, FILE *fp,
             run_json_text(v, buf, sizeof buf);
             fprintf(fp, " %s=%s", rl_clean(k, c3, sizeof c3), rl_clean(buf, c1, sizeof c1));
         }
+        if (seeds_differ)
+            fprintf(fp, " seed=%lld", (long long)json_integer_value(json_object_get(res, "seed")));
         fputc('\n', fp);
     }
     fprintf(fp, "%zu run(s) in this shard; largest memory estimate per run %s\n", n,

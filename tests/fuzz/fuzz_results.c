@@ -19,6 +19,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char fz_dir[64], fz_plots[96], fz_csv[96];
 
+/* The formats a script is written for, chosen by the input's length. */
+static unsigned fz_formats(size_t size)
+{
+    static const unsigned f[] = {PLOT_FMT_PNG, PLOT_FMT_PNG | PLOT_FMT_SVG,
+                                 PLOT_FMT_PDF, PLOT_FMT_PNG | PLOT_FMT_SVG | PLOT_FMT_PDF};
+    return f[size & 3];
+}
+
 static void fz_cleanup(void)
 {
     rl_fs_remove("/tmp", fz_dir, NULL);
@@ -52,11 +60,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (size_t s = 0; s < figs[i].n; s++)
                 plot_series_label(&c, &figs[i], s, -1, label, sizeof label);
             if (!figs[i].is_ref && !figs[i].constant && !(figs[i].flags & PLOT_F_HIDE) &&
-                plot_figure_write(&c, &figs[i], figs, n_figs, (int)(size & 1), &err) == RL_OK)
+                plot_figure_write(&c, &figs[i], figs, n_figs, fz_formats(size), &err) == RL_OK)
                 figs[i].drawn = 1; /* as if gnuplot had drawn it: the report lists it */
         }
         plot_result res;
-        (void)plot_report_write(&c, figs, n_figs, (int)(size & 1), &res, &err);
+        (void)plot_report_write(&c, figs, n_figs, fz_formats(size), &res, &err);
     }
     plot_figures_free(figs, n_figs);
     free(c.is_param);
