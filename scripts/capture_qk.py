@@ -8,7 +8,9 @@
 Loads MODEL (a hub id or a local directory) with transformers'
 AutoTokenizer / AutoModelForCausalLM, tokenizes TEXTFILE (one sequence,
 positions 0..N-1), runs one forward pass with forward hooks on each chosen
-layer's attention projections and writes, to one .safetensors file:
+layer's attention projections (stopped by the hook that completes the last
+chosen layer: no later layer, no logits over the vocabulary) and writes, to
+one .safetensors file:
 
     layer.<L>.q   [tokens][heads][head_dim]      query before RoPE
     layer.<L>.k   [tokens][kv_heads][head_dim]   key before RoPE
@@ -204,6 +206,12 @@ def tensor_entry(name, t):
     return (name, dtype, tuple(t.shape), a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes())
 
 
+class _Captured(Exception):
+    """Raised by the last hook once every chosen layer's Q/K/V is held: the
+    forward pass stops there (no later layer, no final norm, no logits over
+    the vocabulary, which for Llama 3 at 32k tokens alone are ~8 GB)."""
+
+
 def capture(model, input_ids, layers, dtype="fp32", config=None):
     """Runs model on input_ids ([1][tokens] long) with hooks on the chosen
     layers; returns ({"layer.L.q": tensor [T][H][D], ...}, info). The model
@@ -221,9 +229,11 @@ def capture(model, input_ids, layers, dtype="fp32", config=None):
     if len(blocks) != n_layers:
         raise CaptureError("model has %d layers but its config says %d" % (len(blocks), n_layers))
     T = int(input_ids.shape[1])
-    got, handles, sources = {}, [], set()
+    got, handles, sources, stats = {}, [], set(), {}
     store = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     compute = set()
+
+    wanted = set()
 
     def hook(layer, which):
         def fn(_module, _inputs, output):
@@ -231,6 +241,8 @@ def capture(model, input_ids, layers, dtype="fp32", config=None):
                 output = output[0]
             got[(layer, which)] = output.detach()
             compute.add(str(output.dtype).replace("torch.", ""))
+            if wanted <= set(got):
+                raise _Captured()
         return fn
 
     try:
@@ -241,10 +253,15 @@ def capture(model, input_ids, layers, dtype="fp32", config=None):
             plan, source, _ = attention_plan(attn, heads, kv, hd)
             sources.add(source)
             for which, m in plan.items():
+                wanted.add((L, which))
                 handles.append(m.register_forward_hook(hook(L, which)))
         positions = torch.arange(T, dtype=torch.long, device=input_ids.device).unsqueeze(0)
+        stats["stopped_early"] = False
         with torch.no_grad():
-            model(input_ids=input_ids, position_ids=positions)
+            try:
+                model(input_ids=input_ids, position_ids=positions)
+            except _Captured:
+                stats["stopped_early"] = True
     finally:
         for h in handles:
             h.remove()
@@ -269,7 +286,8 @@ def capture(model, input_ids, layers, dtype="fp32", config=None):
             out["layer.%d.%s" % (L, which)] = x.reshape(T, n, hd).to(store).cpu()
     out["positions"] = positions.reshape(T).cpu()
     info = {"heads": heads, "kv_heads": kv, "head_dim": hd, "tokens": T, "layers": layers,
-            "qk_source": "; ".join(sorted(sources)), "compute_dtype": ",".join(sorted(compute))}
+            "qk_source": "; ".join(sorted(sources)), "compute_dtype": ",".join(sorted(compute)),
+            "stopped_early": stats["stopped_early"]}
     return out, info
 
 

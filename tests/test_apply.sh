@@ -103,4 +103,18 @@ expect st_missing 2 'no such tensor' -- apply --encoding rope --input "$tmp/q.sa
 expect st_rank1 2 'rank 1; need' -- apply --encoding rope --input "$tmp/q.safetensors" --tensor v --positions 0:5 --out "$tmp/y.npy"
 expect missing_input 2 'cannot open' -- apply --encoding rope --input "$tmp/none.npy" --positions 0:5 --out "$tmp/y.npy"
 expect help 0 'writes float32 .npy' -- apply --help
+# the text line names only the keys that hold a value; --json keeps every
+# key of the family (unset ones null)
+params_line() {
+  local out
+  out=$("$bin" apply --encoding rope --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy" 2>&1) || return 1
+  echo "$out" | grep -q '^  params: {"rope_type":"default","rope_theta":10000.0,' || return 1
+  ! echo "$out" | grep -q 'null'
+}
+params_json() {
+  "$bin" apply --encoding rope --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy" --json 2>&1 |
+    grep -q '"partial_rotary_factor": null'
+}
+ok apply_text_params_without_nulls params_line
+ok apply_json_keeps_every_key params_json
 finish

@@ -209,7 +209,16 @@ c = config()
 m = FakeLM(c).eval()
 layers = cq.parse_layers("0,-1", c.num_hidden_layers)
 check("parse_layers_negative", layers == [0, 2], str(layers))
+calls = {"lm_head": 0, "mlp2": 0}
+h1 = m.lm_head.register_forward_hook(lambda *_: calls.__setitem__("lm_head", calls["lm_head"] + 1))
+h2 = m.model.layers[2].mlp.register_forward_hook(lambda *_: calls.__setitem__("mlp2", calls["mlp2"] + 1))
 tensors, info = cq.capture(m, ids, layers, "fp32")
+# the forward pass stops at the last captured projection: no logits over
+# the vocabulary, not even the last layer's MLP
+check("stops_after_last_capture", info["stopped_early"] and calls == {"lm_head": 0, "mlp2": 0},
+      "%s %s" % (info["stopped_early"], calls))
+h1.remove()
+h2.remove()
 meta = cq.capture_metadata(info, "fp32", "fake/llama", json.dumps(c.to_dict()), "ab" * 32, "t.txt")
 path = os.path.join(tmp, "sep.safetensors")
 cq.write_capture(path, tensors, meta)

@@ -271,10 +271,20 @@ static rl_status apply_on(rlvk_device *dev, void *vctx, json_t *arr, rl_error *e
                                   (json_int_t)c->tokens, "heads", c->heads, "head_dim", c->head_dim)
                       : NULL;
     if (!arr) {
-        char *ps = json_dumps(pe_encoding_params(e), JSON_COMPACT | JSON_REAL_PRECISION(10));
+        /* the keys that hold a value (the family's unset ones are null:
+         * --json keeps the whole record) */
+        json_t *set = json_object();
+        const char *k;
+        json_t *v;
+        json_t *all = (json_t *)pe_encoding_params(e); /* read only: jansson iterates non-const */
+        json_object_foreach(all, k, v)
+            if (!json_is_null(v))
+                json_object_set(set, k, v);
+        char *ps = set ? json_dumps(set, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
         printf("%s on %s: %" PRIu64 " tokens x %u heads x %u dims\n  params: %s\n", c->encoding,
                dev->info.name, c->tokens, c->heads, c->head_dim, ps ? ps : "{}");
         free(ps);
+        json_decref(set);
     }
     print_stats("reference", &sref, obj);
     if (emu)

@@ -113,8 +113,16 @@ int cmd_model(int argc, char **argv)
         printf("heads %u, kv heads %u, head_dim %u", m.heads, m.kv_heads, m.head_dim);
         if (m.v_head_dim)
             printf(" (v_head_dim %u)", m.v_head_dim);
-        printf(", hidden %u, layers %u\n", m.hidden_size, m.n_layers);
-        printf("train length %u, max positions %u\n", m.train_len, m.max_position_embeddings);
+        /* what the source does not give (a preset names the shape and the
+         * encoding only) is not printed as 0 */
+        if (m.hidden_size)
+            printf(", hidden %u", m.hidden_size);
+        if (m.hidden_size || m.n_layers > 1)
+            printf(", layers %u", m.n_layers);
+        printf("\ntrain length %u (the length runs use)", m.train_len);
+        if (m.max_position_embeddings)
+            printf(", max positions %u", m.max_position_embeddings);
+        printf("\n");
         printf("logit scale %.9g (q.k multiplier before softmax; RoPE's attention factor a multiplies "
                "cos and sin, logits by a^2)", m.logit_scale);
         if (m.softcap > 0)
