@@ -78,7 +78,7 @@ static int import_hf(rope_desc *d, const char *path, const char *preset, const c
 static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
 {
     const char *hf = NULL, *preset = NULL, *layer_type = NULL, *type = NULL, *layout = NULL,
-               *shortf = NULL, *longf = NULL, *semantics = NULL;
+               *shortf = NULL, *longf = NULL, *semantics = NULL, *framework = NULL;
     int json = 0, csv = 0, no_truncate = 0;
     const char *set_seen = NULL; /* --set is collected by cmd_freqs; listed for --help */
     uint32_t u_head = NOT_GIVEN_U32, u_rot = NOT_GIVEN_U32, u_orig = NOT_GIVEN_U32,
@@ -114,6 +114,9 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
         {"--mixed-b", CLI_F64, &f_mixed_b, "X", "semantics vllm, ntk: mixed-NTK exponent b"},
         {"--set", CLI_STR, &set_seen, "KEY=VALUE", "any RoPE key of `ropelab encodings` (rope), e.g. a "
          "scaling's own (truncated: truncate_b=0.0123); repeatable, value parsed as JSON when it parses"},
+        {"--framework", CLI_STR, &framework, "hf|vllm",
+         "also the float32 inv_freq that framework computes (its own program and operation order: "
+         "what precision hf|vllm uses)"},
         {"--json", CLI_FLAG, &json, NULL, "print JSON (inv_freq at full double precision)"},
         {"--csv", CLI_FLAG, &csv, NULL, "print a CSV table"},
     };
@@ -229,6 +232,17 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
     }
     const char *tn = rope_type_name(f->rope_type);
     uint32_t h = f->rotary_dim / 2;
+    int fw = 0, has_prog = 0;
+    float fwinv[ROPE_MAX_PAIRS];
+    if (framework) {
+        if (strcmp(framework, "hf") && strcmp(framework, "vllm")) {
+            cli_error("--framework '%s': hf or vllm", framework);
+            free(f);
+            return CLI_EXIT_USAGE;
+        }
+        fw = strcmp(framework, "hf") == 0 ? RL_ROPE_PREC_HF : RL_ROPE_PREC_VLLM;
+        has_prog = rope_emu_program(f, fw, fwinv);
+    }
     if (json) {
         json_t *inv = json_array(), *wl = json_array(), *sc = json_array();
         for (uint32_t j = 0; j < f->n_pairs; j++) {
@@ -244,6 +258,15 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
                               "attention_factor", f->attention_factor, "seq_len",
                               f->seq_len ? json_integer(f->seq_len) : json_null(), "rope_theta", f->base,
                               "effective_base", f->theta, "factor", f->factor, "wavelength", wl, "scale", sc);
+        if (fw) {
+            /* each float32 exactly (a double holds it; 9 digits would too) */
+            json_t *fa = json_array();
+            for (uint32_t j = 0; j < f->n_pairs; j++)
+                json_array_append_new(fa, json_real((double)fwinv[j]));
+            json_object_set_new(o, "framework", json_string(framework));
+            json_object_set_new(o, "framework_program", json_boolean(has_prog));
+            json_object_set_new(o, "framework_inv_freq", fa);
+        }
         char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17) | JSON_PRESERVE_ORDER);
         if (s)
             puts(s);
@@ -268,6 +291,23 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
                f->attention_factor, f->attention_factor * f->attention_factor);
         if (f->seq_len)
             printf("seq_len %u\n", f->seq_len);
+        if (fw)
+            printf("%s's float32 inv_freq: %s (docs/rope.md \"Framework frequency programs\")\n",
+                   framework, has_prog ? "its own program, in its operation order"
+                                       : "no program of its own for this type: the double inv_freq "
+                                         "rounded to float32");
+        if (fw) {
+            printf("%6s %25s %16s %6s\n", "pair", "inv_freq", "float32", "ulps");
+            for (uint32_t j = 0; j < f->n_pairs; j++) {
+                float r = (float)f->inv_freq[j];
+                int32_t a, b;
+                memcpy(&a, &r, 4);
+                memcpy(&b, &fwinv[j], 4);
+                printf("%6u %25.17g %16.9g %6d\n", j, f->inv_freq[j], (double)fwinv[j], b - a);
+            }
+            free(f);
+            return CLI_EXIT_OK;
+        }
         printf("%6s %11s %25s %22s %12s\n", "pair", "dims", "inv_freq", "wavelength (tokens)", "scale");
         for (uint32_t j = 0; j < f->n_pairs; j++) {
             char dims[32];

@@ -434,6 +434,11 @@ float rope_emu_round(int dtype, float v);
  * ggml-vulkan theta_scale = powf(base, -2/rotary_dim), cuda-fast
  * powf(theta_scale, j). out: [n_pairs]. */
 void rope_emu_factors(const rope_freqs *f, float *out);
+/* The inv_freq framework fw (RL_ROPE_PREC_HF or _VLLM) computes for f, in
+ * its own float32 program (the scaling registry's emu_freqs) into out
+ * [n_pairs]; returns 1, or 0 when fw has none for f's type (or f has
+ * Resonance or mRoPE): out is then f's double inv_freq rounded to float32. */
+int rope_emu_program(const rope_freqs *f, int fw, float *out);
 /* ggml's rope_yarn in the ggml-cpu / ggml-vulkan modes for rope_type linear
  * and yarn (ggml/src/ggml-cpu/ops.cpp rope_yarn, ggml_rope_yarn_corr_dims):
  * returns 1 and, in ggml's fp32 arithmetic, freq_scale = 1/factor,

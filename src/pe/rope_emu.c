@@ -12,6 +12,7 @@
 
 #include "core/rl_util.h"
 #include "pe/rope.h"
+#include "pe/rope_scaling.h"
 
 #define RL_LN2 0.69314718055994530942
 #ifndef M_PI
@@ -64,10 +65,26 @@ float rope_emu_round(int dtype, float v)
     return (float)r;
 }
 
+int rope_emu_program(const rope_freqs *f, int fw, float *out)
+{
+    const rope_scaling *sc = rope_scaling_at(f->rope_type);
+    /* Resonance rounds wavelengths after the type's scaling (its authors'
+     * code, not a framework's): not a framework program */
+    if (sc && sc->emu_freqs && !f->desc.resonance && !f->mrope &&
+        sc->emu_freqs(&f->desc, f->seq_len, fw, f->n_pairs, out))
+        return 1;
+    for (uint32_t j = 0; j < f->n_pairs; j++)
+        out[j] = (float)f->inv_freq[j]; /* the double inv_freq, rounded once */
+    return 0;
+}
+
 void rope_emu_factors(const rope_freqs *f, float *out)
 {
     const float dim = (float)f->rotary_dim;
     const float base = (float)f->theta;
+    float fw[ROPE_MAX_PAIRS];
+    if (f->precision == RL_ROPE_PREC_HF || f->precision == RL_ROPE_PREC_VLLM)
+        rope_emu_program(f, f->precision, fw);
     /* ggml: theta_scale = powf(freq_base, -2.0f/n_dims) */
     const float ts = powf(base, -2.0f / dim);
     for (uint32_t j = 0; j < f->n_pairs; j++) {
@@ -75,13 +92,8 @@ void rope_emu_factors(const rope_freqs *f, float *out)
         switch (f->precision) {
         case RL_ROPE_PREC_HF:
         case RL_ROPE_PREC_VLLM:
-            /* 1.0 / (base ** (arange(0, dim, 2).float() / dim)) in fp32; the
-             * scaling types' own fp32 arithmetic is not reproduced: their
-             * double inv_freq is rounded to fp32 instead (docs/rope.md). */
-            if (f->rope_type == ROPE_TYPE_DEFAULT)
-                v = 1.0f / powf(base, (float)(2 * j) / dim);
-            else
-                v = (float)f->inv_freq[j];
+            /* the framework's own frequency program (rope_emu_program) */
+            v = fw[j];
             if (f->precision == RL_ROPE_PREC_HF && f->inv_freq_dtype == RL_DTYPE_BF16)
                 v = rope_emu_round(RL_DTYPE_BF16, v);
             break;

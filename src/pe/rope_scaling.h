@@ -56,6 +56,15 @@ typedef struct rope_scaling {
      * *af (set to 1 by the caller before the call). */
     void (*freqs)(const rope_desc *r, uint64_t n, uint32_t np, double *inv, double *theta,
                   double *af);
+    /* Its frequencies as framework fw (RL_ROPE_PREC_HF: transformers'
+     * _compute_*_parameters; RL_ROPE_PREC_VLLM: vLLM's _compute_inv_freq)
+     * computes them at length n, in that program's float32 operations and
+     * order (pe/rope_emu_ops.h), into inv [np]; returns 1, or 0 when fw has
+     * no such program for this type (the emulation then rounds the double
+     * inv_freq to float32 and docs/rope.md says so). The emulation modes'
+     * factors (rope_emu_factors) come from here, on the host as in the
+     * frameworks. NULL: none for any framework. */
+    int (*emu_freqs)(const rope_desc *r, uint64_t n, int fw, uint32_t np, float *inv);
     /* The factor in effect at length n (rope_freqs.factor); NULL: factor, 1 if not given. */
     double (*factor_at)(const rope_desc *r, uint64_t n);
     /* Example settings on top of rope_scaling_example's common ones (the

@@ -1,4 +1,5 @@
 /* rope_type default: the unscaled rotation. */
+#include "pe/rope_emu_ops.h"
 #include "pe/rope_scaling.h"
 
 static void freqs(const rope_desc *r, uint64_t n, uint32_t np, double *inv, double *theta,
@@ -7,6 +8,15 @@ static void freqs(const rope_desc *r, uint64_t n, uint32_t np, double *inv, doub
     (void)n, (void)af;
     *theta = r->theta;
     rope_scaling_base_freqs(r->theta, r->rotary_dim, np, inv);
+}
+
+/* transformers _compute_default_rope_parameters and vLLM
+ * RotaryEmbedding._compute_inv_freq: the same operations. */
+static int emu_freqs(const rope_desc *r, uint64_t n, int fw, uint32_t np, float *inv)
+{
+    (void)n, (void)fw;
+    rope_emu_default_inv(r->theta, r->rotary_dim, np, inv);
+    return 1;
 }
 
 static const char *const keys[] = {NULL};
@@ -19,4 +29,5 @@ const rope_scaling rope_scaling_default = {
     .keys = keys,
     .required = keys,
     .freqs = freqs,
+    .emu_freqs = emu_freqs,
 };

@@ -1,4 +1,5 @@
 /* rope_type linear: position interpolation. */
+#include "pe/rope_emu_ops.h"
 #include "pe/rope_scaling.h"
 
 static rl_status resolve(rope_desc *r, rl_error *err)
@@ -19,6 +20,22 @@ static void freqs(const rope_desc *r, uint64_t n, uint32_t np, double *inv, doub
         inv[j] /= factor;
 }
 
+/* transformers _compute_linear_scaling_rope_parameters: the default
+ * program, then `inv_freq /= factor`. vLLM's LinearScalingRotaryEmbedding
+ * divides the positions instead (t / factor before the product): not an
+ * inv_freq program, so none here. */
+static int emu_freqs(const rope_desc *r, uint64_t n, int fw, uint32_t np, float *inv)
+{
+    (void)n;
+    if (fw != RL_ROPE_PREC_HF)
+        return 0;
+    rope_emu_default_inv(r->theta, r->rotary_dim, np, inv);
+    const float s = (float)(r->factor ? r->factor : 1.0);
+    for (uint32_t j = 0; j < np; j++)
+        inv[j] = inv[j] / s;
+    return 1;
+}
+
 static const char *const keys[] = {"factor", NULL};
 
 const rope_scaling rope_scaling_linear = {
@@ -31,4 +48,5 @@ const rope_scaling rope_scaling_linear = {
     .required = keys,
     .resolve = resolve,
     .freqs = freqs,
+    .emu_freqs = emu_freqs,
 };

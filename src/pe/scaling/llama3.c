@@ -1,4 +1,5 @@
 /* rope_type llama3: Llama 3.1's wavelength bands. */
+#include "pe/rope_emu_ops.h"
 #include "pe/rope_scaling.h"
 
 #ifndef M_PI
@@ -51,6 +52,32 @@ static void example(rope_desc *d)
     d->original_max_position_embeddings = 8192;
 }
 
+/* transformers _compute_llama3_parameters and vLLM
+ * Llama3RotaryEmbedding._compute_inv_freq (the same values): the default
+ * program, wavelen = 2 pi / inv (reciprocal times 2 pi), the bands' edges
+ * L / low_freq_factor and L / high_freq_factor compared in float32, the
+ * smooth factor (L / wavelen - low) / (high - low) and
+ * fl(fl(fl(1 - sm) * inv) / factor) + fl(sm * inv) in the middle band. */
+static int emu_freqs(const rope_desc *r, uint64_t n, int fw, uint32_t np, float *inv)
+{
+    (void)n, (void)fw;
+    const double Lo = r->original_max_position_embeddings;
+    const double lf = r->low_freq_factor, hf = r->high_freq_factor;
+    const float low_wl = (float)(Lo / lf), high_wl = (float)(Lo / hf);
+    const float f = (float)(r->factor ? r->factor : 1.0);
+    rope_emu_default_inv(r->theta, r->rotary_dim, np, inv);
+    for (uint32_t j = 0; j < np; j++) {
+        float t = inv[j], wl = rope_emu_rdiv(2.0 * M_PI, t);
+        float il = wl > low_wl ? t / f : t;
+        if (!(wl < high_wl) && !(wl > low_wl) && hf != lf) {
+            float sm = (rope_emu_rdiv(Lo, wl) - (float)lf) / (float)(hf - lf);
+            il = (1.0f - sm) * il / f + sm * il;
+        }
+        inv[j] = il;
+    }
+    return 1;
+}
+
 static const char *const keys[] = {"factor", "original_max_position_embeddings",
                                    "low_freq_factor", "high_freq_factor", NULL};
 
@@ -63,5 +90,6 @@ const rope_scaling rope_scaling_llama3 = {
     .required = keys,
     .resolve = resolve,
     .freqs = freqs,
+    .emu_freqs = emu_freqs,
     .example = example,
 };

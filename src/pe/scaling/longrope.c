@@ -1,6 +1,7 @@
 /* rope_type longrope: per-pair rescale factors (Phi-3 short/long). */
 #include <math.h>
 
+#include "pe/rope_emu_ops.h"
 #include "pe/rope_scaling.h"
 
 static rl_status resolve(rope_desc *r, rl_error *err)
@@ -66,6 +67,21 @@ static void example(rope_desc *d)
     }
 }
 
+/* transformers _compute_longrope_parameters and vLLM
+ * Phi3LongRoPEScaledRotaryEmbedding._compute_inv_freq: the factors as a
+ * float32 tensor, 1.0 / (ext * base ** (arange(0, d, 2) / d)); long beyond
+ * original_max_position_embeddings, as the double program. */
+static int emu_freqs(const rope_desc *r, uint64_t n, int fw, uint32_t np, float *inv)
+{
+    (void)fw;
+    int use_long = n > r->original_max_position_embeddings;
+    for (uint32_t j = 0; j < np; j++) {
+        float ext = (float)(use_long ? r->long_factor[j] : r->short_factor[j]);
+        inv[j] = rope_emu_rdiv(1.0, ext * rope_emu_pos_freq(r->theta, j, r->rotary_dim));
+    }
+    return 1;
+}
+
 static const char *const keys[] = {"factor", "original_max_position_embeddings",
                                    "attention_factor", "short_factor", "long_factor", NULL};
 static const char *const required[] = {"original_max_position_embeddings", "short_factor",
@@ -81,5 +97,6 @@ const rope_scaling rope_scaling_longrope = {
     .required = required,
     .resolve = resolve,
     .freqs = freqs,
+    .emu_freqs = emu_freqs,
     .example = example,
 };

@@ -1,6 +1,7 @@
 /* rope_type yarn: NTK-by-parts interpolation plus the attention factor. */
 #include <math.h>
 
+#include "pe/rope_emu_ops.h"
 #include "pe/scaling/yarn.h"
 
 #ifndef M_PI
@@ -96,6 +97,41 @@ static void example(rope_desc *d)
     d->mscale_all_dim = 0.707;
 }
 
+/* transformers _compute_yarn_parameters and vLLM
+ * YaRNScalingRotaryEmbedding._compute_inv_freq (the same operations): the
+ * correction range in Python double (floor/ceil with truncate, clamped to
+ * [0, d-1], +0.001 when empty), the ramp (arange - low) / (high - low)
+ * clamped to [0, 1] and mask 1 - ramp in float32, then
+ * fl(fl(interp * fl(1 - mask)) + fl(extrap * mask)) with extrap = 1 / p
+ * and interp = 1 / (factor * p), p = base ** (arange(0, d, 2) / d). */
+static int emu_freqs(const rope_desc *r, uint64_t n, int fw, uint32_t np, float *inv)
+{
+    (void)n, (void)fw;
+    const uint32_t dim = r->rotary_dim;
+    const double s = r->factor ? r->factor : 1.0;
+    double bf = r->beta_fast ? r->beta_fast : 32, bs = r->beta_slow ? r->beta_slow : 1;
+    double L = r->original_max_position_embeddings;
+    double lo = yarn_correction_dim(bf, dim, r->theta, L), hi = yarn_correction_dim(bs, dim, r->theta, L);
+    if (r->truncate >= 0) {
+        lo = floor(lo);
+        hi = ceil(hi);
+    }
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > dim - 1 ? dim - 1 : hi;
+    if (lo == hi)
+        hi += 0.001;
+    const float flo = (float)lo, span = (float)(hi - lo), fs = (float)s;
+    for (uint32_t j = 0; j < np; j++) {
+        float p = rope_emu_pos_freq(r->theta, j, dim);
+        float extrap = rope_emu_rdiv(1.0, p), interp = rope_emu_rdiv(1.0, fs * p);
+        float ramp = ((float)j - flo) / span;
+        ramp = ramp < 0.0f ? 0.0f : ramp > 1.0f ? 1.0f : ramp;
+        float mask = 1.0f - ramp;
+        inv[j] = interp * (1.0f - mask) + extrap * mask;
+    }
+    return 1;
+}
+
 static const char *const keys[] = {"factor", "original_max_position_embeddings", "beta_fast",
                                    "beta_slow", "mscale", "mscale_all_dim", "truncate",
                                    "attention_factor", NULL};
@@ -111,5 +147,6 @@ const rope_scaling rope_scaling_yarn = {
     .required = required,
     .resolve = resolve,
     .freqs = freqs,
+    .emu_freqs = emu_freqs,
     .example = example,
 };

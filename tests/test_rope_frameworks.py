@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+"""The frameworks' own frequency programs, transcribed, against ropelab's
+emulation of them (issue 27 item 1).
+
+Each function below is a transcription of the framework's code, operation
+for operation, in torch on float32 tensors (transformers
+src/transformers/modeling_rope_utils.py: _compute_default_rope_parameters,
+_compute_linear_scaling_rope_parameters, _compute_dynamic_ntk_parameters
+(at init and in dynamic_rope_update's forward call, where seq_len is an
+int64 tensor), _compute_yarn_parameters (with mscale, truncate),
+_compute_longrope_parameters, _compute_llama3_parameters; vLLM
+vllm/model_executor/layers/rotary_embedding/: RotaryEmbedding.
+_compute_inv_freq, YaRNScalingRotaryEmbedding, Llama3RotaryEmbedding,
+Phi3LongRoPEScaledRotaryEmbedding, DynamicNTKScalingRotaryEmbedding and
+DynamicNTKAlphaRotaryEmbedding), with one substitution: `a ** b` is POW(a,
+b), the C library's correctly rounded powf, because torch's CPU kernel uses
+SLEEF's powf (1 ulp) on AVX2 machines and CUDA its own: the power is the
+platform's, not the framework's program. `ropelab freqs --framework hf|vllm
+--json` must give the transcription's float32 inv_freq bit for bit on every
+configuration. The test also counts how often torch's own pow would change
+a pair (the platform part), and how many pairs ropelab's former emulation
+(the double inv_freq rounded to float32) had wrong.
+
+usage: test_rope_frameworks.py path/to/ropelab   (exit 77: torch missing)
+"""
+import ctypes
+import json
+import math
+import struct
+import subprocess
+import sys
+
+try:
+    import torch
+except ImportError:
+    print("SKIP: torch is not importable (python3-torch)")
+    sys.exit(77)
+
+BIN = sys.argv[1]
+libm = ctypes.CDLL("libm.so.6")
+libm.powf.restype = ctypes.c_float
+libm.powf.argtypes = [ctypes.c_float, ctypes.c_float]
+NATIVE = False  # True: torch's own pow (the platform's), for the count
+
+
+def POW(a, b):
+    """a ** b in float32, elementwise, the C library's powf; except what
+    torch's kernel computes in double: a 0-dim tensor to a Python number's
+    power goes through its scalar loop, std::pow(float, double), in double
+    (measured: all of 2000 such results equal fl32(pow(double, double)),
+    none powf(x, fl32(e)))."""
+    if NATIVE:
+        return a ** b
+    if isinstance(a, torch.Tensor) and a.dim() == 0 and not isinstance(b, torch.Tensor):
+        return torch.tensor(math.pow(a.item(), b), dtype=torch.float32)
+    ta = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=torch.float32)
+    tb = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=torch.float32)
+    ta, tb = torch.broadcast_tensors(ta.float(), tb.float())
+    out = [libm.powf(x, y) for x, y in zip(ta.reshape(-1).tolist(), tb.reshape(-1).tolist())]
+    return torch.tensor(out, dtype=torch.float32).reshape(ta.shape)
+
+
+# ---- transformers ------------------------------------------------------------
+
+def hf_default(c, seq_len=None):
+    base, dim = c["rope_theta"], c["dim"]
+    return 1.0 / POW(base, torch.arange(0, dim, 2, dtype=torch.int64).to(dtype=torch.float) / dim)
+
+
+def hf_linear(c, seq_len=None):
+    inv_freq = hf_default(c)
+    inv_freq /= c["factor"]
+    return inv_freq
+
+
+def hf_dynamic(c, seq_len=None):
+    base, dim, M, factor = c["rope_theta"], c["dim"], c["max_position_embeddings"], c["factor"]
+    if seq_len is None:
+        seq_len = M
+    elif isinstance(seq_len, torch.Tensor):
+        seq_len = torch.maximum(seq_len, torch.tensor(M, dtype=seq_len.dtype))
+    else:
+        seq_len = max(seq_len, M)
+    x = (factor * seq_len / M) - (factor - 1)
+    base = base * (POW(x, dim / (dim - 2)) if isinstance(x, torch.Tensor) else x ** (dim / (dim - 2)))
+    return 1.0 / POW(base, torch.arange(0, dim, 2, dtype=torch.int64).to(dtype=torch.float) / dim)
+
+
+def hf_yarn(c, seq_len=None):
+    base, dim, factor = c["rope_theta"], c["dim"], c["factor"]
+    original_max_position_embeddings = c.get("original_max_position_embeddings") or c["max_position_embeddings"]
+    beta_fast = c.get("beta_fast") or 32
+    beta_slow = c.get("beta_slow") or 1
+
+    def find_correction_dim(num_rotations, dim, base, max_position_embeddings):
+        return (dim * math.log(max_position_embeddings / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    def find_correction_range(low_rot, high_rot, dim, base, max_position_embeddings, truncate):
+        low = find_correction_dim(low_rot, dim, base, max_position_embeddings)
+        high = find_correction_dim(high_rot, dim, base, max_position_embeddings)
+        if truncate:
+            low = math.floor(low)
+            high = math.ceil(high)
+        return max(low, 0), min(high, dim - 1)
+
+    def linear_ramp_factor(min, max, dim):
+        if min == max:
+            max += 0.001
+        linear_func = (torch.arange(dim, dtype=torch.float32) - min) / (max - min)
+        return torch.clamp(linear_func, 0, 1)
+
+    pos_freqs = POW(base, torch.arange(0, dim, 2).to(dtype=torch.float) / dim)
+    inv_freq_extrapolation = 1.0 / pos_freqs
+    inv_freq_interpolation = 1.0 / (factor * pos_freqs)
+    truncate = c.get("truncate", True)
+    low, high = find_correction_range(beta_fast, beta_slow, dim, base, original_max_position_embeddings, truncate)
+    inv_freq_extrapolation_factor = 1 - linear_ramp_factor(low, high, dim // 2).to(dtype=torch.float)
+    return (inv_freq_interpolation * (1 - inv_freq_extrapolation_factor)
+            + inv_freq_extrapolation * inv_freq_extrapolation_factor)
+
+
+def hf_longrope(c, seq_len=None):
+    base, dim = c["rope_theta"], c["dim"]
+    original_max_position_embeddings = c["original_max_position_embeddings"]
+    if seq_len and seq_len > original_max_position_embeddings:
+        ext_factors = torch.tensor(c["long_factor"], dtype=torch.float32)
+    else:
+        ext_factors = torch.tensor(c["short_factor"], dtype=torch.float32)
+    inv_freq_shape = torch.arange(0, dim, 2, dtype=torch.int64).float() / dim
+    return 1.0 / (ext_factors * POW(base, inv_freq_shape))
+
+
+def hf_llama3(c, seq_len=None):
+    inv_freq = hf_default(c)
+    factor, low_freq_factor, high_freq_factor = c["factor"], c["low_freq_factor"], c["high_freq_factor"]
+    old_context_len = c["original_max_position_embeddings"]
+    low_freq_wavelen = old_context_len / low_freq_factor
+    high_freq_wavelen = old_context_len / high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
+# ---- vLLM ----------------------------------------------------------------------
+
+def vllm_base_inv(base, rotary_dim):
+    return 1.0 / POW(base, torch.arange(0, rotary_dim, 2, dtype=torch.float) / rotary_dim)
+
+
+def vllm_default(c, seq_len=None):
+    return vllm_base_inv(c["rope_theta"], c["dim"])
+
+
+def vllm_yarn(c, seq_len=None):
+    base, rotary_dim, scaling_factor = c["rope_theta"], c["dim"], c["factor"]
+    max_position_embeddings = c["original_max_position_embeddings"]  # get_rope passes the original
+    beta_fast, beta_slow = c.get("beta_fast") or 32, c.get("beta_slow") or 1
+    truncate = c.get("truncate", True)
+
+    def find_dim(num_rotations, dim, base, mpe):
+        return (dim * math.log(mpe / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low = find_dim(beta_fast, rotary_dim, base, max_position_embeddings)
+    high = find_dim(beta_slow, rotary_dim, base, max_position_embeddings)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, rotary_dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(rotary_dim // 2, dtype=torch.float) - low) / (high - low), 0, 1)
+    pos_freqs = POW(base, torch.arange(0, rotary_dim, 2, dtype=torch.float) / rotary_dim)
+    inv_freq_extrapolation = 1.0 / pos_freqs
+    inv_freq_interpolation = 1.0 / (scaling_factor * pos_freqs)
+    inv_freq_mask = 1 - ramp
+    return inv_freq_interpolation * (1 - inv_freq_mask) + inv_freq_extrapolation * inv_freq_mask
+
+
+def vllm_llama3(c, seq_len=None):
+    inv_freqs = vllm_base_inv(c["rope_theta"], c["dim"])
+    orig, lf, hf, s = c["original_max_position_embeddings"], c["low_freq_factor"], c["high_freq_factor"], c["factor"]
+    low_freq_wavelen, high_freq_wavelen = orig / lf, orig / hf
+    wave_len = 2 * math.pi / inv_freqs
+    smooth = (orig / wave_len - lf) / (hf - lf) if lf != hf else 0
+    return torch.where(wave_len < high_freq_wavelen, inv_freqs,
+                       torch.where(wave_len > low_freq_wavelen, inv_freqs / s,
+                                   (1 - smooth) * inv_freqs / s + smooth * inv_freqs))
+
+
+def vllm_longrope(c, seq_len=None):
+    use_long = seq_len is not None and seq_len > c["original_max_position_embeddings"]
+    rescale_factors = torch.tensor(c["long_factor"] if use_long else c["short_factor"], dtype=torch.float32)
+    return 1.0 / (rescale_factors * POW(c["rope_theta"], torch.arange(0, c["dim"], 2, dtype=torch.float) / c["dim"]))
+
+
+def vllm_dynamic(c, seq_len=None):
+    base, d = c["rope_theta"], c["dim"]
+    if c.get("alpha"):
+        base = base * (c["alpha"] ** (d / (d - 2)))
+    else:
+        M, s = c["max_position_embeddings"], c["factor"]
+        max_len = M * s
+        base = base * ((s * max_len / M) - (s - 1)) ** (d / (d - 2))
+    return vllm_base_inv(base, d)
+
+
+# ---- the configurations ---------------------------------------------------------
+
+def flags(c):
+    out = ["--rope-type", c["type"], "--head-dim", str(c["head_dim"]), "--rope-theta", repr(float(c["rope_theta"]))]
+    if c["dim"] != c["head_dim"]:
+        out += ["--rotary-dim", str(c["dim"])]
+    for k, f in (("factor", "--factor"), ("original_max_position_embeddings", "--original-max-position-embeddings"),
+                 ("max_position_embeddings", "--max-position-embeddings"), ("beta_fast", "--beta-fast"),
+                 ("beta_slow", "--beta-slow"), ("mscale", "--mscale"), ("mscale_all_dim", "--mscale-all-dim"),
+                 ("low_freq_factor", "--low-freq-factor"), ("high_freq_factor", "--high-freq-factor"),
+                 ("alpha", "--alpha")):
+        if c.get(k) is not None:
+            out += [f, repr(c[k]) if isinstance(c[k], float) else str(c[k])]
+    if c.get("truncate") is False:
+        out.append("--no-truncate")
+    for k, f in (("short_factor", "--short-factor"), ("long_factor", "--long-factor")):
+        if c.get(k):
+            out += [f, ",".join(repr(v) for v in c[k])]
+    if c.get("semantics"):
+        out += ["--semantics", c["semantics"]]
+    return out
+
+
+def configs():
+    dims = [(64, 64), (80, 80), (96, 96), (128, 128), (128, 64), (256, 256)]
+    bases = [10000.0, 500000.0, 1000000.0]
+    out = []
+    for hd, rd in dims:
+        for b in bases:
+            base = {"head_dim": hd, "dim": rd, "rope_theta": b}
+            out.append(dict(base, type="default"))
+            for s in (2.0, 3.7, 8.0, 32.0):
+                out.append(dict(base, type="linear", factor=s))
+            for s, L in ((4.0, 4096), (16.0, 2048), (3.7, 32768), (40.0, 4096)):
+                out.append(dict(base, type="yarn", factor=s, original_max_position_embeddings=L))
+            out.append(dict(base, type="yarn", factor=4.0, original_max_position_embeddings=4096,
+                            beta_fast=16.0, beta_slow=2.0, truncate=False))
+            out.append(dict(base, type="yarn", factor=40.0, original_max_position_embeddings=4096,
+                            mscale=1.0, mscale_all_dim=0.707))
+            for s, lo, hi, L in ((8.0, 1.0, 4.0, 8192), (32.0, 1.0, 4.0, 8192), (16.0, 2.0, 3.0, 4000)):
+                out.append(dict(base, type="llama3", factor=s, low_freq_factor=lo, high_freq_factor=hi,
+                                original_max_position_embeddings=L))
+            np_ = rd // 2
+            short = [1.0 + 0.0137 * j for j in range(np_)]
+            long = [1.0 + 0.731 * j + 0.01 * (j % 3) for j in range(np_)]
+            for n in (None, 2048, 131072):
+                out.append(dict(base, type="longrope", original_max_position_embeddings=4096,
+                                max_position_embeddings=131072, short_factor=short, long_factor=long,
+                                seq_len=n))
+            for s, M in ((2.0, 4096), (3.7, 2048), (8.0, 8192)):
+                for n in (None, 1000, 10000, 131072, 1048576):
+                    out.append(dict(base, type="dynamic", factor=s, max_position_embeddings=M, seq_len=n))
+                out.append(dict(base, type="dynamic", factor=s, max_position_embeddings=M, semantics="vllm"))
+            out.append(dict(base, type="dynamic", alpha=1000.0, semantics="vllm"))
+    return out
+
+
+HF = {"default": hf_default, "linear": hf_linear, "dynamic": hf_dynamic, "yarn": hf_yarn,
+      "longrope": hf_longrope, "llama3": hf_llama3}
+VLLM = {"default": vllm_default, "yarn": vllm_yarn, "llama3": vllm_llama3, "longrope": vllm_longrope,
+        "dynamic": vllm_dynamic}
+
+
+def transcription(fw, c):
+    n = c.get("seq_len")
+    if fw == "hf" and c["type"] == "dynamic":
+        if c.get("semantics") == "vllm":
+            return None
+        # above M the forward pass passes max(position_ids) + 1, an int64 tensor
+        arg = torch.tensor(n, dtype=torch.int64) if n and n > c["max_position_embeddings"] else None
+        return hf_dynamic(c, arg)
+    if fw == "vllm" and c["type"] == "dynamic" and c.get("semantics") != "vllm":
+        return None
+    prog = (HF if fw == "hf" else VLLM).get(c["type"])
+    return prog(c, n) if prog else None
+
+
+def bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def main():
+    global NATIVE
+    cases = configs()
+    n_cfg = n_pairs = bad = native_diff = native_max = former = former_max = 0
+    for fw in ("hf", "vllm"):
+        for c in cases:
+            want = transcription(fw, c)
+            if want is None:
+                continue
+            cmd = [BIN, "freqs", "--json", "--framework", fw] + flags(c)
+            if c.get("seq_len"):
+                cmd += ["--seq-len", str(c["seq_len"])]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                print("FAIL %s %s: exit %d: %s" % (fw, c["type"], p.returncode, p.stderr.strip()))
+                bad += 1
+                continue
+            j = json.loads(p.stdout)
+            got = j["framework_inv_freq"]
+            if not j["framework_program"] or len(got) != len(want):
+                print("FAIL %s %s: no program or %d pairs, want %d" % (fw, c["type"], len(got), len(want)))
+                bad += 1
+                continue
+            n_cfg += 1
+            w = want.tolist()
+            for k, (g, t) in enumerate(zip(got, w)):
+                n_pairs += 1
+                if bits(g) != bits(t):
+                    bad += 1
+                    if bad <= 12:
+                        print("FAIL %s %s %s pair %d: ropelab %.9g, transcription %.9g (%+d ulp)"
+                              % (fw, c["type"], " ".join(cmd[5:]), k, g, t, bits(g) - bits(t)))
+                d = abs(bits(float(j["inv_freq"][k])) - bits(t))
+                former += d != 0
+                former_max = max(former_max, d)
+            NATIVE = True
+            nat = transcription(fw, c).tolist()
+            NATIVE = False
+            for g, t in zip(nat, w):
+                d = abs(bits(g) - bits(t))
+                native_diff += d != 0
+                native_max = max(native_max, d)
+    print("%d configurations (hf and vllm programs), %d pairs: %d differ from the transcription"
+          % (n_cfg, n_pairs, bad))
+    print("the double inv_freq rounded to float32 (the emulation before) differs in %d pairs "
+          "(%.1f %%, up to %d ulp)" % (former, 100.0 * former / max(n_pairs, 1), former_max))
+    print("torch's own pow on this machine (%s) would change %d pairs (%.2f %%, up to %d ulp): "
+          "the platform's part" % (torch.__config__.show().split("CPU capability usage: ")[-1].split("\n")[0]
+                                   if "CPU capability usage" in torch.__config__.show() else "?",
+                                   native_diff, 100.0 * native_diff / max(n_pairs, 1), native_max))
+    sys.exit(1 if bad or n_cfg < 500 else 0)
+
+
+main()
