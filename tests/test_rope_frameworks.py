@@ -283,6 +283,94 @@ def transcription(fw, c):
     return prog(c, n) if prog else None
 
 
+# ---- whole outputs: the frameworks' rotation in bf16 / fp16 -----------------------
+
+def hf_rotate(q, pos, inv, af, dtype):
+    """LlamaRotaryEmbedding.forward + apply_rotary_pos_emb (one batch):
+    freqs = inv_freq @ positions in float32, cos/sin * attention_scaling,
+    .to(dtype), q * cos + rotate_half(q) * sin in dtype."""
+    freqs = (inv[None, :, None].float() @ torch.tensor(pos)[None, None, :].float()).transpose(1, 2)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = (emb.cos() * af).to(dtype)[:, None], (emb.sin() * af).to(dtype)[:, None]
+    x = torch.tensor(q).to(dtype).transpose(0, 1)[None]
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    y = (x * cos) + (torch.cat((-x2, x1), dim=-1) * sin)
+    return y[0].transpose(0, 1).float().numpy()
+
+
+def vllm_rotate(q, pos, inv, af, dtype):
+    """RotaryEmbedding._compute_cos_sin_cache (einsum of arange and inv_freq,
+    cos/sin (* mscale), cache.to(dtype)) read at the positions, then
+    apply_rotary_emb_torch (neox): o1 = x1 cos - x2 sin, o2 = x2 cos + x1 sin."""
+    t = torch.tensor(pos).float()
+    freqs = torch.einsum("i,j -> ij", t, inv)
+    cos, sin = (freqs.cos() * af).to(dtype)[:, None], (freqs.sin() * af).to(dtype)[:, None]
+    x = torch.tensor(q).to(dtype)
+    x1, x2 = torch.chunk(x, 2, dim=-1)
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).float().numpy()
+
+
+def outputs(tmp):
+    """ropelab apply --precision hf|vllm against the transcriptions over 4096
+    positions up to 131071 (both ends and random ones between), 4 heads."""
+    import numpy as np
+    rng = np.random.RandomState(7)
+    T, H = 4096, 4
+    pos = np.concatenate([np.arange(16), rng.randint(16, 131072 - 16, T - 32),
+                          np.arange(131072 - 16, 131072)]).astype(np.int64)
+    np.save(tmp + "/pos.npy", pos)
+    cases = [("hf", dict(type="default"), 128, {}),
+             ("hf", dict(type="linear", factor=4.0), 64, {"factor": 4}),
+             ("hf", dict(type="yarn", factor=4.0, original_max_position_embeddings=4096), 96,
+              {"factor": 4, "original_max_position_embeddings": 4096}),
+             ("hf", dict(type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                         original_max_position_embeddings=8192, rope_theta=500000.0), 128,
+              {"factor": 8, "low_freq_factor": 1, "high_freq_factor": 4,
+               "original_max_position_embeddings": 8192, "rope_theta": 500000}),
+             ("vllm", dict(type="default"), 96, {}),
+             ("vllm", dict(type="yarn", factor=4.0, original_max_position_embeddings=4096), 128,
+              {"factor": 4, "original_max_position_embeddings": 4096}),
+             ("vllm", dict(type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                           original_max_position_embeddings=8192, rope_theta=500000.0), 64,
+              {"factor": 8, "low_freq_factor": 1, "high_freq_factor": 4,
+               "original_max_position_embeddings": 8192, "rope_theta": 500000})]
+    rows, ok = [], True
+    for fw, c, d, sets in cases:
+        c = dict({"rope_theta": 10000.0}, **c, head_dim=d, dim=d)
+        inv = transcription(fw, c)
+        af = 1.0
+        if c["type"] == "yarn":
+            af = 0.1 * math.log(c["factor"]) + 1.0
+        q = torch.tensor(rng.randn(T, H, d).astype(np.float32)).to(torch.bfloat16).float().numpy()
+        np.save(tmp + "/q.npy", q)
+        for dtype, dn in ((torch.bfloat16, "bf16"), (torch.float16, "fp16")):
+            cmd = [BIN, "apply", "--encoding", "rope", "--precision", fw, "--set", "dtype=" + dn,
+                   "--set", "rope_type=" + c["type"], "--input", tmp + "/q.npy",
+                   "--positions", tmp + "/pos.npy", "--out", tmp + "/y.npy"]
+            for k, v in sets.items():
+                cmd += ["--set", "%s=%s" % (k, v)]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                print("FAIL apply %s %s %s: %s" % (fw, c["type"], dn, p.stderr.strip()[-300:]))
+                ok = False
+                continue
+            y = np.load(tmp + "/y.npy")
+            want = (hf_rotate if fw == "hf" else vllm_rotate)(q, pos, inv, af, dtype)
+            frac = float((y.view(np.uint32) == want.view(np.uint32)).mean())
+            n_bad = int((y.view(np.uint32) != want.view(np.uint32)).sum())
+            # the difference in units in the last place of the dtype at the larger value
+            mant, tiny = (7, 2.0 ** -133) if dn == "bf16" else (10, 2.0 ** -24)
+            big = np.maximum(np.abs(y), np.abs(want)).astype(np.float64)
+            spacing = np.maximum(2.0 ** (np.floor(np.log2(np.maximum(big, 1e-300))) - mant), tiny)
+            ulps = float(np.max(np.abs(y.astype(np.float64) - want) / spacing)) if n_bad else 0.0
+            need = 0.99999 if dn == "bf16" else 0.9999
+            rows.append("%-4s %-8s d%-3d %s: %.7f bit-exact (%d of %d differ, by at most %.0f ulp of %s)%s"
+                        % (fw, c["type"], d, dn, frac, n_bad, y.size, ulps, dn,
+                           "" if frac >= need else "  FAIL < %g" % need))
+            ok &= frac >= need
+    return rows, ok
+
+
 def bits(x):
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
@@ -337,7 +425,16 @@ def main():
           "the platform's part" % (torch.__config__.show().split("CPU capability usage: ")[-1].split("\n")[0]
                                    if "CPU capability usage" in torch.__config__.show() else "?",
                                    native_diff, 100.0 * native_diff / max(n_pairs, 1), native_max))
-    sys.exit(1 if bad or n_cfg < 500 else 0)
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="rope_frameworks.")
+    rows, ok = outputs(tmp)
+    print("whole outputs, 4096 positions <= 131071 x 4 heads, against the transcription with torch's "
+          "cos/sin (the residual is the two platforms' sin/cos: the device's builtins, torch's SLEEF):")
+    for r in rows:
+        print("  " + r)
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(1 if bad or n_cfg < 500 or not ok else 0)
 
 
 main()
