@@ -10,7 +10,7 @@
  * (run_calib_stale). Every write holds PATH.lock and renames a temporary
  * into place, so two processes never tear the file and none loses the
  * other's runs. */
-#define _DEFAULT_SOURCE /* flock */
+#define _DEFAULT_SOURCE /* flock, getloadavg */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -60,16 +60,10 @@ static double num_or(const json_t *v, double dflt)
 
 void run_machine_load(double *load1, long *cpus)
 {
-    *load1 = -1;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     *cpus = n > 0 ? n : 0;
-    FILE *fp = fopen("/proc/loadavg", "r");
-    if (fp) {
-        double l;
-        if (fscanf(fp, "%lf", &l) == 1 && l >= 0 && isfinite(l))
-            *load1 = l;
-        fclose(fp);
-    }
+    double l[1];
+    *load1 = getloadavg(l, 1) == 1 && l[0] >= 0 && isfinite(l[0]) ? l[0] : -1;
 }
 
 /* The file's yardsticks are this build's. */

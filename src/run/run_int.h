@@ -334,8 +334,8 @@ typedef struct run_est {
     char key[96];                /* the learning key */
 } run_est;
 
-/* The machine's 1-minute load (/proc/loadavg) and online CPUs: *load1 < 0
- * and *cpus 0 where unknown. */
+/* The machine's 1-minute load (getloadavg: /proc/loadavg's first field) and
+ * online CPUs: *load1 < 0 and *cpus 0 where unknown. */
 void run_machine_load(double *load1, long *cpus);
 
 /* Why the calibration file's contents j must be measured again at time now
