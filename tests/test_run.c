@@ -1319,12 +1319,15 @@ START_TEST(a_run_that_disagreed_makes_the_calibration_stale)
                             1e-12);
     char why[600] = "";
     ck_assert_int_eq(run_calib_stale(j, now_s, 1.0, 2, 1, why, sizeof why), 0);
-    /* tiny runs: fixed costs, no verdict */
+    /* a run the yardsticks explain little of: fixed costs, no verdict,
+     * however long it took (precision: bytes only; a JIT compile) */
     run_est t = e;
-    t.raw_s = t.s = 0.001;
-    t.lo_s = 0.0005;
-    t.hi_s = 0.002;
-    ck_assert_int_eq(run_calib_add_run(j, &t, "tiny", 0.05, now_s, 0.5), 0);
+    t.raw_s = 0.001;
+    t.s = 0.2; /* even when learning has raised it */
+    t.lo_s = 0.1;
+    t.hi_s = 0.4;
+    ck_assert_int_eq(run_calib_add_run(j, &t, "tiny", 5.0, now_s, 0.5), 0);
+    ck_assert_int_eq(run_calib_add_run(j, &t, "tiny", 0.0001, now_s, 0.5), 0);
     /* 2.5x beyond its estimate, outside its band */
     ck_assert_int_eq(run_est_disagrees(&e, 2.5), 1);
     ck_assert_int_eq(run_est_disagrees(&e, 0.4), 1);

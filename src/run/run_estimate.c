@@ -368,8 +368,8 @@ int run_est_disagrees(const run_est *e, double measured_s)
 {
     if (!(e->s > 0) || !(measured_s > 0) || !isfinite(e->s) || !isfinite(measured_s))
         return 0;
-    if (fmax(e->s, measured_s) < RUN_CALIB_DISAGREE_MIN_S)
-        return 0;
+    if (!(e->raw_s >= RUN_CALIB_DISAGREE_MIN_S))
+        return 0; /* the yardsticks' part is too small to blame */
     double r = measured_s / e->s;
     int beyond = r > RUN_CALIB_DISAGREE || r < 1 / RUN_CALIB_DISAGREE;
     return beyond && (measured_s < e->lo_s || measured_s > e->hi_s);

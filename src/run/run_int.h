@@ -287,8 +287,9 @@ typedef enum run_job_status {
  * RUN_CALIB_LOAD_LIMIT, or the online CPUs changed; or when a real run's
  * device time disagreed with its estimate by more than RUN_CALIB_DISAGREE
  * times (either way) and fell outside the band printed for it — only for a
- * run where either time reached RUN_CALIB_DISAGREE_MIN_S (below it fixed
- * costs, one submission or a JIT compile, dominate). */
+ * run whose uncorrected estimate reached RUN_CALIB_DISAGREE_MIN_S: below
+ * it the yardsticks explain too little of a run (one submission or a JIT
+ * compile can be all of it) for measuring them again to help. */
 #define RUN_CALIB_MAX_AGE_S (7 * 86400.0)
 #define RUN_CALIB_LOAD_LIMIT 0.5
 #define RUN_CALIB_DISAGREE 2.0
@@ -367,7 +368,7 @@ void run_estimate(const run_item *it, const run_calib *c, run_est *e);
 
 /* 1 when a run that measured measured_s of device time disagreed with its
  * estimate e: beyond RUN_CALIB_DISAGREE times e->s either way, outside
- * e's band, and either time at least RUN_CALIB_DISAGREE_MIN_S. */
+ * e's band, and e->raw_s at least RUN_CALIB_DISAGREE_MIN_S. */
 int run_est_disagrees(const run_est *e, double measured_s);
 
 /* Adds one real run to a calibration file's contents j (in place): its
