@@ -475,9 +475,8 @@ rl_status run_plan_estimate(const run_batch *b, const run_options *opt, FILE *fp
     fprintf(fp,
             "time estimates (estimates, not measurements) on %s: FMA peak %.1f GFLOP/s, copy "
             "%.1f GB/s (%s); attention assumed at %.2f of the FMA peak; device time only "
-            "(pipeline creation and CPU verification come on top); each corrected by what "
-            "earlier runs of its kind and family measured against their estimates, with the "
-            "band their spread gives\n",
+            "(pipeline creation and CPU verification come on top); corrected per kind and "
+            "family by what earlier runs measured (band: their spread)\n",
             c.device, c.fma_gflops, c.copy_gbs, c.source, c.attn_efficiency);
     fprintf(fp, "%-16s  %-10s %-12s %12s %10s  %s\n", "run id", "kind", "encoding", "est. time",
             "memory", "band (learned from)");
