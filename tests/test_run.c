@@ -1191,6 +1191,9 @@ START_TEST(calibration_of_a_cpu_device_follows_the_load_per_cpu)
     ck_assert_msg(strstr(why, "4 CPUs are online now against 2"), "%s", why);
     /* an unknown load now compares nothing */
     ck_assert_int_eq(run_calib_stale(j, now_s, -1, 2, 1, why, sizeof why), 0);
+    /* a CPU count that is not one is unknown, not cast */
+    json_object_set_new(j, "cpus", json_real(1e300));
+    ck_assert_int_eq(run_calib_stale(j, now_s, 0.5, 4, 1, why, sizeof why), 0);
     json_decref(j);
 }
 END_TEST

@@ -66,6 +66,14 @@ void run_machine_load(double *load1, long *cpus)
     *load1 = getloadavg(l, 1) == 1 && l[0] >= 0 && isfinite(l[0]) ? l[0] : -1;
 }
 
+/* The file's online CPU count: a whole number from 1 to 2^20, else 0
+ * (unknown; a crafted value never reaches a cast it would overflow). */
+static long file_cpus(const json_t *j)
+{
+    double v = num_or(json_object_get(j, "cpus"), 0);
+    return v >= 1 && v <= (double)(1L << 20) && v == floor(v) ? (long)v : 0;
+}
+
 /* The file's yardsticks are this build's. */
 static int same_yardsticks(const json_t *j)
 {
@@ -117,7 +125,7 @@ int run_calib_stale(const json_t *j, double now, double load1, long cpus, int cp
     }
     if (!cpu_device)
         return 0;
-    long then_cpus = (long)num_or(json_object_get(j, "cpus"), 0);
+    long then_cpus = file_cpus(j);
     if (cpus > 0 && then_cpus > 0 && cpus != then_cpus) {
         snprintf(why, cap, "%ld CPUs are online now against %ld when it was measured", cpus,
                  then_cpus);
@@ -197,7 +205,7 @@ static void calib_from_json(run_calib *c, const json_t *j)
     c->copy_gbs = json_number_value(json_object_get(j, "copy_gbs"));
     c->measured_at = num_or(json_object_get(j, "measured_at"), 0);
     c->load_per_cpu = num_or(json_object_get(j, "load_per_cpu"), -1);
-    c->cpus = (long)num_or(json_object_get(j, "cpus"), 0);
+    c->cpus = file_cpus(j);
     const json_t *l = json_object_get(j, "learned");
     c->learned = json_is_object(l) ? json_incref((json_t *)l) : NULL;
 }
