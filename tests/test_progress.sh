@@ -56,6 +56,22 @@ ls "$RL_CACHE_DIR"/pipelines-*.bin >/dev/null 2>&1 && ok || bad "no cache file w
 ls "$RL_CACHE_DIR"/throughput-*.json >/dev/null 2>&1 && ok || bad "no yardsticks cached"
 grep -q '"fma_yardstick": "fma_peak rings 3/4/6/8"' "$RL_CACHE_DIR"/throughput-*.json && ok ||
   bad "cached yardstick not named: $(cat "$RL_CACHE_DIR"/throughput-*.json)"
+# the calibration says when and at what load it was measured, and learned
+# from the two entropy runs (kind entropy, family rope: yarn is a scaling)
+for key in measured_at load_per_cpu cpus; do
+  grep -qE "\"$key\": [0-9]" "$RL_CACHE_DIR"/throughput-*.json && ok || bad "calibration lacks $key"
+done
+grep -q '"entropy/rope": \[' "$RL_CACHE_DIR"/throughput-*.json && ok ||
+  bad "no run learned: $(cat "$RL_CACHE_DIR"/throughput-*.json)"
+[ "$(grep -c '"ratio": ' "$RL_CACHE_DIR"/throughput-*.json)" -eq 2 ] && ok ||
+  bad "two ratios learned: $(cat "$RL_CACHE_DIR"/throughput-*.json)"
+# summary.json: the estimate used, its band, correction and ratios
+for key in uncorrected_device_s correction band_factor learned_runs measured_over_uncorrected; do
+  grep -qE "\"$key\": [0-9]" "$sum" && ok || bad "summary.json lacks estimate.$key: $sum"
+done
+grep -qE '"band_s": \[' "$sum" && ok || bad "summary.json lacks estimate.band_s"
+grep -qE '"learned_key": "entropy/rope"' "$sum" && ok || bad "summary.json lacks learned_key"
+grep -qE '"within_band": (true|false)' "$sum" && ok || bad "summary.json lacks within_band"
 "$bin" run "$tmp/b.yaml" --no-plot --quiet --out "$tmp/out2" >/dev/null 2>"$tmp/e2"; rc=$?
 [ "$rc" -eq 0 ] && ok || bad "second run exit $rc"
 grep -q '"status": "loaded"' "$tmp/out2/manifest.json" && ok || bad "cache not loaded"
@@ -64,13 +80,65 @@ grep -q '"status": "loaded"' "$tmp/out2/manifest.json" && ok || bad "cache not l
 "$bin" run "$tmp/b.yaml" --no-plot --quiet --no-pipeline-cache --out "$tmp/out3" >/dev/null 2>&1
 grep -q '"status": "disabled"' "$tmp/out3/manifest.json" && ok || bad "--no-pipeline-cache"
 
-# --dry-run: each run with an estimated time, said to be an estimate
+# --dry-run: each run with an estimated time, said to be an estimate. The
+# first may measure again (the runs above may have disagreed with their
+# estimates, or moved the load); the one right after uses the cache,
+# unless the machine's load moved meanwhile (then it says so).
+"$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d0" 2>&1 || bad "dry-run (first) exit"
 "$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d" 2>&1; rc=$?
 [ "$rc" -eq 0 ] && ok || bad "dry-run exit $rc"
 grep -q 'time estimates (estimates, not measurements) on ' "$tmp/d" && ok || bad "$(cat "$tmp/d")"
-[ "$(grep -cE '^[0-9a-f]{16}  entropy +(rope|yarn) +[0-9]+\.[0-9]+ s +[0-9.]+ [KMG]?i?B' "$tmp/d")" -eq 2 ] &&
+[ "$(grep -cE '^[0-9a-f]{16}  entropy +(rope|yarn) +[0-9]+\.[0-9]+ s +[0-9.]+ [KMG]?i?B  [0-9.]+-[0-9.]+ s, ' "$tmp/d")" -eq 2 ] &&
   ok || bad "estimate lines: $(cat "$tmp/d")"
-grep -qE 'estimated device time of this shard: [0-9.]+ s' "$tmp/d" && ok || bad "total"
+grep -qE 'estimated device time of this shard: [0-9.]+ s \([0-9.]+-[0-9.]+ s; 2 of 2 device runs learned\)' "$tmp/d" &&
+  ok || bad "total: $(cat "$tmp/d")"
+grep -qE 'x[0-9.]+ from [0-9]+ runs of entropy/rope' "$tmp/d" && ok || bad "learned band: $(cat "$tmp/d")"
+if grep -q 'measured now' "$tmp/d"; then
+  grep -q 'the load per CPU is' "$tmp/d" && echo "test_progress: note: the load moved between two dry-runs" ||
+    bad "second dry-run did not use the cache: $(cat "$tmp/d0" "$tmp/d")"
+else
+  grep -q 'cached in .*, measured 20[0-9-]* [0-9:]* UTC' "$tmp/d" && ok || bad "cached line: $(cat "$tmp/d")"
+fi
+cal() { cat "$RL_CACHE_DIR"/throughput-*.json; }
+# stale by age: a time stamp 30 days old is measured again, and says why;
+# what was learned is kept
+for f in "$RL_CACHE_DIR"/throughput-*.json; do
+  sed -E "s/\"measured_at\": [0-9]+/\"measured_at\": $(( $(date +%s) - 30 * 86400 ))/" "$f" >"$f.new" &&
+    mv "$f.new" "$f"
+done
+"$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d5" 2>&1 && ok || bad "dry-run (old time stamp) exit"
+grep -q 'measured now (.*: the cached calibration was measured 30.0 days ago (limit 7 days)' "$tmp/d5" &&
+  ok || bad "old time stamp used: $(cat "$tmp/d5")"
+grep -q '"entropy/rope": \[' "$RL_CACHE_DIR"/throughput-*.json && ok || bad "learned lost: $(cal)"
+grep -qE '"measured_because": "the cached calibration was measured 30.0 days' "$RL_CACHE_DIR"/throughput-*.json &&
+  ok || bad "reason not recorded: $(cal)"
+# stale by a run that disagreed: measured again, the dry-run says why, and
+# the mark is gone from the new file
+for f in "$RL_CACHE_DIR"/throughput-*.json; do
+  sed '1s/^{/{"stale_reason": "run 0123456789abcdef (entropy\/rope) measured 9 s against 1 s",/' "$f" \
+    >"$f.new" && mv "$f.new" "$f"
+done
+grep -q stale_reason "$RL_CACHE_DIR"/throughput-*.json || bad "stale_reason not planted: $(cal)"
+"$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d6" 2>&1 && ok || bad "dry-run (disagreed) exit"
+grep -q 'measured now (.*: a real run disagreed with its estimate: run 0123456789abcdef (entropy/rope) measured 9 s against 1 s' "$tmp/d6" &&
+  ok || bad "disagreement not said: $(cat "$tmp/d6")"
+grep -q stale_reason "$RL_CACHE_DIR"/throughput-*.json && bad "stale_reason kept: $(cal)" || ok
+# learned ratios (a crafted file, measured now at the load now): the
+# correction is their mean and the band their spread
+lpc=$(awk -v n="$(getconf _NPROCESSORS_ONLN)" '{ printf "%.3f", $1 / n }' /proc/loadavg)
+for f in "$RL_CACHE_DIR"/throughput-*.json; do
+  printf '{"fma_gflops": 80, "fma_yardstick": "fma_peak rings 3/4/6/8", "copy_gbs": 7, "copy_yardstick": "copy 64-byte lines, texel reads, on CPU devices", "measured_at": %s, "load_per_cpu": %s, "cpus": %s, "learned": {"entropy/rope": [{"ratio": 4}, {"ratio": 4}, {"ratio": 4}]}}\n' \
+    "$(date +%s)" "$lpc" "$(getconf _NPROCESSORS_ONLN)" >"$f"
+done
+"$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d7" 2>&1 && ok || bad "dry-run (learned) exit"
+[ "$(grep -cE '^[0-9a-f]{16}  entropy .*-[0-9.]+ s, x4\.00 from 3 runs of entropy/rope$' "$tmp/d7")" -eq 2 ] &&
+  ok || bad "learned correction not applied: $(cat "$tmp/d7")"
+# a torn file is replaced, not trusted
+for f in "$RL_CACHE_DIR"/throughput-*.json; do printf '{"fma_gflops": 12' >"$f"; done
+"$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d8" 2>&1 && ok || bad "dry-run (torn) exit"
+grep -q 'measured now (.*: the cached file is not a valid calibration' "$tmp/d8" && ok ||
+  bad "torn file trusted: $(cat "$tmp/d8")"
+grep -q '"measured_at": ' "$RL_CACHE_DIR"/throughput-*.json && ok || bad "torn file not replaced: $(cal)"
 # a peak cached by another yardstick (no "fma_yardstick": before the FMA
 # widths) is measured again, not used
 for f in "$RL_CACHE_DIR"/throughput-*.json; do
@@ -78,7 +146,6 @@ for f in "$RL_CACHE_DIR"/throughput-*.json; do
 done
 "$bin" run "$tmp/b.yaml" --dry-run >"$tmp/d2" 2>&1 && ok || bad "dry-run (old cache) exit"
 grep -q 'measured now' "$tmp/d2" && ok || bad "old-yardstick cache used: $(cat "$tmp/d2")"
-grep -q 'cached in' "$tmp/d" && ok || bad "first dry-run did not use the cache: $(cat "$tmp/d")"
 grep -q '1234.5' "$RL_CACHE_DIR"/throughput-*.json && bad "old cache not replaced" || ok
 grep -q '"copy_yardstick": "copy 64-byte lines, texel reads, on CPU devices"' "$RL_CACHE_DIR"/throughput-*.json &&
   ok || bad "cached copy yardstick not named: $(cat "$RL_CACHE_DIR"/throughput-*.json)"

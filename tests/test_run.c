@@ -5,8 +5,12 @@
 
 #include <check.h>
 
+#include <math.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include "bench/bench.h"
 
 #include "core/rl_sha256.h"
 #include "run/run.h"
@@ -1175,6 +1179,273 @@ START_TEST(progress_eta_follows_measured_throughput)
 }
 END_TEST
 
+/* ---- estimates that learn (run_estimate.c) -------------------------------- */
+
+/* A calibration file's contents as this build writes them, measured at
+ * time at, load per CPU lpc over 2 CPUs. */
+static json_t *calib_json(double at, double lpc)
+{
+    return json_pack("{s:f,s:s,s:f,s:s,s:I,s:f,s:i,s:o}", "fma_gflops", 80.0, "fma_yardstick",
+                     BENCH_FMA_YARDSTICK, "copy_gbs", 7.0, "copy_yardstick", BENCH_COPY_YARDSTICK,
+                     "measured_at", (json_int_t)at, "load_per_cpu", lpc, "cpus", 2, "learned",
+                     json_object());
+}
+
+static const double now_s = 1.8e9; /* a fixed clock: no test reads the real one */
+
+START_TEST(calibration_older_than_the_limit_is_measured_again)
+{
+    char why[600] = "";
+    json_t *j = calib_json(now_s - 86400, 0.5);
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1.0, 2, 0, why, sizeof why), 0);
+    json_decref(j);
+    j = calib_json(now_s - 8 * 86400, 0.5); /* eight days: past the seven-day limit */
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1.0, 2, 0, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "measured 8.0 days ago (limit 7 days)"), "%s", why);
+    json_decref(j);
+    j = calib_json(now_s + 3600, 0.5); /* from the future: a clock that was wrong */
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1.0, 2, 0, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "in the future"), "%s", why);
+    json_decref(j);
+}
+END_TEST
+
+/* On a CPU device the load per CPU at measurement must be the load now
+ * within 0.5; a GPU's yardsticks do not follow the host's load. */
+START_TEST(calibration_of_a_cpu_device_follows_the_load_per_cpu)
+{
+    char why[600] = "";
+    json_t *j = calib_json(now_s - 60, 0.25);
+    /* 0.25 then, 0.70 now (1.4 over 2 CPUs): within 0.5 */
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1.4, 2, 1, why, sizeof why), 0);
+    /* 0.25 then, 1.00 now: measured again, both loads named */
+    ck_assert_int_eq(run_calib_stale(j, now_s, 2.0, 2, 1, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "load per CPU is 1.00 now against 0.25"), "%s", why);
+    /* the same on a GPU: fresh */
+    ck_assert_int_eq(run_calib_stale(j, now_s, 2.0, 2, 0, why, sizeof why), 0);
+    /* another CPU count */
+    ck_assert_int_eq(run_calib_stale(j, now_s, 0.5, 4, 1, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "4 CPUs are online now against 2"), "%s", why);
+    /* an unknown load now compares nothing */
+    ck_assert_int_eq(run_calib_stale(j, now_s, -1, 2, 1, why, sizeof why), 0);
+    /* a CPU count that is not one is unknown, not cast */
+    json_object_set_new(j, "cpus", json_real(1e300));
+    ck_assert_int_eq(run_calib_stale(j, now_s, 0.5, 4, 1, why, sizeof why), 0);
+    json_decref(j);
+}
+END_TEST
+
+/* Contents that are not this build's calibration are never trusted. */
+START_TEST(calibration_that_is_not_one_is_measured_again)
+{
+    char why[600] = "";
+    json_t *s = json_string("{ torn");
+    ck_assert_int_eq(run_calib_stale(s, now_s, 1, 2, 1, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "not a calibration"), "%s", why);
+    json_decref(s);
+    json_t *j = calib_json(now_s, 0.5);
+    json_object_set_new(j, "fma_yardstick", json_string("fma_peak one width"));
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1, 2, 1, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "another yardstick"), "%s", why);
+    json_decref(j);
+    j = calib_json(now_s, 0.5);
+    json_object_set_new(j, "fma_gflops", json_real(-3));
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1, 2, 1, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "no valid FMA peak"), "%s", why);
+    json_decref(j);
+    j = calib_json(now_s, 0.5);
+    json_object_del(j, "measured_at"); /* a file from before the time stamps */
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1, 2, 0, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "no time stamp"), "%s", why);
+    json_decref(j);
+}
+END_TEST
+
+/* The ratios' geometric mean corrects; the band is exp(2 sd) of their
+ * logs, at least 1.25; one run or none gives 2. Values by hand. */
+START_TEST(learned_ratios_give_the_correction_and_the_band)
+{
+    json_t *l = json_object();
+    run_learned r;
+    run_learned_get(l, "entropy/rope", &r);
+    ck_assert_uint_eq(r.n, 0);
+    ck_assert_double_eq_tol(r.correction, 1, 1e-12);
+    ck_assert_double_eq_tol(r.band, 2, 1e-12);
+    json_t *a = json_array();
+    json_object_set_new(l, "entropy/rope", a);
+    json_array_append_new(a, json_pack("{s:f}", "ratio", 3.0));
+    run_learned_get(l, "entropy/rope", &r);
+    ck_assert_uint_eq(r.n, 1);
+    ck_assert_double_eq_tol(r.correction, 3, 1e-12);
+    ck_assert_double_eq_tol(r.band, 2, 1e-12);
+    /* 1 and 4: geometric mean 2; logs 0 and ln 4, sd sqrt(2) ln 2, band
+     * exp(2 sqrt(2) ln 2) = 2^(2 sqrt 2) */
+    json_array_clear(a);
+    json_array_append_new(a, json_pack("{s:f}", "ratio", 1.0));
+    json_array_append_new(a, json_pack("{s:f}", "ratio", 4.0));
+    run_learned_get(l, "entropy/rope", &r);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_double_eq_tol(r.correction, 2, 1e-12);
+    ck_assert_double_eq_tol(r.band, pow(2, 2 * sqrt(2)), 1e-9);
+    /* three equal ratios: no spread, the narrowest band */
+    json_array_clear(a);
+    for (int i = 0; i < 3; i++)
+        json_array_append_new(a, json_pack("{s:f}", "ratio", 0.5));
+    run_learned_get(l, "entropy/rope", &r);
+    ck_assert_double_eq_tol(r.correction, 0.5, 1e-12);
+    ck_assert_double_eq_tol(r.band, RUN_CALIB_BAND_MIN, 1e-12);
+    /* garbage entries are skipped, other keys untouched */
+    json_array_append_new(a, json_pack("{s:s}", "ratio", "x"));
+    json_array_append_new(a, json_pack("{s:f}", "ratio", -1.0));
+    run_learned_get(l, "entropy/rope", &r);
+    ck_assert_uint_eq(r.n, 3);
+    run_learned_get(l, "retrieval/rope", &r);
+    ck_assert_uint_eq(r.n, 0);
+    json_decref(l);
+}
+END_TEST
+
+/* Through the plan: a run's estimate is its uncorrected one times the
+ * learned mean of its kind and family, the band moves with it, and a
+ * wider spread widens it. */
+START_TEST(learned_ratios_move_the_estimate_and_its_band)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings: [{name: r, type: yarn, factor: 4}]\n"
+                          "experiments: [{kind: entropy, params: {min_len: 64, max_len: 1024}}]\n",
+                          &b, &d),
+                     RL_OK);
+    ck_assert_uint_eq(b.n_items, 1);
+    run_calib c = {.ok = 1, .fma_gflops = 80, .copy_gbs = 7, .attn_efficiency = 0.6};
+    run_est e0, e1, e2;
+    run_estimate(&b.items[0], &c, &e0);
+    ck_assert_str_eq(e0.key, "entropy/rope"); /* yarn is a RoPE scaling: family rope */
+    ck_assert(e0.raw_s > 0);
+    ck_assert_double_eq_tol(e0.s, e0.raw_s, 1e-15);
+    ck_assert_double_eq_tol(e0.lo_s, e0.raw_s / 2, 1e-15);
+    ck_assert_double_eq_tol(e0.hi_s, e0.raw_s * 2, 1e-15);
+    c.learned = json_pack("{s:[{s:f},{s:f},{s:f}]}", "entropy/rope", "ratio", 3.0, "ratio", 3.0,
+                          "ratio", 3.0);
+    run_estimate(&b.items[0], &c, &e1);
+    ck_assert_double_eq_tol(e1.raw_s, e0.raw_s, 1e-15);
+    ck_assert_double_eq_tol(e1.s, 3 * e0.raw_s, 1e-12);
+    ck_assert_uint_eq(e1.l.n, 3);
+    ck_assert(e1.lo_s > e0.hi_s); /* learned: narrower, and above the old band */
+    ck_assert_double_eq_tol(e1.hi_s / e1.lo_s, RUN_CALIB_BAND_MIN * RUN_CALIB_BAND_MIN, 1e-9);
+    run_calib_free(&c);
+    c.learned = json_pack("{s:[{s:f},{s:f}]}", "entropy/rope", "ratio", 1.0, "ratio", 9.0);
+    run_estimate(&b.items[0], &c, &e2);
+    ck_assert_double_eq_tol(e2.s, 3 * e0.raw_s, 1e-12); /* same mean, */
+    ck_assert(e2.hi_s / e2.lo_s > e1.hi_s / e1.lo_s);   /* wider spread */
+    run_calib_free(&c);
+    run_batch_free(&b);
+}
+END_TEST
+
+/* A run adds its ratio (the last 16 kept); one that disagreed by more than
+ * 2x outside its band marks the calibration stale, with why. */
+START_TEST(a_run_that_disagreed_makes_the_calibration_stale)
+{
+    json_t *j = calib_json(now_s, 0.5);
+    run_est e = {.raw_s = 1.0, .s = 1.0, .lo_s = 0.5, .hi_s = 2.0,
+                 .l = {.n = 0, .correction = 1, .band = 2}};
+    snprintf(e.key, sizeof e.key, "entropy/rope");
+    for (int i = 0; i < 20; i++)
+        ck_assert_int_eq(run_calib_add_run(j, &e, "0123456789abcdef", 1.5, now_s, 0.5), 0);
+    json_t *a = json_object_get(json_object_get(j, "learned"), "entropy/rope");
+    ck_assert_uint_eq(json_array_size(a), RUN_CALIB_HISTORY);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(json_array_get(a, 0), "ratio")), 1.5,
+                            1e-12);
+    char why[600] = "";
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1.0, 2, 1, why, sizeof why), 0);
+    /* a run the yardsticks explain little of: fixed costs, no verdict,
+     * however long it took (precision: bytes only; a JIT compile) */
+    run_est t = e;
+    t.raw_s = 0.001;
+    t.s = 0.2; /* even when learning has raised it */
+    t.lo_s = 0.1;
+    t.hi_s = 0.4;
+    ck_assert_int_eq(run_calib_add_run(j, &t, "tiny", 5.0, now_s, 0.5), 0);
+    ck_assert_int_eq(run_calib_add_run(j, &t, "tiny", 0.0001, now_s, 0.5), 0);
+    /* 2.5x beyond its estimate, outside its band */
+    ck_assert_int_eq(run_est_disagrees(&e, 2.5), 1);
+    ck_assert_int_eq(run_est_disagrees(&e, 0.4), 1);
+    ck_assert_int_eq(run_est_disagrees(&e, 1.9), 0);
+    run_est wide = e; /* a learned band wider than 2x covers it */
+    wide.lo_s = 0.2;
+    wide.hi_s = 5;
+    ck_assert_int_eq(run_est_disagrees(&wide, 2.5), 0);
+    ck_assert_int_eq(run_calib_add_run(j, &e, "fedcba9876543210", 2.5, now_s, 0.5), 1);
+    ck_assert_int_eq(run_calib_stale(j, now_s, 1.0, 2, 1, why, sizeof why), 1);
+    ck_assert_msg(strstr(why, "a real run disagreed with its estimate: run fedcba9876543210 "
+                              "(entropy/rope) measured 2.5 s of device time against 1 s "
+                              "estimated (2.50x"),
+                  "%s", why);
+    /* nothing is learned from a time that is not one */
+    size_t n = json_array_size(a);
+    ck_assert_int_eq(run_calib_add_run(j, &e, "x", NAN, now_s, 0.5), 0);
+    ck_assert_int_eq(run_calib_add_run(j, &e, "x", 0, now_s, 0.5), 0);
+    ck_assert_uint_eq(json_array_size(a), n);
+    json_decref(j);
+}
+END_TEST
+
+/* Two processes teaching one calibration file at once lose nothing and
+ * never leave it torn: each read-modify-write holds the file's lock. */
+START_TEST(two_processes_learning_at_once_lose_no_run)
+{
+    char dir[] = "/tmp/rl_calib_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    run_calib c = {.ok = 1};
+    snprintf(c.path, sizeof c.path, "%s/throughput-test.json", dir);
+    json_t *j = calib_json(now_s, 0.5);
+    rl_error err = {0};
+    ck_assert_int_eq(run_write_json(NULL, c.path, j, &err), RL_OK);
+    json_decref(j);
+    enum { PER = 12 };
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        ck_assert_int_ge(kids[k], 0);
+        if (kids[k] == 0) {
+            run_est e = {.raw_s = 1, .s = 1, .lo_s = 0.5, .hi_s = 2, .l = {.correction = 1, .band = 2}};
+            snprintf(e.key, sizeof e.key, k ? "retrieval/rope" : "entropy/rope");
+            int bad = 0;
+            for (int i = 0; i < PER; i++)
+                bad |= run_calib_learn(&c, &e, "0123456789abcdef", 1.0 + 0.01 * i, NULL) != RL_OK;
+            _exit(bad);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        int ws = 0;
+        ck_assert_int_eq(waitpid(kids[k], &ws, 0), kids[k]);
+        ck_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    }
+    j = json_load_file(c.path, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    const json_t *l = json_object_get(j, "learned");
+    ck_assert_uint_eq(json_array_size(json_object_get(l, "entropy/rope")), PER);
+    ck_assert_uint_eq(json_array_size(json_object_get(l, "retrieval/rope")), PER);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(j, "fma_gflops")), 80, 1e-12);
+    json_decref(j);
+    /* a torn file is not written over by a run (the next calibration
+     * replaces it) */
+    FILE *fp = fopen(c.path, "w");
+    fputs("{\"fma_gflops\": 8", fp);
+    fclose(fp);
+    run_est e = {.raw_s = 1, .s = 1, .lo_s = 0.5, .hi_s = 2, .l = {.correction = 1, .band = 2}};
+    snprintf(e.key, sizeof e.key, "entropy/rope");
+    ck_assert_int_eq(run_calib_learn(&c, &e, "x", 1, &err), RL_OK);
+    ck_assert_ptr_null(json_load_file(c.path, 0, NULL));
+    char p[1200];
+    remove(c.path);
+    snprintf(p, sizeof p, "%s.lock", c.path);
+    remove(p);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("run");
@@ -1208,5 +1479,15 @@ int main(void)
     tcase_add_test(tc, encoding_sets_expand_and_report_their_own_file);
     tcase_add_test(tc, progress_eta_follows_measured_throughput);
     suite_add_tcase(s, tc);
+    TCase *te = tcase_create("estimates");
+    tcase_add_test(te, calibration_older_than_the_limit_is_measured_again);
+    tcase_add_test(te, calibration_of_a_cpu_device_follows_the_load_per_cpu);
+    tcase_add_test(te, calibration_that_is_not_one_is_measured_again);
+    tcase_add_test(te, learned_ratios_give_the_correction_and_the_band);
+    tcase_add_test(te, learned_ratios_move_the_estimate_and_its_band);
+    tcase_add_test(te, a_run_that_disagreed_makes_the_calibration_stale);
+    tcase_add_test(te, two_processes_learning_at_once_lose_no_run);
+    tcase_set_timeout(te, 60);
+    suite_add_tcase(s, te);
     return rl_test_run(s);
 }

@@ -24,7 +24,8 @@ int cmd_run(int argc, char **argv)
         {"--shard", CLI_STR, &shard, "I/N",
          "run shard I of N (default: the Slurm array task's, SLURM_ARRAY_TASK_ID - _MIN of _COUNT)"},
         {"--dry-run", CLI_FLAG, &dry, NULL,
-         "print the expanded plan with each run's estimated device time and memory, and exit"},
+         "print the expanded plan with each run's estimated device time (corrected by earlier "
+         "runs of its kind, with a band) and memory, and exit"},
         {"--quiet", CLI_FLAG, &quiet, NULL, "no progress on stderr"},
         {"--no-validate", CLI_FLAG, &no_validate, NULL, "do not enable the validation layer"},
         {"--no-plot", CLI_FLAG, &no_plot, NULL, "do not render figures and report.md at the end"},

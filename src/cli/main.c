@@ -97,8 +97,9 @@ static int print_man(void)
     static const char *const env[][2] = {
         {"ROPELAB_CONFIG_DIR", "the configuration directory (models/ presets, encodings/ sets); "
                                "when set, the only one searched."},
-        {"RL_CACHE_DIR", "where each device's Vulkan pipeline cache is kept (default "
-                         "$XDG_CACHE_HOME/ropelab, else ~/.cache/ropelab)."},
+        {"RL_CACHE_DIR", "where each device's Vulkan pipeline cache and throughput "
+                         "calibration (with what the estimates learned from runs) are kept "
+                         "(default $XDG_CACHE_HOME/ropelab, else ~/.cache/ropelab)."},
         {"XDG_CACHE_HOME", "the base of the default cache directory (and of Mesa's shader "
                            "cache, which keeps lavapipe's compiled pipelines between runs)."},
         {"HOME", "~/.cache when XDG_CACHE_HOME is not set."},

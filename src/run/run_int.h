@@ -281,20 +281,111 @@ typedef enum run_job_status {
  * against the old single-shape peak, about half the real one). */
 #define RUN_ATTN_EFFICIENCY 0.6
 
-/* A device's yardsticks for estimates. */
+/* When a cached calibration is measured again (docs/runner.md "Estimates"):
+ * older than RUN_CALIB_MAX_AGE_S; on a CPU device, when the 1-minute load
+ * per online CPU differs from the one it was measured at by more than
+ * RUN_CALIB_LOAD_LIMIT, or the online CPUs changed; or when a real run's
+ * device time disagreed with its estimate by more than RUN_CALIB_DISAGREE
+ * times (either way) and fell outside the band printed for it — only for a
+ * run whose uncorrected estimate reached RUN_CALIB_DISAGREE_MIN_S: below
+ * it the yardsticks explain too little of a run (one submission or a JIT
+ * compile can be all of it) for measuring them again to help. */
+#define RUN_CALIB_MAX_AGE_S (7 * 86400.0)
+#define RUN_CALIB_LOAD_LIMIT 0.5
+#define RUN_CALIB_DISAGREE 2.0
+#define RUN_CALIB_DISAGREE_MIN_S 0.1
+/* What the estimates learn from real runs: the last RUN_CALIB_HISTORY ratios
+ * measured / estimated device time per learning key ("<kind>/<family>",
+ * run_learn_key); their geometric mean corrects the estimate, and the band
+ * is that times / divided by exp(2 x their standard deviation in log),
+ * at least RUN_CALIB_BAND_MIN; one run gives RUN_CALIB_UNLEARNED_BAND, as
+ * does none (then around the uncorrected estimate). */
+#define RUN_CALIB_HISTORY 16
+#define RUN_CALIB_BAND_MIN 1.25
+#define RUN_CALIB_UNLEARNED_BAND 2.0
+
+/* A device's yardsticks for estimates, and what it learned from runs. */
 typedef struct run_calib {
     int ok;
     double fma_gflops, copy_gbs, attn_efficiency;
+    double measured_at;          /* seconds since the epoch (time(NULL)) */
+    double load_per_cpu;         /* 1-minute load / online CPUs when measured; < 0 unknown */
+    long cpus;                   /* online CPUs when measured; 0 unknown */
+    int cpu_device;              /* a CPU device: its throughput follows the machine's load */
     char device[256];
-    char source[1200];           /* "cached in PATH" or "measured now (T s)" */
+    char path[1100];             /* the cache file ("" none) */
+    char source[1500];           /* "cached in PATH, ..." or "measured now (T s): WHY" */
+    char remeasured[600];        /* why it was measured now ("" when cached) */
+    json_t *learned;             /* the file's "learned" {key: [{ratio, ...}]} (owned; NULL none) */
 } run_calib;
 
-/* The yardsticks of dev: from its cache file when that holds valid numbers,
- * else measured (bench_fma_peak, bench_copy_gbs) and cached. */
+/* The learned correction of one key. */
+typedef struct run_learned {
+    size_t n;                    /* runs it is learned from (0: unlearned) */
+    double correction;           /* geometric mean of measured / estimated (1 when unlearned) */
+    double band;                 /* the band factor: estimate / band .. estimate x band */
+} run_learned;
+
+/* One run's estimate as --dry-run prints it and summary.json records it. */
+typedef struct run_est {
+    double raw_s;                /* FLOPs and bytes over the yardsticks (run_estimate_s) */
+    double s;                    /* raw_s x the learned correction */
+    double lo_s, hi_s;           /* the band: s / band .. s x band */
+    run_learned l;
+    char key[96];                /* the learning key */
+} run_est;
+
+/* The machine's 1-minute load (getloadavg: /proc/loadavg's first field) and
+ * online CPUs: *load1 < 0 and *cpus 0 where unknown. */
+void run_machine_load(double *load1, long *cpus);
+
+/* Why the calibration file's contents j must be measured again at time now
+ * with the machine at load1 over cpus (cpu_device: load matters): 1 and a
+ * sentence in why, else 0. A j that is not a valid calibration of the
+ * current yardsticks is 1 too. Pure: no clock, no file. */
+int run_calib_stale(const json_t *j, double now, double load1, long cpus, int cpu_device,
+                    char *why, size_t cap);
+
+/* The yardsticks of dev: from its cache file when that holds a valid and
+ * fresh calibration (run_calib_stale), else measured (bench_fma_peak,
+ * bench_copy_gbs) and the file replaced atomically under its lock, keeping
+ * what was learned (a file that is not valid JSON is not trusted at all).
+ * run_calib_free releases it. */
 rl_status run_calib_get(rlvk_device *dev, run_calib *c, rl_error *err);
+void run_calib_free(run_calib *c);
+
+/* The learned correction of key in a "learned" object (NULL: none). */
+void run_learned_get(const json_t *learned, const char *key, run_learned *l);
+
+/* The learning key of run it: "<kind>/<encoding family>" (buf of cap). */
+void run_learn_key(const run_item *it, char *buf, size_t cap);
+
 /* Estimated device seconds of run it: estimate_flops / (FMA peak x
  * attention efficiency) + est_bytes / copy bandwidth; NAN without c. */
 double run_estimate_s(const run_item *it, const run_calib *c);
+/* The same with the learned correction and band of its key. */
+void run_estimate(const run_item *it, const run_calib *c, run_est *e);
+
+/* 1 when a run that measured measured_s of device time disagreed with its
+ * estimate e: beyond RUN_CALIB_DISAGREE times e->s either way, outside
+ * e's band, and e->raw_s at least RUN_CALIB_DISAGREE_MIN_S. */
+int run_est_disagrees(const run_est *e, double measured_s);
+
+/* Adds one real run to a calibration file's contents j (in place): its
+ * ratio measured / e->raw_s to j.learned[e->key] (the last
+ * RUN_CALIB_HISTORY kept), and j.stale_reason when it disagreed
+ * (run_est_disagrees). Returns 1 when it disagreed. Pure: now and
+ * load_per_cpu (< 0: unknown) are recorded with it. Nothing is added when
+ * either time is not positive and finite. */
+int run_calib_add_run(json_t *j, const run_est *e, const char *run_id, double measured_s,
+                      double now, double load_per_cpu);
+
+/* run_calib_add_run on c's cache file, under its lock (an exclusive flock
+ * on PATH.lock), written to a temporary name and renamed; a file that
+ * changed yardsticks meanwhile still takes the run. Failing to write is
+ * only a lost lesson: the status says why. */
+rl_status run_calib_learn(const run_calib *c, const run_est *e, const char *run_id,
+                          double measured_s, rl_error *err);
 
 struct run_job;
 

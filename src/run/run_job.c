@@ -181,15 +181,31 @@ void run_job_exec(run_job *j, run_worker *w, const run_job_env *env)
     json_object_set_new(sum, "plan_hash", json_string(j->item->id));
     json_object_set_new(sum, "batch_hash", json_string(env->batch_hash ? env->batch_hash : ""));
     if (w->gpu && w->calib.ok) {
-        /* the --dry-run estimate beside what was measured, to judge it by */
-        double est = run_estimate_s(j->item, &w->calib);
-        json_object_set_new(sum, "estimate",
-                            json_pack("{s:f,s:f,s:f,s:I,s:f,s:f}", "device_s", est,
-                                      "measured_device_s", j->timing.device_s,
-                                      "measured_over_estimate",
-                                      est > 0 ? j->timing.device_s / est : 0.0, "memory_bytes",
-                                      (json_int_t)j->item->est_bytes, "fma_gflops",
-                                      w->calib.fma_gflops, "copy_gbs", w->calib.copy_gbs));
+        /* the --dry-run estimate beside what was measured, to judge it by;
+         * a passed run teaches the calibration (run_calib_learn) */
+        run_est e;
+        run_estimate(j->item, &w->calib, &e);
+        double m = j->timing.device_s;
+        json_t *cal = json_pack("{s:s,s:f,s:f,s:f,s:I,s:s}", "file", w->calib.path,
+                                "fma_gflops", w->calib.fma_gflops, "copy_gbs", w->calib.copy_gbs,
+                                "load_per_cpu", w->calib.load_per_cpu, "measured_at",
+                                (json_int_t)w->calib.measured_at, "measured_because",
+                                w->calib.remeasured[0] ? w->calib.remeasured : "(cached)");
+        json_t *est = json_pack(
+            "{s:f,s:f,s:f,s:f,s:[f,f],s:f,s:s,s:I,s:f,s:f,s:f,s:b,s:b,s:I,s:f,s:f,s:o}",
+            "device_s", e.s, "uncorrected_device_s", e.raw_s, "correction", e.l.correction,
+            "band_factor", e.l.band, "band_s", e.lo_s, e.hi_s, "measured_device_s", m,
+            "learned_key", e.key, "learned_runs", (json_int_t)e.l.n, "measured_over_estimate",
+            e.s > 0 ? m / e.s : 0.0, "measured_over_uncorrected", e.raw_s > 0 ? m / e.raw_s : 0.0,
+            "measured_minus_estimate_s", m - e.s, "within_band", m >= e.lo_s && m <= e.hi_s,
+            "disagreed", run_est_disagrees(&e, m), "memory_bytes",
+            (json_int_t)j->item->est_bytes, "fma_gflops", w->calib.fma_gflops, "copy_gbs",
+            w->calib.copy_gbs, "calibration", cal);
+        if (est)
+            json_object_set_new(sum, "estimate", est);
+        rl_error lerr = {0}; /* a lesson lost is no failure of the run */
+        if (!st)
+            (void)run_calib_learn(&w->calib, &e, j->item->id, m, &lerr);
     }
     if (sink_ok) {
         /* size and checksum of every table, so --resume and merge can tell a

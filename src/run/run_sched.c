@@ -314,6 +314,7 @@ static void run_workers(sched *s)
             attn_engine_destroy(&w->attn);
         if (w->dev_ok)
             rlvk_device_destroy(&w->dev);
+        run_calib_free(&w->calib);
     }
 }
 
