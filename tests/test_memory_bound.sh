@@ -20,6 +20,9 @@ if ldd "$bin" 2>/dev/null | grep -q libasan; then
   echo "AddressSanitizer build: memory is the sanitizer's, not measured here"
   exit 77
 fi
+# the compile memory it bounds is that of the default LLVM passes (the
+# suites' GALLIVM_PERF=nopt would measure another compiler)
+unset GALLIVM_PERF
 t=$(mktemp -d /tmp/rlmemXXXX)
 trap 'rm -rf "$t"' EXIT
 export MESA_SHADER_CACHE_DIR=$t/mesa-cache
