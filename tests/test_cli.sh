@@ -170,6 +170,12 @@ runtmp=$(mktemp -d)
 printf 'model: {head_dim: 64, heads: 4, train_len: 8}\nexperiments:\n  - kind: decay\n    params: {max_distanse: 3}\n' > "$runtmp/bad.yaml"
 expect run_dry 0 '8 run\(s\) in this shard' -- run "$example" --dry-run
 expect run_dry_shard 0 'shard 1/2' -- run "$example" --dry-run --shard 1/2
+# the dry run says which runs bind K a window at a time (lavapipe's binding is
+# 128 MiB: 1048576 tokens x 128 dims of float32 K are 512 MiB, 4 windows)
+printf 'model: {head_dim: 128, heads: 1, train_len: 4096}\nencodings: [{name: rope, type: rope}]\nexperiments:\n  - {kind: entropy, params: {min_len: 1048576, max_len: 1048576, query_rows: 64}}\n' >"$runtmp/long.yaml"
+if "$bin" devices 2>/dev/null | grep -q llvmpipe; then
+  expect run_dry_windows 0 'entropy    1048576 tokens: K 512 MiB, at least 4 windows' -- run "$runtmp/long.yaml" --dry-run --device llvmpipe
+fi
 expect run_bad_key 2 "bad.yaml:4:14: experiments\[0\].params.max_distanse: unknown key; did you mean 'max_distance'\?" -- run "$runtmp/bad.yaml" --dry-run
 expect run_no_file 2 'cannot open' -- run "$runtmp/none.yaml" --dry-run
 expect run_bad_shard 2 "--shard '3/3'" -- run "$example" --dry-run --shard 3/3

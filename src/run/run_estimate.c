@@ -445,6 +445,46 @@ rl_status run_calib_learn(const run_calib *c, const run_est *e, const char *run_
     return st;
 }
 
+/* The runs of the shard whose K (one float32 row of kv_heads x head_dim per
+ * token, at the longest length) exceeds one storage binding on the device:
+ * the engine binds K (and K_b, V) a window of whole chunks at a time
+ * (attn_gpu.c; attn_result.key_windows), the transforms a window of tokens
+ * at a time. Said per run, with at least how many windows. */
+static void plan_windows(const run_batch *b, const uint32_t *shard, uint32_t si, uint64_t range,
+                         const char *device, FILE *fp)
+{
+    if (!range)
+        return;
+    size_t shown = 0;
+    for (size_t i = 0; i < b->n_items; i++) {
+        const run_item *it = &b->items[i];
+        if (shard[i] != si || !it->kind->needs_gpu)
+            continue;
+        const json_t *p = json_object_get(it->resolved, "params"),
+                     *m = json_object_get(it->resolved, "model");
+        json_int_t len = json_integer_value(json_object_get(p, "max_len"));
+        if (len <= 0)
+            len = json_integer_value(json_object_get(p, "length"));
+        if (len <= 0)
+            continue; /* not an attention kind */
+        uint64_t kbytes = (uint64_t)len * (uint64_t)json_integer_value(json_object_get(m, "kv_heads")) *
+                          (uint64_t)json_integer_value(json_object_get(m, "head_dim")) * 4u;
+        if (kbytes <= range)
+            continue;
+        char kb[32], rb[32];
+        if (shown++ == 0)
+            fprintf(fp, "keys beyond one binding on %s (maxStorageBufferRange %s): K, K_b and V "
+                        "are bound a window of whole chunks at a time, the transforms a window "
+                        "of tokens (docs/attention.md, \"K beyond one binding\")\n",
+                    device, rl_fmt_bytes(range, rb, sizeof rb));
+        fprintf(fp, "%s  %-10s %llu tokens: K %s, at least %llu windows\n", it->id,
+                it->kind->name, (unsigned long long)len, rl_fmt_bytes(kbytes, kb, sizeof kb),
+                (unsigned long long)((kbytes + range - 1) / range));
+    }
+    if (!shown)
+        fprintf(fp, "every run's K fits one storage binding on %s\n", device);
+}
+
 rl_status run_plan_estimate(const run_batch *b, const run_options *opt, FILE *fp, rl_error *err)
 {
     uint32_t *shard = malloc((b->n_items ? b->n_items : 1) * sizeof *shard);
@@ -473,6 +513,7 @@ rl_status run_plan_estimate(const run_batch *b, const run_options *opt, FILE *fp
         cs = rlvk_device_create(&inst, idx[0], &dev, &e2);
     if (!cs)
         cs = run_calib_get(&dev, &c, &e2);
+    uint64_t range = cs ? 0 : dev.info.max_storage_buffer_range;
     rlvk_device_destroy(&dev);
     rlvk_instance_destroy(&inst);
     if (cs) {
@@ -523,6 +564,7 @@ rl_status run_plan_estimate(const run_batch *b, const run_options *opt, FILE *fp
     fprintf(fp, "estimated device time of this shard: %.1f s (%.1f-%.1f s; %zu of %zu device "
                 "runs learned)\n",
             total, lo, hi, n_learned, n_runs);
+    plan_windows(b, shard, opt->shard_index, range, c.device, fp);
     run_calib_free(&c);
     free(shard);
     return RL_OK;
