@@ -99,6 +99,7 @@ expect freqs_hf_layer 0 'rope_theta 10000, effective base 10000' -- freqs --hf-c
 expect freqs_hf_default_says 0 'default: the full-attention layers' -- freqs --hf-config "$d/gemma3_4b.json"
 expect freqs_layer_needs_hf 2 '--layer-type needs --hf-config' -- freqs --head-dim 8 --layer-type full_attention
 expect model_deepseek 0 'rotary dim 64 \(32 pairs, interleaved layout\)' -- model "$d/deepseek_v3.json"
+expect model_deepseek_part 0 "rotated part: ropelab rotates the first rotary_dim dimensions of a head; deepseek_v3.s own q and k are cat\\(nope, rope\\)" -- model "$d/deepseek_v3.json"
 expect model_preset_train_len 0 '^train length 131072 \(the length runs use\)$' -- model --preset qwen2-7b
 expect model_pythia 0 'rotary dim 16 \(8 pairs, half layout\)' -- model "$d/pythia_160m.json"
 expect model_json 0 '"logit_scale": 0.0625' -- model "$d/gemma3_4b.json" --json

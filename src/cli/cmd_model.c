@@ -181,6 +181,11 @@ int cmd_model(int argc, char **argv)
         if (json_object_size(m.attrs)) {
             char *a = json_dumps(m.attrs, JSON_COMPACT | JSON_PRESERVE_ORDER);
             printf("attributes (reported only, not applied by the engine): %s\n", a ? a : "?");
+            if (strncmp(m.model_type, "deepseek", 8) == 0)
+                printf("rotated part: ropelab rotates the first rotary_dim dimensions of a head; "
+                       "%s's own q and k are cat(nope, rope), the rotated part last: give Q/K "
+                       "taken from the model rope part first (docs/rope.md, deepseek row)\n",
+                       m.model_type);
             free(a);
         }
         if (m.n_types > 1) {
