@@ -98,7 +98,13 @@ void rope_emu_factors(const rope_freqs *f, float *out)
                 v = rope_emu_round(RL_DTYPE_BF16, v);
             break;
         case RL_ROPE_PREC_CUDA_FAST:
-            v = powf(ts, (float)j); /* powf(theta_scale, i0/2.0f), i0 = 2j */
+            /* __powf(theta_scale, i0/2.0f), i0 = 2j, as fast math computes
+             * it: ex2.approx(y * lg2.approx(x)) (CUDA Programming Guide,
+             * intrinsic functions: "derived from its implementation as
+             * exp2f(y * __log2f(x))"). The approximations are the
+             * hardware's: the host's correctly rounded log2f and exp2f stand
+             * in for them, and rope_emu_angle_rel bounds a real device's */
+            v = exp2f((float)j * log2f(ts));
             break;
         default:
             v = ts;
@@ -370,6 +376,18 @@ double rope_emu_angle_rel(const rope_freqs *f, uint32_t j)
         /* theta_scale: exponent -2/d rounded, powf: (ln(b)/d + 1) 2^-23;
          * j rounded products: j 2^-24; rope_yarn (below) */
         return (j * (lb / d + 1.5) + 1) * 0x1p-23 * 1.1 + yarn_rel(f);
+    case RL_ROPE_PREC_CUDA_FAST: {
+        /* __powf(ts, j) = __exp2f(j * __log2f(ts)) on a real device: __log2f
+         * within 2^-22 absolute on [0.5, 2] (2 ulp outside), the product
+         * 2^-24 of z = j log2 ts, __exp2f 2 ulp (CUDA Programming Guide,
+         * "Intrinsic Functions"): |dz| ln 2 + 2 2^-23 relative; theta_scale
+         * itself as ggml's (exponent -2/d rounded, powf 1 ulp: j (ln b / d
+         * + 1) 2^-23); the product with the position 2^-24; x1.1 margin */
+        double ts = pow(f->theta, -2.0 / d), l = fabs(log2(ts)), z = j * l;
+        double e_log = ts >= 0.5 && ts <= 2 ? 0x1p-22 : 2 * 0x1p-23 * l;
+        return ((j * e_log + z * 0x1p-24) * RL_LN2 + 2 * 0x1p-23 +
+                (j * (lb / d + 1) + 1) * 0x1p-23) * 1.1;
+    }
     default: {
         double k = (j * (lb / d + 1) + 2) * 0x1p-23 * 1.1 + yarn_rel(f);
         if (f->precision == RL_ROPE_PREC_GGML_VULKAN) {
