@@ -21,6 +21,10 @@
  * DCA (ChunkLlama, chunk_size S, local window L = W, chunk_len c = S - L):
  * keys at j % c; the same chunk: q at i % c; the previous chunk: q at
  * min(i % c + c, S); earlier chunks: q at min(c - 1 + c, S). */
+/* self_extend_floor's id: after the built-in methods and lm_infinite
+ * (registry order; registry_entries_are_complete_and_listed checks it) */
+#define SE_FLOOR 6
+
 static double want_distance(int method, long W, long G, long K, long S, long i, long j)
 {
     long d = i - j;
@@ -33,7 +37,7 @@ static double want_distance(int method, long W, long G, long K, long S, long i, 
     }
     if (labs(d) < W)
         return (double)d;
-    if (method == ATTN_REMAP_SELF_EXTEND)
+    if (method == ATTN_REMAP_SELF_EXTEND || method == SE_FLOOR) /* self_extend: G divides W */
         return (double)(i / G + W - W / G - j / G);
     if (method == ATTN_REMAP_REROPE)
         return (double)W;
@@ -58,7 +62,8 @@ static const struct {
     int method;
     uint32_t W, G, K, S, p0;
 } dump_cases[] = {
-    {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0, 0},         /* G does not divide W */
+    {SE_FLOOR, 6, 4, 1, 0, 0},                       /* G does not divide W: the integer form */
+    {ATTN_REMAP_SELF_EXTEND, 12, 4, 1, 0, 0},
     {ATTN_REMAP_SELF_EXTEND, 8, 2, 1, 0, 1048550},   /* positions near 2^20 */
     {ATTN_REMAP_REROPE, 5, 1, 1, 0, 3},
     {ATTN_REMAP_REROPE, 7, 1, 1, 0, 1048550},
@@ -144,7 +149,7 @@ END_TEST
 START_TEST(position_maps_give_the_methods_distance)
 {
     rl_error err = {0};
-    const attn_remap rs[] = {{ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0},
+    const attn_remap rs[] = {{SE_FLOOR, 6, 4, 1, 0}, {ATTN_REMAP_SELF_EXTEND, 12, 4, 1, 0},
                              {ATTN_REMAP_SELF_EXTEND, 512, 8, 1, 0}, {ATTN_REMAP_REROPE, 5, 1, 1, 0},
                              {ATTN_REMAP_LEAKY_REROPE, 7, 1, 3, 0}, {ATTN_REMAP_DCA, 40, 1, 1, 100},
                              {ATTN_REMAP_DCA, 90, 1, 1, 100}};
@@ -177,6 +182,15 @@ START_TEST(position_maps_give_the_methods_distance)
                 ck_assert_double_eq_tol(got, want, 1e-9);
             }
     }
+    /* Self-Extend's offset is LongLM's W - W/G, a true division: a window
+     * the group does not divide would need a fractional position */
+    ck_assert_int_eq(attn_remap_from_name("self_extend_floor"), SE_FLOOR);
+    attn_remap frac = {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0};
+    ck_assert_int_eq(attn_remap_check(&frac, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "W - W / G, a true division, here 4.5") &&
+                      strstr(err.msg, "self_extend_floor (W - floor(W/G) = 5)"), "%s", err.msg);
+    frac.method = SE_FLOOR;
+    ck_assert_int_eq(attn_remap_check(&frac, &err), RL_OK);
     /* out-of-range parameters and overflowing positions name their key */
     attn_remap bad = {ATTN_REMAP_SELF_EXTEND, 0, 4, 1, 0};
     ck_assert_int_eq(attn_remap_check(&bad, &err), RL_ERR_ARG);
@@ -356,18 +370,19 @@ static void assert_verified_remapped(const kfix *f)
  * the unremapped one, a short window (DCA: chunk length 11) changes it. */
 START_TEST(attention_kinds_run_each_method_verified)
 {
-    static const char *const methods[] = {"self_extend", "rerope", "leaky_rerope", "dca"};
+    static const char *const methods[] = {"self_extend", "rerope", "leaky_rerope", "dca",
+                                          "self_extend_floor"};
     kfix f;
     rl_error err = {0};
     kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64}");
     ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
     double plain = kmetric(&f, "entropy_at_max_len");
     kf_free(&f);
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < 5; m++) {
         char params[256];
         snprintf(params, sizeof params,
                  "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"%s\", "
-                 "\"attn_remap_window\": 64, \"attn_remap_group\": 3, \"attn_remap_chunk\": 200}",
+                 "\"attn_remap_window\": 64, \"attn_remap_group\": 4, \"attn_remap_chunk\": 200}",
                  methods[m]);
         kf_init(&f, "rope", "{}", params);
         ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
@@ -376,7 +391,7 @@ START_TEST(attention_kinds_run_each_method_verified)
         kf_free(&f);
         snprintf(params, sizeof params,
                  "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"%s\", "
-                 "\"attn_remap_window\": 5, \"attn_remap_group\": 3, \"attn_remap_chunk\": 16}",
+                 "\"attn_remap_window\": 6, \"attn_remap_group\": 3, \"attn_remap_chunk\": 16}",
                  methods[m]);
         kf_init(&f, "rope", "{}", params);
         ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);

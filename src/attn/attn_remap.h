@@ -37,6 +37,7 @@
     X(leaky_rerope) \
     X(dca) \
     X(lm_infinite) \
+    X(self_extend_floor) \
     /* add a method: one X(name) line above this one */
 
 #define ATTN_REMAP_CHOICE_(n) "|" #n
