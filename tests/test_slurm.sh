@@ -103,5 +103,35 @@ out=$(sub experiments/quickstart.yaml r --gres=gpu:2 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q 'ROPELAB_GRES' <<<"$out" && ok || bad "submit.sh --gres: $rc $out"
 rm -rf "$fake"
 
+# 6. a real Slurm, when one answers here (slurm-wlm with munge, slurmctld and
+# slurmd running: `scontrol ping` says UP): the documented CPU-partition
+# recipe, ROPELAB_GRES=none scripts/slurm/submit.sh ... --array=0-2
+# --partition=P, submitted for real; both jobs must complete (the merge
+# after the array, afterok) and the merged results.csv hold the rows of one
+# unsharded run of the batch. Skipped without one (the steps above are its
+# simulation).
+if command -v sbatch >/dev/null && command -v squeue >/dev/null &&
+   scontrol ping 2>/dev/null | grep -q ' is UP'; then
+  part=$(sinfo -h -o '%P' 2>/dev/null | sed -n 1p | tr -d '*')
+  "$bin" run "$t/b.yaml" --out "$t/single" --no-plot --quiet >/dev/null 2>&1
+  out=$(cd "$t" && ROPELAB="$bin" ROPELAB_GRES=none SBATCH=sbatch \
+    bash -c "cd '$src' && bash scripts/slurm/submit.sh '$t/b.yaml' '$t/real' --array=0-2 --partition=$part --time=00:10:00 --chdir='$t'" 2>&1)
+  jobs=$(sed -nE 's/^array job ([0-9]+), merge job ([0-9]+).*/\1 \2/p' <<<"$out")
+  if [ -z "$jobs" ]; then bad "real sbatch on partition $part: $out"; else
+    for _ in $(seq 240); do
+      [ -z "$(squeue -h -j "${jobs// /,}" 2>/dev/null)" ] && break
+      sleep 0.5
+    done
+    st=$(for j in $jobs; do scontrol show job "$j" 2>/dev/null | sed -nE 's/.*JobState=([A-Z_]+).*/\1/p' | sort -u; done | tr '\n' ' ')
+    rows() { cut -d, -f1,3- "$1" | sort; }  # without the device column
+    if [ -s "$t/real/merged/results.csv" ] && [ "$(rows "$t/real/merged/results.csv")" = "$(rows "$t/single/results.csv")" ] &&
+       ! grep -qv COMPLETED <<<"$(tr ' ' '\n' <<<"$st" | sed '/^$/d')"; then
+      ok; echo "real Slurm (partition $part): array and merge jobs $jobs $st; merged results.csv = the unsharded run's"
+    else bad "real Slurm: jobs $jobs states '$st'; $(ls "$t/real" 2>&1)"; fi
+  fi
+else
+  echo "real Slurm: none answers here (scontrol ping): its part skipped"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
