@@ -804,6 +804,60 @@ START_TEST(retrieval_needs_position_nope_and_shuffled_at_chance)
 }
 END_TEST
 
+/* query_rows (docs/runner.md "retrieval"): with every trial's row asked
+ * for (S >= N / (2C)) the sampled path gives the full passes' results bit
+ * for bit, tables included; with S = 16 each length computes 16 trials per
+ * kv head (evenly spread over the offsets), verified, and NoPE stays at
+ * chance inside its interval. */
+START_TEST(retrieval_query_rows_are_the_full_pass_rows)
+{
+    static const char *const enc = "{\"factor\": 8, \"original_max_position_embeddings\": 32}";
+    static const char *const names[] = {"accuracy_within_train", "accuracy_beyond_train",
+                                        "haystack_accuracy", "accuracy_at_max_len",
+                                        "trials_within_train", "trials_beyond_train"};
+    kfix a, b;
+    rl_error err = {0};
+    kf_init(&a, "yarn", enc, "{\"min_len\": 64, \"max_len\": 1024}", 4, 4, 32, 0);
+    kf_init(&b, "yarn", enc, "{\"min_len\": 64, \"max_len\": 1024, \"query_rows\": 100000}",
+            4, 4, 32, 0);
+    a.run.model.head_dim = b.run.model.head_dim = 64;
+    ck_assert_msg(kf_run(&a, "retrieval", &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(kf_run(&b, "retrieval", &err) == RL_OK, "%s", err.msg);
+    assert_verified(&b, "target_p");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ck_assert_msg(kmetric(&a, names[i]) == kmetric(&b, names[i]), "%s: %.17g vs %.17g",
+                      names[i], kmetric(&a, names[i]), kmetric(&b, names[i]));
+    ck_assert(json_equal(a.sink.tables, b.sink.tables));
+    ck_assert_double_eq(kmetric(&a, "query_rows_at_max_len"), 1024);
+    /* every trial's row at 1024 (at most 1024 / (2 x 8) = 64; the plan can place fewer), one
+     * trial per kv head each */
+    ck_assert_double_eq(kmetric(&b, "query_rows_at_max_len") * 4, kmetric(&b, "trials_at_max_len"));
+    ck_assert(kmetric(&b, "query_rows_at_max_len") <= 64 && kmetric(&b, "query_rows_at_max_len") >= 60);
+    kf_free(&a);
+    kf_free(&b);
+    kf_init(&a, "yarn", enc, "{\"min_len\": 64, \"max_len\": 1024, \"query_rows\": 16}", 4,
+            4, 32, 0);
+    a.run.model.head_dim = 64;
+    ck_assert_msg(kf_run(&a, "retrieval", &err) == RL_OK, "%s", err.msg);
+    assert_verified(&a, "target_p");
+    ck_assert_double_eq(kmetric(&a, "trials_at_max_len"), 16 * 4);
+    ck_assert_double_eq(kmetric(&a, "query_rows_at_max_len"), 16);
+    /* lengths 64 .. 1024 hold 4, 8, 16, 32, 64 trials per kv head: at most 4 + 8 + 16 x 3 = 60
+     * computed (the plan can place a few fewer at short lengths) */
+    double all = kmetric(&a, "trials_within_train") + kmetric(&a, "trials_beyond_train");
+    ck_assert_msg(all <= 60 * 4 && all >= 54 * 4, "%g trials", all);
+    kf_free(&a);
+    kf_init(&a, "nope", "{}", "{\"min_len\": 256, \"max_len\": 1024, \"query_rows\": 32}", 4, 4,
+            32, 0);
+    a.run.model.head_dim = 64;
+    ck_assert_msg(kf_run(&a, "retrieval", &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(kmetric(&a, "accuracy_beyond_train_lo95") <= 0.125 &&
+                      0.125 <= kmetric(&a, "accuracy_beyond_train_hi95"),
+                  "NoPE with sampled rows not at chance: %g", kmetric(&a, "accuracy_beyond_train"));
+    kf_free(&a);
+}
+END_TEST
+
 START_TEST(retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors)
 {
     kfix f;
@@ -1170,6 +1224,7 @@ int main(void)
     tcase_add_test(tc, entropy_cache_consistent_differs_from_recompute_only_past_the_prompt);
     tcase_add_test(tc, t5_attention_is_unscaled_as_in_the_model);
     tcase_add_test(tc, retrieval_needs_position_nope_and_shuffled_at_chance);
+    tcase_add_test(tc, retrieval_query_rows_are_the_full_pass_rows);
     tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);
     tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);
     tcase_add_test(tc, entropy_with_a_window_is_ln_of_the_visible_keys);

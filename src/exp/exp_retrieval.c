@@ -68,7 +68,7 @@
 enum {
     P_MIN_LEN, P_MAX_LEN, P_CANDIDATES, P_NOISE, P_DISTRACTORS, P_OOD, P_POSITIONS, P_DECOYS,
     P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE, P_TFLOOR,
-    P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT
+    P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_QROWS, P_COUNT
 };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 16, .max = 1048576, .def = "256",
@@ -98,12 +98,18 @@ static const rl_param params[P_COUNT] = {
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
     EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
+    [P_QROWS] = {.key = "query_rows", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
+                 .help = "trials (query rows) per length: 0 every one of the N/(2 candidates) "
+                         "(full passes); S > 0 at most S of them, evenly spread over the "
+                         "trial order (offsets in turn), each computed exactly against every "
+                         "key it sees, and only those rows"},
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
 typedef struct ret_params {
     uint64_t min_len, max_len;
     uint32_t candidates;
+    uint32_t query_rows;          /* 0: every trial, full passes */
     double noise;
     int gaussian, ood_random, shuffled, near;
     exp_attn_mask mask;
@@ -122,7 +128,8 @@ static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
                       .gaussian = !strcmp(v[P_DISTRACTORS].str, "gaussian"),
                       .ood_random = !strcmp(v[P_OOD].str, "random"),
                       .shuffled = !strcmp(v[P_POSITIONS].str, "shuffled"),
-                      .near = !strcmp(v[P_DECOYS].str, "near")};
+                      .near = !strcmp(v[P_DECOYS].str, "near"),
+                      .query_rows = (uint32_t)v[P_QROWS].num};
     st = exp_attn_mask_get("retrieval", v, EXP_ATTN_MASK_KEYS,
                            run->model.train_len, &p->mask, err);
     return st;
@@ -133,13 +140,22 @@ static uint64_t next_len(uint64_t N, uint64_t T)
     return N >= T ? 0 : N * 2 > T ? T : N * 2;
 }
 
-/* Multiply-adds of QK^T of one pass per length: N^2 H D / 2 per causal pass
- * (the run makes `candidates` such passes per length). */
-static double ret_work(uint64_t lo, uint64_t T, double hd)
+/* The trials a length-N pass computes: N / (2C) queries, at most S of them
+ * with query_rows S (0: all). */
+static uint64_t ret_rows(uint64_t N, uint32_t C, uint32_t S)
+{
+    uint64_t w = N / (2 * (uint64_t)C);
+    return S && S < w ? S : w;
+}
+
+/* Multiply-adds of QK^T of one pass per length: N^2 H D / 2 per causal
+ * pass; with query_rows, each computed row (in the second half: ~3N/4 keys
+ * seen) only (the run makes `candidates` such passes per length). */
+static double ret_work(uint64_t lo, uint64_t T, double hd, uint32_t C, uint32_t S)
 {
     double work = 0;
     for (uint64_t N = lo; N; N = next_len(N, T))
-        work += 0.5 * (double)N * N * hd;
+        work += S ? (double)ret_rows(N, C, S) * 0.75 * (double)N * hd : 0.5 * (double)N * N * hd;
     return work;
 }
 
@@ -151,7 +167,8 @@ static double ret_flops(const exp_run *run)
         return 0; /* refused by ret_check before any estimate is used */
     /* C passes per length (one per candidate) */
     return 2.0 * p.candidates *
-           ret_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim);
+           ret_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim,
+                    p.candidates, p.query_rows);
 }
 
 #define RET_MAX_R 40
@@ -352,7 +369,9 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if (st0)
         return st0;
     uint64_t lo = p.min_len, T = p.max_len;
-    if ((st0 = exp_attn_limits(ctx->dev, run, T, 0, ATTN_ARGMAX | ATTN_TARGET, err)))
+    if ((st0 = exp_attn_limits(ctx->dev, run, T, p.query_rows ? ret_rows(T, p.candidates,
+                                                                          p.query_rows) : 0,
+                               ATTN_ARGMAX | ATTN_TARGET, err)))
         return st0; /* before any host work */
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t L = run->model.train_len, C = p.candidates;
@@ -365,12 +384,14 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     unsigned char *used = malloc(T), *hay = malloc((T / 4 + 1) * KV);
     float *cand_p = malloc((T / 4 + 1) * KV * C * sizeof *cand_p);
     double *inv_tok = NULL;
+    uint32_t *qrows = malloc((T / 4 + 1) * sizeof *qrows), *slot = malloc((T / 4 + 1) * sizeof *slot);
+    uint64_t rows_hi = 0;
     pe_encoding *e = NULL;
     attn_engine own, *eng = NULL;
     int have_eng = 0, pass = 1;
     rl_status st = RL_OK;
     if (!q || !k || !stats || !target || !pos || !trials || !slots || !free_off || !used || !hay ||
-        !cand_p) {
+        !cand_p || !qrows || !slot) {
         st = rl_fail(err, RL_ERR_NOMEM, "retrieval: out of host memory for %llu tokens",
                      (unsigned long long)T);
         goto done;
@@ -388,7 +409,8 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     double acc_last = NAN, n_last = 0, hit_last = 0;
     double lrows[64][10];
     uint32_t n_lrows = 0;
-    double done_w = 0, work = C * ret_work(lo, T, (double)H * D);
+    double done_w = 0, work = C * ret_work(lo, T, (double)H * D, C, p.query_rows);
+
     for (uint64_t N = lo; N && !st; N = next_len(N, T)) {
         uint64_t r[RET_MAX_R];
         uint32_t m = offsets(N, r);
@@ -411,6 +433,44 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         }
         uint32_t n = plan_trials(N, C, p.near, r, m, trials, slots, used, free_off, &rng);
         build_pass(run, &p, N, f, inv_tok, trials, n, slots, q, k, &rng);
+        /* query_rows S: S trials evenly spread over the trial order (which
+         * takes the offsets in turn), the others' queries never computed
+         * (their keys stay: distractors as in the full pass), so each kept
+         * trial's statistics are the full pass's */
+        uint32_t n_rows = 0;
+        if (p.query_rows) {
+            uint32_t keep = (uint32_t)ret_rows(N, C, p.query_rows), kept = 0;
+            keep = keep < n ? keep : n;
+            for (uint32_t t = 0; t < n; t++)
+                if ((uint64_t)t * keep / n != ((uint64_t)t + 1) * keep / n) {
+                    trials[kept] = trials[t];
+                    memmove(slots + (uint64_t)kept * C, slots + (uint64_t)t * C, C * sizeof *slots);
+                    kept++;
+                }
+            n = kept;
+            /* the kept trials' rows ascending, and each trial's slot */
+            for (uint32_t t = 0; t < n; t++)
+                qrows[t] = (uint32_t)trials[t].i;
+            for (uint32_t a = 1; a < n; a++) /* insertion sort: n is small */
+                for (uint32_t b = a; b > 0 && qrows[b - 1] > qrows[b]; b--) {
+                    uint32_t x = qrows[b];
+                    qrows[b] = qrows[b - 1], qrows[b - 1] = x;
+                }
+            for (uint32_t t = 0; t < n; t++) {
+                uint32_t lo_i = 0, hi_i = n;
+                while (lo_i < hi_i) {
+                    uint32_t mid = (lo_i + hi_i) / 2;
+                    if (qrows[mid] < trials[t].i)
+                        lo_i = mid + 1;
+                    else
+                        hi_i = mid;
+                }
+                slot[t] = lo_i;
+            }
+            n_rows = n < N ? n : 0;
+        }
+        if (N == T)
+            rows_hi = n_rows ? n_rows : N;
         for (uint64_t t = 0; t < N; t++)
             target[t] = (uint32_t)t, pos[t] = (uint32_t)t;
         for (uint32_t t = 0; t < n; t++)
@@ -430,20 +490,27 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             for (uint32_t t = 0; t < n; t++)
                 target[trials[t].i] = (uint32_t)slots[(uint64_t)t * C + a];
             exp_attn_io io = {.tokens = N, .q = q, .k = k, .target = target, .causal = 1,
-                              .pos = pos, .mask = p.mask, .flags = ATTN_ARGMAX | ATTN_TARGET};
+                              .pos = pos, .mask = p.mask, .flags = ATTN_ARGMAX | ATTN_TARGET,
+                              .rows = n_rows ? qrows : NULL, .n_rows = n_rows};
             attn_outputs out = {.stats = stats};
             exp_attn_result res;
-            char label[64];
-            snprintf(label, sizeof label, "N=%llu candidate %u", (unsigned long long)N, a);
+            char label[128];
+            if (n_rows)
+                snprintf(label, sizeof label, "N=%llu candidate %u (%u of %llu query rows)",
+                         (unsigned long long)N, a, n_rows, (unsigned long long)N);
+            else
+                snprintf(label, sizeof label, "N=%llu candidate %u", (unsigned long long)N, a);
             exp_sink_progress(sink, label, done_w, work);
             if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &res, err)))
                 goto done;
-            done_w += 0.5 * (double)N * N * H * D;
+            done_w += n_rows ? (double)n_rows * 0.75 * (double)N * H * D
+                             : 0.5 * (double)N * N * H * D;
             pass &= exp_attn_record_stats(sink, label, &res);
             for (uint32_t t = 0; t < n; t++)
                 for (uint32_t g = 0; g < KV; g++) {
                     /* one trial per kv head: its group's heads are copies */
-                    const float *sv = stats + (trials[t].i * H + (uint64_t)g * G) * RL_ATTN_NSTAT;
+                    uint64_t row = n_rows ? slot[t] : trials[t].i; /* a sampled pass: slots */
+                    const float *sv = stats + (row * H + (uint64_t)g * G) * RL_ATTN_NSTAT;
                     cand_p[((uint64_t)t * KV + g) * C + a] = sv[RL_ATTN_S_TARGET_P];
                     if (a == 0) {
                         uint32_t am;
@@ -523,6 +590,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     exp_sink_metric(sink, "accuracy_at_max_len_lo95", a);
     exp_sink_metric(sink, "accuracy_at_max_len_hi95", b);
     exp_sink_metric(sink, "trials_at_max_len", n_last);
+    exp_sink_metric(sink, "query_rows_at_max_len", (double)rows_hi);
     exp_sink_metric(sink, "chance", 1.0 / C);
     exp_sink_metric(sink, "haystack_accuracy", n_all ? hay_hits / n_all : NAN);
     rl_wilson95(hay_hits, n_all, &a, &b);
@@ -536,7 +604,7 @@ done:
         attn_engine_destroy(&own);
     pe_encoding_destroy(e);
     free(q), free(k), free(stats), free(target), free(pos), free(trials), free(slots);
-    free(free_off), free(used), free(inv_tok), free(hay), free(cand_p);
+    free(free_off), free(used), free(inv_tok), free(hay), free(cand_p), free(qrows), free(slot);
     return st;
 }
 
@@ -578,6 +646,8 @@ static const exp_metric metrics[] = {
     {"accuracy_at_max_len_lo95", "accuracy at max_len, 95 % low", "", EXP_PLOT_CI},
     {"accuracy_at_max_len_hi95", "accuracy at max_len, 95 % high", "", EXP_PLOT_CI},
     {"trials_at_max_len", "trials at max_len", "trials", 0},
+    {"query_rows_at_max_len", "query rows the longest pass computed (max_len: every one)", "rows",
+     0},
     {"chance", "chance accuracy (1 / candidates)", "", 0},
     {"haystack_accuracy", "share of trials whose argmax over all keys is the target", "", 0},
     {"haystack_accuracy_lo95", "haystack accuracy, 95 % low", "", EXP_PLOT_CI},
