@@ -1039,6 +1039,45 @@ START_TEST(distortion_of_yarn_applies_its_temperature)
 }
 END_TEST
 
+/* Sampled query rows in distortion: S >= length is the full pass bit for
+ * bit (seed 1); S = 128 of 1024 rows (log_groups) gives a mean KL whose
+ * 95 % interval covers the full pass's in at least 16 of seeds 2..20 (each
+ * seed new data and a new sample; P(X <= 15) = 1.4 % at 95 % coverage),
+ * every sampled pass verified. */
+START_TEST(distortion_sampled_rows_cover_the_full_pass)
+{
+    static const char *const enc = "{\"factor\": 4, \"original_max_position_embeddings\": 256}";
+    rl_error err = {0};
+    int covered = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        kfix a, b;
+        kf_init(&a, "yarn", enc, "{\"length\": 1024}", 2, 1, 256, 0);
+        kf_init(&b, "yarn", enc, seed == 1 ? "{\"length\": 1024, \"query_rows\": 1024}"
+                                            : "{\"length\": 1024, \"query_rows\": 128}",
+                2, 1, 256, 0);
+        a.run.seed = b.run.seed = seed;
+        ck_assert_msg(kf_run(&a, "distortion", &err) == RL_OK, "%s", err.msg);
+        ck_assert_msg(kf_run(&b, "distortion", &err) == RL_OK, "%s", err.msg);
+        double full = kmetric(&a, "kl_mean");
+        if (seed == 1) { /* every row asked for: the full pass itself */
+            ck_assert(kmetric(&b, "kl_mean") == full);
+            ck_assert(json_equal(a.sink.tables, b.sink.tables));
+        } else {
+            assert_verified(&b, "kl");
+            ck_assert_double_eq(kmetric(&b, "query_rows"), 128);
+            double lo = kmetric(&b, "kl_mean_lo95"), hi = kmetric(&b, "kl_mean_hi95");
+            ck_assert(lo <= kmetric(&b, "kl_mean") && kmetric(&b, "kl_mean") <= hi);
+            covered += lo <= full && full <= hi;
+            fprintf(stderr, "distortion seed %llu: full %.5f, 128 rows %.5f [%.5f, %.5f]\n",
+                    (unsigned long long)seed, full, kmetric(&b, "kl_mean"), lo, hi);
+        }
+        kf_free(&a);
+        kf_free(&b);
+    }
+    ck_assert_msg(covered >= 16, "the interval covered the full pass in %d of 19 seeds", covered);
+}
+END_TEST
+
 START_TEST(distortion_refuses_non_rope_encodings)
 {
     kfix f;
@@ -1225,6 +1264,7 @@ int main(void)
     tcase_add_test(tc, t5_attention_is_unscaled_as_in_the_model);
     tcase_add_test(tc, retrieval_needs_position_nope_and_shuffled_at_chance);
     tcase_add_test(tc, retrieval_query_rows_are_the_full_pass_rows);
+    tcase_add_test(tc, distortion_sampled_rows_cover_the_full_pass);
     tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);
     tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);
     tcase_add_test(tc, entropy_with_a_window_is_ln_of_the_visible_keys);

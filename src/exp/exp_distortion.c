@@ -25,11 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rl_sample.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
 
 enum { P_LENGTH, P_ATTENTION_FACTOR, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
-    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT };
+    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_QROWS, P_QSAMPLING, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_LENGTH] = {.key = "length", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                   .help = "tokens (0: the model's train_len, the original context)"},
@@ -39,6 +40,14 @@ static const rl_param params[P_COUNT] = {
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
     EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
+    [P_QROWS] = {.key = "query_rows", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
+                 .help = "query rows: 0 every row (the full pass); S >= 1 samples S rows (every "
+                         "row when S >= length), each exact against all its keys; means with "
+                         "95 % intervals"},
+    [P_QSAMPLING] = {.key = "query_sampling", .type = RL_P_ENUM, .def = "\"log_groups\"",
+                     .choices = RL_ROWS_CHOICES,
+                     .help = "how sampled query rows are drawn: uniform over positions, equally "
+                             "per power-of-two position group (log_groups), or the last rows"},
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get); length
@@ -46,6 +55,8 @@ static const rl_param params[P_COUNT] = {
 typedef struct dist_params {
     uint64_t length;
     int attention_factor;
+    uint32_t query_rows;          /* 0: every row */
+    rl_rows_scheme sampling;
     exp_attn_mask mask;
 } dist_params;
 
@@ -57,6 +68,10 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
         return st;
     p->length = v[P_LENGTH].num ? (uint64_t)v[P_LENGTH].num : run->model.train_len;
     p->attention_factor = v[P_ATTENTION_FACTOR].num != 0;
+    p->query_rows = (uint32_t)v[P_QROWS].num;
+    if (rl_rows_scheme_parse(v[P_QSAMPLING].str, &p->sampling))
+        return rl_fail(err, RL_ERR_ARG, "query_sampling '%s': one of %s", v[P_QSAMPLING].str,
+                       RL_ROWS_CHOICES);
     st = exp_attn_mask_get("distortion", v, EXP_ATTN_MASK_KEYS,
                            run->model.train_len, &p->mask, err);
     if (!st && attn_remap_defs(&p->mask.remap) == ATTN_REMAP_DEFS_CHUNK)
@@ -176,6 +191,77 @@ static uint64_t dist_bytes(const exp_run *run)
     return T * row * (4 + 8 + 24 + 8) + T * run->model.heads * (RL_ATTN_NSTAT + 2 * nb) * 4;
 }
 
+/* The tables and the means of a sampled pass (slot r holds token
+ * pl->rows[r]): every mean the stratified estimate over its tokens with its
+ * 95 % interval (rl_rows_estimate; the sampling unit is the query token, its
+ * heads averaged), each table row with the rows it rests on; position
+ * groups the sample does not estimate are left out. out: kl mean, lo, hi,
+ * the largest KL of the computed rows, the farthest bucket's masses. */
+static rl_status dist_sampled(exp_sink *sink, const rl_rows_plan *pl, const float *stats,
+                              const float *bk_a, const float *bk_b, uint32_t H, uint32_t nb,
+                              uint64_t T, double out[6], rl_error *err)
+{
+    uint32_t n = pl->n_rows;
+    double *y = malloc(3 * (size_t)n * sizeof *y);
+    if (!y)
+        return rl_fail(err, RL_ERR_NOMEM, "distortion: out of host memory");
+    double *ya = y + n, *yb = y + 2 * (size_t)n, kl_max = 0;
+    for (uint32_t r = 0; r < n; r++) {
+        double m = 0;
+        for (uint32_t h = 0; h < H; h++) {
+            double v = stats[((uint64_t)r * H + h) * RL_ATTN_NSTAT + RL_ATTN_S_KL];
+            m += v, kl_max = fmax(kl_max, v);
+        }
+        y[r] = m / H;
+    }
+    const char *kcols[] = {"query_keys_tokens", "kl_nats", "kl_nats_lo95", "kl_nats_hi95",
+                           "query_rows"};
+    rl_status st = exp_sink_table(sink, "kl_position", 5, kcols, err);
+    for (uint64_t g = 1; g <= T && !st; g *= 2) {
+        uint64_t t0 = g - 1, t1 = g * 2 - 1 < T ? g * 2 - 1 : T;
+        rl_estimate e;
+        rl_rows_estimate(pl, y, t0, t1, &e);
+        if (isnan(e.mean))
+            continue; /* not estimated by this sample */
+        double row[5] = {0.5 * (double)(t0 + 1 + t1), e.mean, e.lo, e.hi, (double)e.n};
+        st = exp_sink_row(sink, row, err);
+    }
+    if (!st)
+        st = exp_sink_end_table(sink, err);
+    rl_estimate e;
+    rl_rows_estimate(pl, y, 0, T, &e);
+    out[0] = e.mean, out[1] = e.lo, out[2] = e.hi, out[3] = kl_max;
+    const char *bcols[] = {"distance_tokens",      "mass_scaled",     "mass_scaled_lo95",
+                           "mass_scaled_hi95",     "mass_rope",       "mass_rope_lo95",
+                           "mass_rope_hi95",       "mass_difference", "mass_difference_lo95",
+                           "mass_difference_hi95"};
+    if (!st)
+        st = exp_sink_table(sink, "mass_buckets", 10, bcols, err);
+    for (uint32_t bi = 0; bi < nb && !st; bi++) {
+        for (uint32_t r = 0; r < n; r++) {
+            double ma = 0, mb = 0;
+            for (uint32_t h = 0; h < H; h++) {
+                uint64_t i = (uint64_t)r * H + h;
+                ma += bk_a[i * nb + bi], mb += bk_b[i * nb + bi];
+            }
+            ya[r] = ma / H, yb[r] = mb / H, y[r] = (ma - mb) / H;
+        }
+        rl_estimate ea, eb, ed;
+        rl_rows_estimate(pl, ya, 0, T, &ea);
+        rl_rows_estimate(pl, yb, 0, T, &eb);
+        rl_rows_estimate(pl, y, 0, T, &ed);
+        if (bi + 1 == nb)
+            out[4] = ea.mean, out[5] = eb.mean;
+        double row[10] = {bi ? ldexp(1.0, (int)bi - 1) : 0.0, ea.mean, ea.lo, ea.hi, eb.mean,
+                          eb.lo, eb.hi, ed.mean, ed.lo, ed.hi};
+        st = exp_sink_row(sink, row, err);
+    }
+    if (!st)
+        st = exp_sink_end_table(sink, err);
+    free(y);
+    return st;
+}
+
 static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_error *err)
 {
     if (!ctx->dev)
@@ -185,8 +271,22 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     if (st)
         return st;
     uint64_t T = p.length;
-    if ((st = exp_attn_limits(ctx->dev, run, T, 0, ATTN_BUCKETS | ATTN_PAIRED, err)))
+    /* query_rows S < T: S rows drawn by query_sampling, the same in both
+     * passes (a seed of the run's and the length) */
+    rl_rows_plan plan = {0};
+    int smp = p.query_rows && p.query_rows < T;
+    if (smp && (st = rl_rows_plan_make(p.sampling, T, p.query_rows,
+                                       run->seed ^ (T * 0x9e3779b97f4a7c15ull), &plan, err)))
         return st;
+    if ((st = exp_attn_limits(ctx->dev, run, T, smp ? plan.n_rows : 0, ATTN_BUCKETS | ATTN_PAIRED,
+                              err))) {
+        rl_rows_plan_free(&plan);
+        return st;
+    }
+    char note[96] = "";
+    if (smp)
+        snprintf(note, sizeof note, " (%u of %llu query rows, %s)", plan.n_rows,
+                 (unsigned long long)T, rl_rows_scheme_name(p.sampling));
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t nb = attn_n_buckets(T);
     pe_encoding *a = NULL, *b = NULL;
@@ -213,11 +313,12 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     int remap = p.mask.remap.method != ATTN_REMAP_NONE;
     exp_attn_io io = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = p.mask,
                       .flags = ATTN_BUCKETS | (remap ? ATTN_PAIRED : 0),
-                      .no_attention_factor = no_af, .paired = remap ? NULL : b};
+                      .no_attention_factor = no_af, .paired = remap ? NULL : b,
+                      .rows = smp ? plan.rows : NULL, .n_rows = smp ? plan.n_rows : 0};
     exp_attn_mask mask_b = p.mask;
     mask_b.remap.method = ATTN_REMAP_NONE; /* plain RoPE at the exact positions */
     exp_attn_io io_b = {.tokens = T, .q = q, .k = k, .causal = 1, .mask = mask_b,
-                        .flags = ATTN_BUCKETS};
+                        .flags = ATTN_BUCKETS, .rows = io.rows, .n_rows = io.n_rows};
     /* the paired and the plain kernel: two pipelines, compiled together */
     const pe_encoding *pe[2] = {a, b};
     const exp_attn_io pio[2] = {io, io_b};
@@ -226,8 +327,10 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     attn_outputs out = {.stats = stats, .buckets = bk_a};
     if ((st = exp_attn_run(ctx->dev, eng, a, &io, &out, &r, err)))
         goto done;
-    pass &= exp_attn_record_stats(sink, remap ? "remapped vs plain RoPE (paired)"
-                                              : "scaled vs plain RoPE (paired)", &r);
+    char label[160];
+    snprintf(label, sizeof label, "%s%s", remap ? "remapped vs plain RoPE (paired)"
+                                                : "scaled vs plain RoPE (paired)", note);
+    pass &= exp_attn_record_stats(sink, label, &r);
     double scale_a = r.scale, scale_b = r.scale_b;
     /* The engine's bucket count: 1 + floor(log2(T - 1)) for the largest
      * distance T - 1 (nb above is an upper bound for the allocation). */
@@ -236,8 +339,26 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     attn_outputs out_b = {.buckets = bk_b};
     if ((st = exp_attn_run(ctx->dev, eng, b, &io_b, &out_b, &r, err)))
         goto done;
-    pass &= exp_attn_record_stats(sink, "plain RoPE", &r);
+    snprintf(label, sizeof label, "plain RoPE%s", note);
+    pass &= exp_attn_record_stats(sink, label, &r);
     assert(r.attn.n_buckets == nb); /* same T, same count */
+    const rope_freqs *f = pe_rope_freqs(a);
+    double af = f ? f->attention_factor : 1.0; /* a twin-declaring family has none */
+    if (smp) {
+        double o[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
+        if ((st = dist_sampled(sink, &plan, stats, bk_a, bk_b, H, nb, T, o, err)))
+            goto done;
+        exp_sink_metric(sink, "kl_mean", o[0]);
+        exp_sink_metric(sink, "kl_mean_lo95", o[1]);
+        exp_sink_metric(sink, "kl_mean_hi95", o[2]);
+        exp_sink_metric(sink, "kl_max", o[3]);
+        exp_sink_metric(sink, "query_rows", (double)plan.n_rows);
+        exp_sink_metric(sink, "attention_factor", no_af ? 1.0 : af);
+        exp_sink_metric(sink, "logit_scale_ratio", scale_a * af * af / scale_b);
+        exp_sink_metric(sink, "mass_farthest_bucket_scaled", o[4]);
+        exp_sink_metric(sink, "mass_farthest_bucket_rope", o[5]);
+        goto verdict;
+    }
 
     /* KL against query position, rows grouped by key count in [2^g, 2^(g+1)). */
     const char *kcols[] = {"query_keys_tokens", "kl_nats"};
@@ -279,8 +400,6 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
     }
     if (st || (st = exp_sink_end_table(sink, err)))
         goto done;
-    const rope_freqs *f = pe_rope_freqs(a);
-    double af = f ? f->attention_factor : 1.0; /* a twin-declaring family has none */
     exp_sink_metric(sink, "kl_mean", kl_sum / (double)(T * H));
     exp_sink_metric(sink, "kl_max", kl_max);
     exp_sink_metric(sink, "attention_factor", no_af ? 1.0 : af);
@@ -290,6 +409,7 @@ static rl_status dist_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_e
                     scale_a * af * af / scale_b);
     exp_sink_metric(sink, "mass_farthest_bucket_scaled", far_a);
     exp_sink_metric(sink, "mass_farthest_bucket_rope", far_b);
+verdict:
     if (!pass)
         st = rl_fail(err, RL_ERR_MISMATCH, "distortion: a verification exceeded its tolerance "
                                            "(see the verification records)");
@@ -299,6 +419,7 @@ done:
     pe_encoding_destroy(a);
     pe_encoding_destroy(b);
     free(q), free(k), free(stats), free(bk_a), free(bk_b);
+    rl_rows_plan_free(&plan);
     return st;
 }
 
@@ -307,12 +428,25 @@ static const exp_metric metrics[] = {
     {"kl_position.query_keys_tokens", "keys a query sees",
      "tokens", EXP_PLOT_LOGX | EXP_PLOT_TRAIN},
     {"kl_position.kl_nats", "KL(scaled || RoPE) per query", "nats", 0},
+    {"kl_position.kl_nats_lo95", "KL per query, 95 % low (sampled rows)", "nats", EXP_PLOT_CI},
+    {"kl_position.kl_nats_hi95", "KL per query, 95 % high (sampled rows)", "nats", EXP_PLOT_CI},
+    {"kl_position.query_rows", "sampled query rows in the position group", "rows",
+     EXP_PLOT_HIDE},
     {"mass_buckets.distance_tokens", "distance bucket (smallest distance)", "tokens", 0},
     {"mass_buckets.mass_scaled", "attention mass, scaled", "", EXP_PLOT_FRACTION},
     {"mass_buckets.mass_rope", "attention mass, plain RoPE", "", EXP_PLOT_FRACTION},
     {"mass_buckets.mass_difference", "attention mass, scaled - RoPE", "", 0},
+    {"mass_buckets.mass_scaled_lo95", "mass, scaled, 95 % low", "", EXP_PLOT_CI},
+    {"mass_buckets.mass_scaled_hi95", "mass, scaled, 95 % high", "", EXP_PLOT_CI},
+    {"mass_buckets.mass_rope_lo95", "mass, plain RoPE, 95 % low", "", EXP_PLOT_CI},
+    {"mass_buckets.mass_rope_hi95", "mass, plain RoPE, 95 % high", "", EXP_PLOT_CI},
+    {"mass_buckets.mass_difference_lo95", "mass difference, 95 % low", "", EXP_PLOT_CI},
+    {"mass_buckets.mass_difference_hi95", "mass difference, 95 % high", "", EXP_PLOT_CI},
     {"kl_mean", "mean KL per query", "nats", 0},
-    {"kl_max", "max KL over queries", "nats", 0},
+    {"kl_mean_lo95", "mean KL per query, 95 % low (sampled rows)", "nats", EXP_PLOT_CI},
+    {"kl_mean_hi95", "mean KL per query, 95 % high (sampled rows)", "nats", EXP_PLOT_CI},
+    {"kl_max", "max KL over the computed queries", "nats", 0},
+    {"query_rows", "query rows computed (sampled; absent: every row)", "rows", 0},
     {"attention_factor", "attention factor", "", 0},
     {"logit_scale_ratio", "logit scale ratio (scaled / RoPE)", "", 0},
     {"mass_farthest_bucket_scaled", "mass in the farthest bucket, scaled", "", 0},
