@@ -874,6 +874,39 @@ START_TEST(retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors
 }
 END_TEST
 
+/* content_retrieval's query_rows: every scored query asked for is the full
+ * passes bit for bit (metrics and tables); S = 8 computes 8 rows at each
+ * length, verified. */
+START_TEST(content_retrieval_query_rows_are_the_full_pass_rows)
+{
+    static const char *const P = "{\"min_len\": 64, \"max_len\": 256, \"noise\": 0.5";
+    static const char *const names[] = {"accuracy_within_train", "accuracy_beyond_train",
+                                        "accuracy_at_max_len"};
+    char pa[160], pb[160], pc[160];
+    snprintf(pa, sizeof pa, "%s}", P);
+    snprintf(pb, sizeof pb, "%s, \"query_rows\": 1000}", P);
+    snprintf(pc, sizeof pc, "%s, \"query_rows\": 8}", P);
+    kfix a, b;
+    rl_error err = {0};
+    kf_init(&a, "rope", "{}", pa, 2, 1, 64, 0);
+    kf_init(&b, "rope", "{}", pb, 2, 1, 64, 0);
+    ck_assert_msg(kf_run(&a, "content_retrieval", &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(kf_run(&b, "content_retrieval", &err) == RL_OK, "%s", err.msg);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ck_assert_msg(kmetric(&a, names[i]) == kmetric(&b, names[i]), "%s", names[i]);
+    ck_assert(json_equal(a.sink.tables, b.sink.tables));
+    ck_assert_double_eq(kmetric(&a, "query_rows_at_max_len"), 256);
+    ck_assert_double_eq(kmetric(&b, "query_rows_at_max_len"), 64); /* the last quarter */
+    kf_free(&a);
+    kf_free(&b);
+    kf_init(&a, "rope", "{}", pc, 2, 1, 64, 0);
+    ck_assert_msg(kf_run(&a, "content_retrieval", &err) == RL_OK, "%s", err.msg);
+    assert_verified(&a, "target_p");
+    ck_assert_double_eq(kmetric(&a, "query_rows_at_max_len"), 8);
+    kf_free(&a);
+}
+END_TEST
+
 /* The needle orthogonal to its query at scale 0 is the zero key: every
  * logit of a row is 0, the first key (token 0) is the argmax, and the
  * needle's probability is 1 / (i + 1) — never above 1 / (3N/4 + 1). */
@@ -1265,6 +1298,7 @@ int main(void)
     tcase_add_test(tc, retrieval_needs_position_nope_and_shuffled_at_chance);
     tcase_add_test(tc, retrieval_query_rows_are_the_full_pass_rows);
     tcase_add_test(tc, distortion_sampled_rows_cover_the_full_pass);
+    tcase_add_test(tc, content_retrieval_query_rows_are_the_full_pass_rows);
     tcase_add_test(tc, retrieval_accuracy_is_one_for_the_query_as_needle_without_distractors);
     tcase_add_test(tc, retrieval_fails_when_the_needle_is_a_zero_key);
     tcase_add_test(tc, entropy_with_a_window_is_ln_of_the_visible_keys);

@@ -48,7 +48,7 @@
 enum {
     P_MIN_LEN, P_MAX_LEN, P_SIMILARITY, P_NEEDLE_SCALE, P_NOISE, P_DISTRACTORS,
     P_DISTRACTOR_SCALE, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
-    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT
+    P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_QROWS, P_COUNT
 };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 4, .max = 1048576, .def = "256",
@@ -70,6 +70,10 @@ static const rl_param params[P_COUNT] = {
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
     EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
+    [P_QROWS] = {.key = "query_rows", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
+                 .help = "scored queries per length: 0 every one of the last N/4 (full passes); "
+                         "S > 0 at most S of them, evenly spread, each computed exactly against "
+                         "every key it sees, and only those rows"},
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */
@@ -77,6 +81,7 @@ typedef struct ret_params {
     uint64_t min_len, max_len;
     double similarity, needle_scale, noise, distractor_scale;
     char distractors[64];
+    uint32_t query_rows;          /* 0: every scored query, full passes */
     exp_attn_mask mask;
 } ret_params;
 
@@ -90,7 +95,8 @@ static rl_status ret_params_of(const exp_run *run, ret_params *p, rl_error *err)
                           .similarity = v[P_SIMILARITY].num,
                           .needle_scale = v[P_NEEDLE_SCALE].num,
                           .noise = v[P_NOISE].num,
-                          .distractor_scale = v[P_DISTRACTOR_SCALE].num};
+                          .distractor_scale = v[P_DISTRACTOR_SCALE].num,
+                          .query_rows = (uint32_t)v[P_QROWS].num};
         snprintf(p->distractors, sizeof p->distractors, "%s", v[P_DISTRACTORS].str);
         st = exp_attn_mask_get("content_retrieval", v, EXP_ATTN_MASK_KEYS,
                                run->model.train_len, &p->mask, err);
@@ -104,12 +110,15 @@ static uint64_t next_len(uint64_t N, uint64_t T)
     return N >= T ? 0 : N * 2 > T ? T : N * 2;
 }
 
-/* Multiply-adds of QK^T over the run: N^2 H D / 2 per causal pass. */
-static double ret_work(uint64_t lo, uint64_t T, double hd)
+/* Multiply-adds of QK^T over the run: N^2 H D / 2 per causal pass; with
+ * query_rows S, S rows of the last quarter (~7N/8 keys each). */
+static double ret_work(uint64_t lo, uint64_t T, double hd, uint32_t S)
 {
     double work = 0;
-    for (uint64_t N = lo; N; N = next_len(N, T))
-        work += 0.5 * (double)N * N * hd;
+    for (uint64_t N = lo; N; N = next_len(N, T)) {
+        uint64_t W = N / 4 ? N / 4 : 1, rows = S && S < W ? S : W;
+        work += S ? (double)rows * 0.875 * (double)N * hd : 0.5 * (double)N * N * hd;
+    }
     return work;
 }
 
@@ -119,7 +128,8 @@ static double ret_flops(const exp_run *run)
     rl_error err;
     if (ret_params_of(run, &p, &err))
         return 0; /* refused by ret_check before any estimate is used */
-    return 2 * ret_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim);
+    return 2 * ret_work(p.min_len, p.max_len, (double)run->model.heads * run->model.head_dim,
+                        p.query_rows);
 }
 
 #define RET_MAX_R 40
@@ -230,7 +240,10 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     if (st0)
         return st0;
     uint64_t lo = p.min_len, T = p.max_len;
-    if ((st0 = exp_attn_limits(ctx->dev, run, T, 0, ATTN_ARGMAX | ATTN_TARGET, err)))
+    uint64_t Wmax = T / 4 ? T / 4 : 1;
+    if ((st0 = exp_attn_limits(ctx->dev, run, T,
+                               p.query_rows && p.query_rows < Wmax ? p.query_rows : 0,
+                               ATTN_ARGMAX | ATTN_TARGET, err)))
         return st0; /* before any host work */
     uint32_t H = run->model.heads, KV = run->model.kv_heads, D = run->model.head_dim;
     uint32_t G = H / KV, L = run->model.train_len;
@@ -240,11 +253,13 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     float *stats = malloc(T * H * RL_ATTN_NSTAT * sizeof *stats);
     uint32_t *target = malloc(T * sizeof *target);
     int *dist_idx = malloc(T * sizeof *dist_idx);
+    uint32_t *qrows = malloc(T * sizeof *qrows);
+    uint64_t rows_hi = 0;
     pe_encoding *e = NULL;
     attn_engine own, *eng = NULL;
     int have_eng = 0, pass = 1;
     rl_status st = RL_OK;
-    if (!q || !k || !stats || !target || !dist_idx || (use_data && !kdata)) {
+    if (!q || !k || !stats || !target || !dist_idx || !qrows || (use_data && !kdata)) {
         st = rl_fail(err, RL_ERR_NOMEM, "content_retrieval: out of host memory for %llu tokens",
                      (unsigned long long)T);
         goto done;
@@ -271,7 +286,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     double lrows[64][5];
     uint32_t n_lrows = 0;
     /* Progress in multiply-adds of QK^T (ret_work). */
-    double done_w = 0, work = ret_work(lo, T, (double)H * D);
+    double done_w = 0, work = ret_work(lo, T, (double)H * D, p.query_rows);
     for (uint64_t N = lo; N && !st; N = next_len(N, T)) {
         uint64_t r[RET_MAX_R];
         uint32_t m = distances(N, r);
@@ -280,25 +295,55 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         if ((st = exp_encoding_for_pass(run, N, 1, &e, err))) /* causal passes */
             goto done;
         build_keys(run, &p, N, q, kdata, k, target, dist_idx, r, m, &rng);
+        /* query_rows S: S of the scored queries, evenly spread in token
+         * order (the others unscored: their needles stay as distractors, so
+         * each kept query's statistics are the full pass's), only their
+         * rows computed (slot r = token qrows[r]) */
+        uint32_t n_rows = 0;
+        if (p.query_rows) {
+            uint32_t scored = 0;
+            for (uint64_t i = 0; i < N; i++)
+                scored += dist_idx[i] >= 0;
+            uint32_t keep = p.query_rows < scored ? p.query_rows : scored, seen = 0;
+            for (uint64_t i = 0; i < N; i++) {
+                if (dist_idx[i] < 0)
+                    continue;
+                if ((uint64_t)seen * keep / scored != ((uint64_t)seen + 1) * keep / scored)
+                    qrows[n_rows++] = (uint32_t)i;
+                else
+                    dist_idx[i] = -1;
+                seen++;
+            }
+            if (n_rows >= N)
+                n_rows = 0;
+        }
+        if (N == T)
+            rows_hi = n_rows ? n_rows : N;
         exp_attn_io io = {.tokens = N, .q = q, .k = k, .target = target, .causal = 1,
-                          .mask = p.mask, .flags = ATTN_ARGMAX | ATTN_TARGET};
+                          .mask = p.mask, .flags = ATTN_ARGMAX | ATTN_TARGET,
+                          .rows = n_rows ? qrows : NULL, .n_rows = n_rows};
         attn_outputs out = {.stats = stats};
         exp_attn_result res;
-        char label[48];
-        snprintf(label, sizeof label, "N=%llu", (unsigned long long)N);
+        char label[96];
+        if (n_rows)
+            snprintf(label, sizeof label, "N=%llu (%u of %llu query rows)", (unsigned long long)N,
+                     n_rows, (unsigned long long)N);
+        else
+            snprintf(label, sizeof label, "N=%llu", (unsigned long long)N);
         exp_sink_progress(sink, label, done_w, work);
         if ((st = exp_attn_run(ctx->dev, eng, e, &io, &out, &res, err)))
             goto done;
-        done_w += 0.5 * (double)N * N * H * D;
+        done_w += n_rows ? (double)n_rows * 0.875 * (double)N * H * D : 0.5 * (double)N * N * H * D;
         pass &= exp_attn_record_stats(sink, label, &res);
         double hits[RET_MAX_R] = {0}, psum[RET_MAX_R] = {0}, cnt[RET_MAX_R] = {0};
         double a_in = 0, a_out = 0, c_in = 0, c_out = 0, a_all = 0, p_all = 0, c_all = 0;
-        for (uint64_t i = 0; i < N; i++) {
+        for (uint64_t ii = 0; ii < (n_rows ? n_rows : N); ii++) {
+            uint64_t i = n_rows ? qrows[ii] : ii, slot = n_rows ? ii : i;
             if (dist_idx[i] < 0)
                 continue;
             int di = dist_idx[i];
             for (uint32_t h = 0; h < H; h++) {
-                const float *s = stats + (i * H + h) * RL_ATTN_NSTAT;
+                const float *s = stats + (slot * H + h) * RL_ATTN_NSTAT;
                 uint32_t am;
                 memcpy(&am, &s[RL_ATTN_S_ARGMAX], sizeof am);
                 double hit = am == target[i];
@@ -352,6 +397,7 @@ static rl_status ret_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
     exp_sink_metric(sink, "needle_p_within_train", n_in ? p_in / n_in : NAN);
     exp_sink_metric(sink, "needle_p_beyond_train", n_out ? p_out / n_out : NAN);
     exp_sink_metric(sink, "accuracy_at_max_len", acc_last);
+    exp_sink_metric(sink, "query_rows_at_max_len", (double)rows_hi);
     if (!pass)
         st = rl_fail(err, RL_ERR_MISMATCH, "content_retrieval: a verification exceeded its tolerance "
                                            "(see the verification records)");
@@ -359,7 +405,7 @@ done:
     if (have_eng)
         attn_engine_destroy(&own);
     pe_encoding_destroy(e);
-    free(q), free(k), free(kdata), free(stats), free(target), free(dist_idx);
+    free(q), free(k), free(kdata), free(stats), free(target), free(dist_idx), free(qrows);
     return st;
 }
 
@@ -394,6 +440,8 @@ static const exp_metric metrics[] = {
     {"needle_p_within_train", "needle probability within train_len", "", 0},
     {"needle_p_beyond_train", "needle probability beyond train_len", "", 0},
     {"accuracy_at_max_len", "accuracy at max_len", "", 0},
+    {"query_rows_at_max_len", "query rows the longest pass computed (max_len: every one)", "rows",
+     0},
 };
 
 /* Rows of each tensor the run reads: max_len. */
