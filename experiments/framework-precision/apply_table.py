@@ -70,9 +70,9 @@ def main(argv):
                 print(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}", file=sys.stderr)
                 return 1
             d = json.loads(r.stdout)[0]
-            cells.append(f"{d['reference']['max_abs']:.3g}")
+            cells.append(f"{d['reference']['max_abs_error']:.3g}")
             if p == POS[-1] and "emulation" in d:
-                emu = f"{d['emulation']['max_abs']:.2g}"
+                emu = f"{d['emulation']['max_abs_error']:.2g}"
         print(f"| {label} | {dt} | " + " | ".join(cells) + f" | {emu} |")
     return 0
 
