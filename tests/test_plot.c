@@ -1007,6 +1007,22 @@ START_TEST(a_view_chooses_series_aggregates_and_panels)
     ck_assert_ptr_nonnull(strstr(gp, "title 'A'"));
     ck_assert_ptr_null(strstr(gp, "title 'A band="));
     free(gp);
+    /* --facet encoding: an encoding keeps its colour from panel to panel
+     * (one choice over the figure): A's panel draws both its lines (band
+     * 0.1, 0.2) in the first colour, told apart by dash; B's in the second.
+     * Chosen per panel, each panel would restart at the first colour. */
+    o = (plot_options){.facet = "encoding"};
+    ck_assert_msg(view_plot(dir, &o, &err) == RL_OK, "%s", err.msg);
+    gp = read_plot_file(dir, "t.v.gp");
+    const char *p1 = strstr(gp, "set title 'A'"), *p2 = strstr(gp, "set title 'B'");
+    ck_assert(p1 && p2 && p1 < p2);
+    char *panel_a = strndup(p1, (size_t)(p2 - p1));
+    ck_assert_uint_eq(count_str(panel_a, "with linespoints lc rgb \"#0072b2\" dt 1"), 1);
+    ck_assert_uint_eq(count_str(panel_a, "with linespoints lc rgb \"#0072b2\" dt 2"), 1);
+    ck_assert_uint_eq(count_str(p2, "with linespoints lc rgb \"#d55e00\""), 2);
+    ck_assert_uint_eq(count_str(p2, "with linespoints lc rgb \"#0072b2\""), 0);
+    free(panel_a);
+    free(gp);
     rm_tree(dir);
 }
 END_TEST

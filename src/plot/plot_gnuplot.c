@@ -774,10 +774,15 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         free(panel);
         return rl_fail(err, RL_ERR_NOMEM, "out of memory writing %s", path);
     }
-    for (size_t p = 0; p < (n_panels ? n_panels : 1); p++) {
+    /* --facet: one choice over the whole figure, so that an encoding keeps
+     * its colour from panel to panel (the panels are to be compared);
+     * panels chosen beyond 10 lines restart per panel (each legend tells
+     * its own lines apart) */
+    int global = c->facet_col >= 0;
+    for (size_t p = 0; p < (n_panels && !global ? n_panels : 1); p++) {
         size_t n_idx = 0;
         for (size_t si = 0; si < fg->n; si++)
-            if (!n_panels || panel[si] == p)
+            if (!n_panels || global || panel[si] == p)
                 idx[n_idx++] = si;
         choose_styles(c, fg, idx, n_idx, sty);
     }
