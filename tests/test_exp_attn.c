@@ -1046,6 +1046,16 @@ START_TEST(distortion_of_rope_against_itself_is_zero)
     ck_assert_double_eq(kmetric(&f, "logit_scale_ratio"), 1.0);
     assert_verified(&f, "kl");
     kf_free(&f);
+    /* the control of the sampled rows: RoPE against itself over 16 sampled
+     * rows is 0 too, its interval at 0 */
+    kf_init(&f, "rope", "{}", "{\"length\": 64, \"query_rows\": 16}", 2, 2, 96, 0);
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert_double_eq(kmetric(&f, "query_rows"), 16);
+    ck_assert_double_eq_tol(kmetric(&f, "kl_max"), 0.0, 1e-6);
+    ck_assert_double_eq_tol(kmetric(&f, "kl_mean_lo95"), 0.0, 1e-6);
+    ck_assert_double_eq_tol(kmetric(&f, "kl_mean_hi95"), 0.0, 1e-6);
+    assert_verified(&f, "kl");
+    kf_free(&f);
 }
 END_TEST
 

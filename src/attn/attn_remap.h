@@ -95,6 +95,14 @@ typedef struct attn_remap_method {
     rl_status (*mask)(const attn_remap *r, attn_remap_mask *m, rl_error *err);
 } attn_remap_method;
 
+/* Self-Extend's grouped map, shared by its two entries (remap/self_extend.c,
+ * remap/self_extend_floor.c): q at floor(p/G) + W - floor(W/G), k at
+ * floor(p/G); the distance exact within W, beyond floor(i/G) - floor(j/G) +
+ * W - floor(W/G). With G dividing W (what self_extend requires) the offset
+ * is the authors' W - W/G exactly. */
+void attn_remap_self_extend_positions(const attn_remap *r, uint64_t p, uint64_t *q, uint64_t *k);
+double attn_remap_self_extend_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j);
+
 /* Methods, "none" included (ids 0 .. count - 1). */
 int attn_remap_count(void);
 /* The entry of id `method`; NULL for none (0) or out of range. */

@@ -33,19 +33,19 @@ static rl_status check(const attn_remap *r, rl_error *err)
     return RL_OK;
 }
 
-static void positions(const attn_remap *r, uint64_t p, uint64_t *q, uint64_t *k)
+void attn_remap_self_extend_positions(const attn_remap *r, uint64_t p, uint64_t *q, uint64_t *k)
 {
     uint64_t W = r->window, G = r->group ? r->group : 1;
     *q = p / G + W - W / G;
     *k = p / G;
 }
 
-static double distance(const attn_remap *r, int64_t pos_i, int64_t pos_j)
+double attn_remap_self_extend_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j)
 {
     double d = (double)(pos_i - pos_j), W = r->window, G = r->group;
     if (fabs(d) < W)
         return d;
-    return floor((double)pos_i / G) - floor((double)pos_j / G) + W - W / G; /* G divides W */
+    return floor((double)pos_i / G) - floor((double)pos_j / G) + W - floor(W / G);
 }
 
 static const char *const keys[] = {"attn_remap_window", "attn_remap_group", NULL};
@@ -59,6 +59,6 @@ const attn_remap_method attn_remap_self_extend = {
     .defs = ATTN_REMAP_DEFS_WINDOW,
     .keys = keys,
     .check = check,
-    .positions = positions,
-    .distance = distance,
+    .positions = attn_remap_self_extend_positions,
+    .distance = attn_remap_self_extend_distance,
 };

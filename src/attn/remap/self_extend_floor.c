@@ -6,8 +6,6 @@
  * integer reading, not the authors' prefill code (datamllab/LongLM
  * self_extend_patch: W - W/G in floating point; issue 27 measured the two
  * up to 0.012 nats apart in entropy when G does not divide W). */
-#include <math.h>
-
 #include "attn/attn_remap.h"
 
 static rl_status check(const attn_remap *r, rl_error *err)
@@ -16,21 +14,6 @@ static rl_status check(const attn_remap *r, rl_error *err)
         return rl_fail(err, RL_ERR_ARG,
                        "attn_remap_group %u: self_extend_floor needs a group size >= 1", r->group);
     return RL_OK;
-}
-
-static void positions(const attn_remap *r, uint64_t p, uint64_t *q, uint64_t *k)
-{
-    uint64_t W = r->window, G = r->group ? r->group : 1;
-    *q = p / G + W - W / G;
-    *k = p / G;
-}
-
-static double distance(const attn_remap *r, int64_t pos_i, int64_t pos_j)
-{
-    double d = (double)(pos_i - pos_j), W = r->window, G = r->group;
-    if (fabs(d) < W)
-        return d;
-    return floor((double)pos_i / G) - floor((double)pos_j / G) + W - floor(W / G);
 }
 
 static const char *const keys[] = {"attn_remap_window", "attn_remap_group", NULL};
@@ -44,6 +27,6 @@ const attn_remap_method attn_remap_self_extend_floor = {
     .defs = ATTN_REMAP_DEFS_WINDOW,
     .keys = keys,
     .check = check,
-    .positions = positions,
-    .distance = distance,
+    .positions = attn_remap_self_extend_positions, /* self_extend.c's map */
+    .distance = attn_remap_self_extend_distance,
 };
