@@ -86,6 +86,26 @@ if "$bin" devices >/dev/null 2>&1; then
   expect xpos_limit 2 'is 19997 from the centre 20003: .*\|position - center\| <= 16997' -- apply --encoding xpos --input "$tmp/q.npy" --positions 40000:40005 --out "$tmp/y.npy"
   expect bad_role 2 '--role v: expected q or k' -- apply --encoding xpos --role v --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
   expect logits_encoding 2 'acts on logits' -- apply --encoding alibi --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
+  # rotary_part last (DeepSeek MLA, q = cat(q_nope, q_pe)): rotary_dim 6 of
+  # 8 rotates dims 2..7 of each row and passes dims 0..1 through. Checked
+  # against the first-part rotation of the same rows reordered by hand
+  # (rowperm: each 32-byte row rotated left by N bytes).
+  rowperm() { python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); s = int(sys.argv[3])
+open(sys.argv[2], "wb").write(b"".join(d[i + s:i + 32] + d[i:i + s] for i in range(0, len(d), 32)))' "$@"; }
+  rowperm "$tmp/q.bin" "$tmp/qk.bin" 8          # [nope 2 | rope 6] -> [rope 6 | nope 2]
+  npy "$tmp/qk.npy" '<f4' '5, 2, 8' "$tmp/qk.bin"
+  expect part_last 0 'reference .*pass' -- apply --encoding rope --set rotary_dim=6 --set rotary_part=last --input "$tmp/q.npy" --positions "$tmp/pos.npy" --out "$tmp/yl.npy"
+  expect part_first_by_hand 0 'reference .*pass' -- apply --encoding rope --set rotary_dim=6 --input "$tmp/qk.npy" --positions "$tmp/pos.npy" --out "$tmp/yf.npy"
+  data_of "$tmp/yf.npy" >"$tmp/yf.bin"
+  rowperm "$tmp/yf.bin" "$tmp/yfl.bin" 24       # back: [rope 6 | nope 2] -> [nope 2 | rope 6]
+  ok part_last_is_the_reordered_rotation cmp -s <(data_of "$tmp/yl.npy") "$tmp/yfl.bin"
+  nope_kept() { python3 -c 'import sys; a = open(sys.argv[1], "rb").read()[-320:]; b = open(sys.argv[2], "rb").read()
+sys.exit(any(a[i:i + 8] != b[i:i + 8] for i in range(0, 320, 32)))' "$tmp/yl.npy" "$tmp/q.bin"; }
+  ok part_last_passes_the_first_dims_through nope_kept
+  expect part_first_default 0 'reference .*pass' -- apply --encoding rope --set rotary_dim=6 --input "$tmp/q.npy" --positions "$tmp/pos.npy" --out "$tmp/y6.npy"
+  ok part_last_differs_from_first bash -c "! cmp -s '$tmp/yl.npy' '$tmp/y6.npy'"
+  expect part_json 0 '"rotary_part": "last"' -- apply --encoding rope --set rotary_dim=6 --set rotary_part=last --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy" --json
+  expect part_bad 2 "rotary_part 'middle' is not one of first\\|last" -- apply --encoding rope --set rotary_part=middle --input "$tmp/q.npy" --positions 0:5 --out "$tmp/y.npy"
 else
   skipped="no Vulkan device: the apply runs on a device did not run"
 fi

@@ -66,4 +66,54 @@ grep -q "sink_tokens 4 with attn_window 8 .*needs attn_sinks >= 4 (got 2)" "$tmp
 sed 's/sink_tokens: 4/sink_tokens: 32/' "$data/attn_kinds_uniform.yaml" >"$tmp/bad2.yaml"
 if "$bin" run "$tmp/bad2.yaml" --dry-run --out "$tmp/b2" >"$tmp/log" 2>&1; then fail "sink_tokens >= min_len accepted"; fi
 grep -q "sink_tokens 32 must be below min_len 32" "$tmp/log" || { cat "$tmp/log" >&2; fail "refusal message"; }
+# 4. rotary_part last (DeepSeek MLA: q = cat(q_nope, q_pe)) through the
+# runner's file data: the entropy kind on model-order Q/K with rotary_dim 12
+# of 16 last gives exactly the statistics of rotary_part first on the same
+# rows reordered by hand (rotated part moved to the front; the identical
+# reordering of q and k keeps every q.k). Control: first on the
+# model-order rows rotates the wrong dimensions and differs.
+python3 - "$tmp" <<'PY' || fail "could not write the npy inputs"
+import random, struct, sys
+def npy(path, rows):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 2, 16), }" % (len(rows) // 2)
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
+        for r in rows:
+            f.write(struct.pack("<16f", *r))
+for name, seed in (("q", 1), ("k", 2)):
+    rnd = random.Random(seed)
+    rows = [[rnd.gauss(0, 1) for _ in range(16)] for _ in range(2 * 256)]
+    npy(f"{sys.argv[1]}/{name}_model.npy", rows)
+    npy(f"{sys.argv[1]}/{name}_front.npy", [r[4:] + r[:4] for r in rows])
+PY
+part_batch() { # part_batch NAME Q K PART
+  cat >"$tmp/$1.yaml" <<YAML
+name: part-$1
+seed: 1
+model: {head_dim: 16, heads: 2, train_len: 64}
+encodings:
+  - {name: r, type: rope, rotary_dim: 12, rotary_part: $4}
+data: {source: npy, q: $2, k: $3, layout: thd}
+experiments:
+  - kind: entropy
+    params: {min_len: 64, max_len: 256}
+YAML
+  "$bin" run "$tmp/$1.yaml" --out "$tmp/$1" --no-plot --quiet >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log" >&2; fail "rotary_part batch $1: a run failed"; }
+}
+part_batch last "$tmp/q_model.npy" "$tmp/k_model.npy" last
+part_batch front "$tmp/q_front.npy" "$tmp/k_front.npy" first
+part_batch wrong "$tmp/q_model.npy" "$tmp/k_model.npy" first
+vals() { # every value of results.csv by (metric, length, x), the run id left out
+  python3 - "$1" <<'PY'
+import csv, sys
+rows = csv.DictReader(open(sys.argv[1]))
+print("\n".join(sorted(" ".join((r["metric"], r["length"], r["x"], r["value"])) for r in rows)))
+PY
+}
+vals "$tmp/last/results.csv" >"$tmp/last.v"; vals "$tmp/front/results.csv" >"$tmp/front.v"; vals "$tmp/wrong/results.csv" >"$tmp/wrong.v"
+grep -q "^entropy_at_max_len " "$tmp/last.v" || fail "rotary_part: no entropy values"
+cmp -s "$tmp/last.v" "$tmp/front.v" || { diff "$tmp/last.v" "$tmp/front.v" >&2; fail "rotary_part last differs from the reordered first"; }
+if cmp -s "$tmp/last.v" "$tmp/wrong.v"; then fail "rotary_part last equals first on model-order rows (the control)"; fi
 echo "attn kinds: ok"

@@ -98,10 +98,10 @@ expect freqs_no_file 2 'nope.json' -- freqs --hf-config nope.json
 expect freqs_hf_layer 0 'rope_theta 10000, effective base 10000' -- freqs --hf-config "$d/gemma3_4b.json" --layer-type sliding_attention
 expect freqs_hf_default_says 0 'default: the full-attention layers' -- freqs --hf-config "$d/gemma3_4b.json"
 expect freqs_layer_needs_hf 2 '--layer-type needs --hf-config' -- freqs --head-dim 8 --layer-type full_attention
-expect model_deepseek 0 'rotary dim 64 \(32 pairs, interleaved layout\)' -- model "$d/deepseek_v3.json"
-expect model_deepseek_part 0 "rotated part: ropelab rotates the first rotary_dim dimensions of a head; deepseek_v3.s own q and k are cat\\(nope, rope\\)" -- model "$d/deepseek_v3.json"
+expect model_deepseek 0 'rotary dim 64 \(32 pairs, interleaved layout, the last dimensions of a head\)' -- model "$d/deepseek_v3.json"
+expect model_deepseek_part 0 '"rotary_part":"last"' -- model "$d/deepseek_v3.json"
 expect model_preset_train_len 0 '^train length 131072 \(the length runs use\)$' -- model --preset qwen2-7b
-expect model_pythia 0 'rotary dim 16 \(8 pairs, half layout\)' -- model "$d/pythia_160m.json"
+expect model_pythia 0 'rotary dim 16 \(8 pairs, half layout, the first dimensions of a head\)' -- model "$d/pythia_160m.json"
 expect model_json 0 '"logit_scale": 0.0625' -- model "$d/gemma3_4b.json" --json
 expect model_mrope 0 '"mrope_section":\[16,24,24\]' -- model "$d/qwen2_vl_7b.json" --layer-type full_attention
 expect model_llama4_nope_temperature 0 'attn_temperature llama4 \(attn_temperature_tuning\), attn_temp_scale 0.1 \(attn_scale\), attn_temp_floor 8192 \(floor_scale\)' -- model "$d/llama4_scout.json" --layer-type full_attention

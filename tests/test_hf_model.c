@@ -322,6 +322,9 @@ START_TEST(deepseek_mla_rotates_the_rope_part_interleaved_with_softmax_correctio
     ck_assert_uint_eq(f->rotary_dim, 64);
     ck_assert_uint_eq(f->n_pairs, 32);
     ck_assert_int_eq(f->layout, RL_ROPE_LAYOUT_INTERLEAVED);
+    /* query_states = cat((q_pass, q_rot), dim=-1) (modeling_deepseek_v3.py
+     * DeepseekV3Attention.forward): the rotated 64 are the head's last */
+    ck_assert_int_eq(f->rotary_part, ROPE_PART_LAST);
     /* yarn: mscale = mscale_all_dim = 1 -> attention factor 1 */
     REL(f->attention_factor, 1.0, 1e-15);
     /* correction range: floor(64 ln(4096/(32*2pi)) / (2 ln 1e4)) = 10,
@@ -351,6 +354,7 @@ START_TEST(partial_rotary_families)
     rope_freqs *f = freqs(&m, NULL);
     ck_assert_uint_eq(f->rotary_dim, 16);
     ck_assert_int_eq(f->layout, RL_ROPE_LAYOUT_HALF);
+    ck_assert_int_eq(f->rotary_part, ROPE_PART_FIRST); /* HF: cat(rotated, pass) */
     REL(f->inv_freq[7], th(1e4, 7, 16), 1e-15);
     free(f);
     hfm_free(&m);

@@ -212,6 +212,7 @@ START_TEST(rope_registry_keys_are_ropes_own_list)
     static const struct { const char *key, *json; } sample[] = {
         {"rope_type", "\"linear\""}, {"type", "\"linear\""}, {"rope_theta", "500000"},
         {"rotary_dim", "2"}, {"partial_rotary_factor", "0.5"}, {"layout", "\"half\""},
+        {"rotary_part", "\"last\""},
         {"precision", "\"table\""}, {"dtype", "\"bf16\""}, {"inv_freq_dtype", "\"bf16\""},
         {"tf32", "true"}, {"factor", "2"}, {"original_max_position_embeddings", "2"},
         {"max_position_embeddings", "2"}, {"seq_len", "2"}, {"beta_fast", "2"},

@@ -227,7 +227,7 @@ static rl_status apply_on(rlvk_device *dev, void *vctx, json_t *arr, rl_error *e
     pe_encoding *e = NULL;
     pe_vec_gpu g = {0};
     uint64_t n = c->tokens * c->heads * c->head_dim;
-    float *y = malloc(n * sizeof *y), *ye = NULL;
+    float *y = malloc(n * sizeof *y), *ye = NULL, *xk = NULL;
     double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound),
            *scale = malloc(n * sizeof *scale);
     rl_status st = RL_OK;
@@ -242,28 +242,41 @@ static rl_status apply_on(rlvk_device *dev, void *vctx, json_t *arr, rl_error *e
                      c->encoding);
         goto done;
     }
+    /* rotary_part last (DeepSeek's cat(q_nope, q_pe)): the input's rotated
+     * part moved to the front, where the kernels and references rotate it,
+     * and the output moved back (rope_part_permute: no arithmetic) */
+    const rope_freqs *rf = pe_rope_freqs(e);
+    const float *x = c->x;
+    if (rf && rf->rotary_part == ROPE_PART_LAST) {
+        if (!(xk = malloc(n * sizeof *xk))) {
+            st = rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+            goto done;
+        }
+        memcpy(xk, c->x, n * sizeof *xk);
+        rope_part_permute(rf, xk, c->tokens * c->heads, 1);
+        x = xk;
+    }
     int guard_ok = 0;
     if ((st = pe_vec_gpu_create_role(dev, e, c->heads, c->role, &g, err)) ||
-        (st = pe_vec_gpu_apply(dev, &g, c->x, c->pos, c->tokens, y, &guard_ok, err)) ||
-        (st = pe_vec_ref_role(e, c->role, c->x, c->pos, c->tokens, c->heads, ref, err)))
+        (st = pe_vec_gpu_apply(dev, &g, x, c->pos, c->tokens, y, &guard_ok, err)) ||
+        (st = pe_vec_ref_role(e, c->role, x, c->pos, c->tokens, c->heads, ref, err)))
         goto done;
-    pe_vec_bound_role(e, c->role, c->x, c->pos, c->tokens, c->heads, bound, scale);
+    pe_vec_bound_role(e, c->role, x, c->pos, c->tokens, c->heads, bound, scale);
     vf_stats sref, semu = {0};
     vf_compare(y, ref, bound, scale, n, VF_GATE_ELEM, &sref);
     vf_set_guard(&sref, guard_ok);
     /* Emulation modes: the same arithmetic on the CPU (ggml-vulkan's pow
      * differs from the host's, so only the double comparison applies). */
-    const rope_freqs *rf = pe_rope_freqs(e);
     int emu = rf && rope_prec_is_emu(rf->precision) && rf->precision != RL_ROPE_PREC_GGML_VULKAN;
     if (emu) {
         if (!(ye = malloc(n * sizeof *ye))) {
             st = rl_fail(err, RL_ERR_NOMEM, "out of host memory");
             goto done;
         }
-        rope_emu_apply(rf, c->x, c->pos, c->tokens, c->heads, NULL, ye, NULL);
+        rope_emu_apply(rf, x, c->pos, c->tokens, c->heads, NULL, ye, NULL);
         for (uint64_t i = 0; i < n; i++)
             ref[i] = ye[i];
-        rope_emu_bounds(rf, c->x, c->tokens, c->heads, bound);
+        rope_emu_bounds(rf, x, c->tokens, c->heads, bound);
         vf_compare(y, ref, bound, NULL, n, VF_GATE_ELEM, &semu);
     }
     json_t *obj = arr ? json_pack("{s:s,s:s,s:O,s:I,s:i,s:i}", "device", dev->info.name, "encoding",
@@ -290,6 +303,8 @@ static rl_status apply_on(rlvk_device *dev, void *vctx, json_t *arr, rl_error *e
     if (emu)
         print_stats("emulation", &semu, obj);
     int pass = sref.pass && (!emu || semu.pass);
+    if (xk)
+        rope_part_permute(rf, y, c->tokens * c->heads, 0); /* back to the input's order */
     if (pass && (st = save_output(c, y, err)) == RL_OK) {
         if (obj)
             json_object_set_new(obj, "out", json_string(c->out));
@@ -306,6 +321,7 @@ done:
     pe_encoding_destroy(e);
     free(y);
     free(ye);
+    free(xk);
     free(ref);
     free(bound);
     free(scale);

@@ -30,10 +30,11 @@ static rope_freqs *freqs_of(const hfm_model *m, const hfm_layer_type *t, rl_erro
 
 static json_t *resolved_json(const rope_freqs *f)
 {
-    return json_pack("{s:s,s:i,s:i,s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "rope_type",
+    return json_pack("{s:s,s:i,s:i,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "rope_type",
                      rope_type_name(f->rope_type), "rotary_dim", (int)f->rotary_dim, "pairs",
                      (int)f->n_pairs, "layout",
-                     f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved", "rope_theta",
+                     f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved", "rotary_part",
+                     f->rotary_part == ROPE_PART_LAST ? "last" : "first", "rope_theta",
                      f->base, "effective_base", f->theta, "factor", f->factor,
                      "attention_factor", f->attention_factor, "inv_freq_first", f->inv_freq[0],
                      "inv_freq_last", f->inv_freq[f->n_pairs - 1]);
@@ -163,12 +164,14 @@ int cmd_model(int argc, char **argv)
             free(enc);
             json_t *r = json_object_get(t, "resolved");
             if (r)
-                printf("  resolved: %s, rotary dim %d (%d pairs, %s layout), base %.17g (effective %.17g), "
+                printf("  resolved: %s, rotary dim %d (%d pairs, %s layout, the %s dimensions of a "
+                       "head), base %.17g (effective %.17g), "
                        "factor %.17g, attention factor %.17g\n  inv_freq first %.17g, last %.17g\n",
                        json_string_value(json_object_get(r, "rope_type")),
                        (int)json_integer_value(json_object_get(r, "rotary_dim")),
                        (int)json_integer_value(json_object_get(r, "pairs")),
                        json_string_value(json_object_get(r, "layout")),
+                       json_string_value(json_object_get(r, "rotary_part")),
                        json_real_value(json_object_get(r, "rope_theta")),
                        json_real_value(json_object_get(r, "effective_base")),
                        json_real_value(json_object_get(r, "factor")),
@@ -181,11 +184,6 @@ int cmd_model(int argc, char **argv)
         if (json_object_size(m.attrs)) {
             char *a = json_dumps(m.attrs, JSON_COMPACT | JSON_PRESERVE_ORDER);
             printf("attributes (reported only, not applied by the engine): %s\n", a ? a : "?");
-            if (strncmp(m.model_type, "deepseek", 8) == 0)
-                printf("rotated part: ropelab rotates the first rotary_dim dimensions of a head; "
-                       "%s's own q and k are cat(nope, rope), the rotated part last: give Q/K "
-                       "taken from the model rope part first (docs/rope.md, deepseek row)\n",
-                       m.model_type);
             free(a);
         }
         if (m.n_types > 1) {

@@ -165,7 +165,7 @@ static int scaling_key(const char *k)
     size_t n;
     const rl_param *ps = rope_param_table(&n);
     return rl_param_find(ps, n, k) >= 0 && strcmp(k, "layout") &&
-           strcmp(k, "precision") && strcmp(k, "rotary_dim") && strcmp(k, "seq_len") &&
+           strcmp(k, "precision") && strcmp(k, "rotary_dim") && strcmp(k, "rotary_part") && strcmp(k, "seq_len") &&
            strcmp(k, "max_position_embeddings") && strcmp(k, "dynamic_mode") &&
            strcmp(k, "prompt_len") && strcmp(k, "semantics") && strcmp(k, "mrope_positions") &&
            strcmp(k, "mrope_positions_path") && strcmp(k, "mrope_image_grid") &&
@@ -576,7 +576,12 @@ static rl_status fam_llama4(rd *r)
 
 /* DeepSeek-V2/V3 (MLA): RoPE on the qk_rope_head_dim part, interleaved
  * (rope_interleave, default true); yarn's mscale_all_dim also scales the
- * softmax: scaling = qk_head_dim^-0.5 * mscale(factor, mscale_all_dim)^2. */
+ * softmax: scaling = qk_head_dim^-0.5 * mscale(factor, mscale_all_dim)^2.
+ * The rotated part is the head's last qk_rope_head_dim dimensions:
+ * modeling_deepseek_v3.py DeepseekV3Attention.forward splits q into
+ * (q_pass, q_rot) = split([qk_nope_head_dim, qk_rope_head_dim]) and
+ * rebuilds query_states = cat((q_pass, q_rot), dim=-1) (k likewise), so
+ * rotary_part is last. */
 static rl_status fam_deepseek(rd *r)
 {
     hfm_model *m = r->m;
@@ -595,6 +600,7 @@ static rl_status fam_deepseek(rd *r)
     if ((st = single_rope(r, "DeepSeek", "rope_theta", &enc)))
         return st;
     json_object_set_new(enc, "rotary_dim", json_integer(rope_d));
+    json_object_set_new(enc, "rotary_part", json_string("last"));
     double f = json_number_value(json_object_get(enc, "factor"));
     double msad = json_number_value(json_object_get(enc, "mscale_all_dim"));
     if (f > 1 && msad != 0) {

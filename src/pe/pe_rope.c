@@ -125,6 +125,8 @@ static rl_status create(pe_encoding *e, rl_error *err)
     pe_param_set_int(e, "rotary_dim", f->rotary_dim);
     pe_param_set_json(e, "rope_theta", json_real(f->base));
     pe_param_set_json(e, "layout", json_string(f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved"));
+    if (f->rotary_part == ROPE_PART_LAST)
+        pe_param_set_json(e, "rotary_part", json_string("last"));
     pe_param_set_json(e, "precision", json_string(rope_precision_name(f->precision)));
     if (rope_prec_is_emu(f->precision)) {
         pe_param_set_json(e, "dtype", json_string(rope_dtype_name(f->dtype)));

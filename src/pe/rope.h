@@ -99,6 +99,19 @@ int rope_type_uses_key(int type, const char *key);
 #define ROPE_SEM_HF 0
 #define ROPE_SEM_VLLM 1
 
+/* Where a head's rotated dimensions sit in the caller's Q/K (rope_desc
+ * rotary_part), when rotary_dim < head_dim:
+ *   ROPE_PART_FIRST  dimensions 0 .. rotary_dim-1 (HF's partial rotary:
+ *                    cat(rotated, pass) in apply_rotary_pos_emb);
+ *   ROPE_PART_LAST   dimensions head_dim-rotary_dim .. head_dim-1
+ *                    (DeepSeek-V2/V3 MLA: q = cat(q_nope, q_pe)).
+ * The kernels and references rotate the first rotary_dim dimensions; a
+ * LAST input is brought to that order at the data boundary by
+ * rope_part_permute (exact: a permutation of each row's elements, applied
+ * to Q and K alike, leaves every q.k unchanged). */
+#define ROPE_PART_FIRST 0
+#define ROPE_PART_LAST 1
+
 /* A RoPE configuration. Field names follow HF's rope_scaling/rope_parameters
  * keys. Zero fields mean "default" or "not given" (see rope_desc_resolve);
  * keys a type requires (e.g. llama3's low_freq_factor) are errors when 0. */
@@ -107,6 +120,7 @@ typedef struct rope_desc {
     uint32_t rotary_dim;   /* 0: from partial_rotary_factor, else head_dim; even, <= head_dim */
     double theta;          /* base (HF rope_theta); 0: 10000 */
     int layout;            /* RL_ROPE_LAYOUT_HALF (default) or _INTERLEAVED */
+    int rotary_part;       /* ROPE_PART_FIRST (default) or _LAST: where the rotated dims sit */
     int precision;         /* RL_ROPE_PREC_FP32 (default), _TABLE, _PRECISE or an emulation mode */
     int dtype;             /* emulation modes: RL_DTYPE_FP32 (default), _FP16, _BF16 */
     int inv_freq_dtype;    /* hf: RL_DTYPE_FP32 (default) or _BF16 (a model cast with .to(bf16)) */
@@ -173,6 +187,7 @@ typedef struct rope_desc {
 typedef struct rope_freqs {
     uint32_t head_dim, rotary_dim, n_pairs;  /* n_pairs = rotary_dim / 2 */
     int layout;
+    int rotary_part;                         /* ROPE_PART_*: the caller's order (rope_part_permute) */
     int precision;                           /* RL_ROPE_PREC_* */
     int dtype, inv_freq_dtype, tf32;         /* emulation modes (rope_desc) */
     int rope_type;                           /* ROPE_TYPE_* */
@@ -287,6 +302,14 @@ struct json_t *rope_desc_to_json(const rope_desc *d);
 /* Name of a precision mode ("fp32"); parse returns -1 if unknown. */
 const char *rope_precision_name(int precision);
 int rope_precision_parse(const char *name);
+
+/* Reorders rows of a ROPE_PART_LAST caller's Q/K ([rows][head_dim] float32,
+ * in place) between the caller's order and the kernels' (rotated part
+ * first): to_kernel 1 moves dimensions head_dim-rotary_dim.. to the front
+ * (row = cat(x[o:], x[:o]), o = head_dim - rotary_dim), 0 moves them back.
+ * A no-op for ROPE_PART_FIRST or rotary_dim == head_dim. The permutation
+ * is exact (no arithmetic). */
+void rope_part_permute(const rope_freqs *f, float *x, uint64_t rows, int to_kernel);
 
 /* ---- CPU reference (double) ------------------------------------------- */
 

@@ -261,6 +261,9 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
         r.theta = ROPE_DEFAULT_THETA;
     if (!(r.theta > 1.0) || !isfinite(r.theta))
         return rl_fail(err, RL_ERR_ARG, "rope_theta %g must be a finite number > 1", r.theta);
+    if (r.rotary_part != ROPE_PART_FIRST && r.rotary_part != ROPE_PART_LAST)
+        return rl_fail(err, RL_ERR_ARG, "rotary_part %d must be first (%d) or last (%d)",
+                       r.rotary_part, ROPE_PART_FIRST, ROPE_PART_LAST);
     if (r.layout != RL_ROPE_LAYOUT_HALF && r.layout != RL_ROPE_LAYOUT_INTERLEAVED)
         return rl_fail(err, RL_ERR_ARG, "layout %d must be half (%d) or interleaved (%d)", r.layout,
                        RL_ROPE_LAYOUT_HALF, RL_ROPE_LAYOUT_INTERLEAVED);
@@ -366,6 +369,7 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
     f->rotary_dim = r.rotary_dim;
     f->n_pairs = r.rotary_dim / 2;
     f->layout = r.layout;
+    f->rotary_part = r.rotary_part;
     f->precision = r.precision;
     f->dtype = r.dtype;
     f->inv_freq_dtype = r.inv_freq_dtype;
@@ -421,4 +425,21 @@ void rope_freqs_at(const rope_freqs *f, uint32_t p, double *inv_freq, double *af
     }
     double theta;
     freqs_core(&f->desc, rope_position_len(f, p), f->n_pairs, inv_freq, &theta, af);
+}
+
+void rope_part_permute(const rope_freqs *f, float *x, uint64_t rows, int to_kernel)
+{
+    uint32_t d = f->head_dim, r = f->rotary_dim;
+    if (f->rotary_part != ROPE_PART_LAST || r >= d || !rows)
+        return;
+    /* to the kernels: row = cat(x[o:], x[:o]), o = d - r (the rotated part
+     * first); back: row = cat(x[r:], x[:r]). Both rotate the row left. */
+    uint32_t shift = to_kernel ? d - r : r;
+    float tmp[ROPE_MAX_HEAD_DIM];
+    for (uint64_t i = 0; i < rows; i++) {
+        float *row = x + i * d;
+        memcpy(tmp, row, shift * sizeof *row);
+        memmove(row, row + shift, (size_t)(d - shift) * sizeof *row);
+        memcpy(row + (d - shift), tmp, shift * sizeof *row);
+    }
 }

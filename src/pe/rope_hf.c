@@ -45,6 +45,9 @@ static const rl_param common_params[] = {
     N("partial_rotary_factor", 0, 1, "rotary_dim = int(head_dim * factor), in (0, 1] (default 1)"),
     E("layout", "half|interleaved",
       "pair layout: half (rotate_half, NeoX/Llama) or interleaved (GPT-J) (default half)"),
+    E("rotary_part", "first|last",
+      "where a partial rotation's rotary_dim dimensions sit in Q/K read from files: first (HF's "
+      "partial rotary) or last (DeepSeek MLA, cat(q_nope, q_pe)) (default first)"),
     E("precision", PREC_CHOICES,
       "angle precision fp32, table or precise; framework emulation hf, vllm, ggml-cpu, "
       "ggml-vulkan or cuda-fast, docs/rope.md (default fp32)"),
@@ -249,6 +252,16 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
                                "\"hf\", \"vllm\", \"ggml-cpu\", \"ggml-vulkan\" or \"cuda-fast\"");
             d->precision = p;
         }
+        return RL_OK;
+    }
+    if (strcmp(key, "rotary_part") == 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (!strcmp(s, "first"))
+            d->rotary_part = ROPE_PART_FIRST;
+        else if (!strcmp(s, "last"))
+            d->rotary_part = ROPE_PART_LAST;
+        else
+            return rl_fail(err, RL_ERR_ARG, "rotary_part must be \"first\" or \"last\"");
         return RL_OK;
     }
     if (strcmp(key, "dtype") == 0 || strcmp(key, "inv_freq_dtype") == 0) {
@@ -457,6 +470,8 @@ json_t *rope_desc_to_json(const rope_desc *d)
     SET_NUM("partial_rotary_factor", d->partial_rotary_factor);
     if (d->layout == RL_ROPE_LAYOUT_INTERLEAVED)
         json_object_set_new(o, "layout", json_string("interleaved"));
+    if (d->rotary_part == ROPE_PART_LAST)
+        json_object_set_new(o, "rotary_part", json_string("last"));
     if (d->precision)
         json_object_set_new(o, "precision", json_string(rope_precision_name(d->precision)));
     if (d->dtype)

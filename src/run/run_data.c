@@ -10,6 +10,7 @@
 #include "core/rl_safetensors.h"
 #include "core/rl_util.h"
 #include "core/rl_npy.h"
+#include "pe/rope.h"
 #include "run/run_int.h"
 
 /* ---- the data section's parameters ---------------------------------------- */
@@ -416,8 +417,15 @@ rl_status run_data_fill(void *user, char which, uint64_t tokens, float *out, rl_
     const run_data *rd = user;
     const json_t *d = rd->desc;
     const char *src = json_string_value(json_object_get(d, "source"));
-    if (!strcmp(src, "npy") || !strcmp(src, "safetensors") || !strcmp(src, "capture"))
-        return fill_file(rd, which, tokens, out, err);
+    if (!strcmp(src, "npy") || !strcmp(src, "safetensors") || !strcmp(src, "capture")) {
+        rl_status st = fill_file(rd, which, tokens, out, err);
+        /* the model's order -> the kernels' (rotated part first); the same
+         * permutation of q and k keeps every q.k, v is not rotated */
+        if (!st && rd->rope_part && which != 'v')
+            rope_part_permute(rd->rope_part, out,
+                              tokens * (which == 'q' ? rd->model.heads : rd->model.kv_heads), 1);
+        return st;
+    }
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(d, "seed"));
     double scale = json_number_value(json_object_get(d, "scale"));
     double noise = json_number_value(json_object_get(d, "noise"));

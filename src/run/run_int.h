@@ -230,6 +230,10 @@ typedef struct run_data {
     const json_t *desc;          /* borrowed */
     exp_model model;
     char base_dir[1024];
+    /* a RoPE encoding whose rotated part is last in the model's Q/K
+     * (rotary_part last: DeepSeek MLA): file Q and K rows are reordered to
+     * the kernels' order as they are read (rope_part_permute); NULL: none */
+    const struct rope_freqs *rope_part;
 } run_data;
 
 /* Source capture: RL_ERR_LIMIT when a run reading `rows` rows of each

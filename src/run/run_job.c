@@ -84,6 +84,21 @@ static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir,
         r.encoding = enc_snap;
     run_data rd = {.desc = data_snap ? data_snap : data, .model = r.model};
     snprintf(rd.base_dir, sizeof rd.base_dir, "%s", base_dir);
+    /* rotary_part last: the file data's rotated part is moved where the
+     * kernels rotate it (the rotary_dim the encoding resolves to) */
+    pe_encoding *part_enc = NULL;
+    const char *part = json_string_value(json_object_get(r.encoding, "rotary_part"));
+    if (type && !strcmp(type, "rope") && part && !strcmp(part, "last")) {
+        pe_shape shape = {.head_dim = r.model.head_dim, .heads = r.model.heads,
+                          .kv_heads = r.model.kv_heads, .max_positions = r.model.train_len};
+        rl_status ps = pe_encoding_create(type, r.encoding, &shape, &part_enc, err);
+        if (ps) {
+            json_decref(data_snap);
+            json_decref(enc_snap);
+            return ps;
+        }
+        rd.rope_part = pe_rope_freqs(part_enc);
+    }
     if (j->item->kind->uses_data) {
         r.data = run_data_fill;
         r.data_user = &rd;
@@ -95,6 +110,7 @@ static rl_status run_kind(const run_job *j, run_worker *w, const char *base_dir,
         st = exp_sink_end_table(sink, err);
     else
         exp_sink_end_table(sink, NULL);
+    pe_encoding_destroy(part_enc);
     json_decref(data_snap);
     json_decref(enc_snap);
     return st;
