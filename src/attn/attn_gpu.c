@@ -42,15 +42,6 @@ static const attn_variant *find_variant(const char *name)
     return NULL;
 }
 
-static const char *const stat_names[ATTN_V_COUNT] = {
-    "lse", "max_logit", "entropy", "argmax_gap", "argmax_p", "target_p", "buckets", "out", "kl",
-    "dump"};
-
-const char *attn_stat_name(int v)
-{
-    return v >= 0 && v < ATTN_V_COUNT ? stat_names[v] : "?";
-}
-
 rl_status attn_engine_create(rlvk_device *dev, attn_engine *e, rl_error *err)
 {
     (void)err;

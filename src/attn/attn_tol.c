@@ -58,6 +58,15 @@
 #include "attn/attn.h"
 #include "attn/attn_cm.h"
 
+static const char *const stat_names[ATTN_V_COUNT] = {
+    "lse", "max_logit", "entropy", "argmax_gap", "argmax_p", "target_p", "buckets", "out", "kl",
+    "dump"};
+
+const char *attn_stat_name(int v)
+{
+    return v >= 0 && v < ATTN_V_COUNT ? stat_names[v] : "?";
+}
+
 int attn_stat_relative(int k)
 {
     return k == ATTN_V_ARGMAX_P || k == ATTN_V_TARGET_P || k == ATTN_V_OUT || k == ATTN_V_DUMP;

@@ -103,7 +103,7 @@ int cli_each_device(cli_devices *d, cli_device_fn fn, void *ctx, struct json_t *
  * reported). Used by `devices --json` and `check --json`. */
 struct json_t *cli_device_identity_json(const rlvk_device_info *in);
 
-/* bench --json (cmd_bench.c, shared by both benches): the device object
+/* bench --json (cmd_bench_out.c, shared by both benches): the device object
  * (index, name, type, api_version, driver_name, driver_info, the identity
  * fields above, timestamp_period_ns, timestamp_valid_bits); one
  * measurement's times {"runs", "median", "min", "max", "all": [run order]}

@@ -6,50 +6,9 @@
 
 #include "bench/bench.h"
 #include "cli/cli.h"
-#include "cli_version.h"
 #include "core/rl_util.h"
 #include "pe/rope.h"
 #include "rl_push.h"
-
-json_t *cli_bench_device_json(const rlvk_device_info *in)
-{
-    char api[32];
-    snprintf(api, sizeof api, "%u.%u.%u", VK_API_VERSION_MAJOR(in->api_version),
-             VK_API_VERSION_MINOR(in->api_version), VK_API_VERSION_PATCH(in->api_version));
-    json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s}", "index", (int)in->index, "name", in->name,
-                          "type", in->type, "api_version", api, "driver_name", in->driver_name,
-                          "driver_info", in->driver_info);
-    json_t *ident = cli_device_identity_json(in);
-    json_object_update(o, ident);
-    json_decref(ident);
-    json_object_set_new(o, "timestamp_period_ns", json_real(in->timestamp_period_ns));
-    json_object_set_new(o, "timestamp_valid_bits", json_integer(in->timestamp_valid_bits));
-    return o;
-}
-
-json_t *cli_bench_times_json(const bench_times *t)
-{
-    json_t *all = json_array();
-    for (uint32_t i = 0; i < t->n; i++)
-        json_array_append_new(all, json_real(t->ms[i]));
-    return json_pack("{s:i,s:f,s:f,s:f,s:o}", "runs", (int)t->n, "median", t->median, "min",
-                     t->min, "max", t->max, "all", all);
-}
-
-int cli_bench_print(const char *bench, json_t *flags, json_t *results, int rc)
-{
-    json_t *root = json_pack("{s:s,s:s,s:s,s:o,s:b,s:o}", "version", RL_VERSION, "git_commit",
-                             RL_GIT_COMMIT, "bench", bench, "flags", flags, "pass",
-                             rc == CLI_EXIT_OK, "results", results);
-    char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
-    if (s)
-        puts(s);
-    else
-        cli_error("bench: could not format the JSON output");
-    free(s);
-    json_decref(root);
-    return s ? rc : CLI_EXIT_USAGE;
-}
 
 typedef struct rope_bench_ctx {
     bench_rope_opts o;            /* every field resolved by the command line */

@@ -302,6 +302,11 @@ struct json_t *rope_desc_to_json(const rope_desc *d);
 /* Name of a precision mode ("fp32"); parse returns -1 if unknown. */
 const char *rope_precision_name(int precision);
 int rope_precision_parse(const char *name);
+/* 1 if precision is one of the framework emulation modes. */
+int rope_prec_is_emu(int precision);
+/* Name of a dtype ("bf16"), NULL if unknown; parse returns -1. */
+const char *rope_dtype_name(int dtype);
+int rope_dtype_parse(const char *name);
 
 /* Reorders rows of a ROPE_PART_LAST caller's Q/K ([rows][head_dim] float32,
  * in place) between the caller's order and the kernels' (rotated part
@@ -443,11 +448,6 @@ rl_status rope_gpu_apply_dump(rlvk_device *dev, rope_kernel *k, const rope_freqs
  * The CPU side of the emulation modes: the same fp32 arithmetic as
  * shaders/rope_emu.glsl, written in C (c_std=c11: no FP contraction). */
 
-/* 1 if precision is one of the framework emulation modes. */
-int rope_prec_is_emu(int precision);
-/* Name of a dtype ("bf16"), NULL if unknown; parse returns -1. */
-const char *rope_dtype_name(int dtype);
-int rope_dtype_parse(const char *name);
 /* v rounded to nearest-even in dtype (RL_DTYPE_*), returned as the fp32
  * value; NaN gives the canonical quiet NaN. Computed in double with rint
  * (independent of the shader's integer method). */

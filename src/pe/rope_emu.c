@@ -19,30 +19,6 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-int rope_prec_is_emu(int precision)
-{
-    return precision >= RL_ROPE_PREC_HF && precision < RL_ROPE_PREC_COUNT;
-}
-
-const char *rope_dtype_name(int dtype)
-{
-    switch (dtype) {
-    case RL_DTYPE_FP32: return "fp32";
-    case RL_DTYPE_FP16: return "fp16";
-    case RL_DTYPE_BF16: return "bf16";
-    case RL_DTYPE_TF32: return "tf32";
-    }
-    return NULL;
-}
-
-int rope_dtype_parse(const char *name)
-{
-    for (int d = RL_DTYPE_FP32; d <= RL_DTYPE_BF16; d++)
-        if (strcmp(name, rope_dtype_name(d)) == 0)
-            return d;
-    return -1;
-}
-
 /* Round to nearest even at the dtype's precision p (significand bits incl.
  * the implicit one) and minimum exponent emin, in double: the value is
  * exact in double, the quantum a power of two, rint rounds ties to even. */

@@ -112,6 +112,30 @@ int rope_precision_parse(const char *name)
     return -1;
 }
 
+int rope_prec_is_emu(int precision)
+{
+    return precision >= RL_ROPE_PREC_HF && precision < RL_ROPE_PREC_COUNT;
+}
+
+const char *rope_dtype_name(int dtype)
+{
+    switch (dtype) {
+    case RL_DTYPE_FP32: return "fp32";
+    case RL_DTYPE_FP16: return "fp16";
+    case RL_DTYPE_BF16: return "bf16";
+    case RL_DTYPE_TF32: return "tf32";
+    }
+    return NULL;
+}
+
+int rope_dtype_parse(const char *name)
+{
+    for (int d = RL_DTYPE_FP32; d <= RL_DTYPE_BF16; d++)
+        if (strcmp(name, rope_dtype_name(d)) == 0)
+            return d;
+    return -1;
+}
+
 /* The emulation keys: dtype, inv_freq_dtype and tf32 belong to the modes
  * that have them; ggml's modes take fp32/fp16 tensors and emulate the
  * unscaled rotation. Errors name the key. */

@@ -34,17 +34,6 @@
 #include "core/rl_util.h"
 #include "plot/plot_int.h"
 
-void plot_safe_name(const char *in, char *out, size_t cap)
-{
-    size_t i = 0;
-    for (; in[i] && i + 1 < cap; i++) {
-        char c = in[i];
-        out[i] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '-' || c == '.') ? c : '_';
-    }
-    out[i] = '\0';
-}
-
 static int is_control(unsigned char ch)
 {
     return ch < 0x20 || ch == 0x7f;

@@ -487,6 +487,17 @@ static const char *field_or(const plot_ctx *c, size_t r, int col, const char *fa
     return *v ? v : fallback;
 }
 
+void plot_safe_name(const char *in, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; in[i] && i + 1 < cap; i++) {
+        char c = in[i];
+        out[i] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '.') ? c : '_';
+    }
+    out[i] = '\0';
+}
+
 /* The figure of metric m at length len (new at the end of figs when first
  * seen at row r). */
 static plot_figure *figure_of(const plot_ctx *c, plot_figure **figs, size_t *n_figs,

@@ -99,6 +99,9 @@ int plot_ci_bound(const char *m, unsigned flags, size_t *base_len, int *is_hi);
  * header; c->is_param is allocated (free it). */
 rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err);
 
+/* A metric as a file name: letters, digits, '-' and '.' kept, others '_'. */
+void plot_safe_name(const char *in, char *out, size_t cap);
+
 /* ---- plot_view.c ----------------------------------------------------------- */
 
 /* The view of opt on c (after plot_ctx_columns): --where rows dropped from
@@ -190,9 +193,6 @@ void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int 
 const char *plot_key_name(const char *key);
 
 /* ---- plot_gnuplot.c -------------------------------------------------------- */
-
-/* A metric as a file name: letters, digits, '-' and '.' kept, others '_'. */
-void plot_safe_name(const char *in, char *out, size_t cap);
 
 /* Writes DIR/plots/<name>.dat and .gp for figure fg (figs[0..n_figs): the
  * reference curves of its table) and renders them with gnuplot prog into

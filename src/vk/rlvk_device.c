@@ -53,16 +53,6 @@ const char *rlvk_driver_id_name(uint32_t id)
     return id < RL_ARRAY_LEN(names) ? names[id] : "UNKNOWN";
 }
 
-void rlvk_uuid_hex(const uint8_t uuid[16], char out[33])
-{
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) {
-        out[2 * i] = hex[uuid[i] >> 4];
-        out[2 * i + 1] = hex[uuid[i] & 15];
-    }
-    out[32] = '\0';
-}
-
 static int has_device_extension(VkPhysicalDevice pd, const char *name)
 {
     uint32_t n = 0;

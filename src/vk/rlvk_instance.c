@@ -1,4 +1,4 @@
-/* Instance, validation messenger, VkResult names. */
+/* Instance, validation messenger, VkResult names, UUIDs as hex. */
 #include "vk/rlvk.h"
 
 #include <stdio.h>
@@ -53,6 +53,18 @@ const char *rlvk_result_str(VkResult r)
 #undef R
     default: return "unknown VkResult";
     }
+}
+
+/* Here rather than in rlvk_device.c: rlvk_pcache.c names its files by the
+ * UUID, and rlvk_device.c calls rlvk_pcache.c (no circle inside vk/). */
+void rlvk_uuid_hex(const uint8_t uuid[16], char out[33])
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[uuid[i] >> 4];
+        out[2 * i + 1] = hex[uuid[i] & 15];
+    }
+    out[32] = '\0';
 }
 
 static const char *result_sentence(VkResult r)
