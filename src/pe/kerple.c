@@ -69,7 +69,8 @@ static rl_status per_head(pe_encoding *e, const char *key, double lo, double hi,
         if (!json_is_number(x) || !isfinite(d) || !(d > 0) || !((float)d > 0) ||
             !isfinite((float)d))
             return rl_fail_key(err, RL_ERR_ARG, key,
-                               "kerple: %s%s must be a finite number > 0 (the kernel needs r1, r2 > 0)",
+                               "kerple: %s%s must be a finite number > 0 "
+                               "(the kernel needs r1, r2 > 0)",
                                key, json_is_array(v) ? "[...]" : "");
         out[h] = (float)d;
     }

@@ -72,8 +72,8 @@ static rl_status create(pe_encoding *e, rl_error *err)
                                       (unsigned long long)a.shape[i]);
             rl_npy_free(&a);
             return rl_fail_key(err, RL_ERR_ARG, "path",
-                               "learned: path: %s has shape (%s), expected (max_positions, %u) with "
-                               "head_dim %u",
+                               "learned: path: %s has shape (%s), expected "
+                               "(max_positions, %u) with head_dim %u",
                                path, got, sh->head_dim, sh->head_dim);
         }
         if (mp && (uint64_t)mp != want[0]) {

@@ -66,8 +66,8 @@ static rl_status rope_semantics_validate(const rope_desc *r, rl_error *err)
     if (r->alpha > 0 && (r->rope_type != ROPE_TYPE_DYNAMIC || !vllm))
         return rl_fail_key(err, RL_ERR_ARG, "alpha",
                            "alpha applies to rope_type dynamic with semantics vllm "
-                           "only (vLLM's DynamicNTKAlphaRotaryEmbedding, HunYuan; not %s, semantics "
-                           "%s)", tn, rope_semantics_name(r->semantics));
+                           "only (vLLM's DynamicNTKAlphaRotaryEmbedding, HunYuan; "
+                           "not %s, semantics %s)", tn, rope_semantics_name(r->semantics));
     if (r->mixed_b > 0 && (r->rope_type != ROPE_TYPE_NTK || !vllm))
         return rl_fail_key(err, RL_ERR_ARG, "mixed_b",
                            "mixed_b applies to rope_type ntk with semantics vllm "
@@ -158,7 +158,8 @@ static rl_status rope_emu_validate(const rope_desc *r, rl_error *err)
     if (ggml && r->rope_type != ROPE_TYPE_DEFAULT && !yarn_ok)
         return rl_fail_key(err, RL_ERR_ARG, "precision",
                            "precision %s emulates rope_type %s only (not %s)", pn,
-                           r->precision == RL_ROPE_PREC_CUDA_FAST ? "default" : "default, linear and yarn",
+                           r->precision == RL_ROPE_PREC_CUDA_FAST ? "default"
+                                                                  : "default, linear and yarn",
                            rope_type_name(r->rope_type));
     if (ggml && r->rope_type == ROPE_TYPE_YARN && r->truncate < 0)
         return rl_fail_key(err, RL_ERR_ARG, "precision",
@@ -274,7 +275,8 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
         uint32_t rd = (uint32_t)((double)r.head_dim * r.partial_rotary_factor);
         if (r.rotary_dim != 0 && r.rotary_dim != rd)
             return rl_fail_key(err, RL_ERR_ARG, "rotary_dim",
-                               "rotary_dim %u disagrees with partial_rotary_factor %g (head_dim %u gives %u)",
+                               "rotary_dim %u disagrees with partial_rotary_factor %g "
+                               "(head_dim %u gives %u)",
                                r.rotary_dim, r.partial_rotary_factor, r.head_dim, rd);
         if (rd == 0)
             return rl_fail_key(err, RL_ERR_ARG, "partial_rotary_factor",
@@ -316,7 +318,8 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     if (r.prompt_len && r.dynamic_mode != ROPE_DYN_CACHE_CONSISTENT)
         return rl_fail_key(err, RL_ERR_ARG, "prompt_len",
                            "prompt_len %u applies to dynamic_mode cache_consistent "
-                           "only (every token of a recompute pass uses the length in use)", r.prompt_len);
+                           "only (every token of a recompute pass uses the length "
+                           "in use)", r.prompt_len);
     if ((st = rope_emu_validate(&r, err)))
         return st;
     if ((st = rope_semantics_validate(&r, err)))
@@ -348,13 +351,13 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
         if (r.resonance_scope == ROPE_RESONANCE_BELOW_TRAIN && !r.original_max_position_embeddings)
             return rl_fail_key(err, RL_ERR_ARG, "resonance_scope",
                                "resonance_scope below_train needs "
-                                                "original_max_position_embeddings (or "
-                                                "max_position_embeddings): the training length whose "
-                                                "shorter wavelengths are rounded");
+                               "original_max_position_embeddings (or "
+                               "max_position_embeddings): the training length whose "
+                               "shorter wavelengths are rounded");
         if (rope_prec_is_emu(r.precision))
             return rl_fail_key(err, RL_ERR_ARG, "resonance",
                                "resonance is not part of the framework emulation "
-                                                "mode %s (no framework implements it)",
+                               "mode %s (no framework implements it)",
                                rope_precision_name(r.precision));
     }
     *out = r;

@@ -94,7 +94,8 @@ rl_status rope_mrope_positions(const rope_freqs *f, const uint32_t *table, uint6
         for (int s = 0; s < 3; s++) {
             if (p[s] > UINT32_MAX)
                 return rl_fail_key(err, RL_ERR_ARG, "mrope_positions",
-                                   "mrope_positions vl: token %llu's position %llu exceeds 2^32 - 1",
+                                   "mrope_positions vl: token %llu's position %llu "
+                                   "exceeds 2^32 - 1",
                                    (unsigned long long)i, (unsigned long long)p[s]);
             pos3[3 * t + s] = (uint32_t)p[s];
         }

@@ -12,11 +12,13 @@ static rl_status resolve(rope_desc *r, rl_error *err)
     uint32_t L = r->original_max_position_embeddings;
     if (L == 0)
         return rl_fail_key(err, RL_ERR_ARG, "original_max_position_embeddings",
-                           "longrope needs original_max_position_embeddings (or max_position_embeddings)");
+                           "longrope needs original_max_position_embeddings (or "
+                           "max_position_embeddings)");
     if (r->factor == 0) {
         if (M == 0)
             return rl_fail_key(err, RL_ERR_ARG, "factor",
-                               "longrope needs factor (or max_position_embeddings to derive it from)");
+                               "longrope needs factor "
+                               "(or max_position_embeddings to derive it from)");
         r->factor = (double)M / (double)L;
     }
     if (r->n_short_factor == 0)

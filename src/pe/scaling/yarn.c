@@ -68,7 +68,8 @@ static rl_status resolve(rope_desc *r, rl_error *err)
     uint32_t L = r->original_max_position_embeddings;
     if (L == 0)
         return rl_fail_key(err, RL_ERR_ARG, "original_max_position_embeddings",
-                           "yarn needs original_max_position_embeddings (or max_position_embeddings)");
+                           "yarn needs original_max_position_embeddings (or "
+                           "max_position_embeddings)");
     if (r->factor == 0) {
         if (M == 0)
             return rl_fail_key(err, RL_ERR_ARG, "factor",
@@ -76,7 +77,8 @@ static rl_status resolve(rope_desc *r, rl_error *err)
         r->factor = (double)M / (double)L; /* HF: factor None -> M / L_orig */
         if (r->factor < 1)
             return rl_fail_key(err, RL_ERR_ARG, "max_position_embeddings",
-                               "factor derived as max_position_embeddings/original_max_position_embeddings"
+                               "factor derived as "
+                               "max_position_embeddings/original_max_position_embeddings"
                                " = %g must be >= 1", r->factor);
     }
     return rope_yarn_check_betas(r, err);
