@@ -163,12 +163,10 @@ static void report_model_checks(loader *L, const exp_model *m, int *failed)
         /* every check guards its own fields, so all are reported */
         const run_node *at = model;
         char mp[64] = "model";
-        for (size_t i = 0; i < model->n; i++) {
-            size_t kl = strlen(model->keys[i]);
-            if (!strncmp(merr.msg, model->keys[i], kl) && merr.msg[kl] == ' ') {
-                at = model->items[i];
-                snprintf(mp, sizeof mp, "model.%s", model->keys[i]);
-            }
+        size_t i;
+        if (merr.key[0] && run_node_get(model, merr.key, &i)) { /* at the key's value */
+            at = model->items[i];
+            snprintf(mp, sizeof mp, "model.%s", model->keys[i]);
         }
         run_diag_add(&L->c, RUN_AT(at), mp, "%s", merr.msg);
         *failed = 1;

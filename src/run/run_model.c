@@ -250,19 +250,19 @@ rl_status run_model_check(const exp_model *m, unsigned i, rl_error *err)
         const char *missing = !m->head_dim ? "head_dim" : !m->heads ? "heads"
                             : !m->train_len ? "train_len" : NULL;
         if (missing)
-            return rl_fail(err, RL_ERR_ARG, "%s is not given (set it, or use preset or hf_config)",
-                           missing);
+            return rl_fail_key(err, RL_ERR_ARG, missing,
+                               "%s is not given (set it, or use preset or hf_config)", missing);
         return RL_OK;
     }
     case 1:
         if (m->head_dim % 2)
-            return rl_fail(err, RL_ERR_ARG, "head_dim %u must be even (RoPE rotates pairs)",
-                           m->head_dim);
+            return rl_fail_key(err, RL_ERR_ARG, "head_dim",
+                               "head_dim %u must be even (RoPE rotates pairs)", m->head_dim);
         return RL_OK;
     case 2:
         if (m->heads && m->kv_heads && m->heads % m->kv_heads)
-            return rl_fail(err, RL_ERR_ARG, "kv_heads %u does not divide heads %u", m->kv_heads,
-                           m->heads);
+            return rl_fail_key(err, RL_ERR_ARG, "kv_heads", "kv_heads %u does not divide heads %u",
+                               m->kv_heads, m->heads);
         return RL_OK;
     default:
         return RL_OK;
