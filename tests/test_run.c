@@ -484,6 +484,24 @@ START_TEST(errors_are_located_by_their_key_not_their_message)
     ck_assert(has_msg(&d, "t.yaml:14:85: experiments[2].params.attn_remap_window: entropy: "
                           "attn_remap_window 6 is not a multiple of attn_remap_group 4"));
     run_diag_free(&d);
+    /* the data section's rules by key, the model swept (checked per point) or not */
+    for (int swept = 0; swept < 2; swept++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "model: {head_dim: 64, heads: 4, train_len: %s}\n"
+                 "encodings: [{name: r, type: rope}]\n"
+                 "data:\n  source: structured\n  band_lo: 0.6\n  band_hi: 0.2\n"
+                 "experiments: [{kind: entropy, params: {max_len: 128}}]\n",
+                 swept ? "[1024, 2048]" : "1024");
+        ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
+        ck_assert_msg(has_msg(&d, "t.yaml:5:12: data.band_lo: band_lo 0.6 must be below "
+                                  "band_hi 0.2"), "%s", d.n ? d.msg[0] : "");
+        run_diag_free(&d);
+    }
+    ck_assert_int_eq(load("data:\n  source: npy\n  q: /nonexistent/q.npy\n"
+                          "experiments: [{kind: precision}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:4:6: data.q: /nonexistent/q.npy: cannot open"));
+    run_diag_free(&d);
     /* the model's own checks by key: kv_heads, whose message names heads */
     ck_assert_int_eq(load_full("model:\n  heads: 4\n  kv_heads: 3\n  head_dim: 64\n"
                                "  train_len: 1024\nexperiments: [{kind: decay}]\n", &b, &d),

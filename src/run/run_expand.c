@@ -161,32 +161,10 @@ static int probe_data(run_pctx *c, const run_batch *b, json_t *res, const run_se
     if (json_integer_value(json_object_get(d, "seed")) < 0)
         json_object_set_new(d, "seed", json_integer((json_int_t)b->seed));
     if (run_data_resolve(d, &err) || run_data_probe(d, m, c->base_dir, &err)) {
-        run_diag_add(c, RUN_AT(s->data_node), "data", "%s", err.msg);
+        run_diag_err(c, s->data_map, "data", s->data_node, "data", &err);
         return 0;
     }
     return 1;
-}
-
-/* A refusal of the kind's check: at the value of the key it names
- * (err->key) in the entry's params, or its `zip:` group, when the entry
- * writes that key; else at ep, the experiment entry. */
-static void report_kind_error(run_pctx *c, const run_node *entry, const char *ep,
-                              const rl_error *err)
-{
-    const run_node *params = run_node_get(entry, "params", NULL), *zip = NULL;
-    size_t i;
-    if (params && params->type != RUN_NODE_MAP)
-        params = NULL;
-    if (params && !run_node_get(params, err->key, NULL))
-        zip = run_node_get(params, "zip", NULL);
-    const run_node *at = zip && zip->type == RUN_NODE_MAP ? zip : params;
-    if (err->key[0] && at && at->type == RUN_NODE_MAP && run_node_get(at, err->key, &i)) {
-        char kp[200];
-        snprintf(kp, sizeof kp, "%s.params.%s", ep, err->key);
-        run_diag_add(c, RUN_AT(at->items[i]), kp, "%s", err->msg);
-        return;
-    }
-    run_diag_add(c, RUN_AT(entry), ep, "%s", err->msg);
 }
 
 /* Id, the kind's view of the encoding, the kind's check and estimate. 0
@@ -207,7 +185,9 @@ static int check_item(run_pctx *c, run_item *it, const run_node *entry, const ch
     run_item_to_exp(it, &r);
     rl_error err = {0};
     if (it->kind->check(&r, &err)) {
-        report_kind_error(c, entry, ep, &err);
+        char pp[80];
+        snprintf(pp, sizeof pp, "%s.params", ep);
+        run_diag_err(c, run_node_get(entry, "params", NULL), pp, entry, ep, &err);
         return 0;
     }
     /* a capture holds a fixed number of tokens: a longer run is refused now */
