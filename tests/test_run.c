@@ -1119,6 +1119,21 @@ START_TEST(hf_config_layer_type_picks_the_layers_encoding)
                      RL_OK);
     ck_assert_msg(has_msg(&d, "no layer type 'chunked' (the model has: sliding_attention, full_attention)"),
                   "%s", d.n ? d.msg[0] : err.msg);
+    /* at layer_type's value (the reader's key as data), the model swept or not */
+    ck_assert_msg(has_msg(&d, "c.yaml:1:48: model.layer_type: "), "%s", d.n ? d.msg[0] : "");
+    run_diag_free(&d);
+    t = "model:\n  hf_config: gemma3_4b.json\n  train_len: [1024, 2048]\n  layer_type: chunked\n"
+        "encodings: [{name: m, type: model}]\nexperiments: [{kind: decay}]\n";
+    ck_assert_int_ne(run_batch_parse("c.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d, &err),
+                     RL_OK);
+    ck_assert_msg(has_msg(&d, "c.yaml:4:15: model.layer_type: "), "%s", d.n ? d.msg[0] : "");
+    run_diag_free(&d);
+    /* a file that cannot be read: at the key naming it */
+    t = "model:\n  head_dim: 64\n  hf_config: nothere.json\nexperiments: [{kind: decay}]\n";
+    ck_assert_int_ne(run_batch_parse("c.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d, &err),
+                     RL_OK);
+    ck_assert_msg(has_msg(&d, "c.yaml:3:14: model.hf_config: hf_config: "), "%s",
+                  d.n ? d.msg[0] : "");
     run_diag_free(&d);
 }
 END_TEST

@@ -175,7 +175,7 @@ static void check_shape_now(loader *L, int data_clean)
     json_t *rope = NULL;
     rl_error merr = {0};
     if (run_model_load(L->model_tmpl, L->c.base_dir, &m, &rope, &merr)) {
-        run_diag_add(&L->c, RUN_AT(L->model), "model", "%s", merr.msg);
+        run_diag_err(&L->c, L->model, "model", L->model, "model", &merr);
         L->shape_bad = 1;
         return;
     }
@@ -344,7 +344,7 @@ static int parse_experiment(loader *L, const run_node *e, size_t i, int *use_enc
     if (!L->shape_bad && c->diag->n == before) {
         run_sections s = {.model_tmpl = L->model_tmpl, .model_ax = L->model_ax,
                           .data_tmpl = L->data_tmpl, .data_ax = L->data_ax,
-                          .data_node = L->data,
+                          .model_map = L->model, .data_node = L->data,
                           .data_map = run_node_get(L->root, "data", NULL), .encs = &L->encs};
         uint64_t keep[RUN_MAX_SEEDS], keep_seed = b->seed;
         uint32_t keep_n = b->n_seeds;

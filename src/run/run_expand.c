@@ -112,13 +112,14 @@ static int apply_model_attn(run_pctx *c, json_t *res, const run_node *entry, con
 /* The point's model section into numbers, and an encoding of type 'model'
  * into the model's own RoPE settings; *attn: the model's attention
  * attributes (run_model_resolve). 0 after reporting. */
-static int resolve_model(run_pctx *c, json_t *res, const run_node *entry, const run_enc *enc,
-                         exp_model *m, json_t **attn)
+static int resolve_model(run_pctx *c, json_t *res, const run_node *entry,
+                         const run_node *model_map, const run_enc *enc, exp_model *m,
+                         json_t **attn)
 {
     rl_error err = {0};
     json_t *rope = NULL;
     if (run_model_resolve(json_object_get(res, "model"), c->base_dir, m, &rope, attn, &err)) {
-        run_diag_add(c, RUN_AT(entry), "model", "%s", err.msg);
+        run_diag_err(c, model_map, "model", entry, "model", &err);
         return 0;
     }
     int ok = 1;
@@ -267,7 +268,7 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
     note_model_files(c, b, json_object_get(res, "model"));
     exp_model m;
     json_t *attn = NULL;
-    int ok = resolve_model(c, res, entry, enc, &m, &attn);
+    int ok = resolve_model(c, res, entry, s->model_map, enc, &m, &attn);
     if (ok && attn)
         ok = apply_model_attn(c, res, entry, ep, kind, attn);
     json_decref(attn);

@@ -204,6 +204,7 @@ void run_enc_check_all(run_pctx *c, const run_enc *en, const exp_model *m);
 /* The batch-wide sections every experiment entry is expanded over. */
 typedef struct run_sections {
     const json_t *model_tmpl;    /* model keys without sweeps */
+    const run_node *model_map;   /* the model section as written (its keys) */
     const run_axes *model_ax;
     const json_t *data_tmpl;     /* data keys without sweeps */
     const run_axes *data_ax;
