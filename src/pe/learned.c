@@ -123,10 +123,10 @@ static rl_status vec_check(const pe_encoding *e, const uint32_t *pos, size_t tok
         return RL_OK;
     for (size_t t = 0; t < tokens; t++)
         if (pos[t] >= s->rows)
-            return rl_fail(err, RL_ERR_ARG,
-                           "learned: position %u (token %zu) is beyond the table's %u rows "
-                           "(max_positions); set beyond=clamp or beyond=wrap to study that",
-                           pos[t], t, s->rows);
+            return rl_fail_key(err, RL_ERR_ARG, "max_positions",
+                               "learned: position %u (token %zu) is beyond the table's %u rows "
+                               "(max_positions); set beyond=clamp or beyond=wrap to study that",
+                               pos[t], t, s->rows);
     return RL_OK;
 }
 

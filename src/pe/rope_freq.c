@@ -215,10 +215,11 @@ static rl_status mrope_validate(rope_desc *r, rl_error *err)
                            "mrope_section: dynamic_mode cache_consistent (a length "
                            "per 1-D position) is not defined for 3-D positions; use recompute");
     int vl = r->mrope_positions == ROPE_MROPE_POS_VL, npy = r->mrope_positions == ROPE_MROPE_POS_NPY;
-    if (!vl && (r->n_mrope_image_grid || r->mrope_text_before || r->spatial_merge_size))
-        return rl_fail(err, RL_ERR_ARG, "%s applies to mrope_positions vl only",
-                       r->n_mrope_image_grid ? "mrope_image_grid"
-                       : r->mrope_text_before ? "mrope_text_before" : "spatial_merge_size");
+    if (!vl && (r->n_mrope_image_grid || r->mrope_text_before || r->spatial_merge_size)) {
+        const char *k = r->n_mrope_image_grid ? "mrope_image_grid"
+                        : r->mrope_text_before ? "mrope_text_before" : "spatial_merge_size";
+        return rl_fail_key(err, RL_ERR_ARG, k, "%s applies to mrope_positions vl only", k);
+    }
     if (!npy && r->mrope_positions_path[0])
         return rl_fail_key(err, RL_ERR_ARG, "mrope_positions_path",
                            "mrope_positions_path applies to mrope_positions npy only");
