@@ -146,6 +146,15 @@ START_TEST(fail_key_carries_the_key_as_data)
     ck_assert_int_eq(rl_params_resolve("t5", ps, 2, given, &out, &err), RL_ERR_ARG);
     ck_assert_str_eq(err.key, "num_bucket");
     json_decref(given);
+    /* a type error is told by the value's type, not by the message's words */
+    json_t *i2 = json_integer(2), *r2 = json_real(2.0), *r25 = json_real(2.5), *s2 = json_string("2");
+    ck_assert(rl_param_type_ok(&ps[0], i2) && rl_param_type_ok(&ps[0], r2));
+    ck_assert(!rl_param_type_ok(&ps[0], r25) && !rl_param_type_ok(&ps[0], s2));
+    ck_assert(rl_param_type_ok(&ps[1], s2) && !rl_param_type_ok(&ps[1], i2));
+    json_decref(i2);
+    json_decref(r2);
+    json_decref(r25);
+    json_decref(s2);
 }
 END_TEST
 

@@ -27,6 +27,21 @@ long rl_param_find(const rl_param *ps, size_t n, const char *key)
     return -1;
 }
 
+int rl_param_type_ok(const rl_param *p, const json_t *v)
+{
+    switch (p->type) {
+    case RL_P_JSON: return 1;
+    case RL_P_INT:
+        return json_is_integer(v) ||
+               (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
+    case RL_P_NUM: return json_is_number(v);
+    case RL_P_BOOL: return json_is_boolean(v);
+    case RL_P_STR:
+    case RL_P_ENUM: return json_is_string(v);
+    }
+    return 0;
+}
+
 rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, json_t **out,
                          rl_error *err)
 {
@@ -41,13 +56,9 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
         *out = json_deep_copy(v);
         break;
     case RL_P_INT: {
-        double x;
-        if (json_is_integer(v))
-            x = (double)json_integer_value(v);
-        else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)))
-            x = json_real_value(v);
-        else
+        if (!rl_param_type_ok(p, v))
             return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be an integer", pre);
+        double x = json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
         if (x < p->min)
             return rl_fail_key(err, RL_ERR_ARG, p->key,
                                "%s%.17g is below the minimum %.17g", pre, x, p->min);
@@ -58,7 +69,7 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
         break;
     }
     case RL_P_NUM: {
-        if (!json_is_number(v))
+        if (!rl_param_type_ok(p, v))
             return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be a number", pre);
         double x = json_number_value(v);
         if (!isfinite(x) || x < p->min)
@@ -71,17 +82,17 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
         break;
     }
     case RL_P_BOOL:
-        if (!json_is_boolean(v))
+        if (!rl_param_type_ok(p, v))
             return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be true or false", pre);
         *out = json_boolean(json_is_true(v));
         break;
     case RL_P_STR:
-        if (!json_is_string(v))
+        if (!rl_param_type_ok(p, v))
             return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be a string", pre);
         *out = json_string(json_string_value(v));
         break;
     case RL_P_ENUM: {
-        if (!json_is_string(v))
+        if (!rl_param_type_ok(p, v))
             return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be one of %s", pre, p->choices);
         const char *s = json_string_value(v);
         if (!rl_param_choice_ok(p, s))

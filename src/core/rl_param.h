@@ -49,6 +49,12 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
 rl_status rl_params_resolve(const char *owner, const rl_param *ps, size_t n, const json_t *given,
                             json_t **out, rl_error *err);
 
+/* 1 when v (not NULL) has p's type, the test rl_param_check makes first: an
+ * integer (or an integral real) for RL_P_INT, a number for RL_P_NUM, a
+ * boolean, a string (RL_P_STR, RL_P_ENUM), anything for RL_P_JSON. A value
+ * of the right type may still be refused for its range or choice. */
+int rl_param_type_ok(const rl_param *p, const json_t *v);
+
 /* 1 when s is one of p's choices ("a|b|c"). */
 int rl_param_choice_ok(const rl_param *p, const char *s);
 
