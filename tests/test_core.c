@@ -10,6 +10,7 @@
 
 #include "core/rl_fs.h"
 #include "core/rl_npy.h"
+#include "core/rl_param.h"
 #include "core/rl_safetensors.h"
 #include "core/rl_sha256.h"
 #include "core/rl_util.h"
@@ -77,6 +78,83 @@ START_TEST(fail_records_status_and_message)
     ck_assert_str_eq(err.msg, "config.yaml:3: rotary_dim 5 must be even");
     ck_assert_str_eq(rl_status_str(RL_ERR_LIMIT), "exceeds a device limit");
     ck_assert_str_eq(rl_status_str((rl_status)999), "unknown status");
+}
+END_TEST
+
+/* The failing key travels as data (err.key), never to be found in msg. */
+START_TEST(fail_key_carries_the_key_as_data)
+{
+    rl_error err = {0};
+    ck_assert_int_eq(rl_fail_key(&err, RL_ERR_ARG, "factor", "yarn needs factor (%s)", "a number"),
+                     RL_ERR_ARG);
+    ck_assert_int_eq(err.status, RL_ERR_ARG);
+    ck_assert_str_eq(err.msg, "yarn needs factor (a number)");
+    ck_assert_str_eq(err.key, "factor");
+    rl_error_prefix(&err, "rope"); /* context keeps the key */
+    ck_assert_str_eq(err.msg, "rope: yarn needs factor (a number)");
+    ck_assert_str_eq(err.key, "factor");
+    /* a later keyless failure in the same rl_error keeps no stale key */
+    rl_fail(&err, RL_ERR_IO, "disk full");
+    ck_assert_str_eq(err.key, "");
+    /* set / clear on a recorded error; status and message stay */
+    rl_error_set_key(&err, "attn_remap_leak");
+    ck_assert_str_eq(err.key, "attn_remap_leak");
+    ck_assert_str_eq(err.msg, "disk full");
+    ck_assert_int_eq(err.status, RL_ERR_IO);
+    rl_error_set_key(&err, NULL);
+    ck_assert_str_eq(err.key, "");
+    rl_error_set_key(&err, "x");
+    rl_error_set_key(&err, "");
+    ck_assert_str_eq(err.key, "");
+    /* a key longer than the field: its first RL_ERROR_KEY_MAX - 1 bytes */
+    char longkey[200];
+    memset(longkey, 'k', sizeof longkey - 1);
+    longkey[sizeof longkey - 1] = '\0';
+    rl_fail_key(&err, RL_ERR_ARG, longkey, "too long");
+    ck_assert_uint_eq(strlen(err.key), RL_ERROR_KEY_MAX - 1);
+    ck_assert(strncmp(err.key, longkey, RL_ERROR_KEY_MAX - 1) == 0);
+    char exact[RL_ERROR_KEY_MAX];
+    memset(exact, 'e', sizeof exact - 1);
+    exact[sizeof exact - 1] = '\0';
+    rl_error_set_key(&err, exact); /* exactly 63 bytes: whole */
+    ck_assert_str_eq(err.key, exact);
+    /* NULL err: the status comes back, nothing is written */
+    ck_assert_int_eq(rl_fail_key(NULL, RL_ERR_ARG, "factor", "f %d", 1), RL_ERR_ARG);
+    rl_error_set_key(NULL, "factor");
+    ck_assert_int_eq(rl_fail_key(&err, RL_ERR_ARG, NULL, "no key"), RL_ERR_ARG);
+    ck_assert_str_eq(err.key, "");
+    /* the one parameter validator names the key as data, owner or not */
+    static const rl_param ps[] = {
+        {.key = "num_buckets", .type = RL_P_INT, .def = "32", .min = 2, .max = 1024},
+        {.key = "path", .type = RL_P_STR, .def = NULL},
+    };
+    json_t *out = NULL, *v = json_integer(1);
+    ck_assert_int_eq(rl_param_check(NULL, &ps[0], v, &out, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.key, "num_buckets");
+    ck_assert_str_eq(err.msg, "1 is below the minimum 2");
+    json_decref(v);
+    json_t *given = json_pack("{s:s, s:i}", "path", "t.npy", "num_buckets", 1);
+    ck_assert_int_eq(rl_params_resolve("t5", ps, 2, given, &out, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.key, "num_buckets");
+    ck_assert_str_eq(err.msg, "t5: num_buckets 1 is below the minimum 2");
+    json_object_del(given, "path"); /* required and missing */
+    json_object_set_new(given, "num_buckets", json_integer(8));
+    ck_assert_int_eq(rl_params_resolve("t5", ps, 2, given, &out, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.key, "path");
+    json_object_set_new(given, "path", json_string("t.npy"));
+    json_object_set_new(given, "num_bucket", json_integer(8)); /* unknown */
+    ck_assert_int_eq(rl_params_resolve("t5", ps, 2, given, &out, &err), RL_ERR_ARG);
+    ck_assert_str_eq(err.key, "num_bucket");
+    json_decref(given);
+    /* a type error is told by the value's type, not by the message's words */
+    json_t *i2 = json_integer(2), *r2 = json_real(2.0), *r25 = json_real(2.5), *s2 = json_string("2");
+    ck_assert(rl_param_type_ok(&ps[0], i2) && rl_param_type_ok(&ps[0], r2));
+    ck_assert(!rl_param_type_ok(&ps[0], r25) && !rl_param_type_ok(&ps[0], s2));
+    ck_assert(rl_param_type_ok(&ps[1], s2) && !rl_param_type_ok(&ps[1], i2));
+    json_decref(i2);
+    json_decref(r2);
+    json_decref(r25);
+    json_decref(s2);
 }
 END_TEST
 
@@ -566,6 +644,7 @@ int main(void)
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, fail_records_status_and_message);
+    tcase_add_test(tc, fail_key_carries_the_key_as_data);
     tcase_add_test(tc, rng_is_deterministic_and_stream_separated);
     tcase_add_test(tc, ulp_helpers_count_representable_floats);
     tcase_add_test(tc, half_to_float_is_exact_for_every_class);

@@ -136,6 +136,15 @@ static const bad_param bad_params[] = {
     {"t5", "[1, 2]", 4, 8, 0, "t5: parameters must be a JSON object"},
 };
 
+/* err.key of the bad_params whose key is not the one key of their json
+ * (that json's only key, or "" for a shape error or a malformed object). */
+static const struct {
+    const char *enc, *json, *key;
+} bad_param_keys[] = {
+    {"t5", "{\"bidirectional\": false, \"max_distance\": 16}", "max_distance"},
+    {"xl", "{}", "d_r"}, /* its default, head_dim 5 */
+};
+
 START_TEST(every_parameter_error_names_the_key)
 {
     const bad_param *b = &bad_params[_i];
@@ -146,6 +155,16 @@ START_TEST(every_parameter_error_names_the_key)
     json_t *p = json_loads(b->json, 0, &je);
     ck_assert_ptr_nonnull(p);
     ck_assert_int_eq(pe_encoding_create(b->enc, p, &s, &e, &err), RL_ERR_ARG);
+    /* the key as data: a shape error or a malformed object names none */
+    const char *key = "";
+    json_t *v;
+    if (json_is_object(p) && json_object_size(p) == 1)
+        json_object_foreach(p, key, v)
+            break;
+    for (size_t k = 0; k < sizeof bad_param_keys / sizeof bad_param_keys[0]; k++)
+        if (!strcmp(bad_param_keys[k].enc, b->enc) && !strcmp(bad_param_keys[k].json, b->json))
+            key = bad_param_keys[k].key;
+    ck_assert_msg(strcmp(err.key, key) == 0, "'%s': key '%s', want '%s'", err.msg, err.key, key);
     json_decref(p);
     ck_assert_ptr_null(e);
     ck_assert_msg(strncmp(err.msg, b->msg, strlen(b->msg)) == 0, "got '%s'\nwant '%s'", err.msg,

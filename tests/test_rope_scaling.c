@@ -842,6 +842,7 @@ START_TEST(every_registered_example_resolves)
             ck_assert_int_eq(rope_freqs_compute(&e, &f, &err), RL_ERR_ARG);
             ck_assert_msg(strstr(err.msg, ok->param.key), "%s: '%s' names no %s",
                           rope_type_name(t), err.msg, ok->param.key);
+            ck_assert_str_eq(err.key, ok->param.key); /* as data, too */
         }
     }
 }

@@ -407,6 +407,110 @@ START_TEST(each_error_is_reported_with_position_path_and_message)
 }
 END_TEST
 
+static rl_status load_full(const char *text, run_batch *b, run_diag *d);
+
+/* The failing key comes as data (rl_error.key) from the validator that
+ * refused it, never from the message's text: a message that starts with
+ * the scaling's name, one that names other written keys before or beside
+ * the failing one, an experiment kind's check (whose messages name
+ * attn_window, attn_sinks, ... as well), a zip member, and a key the entry
+ * does not write (at the type, or the entry). */
+START_TEST(errors_are_located_by_their_key_not_their_message)
+{
+    run_batch b;
+    run_diag d;
+    /* message starts with "llama3 needs ..." in resolve; the setter refuses 0 first, by key */
+    ck_assert_int_eq(load("encodings:\n"
+                          "  - name: l\n"
+                          "    type: llama3\n"
+                          "    factor: 8\n"
+                          "    high_freq_factor: 4\n"
+                          "    low_freq_factor: 0\n"
+                          "  - name: m\n"
+                          "    type: llama3\n"
+                          "    low_freq_factor: 4\n"
+                          "    factor: 8\n"
+                          "    high_freq_factor: 1\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert(has_msg(&d, "t.yaml:7:5: encodings[0].low_freq_factor: type llama3: "
+                          "low_freq_factor 0 must be > 0"));
+    /* low_freq_factor is written first and named in the message: the key is
+     * high_freq_factor all the same */
+    ck_assert(has_msg(&d, "t.yaml:12:5: encodings[1].high_freq_factor: type llama3: "
+                          "high_freq_factor 1 must be at least low_freq_factor 4"));
+    run_diag_free(&d);
+    /* a message that starts with the scaling's name and names rotary_dim,
+     * written first, as well: at partial_rotary_factor, the key refused */
+    ck_assert_int_eq(load("encodings:\n"
+                          "  - name: p\n"
+                          "    type: proportional\n"
+                          "    rotary_dim: 32\n"
+                          "    partial_rotary_factor: 0.5\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:6:5: encodings[0].partial_rotary_factor: type proportional: "
+                          "proportional takes partial_rotary_factor or rotary_dim, not both"));
+    run_diag_free(&d);
+    /* a key the entry does not write: at its type */
+    ck_assert_int_eq(load("encodings:\n  - {name: y, type: longrope, factor: 4}\n"
+                          "experiments: [{kind: decay}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:3:21: encodings[0].type: type longrope: longrope needs "
+                          "short_factor"));
+    run_diag_free(&d);
+    /* the kinds' checks at the key they name, among params whose names the
+     * message repeats; a zip member at its list; a key given nowhere in the
+     * entry (from the model) at the entry */
+    ck_assert_int_eq(load("encodings: [{name: r, type: rope}]\n"
+                          "experiments:\n"
+                          "  - kind: entropy\n"
+                          "    params:\n"
+                          "      attn_window: 8\n"
+                          "      attn_sinks: 2\n"
+                          "      min_len: 64\n"
+                          "      max_len: 128\n"
+                          "      sink_tokens: 4\n"
+                          "  - kind: entropy\n"
+                          "    params: {attn_remap: self_extend, attn_remap_group: 4, "
+                          "attn_remap_window: 6}\n"
+                          "  - kind: entropy\n"
+                          "    params: {attn_remap: self_extend, attn_remap_group: 4, "
+                          "zip: {attn_remap_window: [6, 8], min_len: [64, 64]}}\n",
+                          &b, &d), RL_ERR_PARSE);
+    ck_assert_uint_eq(d.n, 3);
+    ck_assert(has_msg(&d, "t.yaml:10:20: experiments[0].params.sink_tokens: entropy: "
+                          "sink_tokens 4 with attn_window 8 / attn_chunk 0 needs attn_sinks >= 4"));
+    ck_assert(has_msg(&d, "t.yaml:12:79: experiments[1].params.attn_remap_window: entropy: "
+                          "attn_remap_window 6 is not a multiple of attn_remap_group 4"));
+    ck_assert(has_msg(&d, "t.yaml:14:85: experiments[2].params.attn_remap_window: entropy: "
+                          "attn_remap_window 6 is not a multiple of attn_remap_group 4"));
+    run_diag_free(&d);
+    /* the data section's rules by key, the model swept (checked per point) or not */
+    for (int swept = 0; swept < 2; swept++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "model: {head_dim: 64, heads: 4, train_len: %s}\n"
+                 "encodings: [{name: r, type: rope}]\n"
+                 "data:\n  source: structured\n  band_lo: 0.6\n  band_hi: 0.2\n"
+                 "experiments: [{kind: entropy, params: {max_len: 128}}]\n",
+                 swept ? "[1024, 2048]" : "1024");
+        ck_assert_int_eq(load_full(text, &b, &d), RL_ERR_PARSE);
+        ck_assert_msg(has_msg(&d, "t.yaml:5:12: data.band_lo: band_lo 0.6 must be below "
+                                  "band_hi 0.2"), "%s", d.n ? d.msg[0] : "");
+        run_diag_free(&d);
+    }
+    ck_assert_int_eq(load("data:\n  source: npy\n  q: /nonexistent/q.npy\n"
+                          "experiments: [{kind: precision}]\n", &b, &d), RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:4:6: data.q: /nonexistent/q.npy: cannot open"));
+    run_diag_free(&d);
+    /* the model's own checks by key: kv_heads, whose message names heads */
+    ck_assert_int_eq(load_full("model:\n  heads: 4\n  kv_heads: 3\n  head_dim: 64\n"
+                               "  train_len: 1024\nexperiments: [{kind: decay}]\n", &b, &d),
+                     RL_ERR_PARSE);
+    ck_assert(has_msg(&d, "t.yaml:3:13: model.kv_heads: kv_heads 3 does not divide heads 4"));
+    run_diag_free(&d);
+}
+END_TEST
+
 /* `type` is swept like any other key: one run per type, each created as
  * its own family or scaling; the model's train_len is the length yarn
  * extends when the batch gives none. */
@@ -1015,6 +1119,21 @@ START_TEST(hf_config_layer_type_picks_the_layers_encoding)
                      RL_OK);
     ck_assert_msg(has_msg(&d, "no layer type 'chunked' (the model has: sliding_attention, full_attention)"),
                   "%s", d.n ? d.msg[0] : err.msg);
+    /* at layer_type's value (the reader's key as data), the model swept or not */
+    ck_assert_msg(has_msg(&d, "c.yaml:1:48: model.layer_type: "), "%s", d.n ? d.msg[0] : "");
+    run_diag_free(&d);
+    t = "model:\n  hf_config: gemma3_4b.json\n  train_len: [1024, 2048]\n  layer_type: chunked\n"
+        "encodings: [{name: m, type: model}]\nexperiments: [{kind: decay}]\n";
+    ck_assert_int_ne(run_batch_parse("c.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d, &err),
+                     RL_OK);
+    ck_assert_msg(has_msg(&d, "c.yaml:4:15: model.layer_type: "), "%s", d.n ? d.msg[0] : "");
+    run_diag_free(&d);
+    /* a file that cannot be read: at the key naming it */
+    t = "model:\n  head_dim: 64\n  hf_config: nothere.json\nexperiments: [{kind: decay}]\n";
+    ck_assert_int_ne(run_batch_parse("c.yaml", t, strlen(t), dir ? dir : "tests/data", &b, &d, &err),
+                     RL_OK);
+    ck_assert_msg(has_msg(&d, "c.yaml:3:14: model.hf_config: hf_config: "), "%s",
+                  d.n ? d.msg[0] : "");
     run_diag_free(&d);
 }
 END_TEST
@@ -1452,6 +1571,7 @@ int main(void)
     TCase *tc = tcase_create("batch");
     tcase_add_test(tc, lists_expand_to_cartesian_product);
     tcase_add_test(tc, zip_pairs_lists_elementwise);
+    tcase_add_test(tc, errors_are_located_by_their_key_not_their_message);
     tcase_add_test(tc, a_seed_list_sweeps_every_experiment);
     tcase_add_test(tc, an_experiment_sweeps_its_own_seeds);
     tcase_add_test(tc, encoding_zip_pairs_and_reports_every_bad_member);

@@ -85,14 +85,16 @@ rl_status attn_remap_apply_mask(const attn_remap *r, attn_remap_mask *mk, rl_err
 rl_status attn_remap_check(const attn_remap *r, rl_error *err)
 {
     if (r->method < 0 || r->method >= REG_COUNT)
-        return rl_fail(err, RL_ERR_ARG, "attn_remap: unknown method %d (%s)", r->method,
-                       attn_remap_names());
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "attn_remap: unknown method %d (%s)", r->method,
+                           attn_remap_names());
     const attn_remap_method *m = attn_remap_method_at(r->method);
     if (!m)
         return RL_OK;
     if (r->window < 1 || r->window > (1u << 31))
-        return rl_fail(err, RL_ERR_ARG, "attn_remap_window %u: %s needs a window from 1 to 2^31",
-                       r->window, m->name);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap_window",
+                           "attn_remap_window %u: %s needs a window from 1 to 2^31",
+                           r->window, m->name);
     return m->check ? m->check(r, err) : RL_OK;
 }
 
@@ -104,8 +106,9 @@ rl_status attn_remap_positions(const attn_remap *r, const uint32_t *pos, uint64_
         return st;
     const attn_remap_method *m = attn_remap_method_at(r->method);
     if (m && !m->positions)
-        return rl_fail(err, RL_ERR_ARG, "attn_remap %s: no single position map (see "
-                       "attn_remap_dca_positions)", m->name);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "attn_remap %s: no single position map (see "
+                           "attn_remap_dca_positions)", m->name);
     for (uint64_t t = 0; t < tokens; t++) {
         uint64_t p = pos[t], q = p, k = p;
         if (m)
@@ -130,7 +133,8 @@ rl_status attn_remap_dca_positions(const attn_remap *r, const uint32_t *pos, uin
     if (st)
         return st;
     if (r->method != ATTN_REMAP_DCA)
-        return rl_fail(err, RL_ERR_ARG, "attn_remap %s: not dca", attn_remap_name(r->method));
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "attn_remap %s: not dca", attn_remap_name(r->method));
     uint64_t S = r->chunk, c = S - r->window;
     uint64_t inter = 2 * c - 1 < S ? 2 * c - 1 : S;
     for (uint64_t t = 0; t < tokens; t++) {
@@ -149,18 +153,18 @@ rl_status attn_remap_encoding(const attn_remap *r, const pe_encoding *e, pe_enco
     *far = NULL;
     const rope_freqs *f = pe_rope_freqs(e);
     if (!f || pe_has_bias(e))
-        return rl_fail(err, RL_ERR_ARG,
-                       "attn_remap %s: remaps the positions of a rotary encoding (type rope or a "
-                       "RoPE scaling), not '%s'", attn_remap_name(r->method),
-                       pe_encoding_family(e)->name);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "attn_remap %s: remaps the positions of a rotary encoding (type rope "
+                           "or a RoPE scaling), not '%s'", attn_remap_name(r->method),
+                           pe_encoding_family(e)->name);
     const attn_remap_method *m = attn_remap_method_at(r->method);
     if (!m || !m->linear_twin)
         return RL_OK;
     if (f->rope_type != ROPE_TYPE_DEFAULT)
-        return rl_fail(err, RL_ERR_ARG,
-                       "attn_remap %s: rotates its far definition by the linear-scaled "
-                       "(factor attn_remap_leak) twin of plain RoPE; the encoding has rope_type "
-                       "'%s'", m->name, rope_type_name(f->rope_type));
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "attn_remap %s: rotates its far definition by the linear-scaled "
+                           "(factor attn_remap_leak) twin of plain RoPE; the encoding has "
+                           "rope_type '%s'", m->name, rope_type_name(f->rope_type));
     json_t *p = json_deep_copy(pe_encoding_params(e));
     if (!p)
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
@@ -169,8 +173,10 @@ rl_status attn_remap_encoding(const attn_remap *r, const pe_encoding *e, pe_enco
     rl_status st = pe_encoding_create(pe_encoding_family(e)->name, p, pe_encoding_shape(e), far,
                                       err);
     json_decref(p);
-    if (st)
+    if (st) { /* the twin differs from e only by its factor, attn_remap_leak */
         rl_error_prefix(err, "attn_remap %s: the linear (factor %u) twin", m->name, r->leak);
+        rl_error_set_key(err, "attn_remap_leak");
+    }
     return st;
 }
 

@@ -27,6 +27,21 @@ long rl_param_find(const rl_param *ps, size_t n, const char *key)
     return -1;
 }
 
+int rl_param_type_ok(const rl_param *p, const json_t *v)
+{
+    switch (p->type) {
+    case RL_P_JSON: return 1;
+    case RL_P_INT:
+        return json_is_integer(v) ||
+               (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
+    case RL_P_NUM: return json_is_number(v);
+    case RL_P_BOOL: return json_is_boolean(v);
+    case RL_P_STR:
+    case RL_P_ENUM: return json_is_string(v);
+    }
+    return 0;
+}
+
 rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, json_t **out,
                          rl_error *err)
 {
@@ -41,47 +56,48 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
         *out = json_deep_copy(v);
         break;
     case RL_P_INT: {
-        double x;
-        if (json_is_integer(v))
-            x = (double)json_integer_value(v);
-        else if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)))
-            x = json_real_value(v);
-        else
-            return rl_fail(err, RL_ERR_ARG, "%smust be an integer", pre);
+        if (!rl_param_type_ok(p, v))
+            return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be an integer", pre);
+        double x = json_is_integer(v) ? (double)json_integer_value(v) : json_real_value(v);
         if (x < p->min)
-            return rl_fail(err, RL_ERR_ARG, "%s%.17g is below the minimum %.17g", pre, x, p->min);
+            return rl_fail_key(err, RL_ERR_ARG, p->key,
+                               "%s%.17g is below the minimum %.17g", pre, x, p->min);
         if (x > p->max)
-            return rl_fail(err, RL_ERR_ARG, "%s%.17g exceeds the maximum %.17g", pre, x, p->max);
+            return rl_fail_key(err, RL_ERR_ARG, p->key,
+                               "%s%.17g exceeds the maximum %.17g", pre, x, p->max);
         *out = json_integer((json_int_t)x);
         break;
     }
     case RL_P_NUM: {
-        if (!json_is_number(v))
-            return rl_fail(err, RL_ERR_ARG, "%smust be a number", pre);
+        if (!rl_param_type_ok(p, v))
+            return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be a number", pre);
         double x = json_number_value(v);
         if (!isfinite(x) || x < p->min)
-            return rl_fail(err, RL_ERR_ARG, "%s%.17g is below the minimum %.17g", pre, x, p->min);
+            return rl_fail_key(err, RL_ERR_ARG, p->key,
+                               "%s%.17g is below the minimum %.17g", pre, x, p->min);
         if (x > p->max)
-            return rl_fail(err, RL_ERR_ARG, "%s%.17g exceeds the maximum %.17g", pre, x, p->max);
+            return rl_fail_key(err, RL_ERR_ARG, p->key,
+                               "%s%.17g exceeds the maximum %.17g", pre, x, p->max);
         *out = json_real(x);
         break;
     }
     case RL_P_BOOL:
-        if (!json_is_boolean(v))
-            return rl_fail(err, RL_ERR_ARG, "%smust be true or false", pre);
+        if (!rl_param_type_ok(p, v))
+            return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be true or false", pre);
         *out = json_boolean(json_is_true(v));
         break;
     case RL_P_STR:
-        if (!json_is_string(v))
-            return rl_fail(err, RL_ERR_ARG, "%smust be a string", pre);
+        if (!rl_param_type_ok(p, v))
+            return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be a string", pre);
         *out = json_string(json_string_value(v));
         break;
     case RL_P_ENUM: {
-        if (!json_is_string(v))
-            return rl_fail(err, RL_ERR_ARG, "%smust be one of %s", pre, p->choices);
+        if (!rl_param_type_ok(p, v))
+            return rl_fail_key(err, RL_ERR_ARG, p->key, "%smust be one of %s", pre, p->choices);
         const char *s = json_string_value(v);
         if (!rl_param_choice_ok(p, s))
-            return rl_fail(err, RL_ERR_ARG, "%s'%s' is not one of %s", pre, s, p->choices);
+            return rl_fail_key(err, RL_ERR_ARG, p->key,
+                               "%s'%s' is not one of %s", pre, s, p->choices);
         *out = json_string(s);
         break;
     }
@@ -119,8 +135,8 @@ rl_status rl_params_resolve(const char *owner, const rl_param *ps, size_t n, con
             for (size_t k = 0; k < n && m < sizeof known; k++)
                 m += (size_t)snprintf(known + m, sizeof known - m, "%s%s", k ? ", " : "",
                                       ps[k].key);
-            return rl_fail(err, RL_ERR_ARG, "%s: unknown parameter '%s' (known: %s)", owner, key,
-                           n ? known : "none");
+            return rl_fail_key(err, RL_ERR_ARG, key, "%s: unknown parameter '%s' (known: %s)",
+                               owner, key, n ? known : "none");
         }
     }
     json_t *res = json_object();
@@ -133,7 +149,7 @@ rl_status rl_params_resolve(const char *owner, const rl_param *ps, size_t n, con
         if (!v || json_is_null(v)) {
             if (!p->def) {
                 json_decref(res);
-                return rl_fail(err, RL_ERR_ARG, "%s: %s is required", owner, p->key);
+                return rl_fail_key(err, RL_ERR_ARG, p->key, "%s: %s is required", owner, p->key);
             }
             json_error_t je;
             def = json_loads(p->def, JSON_DECODE_ANY, &je);

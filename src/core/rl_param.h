@@ -37,16 +37,23 @@ const char *rl_ptype_name(rl_ptype t);
  * the message is the bare rule, "must be an integer", for callers that name
  * the place themselves). *out
  * (new reference) is the typed value (integers as JSON integers). Errors
- * are RL_ERR_ARG. */
+ * are RL_ERR_ARG, with p->key in err->key whether or not owner is given. */
 rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, json_t **out,
                          rl_error *err);
 
 /* Resolves given (an object or NULL) against ps[0..n): unknown keys, wrong
  * types, out-of-range values and missing required ones are RL_ERR_ARG
- * naming "<owner>: <key>". *out (new reference) holds every declared key
- * with its value or default, in declaration order. */
+ * naming "<owner>: <key>", with that key in err->key. *out (new
+ * reference) holds every declared key with its value or default, in
+ * declaration order. */
 rl_status rl_params_resolve(const char *owner, const rl_param *ps, size_t n, const json_t *given,
                             json_t **out, rl_error *err);
+
+/* 1 when v (not NULL) has p's type, the test rl_param_check makes first: an
+ * integer (or an integral real) for RL_P_INT, a number for RL_P_NUM, a
+ * boolean, a string (RL_P_STR, RL_P_ENUM), anything for RL_P_JSON. A value
+ * of the right type may still be refused for its range or choice. */
+int rl_param_type_ok(const rl_param *p, const json_t *v);
 
 /* 1 when s is one of p's choices ("a|b|c"). */
 int rl_param_choice_ok(const rl_param *p, const char *s);

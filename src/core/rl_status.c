@@ -21,7 +21,30 @@ rl_status rl_failv(rl_error *err, rl_status st, const char *fmt, va_list ap)
     if (err) {
         err->status = st;
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        err->key[0] = '\0';
     }
+    return st;
+}
+
+void rl_error_set_key(rl_error *err, const char *key)
+{
+    if (!err)
+        return;
+    size_t n = key ? strlen(key) : 0;
+    if (n > sizeof err->key - 1)
+        n = sizeof err->key - 1;
+    if (n)
+        memcpy(err->key, key, n);
+    err->key[n] = '\0';
+}
+
+rl_status rl_fail_key(rl_error *err, rl_status st, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rl_failv(err, st, fmt, ap);
+    va_end(ap);
+    rl_error_set_key(err, key);
     return st;
 }
 

@@ -174,7 +174,9 @@ typedef struct exp_kind {
     int uses_data;               /* run->data is set; the data section is part of the run */
     int needs_gpu;               /* runs once per device; else once, on the CPU */
     /* Semantic check of a resolved run, before any GPU work: encoding
-     * supported, sizes coherent. err names the parameter. */
+     * supported, sizes coherent. err names the parameter, and an error
+     * about one of the kind's params has its key in err->key (the runner
+     * reports it at that key's line). */
     rl_status (*check)(const exp_run *run, rl_error *err);
     /* Host + device bytes one run needs (for --dry-run). */
     uint64_t (*estimate_bytes)(const exp_run *run);
@@ -229,7 +231,8 @@ rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const e
  * it bounds the positions and is given to RoPE scalings that depend on it
  * (dynamic, longrope) unless the encoding sets seq_len itself. A type that
  * names a RoPE scaling ("yarn", "llama3", ...) means family rope with that
- * rope_type. Errors name the encoding. Destroy with pe_encoding_destroy. */
+ * rope_type. Errors name the encoding and have err->key "" (the encoding's
+ * key is not one of the kind's params). Destroy with pe_encoding_destroy. */
 struct pe_encoding;
 rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, struct pe_encoding **e,
                               rl_error *err);

@@ -68,9 +68,10 @@ rl_status exp_attn_mask_get(const char *kind, const exp_value *v, const exp_attn
     m->temp_a = m->temp == ATTN_TEMP_QWEN_LOGN ? (double)train_len : ts->num;
     m->temp_b = tf->num;
     if (m->temp == ATTN_TEMP_QWEN_LOGN && train_len < 2)
-        return rl_fail(err, RL_ERR_ARG,
-                       "%s: attn_temperature qwen_logn needs the model's train_len above 1 (got %u)",
-                       kind, train_len);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_temperature",
+                           "%s: attn_temperature qwen_logn needs the model's train_len above 1 "
+                           "(got %u)",
+                           kind, train_len);
     int method = remap_of(v, keys, train_len, m);
     rl_status st;
     const attn_remap_method *rm = attn_remap_method_at(m->remap.method);
@@ -87,12 +88,13 @@ rl_status exp_attn_mask_get(const char *kind, const exp_value *v, const exp_attn
         m->window = am.window, m->n_sink = am.n_sink, m->chunk_size = am.chunk_size;
     }
     if (m->n_sink && !m->window && !m->chunk_size)
-        return rl_fail(err, RL_ERR_ARG,
-                       "%s: attn_sinks %u needs attn_window or attn_chunk (without either every "
-                       "key is visible)", kind, m->n_sink);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_sinks",
+                           "%s: attn_sinks %u needs attn_window or attn_chunk (without either "
+                           "every key is visible)", kind, m->n_sink);
     if (method < 0)
-        return rl_fail(err, RL_ERR_ARG, "%s: attn_remap '%s' is not one of %s", kind,
-                       v[keys->remap].str, attn_remap_names());
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "%s: attn_remap '%s' is not one of %s", kind,
+                           v[keys->remap].str, attn_remap_names());
     st = attn_remap_check(&m->remap, err);
     if (st)
         rl_error_prefix(err, "%s", kind);
@@ -420,12 +422,14 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
      * inter-chunk ones; every definition's keys are K at j mod c. */
     int dca = attn_remap_defs(rm) == ATTN_REMAP_DEFS_CHUNK;
     if (dca && (io->flags & ATTN_PAIRED))
-        return rl_fail(err, RL_ERR_ARG, "attn_remap dca: three definitions, no paired mode (no "
-                                        "exact definition among them)");
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "attn_remap dca: three definitions, no paired mode (no "
+                           "exact definition among them)");
     if (remap && b)
-        return rl_fail(err, RL_ERR_ARG, "attn_remap %s: a paired encoding cannot be combined with "
-                                        "remapping (its definition b is the exact positions)",
-                       attn_remap_name(rm->method));
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "attn_remap %s: a paired encoding cannot be combined with "
+                           "remapping (its definition b is the exact positions)",
+                           attn_remap_name(rm->method));
     if ((io->flags & ATTN_PAIRED) && !remap)
         return rl_fail(err, RL_ERR_ARG, "paired attention needs a second encoding (io->paired)");
     size_t nq = (size_t)S * H * D, nk = (size_t)T * KV * D; /* query side: S rows */
@@ -463,8 +467,10 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
         json_object_set_new(tp, "attention_factor", json_real(1.0));
         st = pe_encoding_create(pe_encoding_family(e)->name, tp, sh, &twin, err);
         json_decref(tp);
-        if (st)
+        if (st) {
+            rl_error_set_key(err, NULL); /* the twin's key, not the kind's */
             goto done;
+        }
         e = twin;
     }
     if (!pos) { /* positions 0, 1, ... as the engine's default */
@@ -816,8 +822,8 @@ rl_status exp_attn_check(const exp_run *run, uint64_t min_len, uint64_t max_len,
                          rl_error *err)
 {
     if (min_len > max_len)
-        return rl_fail(err, RL_ERR_ARG, "min_len %llu exceeds max_len %llu",
-                       (unsigned long long)min_len, (unsigned long long)max_len);
+        return rl_fail_key(err, RL_ERR_ARG, "min_len", "min_len %llu exceeds max_len %llu",
+                           (unsigned long long)min_len, (unsigned long long)max_len);
     if (run->model.head_dim % 4)
         return rl_fail(err, RL_ERR_ARG, "head_dim %u: the attention kernel needs a multiple of 4",
                        run->model.head_dim);

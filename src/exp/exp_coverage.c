@@ -85,8 +85,8 @@ static rl_status cov_params_of(const exp_run *run, cov_params *p, rl_error *err)
         p->eval_len = (uint64_t)v[P_EVAL_LEN].num;
         p->pretrain_base = v[P_PRETRAIN_BASE].num;
         if (p->pretrain_base != 0 && !(p->pretrain_base > 1))
-            st = rl_fail(err, RL_ERR_ARG,
-                         "coverage: pretrain_base %g: 0 (off) or a base > 1", p->pretrain_base);
+            st = rl_fail_key(err, RL_ERR_ARG, "pretrain_base",
+                             "coverage: pretrain_base %g: 0 (off) or a base > 1", p->pretrain_base);
     }
     return st;
 }
@@ -102,9 +102,9 @@ static rl_status cov_freqs(const exp_run *run, cov_params *p, rope_freqs *f, uin
         return st;
     *eval = p->eval_len ? p->eval_len : f->seq_len;
     if (!*eval)
-        return rl_fail(err, RL_ERR_ARG,
-                       "coverage: eval_len 0 takes the evaluation length from the encoding's "
-                       "seq_len, but encoding '%s' sets none", run->encoding_name);
+        return rl_fail_key(err, RL_ERR_ARG, "eval_len",
+                           "coverage: eval_len 0 takes the evaluation length from the encoding's "
+                           "seq_len, but encoding '%s' sets none", run->encoding_name);
     return RL_OK;
 }
 

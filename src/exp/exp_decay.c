@@ -53,9 +53,9 @@ static rl_status decay_check(const exp_run *run, rl_error *err)
         return st;
     double rows = floor((double)p.max_distance / (double)p.step) + 1;
     if (rows > DECAY_MAX_ROWS)
-        return rl_fail(err, RL_ERR_LIMIT,
-                       "max_distance/step gives %.0f rows, more than the limit %u; raise step",
-                       rows, DECAY_MAX_ROWS);
+        return rl_fail_key(err, RL_ERR_LIMIT, "step",
+                           "max_distance/step gives %.0f rows, more than the limit %u; raise step",
+                           rows, DECAY_MAX_ROWS);
     return RL_OK;
 }
 

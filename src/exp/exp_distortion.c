@@ -70,21 +70,24 @@ static rl_status dist_params_of(const exp_run *run, dist_params *p, rl_error *er
     p->attention_factor = v[P_ATTENTION_FACTOR].num != 0;
     p->query_rows = (uint32_t)v[P_QROWS].num;
     if (rl_rows_scheme_parse(v[P_QSAMPLING].str, &p->sampling))
-        return rl_fail(err, RL_ERR_ARG, "query_sampling '%s': one of %s", v[P_QSAMPLING].str,
-                       RL_ROWS_CHOICES);
+        return rl_fail_key(err, RL_ERR_ARG, "query_sampling",
+                           "query_sampling '%s': one of %s", v[P_QSAMPLING].str,
+                           RL_ROWS_CHOICES);
     st = exp_attn_mask_get("distortion", v, EXP_ATTN_MASK_KEYS,
                            run->model.train_len, &p->mask, err);
     if (!st && attn_remap_defs(&p->mask.remap) == ATTN_REMAP_DEFS_CHUNK)
-        return rl_fail(err, RL_ERR_ARG,
-                       "distortion: attn_remap %s is not supported (its three definitions leave "
-                       "no room for the exact one its KL pass compares with)",
-                       attn_remap_name(p->mask.remap.method));
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "distortion: attn_remap %s is not supported (its three definitions "
+                           "leave no room for the exact one its KL pass compares with)",
+                           attn_remap_name(p->mask.remap.method));
     if (!st && p->mask.temp)
-        return rl_fail(err, RL_ERR_ARG, "distortion: attn_temperature is not supported (the engine "
-                                        "scales definition a only; its KL pass is paired)");
+        return rl_fail_key(err, RL_ERR_ARG, "attn_temperature",
+                           "distortion: attn_temperature is not supported (the engine "
+                           "scales definition a only; its KL pass is paired)");
     if (!st && p->mask.learned_sink)
-        return rl_fail(err, RL_ERR_ARG, "distortion: attn_learned_sink is not supported (its KL "
-                                        "pass is paired; the engine has no sink in paired mode)");
+        return rl_fail_key(err, RL_ERR_ARG, "attn_learned_sink",
+                           "distortion: attn_learned_sink is not supported (its KL "
+                           "pass is paired; the engine has no sink in paired mode)");
     return st;
 }
 
@@ -107,8 +110,10 @@ static rl_status plain_rope(const exp_run *run, uint64_t T, const pe_encoding *a
                       .max_positions = T};
     rl_status st = pe_encoding_create("rope", p, &shape, b, err);
     json_decref(p);
-    if (st)
+    if (st) {
         rl_error_prefix(err, "distortion: plain RoPE twin of '%s'", run->encoding_name);
+        rl_error_set_key(err, NULL); /* a key of the twin, not of the kind's params */
+    }
     return st;
 }
 
@@ -150,11 +155,11 @@ static rl_status remap_fits(const dist_params *p, const pe_encoding *a, rl_error
         return RL_OK;
     const rope_freqs *f = pe_rope_freqs(a);
     if (!f || f->rope_type != ROPE_TYPE_DEFAULT)
-        return rl_fail(err, RL_ERR_ARG,
-                       "distortion: attn_remap %s compares the remapped attention with plain "
-                       "RoPE's and needs a plain RoPE encoding (rope_type default), not '%s'",
-                       attn_remap_name(p->mask.remap.method),
-                       f ? rope_type_name(f->rope_type) : pe_encoding_family(a)->name);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap",
+                           "distortion: attn_remap %s compares the remapped attention with plain "
+                           "RoPE's and needs a plain RoPE encoding (rope_type default), not '%s'",
+                           attn_remap_name(p->mask.remap.method),
+                           f ? rope_type_name(f->rope_type) : pe_encoding_family(a)->name);
     return RL_OK;
 }
 
@@ -165,7 +170,7 @@ static rl_status dist_check(const exp_run *run, rl_error *err)
     if (st)
         return st;
     if (p.length < 1)
-        return rl_fail(err, RL_ERR_ARG, "length: 0 and the model has no train_len");
+        return rl_fail_key(err, RL_ERR_ARG, "length", "length: 0 and the model has no train_len");
     if ((st = exp_attn_check(run, 1, p.length, EXP_PASS_CAUSAL, err)))
         return st;
     pe_encoding *a, *b;

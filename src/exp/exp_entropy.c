@@ -84,8 +84,9 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
                           .sink_tokens = (uint32_t)v[P_SINK_TOKENS].num,
                           .query_rows = (uint32_t)v[P_QROWS].num};
     if (!st && rl_rows_scheme_parse(v[P_QSAMPLING].str, &p->sampling))
-        st = rl_fail(err, RL_ERR_ARG, "entropy: query_sampling '%s' is not one of %s",
-                     v[P_QSAMPLING].str, RL_ROWS_CHOICES);
+        st = rl_fail_key(err, RL_ERR_ARG, "query_sampling",
+                         "entropy: query_sampling '%s' is not one of %s",
+                         v[P_QSAMPLING].str, RL_ROWS_CHOICES);
     if (!st)
         st = exp_attn_mask_get("entropy", v, EXP_ATTN_MASK_KEYS,
                                run->model.train_len, &p->mask, err);
@@ -94,16 +95,17 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
      * attention; a window or chunk would hide them from later rows unless
      * they are the mask's sinks too. */
     if (!st && p->sink_tokens && p->sink_tokens >= p->min_len)
-        st = rl_fail(err, RL_ERR_ARG,
-                     "entropy: sink_tokens %u must be below min_len %llu (the shortest length "
-                     "needs keys that are not sinks)", p->sink_tokens,
-                     (unsigned long long)p->min_len);
+        st = rl_fail_key(err, RL_ERR_ARG, "sink_tokens",
+                         "entropy: sink_tokens %u must be below min_len %llu (the shortest length "
+                         "needs keys that are not sinks)", p->sink_tokens,
+                         (unsigned long long)p->min_len);
     if (!st && p->sink_tokens && (m->window || m->chunk_size) && m->n_sink < p->sink_tokens)
-        st = rl_fail(err, RL_ERR_ARG,
-                     "entropy: sink_tokens %u with attn_window %u / attn_chunk %u needs attn_sinks "
-                     ">= %u (got %u): the first keys must stay visible to every query, as "
-                     "StreamingLLM's sinks; without them their mass is 0 outside the window",
-                     p->sink_tokens, m->window, m->chunk_size, p->sink_tokens, m->n_sink);
+        st = rl_fail_key(err, RL_ERR_ARG, "sink_tokens",
+                         "entropy: sink_tokens %u with attn_window %u / attn_chunk %u needs "
+                         "attn_sinks >= %u (got %u): the first keys must stay visible to every "
+                         "query, as StreamingLLM's sinks; without them their mass is 0 outside the "
+                         "window",
+                         p->sink_tokens, m->window, m->chunk_size, p->sink_tokens, m->n_sink);
     return st;
 }
 

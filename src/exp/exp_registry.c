@@ -115,9 +115,10 @@ rl_status exp_encoding_for_pass(const exp_run *run, uint64_t seq_len, int causal
     };
     rl_status st = pe_encoding_create(family, p, &shape, e, err);
     json_decref(own);
-    if (st)
+    if (st) {
         rl_error_prefix(err, "encoding '%s'", run->encoding_name);
-    else if (run->encoding_used && !json_object_size(run->encoding_used)) {
+        rl_error_set_key(err, NULL); /* a key of the encoding, not of the kind's params */
+    } else if (run->encoding_used && !json_object_size(run->encoding_used)) {
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)pe_encoding_params(*e), k, v)

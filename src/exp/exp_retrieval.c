@@ -191,10 +191,10 @@ static rl_status ret_check(const exp_run *run, rl_error *err)
     ret_params p;
     rl_status st = ret_params_of(run, &p, err);
     if (!st && p.min_len < 4 * (uint64_t)p.candidates)
-        st = rl_fail(err, RL_ERR_ARG,
-                     "retrieval: min_len %llu below 4 x candidates (%u): a length N holds "
-                     "N / (2 candidates) queries",
-                     (unsigned long long)p.min_len, p.candidates);
+        st = rl_fail_key(err, RL_ERR_ARG, "min_len",
+                         "retrieval: min_len %llu below 4 x candidates (%u): a length N holds "
+                         "N / (2 candidates) queries",
+                         (unsigned long long)p.min_len, p.candidates);
     if (!st)
         st = exp_attn_check(run, p.min_len, p.max_len, EXP_PASS_CAUSAL, err);
     if (!st)

@@ -980,8 +980,8 @@ rl_status hfm_select(const hfm_model *m, const char *name, const hfm_layer_type 
     for (uint32_t i = 0; i < m->n_types; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
                  m->types[i].name);
-    return rl_fail(err, RL_ERR_ARG, "%s: no layer type '%s' (the model has: %s)", m->path, name,
-                   list);
+    return rl_fail_key(err, RL_ERR_ARG, "layer_type", "%s: no layer type '%s' (the model has: %s)",
+                       m->path, name, list);
 }
 
 json_t *hfm_attn_params(const hfm_layer_type *t)

@@ -71,8 +71,8 @@ void hfm_free(hfm_model *m);
 
 /* The layer type to plan: `name` (NULL: the full-attention layers, the
  * default, and *defaulted is set to 1). Refuses unknown names (listing the
- * model's) and types ropelab cannot model (the refusal names the key and
- * the file). */
+ * model's; err->key "layer_type", the name's key) and types ropelab cannot
+ * model (the refusal names the key and the file; err->key ""). */
 rl_status hfm_select(const hfm_model *m, const char *name, const hfm_layer_type **out,
                      int *defaulted, rl_error *err);
 

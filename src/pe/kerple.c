@@ -56,19 +56,22 @@ static rl_status per_head(pe_encoding *e, const char *key, double lo, double hi,
         return RL_OK;
     }
     if (json_is_array(v) && json_array_size(v) != n)
-        return rl_fail(err, RL_ERR_ARG, "kerple: %s has %zu values but the model has %u heads",
-                       key, json_array_size(v), n);
+        return rl_fail_key(err, RL_ERR_ARG, key,
+                           "kerple: %s has %zu values but the model has %u heads",
+                           key, json_array_size(v), n);
     if (!json_is_array(v) && !json_is_number(v))
-        return rl_fail(err, RL_ERR_ARG, "kerple: %s must be a number or a list of %u numbers", key,
-                       n);
+        return rl_fail_key(err, RL_ERR_ARG, key,
+                           "kerple: %s must be a number or a list of %u numbers", key,
+                           n);
     for (uint32_t h = 0; h < n; h++) {
         const json_t *x = json_is_array(v) ? json_array_get(v, h) : v;
         double d = json_is_number(x) ? json_number_value(x) : NAN;
         if (!json_is_number(x) || !isfinite(d) || !(d > 0) || !((float)d > 0) ||
             !isfinite((float)d))
-            return rl_fail(err, RL_ERR_ARG,
-                           "kerple: %s%s must be a finite number > 0 (the kernel needs r1, r2 > 0)",
-                           key, json_is_array(v) ? "[...]" : "");
+            return rl_fail_key(err, RL_ERR_ARG, key,
+                               "kerple: %s%s must be a finite number > 0 "
+                               "(the kernel needs r1, r2 > 0)",
+                               key, json_is_array(v) ? "[...]" : "");
         out[h] = (float)d;
     }
     return RL_OK;

@@ -60,6 +60,7 @@ static rl_status create(pe_encoding *e, rl_error *err)
         rl_status st = rl_npy_load(path, &a, err);
         if (st) {
             rl_error_prefix(err, "learned: path");
+            rl_error_set_key(err, "path");
             return st;
         }
         want[0] = a.ndim >= 1 ? a.shape[0] : 0;
@@ -70,28 +71,30 @@ static rl_status create(pe_encoding *e, rl_error *err)
                 n += (size_t)snprintf(got + n, sizeof got - n, "%s%llu", i ? ", " : "",
                                       (unsigned long long)a.shape[i]);
             rl_npy_free(&a);
-            return rl_fail(err, RL_ERR_ARG,
-                           "learned: path: %s has shape (%s), expected (max_positions, %u) with "
-                           "head_dim %u",
-                           path, got, sh->head_dim, sh->head_dim);
+            return rl_fail_key(err, RL_ERR_ARG, "path",
+                               "learned: path: %s has shape (%s), expected "
+                               "(max_positions, %u) with head_dim %u",
+                               path, got, sh->head_dim, sh->head_dim);
         }
         if (mp && (uint64_t)mp != want[0]) {
             rl_npy_free(&a);
-            return rl_fail(err, RL_ERR_ARG,
-                           "learned: max_positions %lld does not match the %llu rows of %s",
-                           (long long)mp, (unsigned long long)want[0], path);
+            return rl_fail_key(err, RL_ERR_ARG, "max_positions",
+                               "learned: max_positions %lld does not match the %llu rows of %s",
+                               (long long)mp, (unsigned long long)want[0], path);
         }
         if (want[0] > 16777216) {
             rl_npy_free(&a);
-            return rl_fail(err, RL_ERR_ARG, "learned: %s has %llu rows, more than 2^24", path,
-                           (unsigned long long)want[0]);
+            return rl_fail_key(err, RL_ERR_ARG, "path",
+                               "learned: %s has %llu rows, more than 2^24", path,
+                               (unsigned long long)want[0]);
         }
         s->rows = (uint32_t)want[0];
         s->table = a.data; /* ownership moves to the state */
     } else {
         s->rows = mp ? (uint32_t)mp : 2048;
         if (s->rows == 0)
-            return rl_fail(err, RL_ERR_ARG, "learned: max_positions must be at least 1");
+            return rl_fail_key(err, RL_ERR_ARG, "max_positions",
+                               "learned: max_positions must be at least 1");
         size_t n = (size_t)s->rows * sh->head_dim;
         s->table = malloc(n * sizeof *s->table);
         if (!s->table)
@@ -106,10 +109,10 @@ static rl_status create(pe_encoding *e, rl_error *err)
     /* max_positions of the shape is a count: positions 0 .. max_positions - 1,
      * so a table of exactly N rows serves an N-token run. */
     if (s->policy == BEYOND_ERROR && sh->max_positions > s->rows)
-        return rl_fail(err, RL_ERR_ARG,
-                       "learned: positions 0..%llu need more than the table's %u rows "
-                       "(max_positions); set beyond=clamp or beyond=wrap to study that",
-                       (unsigned long long)sh->max_positions - 1, s->rows);
+        return rl_fail_key(err, RL_ERR_ARG, "max_positions",
+                           "learned: positions 0..%llu need more than the table's %u rows "
+                           "(max_positions); set beyond=clamp or beyond=wrap to study that",
+                           (unsigned long long)sh->max_positions - 1, s->rows);
     return RL_OK;
 }
 
@@ -120,10 +123,10 @@ static rl_status vec_check(const pe_encoding *e, const uint32_t *pos, size_t tok
         return RL_OK;
     for (size_t t = 0; t < tokens; t++)
         if (pos[t] >= s->rows)
-            return rl_fail(err, RL_ERR_ARG,
-                           "learned: position %u (token %zu) is beyond the table's %u rows "
-                           "(max_positions); set beyond=clamp or beyond=wrap to study that",
-                           pos[t], t, s->rows);
+            return rl_fail_key(err, RL_ERR_ARG, "max_positions",
+                               "learned: position %u (token %zu) is beyond the table's %u rows "
+                               "(max_positions); set beyond=clamp or beyond=wrap to study that",
+                               pos[t], t, s->rows);
     return RL_OK;
 }
 

@@ -202,6 +202,7 @@ rl_status pe_load_npy(const pe_encoding *e, const char *key, const char *path,
     rl_status st = rl_npy_load(path, out, err);
     if (st) {
         rl_error_prefix(err, "%s: %s", e->fam->name, key);
+        rl_error_set_key(err, key);
         return st;
     }
     int ok = out->ndim == ndim;
@@ -223,8 +224,8 @@ rl_status pe_load_npy(const pe_encoding *e, const char *key, const char *path,
             b += (size_t)snprintf(exp + b, sizeof exp - b, "%s%llu", i ? ", " : "",
                                   (unsigned long long)want[i]);
         rl_npy_free(out);
-        return rl_fail(err, RL_ERR_ARG, "%s: %s: %s has shape (%s), expected (%s)", e->fam->name,
-                       key, path, got, exp);
+        return rl_fail_key(err, RL_ERR_ARG, key, "%s: %s: %s has shape (%s), expected (%s)",
+                           e->fam->name, key, path, got, exp);
     }
     return RL_OK;
 }

@@ -231,7 +231,9 @@ rl_status pe_set_parse(json_t *obj, const char *kv, rl_error *err);
 /* ---- encodings ------------------------------------------------------------ */
 
 /* Resolves params and creates the encoding for shape. Errors name the
- * encoding and key ("t5: num_buckets 1 is below the minimum 2"). */
+ * encoding and key ("t5: num_buckets 1 is below the minimum 2"); an error
+ * about one parameter has that key of params in err->key ("num_buckets"),
+ * one about the shape or several keys at once has err->key "". */
 rl_status pe_encoding_create(const char *name, const json_t *params, const pe_shape *shape,
                              pe_encoding **out, rl_error *err);
 void pe_encoding_destroy(pe_encoding *e);
@@ -263,7 +265,8 @@ void pe_rng_seed(const pe_encoding *e, const char *tensor, rl_rng *rng);
 
 /* Loads a float32/float16 .npy for parameter `key` of e and checks that its
  * shape is `want` (ndim dims; also accepted: the same element count with the
- * first two dims merged when merge_ok). Message names the key and file. */
+ * first two dims merged when merge_ok). Message names the key and file;
+ * err->key is key. */
 struct rl_npy;
 rl_status pe_load_npy(const pe_encoding *e, const char *key, const char *path,
                       const uint64_t *want, uint32_t ndim, int merge_ok, struct rl_npy *out,

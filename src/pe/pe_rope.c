@@ -61,6 +61,7 @@ static rl_status load_table(rope_state *s, rl_error *err)
         st = rl_npy_load_u32(path, &s->table, &count, err);
     if (st) {
         rl_error_prefix(err, "rope: mrope_positions_path");
+        rl_error_set_key(err, "mrope_positions_path");
         return st;
     }
     s->rows = count / 3;
@@ -91,8 +92,9 @@ static rl_status desc_from_params(const pe_encoding *e, rope_desc *d, rl_error *
     const json_t *rt = json_object_get(params, "rope_type"), *ty = json_object_get(params, "type");
     if (json_is_string(rt) && json_is_string(ty) &&
         rope_scaling_find(json_string_value(rt)) != rope_scaling_find(json_string_value(ty)))
-        return rl_fail(err, RL_ERR_ARG, "rope_type '%s' and type '%s' disagree (type is its "
-                       "legacy alias: give one)", json_string_value(rt), json_string_value(ty));
+        return rl_fail_key(err, RL_ERR_ARG, "rope_type",
+                           "rope_type '%s' and type '%s' disagree (type is its "
+                           "legacy alias: give one)", json_string_value(rt), json_string_value(ty));
     d->head_dim = sh->head_dim;
     if (!d->seq_len && sh->max_positions)
         d->seq_len = sh->max_positions > UINT32_MAX ? UINT32_MAX : (uint32_t)sh->max_positions;

@@ -239,7 +239,8 @@ rl_status rope_mrope_positions(const rope_freqs *f, const uint32_t *table, uint6
 
 /* Validates d and fills defaults into *out (types' required keys, factor >= 1,
  * finite non-negative values, list lengths). Errors name the key and the
- * expected value: "rotary_dim 5 must be even", "yarn needs factor". */
+ * expected value: "rotary_dim 5 must be even", "yarn needs factor", and
+ * carry the key they are about in err->key ("rotary_dim", "factor"). */
 rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err);
 
 /* THE parameter -> frequency function (shared by the CPU reference and the
@@ -278,8 +279,8 @@ struct json_t;
  * scaling_param slot). A JSON null leaves the default; any other value,
  * 0 included, is validated (rope_theta > 1, partial_rotary_factor in (0, 1],
  * factor >= 1, mscale/mscale_all_dim >= 0, every other number > 0, integers
- * >= 1, rotary_dim >= 2). Errors name the key and the expected value;
- * unknown keys are errors. */
+ * >= 1, rotary_dim >= 2). Errors name the key and the expected value, and
+ * carry it in err->key; unknown keys are errors. */
 rl_status rope_desc_set_json(rope_desc *d, const char *key, const struct json_t *value,
                              rl_error *err);
 /* Applies every key of a JSON object (an HF rope_scaling/rope_parameters dict,

@@ -50,41 +50,50 @@ static rl_status rope_semantics_validate(const rope_desc *r, rl_error *err)
     const char *tn = rope_type_name(r->rope_type);
     int vllm = r->semantics == ROPE_SEM_VLLM;
     if (!rope_semantics_name(r->semantics))
-        return rl_fail(err, RL_ERR_ARG, "semantics %d must be hf (%d) or vllm (%d)", r->semantics,
-                       ROPE_SEM_HF, ROPE_SEM_VLLM);
+        return rl_fail_key(err, RL_ERR_ARG, "semantics",
+                           "semantics %d must be hf (%d) or vllm (%d)", r->semantics,
+                           ROPE_SEM_HF, ROPE_SEM_VLLM);
     if (!isfinite(r->alpha) || r->alpha < 0)
-        return rl_fail(err, RL_ERR_ARG, "alpha %g must be a finite number > 0", r->alpha);
+        return rl_fail_key(err, RL_ERR_ARG, "alpha",
+                           "alpha %g must be a finite number > 0", r->alpha);
     if (!isfinite(r->mixed_b) || r->mixed_b < 0)
-        return rl_fail(err, RL_ERR_ARG, "mixed_b %g must be a finite number > 0", r->mixed_b);
+        return rl_fail_key(err, RL_ERR_ARG, "mixed_b",
+                           "mixed_b %g must be a finite number > 0", r->mixed_b);
     if (vllm && r->rope_type != ROPE_TYPE_DYNAMIC && r->rope_type != ROPE_TYPE_NTK)
-        return rl_fail(err, RL_ERR_ARG, "semantics vllm applies to rope_type dynamic and ntk only "
-                       "(ropelab has no vLLM reading of %s that differs from hf's)", tn);
+        return rl_fail_key(err, RL_ERR_ARG, "semantics",
+                           "semantics vllm applies to rope_type dynamic and ntk only "
+                           "(ropelab has no vLLM reading of %s that differs from hf's)", tn);
     if (r->alpha > 0 && (r->rope_type != ROPE_TYPE_DYNAMIC || !vllm))
-        return rl_fail(err, RL_ERR_ARG, "alpha applies to rope_type dynamic with semantics vllm "
-                       "only (vLLM's DynamicNTKAlphaRotaryEmbedding, HunYuan; not %s, semantics "
-                       "%s)", tn, rope_semantics_name(r->semantics));
+        return rl_fail_key(err, RL_ERR_ARG, "alpha",
+                           "alpha applies to rope_type dynamic with semantics vllm "
+                           "only (vLLM's DynamicNTKAlphaRotaryEmbedding, HunYuan; "
+                           "not %s, semantics %s)", tn, rope_semantics_name(r->semantics));
     if (r->mixed_b > 0 && (r->rope_type != ROPE_TYPE_NTK || !vllm))
-        return rl_fail(err, RL_ERR_ARG, "mixed_b applies to rope_type ntk with semantics vllm "
-                       "only (vLLM's NTKScalingRotaryEmbedding; not %s, semantics %s)", tn,
-                       rope_semantics_name(r->semantics));
+        return rl_fail_key(err, RL_ERR_ARG, "mixed_b",
+                           "mixed_b applies to rope_type ntk with semantics vllm "
+                           "only (vLLM's NTKScalingRotaryEmbedding; not %s, semantics %s)", tn,
+                           rope_semantics_name(r->semantics));
     if (vllm && r->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT)
-        return rl_fail(err, RL_ERR_ARG, "dynamic_mode cache_consistent: semantics vllm computes "
-                       "one static base for every token (vLLM #3488); use semantics hf");
+        return rl_fail_key(err, RL_ERR_ARG, "dynamic_mode",
+                           "dynamic_mode cache_consistent: semantics vllm computes "
+                           "one static base for every token (vLLM #3488); use semantics hf");
     if (r->alpha > 0) {
         /* vLLM's get_rope: "alpha" in the dict selects the alpha class, which
          * reads neither factor nor YaRN's keys (HunYuan configs carry them). */
         if (r->factor != 0 && r->factor != 1)
-            return rl_fail(err, RL_ERR_ARG, "factor %g with alpha: vLLM ignores factor when alpha "
-                           "is given; leave factor out (or 1)", r->factor);
+            return rl_fail_key(err, RL_ERR_ARG, "factor",
+                               "factor %g with alpha: vLLM ignores factor when alpha "
+                               "is given; leave factor out (or 1)", r->factor);
         const struct { const char *k; double v; } unused[] = {
             {"beta_fast", r->beta_fast}, {"beta_slow", r->beta_slow}, {"mscale", r->mscale},
             {"mscale_all_dim", r->mscale_all_dim}, {"attention_factor", r->attention_factor},
         };
         for (size_t i = 0; i < sizeof unused / sizeof unused[0]; i++)
             if (unused[i].v != 0)
-                return rl_fail(err, RL_ERR_ARG, "%s does not apply to rope_type dynamic with alpha "
-                               "(vLLM's DynamicNTKAlphaRotaryEmbedding does not read it)",
-                               unused[i].k);
+                return rl_fail_key(err, RL_ERR_ARG, unused[i].k,
+                                   "%s does not apply to rope_type dynamic with alpha "
+                                   "(vLLM's DynamicNTKAlphaRotaryEmbedding does not read it)",
+                                   unused[i].k);
     }
     return RL_OK;
 }
@@ -144,36 +153,46 @@ static rl_status rope_emu_validate(const rope_desc *r, rl_error *err)
     int emu = rope_prec_is_emu(r->precision);
     const char *pn = rope_precision_name(r->precision);
     if (r->dtype < RL_DTYPE_FP32 || r->dtype > RL_DTYPE_BF16)
-        return rl_fail(err, RL_ERR_ARG, "dtype %d must be fp32, fp16 or bf16", r->dtype);
+        return rl_fail_key(err, RL_ERR_ARG, "dtype",
+                           "dtype %d must be fp32, fp16 or bf16", r->dtype);
     if (r->dtype != RL_DTYPE_FP32 && !emu)
-        return rl_fail(err, RL_ERR_ARG, "dtype %s needs an emulation precision (hf, vllm, "
-                       "ggml-cpu, ggml-vulkan, cuda-fast); precision %s computes in fp32",
-                       rope_dtype_name(r->dtype), pn);
+        return rl_fail_key(err, RL_ERR_ARG, "dtype",
+                           "dtype %s needs an emulation precision (hf, vllm, "
+                           "ggml-cpu, ggml-vulkan, cuda-fast); precision %s computes in fp32",
+                           rope_dtype_name(r->dtype), pn);
     if (r->inv_freq_dtype != RL_DTYPE_FP32 && r->inv_freq_dtype != RL_DTYPE_BF16)
-        return rl_fail(err, RL_ERR_ARG, "inv_freq_dtype must be fp32 or bf16");
+        return rl_fail_key(err, RL_ERR_ARG, "inv_freq_dtype",
+                           "inv_freq_dtype must be fp32 or bf16");
     if (r->inv_freq_dtype != RL_DTYPE_FP32 && r->precision != RL_ROPE_PREC_HF)
-        return rl_fail(err, RL_ERR_ARG, "inv_freq_dtype applies to precision hf only (not %s)", pn);
+        return rl_fail_key(err, RL_ERR_ARG, "inv_freq_dtype",
+                           "inv_freq_dtype applies to precision hf only (not %s)", pn);
     if (r->tf32 && r->precision != RL_ROPE_PREC_HF)
-        return rl_fail(err, RL_ERR_ARG, "tf32 applies to precision hf only (not %s)", pn);
+        return rl_fail_key(err, RL_ERR_ARG, "tf32",
+                           "tf32 applies to precision hf only (not %s)", pn);
     int ggml = r->precision == RL_ROPE_PREC_GGML_CPU || r->precision == RL_ROPE_PREC_GGML_VULKAN ||
                r->precision == RL_ROPE_PREC_CUDA_FAST;
     if (ggml && r->dtype == RL_DTYPE_BF16)
-        return rl_fail(err, RL_ERR_ARG, "dtype bf16: precision %s emulates ggml's fp32 and fp16 "
-                       "rope only", pn);
+        return rl_fail_key(err, RL_ERR_ARG, "dtype",
+                           "dtype bf16: precision %s emulates ggml's fp32 and fp16 "
+                           "rope only", pn);
     /* ggml-cpu and ggml-vulkan: ggml's rope_yarn (freq_scale, ext_factor,
      * corr_dims) for linear and yarn; cuda-fast the default rotation only. */
     int yarn_ok = r->precision != RL_ROPE_PREC_CUDA_FAST &&
                   (r->rope_type == ROPE_TYPE_LINEAR || r->rope_type == ROPE_TYPE_YARN);
     if (ggml && r->rope_type != ROPE_TYPE_DEFAULT && !yarn_ok)
-        return rl_fail(err, RL_ERR_ARG, "precision %s emulates rope_type %s only (not %s)", pn,
-                       r->precision == RL_ROPE_PREC_CUDA_FAST ? "default" : "default, linear and yarn",
-                       rope_type_name(r->rope_type));
+        return rl_fail_key(err, RL_ERR_ARG, "precision",
+                           "precision %s emulates rope_type %s only (not %s)", pn,
+                           r->precision == RL_ROPE_PREC_CUDA_FAST ? "default"
+                                                                  : "default, linear and yarn",
+                           rope_type_name(r->rope_type));
     if (ggml && r->rope_type == ROPE_TYPE_YARN && r->truncate < 0)
-        return rl_fail(err, RL_ERR_ARG, "precision %s: ggml_rope_yarn_corr_dims always floors and "
-                       "ceils the correction range (truncate false is not ggml's)", pn);
+        return rl_fail_key(err, RL_ERR_ARG, "precision",
+                           "precision %s: ggml_rope_yarn_corr_dims always floors and "
+                           "ceils the correction range (truncate false is not ggml's)", pn);
     if (emu && r->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT)
-        return rl_fail(err, RL_ERR_ARG, "dynamic_mode cache_consistent: precision %s emulates one "
-                       "inv_freq for every token; use fp32, table or precise", pn);
+        return rl_fail_key(err, RL_ERR_ARG, "dynamic_mode",
+                           "dynamic_mode cache_consistent: precision %s emulates one "
+                           "inv_freq for every token; use fp32, table or precise", pn);
     return RL_OK;
 }
 
@@ -181,7 +200,7 @@ static rl_status rope_emu_validate(const rope_desc *r, rl_error *err)
 static rl_status check_nonneg(const char *key, double v, rl_error *err)
 {
     if (!isfinite(v) || v < 0)
-        return rl_fail(err, RL_ERR_ARG, "%s %g must be a finite number >= 0", key, v);
+        return rl_fail_key(err, RL_ERR_ARG, key, "%s %g must be a finite number >= 0", key, v);
     return RL_OK;
 }
 
@@ -199,47 +218,57 @@ static rl_status mrope_validate(rope_desc *r, rl_error *err)
                         : r->spatial_merge_size ? "spatial_merge_size"
                         : r->mrope_positions_path[0] ? "mrope_positions_path" : NULL;
         if (k)
-            return rl_fail(err, RL_ERR_ARG, "%s applies to mRoPE only (give mrope_section)", k);
+            return rl_fail_key(err, RL_ERR_ARG, k,
+                               "%s applies to mRoPE only (give mrope_section)", k);
         return RL_OK;
     }
     const uint32_t *s = r->mrope_section;
     uint64_t sum = (uint64_t)s[0] + s[1] + s[2];
     if (sum != np)
-        return rl_fail(err, RL_ERR_ARG, "mrope_section [%u, %u, %u] sums to %llu pairs; the "
-                       "rotation has %u (rotary_dim/2): the sections must cover every pair",
-                       s[0], s[1], s[2], (unsigned long long)sum, np);
+        return rl_fail_key(err, RL_ERR_ARG, "mrope_section",
+                           "mrope_section [%u, %u, %u] sums to %llu pairs; the "
+                           "rotation has %u (rotary_dim/2): the sections must cover every pair",
+                           s[0], s[1], s[2], (unsigned long long)sum, np);
     if (rope_prec_is_emu(r->precision))
-        return rl_fail(err, RL_ERR_ARG, "mrope_section: precision %s (a framework emulation) "
-                       "does not model mRoPE; use fp32, table or precise",
-                       rope_precision_name(r->precision));
+        return rl_fail_key(err, RL_ERR_ARG, "mrope_section",
+                           "mrope_section: precision %s (a framework emulation) "
+                           "does not model mRoPE; use fp32, table or precise",
+                           rope_precision_name(r->precision));
     if (r->dynamic_mode == ROPE_DYN_CACHE_CONSISTENT)
-        return rl_fail(err, RL_ERR_ARG, "mrope_section: dynamic_mode cache_consistent (a length "
-                       "per 1-D position) is not defined for 3-D positions; use recompute");
+        return rl_fail_key(err, RL_ERR_ARG, "mrope_section",
+                           "mrope_section: dynamic_mode cache_consistent (a length "
+                           "per 1-D position) is not defined for 3-D positions; use recompute");
     int vl = r->mrope_positions == ROPE_MROPE_POS_VL, npy = r->mrope_positions == ROPE_MROPE_POS_NPY;
-    if (!vl && (r->n_mrope_image_grid || r->mrope_text_before || r->spatial_merge_size))
-        return rl_fail(err, RL_ERR_ARG, "%s applies to mrope_positions vl only",
-                       r->n_mrope_image_grid ? "mrope_image_grid"
-                       : r->mrope_text_before ? "mrope_text_before" : "spatial_merge_size");
+    if (!vl && (r->n_mrope_image_grid || r->mrope_text_before || r->spatial_merge_size)) {
+        const char *k = r->n_mrope_image_grid ? "mrope_image_grid"
+                        : r->mrope_text_before ? "mrope_text_before" : "spatial_merge_size";
+        return rl_fail_key(err, RL_ERR_ARG, k, "%s applies to mrope_positions vl only", k);
+    }
     if (!npy && r->mrope_positions_path[0])
-        return rl_fail(err, RL_ERR_ARG, "mrope_positions_path applies to mrope_positions npy only");
+        return rl_fail_key(err, RL_ERR_ARG, "mrope_positions_path",
+                           "mrope_positions_path applies to mrope_positions npy only");
     if (npy && !r->mrope_positions_path[0])
-        return rl_fail(err, RL_ERR_ARG, "mrope_positions npy needs mrope_positions_path (a "
-                       "[tokens][3] integer .npy)");
+        return rl_fail_key(err, RL_ERR_ARG, "mrope_positions",
+                           "mrope_positions npy needs mrope_positions_path (a "
+                           "[tokens][3] integer .npy)");
     if (vl) {
         uint32_t m = r->spatial_merge_size ? r->spatial_merge_size : 2;
         if (!r->n_mrope_image_grid)
-            return rl_fail(err, RL_ERR_ARG, "mrope_positions vl needs mrope_image_grid [t, h, w]");
+            return rl_fail_key(err, RL_ERR_ARG, "mrope_positions",
+                               "mrope_positions vl needs mrope_image_grid [t, h, w]");
         for (int i = 1; i < 3; i++)
             if (r->mrope_image_grid[i] % m)
-                return rl_fail(err, RL_ERR_ARG, "mrope_image_grid[%d] %u must be a multiple of "
-                               "spatial_merge_size %u (HF merges m x m patches into one token)",
-                               i, r->mrope_image_grid[i], m);
+                return rl_fail_key(err, RL_ERR_ARG, "mrope_image_grid",
+                                   "mrope_image_grid[%d] %u must be a multiple of "
+                                   "spatial_merge_size %u (HF merges m x m patches into one token)",
+                                   i, r->mrope_image_grid[i], m);
         uint64_t n = (uint64_t)r->mrope_image_grid[0] * (r->mrope_image_grid[1] / m) *
                      (r->mrope_image_grid[2] / m);
         if (n + r->mrope_text_before > UINT32_MAX)
-            return rl_fail(err, RL_ERR_ARG, "mrope_image_grid: %llu image tokens after %u text "
-                           "tokens exceed 2^32 - 1 positions", (unsigned long long)n,
-                           r->mrope_text_before);
+            return rl_fail_key(err, RL_ERR_ARG, "mrope_image_grid",
+                               "mrope_image_grid: %llu image tokens after %u text "
+                               "tokens exceed 2^32 - 1 positions", (unsigned long long)n,
+                               r->mrope_text_before);
     }
     return RL_OK;
 }
@@ -250,61 +279,75 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
     rl_status st;
     const rope_scaling *sc = rope_scaling_at(r.rope_type);
     if (!sc)
-        return rl_fail(err, RL_ERR_ARG, "rope_type %d is unknown (supported: %s)", r.rope_type,
-                       rope_type_list());
+        return rl_fail_key(err, RL_ERR_ARG, "rope_type",
+                           "rope_type %d is unknown (supported: %s)", r.rope_type,
+                           rope_type_list());
     const char *tn = sc->name;
     if (r.head_dim == 0)
-        return rl_fail(err, RL_ERR_ARG, "head_dim is required (got 0)");
+        return rl_fail_key(err, RL_ERR_ARG, "head_dim", "head_dim is required (got 0)");
     if (r.head_dim > ROPE_MAX_HEAD_DIM)
-        return rl_fail(err, RL_ERR_ARG, "head_dim %u exceeds the supported maximum %u", r.head_dim,
-                       ROPE_MAX_HEAD_DIM);
+        return rl_fail_key(err, RL_ERR_ARG, "head_dim",
+                           "head_dim %u exceeds the supported maximum %u", r.head_dim,
+                           ROPE_MAX_HEAD_DIM);
     if ((st = check_nonneg("partial_rotary_factor", r.partial_rotary_factor, err)))
         return st;
     if (r.partial_rotary_factor > 1)
-        return rl_fail(err, RL_ERR_ARG, "partial_rotary_factor %g must be in (0, 1]",
-                       r.partial_rotary_factor);
+        return rl_fail_key(err, RL_ERR_ARG, "partial_rotary_factor",
+                           "partial_rotary_factor %g must be in (0, 1]",
+                           r.partial_rotary_factor);
     if (r.partial_rotary_factor > 0 && !sc->whole_head) {
         /* HF: dim = int(head_dim * partial_rotary_factor). */
         uint32_t rd = (uint32_t)((double)r.head_dim * r.partial_rotary_factor);
         if (r.rotary_dim != 0 && r.rotary_dim != rd)
-            return rl_fail(err, RL_ERR_ARG,
-                           "rotary_dim %u disagrees with partial_rotary_factor %g (head_dim %u gives %u)",
-                           r.rotary_dim, r.partial_rotary_factor, r.head_dim, rd);
+            return rl_fail_key(err, RL_ERR_ARG, "rotary_dim",
+                               "rotary_dim %u disagrees with partial_rotary_factor %g "
+                               "(head_dim %u gives %u)",
+                               r.rotary_dim, r.partial_rotary_factor, r.head_dim, rd);
         if (rd == 0)
-            return rl_fail(err, RL_ERR_ARG, "partial_rotary_factor %g leaves no rotary dimension of head_dim %u",
-                           r.partial_rotary_factor, r.head_dim);
+            return rl_fail_key(err, RL_ERR_ARG, "partial_rotary_factor",
+                               "partial_rotary_factor %g leaves no rotary dimension of head_dim %u",
+                               r.partial_rotary_factor, r.head_dim);
         r.rotary_dim = rd;
     }
     if (r.rotary_dim == 0)
         r.rotary_dim = r.head_dim;
     if (r.rotary_dim % 2 != 0)
-        return rl_fail(err, RL_ERR_ARG, "rotary_dim %u must be even (it rotates pairs)", r.rotary_dim);
+        return rl_fail_key(err, RL_ERR_ARG, "rotary_dim",
+                           "rotary_dim %u must be even (it rotates pairs)", r.rotary_dim);
     if (r.rotary_dim > r.head_dim)
-        return rl_fail(err, RL_ERR_ARG, "rotary_dim %u exceeds head_dim %u", r.rotary_dim, r.head_dim);
+        return rl_fail_key(err, RL_ERR_ARG, "rotary_dim",
+                           "rotary_dim %u exceeds head_dim %u", r.rotary_dim, r.head_dim);
     if (r.theta == 0)
         r.theta = ROPE_DEFAULT_THETA;
     if (!(r.theta > 1.0) || !isfinite(r.theta))
-        return rl_fail(err, RL_ERR_ARG, "rope_theta %g must be a finite number > 1", r.theta);
+        return rl_fail_key(err, RL_ERR_ARG, "rope_theta",
+                           "rope_theta %g must be a finite number > 1", r.theta);
     if (r.rotary_part != ROPE_PART_FIRST && r.rotary_part != ROPE_PART_LAST)
-        return rl_fail(err, RL_ERR_ARG, "rotary_part %d must be first (%d) or last (%d)",
-                       r.rotary_part, ROPE_PART_FIRST, ROPE_PART_LAST);
+        return rl_fail_key(err, RL_ERR_ARG, "rotary_part", "rotary_part %d must be first (%d) or last (%d)",
+                           r.rotary_part, ROPE_PART_FIRST, ROPE_PART_LAST);
     if (r.layout != RL_ROPE_LAYOUT_HALF && r.layout != RL_ROPE_LAYOUT_INTERLEAVED)
-        return rl_fail(err, RL_ERR_ARG, "layout %d must be half (%d) or interleaved (%d)", r.layout,
-                       RL_ROPE_LAYOUT_HALF, RL_ROPE_LAYOUT_INTERLEAVED);
+        return rl_fail_key(err, RL_ERR_ARG, "layout",
+                           "layout %d must be half (%d) or interleaved (%d)", r.layout,
+                           RL_ROPE_LAYOUT_HALF, RL_ROPE_LAYOUT_INTERLEAVED);
     if (!rope_precision_name(r.precision))
-        return rl_fail(err, RL_ERR_ARG, "precision %d must be fp32 (%d), table (%d), precise (%d) "
-                       "or an emulation mode (%d..%d)", r.precision, RL_ROPE_PREC_FP32,
-                       RL_ROPE_PREC_TABLE, RL_ROPE_PREC_PRECISE, RL_ROPE_PREC_HF,
-                       RL_ROPE_PREC_COUNT - 1);
+        return rl_fail_key(err, RL_ERR_ARG, "precision",
+                           "precision %d must be fp32 (%d), table (%d), precise (%d) "
+                           "or an emulation mode (%d..%d)", r.precision, RL_ROPE_PREC_FP32,
+                           RL_ROPE_PREC_TABLE, RL_ROPE_PREC_PRECISE, RL_ROPE_PREC_HF,
+                           RL_ROPE_PREC_COUNT - 1);
     if (!rope_dynamic_mode_name(r.dynamic_mode))
-        return rl_fail(err, RL_ERR_ARG, "dynamic_mode %d must be recompute (%d) or cache_consistent "
-                       "(%d)", r.dynamic_mode, ROPE_DYN_RECOMPUTE, ROPE_DYN_CACHE_CONSISTENT);
+        return rl_fail_key(err, RL_ERR_ARG, "dynamic_mode",
+                           "dynamic_mode %d must be recompute (%d) or cache_consistent "
+                           "(%d)", r.dynamic_mode, ROPE_DYN_RECOMPUTE, ROPE_DYN_CACHE_CONSISTENT);
     if (r.dynamic_mode == ROPE_DYN_CACHE_CONSISTENT && !sc->length_dependent)
-        return rl_fail(err, RL_ERR_ARG, "dynamic_mode cache_consistent applies to rope_type dynamic "
-                       "and dynamic_yarn only (not %s)", tn);
+        return rl_fail_key(err, RL_ERR_ARG, "dynamic_mode",
+                           "dynamic_mode cache_consistent applies to rope_type dynamic "
+                           "and dynamic_yarn only (not %s)", tn);
     if (r.prompt_len && r.dynamic_mode != ROPE_DYN_CACHE_CONSISTENT)
-        return rl_fail(err, RL_ERR_ARG, "prompt_len %u applies to dynamic_mode cache_consistent "
-                       "only (every token of a recompute pass uses the length in use)", r.prompt_len);
+        return rl_fail_key(err, RL_ERR_ARG, "prompt_len",
+                           "prompt_len %u applies to dynamic_mode cache_consistent "
+                           "only (every token of a recompute pass uses the length "
+                           "in use)", r.prompt_len);
     if ((st = rope_emu_validate(&r, err)))
         return st;
     if ((st = rope_semantics_validate(&r, err)))
@@ -322,25 +365,28 @@ rl_status rope_desc_resolve(const rope_desc *d, rope_desc *out, rl_error *err)
         if ((st = check_nonneg(nn[i].k, nn[i].v, err)))
             return st;
     if (r.factor != 0 && r.factor < 1)
-        return rl_fail(err, RL_ERR_ARG, "factor %g must be >= 1", r.factor);
+        return rl_fail_key(err, RL_ERR_ARG, "factor", "factor %g must be >= 1", r.factor);
 
     /* the type's own rules (src/pe/scaling/NAME.c) */
     if (sc->resolve && (st = sc->resolve(&r, err)))
         return st;
     if (r.resonance_scope && !r.resonance)
-        return rl_fail(err, RL_ERR_ARG, "resonance_scope applies with resonance: true only");
+        return rl_fail_key(err, RL_ERR_ARG, "resonance_scope",
+                           "resonance_scope applies with resonance: true only");
     if (r.resonance) {
         if (r.resonance_scope == ROPE_RESONANCE_BELOW_TRAIN && !r.original_max_position_embeddings)
             r.original_max_position_embeddings = r.max_position_embeddings;
         if (r.resonance_scope == ROPE_RESONANCE_BELOW_TRAIN && !r.original_max_position_embeddings)
-            return rl_fail(err, RL_ERR_ARG, "resonance_scope below_train needs "
-                                            "original_max_position_embeddings (or "
-                                            "max_position_embeddings): the training length whose "
-                                            "shorter wavelengths are rounded");
+            return rl_fail_key(err, RL_ERR_ARG, "resonance_scope",
+                               "resonance_scope below_train needs "
+                               "original_max_position_embeddings (or "
+                               "max_position_embeddings): the training length whose "
+                               "shorter wavelengths are rounded");
         if (rope_prec_is_emu(r.precision))
-            return rl_fail(err, RL_ERR_ARG, "resonance is not part of the framework emulation "
-                                            "mode %s (no framework implements it)",
-                           rope_precision_name(r.precision));
+            return rl_fail_key(err, RL_ERR_ARG, "resonance",
+                               "resonance is not part of the framework emulation "
+                               "mode %s (no framework implements it)",
+                               rope_precision_name(r.precision));
     }
     *out = r;
     return RL_OK;

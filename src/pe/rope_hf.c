@@ -220,7 +220,7 @@ static rl_status get_list(const char *key, const json_t *v, double *out, uint32_
     return RL_OK;
 }
 
-rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_error *err)
+static rl_status set_json(rope_desc *d, const char *key, const json_t *v, rl_error *err)
 {
     if (json_is_null(v))
         return RL_OK; /* HF: None means "not given" */
@@ -442,6 +442,16 @@ rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_
         return RL_OK;
     }
     return rl_fail(err, RL_ERR_ARG, "unknown RoPE key '%s' (see 'ropelab encodings' / docs/rope.md)", key);
+}
+
+rl_status rope_desc_set_json(rope_desc *d, const char *key, const json_t *v, rl_error *err)
+{
+    /* every refusal here is about this key, whatever its message says
+     * (mrope_section[1], a scaling's own key): the caller locates it */
+    rl_status st = set_json(d, key, v, err);
+    if (st)
+        rl_error_set_key(err, key);
+    return st;
 }
 
 rl_status rope_desc_from_json(rope_desc *d, const json_t *obj, rl_error *err)

@@ -57,10 +57,10 @@ rl_status rope_mrope_positions(const rope_freqs *f, const uint32_t *table, uint6
     if (layout == ROPE_MROPE_POS_NPY) {
         for (size_t t = 0; t < tokens; t++) {
             if (!table || idx[t] >= rows)
-                return rl_fail(err, RL_ERR_ARG,
-                               "mrope_positions_path %s: token %u is past its %llu rows (token "
-                               "index %zu of the launch)", f->desc.mrope_positions_path, idx[t],
-                               (unsigned long long)rows, t);
+                return rl_fail_key(err, RL_ERR_ARG, "mrope_positions_path",
+                                   "mrope_positions_path %s: token %u is past its %llu rows (token "
+                                   "index %zu of the launch)", f->desc.mrope_positions_path, idx[t],
+                                   (unsigned long long)rows, t);
             memcpy(&pos3[3 * t], &table[3 * (uint64_t)idx[t]], 3 * sizeof *pos3);
         }
         return RL_OK;
@@ -93,9 +93,10 @@ rl_status rope_mrope_positions(const rope_freqs *f, const uint32_t *table, uint6
         }
         for (int s = 0; s < 3; s++) {
             if (p[s] > UINT32_MAX)
-                return rl_fail(err, RL_ERR_ARG,
-                               "mrope_positions vl: token %llu's position %llu exceeds 2^32 - 1",
-                               (unsigned long long)i, (unsigned long long)p[s]);
+                return rl_fail_key(err, RL_ERR_ARG, "mrope_positions",
+                                   "mrope_positions vl: token %llu's position %llu "
+                                   "exceeds 2^32 - 1",
+                                   (unsigned long long)i, (unsigned long long)p[s]);
             pos3[3 * t + s] = (uint32_t)p[s];
         }
     }

@@ -174,8 +174,9 @@ rl_status rope_key_applies(int type, int resonance, const char *key, rl_error *e
     if (rope_reads_key(type, resonance, key))
         return RL_OK;
     char users[256];
-    return rl_fail(err, RL_ERR_ARG, "%s does not apply to rope_type %s (it is read by %s)", key,
-                   rope_type_name(type), rope_key_readers(key, users, sizeof users));
+    return rl_fail_key(err, RL_ERR_ARG, key,
+                       "%s does not apply to rope_type %s (it is read by %s)", key,
+                       rope_type_name(type), rope_key_readers(key, users, sizeof users));
 }
 
 int rope_params_type(const json_t *params)

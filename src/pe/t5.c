@@ -71,15 +71,15 @@ static rl_status create(pe_encoding *e, rl_error *err)
     s->heads = sh->heads;
     uint32_t nb = s->bidirectional ? s->num_buckets / 2 : s->num_buckets, me = nb / 2;
     if (me < 1)
-        return rl_fail(err, RL_ERR_ARG,
-                       "t5: num_buckets %u leaves no exact bucket (need at least %u %s)",
-                       s->num_buckets, s->bidirectional ? 4 : 2,
-                       s->bidirectional ? "when bidirectional" : "when causal");
+        return rl_fail_key(err, RL_ERR_ARG, "num_buckets",
+                           "t5: num_buckets %u leaves no exact bucket (need at least %u %s)",
+                           s->num_buckets, s->bidirectional ? 4 : 2,
+                           s->bidirectional ? "when bidirectional" : "when causal");
     if (s->max_distance <= me)
-        return rl_fail(err, RL_ERR_ARG,
-                       "t5: max_distance %u must exceed the exact range max_exact = %u "
-                       "(num_buckets/%d)",
-                       s->max_distance, me, s->bidirectional ? 4 : 2);
+        return rl_fail_key(err, RL_ERR_ARG, "max_distance",
+                           "t5: max_distance %u must exceed the exact range max_exact = %u "
+                           "(num_buckets/%d)",
+                           s->max_distance, me, s->bidirectional ? 4 : 2);
     size_t n = (size_t)s->heads * s->num_buckets;
     const char *path = pe_param_str(e, "path");
     if (path[0]) {

@@ -94,8 +94,9 @@ static rl_status create(pe_encoding *e, rl_error *err)
     int64_t dr = pe_param_int(e, "d_r");
     s->dr = dr ? (uint32_t)dr : sh->head_dim;
     if (s->dr % 2)
-        return rl_fail(err, RL_ERR_ARG, "xl: d_r %u must be even (sin and cos halves)%s", s->dr,
-                       dr ? "" : " (it defaults to head_dim)");
+        return rl_fail_key(err, RL_ERR_ARG, "d_r",
+                           "xl: d_r %u must be even (sin and cos halves)%s", s->dr,
+                           dr ? "" : " (it defaults to head_dim)");
     pe_param_set_int(e, "d_r", s->dr);
     s->scale = 1.0 / sqrt((double)s->d);
     uint64_t hd[2] = {s->heads, s->d}, w[3] = {s->heads, s->d, s->dr};

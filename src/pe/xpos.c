@@ -88,11 +88,13 @@ static rl_status create(pe_encoding *e, rl_error *err)
                json_integer_value(cj) < (1LL << 31)) {
         c = (int64_t)json_integer_value(cj);
     } else {
-        return rl_fail(err, RL_ERR_ARG, "xpos: center must be an integer in [-2^31, 2^31)");
+        return rl_fail_key(err, RL_ERR_ARG, "center",
+                           "xpos: center must be an integer in [-2^31, 2^31)");
     }
     if (c > INT32_MAX)
-        return rl_fail(err, RL_ERR_LIMIT, "xpos: center %lld exceeds the kernel's int32 centre",
-                       (long long)c);
+        return rl_fail_key(err, RL_ERR_LIMIT, "center",
+                           "xpos: center %lld exceeds the kernel's int32 centre",
+                           (long long)c);
     xpos_state *s = calloc(1, sizeof *s);
     if (!s)
         return rl_fail(err, RL_ERR_NOMEM, "out of host memory");

@@ -160,17 +160,9 @@ static void report_model_checks(loader *L, const exp_model *m, int *failed)
     for (unsigned k = 0; k < RUN_MODEL_CHECKS; k++) {
         if (run_model_check(m, k, &merr) == RL_OK)
             continue;
-        /* every check guards its own fields, so all are reported */
-        const run_node *at = model;
-        char mp[64] = "model";
-        for (size_t i = 0; i < model->n; i++) {
-            size_t kl = strlen(model->keys[i]);
-            if (!strncmp(merr.msg, model->keys[i], kl) && merr.msg[kl] == ' ') {
-                at = model->items[i];
-                snprintf(mp, sizeof mp, "model.%s", model->keys[i]);
-            }
-        }
-        run_diag_add(&L->c, RUN_AT(at), mp, "%s", merr.msg);
+        /* every check guards its own fields, so all are reported, each at
+         * the key it names */
+        run_diag_err(&L->c, model, "model", model, "model", &merr);
         *failed = 1;
     }
 }
@@ -183,7 +175,7 @@ static void check_shape_now(loader *L, int data_clean)
     json_t *rope = NULL;
     rl_error merr = {0};
     if (run_model_load(L->model_tmpl, L->c.base_dir, &m, &rope, &merr)) {
-        run_diag_add(&L->c, RUN_AT(L->model), "model", "%s", merr.msg);
+        run_diag_err(&L->c, L->model, "model", L->model, "model", &merr);
         L->shape_bad = 1;
         return;
     }
@@ -203,7 +195,8 @@ static void check_shape_now(loader *L, int data_clean)
         }
         if (run_data_resolve(L->data_tmpl, &merr) ||
             run_data_probe(L->data_tmpl, &m, L->c.base_dir, &merr)) {
-            run_diag_add(&L->c, RUN_AT(L->data), "data", "%s", merr.msg);
+            run_diag_err(&L->c, run_node_get(L->root, "data", NULL), "data", L->data, "data",
+                         &merr);
             L->shape_bad = 1;
         }
     }
@@ -351,7 +344,8 @@ static int parse_experiment(loader *L, const run_node *e, size_t i, int *use_enc
     if (!L->shape_bad && c->diag->n == before) {
         run_sections s = {.model_tmpl = L->model_tmpl, .model_ax = L->model_ax,
                           .data_tmpl = L->data_tmpl, .data_ax = L->data_ax,
-                          .data_node = L->data, .encs = &L->encs};
+                          .model_map = L->model, .data_node = L->data,
+                          .data_map = run_node_get(L->root, "data", NULL), .encs = &L->encs};
         uint64_t keep[RUN_MAX_SEEDS], keep_seed = b->seed;
         uint32_t keep_n = b->n_seeds;
         memcpy(keep, b->seeds, sizeof keep);

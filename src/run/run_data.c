@@ -63,25 +63,29 @@ rl_status run_data_resolve(json_t *d, rl_error *err)
     int structured = src && !strcmp(src, "structured");
     int capture = src && !strcmp(src, "capture");
     if (!capture && json_is_integer(json_object_get(d, "layer")))
-        return rl_fail(err, RL_ERR_ARG, "layer applies to source capture only (source is %s)",
-                       src ? src : "?");
+        return rl_fail_key(err, RL_ERR_ARG, "layer",
+                           "layer applies to source capture only (source is %s)",
+                           src ? src : "?");
     if (capture) {
         for (const char *w = "qkv"; *w; w++) {
             char key[2] = {*w, 0};
             if (json_is_string(json_object_get(d, key)))
-                return rl_fail(err, RL_ERR_ARG, "source capture names its tensors "
-                               "layer.<layer>.q/k/v itself; give layer, not %s", key);
+                return rl_fail_key(err, RL_ERR_ARG, key, "source capture names its tensors "
+                                   "layer.<layer>.q/k/v itself; give layer, not %s", key);
         }
         if (strcmp(json_string_value(json_object_get(d, "layout")), "thd"))
-            return rl_fail(err, RL_ERR_ARG, "source capture stores [tokens][heads][head_dim] "
-                           "(layout thd); layout %s does not apply",
-                           json_string_value(json_object_get(d, "layout")));
+            return rl_fail_key(err, RL_ERR_ARG, "layout",
+                               "source capture stores [tokens][heads][head_dim] "
+                               "(layout thd); layout %s does not apply",
+                               json_string_value(json_object_get(d, "layout")));
         if (!json_is_string(json_object_get(d, "path")))
-            return rl_fail(err, RL_ERR_ARG, "source capture needs 'path: file.safetensors' (a "
-                           "file scripts/capture_qk.py wrote)");
+            return rl_fail_key(err, RL_ERR_ARG, "path",
+                               "source capture needs 'path: file.safetensors' (a "
+                               "file scripts/capture_qk.py wrote)");
         if (!json_is_integer(json_object_get(d, "layer")))
-            return rl_fail(err, RL_ERR_ARG, "source capture needs 'layer: N', one of the "
-                           "captured layers");
+            return rl_fail_key(err, RL_ERR_ARG, "layer",
+                               "source capture needs 'layer: N', one of the "
+                               "captured layers");
     }
     long first = rl_param_find(run_data_params, run_data_n_params, "band_lo");
     for (size_t i = (size_t)first; first >= 0 && i < run_data_n_params; i++) {
@@ -96,15 +100,17 @@ rl_status run_data_resolve(json_t *d, rl_error *err)
                                              : json_equal(v, def));
         json_decref(def);
         if (!same)
-            return rl_fail(err, RL_ERR_ARG, "%s applies to source structured only (source is "
-                           "%s)", p->key, src ? src : "?");
+            return rl_fail_key(err, RL_ERR_ARG, p->key,
+                               "%s applies to source structured only (source is "
+                               "%s)", p->key, src ? src : "?");
         json_object_del(d, p->key);
     }
     if (structured) {
         double lo = json_number_value(json_object_get(d, "band_lo")),
                hi = json_number_value(json_object_get(d, "band_hi"));
         if (!(lo < hi))
-            return rl_fail(err, RL_ERR_ARG, "band_lo %g must be below band_hi %g", lo, hi);
+            return rl_fail_key(err, RL_ERR_ARG, "band_lo",
+                               "band_lo %g must be below band_hi %g", lo, hi);
     }
     return RL_OK;
 }
@@ -154,10 +160,12 @@ static rl_status tfile_open(const json_t *d, const char *base, char which, tfile
     rl_status st;
     if (f->is_npy) {
         if (!name)
-            return rl_fail(err, RL_ERR_ARG, "source npy needs '%s: file.npy'", key);
+            return rl_fail_key(err, RL_ERR_ARG, key, "source npy needs '%s: file.npy'", key);
         join_path(f->path, sizeof f->path, base, name);
-        if ((st = rl_npy_open(f->path, &f->npy, &f->npy_fp, err)))
+        if ((st = rl_npy_open(f->path, &f->npy, &f->npy_fp, err))) {
+            rl_error_set_key(err, key);
             return st;
+        }
         f->rank = f->npy.ndim;
         f->shape = f->npy.shape;
         return RL_OK;
@@ -166,12 +174,16 @@ static rl_status tfile_open(const json_t *d, const char *base, char which, tfile
     if (!strcmp(src, "capture")) {
         f->is_capture = 1;
         if (!path)
-            return rl_fail(err, RL_ERR_ARG, "source capture needs 'path: file.safetensors'");
+            return rl_fail_key(err, RL_ERR_ARG, "path",
+                               "source capture needs 'path: file.safetensors'");
         join_path(f->path, sizeof f->path, base, path);
-        if ((st = run_capture_open(f->path, &f->cap, err)))
+        if ((st = run_capture_open(f->path, &f->cap, err))) {
+            rl_error_set_key(err, "path");
             return st;
+        }
         uint32_t layer = (uint32_t)json_integer_value(json_object_get(d, "layer"));
         if ((st = run_capture_has_layer(&f->cap, layer, err))) {
+            rl_error_set_key(err, "layer");
             run_capture_close(&f->cap);
             return st;
         }
@@ -182,21 +194,26 @@ static rl_status tfile_open(const json_t *d, const char *base, char which, tfile
         return RL_OK;
     }
     if (!path)
-        return rl_fail(err, RL_ERR_ARG, "source safetensors needs 'path: file.safetensors'");
+        return rl_fail_key(err, RL_ERR_ARG, "path",
+                           "source safetensors needs 'path: file.safetensors'");
     if (!name)
-        return rl_fail(err, RL_ERR_ARG, "source safetensors needs '%s: <tensor name>'", key);
+        return rl_fail_key(err, RL_ERR_ARG, key,
+                           "source safetensors needs '%s: <tensor name>'", key);
     join_path(f->path, sizeof f->path, base, path);
-    if ((st = rl_safetensors_open(f->path, &f->st, err)))
+    if ((st = rl_safetensors_open(f->path, &f->st, err))) {
+        rl_error_set_key(err, "path");
         return st;
+    }
     f->t = rl_safetensors_find(&f->st, name);
     if (!f->t) {
         rl_safetensors_close(&f->st);
-        return rl_fail(err, RL_ERR_ARG, "%s: no tensor named '%s'", f->path, name);
+        return rl_fail_key(err, RL_ERR_ARG, key, "%s: no tensor named '%s'", f->path, name);
     }
     f->stp = &f->st;
     if (strcmp(f->t->dtype, "F32") && strcmp(f->t->dtype, "F16") && strcmp(f->t->dtype, "BF16")) {
-        rl_status s2 = rl_fail(err, RL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (F32, "
-                               "F16 or BF16 needed)", f->path, name, f->t->dtype);
+        rl_status s2 = rl_fail_key(err, RL_ERR_UNSUPPORTED, key,
+                                   "%s: tensor '%s' has dtype %s (F32, "
+                                   "F16 or BF16 needed)", f->path, name, f->t->dtype);
         rl_safetensors_close(&f->st);
         return s2;
     }
@@ -211,18 +228,23 @@ static rl_status tfile_check(const tfile *f, const char *layout, uint32_t heads,
                              uint32_t head_dim, char which, uint64_t *tokens, rl_error *err)
 {
     int htd = !strcmp(layout, "htd");
+    char key[2] = {which, 0}; /* the data key naming the tensor (npy, safetensors) */
     if (f->rank != 3)
-        return rl_fail(err, RL_ERR_ARG, "%s: tensor %c has rank %u, expected 3 (%s)", f->path,
-                       which, f->rank, htd ? "[heads][tokens][head_dim]" : "[tokens][heads][head_dim]");
+        return rl_fail_key(err, RL_ERR_ARG, key,
+                           "%s: tensor %c has rank %u, expected 3 (%s)", f->path,
+                           which, f->rank,
+                           htd ? "[heads][tokens][head_dim]" : "[tokens][heads][head_dim]");
     uint64_t h = htd ? f->shape[0] : f->shape[1], t = htd ? f->shape[1] : f->shape[0];
     if (h != heads || f->shape[2] != head_dim)
-        return rl_fail(err, RL_ERR_ARG, "%s: tensor %c has shape [%llu, %llu, %llu] but layout "
-                       "%s and the model need %s=%u, head_dim=%u", f->path, which,
-                       (unsigned long long)f->shape[0], (unsigned long long)f->shape[1],
-                       (unsigned long long)f->shape[2], layout, htd ? "dim 0 heads" : "dim 1 heads",
-                       heads, head_dim);
+        return rl_fail_key(err, RL_ERR_ARG, key,
+                           "%s: tensor %c has shape [%llu, %llu, %llu] but layout "
+                           "%s and the model need %s=%u, head_dim=%u", f->path, which,
+                           (unsigned long long)f->shape[0], (unsigned long long)f->shape[1],
+                           (unsigned long long)f->shape[2], layout,
+                           htd ? "dim 0 heads" : "dim 1 heads",
+                           heads, head_dim);
     if (t == 0)
-        return rl_fail(err, RL_ERR_ARG, "%s: tensor %c has no tokens", f->path, which);
+        return rl_fail_key(err, RL_ERR_ARG, key, "%s: tensor %c has no tokens", f->path, which);
     *tokens = t;
     return RL_OK;
 }

@@ -141,3 +141,23 @@ void run_unknown_key(run_pctx *c, const run_node *map, size_t i, const char *pat
     run_diag_add(c, map->key_line[i], map->key_col[i], kp, "unknown key%s",
                  run_suggest(map->keys[i], valid, nv, buf, sizeof buf));
 }
+
+void run_diag_err(run_pctx *c, const run_node *map, const char *key_prefix, const run_node *at,
+                  const char *at_path, const rl_error *err)
+{
+    size_t i;
+    if (err->key[0] && map && map->type == RUN_NODE_MAP) {
+        const run_node *in = map;
+        if (!run_node_get(map, err->key, NULL)) { /* a zip member? */
+            const run_node *zip = run_node_get(map, "zip", NULL);
+            in = zip && zip->type == RUN_NODE_MAP ? zip : NULL;
+        }
+        if (in && run_node_get(in, err->key, &i)) {
+            char kp[200];
+            snprintf(kp, sizeof kp, "%s.%s", key_prefix, err->key);
+            run_diag_add(c, RUN_AT(in->items[i]), kp, "%s", err->msg);
+            return;
+        }
+    }
+    run_diag_add(c, RUN_AT(at), at_path, "%s", err->msg);
+}

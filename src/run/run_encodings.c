@@ -1,7 +1,6 @@
 /* run_encodings.c — the `encodings:` list of a batch file: `{set: NAME}`
  * entries flattened into the entries of configs/encodings/NAME.yaml, each
  * entry's name, type and (free-form, possibly swept) parameters. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,28 +303,16 @@ static int key_pos(const run_enc *en, const char *key, uint32_t *line, uint32_t 
     return 0;
 }
 
-/* The given key of params whose name occurs first in msg as a whole word
- * (the subject of a registry message: "factor 0.5 must be >= 1"), or NULL. */
-static const char *key_in_message(const json_t *params, const char *msg)
+/* 1 when key of this entry is swept (a plain list or a zip group). */
+static int key_swept(const run_enc *en, const char *key)
 {
-    const char *best = NULL, *key;
-    size_t best_at = (size_t)-1;
-    json_t *v;
-    json_object_foreach((json_t *)params, key, v) {
-        size_t kl = strlen(key);
-        for (const char *s = strstr(msg, key); s; s = strstr(s + 1, key)) {
-            int before = s > msg && (isalnum((unsigned char)s[-1]) || s[-1] == '_');
-            int after = isalnum((unsigned char)s[kl]) || s[kl] == '_';
-            if (!before && !after) {
-                if ((size_t)(s - msg) < best_at) /* ties: the longer key */
-                    best_at = (size_t)(s - msg), best = key;
-                else if ((size_t)(s - msg) == best_at && strlen(best) < kl)
-                    best = key;
-                break;
-            }
-        }
-    }
-    return best;
+    char name[200];
+    snprintf(name, sizeof name, "encoding.%s", key);
+    for (size_t i = 0; i < en->ax.n; i++)
+        for (size_t k = 0; k < en->ax.a[i].n_keys; k++)
+            if (!strcmp(en->ax.a[i].key[k], name))
+                return 1;
+    return 0;
 }
 
 /* A RoPE encoding's scaling keys against its rope_type: a key that only
@@ -416,19 +403,24 @@ int run_enc_check(run_pctx *c, const run_enc *en, const json_t *enc, const exp_m
             size_t fl = strlen(family);
             if (!strncmp(msg, family, fl) && !strncmp(msg + fl, ": ", 2))
                 msg += fl + 2;
-            const char *k = key_in_message(params, msg);
+            /* the failing key as the family gives it (err.key), at its line
+             * when the entry wrote it; else at the type */
+            const char *k = err.key[0] ? err.key : NULL;
             uint32_t line = tl, col = tc;
             char kp[200];
             if (k && key_pos(en, k, &line, &col))
                 run_path_join(kp, sizeof kp, en->path, k);
             else
                 snprintf(kp, sizeof kp, "%s.type", en->path);
+            /* a list parameter swept by a plain list gets one element per
+             * run: say how a list that is one value is written */
+            const pe_param *kparam = k ? run_find_param(fp, n_fp, k) : NULL;
+            int list_hint = kparam && kparam->type == RL_P_JSON && key_swept(en, k) &&
+                            !json_is_array(json_object_get(params, k));
             run_diag_add(c, line, col, kp, "type %s: %s%s", type, msg,
-                         strstr(msg, "must be a list") && k && !json_is_array(json_object_get(
-                                                                   params, k))
-                             ? " (a plain list is a sweep; a list that is one value is written "
-                               "!list [...])"
-                             : "");
+                         list_hint ? " (a plain list is a sweep; a list that is one value is "
+                                     "written !list [...])"
+                                   : "");
             ok = 0;
         }
         pe_encoding_destroy(pe);

@@ -112,13 +112,14 @@ static int apply_model_attn(run_pctx *c, json_t *res, const run_node *entry, con
 /* The point's model section into numbers, and an encoding of type 'model'
  * into the model's own RoPE settings; *attn: the model's attention
  * attributes (run_model_resolve). 0 after reporting. */
-static int resolve_model(run_pctx *c, json_t *res, const run_node *entry, const run_enc *enc,
-                         exp_model *m, json_t **attn)
+static int resolve_model(run_pctx *c, json_t *res, const run_node *entry,
+                         const run_node *model_map, const run_enc *enc, exp_model *m,
+                         json_t **attn)
 {
     rl_error err = {0};
     json_t *rope = NULL;
     if (run_model_resolve(json_object_get(res, "model"), c->base_dir, m, &rope, attn, &err)) {
-        run_diag_add(c, RUN_AT(entry), "model", "%s", err.msg);
+        run_diag_err(c, model_map, "model", entry, "model", &err);
         return 0;
     }
     int ok = 1;
@@ -161,14 +162,14 @@ static int probe_data(run_pctx *c, const run_batch *b, json_t *res, const run_se
     if (json_integer_value(json_object_get(d, "seed")) < 0)
         json_object_set_new(d, "seed", json_integer((json_int_t)b->seed));
     if (run_data_resolve(d, &err) || run_data_probe(d, m, c->base_dir, &err)) {
-        run_diag_add(c, RUN_AT(s->data_node), "data", "%s", err.msg);
+        run_diag_err(c, s->data_map, "data", s->data_node, "data", &err);
         return 0;
     }
     return 1;
 }
 
 /* Id, the kind's view of the encoding, the kind's check and estimate. 0
- * after reporting (at ep, the experiment entry). */
+ * after reporting (at the key the check names, or at ep, the entry). */
 static int check_item(run_pctx *c, run_item *it, const run_node *entry, const char *ep)
 {
     char *txt = json_dumps(it->resolved, JSON_SORT_KEYS | JSON_COMPACT);
@@ -185,7 +186,9 @@ static int check_item(run_pctx *c, run_item *it, const run_node *entry, const ch
     run_item_to_exp(it, &r);
     rl_error err = {0};
     if (it->kind->check(&r, &err)) {
-        run_diag_add(c, RUN_AT(entry), ep, "%s", err.msg);
+        char pp[80];
+        snprintf(pp, sizeof pp, "%s.params", ep);
+        run_diag_err(c, run_node_get(entry, "params", NULL), pp, entry, ep, &err);
         return 0;
     }
     /* a capture holds a fixed number of tokens: a longer run is refused now */
@@ -265,7 +268,7 @@ static void expand_point(run_pctx *c, run_batch *b, size_t *cap, const run_secti
     note_model_files(c, b, json_object_get(res, "model"));
     exp_model m;
     json_t *attn = NULL;
-    int ok = resolve_model(c, res, entry, enc, &m, &attn);
+    int ok = resolve_model(c, res, entry, s->model_map, enc, &m, &attn);
     if (ok && attn)
         ok = apply_model_attn(c, res, entry, ep, kind, attn);
     json_decref(attn);

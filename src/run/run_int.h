@@ -196,7 +196,8 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
                          json_t **rope, rl_error *err);
 
 /* Check i (0 <= i < RUN_MODEL_CHECKS) of a resolved model: 0 every size
- * given, 1 head_dim even, 2 kv_heads divides heads. */
+ * given, 1 head_dim even, 2 kv_heads divides heads; a failure has the model
+ * key at fault in err->key. */
 #define RUN_MODEL_CHECKS 3
 rl_status run_model_check(const exp_model *m, unsigned i, rl_error *err);
 

@@ -76,8 +76,8 @@ static rl_status from_hfm(const hfm_model *hm, const char *layer_type, const cha
     json_decref(*rope);
     *rope = NULL;
     if (hfm_select(hm, layer_type, &t, NULL, &e)) {
-        if (strstr(e.msg, "no layer type"))
-            return rl_fail(err, RL_ERR_ARG, "layer_type: %s", e.msg);
+        if (!strcmp(e.key, "layer_type")) /* an unknown name, not a refused type */
+            return rl_fail_key(err, RL_ERR_ARG, "layer_type", "layer_type: %s", e.msg);
         *rope = json_string(e.msg); /* refused: reported where the encoding is used */
         return RL_OK;
     }
@@ -175,6 +175,15 @@ rl_status run_model_load(const json_t *model, const char *base_dir, exp_model *m
     return model_load(model, base_dir, m, rope, NULL, err);
 }
 
+/* A failure inside the model file named by key (preset, hf_config,
+ * capture) is that key's, except an unknown layer_type, which is its own;
+ * the file's own keys (config.json's) are not the model section's. */
+static void file_key(rl_error *err, const char *key)
+{
+    if (err && strcmp(err->key, "layer_type"))
+        rl_error_set_key(err, key);
+}
+
 static rl_status model_load(const json_t *model, const char *base_dir, exp_model *m,
                             json_t **rope, json_t **attn, rl_error *err)
 {
@@ -185,11 +194,13 @@ static rl_status model_load(const json_t *model, const char *base_dir, exp_model
     const char *cap = json_string_value(json_object_get(model, "capture"));
     const char *lt = json_string_value(json_object_get(model, "layer_type"));
     if (cap && (preset || hf))
-        return rl_fail(err, RL_ERR_ARG, "capture takes the model from the capture's embedded "
-                       "config.json; give capture or %s, not both", preset ? "preset" : "hf_config");
+        return rl_fail_key(err, RL_ERR_ARG, "capture",
+                           "capture takes the model from the capture's embedded config.json; "
+                           "give capture or %s, not both", preset ? "preset" : "hf_config");
     if (lt && !preset && !hf && !cap)
-        return rl_fail(err, RL_ERR_ARG, "layer_type needs hf_config, preset or capture (a model "
-                       "with layer types)");
+        return rl_fail_key(err, RL_ERR_ARG, "layer_type",
+                           "layer_type needs hf_config, preset or capture (a model with layer "
+                           "types)");
     rl_status st = RL_OK;
     hfm_model hm;
     if (cap) {
@@ -198,13 +209,16 @@ static rl_status model_load(const json_t *model, const char *base_dir, exp_model
                  cap[0] == '/' ? "" : "/", cap);
         if ((st = from_capture(path, lt, m, rope, attn, err))) {
             rl_error_prefix(err, "capture");
+            file_key(err, "capture");
             return st;
         }
     }
     if (preset) {
         json_t *p;
-        if ((st = run_preset_load(preset, &p, err)))
+        if ((st = run_preset_load(preset, &p, err))) {
+            file_key(err, "preset");
             return st;
+        }
         json_t *cfg = preset_as_hf(p);
         char name[160];
         snprintf(name, sizeof name, "preset %s", preset);
@@ -215,8 +229,10 @@ static rl_status model_load(const json_t *model, const char *base_dir, exp_model
         hfm_free(&hm);
         json_decref(cfg);
         json_decref(p);
-        if (st)
+        if (st) {
+            file_key(err, "preset");
             return st;
+        }
     }
     if (hf) {
         char path[1200];
@@ -228,6 +244,7 @@ static rl_status model_load(const json_t *model, const char *base_dir, exp_model
         hfm_free(&hm);
         if (st) {
             rl_error_prefix(err, "hf_config");
+            file_key(err, "hf_config");
             json_decref(*rope);
             *rope = NULL;
             return st;
@@ -250,19 +267,19 @@ rl_status run_model_check(const exp_model *m, unsigned i, rl_error *err)
         const char *missing = !m->head_dim ? "head_dim" : !m->heads ? "heads"
                             : !m->train_len ? "train_len" : NULL;
         if (missing)
-            return rl_fail(err, RL_ERR_ARG, "%s is not given (set it, or use preset or hf_config)",
-                           missing);
+            return rl_fail_key(err, RL_ERR_ARG, missing,
+                               "%s is not given (set it, or use preset or hf_config)", missing);
         return RL_OK;
     }
     case 1:
         if (m->head_dim % 2)
-            return rl_fail(err, RL_ERR_ARG, "head_dim %u must be even (RoPE rotates pairs)",
-                           m->head_dim);
+            return rl_fail_key(err, RL_ERR_ARG, "head_dim",
+                               "head_dim %u must be even (RoPE rotates pairs)", m->head_dim);
         return RL_OK;
     case 2:
         if (m->heads && m->kv_heads && m->heads % m->kv_heads)
-            return rl_fail(err, RL_ERR_ARG, "kv_heads %u does not divide heads %u", m->kv_heads,
-                           m->heads);
+            return rl_fail_key(err, RL_ERR_ARG, "kv_heads", "kv_heads %u does not divide heads %u",
+                               m->kv_heads, m->heads);
         return RL_OK;
     default:
         return RL_OK;

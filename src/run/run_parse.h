@@ -44,6 +44,13 @@ typedef struct run_pctx {
 void run_diag_add(run_pctx *c, uint32_t line, uint32_t col, const char *path, const char *fmt,
                   ...) __attribute__((format(printf, 5, 6)));
 
+/* Adds err's message at the value of the key err names (err->key) in map,
+ * or in map's `zip:` group, as "<key_prefix>.<key>", when map writes that
+ * key; else at node `at` as at_path. map may be NULL (no section written).
+ * The key comes from err as data: the message is never searched for it. */
+void run_diag_err(run_pctx *c, const run_node *map, const char *key_prefix, const run_node *at,
+                  const char *at_path, const rl_error *err);
+
 /* "; did you mean 'x'?" (nearest of valid[0..n) by edit distance, when close)
  * or "; valid keys: a, b, c" into buf; returns buf. */
 const char *run_suggest(const char *key, const char *const *valid, size_t n, char *buf,
@@ -197,10 +204,12 @@ void run_enc_check_all(run_pctx *c, const run_enc *en, const exp_model *m);
 /* The batch-wide sections every experiment entry is expanded over. */
 typedef struct run_sections {
     const json_t *model_tmpl;    /* model keys without sweeps */
+    const run_node *model_map;   /* the model section as written (its keys) */
     const run_axes *model_ax;
     const json_t *data_tmpl;     /* data keys without sweeps */
     const run_axes *data_ax;
     const run_node *data_node;   /* where data errors point */
+    const run_node *data_map;    /* the data section as written (its keys), or NULL */
     const run_enc_list *encs;
 } run_sections;
 

@@ -58,7 +58,7 @@ json_t *run_typed_value(run_pctx *c, const run_node *n, const rl_param *p, const
                          strstr(buf, "valid keys") ? strstr(buf, ":") : buf);
         } else {
             /* a type error shows what was written; a range error has the value */
-            if (strncmp(err.msg, "must be", 7) == 0)
+            if (!rl_param_type_ok(p, v))
                 run_diag_add(c, RUN_AT(n), path, "%s (got '%s')", err.msg, n->text);
             else
                 run_diag_add(c, RUN_AT(n), path, "%s", err.msg);

@@ -15,7 +15,7 @@
 static rl_status check(const attn_remap *r, rl_error *err)
 {
     if (r->chunk <= r->window || r->chunk > (1u << 31))
-        return rl_fail(err, RL_ERR_ARG,
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap_chunk",
                        "attn_remap_chunk %u: dca needs a chunk_size above its local window "
                        "attn_remap_window %u (chunk length S - L >= 1) and at most 2^31",
                        r->chunk, r->window);

@@ -12,7 +12,8 @@
 static rl_status check(const attn_remap *r, rl_error *err)
 {
     if (r->leak < 1)
-        return rl_fail(err, RL_ERR_ARG, "attn_remap_leak %u: leaky_rerope needs k >= 1", r->leak);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap_leak",
+                           "attn_remap_leak %u: leaky_rerope needs k >= 1", r->leak);
     return RL_OK;
 }
 

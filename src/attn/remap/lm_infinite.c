@@ -45,15 +45,16 @@ static double distance(const attn_remap *r, int64_t pos_i, int64_t pos_j)
 static rl_status mask(const attn_remap *r, attn_remap_mask *m, rl_error *err)
 {
     if (m->chunk_size)
-        return rl_fail(err, RL_ERR_ARG, "attn_chunk %u: lm_infinite's Lambda mask has no chunks",
-                       m->chunk_size);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_chunk",
+                           "attn_chunk %u: lm_infinite's Lambda mask has no chunks",
+                           m->chunk_size);
     if (m->window && m->window != r->window)
-        return rl_fail(err, RL_ERR_ARG,
+        return rl_fail_key(err, RL_ERR_ARG, "attn_window",
                        "attn_window %u: lm_infinite's local branch is attn_remap_window %u (the "
                        "authors' code caps distances at the local branch); leave attn_window 0 "
                        "or set it equal", m->window, r->window);
     if (!m->n_sink)
-        return rl_fail(err, RL_ERR_ARG,
+        return rl_fail_key(err, RL_ERR_ARG, "attn_sinks",
                        "attn_sinks 0: lm_infinite needs its global branch, the first attn_sinks "
                        "tokens every query sees (the authors' global_branch, 100 by default)");
     m->window = r->window;

@@ -19,10 +19,11 @@
 static rl_status check(const attn_remap *r, rl_error *err)
 {
     if (r->group < 1)
-        return rl_fail(err, RL_ERR_ARG, "attn_remap_group %u: self_extend needs a group size >= 1",
-                       r->group);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap_group",
+                           "attn_remap_group %u: self_extend needs a group size >= 1",
+                           r->group);
     if (r->window % r->group)
-        return rl_fail(err, RL_ERR_ARG,
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap_window",
                        "attn_remap_window %u is not a multiple of attn_remap_group %u: LongLM's "
                        "prefill (self_extend_patch) puts the grouped query at i // G + W - W / G, "
                        "a true division, here %.6g: a fractional position ropelab's integer "

@@ -11,7 +11,7 @@
 static rl_status check(const attn_remap *r, rl_error *err)
 {
     if (r->group < 1)
-        return rl_fail(err, RL_ERR_ARG,
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap_group",
                        "attn_remap_group %u: self_extend_floor needs a group size >= 1", r->group);
     return RL_OK;
 }

@@ -8,17 +8,19 @@ static rl_status resolve(rope_desc *r, rl_error *err)
 {
     if (r->alpha > 0) { /* HunYuan: base * alpha^(d/(d-2)), no length */
         if (r->rotary_dim <= 2)
-            return rl_fail(err, RL_ERR_ARG, "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
+            return rl_fail_key(err, RL_ERR_ARG, "rotary_dim",
+                               "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
         return RL_OK;
     }
     if (r->factor == 0)
-        return rl_fail(err, RL_ERR_ARG, "dynamic needs factor (a number >= 1)%s",
-                       r->semantics == ROPE_SEM_VLLM ? " or, semantics vllm, alpha" : "");
+        return rl_fail_key(err, RL_ERR_ARG, "factor", "dynamic needs factor (a number >= 1)%s",
+                           r->semantics == ROPE_SEM_VLLM ? " or, semantics vllm, alpha" : "");
     if (r->max_position_embeddings == 0)
-        return rl_fail(err, RL_ERR_ARG,
-                       "dynamic needs max_position_embeddings (HF scales relative to it)");
+        return rl_fail_key(err, RL_ERR_ARG, "max_position_embeddings",
+                           "dynamic needs max_position_embeddings (HF scales relative to it)");
     if (r->rotary_dim <= 2)
-        return rl_fail(err, RL_ERR_ARG, "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
+        return rl_fail_key(err, RL_ERR_ARG, "rotary_dim",
+                           "dynamic needs rotary_dim > 2 (exponent d/(d-2))");
     return RL_OK;
 }
 

@@ -16,8 +16,9 @@ static rl_status resolve(rope_desc *r, rl_error *err)
     if (r->original_max_position_embeddings == 0)
         r->original_max_position_embeddings = r->max_position_embeddings;
     if (r->original_max_position_embeddings == 0)
-        return rl_fail(err, RL_ERR_ARG, "dynamic_yarn needs original_max_position_embeddings "
-                       "(or max_position_embeddings)");
+        return rl_fail_key(err, RL_ERR_ARG, "original_max_position_embeddings",
+                           "dynamic_yarn needs original_max_position_embeddings "
+                           "(or max_position_embeddings)");
     return rope_yarn_check_betas(r, err);
 }
 

@@ -9,17 +9,21 @@
 static rl_status resolve(rope_desc *r, rl_error *err)
 {
     if (r->factor == 0)
-        return rl_fail(err, RL_ERR_ARG, "llama3 needs factor (a number >= 1)");
+        return rl_fail_key(err, RL_ERR_ARG, "factor", "llama3 needs factor (a number >= 1)");
     if (r->low_freq_factor == 0)
-        return rl_fail(err, RL_ERR_ARG, "llama3 needs low_freq_factor (a number > 0)");
+        return rl_fail_key(err, RL_ERR_ARG, "low_freq_factor",
+                           "llama3 needs low_freq_factor (a number > 0)");
     if (r->high_freq_factor == 0)
-        return rl_fail(err, RL_ERR_ARG, "llama3 needs high_freq_factor (a number >= low_freq_factor)");
+        return rl_fail_key(err, RL_ERR_ARG, "high_freq_factor",
+                           "llama3 needs high_freq_factor (a number >= low_freq_factor)");
     /* Equal factors (Llama 4: 1 and 1) leave no smoothed band; HF computes them. */
     if (r->high_freq_factor < r->low_freq_factor)
-        return rl_fail(err, RL_ERR_ARG, "high_freq_factor %g must be at least low_freq_factor %g",
-                       r->high_freq_factor, r->low_freq_factor);
+        return rl_fail_key(err, RL_ERR_ARG, "high_freq_factor",
+                           "high_freq_factor %g must be at least low_freq_factor %g",
+                           r->high_freq_factor, r->low_freq_factor);
     if (r->original_max_position_embeddings == 0)
-        return rl_fail(err, RL_ERR_ARG, "llama3 needs original_max_position_embeddings");
+        return rl_fail_key(err, RL_ERR_ARG, "original_max_position_embeddings",
+                           "llama3 needs original_max_position_embeddings");
     return RL_OK;
 }
 

@@ -11,33 +11,41 @@ static rl_status resolve(rope_desc *r, rl_error *err)
         r->original_max_position_embeddings = M;
     uint32_t L = r->original_max_position_embeddings;
     if (L == 0)
-        return rl_fail(err, RL_ERR_ARG,
-                       "longrope needs original_max_position_embeddings (or max_position_embeddings)");
+        return rl_fail_key(err, RL_ERR_ARG, "original_max_position_embeddings",
+                           "longrope needs original_max_position_embeddings (or "
+                           "max_position_embeddings)");
     if (r->factor == 0) {
         if (M == 0)
-            return rl_fail(err, RL_ERR_ARG,
-                           "longrope needs factor (or max_position_embeddings to derive it from)");
+            return rl_fail_key(err, RL_ERR_ARG, "factor",
+                               "longrope needs factor "
+                               "(or max_position_embeddings to derive it from)");
         r->factor = (double)M / (double)L;
     }
     if (r->n_short_factor == 0)
-        return rl_fail(err, RL_ERR_ARG, "longrope needs short_factor (a list of %u numbers)",
-                       r->rotary_dim / 2);
+        return rl_fail_key(err, RL_ERR_ARG, "short_factor",
+                           "longrope needs short_factor (a list of %u numbers)",
+                           r->rotary_dim / 2);
     if (r->n_long_factor == 0)
-        return rl_fail(err, RL_ERR_ARG, "longrope needs long_factor (a list of %u numbers)",
-                       r->rotary_dim / 2);
+        return rl_fail_key(err, RL_ERR_ARG, "long_factor",
+                           "longrope needs long_factor (a list of %u numbers)",
+                           r->rotary_dim / 2);
     if (r->n_short_factor != r->rotary_dim / 2)
-        return rl_fail(err, RL_ERR_ARG, "short_factor has %u entries; expected rotary_dim/2 = %u",
-                       r->n_short_factor, r->rotary_dim / 2);
+        return rl_fail_key(err, RL_ERR_ARG, "short_factor",
+                           "short_factor has %u entries; expected rotary_dim/2 = %u",
+                           r->n_short_factor, r->rotary_dim / 2);
     if (r->n_long_factor != r->rotary_dim / 2)
-        return rl_fail(err, RL_ERR_ARG, "long_factor has %u entries; expected rotary_dim/2 = %u",
-                       r->n_long_factor, r->rotary_dim / 2);
+        return rl_fail_key(err, RL_ERR_ARG, "long_factor",
+                           "long_factor has %u entries; expected rotary_dim/2 = %u",
+                           r->n_long_factor, r->rotary_dim / 2);
     for (uint32_t j = 0; j < r->rotary_dim / 2; j++) {
         if (!isfinite(r->short_factor[j]) || !(r->short_factor[j] > 0))
-            return rl_fail(err, RL_ERR_ARG, "short_factor[%u] = %g must be a finite number > 0", j,
-                           r->short_factor[j]);
+            return rl_fail_key(err, RL_ERR_ARG, "short_factor",
+                               "short_factor[%u] = %g must be a finite number > 0", j,
+                               r->short_factor[j]);
         if (!isfinite(r->long_factor[j]) || !(r->long_factor[j] > 0))
-            return rl_fail(err, RL_ERR_ARG, "long_factor[%u] = %g must be a finite number > 0", j,
-                           r->long_factor[j]);
+            return rl_fail_key(err, RL_ERR_ARG, "long_factor",
+                               "long_factor[%u] = %g must be a finite number > 0", j,
+                               r->long_factor[j]);
     }
     return RL_OK;
 }

@@ -7,7 +7,7 @@
 static rl_status resolve(rope_desc *r, rl_error *err)
 {
     if (r->factor == 0)
-        return rl_fail(err, RL_ERR_ARG, "%s needs factor (a number >= 1)", "ntk");
+        return rl_fail_key(err, RL_ERR_ARG, "factor", "%s needs factor (a number >= 1)", "ntk");
     return RL_OK;
 }
 

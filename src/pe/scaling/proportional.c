@@ -7,8 +7,8 @@
 static rl_status resolve(rope_desc *r, rl_error *err)
 {
     if (r->partial_rotary_factor > 0 && r->rotary_dim != r->head_dim)
-        return rl_fail(err, RL_ERR_ARG,
-                       "proportional takes partial_rotary_factor or rotary_dim, not both");
+        return rl_fail_key(err, RL_ERR_ARG, "partial_rotary_factor",
+                           "proportional takes partial_rotary_factor or rotary_dim, not both");
     return RL_OK;
 }
 

@@ -54,20 +54,23 @@ static rl_status resolve(rope_desc *r, rl_error *err)
     for (size_t k = 0; k < sizeof own_keys / sizeof own_keys[0]; k++) {
         double v = r->scaling_param[own_keys[k].slot];
         if (!isfinite(v) || v < 0)
-            return rl_fail(err, RL_ERR_ARG, "%s %g must be a finite number >= 0",
-                           own_keys[k].param.key, v);
+            return rl_fail_key(err, RL_ERR_ARG, own_keys[k].param.key,
+                               "%s %g must be a finite number >= 0",
+                               own_keys[k].param.key, v);
     }
     double *p = r->scaling_param;
     if (p[SLOT_B] == 0)
-        return rl_fail(err, RL_ERR_ARG, "truncated needs truncate_b (a frequency > 0: 2pi/T for "
-                       "a cutoff wavelength of T tokens)");
+        return rl_fail_key(err, RL_ERR_ARG, "truncate_b",
+                           "truncated needs truncate_b (a frequency > 0: 2pi/T for "
+                           "a cutoff wavelength of T tokens)");
     if (p[SLOT_A] == 0)
         p[SLOT_A] = p[SLOT_B] / 8; /* the authors' code: t / z, z = 8 */
     if (p[SLOT_RHO] == 0)
         p[SLOT_RHO] = p[SLOT_B] / 16; /* the authors' code: 2 pi / (16 T) */
     if (!(p[SLOT_A] < p[SLOT_B]))
-        return rl_fail(err, RL_ERR_ARG, "truncate_a %g must be < truncate_b %g", p[SLOT_A],
-                       p[SLOT_B]);
+        return rl_fail_key(err, RL_ERR_ARG, "truncate_a",
+                           "truncate_a %g must be < truncate_b %g", p[SLOT_A],
+                           p[SLOT_B]);
     return RL_OK;
 }
 

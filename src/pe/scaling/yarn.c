@@ -55,8 +55,8 @@ void rope_yarn_blend(const rope_desc *r, double base, double s, uint32_t np, dou
 rl_status rope_yarn_check_betas(const rope_desc *r, rl_error *err)
 {
     if ((r->beta_fast ? r->beta_fast : 32) < (r->beta_slow ? r->beta_slow : 1))
-        return rl_fail(err, RL_ERR_ARG, "beta_fast %g must be >= beta_slow %g",
-                       r->beta_fast ? r->beta_fast : 32, r->beta_slow ? r->beta_slow : 1);
+        return rl_fail_key(err, RL_ERR_ARG, "beta_fast", "beta_fast %g must be >= beta_slow %g",
+                           r->beta_fast ? r->beta_fast : 32, r->beta_slow ? r->beta_slow : 1);
     return RL_OK;
 }
 
@@ -67,17 +67,19 @@ static rl_status resolve(rope_desc *r, rl_error *err)
         r->original_max_position_embeddings = M; /* HF standardize_rope_params */
     uint32_t L = r->original_max_position_embeddings;
     if (L == 0)
-        return rl_fail(err, RL_ERR_ARG,
-                       "yarn needs original_max_position_embeddings (or max_position_embeddings)");
+        return rl_fail_key(err, RL_ERR_ARG, "original_max_position_embeddings",
+                           "yarn needs original_max_position_embeddings (or "
+                           "max_position_embeddings)");
     if (r->factor == 0) {
         if (M == 0)
-            return rl_fail(err, RL_ERR_ARG,
-                           "yarn needs factor (or max_position_embeddings to derive it from)");
+            return rl_fail_key(err, RL_ERR_ARG, "factor",
+                               "yarn needs factor (or max_position_embeddings to derive it from)");
         r->factor = (double)M / (double)L; /* HF: factor None -> M / L_orig */
         if (r->factor < 1)
-            return rl_fail(err, RL_ERR_ARG,
-                           "factor derived as max_position_embeddings/original_max_position_embeddings"
-                           " = %g must be >= 1", r->factor);
+            return rl_fail_key(err, RL_ERR_ARG, "max_position_embeddings",
+                               "factor derived as "
+                               "max_position_embeddings/original_max_position_embeddings"
+                               " = %g must be >= 1", r->factor);
     }
     return rope_yarn_check_betas(r, err);
 }
