@@ -149,10 +149,11 @@ END_TEST
 START_TEST(position_maps_give_the_methods_distance)
 {
     rl_error err = {0};
-    const attn_remap rs[] = {{SE_FLOOR, 6, 4, 1, 0}, {ATTN_REMAP_SELF_EXTEND, 12, 4, 1, 0},
-                             {ATTN_REMAP_SELF_EXTEND, 512, 8, 1, 0}, {ATTN_REMAP_REROPE, 5, 1, 1, 0},
-                             {ATTN_REMAP_LEAKY_REROPE, 7, 1, 3, 0}, {ATTN_REMAP_DCA, 40, 1, 1, 100},
-                             {ATTN_REMAP_DCA, 90, 1, 1, 100}};
+    const attn_remap rs[] = {{SE_FLOOR, 6, 4, 1, 0, 0}, {ATTN_REMAP_SELF_EXTEND, 12, 4, 1, 0, 0},
+                             {ATTN_REMAP_SELF_EXTEND, 512, 8, 1, 0, 0},
+                             {ATTN_REMAP_REROPE, 5, 1, 1, 0, 0},
+                             {ATTN_REMAP_LEAKY_REROPE, 7, 1, 3, 0, 0},
+                             {ATTN_REMAP_DCA, 40, 1, 1, 100, 0}, {ATTN_REMAP_DCA, 90, 1, 1, 100, 0}};
     uint32_t pos[300], qp[300], kp[300];
     for (int t = 0; t < 300; t++)
         pos[t] = 1048000u + (uint32_t)t * 3u;
@@ -185,21 +186,21 @@ START_TEST(position_maps_give_the_methods_distance)
     /* Self-Extend's offset is LongLM's W - W/G, a true division: a window
      * the group does not divide would need a fractional position */
     ck_assert_int_eq(attn_remap_from_name("self_extend_floor"), SE_FLOOR);
-    attn_remap frac = {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0};
+    attn_remap frac = {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0, 0};
     ck_assert_int_eq(attn_remap_check(&frac, &err), RL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "W - W / G, a true division, here 4.5") &&
                       strstr(err.msg, "self_extend_floor (W - floor(W/G) = 5)"), "%s", err.msg);
     frac.method = SE_FLOOR;
     ck_assert_int_eq(attn_remap_check(&frac, &err), RL_OK);
     /* out-of-range parameters and overflowing positions name their key */
-    attn_remap bad = {ATTN_REMAP_SELF_EXTEND, 0, 4, 1, 0};
+    attn_remap bad = {ATTN_REMAP_SELF_EXTEND, 0, 4, 1, 0, 0};
     ck_assert_int_eq(attn_remap_check(&bad, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "attn_remap_window 0"));
-    attn_remap big = {ATTN_REMAP_LEAKY_REROPE, 1u << 20, 1, 8192, 0};
+    attn_remap big = {ATTN_REMAP_LEAKY_REROPE, 1u << 20, 1, 8192, 0, 0};
     uint32_t p = 5, a, b;
     ck_assert_int_eq(attn_remap_positions(&big, &p, 1, &a, &b, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "beyond 2^32 - 1"));
-    attn_remap dca = {ATTN_REMAP_DCA, 64, 1, 1, 64};
+    attn_remap dca = {ATTN_REMAP_DCA, 64, 1, 1, 64, 0};
     ck_assert_int_eq(attn_remap_check(&dca, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "attn_remap_chunk 64"));
 }
@@ -219,23 +220,37 @@ static const struct {
     chk_attn_extra x;
 } random_cases[] = {
     {{130, 4, 2, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS,
-      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0, 0}},
+      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0, 0, 0}},
     {{97, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_OUT, 4, 1, 0, 0, 0,
-      0, 0, 0}, {13, 1048000, 0}},
+      0, 0, 0}, {13, 1048000, 0, 0}},
     {{200, 2, 2, 32, 1, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 8, 1, 0, 0, 0, 0, 0, 0},
-     {1, 0, 0}},
+     {1, 0, 0, 0}},
     {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 4, 3, 40, 3, 0, 1, 0, 0},
-     {17, 0, 0}},
+     {17, 0, 0, 0}},
     {{64, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_PAIRED | ATTN_TARGET, 0, 0, 0, 0, 0, 0, 0, 0},
-     {1000, 0, 0}},
+     {1000, 0, 0, 0}},
     /* Dual Chunk Attention (remap_chunk c): q, q_b, q_c by chunk distance
      * 0, 1, >= 2; chunks of 13 keys in 4-key blocks, bidirectional fp16,
      * a chunk longer than the run (intra only) */
     {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0,
-      0, 0, 0, 0}, {0, 0, 13}},
+      0, 0, 0, 0}, {0, 0, 13, 0}},
     {{130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 8, 1, 0, 0, 0, 0, 0, 0},
-     {0, 1048000, 29}},
-    {{70, 2, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_TARGET, 0, 0, 0, 0, 0, 1, 0, 0}, {0, 0, 500}},
+     {0, 1048000, 29, 0}},
+    {{70, 2, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_TARGET, 0, 0, 0, 0, 0, 1, 0, 0}, {0, 0, 500, 0}},
+    /* The window's edge under both definitions (remap_edge, STRING's
+     * authors' code): the key at |i - j| = W weighs e^(q.k) + e^(q_b.k_b).
+     * Every statistic, GQA, 4-key blocks 3 per dispatch, W = 9 (edges
+     * inside and across blocks); bidirectional paired fp32 at positions
+     * near 2^20 with O (both sides' edges); with a window mask, sinks and
+     * the temperature; W = 1 (the edge is the diagonal's neighbour). */
+    {{130, 4, 2, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0, 0, 1}},
+    {{97, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_OUT, 4, 1, 0, 0, 0,
+      0, 0, 0}, {13, 1048000, 0, 1}},
+    {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 4, 3, 40, 3, 0, 1,
+      ATTN_TEMP_SSMAX, 0}, {17, 0, 0, 1}},
+    {{66, 2, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_TARGET | ATTN_OUT, 8, 1, 0, 0, 0, 0, 0, 0},
+     {1, 0, 0, 1}},
 };
 
 START_TEST(gpu_remap_selection_matches_reference)
@@ -266,7 +281,7 @@ START_TEST(gpu_remap_refuses_a_bias)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     chk_attn_case c = {65, 2, 1, 16, 1, 0, "alibi", ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0, 0};
-    chk_attn_extra x = {8, 0, 0};
+    chk_attn_extra x = {8, 0, 0, 0};
     chk_row row;
     ck_assert_int_eq(chk_attn_run_case_ex(&g.dev, &e, &c, &x, 3, &row, &err), RL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "remap_window 8") && strstr(err.msg, "alibi"), "%s", err.msg);
