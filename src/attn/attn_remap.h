@@ -40,6 +40,8 @@
     X(dca) \
     X(lm_infinite) \
     X(self_extend_floor) \
+    X(string) \
+    X(string_paper) \
     /* add a method: one X(name) line above this one */
 
 #define ATTN_REMAP_CHOICE_(n) "|" #n
