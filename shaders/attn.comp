@@ -37,7 +37,8 @@
  *   logit_b likewise with q_b, k_b, scale_b (paired mode)
  *   remap mode: logit_a from q_a/k_a where |pos_i - pos_j| < remap_window,
  *   else from q_b/k_b (attn_remap.glsl); paired with it, logit_b is the
- *   unselected logit_a at scale_b
+ *   unselected logit_a at scale_b; with REMAP_EDGE the key at |pos_i - pos_j|
+ *   = remap_window has both: logit log(e^logit_a + e^logit_b)
  *   kvh = h / KV_GROUP (grouped-query attention)
  * <q, k> is one fp32 chain per key over the head dimensions (multiply-add,
  * dimension order), then one multiply by the scale.
@@ -101,6 +102,8 @@ const bool TEMP = (FLAGS & RL_ATTN_F_TEMP) != 0u;
 const bool REMAP = (FLAGS & RL_ATTN_F_REMAP) != 0u;
 /* a third query set, Q_c . K_b (the host sets DCA with REMAP) */
 const bool DCA = (FLAGS & RL_ATTN_F_DCA) != 0u;
+/* with REMAP: the key at the window's edge takes both definitions (attn_remap.glsl) */
+const bool EDGE = (FLAGS & RL_ATTN_F_REMAP_EDGE) != 0u;
 /* Sampled query rows: slot r of the dispatch's query blocks is token
  * idx[off_rows + r]; Q and the outputs hold slots, keys stay tokens. */
 const bool ROWS = (FLAGS & RL_ATTN_F_ROWS) != 0u;
@@ -184,6 +187,7 @@ float mass[N_BUCKETS];
 float s[KB];
 float s2[TWO ? KB : 1u];
 float s3[DCA ? KB : 1u];
+float sx[EDGE ? KB : 1u]; /* EDGE: the exact definition's raw dot, kept past the select */
 float m, l, ent, mb, lb, kl, s_target, mt, mtb, m_new, mb_new;
 uint32_t amax;
 uint32_t n, qi, qrow, head, target;
@@ -255,6 +259,8 @@ void rl_mask(uint32_t t0, uint32_t k)
     s[k] *= pc.p.scale_a;
     if (TEMP)
         s[k] *= tau;
+    if (EDGE)
+        rl_remap_edge(k);
     if (PAIRED)
         s2[k] *= pc.p.scale_b;
 #ifndef RL_ATTN_NO_BIAS

@@ -15,7 +15,17 @@
  * Dual Chunk Attention (RL_ATTN_F_DCA, remap_window = the chunk length c):
  * three definitions by chunk distance d = |floor(pos_i/c) - floor(pos_j/c)|
  * (integer divisions of non-negative positions): intra-chunk s (d = 0),
- * successive-chunk s2 (d = 1), inter-chunk s3 (d >= 2). */
+ * successive-chunk s2 (d = 1), inter-chunk s3 (d >= 2).
+ *
+ * The window's edge (RL_ATTN_F_REMAP_EDGE, STRING as its authors' code runs
+ * it): the key at |pos_i - pos_j| = remap_window enters the softmax with
+ * both definitions, the selected (remapped) one and the exact one, i.e.
+ * with weight e^x + e^y. rl_remap_edge(k) folds the two terms into the
+ * key's one logit log(e^x + e^y) = hi + log(1 + e^(lo - hi)) (hi = max,
+ * lo = min; the log's argument lies in [1, 2]), on the scaled logits, so
+ * every statistic after it (lse, O, target, buckets, argmax, KL) sees the
+ * key's summed weight; the entropy is the keys' (attn_tol.c: the extra
+ * rounding). */
 bool rl_remap_near(int32_t qp, int32_t kp)
 {
     return uint32_t(abs(qp - kp)) < pc.p.remap_window;
@@ -36,5 +46,20 @@ void rl_remap_select(uint32_t k)
     } else {
         s[k] = rl_remap_near(qpos, kpos_s[k]) ? sa : s2[k];
     }
+    if (EDGE)
+        sx[k] = sa;
     s2[k] = sa;
+}
+
+/* After the scale and the temperature of s[k] (rl_mask): the edge key's
+ * exact term added to its remapped one. sx[k] gets the same fp32 scale and
+ * temperature multiplies as s[k]. */
+void rl_remap_edge(uint32_t k)
+{
+    float x = sx[k] * pc.p.scale_a;
+    if (TEMP)
+        x *= tau;
+    float hi = max(s[k], x), lo = min(s[k], x);
+    bool edge = uint32_t(abs(qpos - kpos_s[k])) == pc.p.remap_window;
+    s[k] = edge ? hi + log(1.0 + exp(lo - hi)) : s[k];
 }

@@ -135,6 +135,10 @@ struct rl_bias_eval_push {
 #define RL_ATTN_F_ROWS 32768u    /* sampled query rows: query slot r < n_rows is token
                                     idx[off_rows + r] (ascending); Q/Q_b/Q_c and every output
                                     row are [n_rows] slots, keys and positions [tokens] */
+#define RL_ATTN_F_REMAP_EDGE 65536u /* with REMAP (not DCA): the key at |pos_i - pos_j| ==
+                                    remap_window enters the softmax with BOTH definitions (its
+                                    weight e^logit_a + e^logit_b; STRING's prefill, whose two
+                                    flash passes both hold the key at distance S) */
 
 /* Per-query statistic slots of the stats block [tokens][heads][RL_ATTN_NSTAT]. */
 #define RL_ATTN_S_LSE 0          /* log sum_j exp(logit_a) */

@@ -114,7 +114,7 @@ expect model_no_file 2 'name the config.json' -- model
 expect bench_bad_precision 2 "--precision 'fp16'" -- bench rope --precision fp16
 expect encodings 0 'beyond +enum error\|clamp\|wrap; default "error"' -- encodings
 expect encodings_json 0 '"key": "num_buckets"' -- encodings --json
-expect encodings_attention 0 'attn_remap +enum none[|]self_extend[|]rerope[|]leaky_rerope[|]dca[|]lm_infinite[|]self_extend_floor; default "none"' -- encodings
+expect encodings_attention 0 'attn_remap +enum none[|]self_extend[|]rerope[|]leaky_rerope[|]dca[|]lm_infinite[|]self_extend_floor[|]string[|]string_paper; default "none"' -- encodings
 expect inspect_t5_json 0 '"bucket": \[' -- inspect t5 --from -10 --to 10 --json
 expect inspect_t5_text 0 'r=j-i bucket' -- inspect t5 --from -3 --to 3 --heads 2
 expect inspect_alibi_slopes 0 'slopes: 0.25 0.0625 0.015625 0.00390625$' -- inspect alibi --heads 4

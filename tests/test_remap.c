@@ -1,4 +1,5 @@
-/* Position remapping (Self-Extend, ReRoPE, Leaky ReRoPE): attn/attn_remap.c,
+/* Position remapping (Self-Extend, ReRoPE, Leaky ReRoPE, DCA, LM-Infinite,
+ * STRING): attn/attn_remap.c,
  * the engine's selection (attn_desc.remap_window, shaders/attn_remap.glsl)
  * and the attention kinds' attn_remap keys. The expected logits are built
  * here from each method's relative distance as written in its paper / code
@@ -149,10 +150,11 @@ END_TEST
 START_TEST(position_maps_give_the_methods_distance)
 {
     rl_error err = {0};
-    const attn_remap rs[] = {{SE_FLOOR, 6, 4, 1, 0}, {ATTN_REMAP_SELF_EXTEND, 12, 4, 1, 0},
-                             {ATTN_REMAP_SELF_EXTEND, 512, 8, 1, 0}, {ATTN_REMAP_REROPE, 5, 1, 1, 0},
-                             {ATTN_REMAP_LEAKY_REROPE, 7, 1, 3, 0}, {ATTN_REMAP_DCA, 40, 1, 1, 100},
-                             {ATTN_REMAP_DCA, 90, 1, 1, 100}};
+    const attn_remap rs[] = {{SE_FLOOR, 6, 4, 1, 0, 0}, {ATTN_REMAP_SELF_EXTEND, 12, 4, 1, 0, 0},
+                             {ATTN_REMAP_SELF_EXTEND, 512, 8, 1, 0, 0},
+                             {ATTN_REMAP_REROPE, 5, 1, 1, 0, 0},
+                             {ATTN_REMAP_LEAKY_REROPE, 7, 1, 3, 0, 0},
+                             {ATTN_REMAP_DCA, 40, 1, 1, 100, 0}, {ATTN_REMAP_DCA, 90, 1, 1, 100, 0}};
     uint32_t pos[300], qp[300], kp[300];
     for (int t = 0; t < 300; t++)
         pos[t] = 1048000u + (uint32_t)t * 3u;
@@ -185,21 +187,21 @@ START_TEST(position_maps_give_the_methods_distance)
     /* Self-Extend's offset is LongLM's W - W/G, a true division: a window
      * the group does not divide would need a fractional position */
     ck_assert_int_eq(attn_remap_from_name("self_extend_floor"), SE_FLOOR);
-    attn_remap frac = {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0};
+    attn_remap frac = {ATTN_REMAP_SELF_EXTEND, 6, 4, 1, 0, 0};
     ck_assert_int_eq(attn_remap_check(&frac, &err), RL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "W - W / G, a true division, here 4.5") &&
                       strstr(err.msg, "self_extend_floor (W - floor(W/G) = 5)"), "%s", err.msg);
     frac.method = SE_FLOOR;
     ck_assert_int_eq(attn_remap_check(&frac, &err), RL_OK);
     /* out-of-range parameters and overflowing positions name their key */
-    attn_remap bad = {ATTN_REMAP_SELF_EXTEND, 0, 4, 1, 0};
+    attn_remap bad = {ATTN_REMAP_SELF_EXTEND, 0, 4, 1, 0, 0};
     ck_assert_int_eq(attn_remap_check(&bad, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "attn_remap_window 0"));
-    attn_remap big = {ATTN_REMAP_LEAKY_REROPE, 1u << 20, 1, 8192, 0};
+    attn_remap big = {ATTN_REMAP_LEAKY_REROPE, 1u << 20, 1, 8192, 0, 0};
     uint32_t p = 5, a, b;
     ck_assert_int_eq(attn_remap_positions(&big, &p, 1, &a, &b, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "beyond 2^32 - 1"));
-    attn_remap dca = {ATTN_REMAP_DCA, 64, 1, 1, 64};
+    attn_remap dca = {ATTN_REMAP_DCA, 64, 1, 1, 64, 0};
     ck_assert_int_eq(attn_remap_check(&dca, &err), RL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "attn_remap_chunk 64"));
 }
@@ -219,23 +221,37 @@ static const struct {
     chk_attn_extra x;
 } random_cases[] = {
     {{130, 4, 2, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS,
-      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0, 0}},
+      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0, 0, 0}},
     {{97, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_OUT, 4, 1, 0, 0, 0,
-      0, 0, 0}, {13, 1048000, 0}},
+      0, 0, 0}, {13, 1048000, 0, 0}},
     {{200, 2, 2, 32, 1, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 8, 1, 0, 0, 0, 0, 0, 0},
-     {1, 0, 0}},
+     {1, 0, 0, 0}},
     {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 4, 3, 40, 3, 0, 1, 0, 0},
-     {17, 0, 0}},
+     {17, 0, 0, 0}},
     {{64, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_PAIRED | ATTN_TARGET, 0, 0, 0, 0, 0, 0, 0, 0},
-     {1000, 0, 0}},
+     {1000, 0, 0, 0}},
     /* Dual Chunk Attention (remap_chunk c): q, q_b, q_c by chunk distance
      * 0, 1, >= 2; chunks of 13 keys in 4-key blocks, bidirectional fp16,
      * a chunk longer than the run (intra only) */
     {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_OUT, 4, 3, 0, 0,
-      0, 0, 0, 0}, {0, 0, 13}},
+      0, 0, 0, 0}, {0, 0, 13, 0}},
     {{130, 2, 1, 32, 0, 1, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_BUCKETS, 8, 1, 0, 0, 0, 0, 0, 0},
-     {0, 1048000, 29}},
-    {{70, 2, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_TARGET, 0, 0, 0, 0, 0, 1, 0, 0}, {0, 0, 500}},
+     {0, 1048000, 29, 0}},
+    {{70, 2, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_TARGET, 0, 0, 0, 0, 0, 1, 0, 0}, {0, 0, 500, 0}},
+    /* The window's edge under both definitions (remap_edge, STRING's
+     * authors' code): the key at |i - j| = W weighs e^(q.k) + e^(q_b.k_b).
+     * Every statistic, GQA, 4-key blocks 3 per dispatch, W = 9 (edges
+     * inside and across blocks); bidirectional paired fp32 at positions
+     * near 2^20 with O (both sides' edges); with a window mask, sinks and
+     * the temperature; W = 1 (the edge is the diagonal's neighbour). */
+    {{130, 4, 2, 32, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET | ATTN_BUCKETS | ATTN_OUT,
+      4, 3, 0, 0, 0, 0, 0, 0}, {9, 0, 0, 1}},
+    {{97, 2, 1, 16, 0, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_PAIRED | ATTN_OUT, 4, 1, 0, 0, 0,
+      0, 0, 0}, {13, 1048000, 0, 1}},
+    {{150, 4, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_ARGMAX | ATTN_TARGET, 4, 3, 40, 3, 0, 1,
+      ATTN_TEMP_SSMAX, 0}, {17, 0, 0, 1}},
+    {{66, 2, 2, 16, 1, 0, NULL, ATTN_ENTROPY | ATTN_TARGET | ATTN_OUT, 8, 1, 0, 0, 0, 0, 0, 0},
+     {1, 0, 0, 1}},
 };
 
 START_TEST(gpu_remap_selection_matches_reference)
@@ -266,7 +282,7 @@ START_TEST(gpu_remap_refuses_a_bias)
     rl_error err = {0};
     ck_assert(attn_engine_create(&g.dev, &e, &err) == RL_OK);
     chk_attn_case c = {65, 2, 1, 16, 1, 0, "alibi", ATTN_ENTROPY, 0, 0, 0, 0, 0, 0, 0, 0};
-    chk_attn_extra x = {8, 0, 0};
+    chk_attn_extra x = {8, 0, 0, 0};
     chk_row row;
     ck_assert_int_eq(chk_attn_run_case_ex(&g.dev, &e, &c, &x, 3, &row, &err), RL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "remap_window 8") && strstr(err.msg, "alibi"), "%s", err.msg);
@@ -608,6 +624,282 @@ START_TEST(lm_infinite_entropy_kind_runs_verified)
 }
 END_TEST
 
+/* ---- STRING (src/attn/remap/string.c) ---- */
+
+/* The authors' rule for one row, float64 from the raw q, k, v
+ * (HKUNLP/STRING string_flash_forward, attention_factor 0.1 ln 2 + 1 on cos
+ * and sin, so every logit carries its square): the diagonal pass over keys
+ * i - S <= j <= i at distance i - j, the shifted pass (queries i >= S) over
+ * keys j <= i - S at distance (i - S + w) - j, each pass's lse and output,
+ * merged as the code does (lse_gap, lse_gap_re). The row's key weights
+ * (the two terms of key i - S summed) give the entropy over keys. dup = 0
+ * drops the duplicate as the code's decoding path does (the diagonal pass
+ * over i - S + 1 <= j <= i, the key at distance S only in the shifted
+ * one): the paper's matrix. */
+static void string_brute_row(const float *q, const float *k, const float *v, int D, long N,
+                             long S, long w, long i, int dup, double *lse, double *ent,
+                             double *out)
+{
+    const double af = 0.1 * log(2.0) + 1, scale = af * af / sqrt((double)D);
+    double wt[64] = {0}, od[16] = {0}, os[16] = {0}, zd = 0, zs = 0, md = -INFINITY,
+           ms = -INFINITY, lg[2][64];
+    for (long j = 0; j < N; j++) {
+        lg[0][j] = j <= i && i - j <= S - (dup ? 0 : 1)
+                       ? scale * rope_dot(q, &k[j * D], D, (double)(i - j))
+                       : -INFINITY;
+        lg[1][j] = i >= S && j <= i - S
+                       ? scale * rope_dot(q, &k[j * D], D, (double)(i - S + w - j))
+                       : -INFINITY;
+        md = lg[0][j] > md ? lg[0][j] : md;
+        ms = lg[1][j] > ms ? lg[1][j] : ms;
+    }
+    for (long j = 0; j < N; j++) {
+        double ed = exp(lg[0][j] - md), es = ms > -INFINITY ? exp(lg[1][j] - ms) : 0;
+        zd += ed, zs += es;
+        for (int e = 0; e < D; e++) {
+            od[e] += ed * v[j * D + e];
+            os[e] += es * v[j * D + e];
+        }
+    }
+    double lse_d = md + log(zd), lse_s = zs > 0 ? ms + log(zs) : -INFINITY;
+    /* string_flash_forward's merge: out_d / (1 + e^(lse_s - lse_d)) + out_s / (1 + e^(lse_d - lse_s)) */
+    double gd = 1 / (1 + exp(lse_s - lse_d)), gs = 1 - gd;
+    *lse = lse_s > -INFINITY ? lse_d + log1p(exp(lse_s - lse_d)) : lse_d;
+    for (int e = 0; e < D; e++)
+        out[e] = od[e] / zd * gd + (zs > 0 ? os[e] / zs * gs : 0);
+    for (long j = 0; j < N; j++)
+        wt[j] = exp(lg[0][j] - *lse) + (lse_s > -INFINITY ? exp(lg[1][j] - *lse) : 0);
+    *ent = 0;
+    for (long j = 0; j < N; j++)
+        if (wt[j] > 0)
+            *ent -= wt[j] * log(wt[j]);
+}
+
+/* The string entry configures the CPU reference (its positions through
+ * attn_remap_positions, the edge through attn_remap_edge_both, its logit
+ * factor through attn_remap_logit_factor, the selection at remap_window =
+ * S); each row's lse, entropy and O then equal string_brute_row's float64
+ * evaluation of the authors' two passes, the key at distance S counted in
+ * both. The reference's inputs are the rotated vectors rounded to fp32
+ * (2e-6 of slack, as lm_infinite's; the measured error is printed). The
+ * controls: the same brute force without the duplicate differs from the
+ * reference on every row with a key at distance S (by > 1e-4, 50x the slack), and
+ * string_paper's reference is that brute force. N = 40, D = 16, (S, w) =
+ * (9, 3), (5, 0), (12, 12) (w = S: RoPE again plus the duplicate) and
+ * S = 64 >= N (nothing shifted, no duplicate: plain RoPE times the factor). */
+START_TEST(string_reference_matches_the_authors_rule)
+{
+    enum { N = 40, D = 16 };
+    static float q[N * D], k[N * D], v[N * D], qr[N * D], kr[N * D], qb[N * D], kb[N * D];
+    for (int i = 0; i < N * D; i++) {
+        q[i] = (float)sin(0.71 * i + 0.2);
+        k[i] = (float)cos(1.13 * i + 0.5);
+        v[i] = (float)sin(0.37 * i + 1.9);
+    }
+    const int ids[2] = {attn_remap_from_name("string"), attn_remap_from_name("string_paper")};
+    ck_assert_int_gt(ids[0], 0);
+    ck_assert_int_gt(ids[1], 0);
+    const uint32_t Ss[] = {9, 5, 12, 64}, ws[] = {3, 0, 12, 3};
+    for (int m = 0; m < 2; m++)
+        for (size_t c = 0; c < sizeof Ss / sizeof Ss[0]; c++) {
+            const uint32_t S = Ss[c], w = ws[c];
+            rl_error err = {0};
+            attn_remap r = {.method = ids[m], .window = S, .local = w};
+            ck_assert_int_eq(attn_remap_check(&r, &err), RL_OK);
+            ck_assert_int_eq(attn_remap_defs(&r), ATTN_REMAP_DEFS_WINDOW);
+            ck_assert_int_eq(attn_remap_edge_both(&r), m == 0);
+            uint32_t pos[N], qp[N], kp[N];
+            for (int t = 0; t < N; t++)
+                pos[t] = (uint32_t)t;
+            ck_assert_int_eq(attn_remap_positions(&r, pos, N, qp, kp, &err), RL_OK);
+            for (int t = 0; t < N; t++) {
+                double y[D];
+                rope_rotate(&q[t * D], D, pos[t], y);
+                for (int d = 0; d < D; d++) qr[t * D + d] = (float)y[d];
+                rope_rotate(&k[t * D], D, pos[t], y);
+                for (int d = 0; d < D; d++) kr[t * D + d] = (float)y[d];
+                rope_rotate(&q[t * D], D, qp[t], y);
+                for (int d = 0; d < D; d++) qb[t * D + d] = (float)y[d];
+                rope_rotate(&k[t * D], D, kp[t], y);
+                for (int d = 0; d < D; d++) kb[t * D + d] = (float)y[d];
+            }
+            attn_ref_problem p = {.tokens = N, .heads = 1, .kv_heads = 1, .head_dim = D,
+                                  .causal = 1, .remap_window = S,
+                                  .remap_edge = attn_remap_edge_both(&r),
+                                  .scale = attn_remap_logit_factor(&r) / sqrt((double)D),
+                                  .q = qr, .k = kr, .v = v, .q_b = qb, .k_b = kb, .pos = pos};
+            double scratch[2 * N], worst = 0, ctl_min = INFINITY;
+            for (long i = 0; i < N; i++) {
+                attn_ref_row row;
+                double o[D], os[D];
+                attn_ref_row_stats(&p, 0, (uint64_t)i, UINT64_MAX, 0, scratch, &row, NULL, o, os);
+                double lse, ent, bo[D], lse0, ent0, bo0[D];
+                string_brute_row(&q[i * D], k, v, D, N, S, w, i, m == 0, &lse, &ent, bo);
+                double e = fmax(fabs(row.lse - lse), fabs(row.entropy - ent));
+                for (int d = 0; d < D; d++)
+                    e = fmax(e, fabs(o[d] - bo[d]));
+                ck_assert_msg(e < 2e-6, "%s S %u w %u row %ld: lse %.9g vs %.9g, entropy %.9g vs "
+                              "%.9g (max error %.3g)", attn_remap_name(ids[m]), S, w, i, row.lse,
+                              lse, row.entropy, ent, e);
+                worst = fmax(worst, e);
+                /* the control: the other rule (with / without the duplicate) */
+                string_brute_row(&q[i * D], k, v, D, N, S, w, i, m != 0, &lse0, &ent0, bo0);
+                if (i >= (long)S)
+                    ctl_min = fmin(ctl_min, fmax(fabs(row.lse - lse0), fabs(row.entropy - ent0)));
+                else /* no key at distance S: the two rules agree */
+                    ck_assert_double_eq_tol(lse0, lse, 1e-12);
+            }
+            if (S < N)
+                ck_assert_msg(ctl_min > 1e-4, "%s S %u w %u: the other rule is within %.3g",
+                              attn_remap_name(ids[m]), S, w, ctl_min);
+            fprintf(stderr, "%s S %u w %u: max |lse|, |entropy|, |O| error %.3g against the "
+                    "authors' rule%s; the other rule off by >= %.3g\n", attn_remap_name(ids[m]),
+                    S, w, worst, m ? " without the duplicate" : "", S < N ? ctl_min : 0.0);
+        }
+    /* the map's distance (attn_remap_distance, the positions' difference) */
+    attn_remap r = {.method = ids[0], .window = 9, .local = 3};
+    uint32_t pos[30], qp[30], kp[30];
+    rl_error err = {0};
+    for (int t = 0; t < 30; t++)
+        pos[t] = 1048000u + (uint32_t)t;
+    ck_assert_int_eq(attn_remap_positions(&r, pos, 30, qp, kp, &err), RL_OK);
+    for (long i = 0; i < 30; i++)
+        for (long j = 0; j < 30; j++) {
+            long d = i - j;
+            double want = labs(d) < 9 ? (double)d : (double)(d - 9 + 3);
+            ck_assert_double_eq_tol(attn_remap_distance(&r, pos[i], pos[j]), want, 1e-12);
+            if (labs(d) >= 9)
+                ck_assert_double_eq_tol((double)qp[i] - (double)kp[j], want, 1e-12);
+        }
+    /* the factor is the code's attention_factor squared */
+    ck_assert_double_eq_tol(attn_remap_logit_factor(&r), 1.0693147180559945 * 1.0693147180559945,
+                            1e-15);
+    /* its rules, naming the keys */
+    attn_remap wide = {.method = ids[0], .window = 8, .local = 9};
+    ck_assert_int_eq(attn_remap_check(&wide, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_remap_local 9") && strstr(err.msg, "attn_remap_window 8"),
+                  "%s", err.msg);
+    attn_remap far = {.method = ids[0], .window = 1u << 31, .local = 0};
+    uint32_t p = 4294000000u, a, b;
+    ck_assert_int_eq(attn_remap_positions(&far, &p, 1, &a, &b, &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "beyond 2^32 - 1") && strstr(err.msg, "attn_remap_local 0"),
+                  "%s", err.msg);
+}
+END_TEST
+
+/* Every causal logit of a 40-token problem under string (S = 9, w = 3) from
+ * the engine's logit dump (exp_attn_run: the entry's positions, edge flag
+ * and logit factor), at positions near 2^20, against the authors' rule
+ * computed here from raw q, k: scale (0.1 ln 2 + 1)^2 <q, R(dist) k> at
+ * dist = d for d < S and d - S + w for d > S, and at d = S the key's two
+ * terms folded, log(e^(logit at S) + e^(logit at w)). Bound 2e-5 as in
+ * remapped_logits_are_rope_at_the_methods_distance (|logit| <~ 7 here); a
+ * missing duplicate changes the edge logit by log(1 + e^(x - y)) >= 1e-3
+ * unless one term is 7 units below the other. */
+START_TEST(string_logits_are_the_authors_on_the_device)
+{
+    enum { T = 40, H = 2, KV = 1, D = 16 };
+    const long S = 9, w = 3, p0 = 1048550;
+    rl_gpu g;
+    rl_gpu_open(&g);
+    pe_shape s = {.head_dim = D, .heads = H, .kv_heads = KV, .max_positions = p0 + T + S};
+    json_t *ep = json_pack("{s:s}", "precision", "table");
+    pe_encoding *e = NULL;
+    rl_error err = {0};
+    ck_assert_msg(pe_encoding_create("rope", ep, &s, &e, &err) == RL_OK, "%s", err.msg);
+    json_decref(ep);
+    static float q[T * H * D], k[T * KV * D], dump[H * T * T];
+    float stats[T * H * RL_ATTN_NSTAT];
+    uint32_t pos[T];
+    rl_rng rng;
+    rl_rng_seed(&rng, 97, "test/remap/string");
+    for (int i = 0; i < T * H * D; i++)
+        q[i] = (float)rl_rng_normal(&rng);
+    for (int i = 0; i < T * KV * D; i++)
+        k[i] = (float)rl_rng_normal(&rng);
+    for (int t = 0; t < T; t++)
+        pos[t] = (uint32_t)p0 + (uint32_t)t;
+    attn_engine eng;
+    ck_assert(attn_engine_create(&g.dev, &eng, &err) == RL_OK);
+    exp_attn_io io = {.tokens = T, .q = q, .k = k, .pos = pos, .causal = 1,
+                      .flags = ATTN_ENTROPY | ATTN_DUMP};
+    io.mask.remap = (attn_remap){.method = attn_remap_from_name("string"), .window = (uint32_t)S,
+                                 .local = (uint32_t)w};
+    attn_outputs out = {.stats = stats, .dump = dump};
+    exp_attn_result r;
+    ck_assert_msg(exp_attn_run(&g.dev, &eng, e, &io, &out, &r, &err) == RL_OK, "%s", err.msg);
+    ck_assert_msg(r.pass, "worst %s %g", r.worst, r.attn_stats.worst_ratio);
+    const double af = 0.1 * log(2.0) + 1, scale = af * af / sqrt((double)D);
+    double worst = 0, dup_min = INFINITY;
+    for (int h = 0; h < H; h++)
+        for (long i = 0; i < T; i++)
+            for (long j = 0; j <= i; j++) {
+                const float *qi = q + (i * H + h) * D, *kj = k + j * KV * D;
+                long d = i - j;
+                double want = scale * rope_dot(qi, kj, D, (double)(d < S ? d : d - S + w));
+                if (d == S) { /* in both passes: at distance S and at distance w */
+                    double x = scale * rope_dot(qi, kj, D, (double)S);
+                    double hi = fmax(x, want), lo = fmin(x, want);
+                    dup_min = fmin(dup_min, log1p(exp(lo - hi)));
+                    want = hi + log1p(exp(lo - hi));
+                }
+                double got = dump[(h * T + i) * T + j], e_ = fabs(got - want);
+                worst = fmax(worst, e_);
+                ck_assert_msg(e_ <= 2e-5, "h %d i %ld j %ld: %.9g want %.9g", h, i, j, got, want);
+            }
+    ck_assert_msg(dup_min > 1e-3, "a duplicate term too small to tell (%g)", dup_min);
+    fprintf(stderr, "string S %ld w %ld p0 %ld on the device: max |logit error| %.3g (the "
+            "duplicate adds >= %.3g to each edge logit)\n", S, w, p0, worst, dup_min);
+    attn_engine_destroy(&eng);
+    pe_encoding_destroy(e);
+    rl_gpu_close(&g);
+}
+END_TEST
+
+/* The attention kinds with string and string_paper (batch keys only:
+ * attn_remap_window = S, attn_remap_local = w) run on the engine verified
+ * against the CPU reference. A shift covering the run (S = 64: no key at
+ * distance >= S) makes the two identical (nothing duplicated); S = 6, w = 2
+ * makes them differ (the duplicated key) and differ from S = 64; the
+ * distortion kind gives KL(string || plain RoPE) > 0 (the logit factor
+ * alone makes it positive) verified; attn_remap_local above S is refused
+ * naming the key. */
+START_TEST(string_kinds_run_verified)
+{
+    kfix f;
+    rl_error err = {0};
+    double h[2][2];
+    static const char *const names[2] = {"string", "string_paper"};
+    for (int m = 0; m < 2; m++)
+        for (int c = 0; c < 2; c++) {
+            char params[256];
+            snprintf(params, sizeof params,
+                     "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"%s\", "
+                     "\"attn_remap_window\": %d, \"attn_remap_local\": 2}", names[m],
+                     c ? 6 : 64);
+            kf_init(&f, "rope", "{}", params);
+            ck_assert_msg(kf_run(&f, "entropy", &err) == RL_OK, "%s", err.msg);
+            h[m][c] = kmetric(&f, "entropy_at_max_len");
+            assert_verified_remapped(&f);
+            kf_free(&f);
+        }
+    ck_assert_double_eq_tol(h[0][0], h[1][0], 1e-9);
+    ck_assert_msg(fabs(h[0][1] - h[1][1]) > 1e-4, "duplicate: %g vs %g", h[0][1], h[1][1]);
+    ck_assert_msg(fabs(h[0][1] - h[0][0]) > 1e-3, "shift: %g vs %g", h[0][1], h[0][0]);
+    kf_init(&f, "rope", "{}", "{\"length\": 64, \"attn_remap\": \"string\", "
+                              "\"attn_remap_window\": 8, \"attn_remap_local\": 2}");
+    ck_assert_msg(kf_run(&f, "distortion", &err) == RL_OK, "%s", err.msg);
+    ck_assert(kmetric(&f, "kl_mean") > 1e-3);
+    assert_verified_remapped(&f);
+    kf_free(&f);
+    kf_init(&f, "rope", "{}", "{\"min_len\": 64, \"max_len\": 64, \"attn_remap\": \"string\", "
+                              "\"attn_remap_window\": 8, \"attn_remap_local\": 9}");
+    ck_assert_int_eq(kf_run(&f, "entropy", &err), RL_ERR_ARG);
+    ck_assert_msg(strstr(err.msg, "attn_remap_local 9") != NULL, "%s", err.msg);
+    kf_free(&f);
+}
+END_TEST
+
 /* The remap registry is complete: every entry has its name, summary,
  * source, selection and formulas (a position map exactly for the window
  * methods), its id round-trips through its name, the attn_remap key's
@@ -656,6 +948,9 @@ int main(void)
     tcase_add_test(tc, registry_entries_are_complete_and_listed);
     tcase_add_test(tc, lm_infinite_reference_matches_the_authors_rule);
     tcase_add_test(tc, lm_infinite_entropy_kind_runs_verified);
+    tcase_add_test(tc, string_reference_matches_the_authors_rule);
+    tcase_add_test(tc, string_kinds_run_verified);
+    tcase_add_test(tc, string_logits_are_the_authors_on_the_device);
     tcase_add_loop_test(tc, remapped_logits_are_rope_at_the_methods_distance, 0,
                         (int)(sizeof dump_cases / sizeof dump_cases[0]));
     tcase_add_loop_test(tc, gpu_remap_selection_matches_reference, 0,

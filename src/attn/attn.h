@@ -116,9 +116,16 @@ typedef struct attn_desc {
      * Dual Chunk Attention (remap_chunk c >= 1, remap_window 0): three
      * definitions by the chunk distance d = |floor(pos_i/c) -
      * floor(pos_j/c)|: Q.K (d = 0, intra-chunk), Q_b.K_b (d = 1,
-     * successive), Q_c.K_b (d >= 2, inter); not with ATTN_PAIRED. */
+     * successive), Q_c.K_b (d >= 2, inter); not with ATTN_PAIRED.
+     * remap_edge 1 (with remap_window, not remap_chunk): the key at
+     * |pos_i - pos_j| = remap_window enters the softmax with both
+     * definitions, weight e^(exact logit) + e^(remapped logit), i.e. the
+     * one logit log of that sum (STRING's authors' code counts the key at
+     * distance S in both of its flash passes; docs/attention.md). Every
+     * statistic is over keys (a key's p is the sum of its terms). */
     uint32_t remap_window;
     uint32_t remap_chunk;
+    int remap_edge;
     int fp16;               /* 1: Q/K/V stored as IEEE half (needs 16-bit storage) */
     int coopmat;            /* 1: the cooperative-matrix kernel (attn_cm.h: fp16 only, its
                                statistics only; RL_ERR_UNSUPPORTED where the device or the
@@ -253,6 +260,7 @@ typedef struct attn_verify {
     double max_bias_err;            /* max over valid keys of the bias's own bound (attn_bias.bound) */
     int sinks;                      /* learned sinks folded in (their terms in attn_tol.c) */
     int temp;                       /* a temperature scaled definition a (attn_tol.c) */
+    int remap_edge;                 /* the edge key's two terms folded (attn_tol.c) */
     /* Judged by the verification layer (verify/vf.h): */
     vf_acc acc[ATTN_V_COUNT];       /* per statistic, bound tol[k] * scale (abs: 1) */
     double tol[ATTN_V_COUNT];       /* attn_tolerances */
@@ -412,6 +420,8 @@ typedef struct attn_ref_problem {
     double temp_a, temp_b;
     uint32_t remap_window;           /* as attn_desc: q_b/k_b are the remapped definition */
     uint32_t remap_chunk;            /* as attn_desc: q/k, q_b/k_b, q_c/k_b by chunk distance */
+    int remap_edge;                  /* as attn_desc: the key at |pos_i - pos_j| = remap_window
+                                        weighs e^(q.k) + e^(q_b.k_b) (both scaled) */
     const float *q_c;                /* remap_chunk: [tokens][heads][head_dim] */
     double scale, scale_b;
     int paired, bias_a, bias_b;      /* bias_a/b: apply the bias to definition a/b */
@@ -453,7 +463,9 @@ int attn_ref_remapped(const attn_ref_problem *p, uint64_t i, uint64_t j);
 
 /* logit_a (which = 0) or logit_b (which = 1) of (h, i, j) in double; -inf
  * when j is masked. With remap_window, logit_a takes q_b/k_b where
- * attn_ref_remapped and logit_b is logit_a's exact definition (q/k). */
+ * attn_ref_remapped and logit_b is logit_a's exact definition (q/k). With
+ * remap_edge, logit_a of the key at |pos_i - pos_j| = remap_window is
+ * log(e^x + e^y) of its two definitions' logits x (q/k) and y (q_b/k_b). */
 double attn_ref_logit(const attn_ref_problem *p, int which, uint32_t h, uint64_t i, uint64_t j);
 
 /* Statistics of row (i, h). target: key for target_p (UINT64_MAX: none).

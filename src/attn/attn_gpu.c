@@ -268,6 +268,10 @@ rl_status attn_check_shape(const rlvk_device *dev, const attn_desc *din, rl_erro
     if (d.remap_window > (1u << 31) || d.remap_chunk > (1u << 31))
         return rl_fail(err, RL_ERR_ARG, "attention: remap_window %u and remap_chunk %u must be at "
                        "most 2^31", d.remap_window, d.remap_chunk);
+    if (d.remap_edge && (!d.remap_window || d.remap_chunk))
+        return rl_fail(err, RL_ERR_ARG, "attention: remap_edge (the window's edge key under both "
+                       "definitions) needs remap_window (got %u) and no remap_chunk (got %u)",
+                       d.remap_window, d.remap_chunk);
     if (d.remap_chunk && (d.remap_window || (d.flags & ATTN_PAIRED)))
         return rl_fail(err, RL_ERR_ARG, "attention: remap_chunk %u (dual chunk attention) takes "
                        "neither remap_window (%u) nor paired mode", d.remap_chunk, d.remap_window);
@@ -424,6 +428,8 @@ static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const
         flags |= RL_ATTN_F_REMAP;
     if (d->remap_chunk)
         flags |= RL_ATTN_F_REMAP | RL_ATTN_F_DCA;
+    if (d->remap_window && d->remap_edge)
+        flags |= RL_ATTN_F_REMAP_EDGE;
     if (d->query_rows)
         flags |= RL_ATTN_F_ROWS;
     static const char *const cm_name[] = {"cm", "cm_emu", "cm_khr"};
@@ -629,12 +635,14 @@ static rl_status verify(const attn_desc *d, const attn_ref_operands *ref, const 
         .bias_a = !(d->flags & ATTN_NO_BIAS_A), .bias_b = !(d->flags & ATTN_NO_BIAS_B),
         .q = ref->q, .k = ref->k, .v = ref->v, .q_b = two ? qb : NULL,
         .k_b = two ? kb : NULL, .pos = pos, .bias = bias, .remap_window = d->remap_window,
+        .remap_edge = d->remap_edge,
         .window = d->window, .n_sink = d->n_sink, .chunk_size = d->chunk_size,
         .sinks = sinks, .temp = d->temp, .temp_a = d->temp_a, .temp_b = d->temp_b,
         .q_rows = d->query_rows ? qrows : NULL, .n_q_rows = d->query_rows,
     };
     v->sinks = sinks != NULL;
     v->temp = d->temp != 0;
+    v->remap_edge = d->remap_window && d->remap_edge;
     uint64_t nq = attn_query_rows(d); /* slots; token = qrows[slot] when sampled */
     uint64_t rows = d->verify_rows < nq ? d->verify_rows : nq;
     for (uint64_t r = 0; r < rows; r++) {

@@ -69,40 +69,53 @@ static uint64_t q_row(const attn_ref_problem *p, uint64_t i)
 /* The operands of definition `which` at (i, j): q/k, or q_b/k_b for
  * definition b (paired) or for a remapped (i, j) of definition a, or
  * q_c/k_b for DCA's inter-chunk pairs. */
-static void operands(const attn_ref_problem *p, int which, uint64_t i, uint64_t j,
-                     const float **q, const float **k)
+static int operand_def(const attn_ref_problem *p, int which, uint64_t i, uint64_t j)
 {
-    int def = (p->remap_window || p->remap_chunk) ? (which ? 0 : attn_ref_remapped(p, i, j))
-                                                   : which;
-    *q = def == 2 ? p->q_c : def ? p->q_b : p->q;
-    *k = def ? p->k_b : p->k;
+    return (p->remap_window || p->remap_chunk) ? (which ? 0 : attn_ref_remapped(p, i, j)) : which;
+}
+
+/* <q_i, k_j> of definition def's operands (0: q/k, 1: q_b/k_b, 2: q_c/k_b)
+ * for head h, and sum_d |q_d k_d| in *sabs (each sum in dimension order). */
+static double def_dot(const attn_ref_problem *p, int def, uint32_t h, uint64_t i, uint64_t j,
+                      double *sabs)
+{
+    uint32_t d = p->head_dim;
+    uint32_t kvh = h / (p->heads / p->kv_heads);
+    const float *q = def == 2 ? p->q_c : def ? p->q_b : p->q;
+    const float *k = def ? p->k_b : p->k;
+    const float *qi = q + (q_row(p, i) * p->heads + h) * d;
+    const float *kj = k + (j * p->kv_heads + kvh) * d;
+    double dot = 0;
+    *sabs = 0;
+    for (uint32_t e = 0; e < d; e++) {
+        double m = (double)qi[e] * (double)kj[e];
+        dot += m;
+        *sabs += fabs(m);
+    }
+    return dot;
+}
+
+/* 1 when (i, j) is the window's edge whose key takes both definitions
+ * (remap_edge: |pos_i - pos_j| = remap_window). */
+static int edge_key(const attn_ref_problem *p, uint64_t i, uint64_t j)
+{
+    if (!p->remap_edge || !p->remap_window)
+        return 0;
+    int64_t dist = (int64_t)p->pos[i] - (int64_t)p->pos[j];
+    return (dist < 0 ? -dist : dist) == (int64_t)p->remap_window;
 }
 
 /* The logit of definition `which` at (i, j) (-inf where not visible) and,
  * when ad is not NULL and (i, j) is visible, the tolerance's |scale| t
- * sum_d |q_d k_d| of the same operands, from one walk over them (each sum in
- * dimension order, as two separate loops would give). */
+ * sum_d |q_d k_d| of the same operands (the larger of the two definitions'
+ * at an edge key). */
 static double logit_parts(const attn_ref_problem *p, int which, uint32_t h, uint64_t i,
                           uint64_t j, double *ad)
 {
     if (!attn_ref_visible(p, i, j))
         return -INFINITY;
-    uint32_t d = p->head_dim;
-    uint32_t kvh = h / (p->heads / p->kv_heads);
-    const float *q, *k;
-    operands(p, which, i, j, &q, &k);
-    const float *qi = q + (q_row(p, i) * p->heads + h) * d;
-    const float *kj = k + (j * p->kv_heads + kvh) * d;
-    double dot = 0, sabs = 0;
-    if (ad)
-        for (uint32_t e = 0; e < d; e++) {
-            double m = (double)qi[e] * (double)kj[e];
-            dot += m;
-            sabs += fabs(m);
-        }
-    else
-        for (uint32_t e = 0; e < d; e++)
-            dot += (double)qi[e] * (double)kj[e];
+    double sabs;
+    double dot = def_dot(p, operand_def(p, which, i, j), h, i, j, &sabs);
     double sc = which ? p->scale_b : p->scale;
     double s = sc * dot, t = 1.0;
     if (!which && p->temp) {
@@ -111,6 +124,16 @@ static double logit_parts(const attn_ref_problem *p, int which, uint32_t h, uint
     }
     if (ad)
         *ad = sabs * fabs(sc) * fabs(t);
+    if (!which && edge_key(p, i, j)) {
+        /* the key enters the softmax twice, at its remapped logit s and at
+         * its exact one x: weight e^s + e^x, i.e. the logit log(e^s + e^x) */
+        double sabs0;
+        double x = sc * def_dot(p, 0, h, i, j, &sabs0) * t;
+        double hi = s > x ? s : x, lo = s > x ? x : s;
+        s = hi + log1p(exp(lo - hi));
+        if (ad && sabs0 * fabs(sc) * fabs(t) > *ad)
+            *ad = sabs0 * fabs(sc) * fabs(t);
+    }
     int use_bias = which ? p->bias_b : p->bias_a;
     if (use_bias && p->bias && p->bias->ref)
         s += p->bias->ref(p->bias->ref_ctx, h, i, j, (int64_t)p->pos[i], (int64_t)p->pos[j]);

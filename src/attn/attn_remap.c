@@ -76,6 +76,18 @@ int attn_remap_defs(const attn_remap *r)
     return m ? m->defs : 0;
 }
 
+int attn_remap_edge_both(const attn_remap *r)
+{
+    const attn_remap_method *m = attn_remap_method_at(r->method);
+    return m && m->defs == ATTN_REMAP_DEFS_WINDOW ? m->edge_both != 0 : 0;
+}
+
+double attn_remap_logit_factor(const attn_remap *r)
+{
+    const attn_remap_method *m = attn_remap_method_at(r->method);
+    return m && m->logit_factor > 0 ? m->logit_factor : 1.0;
+}
+
 rl_status attn_remap_apply_mask(const attn_remap *r, attn_remap_mask *mk, rl_error *err)
 {
     const attn_remap_method *m = attn_remap_method_at(r->method);
@@ -113,12 +125,14 @@ rl_status attn_remap_positions(const attn_remap *r, const uint32_t *pos, uint64_
         uint64_t p = pos[t], q = p, k = p;
         if (m)
             m->positions(r, p, &q, &k);
-        if (q > UINT32_MAX)
+        if (q > UINT32_MAX || k > UINT32_MAX)
             return rl_fail(err, RL_ERR_ARG,
-                           "%s: token %llu at position %llu maps its query to position %llu, "
-                           "beyond 2^32 - 1 (attn_remap_window %u, attn_remap_leak %u)",
+                           "%s: token %llu at position %llu maps its query to position %llu and "
+                           "its key to %llu, beyond 2^32 - 1 (attn_remap_window %u, "
+                           "attn_remap_leak %u, attn_remap_local %u)",
                            attn_remap_name(r->method), (unsigned long long)t,
-                           (unsigned long long)p, (unsigned long long)q, r->window, r->leak);
+                           (unsigned long long)p, (unsigned long long)q, (unsigned long long)k,
+                           r->window, r->leak, r->local);
         qpos[t] = (uint32_t)q;
         kpos[t] = (uint32_t)k;
     }

@@ -12,6 +12,8 @@
  *   attn_remap_encoding         the encoding that rotates the remapped definition
  *   attn_remap_distance         the relative distance a method gives, from its formula
  *   attn_remap_defs             which engine selection a method uses (attn_desc fields)
+ *   attn_remap_edge_both        whether the window's edge key takes both definitions
+ *   attn_remap_logit_factor     a multiplier on every logit (STRING's attention factor^2)
  *   attn_remap_apply_mask       the attention mask a method implies (lm_infinite)
  *
  * One file per method under src/attn/remap/ defines one `const
@@ -38,6 +40,8 @@
     X(dca) \
     X(lm_infinite) \
     X(self_extend_floor) \
+    X(string) \
+    X(string_paper) \
     /* add a method: one X(name) line above this one */
 
 #define ATTN_REMAP_CHOICE_(n) "|" #n
@@ -56,6 +60,8 @@ typedef struct attn_remap {
     uint32_t leak;     /* Leaky ReRoPE's k >= 1: slope 1/k beyond w */
     uint32_t chunk;    /* DCA's chunk_size S > window (its local_size L): chunk length
                           c = S - L */
+    uint32_t local;    /* STRING's local window w (small_local_value): distances d >= S
+                          = window read as d - S + w */
 } attn_remap;
 
 /* How the engine selects a method's definitions (attn_desc). */
@@ -93,6 +99,15 @@ typedef struct attn_remap_method {
     /* The attention mask it implies, applied to the kind's mask before that
      * is checked (errors name the key); NULL: it leaves the mask alone. */
     rl_status (*mask)(const attn_remap *r, attn_remap_mask *m, rl_error *err);
+    /* DEFS_WINDOW: 1 when the key at |pos_i - pos_j| = window enters the
+     * softmax with both definitions (attn_desc.remap_edge: STRING's
+     * authors' code, whose two flash passes both hold the key at distance
+     * S); 0: the remapped one only. */
+    int edge_both;
+    /* A multiplier on every logit of the method's attention (definition a;
+     * paired mode's exact definition b keeps the encoding's scale): STRING's
+     * attention_factor on cos and sin, squared. 0: 1. */
+    double logit_factor;
 } attn_remap_method;
 
 /* Self-Extend's grouped map, shared by its two entries (remap/self_extend.c,
@@ -115,6 +130,12 @@ int attn_remap_from_name(const char *name);
 const char *attn_remap_names(void);
 /* ATTN_REMAP_DEFS_* of r's method; 0 for none. */
 int attn_remap_defs(const attn_remap *r);
+/* 1 when r's method counts the window's edge key under both definitions
+ * (attn_remap_method.edge_both); 0 otherwise and for none. */
+int attn_remap_edge_both(const attn_remap *r);
+/* The method's logit multiplier (attn_remap_method.logit_factor; 1 for
+ * none or 0). */
+double attn_remap_logit_factor(const attn_remap *r);
 /* The method's implied mask applied to *m (RL_OK and nothing done when it
  * has none). */
 rl_status attn_remap_apply_mask(const attn_remap *r, attn_remap_mask *m, rl_error *err);

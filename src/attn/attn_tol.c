@@ -39,6 +39,17 @@
  *  KL       : c / l_a - log l_a + log l_b, c = sum p_a (t_a - t_b), |t_a - t_b|
  *             <= 2R: (2R + 4) eps + 4 E_s
  *  dump     : E_s (relative to max(|logit|, 1), so E_s is also a bound).
+ * Window edge under both definitions (v->remap_edge, STRING): the edge
+ * key's logit is hi + log(1 + exp(lo - hi)) of its two fp32 logits, each
+ * within E_s (A covers both definitions' |q.k|). log(e^x + e^y) has partial
+ * derivatives >= 0 summing to 1, so the inputs' errors pass on as at most
+ * E_s; the evaluation adds: lo - hi rounded (u x, through exp at most u/e),
+ * exp's (3 + 2x) ulp of e^-x (at most 3 2^-23 absolute, x >= 0), 1 + t
+ * rounded (2^-24), log on [1, 2] (2^-21 absolute, Vulkan's bound there;
+ * its argument's error passes through 1/y <= 1), the final addition
+ * (u (|hi| + ln 2) <= u (A + 1); no bias with a remap): E_s grows by
+ * 2^-21 + 3 2^-23 + 2^-24 + u/2 (>= u/e) + u (A + 1) for every key, which covers
+ * the one key where the fold happens.
  * Cooperative-matrix path (attn_desc.coopmat): E_s = (6 D + 2) u A for the
  * tensor op's sums in any order and grouping, and O adds P's fp16 rounding
  * and the tensor op's sum (attn_cm.c derives both).
@@ -85,6 +96,10 @@ void attn_tolerances(const attn_desc *d, const attn_verify *v, double *tol)
      * no bias or temperature there). */
     if (d->coopmat)
         es = attn_cm_logit_err(d->head_dim, A);
+    /* The window's edge under both definitions: the fold's own roundings
+     * (see above). */
+    if (v->remap_edge)
+        es += 0x1p-21 + 3 * 0x1p-23 + 0x1p-24 + u / 2 + u * (A + 1);
     double rho = (3 + 2 * R) * 0x1p-23;
     double eps = 2 * es + rho + nk * u + 3 * (nk / 4 + 1) * 0x1p-23 + 0x1p-21;
     /* Learned sink (v->sinks): folded into l once at the end, in the frame

@@ -139,6 +139,8 @@ typedef struct chk_attn_extra {
     uint32_t pos0;            /* first position (0: 5) */
     uint32_t remap_chunk;     /* attn_desc.remap_chunk (DCA): q_c = q + 0.2 N(0,1) the third
                                  definition's queries */
+    int remap_edge;           /* attn_desc.remap_edge: the key at distance remap_window under
+                                 both definitions */
 } chk_attn_extra;
 /* chk_attn_run_case with x (NULL: none). */
 rl_status chk_attn_run_case_ex(rlvk_device *dev, struct attn_engine *e, const chk_attn_case *c,

@@ -119,7 +119,8 @@ static void attn_row_name(const attn_case *c, const chk_attn_extra *x, int coopm
     if (c->temp > 0 && c->temp < 4 && n < sizeof row->shape)
         n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, "%s", temps[c->temp]);
     if (x && x->remap_window && n < sizeof row->shape)
-        n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " remap w%u", x->remap_window);
+        n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " remap w%u%s",
+                              x->remap_window, x->remap_edge ? " edge" : "");
     if (x && x->remap_chunk && n < sizeof row->shape)
         n += (size_t)snprintf(row->shape + n, sizeof row->shape - n, " dca c%u", x->remap_chunk);
     if (x && x->pos0 && n < sizeof row->shape)
@@ -172,7 +173,8 @@ static rl_status run_case(rlvk_device *dev, attn_engine *e, const attn_case *c,
                              : c->temp == ATTN_TEMP_QWEN_LOGN ? c->tokens / 4 + 1.0
                                                               : 0.35,
                    .temp_b = 64, .remap_window = xt ? xt->remap_window : 0,
-                   .remap_chunk = xt ? xt->remap_chunk : 0, .path = coopmat ? 0 : c->path};
+                   .remap_chunk = xt ? xt->remap_chunk : 0,
+                   .remap_edge = xt ? xt->remap_edge : 0, .path = coopmat ? 0 : c->path};
     float sinks[64];
     for (uint32_t h = 0; h < c->heads && h < 64; h++)
         sinks[h] = 1.5f - 0.75f * (float)h; /* above and below the logits' typical range */
@@ -411,8 +413,9 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
                 {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
                 {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
             };
-            chk_attn_extra rx[5] = {{n / 5 + 1, 0, 0}, {7, (1u << 20) - n / 2, 0}, {1, 0, 0},
-                                    {0, 0, 17}, {0, (1u << 20) - n / 2, n / 4 + 1}};
+            chk_attn_extra rx[5] = {{n / 5 + 1, 0, 0, 0}, {7, (1u << 20) - n / 2, 0, 0},
+                                    {1, 0, 0, 0}, {0, 0, 17, 0},
+                                    {0, (1u << 20) - n / 2, n / 4 + 1, 0}};
             /* --quick: one window remap and one DCA row, causal, at 65 tokens,
              * in 4-key blocks (a remap pipeline at the default 16 keys x 8
              * blocks takes lavapipe about 45 s to compile cold; the ten rows

@@ -285,11 +285,11 @@ typedef struct exp_attn_mask {
            .help = "attention mask: keys in the query's chunk of attn_chunk tokens (Llama 4 "   \
                    "attention_chunk_size; 0: none)"}
 /* Position remapping of the attention kinds (docs/attention.md "Position
- * remapping"), beside the mask keys: EXP_ATTN_REMAP_PARAMS(its five
+ * remapping"), beside the mask keys: EXP_ATTN_REMAP_PARAMS(its six
  * indices) in a kind's parameter list, read with exp_attn_mask_get into
  * exp_attn_mask.remap. The attn_remap choices are the remap registry's
  * (attn/attn_remap.h); each method's file lists the keys it reads. */
-#define EXP_ATTN_REMAP_PARAMS(R, RW, RG, RK, RC)                                                \
+#define EXP_ATTN_REMAP_PARAMS(R, RW, RG, RK, RC, RL)                                            \
     [R] = {.key = "attn_remap", .type = RL_P_ENUM, .def = "\"none\"",                          \
            .choices = ATTN_REMAP_CHOICES, /* the registry, attn/attn_remap.h */                 \
            .help = "position remapping with two logit definitions: exact positions where "      \
@@ -305,25 +305,29 @@ typedef struct exp_attn_mask {
     [RG] = {.key = "attn_remap_group", .type = RL_P_INT, .min = 1, .max = 65536, .def = "4",   \
             .help = "Self-Extend's group size G (positions floor(p/G) beyond the window)"},    \
     [RK] = {.key = "attn_remap_leak", .type = RL_P_INT, .min = 1, .max = 65536, .def = "16",   \
-            .help = "Leaky ReRoPE's k: slope 1/k beyond the window (bojone's scaling_factor)"}
+            .help = "Leaky ReRoPE's k: slope 1/k beyond the window (bojone's scaling_factor)"}, \
+    [RL] = {.key = "attn_remap_local", .type = RL_P_INT, .min = 0, .max = 1048576,             \
+            .def = "128", .help = "STRING's local window w <= attn_remap_window = S: distances " \
+                                  ">= S read as d - S + w (small_local_value)"}
 /* Where a kind's resolved values hold the mask keys: indices into its
  * exp_value array (those it gave EXP_ATTN_MASK_PARAMS). */
 typedef struct exp_attn_mask_keys {
     int window, sinks, chunk;          /* attn_window, attn_sinks, attn_chunk */
     int learned_sink, sink_logit;      /* attn_learned_sink, attn_sink_logit */
     int temp, temp_scale, temp_floor;  /* attn_temperature, attn_temp_scale, attn_temp_floor */
-    int remap, remap_window, remap_group, remap_leak, remap_chunk; /* attn_remap* */
+    int remap, remap_window, remap_group, remap_leak, remap_chunk, remap_local; /* attn_remap* */
 } exp_attn_mask_keys;
 /* The indices of a kind whose parameter enum uses the house names P_WINDOW,
  * P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP,
- * P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK. */
+ * P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_RLOCAL. */
 #define EXP_ATTN_MASK_KEYS                                                                     \
     (&(const exp_attn_mask_keys){.window = P_WINDOW, .sinks = P_SINKS, .chunk = P_CHUNK,      \
                                  .learned_sink = P_LSINK, .sink_logit = P_SLOGIT,              \
                                  .temp = P_TEMP, .temp_scale = P_TSCALE,                       \
                                  .temp_floor = P_TFLOOR, .remap = P_REMAP,                     \
                                  .remap_window = P_RWINDOW, .remap_group = P_RGROUP,           \
-                                 .remap_leak = P_RLEAK, .remap_chunk = P_RCHUNK})
+                                 .remap_leak = P_RLEAK, .remap_chunk = P_RCHUNK,           \
+                                 .remap_local = P_RLOCAL})
 
 /* The mask and the position remapping from a kind's resolved values v at
  * the indices keys names (qwen_logn's L: train_len; DCA's default chunk 3/4

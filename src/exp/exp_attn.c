@@ -48,7 +48,8 @@ static int remap_of(const exp_value *v, const exp_attn_mask_keys *keys, uint32_t
                             .window = (uint32_t)v[keys->remap_window].num,
                             .group = (uint32_t)v[keys->remap_group].num,
                             .leak = (uint32_t)v[keys->remap_leak].num,
-                            .chunk = rc ? (uint32_t)rc : train_len / 4 * 3};
+                            .chunk = rc ? (uint32_t)rc : train_len / 4 * 3,
+                            .local = (uint32_t)v[keys->remap_local].num};
     return method;
 }
 
@@ -306,6 +307,9 @@ static attn_desc io_desc(const pe_encoding *e, const exp_attn_io *io, int have_b
         .remap_chunk = attn_remap_defs(&io->mask.remap) == ATTN_REMAP_DEFS_CHUNK
                            ? io->mask.remap.chunk - io->mask.remap.window
                            : 0,
+        /* STRING's authors' code: the edge key under both definitions */
+        .remap_edge = attn_remap_defs(&io->mask.remap) == ATTN_REMAP_DEFS_WINDOW &&
+                      attn_remap_edge_both(&io->mask.remap),
         .flags = io->flags | (io->paired ? ATTN_PAIRED | (have_bias ? ATTN_NO_BIAS_B : 0) : 0),
         .scale = (float)scale, .scale_b = (float)scale_b,
         .verify_rows = io->verify_rows, .query_rows = io->n_rows,
@@ -361,6 +365,7 @@ static rl_status sink_reference(const attn_desc *d, const attn_inputs *in, int h
         .remap_window = d->remap_window, .q_b = d->remap_window || d->remap_chunk ? in->q_b : NULL,
         .k_b = d->remap_window || d->remap_chunk ? in->k_b : NULL,
         .remap_chunk = d->remap_chunk, .q_c = d->remap_chunk ? in->q_c : NULL,
+        .remap_edge = d->remap_edge,
         .q_rows = d->query_rows ? in->rows : NULL, .n_q_rows = d->query_rows,
     };
     uint64_t S = io->ref_sink_keys < T ? io->ref_sink_keys : T, nq = attn_query_rows(d);
@@ -614,8 +619,11 @@ rl_status exp_attn_run(rlvk_device *dev, attn_engine *eng, const pe_encoding *e,
             goto done;
         have_bias = 1;
     }
-    r->scale = logit_scale(e, D, io->no_attention_factor);
-    r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : r->scale;
+    double base = logit_scale(e, D, io->no_attention_factor);
+    r->scale_b = b ? logit_scale(b, D, io->paired_no_attention_factor) : base;
+    /* a remap's own logit multiplier (STRING's attention factor squared) on
+     * the remapped attention only: paired mode's exact definition keeps base */
+    r->scale = base * attn_remap_logit_factor(&io->mask.remap);
     r->desc = io_desc(e, io, have_bias, r->scale, r->scale_b);
     attn_outputs o = *out;
     if (!o.stats && !(o.stats = own_stats = malloc(S * H * RL_ATTN_NSTAT * sizeof(float)))) {

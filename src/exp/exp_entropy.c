@@ -42,7 +42,7 @@
 #define ENT_AUTO_ROWS 1024u
 
 enum { P_MIN_LEN, P_MAX_LEN, P_SINK_TOKENS, P_QROWS, P_QSAMPLING, P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT,
-    P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_COUNT };
+    P_TEMP, P_TSCALE, P_TFLOOR, P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_RLOCAL, P_COUNT };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 1, .max = 1048576, .def = "64",
                    .help = "shortest sequence (tokens); lengths double up to max_len"},
@@ -62,7 +62,7 @@ static const rl_param params[P_COUNT] = {
                              "per power-of-two position group (log_groups), or the last rows"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
-    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
+    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_RLOCAL),
 };
 
 /* The kind's typed parameters, defaults applied (exp_params_get). */

@@ -68,7 +68,7 @@
 enum {
     P_MIN_LEN, P_MAX_LEN, P_CANDIDATES, P_NOISE, P_DISTRACTORS, P_OOD, P_POSITIONS, P_DECOYS,
     P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE, P_TFLOOR,
-    P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_QROWS, P_COUNT
+    P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_RLOCAL, P_QROWS, P_COUNT
 };
 static const rl_param params[P_COUNT] = {
     [P_MIN_LEN] = {.key = "min_len", .type = RL_P_INT, .min = 16, .max = 1048576, .def = "256",
@@ -97,7 +97,7 @@ static const rl_param params[P_COUNT] = {
                           "target (ratios 1/2 .. 2, at least 2 candidates' worth of slots)"},
     EXP_ATTN_MASK_PARAMS(P_WINDOW, P_SINKS, P_CHUNK, P_LSINK, P_SLOGIT, P_TEMP, P_TSCALE,
                          P_TFLOOR),
-    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK),
+    EXP_ATTN_REMAP_PARAMS(P_REMAP, P_RWINDOW, P_RGROUP, P_RLEAK, P_RCHUNK, P_RLOCAL),
     [P_QROWS] = {.key = "query_rows", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                  .help = "trials (query rows) per length: 0 every one of the N/(2 candidates) "
                          "(full passes); S > 0 at most S of them, evenly spread over the "
