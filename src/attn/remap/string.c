@@ -45,10 +45,10 @@
 static rl_status check(const attn_remap *r, rl_error *err)
 {
     if (r->local > r->window)
-        return rl_fail(err, RL_ERR_ARG,
-                       "attn_remap_local %u: STRING's local window w must be at most its shift "
-                       "S = attn_remap_window %u (distances d >= S read as d - S + w)",
-                       r->local, r->window);
+        return rl_fail_key(err, RL_ERR_ARG, "attn_remap_local",
+                           "attn_remap_local %u: STRING's local window w must be at most its "
+                           "shift S = attn_remap_window %u (distances d >= S read as d - S + w)",
+                           r->local, r->window);
     return RL_OK;
 }
 
