@@ -118,6 +118,18 @@ typedef struct attn_remap_method {
 void attn_remap_self_extend_positions(const attn_remap *r, uint64_t p, uint64_t *q, uint64_t *k);
 double attn_remap_self_extend_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j);
 
+/* STRING's map, shared by its two entries (remap/string.c, the authors'
+ * prefill; remap/string_paper.c, each key once): q at p + w, k at p + S
+ * (w = attn_remap_local <= S = attn_remap_window, checked), the distance
+ * exact below S, d - S + w beyond; its keys; its logit factor (0.1 ln 2 +
+ * 1)^2 (the code's attention_factor on cos and on sin). */
+rl_status attn_remap_string_check(const attn_remap *r, rl_error *err);
+void attn_remap_string_positions(const attn_remap *r, uint64_t p, uint64_t *q, uint64_t *k);
+double attn_remap_string_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j);
+extern const char *const attn_remap_string_keys[];
+#define ATTN_REMAP_STRING_LOGIT_FACTOR ((0.1 * 0.69314718055994530942 + 1) * \
+                                        (0.1 * 0.69314718055994530942 + 1))
+
 /* Methods, "none" included (ids 0 .. count - 1). */
 int attn_remap_count(void);
 /* The entry of id `method`; NULL for none (0) or out of range. */

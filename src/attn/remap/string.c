@@ -1,4 +1,5 @@
-/* attn_remap string / string_paper: STRING, shifted rotary positions.
+/* attn_remap string: STRING, shifted rotary positions (and the map its
+ * variant string_paper, remap/string_paper.c, shares).
  *
  * An et al. 2024, "Why Does the Effective Context Length of LLMs Fall
  * Short?", arXiv:2410.18745: the positions a model saw rarely in training
@@ -42,7 +43,7 @@
 
 #include "attn/attn_remap.h"
 
-static rl_status check(const attn_remap *r, rl_error *err)
+rl_status attn_remap_string_check(const attn_remap *r, rl_error *err)
 {
     if (r->local > r->window)
         return rl_fail_key(err, RL_ERR_ARG, "attn_remap_local",
@@ -52,23 +53,19 @@ static rl_status check(const attn_remap *r, rl_error *err)
     return RL_OK;
 }
 
-static void positions(const attn_remap *r, uint64_t p, uint64_t *q, uint64_t *k)
+void attn_remap_string_positions(const attn_remap *r, uint64_t p, uint64_t *q, uint64_t *k)
 {
     *q = p + r->local;  /* the code's position_ids - diag_size + local_window, */
     *k = p + r->window; /* both shifted by diag_size: the same difference */
 }
 
-static double distance(const attn_remap *r, int64_t pos_i, int64_t pos_j)
+double attn_remap_string_distance(const attn_remap *r, int64_t pos_i, int64_t pos_j)
 {
     double d = (double)(pos_i - pos_j), S = r->window;
     return fabs(d) < S ? d : d - S + (double)r->local;
 }
 
-static const char *const keys[] = {"attn_remap_window", "attn_remap_local", NULL};
-
-/* (0.1 ln 2 + 1)^2: attention_factor on cos and on sin */
-#define STRING_LOGIT_FACTOR ((0.1 * 0.69314718055994530942 + 1) * \
-                             (0.1 * 0.69314718055994530942 + 1))
+const char *const attn_remap_string_keys[] = {"attn_remap_window", "attn_remap_local", NULL};
 
 const attn_remap_method attn_remap_string = {
     .name = "string",
@@ -79,24 +76,10 @@ const attn_remap_method attn_remap_string = {
               "arXiv:2410.18745; HKUNLP/STRING string_for_llama.py forward, "
               "string_flash_forward, replace_with_string",
     .defs = ATTN_REMAP_DEFS_WINDOW,
-    .keys = keys,
-    .check = check,
-    .positions = positions,
-    .distance = distance,
+    .keys = attn_remap_string_keys,
+    .check = attn_remap_string_check,
+    .positions = attn_remap_string_positions,
+    .distance = attn_remap_string_distance,
     .edge_both = 1,
-    .logit_factor = STRING_LOGIT_FACTOR,
-};
-
-const attn_remap_method attn_remap_string_paper = {
-    .name = "string_paper",
-    .summary = "STRING (paper, authors' decoding): exact within S, d - S + w beyond, each key "
-               "once; logits x (0.1 ln 2 + 1)^2",
-    .source = "An et al. 2024, arXiv:2410.18745 (the relative-position matrix); HKUNLP/STRING "
-              "string_for_llama.py forward, its decoding path (do_flash_decoding)",
-    .defs = ATTN_REMAP_DEFS_WINDOW,
-    .keys = keys,
-    .check = check,
-    .positions = positions,
-    .distance = distance,
-    .logit_factor = STRING_LOGIT_FACTOR,
+    .logit_factor = ATTN_REMAP_STRING_LOGIT_FACTOR,
 };
