@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test job: install what is missing, then build and test twice — a
-# -Werror build that runs every suite, and an AddressSanitizer +
-# UndefinedBehaviorSanitizer build that runs every CPU suite (the fuzz
-# replays included) and the GPU suites tagged 'san' in tests/meson.build
-# (the SPIR-V is the same in both builds; there the sanitizers watch the
-# host code that drives the device). GPU suites run on the Vulkan device
+# -Werror release build that runs every GPU suite (and the two tagged
+# 'release'), and an AddressSanitizer + UndefinedBehaviorSanitizer build
+# that runs every CPU suite (the fuzz replays included) and the GPU suites
+# tagged 'san' in tests/meson.build (the SPIR-V is the same in both builds;
+# there the sanitizers watch the host code that drives the device). Every
+# suite runs in at least one of the two (tests/README.md). GPU suites run on the Vulkan device
 # (lavapipe on CI) under the Khronos validation layer; they fail rather than
 # skip when a device exists. Both builds share Mesa's shader cache
 # (~/.cache/mesa_shader_cache: the same SPIR-V compiles once per machine).
@@ -13,19 +14,48 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh test
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+# The sanitizer build doubles as the fuzz harnesses' build (scripts/fuzz.sh
+# uses it instead of compiling the library a third time) when clang and its
+# libFuzzer runtime are here (the fuzz group: CI): clang, -Dfuzz=true (every
+# object carries libFuzzer's coverage counters, which the suites' binaries
+# ignore; the ASan runtime provides their callbacks). Without them it is
+# gcc's, as before. An existing build-san keeps the compiler it was set up
+# with.
+san_fuzz=false
+if [ -f build-san/build.ninja ]; then
+  san_fuzz=$(meson introspect build-san --buildoptions |
+    python3 -c 'import json, sys; print(str(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "fuzz")).lower())')
+elif command -v clang >/dev/null 2>&1; then
+  probe=$(mktemp -d)
+  printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
+  if clang -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then san_fuzz=true; fi
+  rm -rf "$probe"
+fi
 status=0
 for cfg in release sanitize; do
   case $cfg in
-    release) dir=build-test; opts=(-Dwerror=true -Dbuildtype=debugoptimized); which=() ;;
+    release) dir=build-test; opts=(-Dwerror=true -Dbuildtype=debugoptimized)
+             which=(--suite gpu --suite release) ;;
     sanitize) dir=build-san; opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false)
-              which=(--suite cpu --suite san) ;;
+              which=(--suite cpu --suite san)
+              if [ "$san_fuzz" = true ]; then opts+=(-Dfuzz=true); export CC=clang; fi ;;
   esac
-  echo "== $cfg build ($dir)${which[*]:+: ${which[*]}}"
+  echo "== $cfg build ($dir)${which[*]:+: ${which[*]}}$([ $cfg = sanitize ] && [ "$san_fuzz" = true ] && echo ' (clang, instrumented for libFuzzer too)')"
   scripts/build.sh "$dir" "${opts[@]}"
   if ! meson test -C "$dir" --print-errorlogs --num-processes 2 "${which[@]}"; then
     status=1
   fi
 done
+# Every suite runs in at least one build: the union of the two selections
+# is the whole list (a suite whose tags neither picks would pass silently).
+names() { sed -n 's#^.* / ##p' | sort -u; }
+missing=$(comm -23 <(meson test -C build-test --list 2>/dev/null | names) \
+  <({ meson test -C build-test --list --suite gpu --suite release
+      meson test -C build-san --list --suite cpu --suite san; } 2>/dev/null | names))
+if [ -n "$missing" ]; then
+  echo "test.sh: no build runs these suites (tag them in tests/meson.build): $missing" >&2
+  status=1
+fi
 # One closing line over both builds, from meson's machine-readable logs.
 python3 - build-test/meson-logs/testlog.json build-san/meson-logs/testlog.json <<'PY' || true
 import json, sys

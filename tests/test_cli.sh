@@ -242,19 +242,20 @@ print(len(tc))' "$ck/rope.xml")
   # --json, the whole quick check on every device once: it passes, with
   # the validation layer on, and holds every family; version, commit,
   # seed, device identity. Determinism: the subgroup attention rows (the
-  # kernels whose reductions cross invocations) twice more, identical
-  # without "timings", and identical to the same rows of the full run.
+  # kernels whose reductions cross invocations) once more in a second
+  # process, identical to the same rows of the full run (every recorded
+  # error, bound and statistic), and the device records identical.
   "$bin" check --quick --json --device all --seed 7 >"$ck/a.json" &&
-    "$bin" check --quick --json --device all --seed 7 --kernel '*_sg*' >"$ck/b.json" &&
-    "$bin" check --quick --json --device all --seed 7 --kernel '*_sg*' >"$ck/c.json"
+    "$bin" check --quick --json --device all --seed 7 --kernel '*_sg*' >"$ck/b.json"
   if command -v python3 >/dev/null 2>&1; then
     if python3 -c 'import sys, json
-a, b, c = (json.load(open(f)) for f in sys.argv[1:4])
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
 assert "gpu_ms" in json.dumps(a["timings"]) and "gpu_ms" not in json.dumps(a["devices"])
-for x in (a, b, c): del x["timings"]
-assert b == c, "runs differ outside timings"
+for x in (a, b): del x["timings"]
 sg = lambda x: [r for d in x["devices"] for r in d["results"] if "_sg" in r["kernel"]]
 assert len(sg(b)) >= 10 and sg(b) == sg(a), "the subgroup rows differ from the full run"
+ident = lambda x: [{k: v for k, v in d.items() if k not in ("results", "pass", "notes")} for d in x["devices"]]
+assert ident(a) == ident(b), "the device records differ between the two runs"
 assert a["version"] and a["seed"] == "7" and a["flags"]["quick"] is True
 assert a["pass"] is True and a["devices"] and all(x["pass"] and x["validation"] for x in a["devices"])
 rows = {(r["kernel"], r["pass"]) for r in a["devices"][0]["results"]}
@@ -264,11 +265,10 @@ d = a["devices"][0]
 for k in ("vendor_id_hex", "device_id_hex", "driver_id", "driver_version_decoded", "conformance_version", "device_uuid"):
     assert k in d, k
 assert d["vendor_id_hex"].startswith("0x") and len(d["device_uuid"]) in (0, 32)
-assert all(isinstance(r["nmse_gate"], (float, int, type(None))) for r in d["results"])' "$ck/a.json" "$ck/b.json" "$ck/c.json"; then ok; else
+assert all(isinstance(r["nmse_gate"], (float, int, type(None))) for r in d["results"])' "$ck/a.json" "$ck/b.json"; then ok; else
       bad check_json_full_twice; fi
   else
-    if diff <(sed '/"timings"/,$d' "$ck/b.json") <(sed '/"timings"/,$d' "$ck/c.json") >/dev/null &&
-       grep -q '"validation": true' "$ck/a.json" && ! grep -q '"pass": false' "$ck/a.json"; then ok; else
+    if grep -q '"validation": true' "$ck/a.json" && ! grep -q '"pass": false' "$ck/a.json"; then ok; else
       bad check_json_full_twice; fi
   fi
   rm -rf "$ck"
