@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 pass=0 fail=0
 suite_name=kill_random
 . "$here/expect_lib.sh"
-if ldd "$bin" 2>/dev/null | grep -q libasan; then n=${KILL_TRIALS:-8}; else n=${KILL_TRIALS:-20}; fi
+if grep -qa __asan_init "$bin"; then n=${KILL_TRIALS:-8}; else n=${KILL_TRIALS:-20}; fi
 seed=${KILL_SEED:-$(( $(date +%s) % 32768 ))}
 RANDOM=$seed
 echo "kill_random: $n trials per command, KILL_SEED=$seed"
