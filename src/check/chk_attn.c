@@ -406,22 +406,27 @@ rl_status chk_attn_cases(rlvk_device *dev, const chk_options *opt, chk_report *r
              * three definitions by chunk distance (q_b, q_c stand for the
              * successive and inter queries), chunks of 17 keys (uneven in
              * blocks and workgroups), and at positions near 2^20. */
-            attn_case rc[5] = {
+            attn_case rc[6] = {
                 {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
                 {n, 2, 1, 32, causal, 0, NULL, ALL_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
                 {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, n / 3 + 1, 0, 0, 1, 0, pk},
                 {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
                 {n, 2, 1, 32, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
+                {n, 4, 2, 64, causal, 0, NULL, SINK_STATS, 0, 0, 0, 0, 0, 0, 0, pk},
             };
-            chk_attn_extra rx[5] = {{n / 5 + 1, 0, 0, 0}, {7, (1u << 20) - n / 2, 0, 0},
+            /* the last: the window's edge key under both definitions
+             * (remap_edge, STRING's authors' prefill), W = n/5 + 1 */
+            chk_attn_extra rx[6] = {{n / 5 + 1, 0, 0, 0}, {7, (1u << 20) - n / 2, 0, 0},
                                     {1, 0, 0, 0}, {0, 0, 17, 0},
-                                    {0, (1u << 20) - n / 2, n / 4 + 1, 0}};
-            /* --quick: one window remap and one DCA row, causal, at 65 tokens,
-             * in 4-key blocks (a remap pipeline at the default 16 keys x 8
-             * blocks takes lavapipe about 45 s to compile cold; the ten rows
-             * at default tiles cost 226 s of a cold `check --quick`) */
-            for (int k = 0; k < 5 && !st && n >= 65; k++) {
-                if (opt->quick && (n != 65 || !causal || (k != 0 && k != 3)))
+                                    {0, (1u << 20) - n / 2, n / 4 + 1, 0},
+                                    {n / 5 + 1, 0, 0, 1}};
+            /* --quick: one window remap, one DCA and one edge row, causal,
+             * at 65 tokens, in 4-key blocks (a remap pipeline at the default
+             * 16 keys x 8 blocks takes lavapipe about 45 s to compile cold;
+             * the ten rows at default tiles cost 226 s of a cold `check
+             * --quick`) */
+            for (int k = 0; k < 6 && !st && n >= 65; k++) {
+                if (opt->quick && (n != 65 || !causal || (k != 0 && k != 3 && k != 5)))
                     continue;
                 if (opt->quick) { /* 4-key blocks, one per dispatch: small pipelines */
                     rc[k].block_keys = 4;
