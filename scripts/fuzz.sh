@@ -20,16 +20,7 @@ secs=${1:-20}
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(batch npy safetensors hf_config cli results manifest cli_tables)
-# scripts/test.sh's sanitizer build is this build when it was set up with
-# clang and -Dfuzz=true (then the library is not compiled a third time);
-# otherwise build-fuzz.
 dir=build-fuzz
-if [ -f build-san/build.ninja ] &&
-   meson introspect build-san --buildoptions |
-     python3 -c 'import json, sys; sys.exit(0 if any(o["name"] == "fuzz" and o["value"] is True for o in json.load(sys.stdin)) else 1)'; then
-  dir=build-san
-  echo "fuzz: the harnesses of build-san (scripts/test.sh's sanitizer build, instrumented for libFuzzer)"
-fi
 if [ ! -f "$dir/build.ninja" ]; then
   CC=clang meson setup "$dir" -Dfuzz=true -Dbuildtype=debug \
     -Db_sanitize=address,undefined -Db_lundef=false >/dev/null

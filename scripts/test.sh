@@ -14,33 +14,15 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh test
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
-# The sanitizer build doubles as the fuzz harnesses' build (scripts/fuzz.sh
-# uses it instead of compiling the library a third time) when clang and its
-# libFuzzer runtime are here (the fuzz group: CI): clang, -Dfuzz=true (every
-# object carries libFuzzer's coverage counters, which the suites' binaries
-# ignore; the ASan runtime provides their callbacks). Without them it is
-# gcc's, as before. An existing build-san keeps the compiler it was set up
-# with.
-san_fuzz=false
-if [ -f build-san/build.ninja ]; then
-  san_fuzz=$(meson introspect build-san --buildoptions |
-    python3 -c 'import json, sys; print(str(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "fuzz")).lower())')
-elif command -v clang >/dev/null 2>&1; then
-  probe=$(mktemp -d)
-  printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
-  if clang -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then san_fuzz=true; fi
-  rm -rf "$probe"
-fi
 status=0
 for cfg in release sanitize; do
   case $cfg in
     release) dir=build-test; opts=(-Dwerror=true -Dbuildtype=debugoptimized)
              which=(--suite gpu --suite release) ;;
     sanitize) dir=build-san; opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false)
-              which=(--suite cpu --suite san)
-              if [ "$san_fuzz" = true ]; then opts+=(-Dfuzz=true); export CC=clang; fi ;;
+              which=(--suite cpu --suite san) ;;
   esac
-  echo "== $cfg build ($dir)${which[*]:+: ${which[*]}}$([ $cfg = sanitize ] && [ "$san_fuzz" = true ] && echo ' (clang, instrumented for libFuzzer too)')"
+  echo "== $cfg build ($dir)${which[*]:+: ${which[*]}}"
   scripts/build.sh "$dir" "${opts[@]}"
   if ! meson test -C "$dir" --print-errorlogs --num-processes 2 "${which[@]}"; then
     status=1
