@@ -489,6 +489,24 @@ static void rope_rotate(const float *x, int D, double p, double *y)
     }
 }
 
+/* Both definitions' rotated Q/K of n tokens ([n][D] float32 each): qr, kr at
+ * the tokens' positions pos, qb, kb at the remapped positions qp, kp. */
+static void rotate_both(const float *q, const float *k, const uint32_t *pos, const uint32_t *qp,
+                        const uint32_t *kp, int n, int D, float *qr, float *kr, float *qb,
+                        float *kb)
+{
+    double y[512];
+    ck_assert_int_le(D, 512);
+    const struct { const float *x; const uint32_t *p; float *out; } v[4] = {
+        {q, pos, qr}, {k, pos, kr}, {q, qp, qb}, {k, kp, kb}};
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < 4; i++) {
+            rope_rotate(&v[i].x[t * D], D, v[i].p[t], y);
+            for (int d = 0; d < D; d++)
+                v[i].out[t * D + d] = (float)y[d];
+        }
+}
+
 /* The lm_infinite entry configures the CPU reference (its mask through
  * attn_remap_apply_mask, its remapped positions through
  * attn_remap_positions, the selection at remap_window = L); each row's lse
@@ -526,17 +544,7 @@ START_TEST(lm_infinite_reference_matches_the_authors_rule)
         for (int t = 0; t < N; t++)
             pos[t] = (uint32_t)t;
         ck_assert_int_eq(attn_remap_positions(&r, pos, N, qp, kp, &err), RL_OK);
-        for (int t = 0; t < N; t++) {
-            double y[D];
-            rope_rotate(&q[t * D], D, pos[t], y);
-            for (int d = 0; d < D; d++) qr[t * D + d] = (float)y[d];
-            rope_rotate(&k[t * D], D, pos[t], y);
-            for (int d = 0; d < D; d++) kr[t * D + d] = (float)y[d];
-            rope_rotate(&q[t * D], D, qp[t], y);
-            for (int d = 0; d < D; d++) qb[t * D + d] = (float)y[d];
-            rope_rotate(&k[t * D], D, kp[t], y);
-            for (int d = 0; d < D; d++) kb[t * D + d] = (float)y[d];
-        }
+        rotate_both(q, k, pos, qp, kp, N, D, qr, kr, qb, kb);
         const double scale = 1.0 / sqrt((double)D);
         attn_ref_problem p = {.tokens = N, .heads = 1, .kv_heads = 1, .head_dim = D, .causal = 1,
                               .window = am.window, .n_sink = am.n_sink,
@@ -712,17 +720,7 @@ START_TEST(string_reference_matches_the_authors_rule)
             for (int t = 0; t < N; t++)
                 pos[t] = (uint32_t)t;
             ck_assert_int_eq(attn_remap_positions(&r, pos, N, qp, kp, &err), RL_OK);
-            for (int t = 0; t < N; t++) {
-                double y[D];
-                rope_rotate(&q[t * D], D, pos[t], y);
-                for (int d = 0; d < D; d++) qr[t * D + d] = (float)y[d];
-                rope_rotate(&k[t * D], D, pos[t], y);
-                for (int d = 0; d < D; d++) kr[t * D + d] = (float)y[d];
-                rope_rotate(&q[t * D], D, qp[t], y);
-                for (int d = 0; d < D; d++) qb[t * D + d] = (float)y[d];
-                rope_rotate(&k[t * D], D, kp[t], y);
-                for (int d = 0; d < D; d++) kb[t * D + d] = (float)y[d];
-            }
+            rotate_both(q, k, pos, qp, kp, N, D, qr, kr, qb, kb);
             attn_ref_problem p = {.tokens = N, .heads = 1, .kv_heads = 1, .head_dim = D,
                                   .causal = 1, .remap_window = S,
                                   .remap_edge = attn_remap_edge_both(&r),
