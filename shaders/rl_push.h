@@ -40,6 +40,7 @@
 /* rope.comp specialization constant 7 (emulation flags). */
 #define RL_ROPE_EMU_TF32 1u          /* hf: inv_freq and position rounded to TF32 */
 #define RL_ROPE_EMU_DUMP 2u          /* write every token's angles to binding 6 */
+#define RL_ROPE_EMU_SLEEF 8u          /* hf, vllm: cos/sin as SLEEF's xcosf_u1/xsinf_u1 (rl_sleef.glsl) */
 #define RL_ROPE_EMU_YARN 4u          /* ggml modes: rope_yarn (binding 3: factors, freq_scale, ramp_mix) */
 
 /* rope.comp: bindings 0 x [rows][head_dim] f32 (in), 1 y [rows][head_dim]

@@ -48,7 +48,6 @@ const uint32_t CHUNK = CHUNKS & 0xffu;
 const uint32_t PCHUNK = (CHUNKS >> 8) & 0xffu;
 const uint32_t TEXEL = CHUNKS >> 16;
 #define RL_ROPE_CHUNK_MAX 4
-#include "rope_emu.glsl"
 
 layout(push_constant) uniform Push { rl_rope_push p; } pc;
 
@@ -104,6 +103,16 @@ layout(std430, binding = 3) readonly buffer F { float inv_freq[]; };/* [rot/2] *
 const uint32_t ROT_ITEMS = ROT_DIM / 2u;                  /* pairs */
 const uint32_t ITEMS = ROT_ITEMS + (HEAD_DIM - ROT_DIM);
 #endif
+
+/* rl_sleef.glsl's reduction table: after the pairs' factors (the host's
+ * rope_gpu_upload_freqs; the emulation modes run the scalar variant) */
+#ifdef RL_ROPE_VEC4
+#define RL_SLEEF_TAB(i) inv_freq[(ROT_ITEMS * 4u + uint(i)) / 4u][(uint(i)) % 4u]
+#else
+#define RL_SLEEF_TAB(i) inv_freq[ROT_ITEMS + uint(i)]
+#endif
+#include "rl_sleef.glsl"
+#include "rope_emu.glsl"
 
 /* mRoPE: the stream of pair j (HF Qwen2-VL sections; Qwen3-VL interleaved:
  * h at j % 3 == 1 below 3 S1, w at j % 3 == 2 below 3 S2, else t). */

@@ -2,7 +2,8 @@
  * _CUDA_FAST): each framework's angle construction and dtype roundings, as
  * fp32 operations that `precise` keeps from being fused or re-associated, so
  * that they match the CPU emulation (src/pe/rope_emu.c) bit for bit. Only
- * cos/sin (every mode) and pow (ggml-vulkan) are the device's builtins.
+ * cos/sin (ggml modes; hf and vllm with trig: device) and pow (ggml-vulkan)
+ * are the device's builtins; hf and vllm take SLEEF's (rl_sleef.glsl).
  * fac is the mode's per-pair fp32 factor (rope_emu_factors): inv_freq (hf,
  * vllm), theta_scale (ggml-cpu, ggml-vulkan) or powf(theta_scale, j)
  * (cuda-fast). Needs PRECISION, DTYPE, EMU_FLAGS. */
@@ -47,7 +48,10 @@ float rope_emu_yarn(float te, float fs, float rm)
 /* (y_a, y_b) of the pair (xa, xb) rotated by ang in the mode's arithmetic. */
 vec2 rope_emu_rotate(float xa, float xb, float ang, float af)
 {
-    precise float c32 = cos(ang) * af, s32 = sin(ang) * af;
+    /* hf, vllm: PyTorch's CPU cos/sin (SLEEF, rl_sleef.glsl) unless trig: device */
+    const bool sl = (EMU_FLAGS & RL_ROPE_EMU_SLEEF) != 0u;
+    precise float c32 = (sl ? rl_sleef_cosf(ang) : cos(ang)) * af;
+    precise float s32 = (sl ? rl_sleef_sinf(ang) : sin(ang)) * af;
     precise float a = rl_round_dt(xa, DTYPE), b = rl_round_dt(xb, DTYPE);
     if (PRECISION == RL_ROPE_PREC_HF || PRECISION == RL_ROPE_PREC_VLLM) {
         /* PyTorch eager: cos/sin cast to the dtype, every op rounded to it. */

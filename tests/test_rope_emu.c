@@ -9,6 +9,7 @@
 #include "check/chk.h"
 #include "core/rl_util.h"
 #include "pe/rope.h"
+#include "pe/rope_sleef.h"
 #include "rl_test.h"
 
 static uint32_t f2u(float v)
@@ -93,6 +94,66 @@ START_TEST(shader_rounding_matches_cpu_bit_for_bit)
 }
 END_TEST
 
+/* Arguments for the SLEEF tests: dense near 0, around the path switch at
+ * 125, every binade up to 2^32 (ropelab's positions times inv_freq <= 1),
+ * random bits of every exponent, and the special values. */
+static float *trig_args(size_t *n_out)
+{
+    size_t n = 0, cap = 1u << 20;
+    float *a = malloc(cap * sizeof *a);
+    ck_assert_ptr_nonnull(a);
+    for (int i = 0; i < 4096; i++)
+        a[n++] = (float)i * 0.01f;
+    for (int i = -2048; i < 2048; i++)
+        a[n++] = nextafterf(125.0f, 0) + (float)i * 0x1p-16f;
+    rl_rng rng;
+    rl_rng_seed(&rng, 3, "test/sleef");
+    while (n < cap - 8) {
+        double u = rl_rng_uniform(&rng);
+        if (n % 2) /* log-uniform |x| in [2^-20, 2^32), both signs */
+            a[n++] = (float)(ldexp(1.0, -20 + (int)(u * 52)) * (1 + rl_rng_uniform(&rng))) *
+                     (rl_rng_uniform(&rng) < 0.5 ? -1.0f : 1.0f);
+        else /* any bits (NaN, inf, subnormals, huge) */
+            a[n++] = u2f((uint32_t)(u * 4294967296.0));
+    }
+    a[n++] = 0.0f;
+    a[n++] = -0.0f;
+    a[n++] = INFINITY;
+    a[n++] = -INFINITY;
+    a[n++] = NAN;
+    a[n++] = 0x1.fffffep127f;
+    *n_out = n;
+    return a;
+}
+
+/* SLEEF's u10 functions are within 1 ulp (its documented bound): the
+ * transcription against double cos/sin, a method independent of it
+ * (bit-exactness with libsleef itself: test_rope_frameworks.py). */
+START_TEST(sleef_within_one_ulp_of_double)
+{
+    size_t n;
+    float *a = trig_args(&n);
+    size_t checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        float x = a[i];
+        float c = rope_sleef_cosf(x), s = rope_sleef_sinf(x);
+        if (!isfinite(x)) {
+            ck_assert_msg(isnan(c) && isnan(s), "cos/sin(%a) must be NaN", (double)x);
+            continue;
+        }
+        double cr = cos((double)x), sr = sin((double)x);
+        ck_assert_msg(fabs(c - cr) <= rl_ulp32(cr), "cos(%a) = %a, double %a", (double)x, (double)c, cr);
+        ck_assert_msg(fabs(s - sr) <= rl_ulp32(sr) || fabs(s - sr) <= 0x1p-149,
+                      "sin(%a) = %a, double %a", (double)x, (double)s, sr);
+        checked++;
+    }
+    ck_assert_uint_gt(checked, n / 2);
+    ck_assert(signbit(rope_sleef_sinf(-0.0f)) && rope_sleef_sinf(-0.0f) == 0);
+    ck_assert(rope_sleef_cosf(0.0f) == 1.0f);
+    free(a);
+}
+END_TEST
+
 START_TEST(cpu_rounding_known_values)
 {
     /* values worked out by hand */
@@ -106,6 +167,56 @@ START_TEST(cpu_rounding_known_values)
     ck_assert(rope_emu_round(RL_DTYPE_FP16, 0x1.8p-25f) == 0x1p-24f);       /* above the tie */
     ck_assert(rope_emu_round(RL_DTYPE_FP16, 1.0f + 0x1p-11f) == 1.0f);      /* tie to even */
     ck_assert(rope_emu_round(RL_DTYPE_TF32, 1.0f + 0x1.8p-11f) == 1.0f + 0x1p-10f);
+}
+END_TEST
+
+/* The device's SLEEF (rl_sleef.glsl, its FMAs emulated from + and *)
+ * against the C transcription, bit for bit: hf fp32, one pair with
+ * inv_freq 1 and x = (1, 0), so y = (cos p, sin p) at every position p in
+ * [0, 2^32) the test picks (both reduction paths, every table row that
+ * positions reach). */
+START_TEST(sleef_device_matches_cpu_bit_for_bit)
+{
+    const uint32_t T = 1u << 16;
+    rope_desc d = {.head_dim = 2, .precision = RL_ROPE_PREC_HF, .dtype = RL_DTYPE_FP32};
+    rope_freqs f;
+    rl_error err = {0};
+    ck_assert_int_eq(rope_freqs_compute(&d, &f, &err), RL_OK);
+    ck_assert(rope_emu_sleef(&f));
+    float *x = malloc(2 * T * sizeof *x), *y = malloc(2 * T * sizeof *y),
+          *ye = malloc(2 * T * sizeof *ye);
+    uint32_t *pos = malloc(T * sizeof *pos);
+    ck_assert(x && y && ye && pos);
+    rl_rng rng;
+    rl_rng_seed(&rng, 5, "test/sleef-gpu");
+    for (uint32_t t = 0; t < T; t++) {
+        x[2 * t] = 1;
+        x[2 * t + 1] = 0;
+        pos[t] = t < 4096 ? t : (uint32_t)ldexp(1.0 + rl_rng_uniform(&rng), (int)(rl_rng_uniform(&rng) * 32));
+    }
+    rl_gpu g;
+    rl_gpu_open(&g);
+    rope_kernel k;
+    ck_assert_msg(rope_kernel_create(&g.dev, &k, &err) == RL_OK, "%s", err.msg);
+    int guard_ok = 0;
+    ck_assert_msg(rope_gpu_apply_dump(&g.dev, &k, &f, x, pos, T, 1, y, NULL, NULL, &guard_ok,
+                                      &err) == RL_OK, "%s", err.msg);
+    ck_assert(guard_ok);
+    rope_emu_apply(&f, x, pos, T, 1, NULL, ye, NULL);
+    size_t bad = 0;
+    for (uint32_t i = 0; i < 2 * T; i++)
+        if (f2u(y[i]) != f2u(ye[i]) && bad++ < 5)
+            fprintf(stderr, "position %u %s: device %a cpu %a\n", pos[i / 2], i % 2 ? "sin" : "cos",
+                    (double)y[i], (double)ye[i]);
+    ck_assert_msg(bad == 0, "%zu of %u values differ", bad, 2 * T);
+    /* and the CPU emulation is SLEEF's function, not double cos rounded */
+    ck_assert(f2u(ye[2 * 126]) == f2u(rope_sleef_cosf(126.0f)));
+    rope_kernel_destroy(&g.dev, &k);
+    rl_gpu_close(&g);
+    free(x);
+    free(y);
+    free(ye);
+    free(pos);
 }
 END_TEST
 
@@ -124,6 +235,11 @@ START_TEST(emu_check_rows_pass_on_device)
         ck_assert_msg(r->stats.pass, "%s %s: %zu over bound, first %zu, max abs %g, worst %g of bound",
                       r->kernel, r->shape, r->stats.n_over, r->stats.first_bad, r->stats.max_abs,
                       r->stats.worst_ratio);
+        /* hf and vllm with SLEEF's cos/sin (not hf-devtrig): device = CPU emulation */
+        if (strstr(r->kernel, "/emu") && (strncmp(r->kernel, "emu/hf/", 7) == 0 ||
+                                          strncmp(r->kernel, "emu/vllm/", 9) == 0))
+            ck_assert_msg(r->stats.max_abs == 0, "%s %s: SLEEF output off by %g", r->kernel,
+                          r->shape, r->stats.max_abs);
         /* every angle row except ggml-vulkan's is bit-exact */
         if (strstr(r->kernel, "/angle") && !strstr(r->kernel, "ggml-vulkan"))
             ck_assert_msg(r->stats.max_abs == 0, "%s %s angle off by %g", r->kernel, r->shape,
@@ -222,6 +338,9 @@ static const struct {
     {"{\"head_dim\": 64, \"precision\": \"ggml-cpu\", \"dtype\": \"bf16\"}", "dtype bf16: precision ggml-cpu"},
     {"{\"head_dim\": 64, \"precision\": \"cuda-fast\", \"rope_type\": \"linear\", \"factor\": 2}", "rope_type default only"},
     {"{\"head_dim\": 64, \"precision\": \"hf\", \"tf32\": 1}", "tf32 must be true or false"},
+    {"{\"head_dim\": 64, \"trig\": \"device\"}", "trig applies to precision hf and vllm only (not fp32)"},
+    {"{\"head_dim\": 64, \"precision\": \"ggml-cpu\", \"trig\": \"sleef\"}", "trig applies to precision hf and vllm only"},
+    {"{\"head_dim\": 64, \"precision\": \"hf\", \"trig\": \"glibc\"}", "trig must be"},
     {"{\"head_dim\": 64, \"precision\": \"ggml-cpu\", \"rope_type\": \"llama3\", \"factor\": 8, "
      "\"low_freq_factor\": 1, \"high_freq_factor\": 4, \"original_max_position_embeddings\": 8192}",
      "precision ggml-cpu emulates rope_type default, linear and yarn only (not llama3)"},
@@ -256,6 +375,7 @@ int main(void)
     Suite *s = suite_create("rope_emu");
     TCase *cpu = tcase_create("cpu");
     tcase_add_test(cpu, cpu_rounding_known_values);
+    tcase_add_test(cpu, sleef_within_one_ulp_of_double);
     tcase_add_test(cpu, hf_bf16_output_is_bf16_and_cos_rounded);
     tcase_add_test(cpu, ggml_cpu_angle_is_repeated_product);
     tcase_add_test(cpu, ggml_yarn_follows_rope_yarn_by_hand);
@@ -266,6 +386,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, shader_rounding_matches_cpu_bit_for_bit, 0, 3);
     tcase_add_loop_test(tc, emu_check_rows_pass_on_device, 0, 2);
+    tcase_add_test(tc, sleef_device_matches_cpu_bit_for_bit);
     suite_add_tcase(s, tc);
     return rl_test_run(s);
 }

@@ -21,29 +21,31 @@ typedef struct emu_mode {
     const char *label;
     int precision, dtype, inv_freq_dtype, tf32;
     int rope_type; /* 0 default; ggml modes also linear and yarn (factor 4, L 4096) */
+    int trig;      /* hf, vllm: ROPE_TRIG_DEFAULT (SLEEF, bit-exact) or _DEVICE (builtins) */
 } emu_mode;
 
 static const emu_mode emu_modes[] = {
-    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
-    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_FP32, 0, 0},
-    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0},
-    {"hf-ifbf16", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_BF16, 0, 0},
-    {"hf-tf32", RL_ROPE_PREC_HF, RL_DTYPE_FP32, RL_DTYPE_FP32, 1, 0},
-    {"vllm", RL_ROPE_PREC_VLLM, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
-    {"vllm", RL_ROPE_PREC_VLLM, RL_DTYPE_BF16, RL_DTYPE_FP32, 0, 0},
-    {"ggml-cpu", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
-    {"ggml-cpu", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0},
-    {"ggml-vulkan", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
-    {"ggml-vulkan", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0},
-    {"cuda-fast", RL_ROPE_PREC_CUDA_FAST, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0},
-    {"cuda-fast", RL_ROPE_PREC_CUDA_FAST, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0},
+    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0, 0},
+    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_FP32, 0, 0, 0},
+    {"hf", RL_ROPE_PREC_HF, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0, 0},
+    {"hf-devtrig", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_FP32, 0, 0, ROPE_TRIG_DEVICE},
+    {"hf-ifbf16", RL_ROPE_PREC_HF, RL_DTYPE_BF16, RL_DTYPE_BF16, 0, 0, 0},
+    {"hf-tf32", RL_ROPE_PREC_HF, RL_DTYPE_FP32, RL_DTYPE_FP32, 1, 0, 0},
+    {"vllm", RL_ROPE_PREC_VLLM, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0, 0},
+    {"vllm", RL_ROPE_PREC_VLLM, RL_DTYPE_BF16, RL_DTYPE_FP32, 0, 0, 0},
+    {"ggml-cpu", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0, 0},
+    {"ggml-cpu", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0, 0},
+    {"ggml-vulkan", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0, 0},
+    {"ggml-vulkan", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0, 0},
+    {"cuda-fast", RL_ROPE_PREC_CUDA_FAST, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, 0, 0},
+    {"cuda-fast", RL_ROPE_PREC_CUDA_FAST, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, 0, 0},
     /* ggml's rope_yarn: freq_scale 1/4 (linear), + corr_dims ramp, mscale (yarn) */
-    {"ggml-cpu-linear", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_LINEAR},
-    {"ggml-cpu-yarn", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN},
-    {"ggml-cpu-yarn", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN},
-    {"ggml-vulkan-linear", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_LINEAR},
-    {"ggml-vulkan-yarn", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN},
-    {"ggml-vulkan-yarn", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN},
+    {"ggml-cpu-linear", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_LINEAR, 0},
+    {"ggml-cpu-yarn", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN, 0},
+    {"ggml-cpu-yarn", RL_ROPE_PREC_GGML_CPU, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN, 0},
+    {"ggml-vulkan-linear", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_LINEAR, 0},
+    {"ggml-vulkan-yarn", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP32, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN, 0},
+    {"ggml-vulkan-yarn", RL_ROPE_PREC_GGML_VULKAN, RL_DTYPE_FP16, RL_DTYPE_FP32, 0, ROPE_TYPE_YARN, 0},
 };
 
 typedef struct emu_case {
@@ -84,7 +86,7 @@ static rl_status run_emu_case(rlvk_device *dev, rope_kernel *k, const emu_mode *
     rope_desc d = {.head_dim = c->head_dim, .rotary_dim = c->rotary_dim, .layout = c->layout,
                    .theta = c->theta, .precision = m->precision, .dtype = m->dtype,
                    .inv_freq_dtype = m->inv_freq_dtype, .tf32 = m->tf32,
-                   .rope_type = m->rope_type};
+                   .rope_type = m->rope_type, .trig = m->trig};
     if (m->rope_type) {
         d.factor = 4;
         d.original_max_position_embeddings = 4096;
@@ -148,7 +150,9 @@ static rl_status run_emu_case(rlvk_device *dev, rope_kernel *k, const emu_mode *
     for (size_t i = 0; i < n; i++)
         ref[i] = ye[i];
     rope_emu_bounds(&f, x, c->tokens, c->heads, bound);
-    if ((st = add_row(report, m->label, m, "emu", shape, "sM(2^-11+2^-22+6u)+4ulp32(sM)", y, ref,
+    if ((st = add_row(report, m->label, m, "emu", shape,
+                      rope_emu_sleef(&f) ? "0 (bit-exact: SLEEF cos/sin on both sides)"
+                                         : "sM(2^-11+2^-22+6u)+4ulp32(sM)", y, ref,
                       bound, NULL, n, guard_ok, err)))
         goto done;
     /* 3. output against the double reference. */

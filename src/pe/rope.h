@@ -112,6 +112,16 @@ int rope_type_uses_key(int type, const char *key);
 #define ROPE_PART_FIRST 0
 #define ROPE_PART_LAST 1
 
+/* cos/sin of the hf and vllm emulation modes (rope_desc trig):
+ *   ROPE_TRIG_SLEEF   PyTorch's CPU cos/sin, SLEEF's xcosf_u1/xsinf_u1 (FMA
+ *                     build) on both sides (shaders/rl_sleef.glsl,
+ *                     src/pe/rope_sleef.c): the default;
+ *   ROPE_TRIG_DEVICE  the device's cos/sin builtins (the CPU emulation
+ *                     then rounds double cos/sin; check bounds the gap). */
+#define ROPE_TRIG_DEFAULT 0
+#define ROPE_TRIG_SLEEF 1
+#define ROPE_TRIG_DEVICE 2
+
 /* A RoPE configuration. Field names follow HF's rope_scaling/rope_parameters
  * keys. Zero fields mean "default" or "not given" (see rope_desc_resolve);
  * keys a type requires (e.g. llama3's low_freq_factor) are errors when 0. */
@@ -125,6 +135,7 @@ typedef struct rope_desc {
     int dtype;             /* emulation modes: RL_DTYPE_FP32 (default), _FP16, _BF16 */
     int inv_freq_dtype;    /* hf: RL_DTYPE_FP32 (default) or _BF16 (a model cast with .to(bf16)) */
     int tf32;              /* hf: 1 = inv_freq and positions rounded to TF32 (matmul inputs) */
+    int trig;              /* hf, vllm: ROPE_TRIG_DEFAULT (= sleef), _SLEEF or _DEVICE */
 
     int rope_type;         /* ROPE_TYPE_*; 0: default */
     double partial_rotary_factor;  /* 0: not given; rotary_dim = int(head_dim * it) */
@@ -190,6 +201,7 @@ typedef struct rope_freqs {
     int rotary_part;                         /* ROPE_PART_*: the caller's order (rope_part_permute) */
     int precision;                           /* RL_ROPE_PREC_* */
     int dtype, inv_freq_dtype, tf32;         /* emulation modes (rope_desc) */
+    int trig;                                /* hf, vllm: ROPE_TRIG_* (never _DEFAULT here) */
     int rope_type;                           /* ROPE_TYPE_* */
     uint32_t seq_len;                        /* length used (dynamic/longrope), 0 if none */
     double base;                             /* configured rope_theta */
@@ -473,6 +485,9 @@ int rope_emu_program(const rope_freqs *f, int fw, float *out);
  * other mode and type (ramp_mix untouched, *mscale = fp32 attention
  * factor). Any output pointer may be NULL. */
 int rope_emu_yarn(const rope_freqs *f, float *freq_scale, float *ramp_mix, float *mscale);
+/* 1 when f's mode takes cos/sin from SLEEF (hf, vllm with trig sleef, the
+ * default): device and CPU emulation then agree bit for bit. */
+int rope_emu_sleef(const rope_freqs *f);
 /* The fp32 angle of pair j at position p in f's mode (ggml-vulkan: with the
  * host's powf, which the device's pow only approximates). */
 float rope_emu_angle(const rope_freqs *f, uint32_t p, uint32_t j);

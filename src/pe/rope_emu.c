@@ -12,6 +12,7 @@
 
 #include "core/rl_util.h"
 #include "pe/rope.h"
+#include "pe/rope_sleef.h"
 #include "pe/rope_scaling.h"
 
 #define RL_LN2 0.69314718055994530942
@@ -198,6 +199,12 @@ static float angle_of(const rope_freqs *f, const emu_ctx *c, uint32_t p, uint32_
     return ti * (1.0f - c->rm[j]) + te * c->rm[j];
 }
 
+int rope_emu_sleef(const rope_freqs *f)
+{
+    return (f->precision == RL_ROPE_PREC_HF || f->precision == RL_ROPE_PREC_VLLM) &&
+           f->trig != ROPE_TRIG_DEVICE;
+}
+
 float rope_emu_angle(const rope_freqs *f, uint32_t p, uint32_t j)
 {
     emu_ctx c;
@@ -212,6 +219,7 @@ void rope_emu_apply(const rope_freqs *f, const float *x, const uint32_t *pos, si
     ctx_init(f, &c);
     const int dt = f->dtype;
     const int torch_ops = f->precision == RL_ROPE_PREC_HF || f->precision == RL_ROPE_PREC_VLLM;
+    const int sleef = rope_emu_sleef(f);
     const float af = c.mscale; /* ggml yarn: its own mscale */
     const uint32_t d = f->head_dim, np = f->n_pairs;
     for (size_t t = 0; t < tokens; t++)
@@ -224,7 +232,8 @@ void rope_emu_apply(const rope_freqs *f, const float *x, const uint32_t *pos, si
                 float ang = use_angles ? use_angles[t * np + j] : angle_of(f, &c, pos[t], j);
                 if (angles && h == 0)
                     angles[t * np + j] = ang;
-                float c32 = (float)cos((double)ang) * af, s32 = (float)sin((double)ang) * af;
+                float c32 = sleef ? rope_sleef_cosf(ang) * af : (float)cos((double)ang) * af;
+                float s32 = sleef ? rope_sleef_sinf(ang) * af : (float)sin((double)ang) * af;
                 float a = rope_emu_round(dt, xr[ia]), b = rope_emu_round(dt, xr[ib]);
                 float ya, yb;
                 if (torch_ops) {
@@ -278,10 +287,13 @@ void rope_emu_bounds(const rope_freqs *f, const float *x, size_t tokens, uint32_
     const double u = unit_roundoff(dt), s = fmax(fabs(f->attention_factor), fabs(ms));
     const double sub = dt == RL_DTYPE_FP16 ? 4 * 0x1p-24 : 0;
     const uint32_t d = f->head_dim;
+    /* SLEEF's cos/sin on both sides (rl_sleef.glsl, rope_sleef.c): the same
+     * fp32 operations in the same order, so the outputs agree bit for bit */
+    const int exact = rope_emu_sleef(f);
     for (size_t r = 0; r < tokens * heads; r++)
         for (uint32_t i = 0; i < d; i++) {
             size_t k = r * d + i;
-            if (i >= f->rotary_dim) {
+            if (i >= f->rotary_dim || exact) {
                 bound[k] = 0;
                 continue;
             }

@@ -169,6 +169,12 @@ static rl_status rope_emu_validate(const rope_desc *r, rl_error *err)
     if (r->tf32 && r->precision != RL_ROPE_PREC_HF)
         return rl_fail_key(err, RL_ERR_ARG, "tf32",
                            "tf32 applies to precision hf only (not %s)", pn);
+    if (r->trig < ROPE_TRIG_DEFAULT || r->trig > ROPE_TRIG_DEVICE)
+        return rl_fail_key(err, RL_ERR_ARG, "trig", "trig must be sleef or device");
+    if (r->trig != ROPE_TRIG_DEFAULT && r->precision != RL_ROPE_PREC_HF &&
+        r->precision != RL_ROPE_PREC_VLLM)
+        return rl_fail_key(err, RL_ERR_ARG, "trig",
+                           "trig applies to precision hf and vllm only (not %s)", pn);
     int ggml = r->precision == RL_ROPE_PREC_GGML_CPU || r->precision == RL_ROPE_PREC_GGML_VULKAN ||
                r->precision == RL_ROPE_PREC_CUDA_FAST;
     if (ggml && r->dtype == RL_DTYPE_BF16)
@@ -444,6 +450,7 @@ rl_status rope_freqs_compute(const rope_desc *d, rope_freqs *f, rl_error *err)
     f->dtype = r.dtype;
     f->inv_freq_dtype = r.inv_freq_dtype;
     f->tf32 = r.tf32;
+    f->trig = r.trig == ROPE_TRIG_DEVICE ? ROPE_TRIG_DEVICE : ROPE_TRIG_SLEEF;
     f->rope_type = r.rope_type;
     f->base = r.theta;
     f->seq_len = r.seq_len;

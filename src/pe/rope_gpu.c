@@ -6,7 +6,9 @@
 
 #include "core/rl_util.h"
 #include "pe/rope.h"
+#include "pe/rope_sleef.h"
 #include "verify/vf.h"
+#include "rl_rempitab.h"
 #include "rope.spv.h"
 #include "rope_vec4.spv.h"
 
@@ -255,7 +257,7 @@ rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, const uin
 {
     if (per_token(f))
         return upload_freqs_per_token(dev, f, pos, tokens, buf, err);
-    float fr[2 * ROPE_MAX_PAIRS + 8] = {0};
+    float fr[2 * ROPE_MAX_PAIRS + 8 + RL_REMPITAB_N] = {0};
     uint64_t nf = f->n_pairs;
     for (uint32_t j = 0; j < f->n_pairs; j++)
         fr[j] = (float)f->inv_freq[j];
@@ -264,6 +266,10 @@ rl_status rope_gpu_upload_freqs(rlvk_device *dev, const rope_freqs *f, const uin
     /* ggml rope_yarn: freq_scale at [n_pairs], ramp_mix from [n_pairs + 1] */
     if (rope_emu_yarn(f, &fr[f->n_pairs], &fr[f->n_pairs + 1], NULL))
         nf = 2 * (uint64_t)f->n_pairs + 1;
+    if (rope_emu_sleef(f)) { /* rl_sleef.glsl's table (RL_SLEEF_TAB) after the factors */
+        rope_sleef_table(&fr[f->n_pairs]);
+        nf = f->n_pairs + (uint64_t)RL_REMPITAB_N;
+    }
     uint64_t bytes = ((nf + 3) / 4) * 4 * sizeof(float);
     if (bytes == 0)
         bytes = 16;
@@ -375,6 +381,7 @@ rl_status rope_gpu_record(rlvk_cmd *cmd, rope_kernel *k, const rope_freqs *f,
     float mscale = (float)f->attention_factor;
     if (rope_prec_is_emu(f->precision))
         emu_flags = (f->tf32 ? RL_ROPE_EMU_TF32 : 0u) | (io->angle_dump ? RL_ROPE_EMU_DUMP : 0u) |
+                    (rope_emu_sleef(f) ? RL_ROPE_EMU_SLEEF : 0u) |
                     (rope_emu_yarn(f, NULL, NULL, &mscale) ? RL_ROPE_EMU_YARN : 0u);
     /* 3-D positions select the mRoPE variant; 1-D ones are (p, p, p), which
      * is the plain kernel exactly. */

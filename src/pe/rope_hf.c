@@ -55,6 +55,9 @@ static const rl_param common_params[] = {
     E("inv_freq_dtype", "fp32|bf16", /* the two rope_emu_validate accepts */
       "hf's inv_freq as stored: fp32, or bf16 for a model cast with .to(bfloat16) (default fp32)"),
     B("tf32", "hf's inv_freq and positions rounded to TF32, the matmul's inputs (default false)"),
+    E("trig", "sleef|device",
+      "hf/vllm cos/sin: sleef (PyTorch's CPU cos/sin, SLEEF xcosf_u1/xsinf_u1) or device (the "
+      "device's builtins) (default sleef)"),
     N("factor", 1, BIG, "scaling factor; dynamic_yarn: the floor of its scale (default per "
                         "rope_type; dynamic_yarn: 1)"),
     I("original_max_position_embeddings",
@@ -275,6 +278,16 @@ static rl_status set_json(rope_desc *d, const char *key, const json_t *v, rl_err
             d->inv_freq_dtype = dt;
         return RL_OK;
     }
+    if (strcmp(key, "trig") == 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(s, "sleef") == 0)
+            d->trig = ROPE_TRIG_SLEEF;
+        else if (strcmp(s, "device") == 0)
+            d->trig = ROPE_TRIG_DEVICE;
+        else
+            return rl_fail(err, RL_ERR_ARG, "trig must be \"sleef\" or \"device\"");
+        return RL_OK;
+    }
     if (strcmp(key, "tf32") == 0) {
         if (!json_is_boolean(v))
             return rl_fail(err, RL_ERR_ARG, "tf32 must be true or false");
@@ -490,6 +503,8 @@ json_t *rope_desc_to_json(const rope_desc *d)
         json_object_set_new(o, "inv_freq_dtype", json_string(rope_dtype_name(d->inv_freq_dtype)));
     if (d->tf32)
         json_object_set_new(o, "tf32", json_true());
+    if (d->trig)
+        json_object_set_new(o, "trig", json_string(d->trig == ROPE_TRIG_DEVICE ? "device" : "sleef"));
     SET_NUM("factor", d->factor);
     SET_INT("original_max_position_embeddings", d->original_max_position_embeddings);
     SET_INT("max_position_embeddings", d->max_position_embeddings);
