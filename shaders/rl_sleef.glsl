@@ -170,7 +170,7 @@ vec2 sl_rempif(float a, out int qo)
     int ex = int((floatBitsToUint(a) >> 23) & 0xffu) - 0x7f - 25;
     int q = ex > 90 - 25 ? -64 : 0;
     a = uintBitsToFloat(floatBitsToUint(a) + (uint(q) << 23));
-    ex = max(ex, 0) * 4;
+    ex = min(max(ex, 0), int(RL_REMPITAB_N / 4u) - 1) * 4; /* inf, NaN: the last row (NaN anyway) */
     int di;
     vec2 x = sl_mul_ff(a, sl_tab(ex));
     x.x = sl_rempisub(x.x, di);

@@ -111,6 +111,7 @@ const uint32_t ITEMS = ROT_ITEMS + (HEAD_DIM - ROT_DIM);
 #else
 #define RL_SLEEF_TAB(i) inv_freq[ROT_ITEMS + uint(i)]
 #endif
+#include "rl_rempitab.h"
 #include "rl_sleef.glsl"
 #include "rope_emu.glsl"
 

@@ -233,7 +233,7 @@ START_TEST(rope_registry_keys_are_ropes_own_list)
         {"rotary_dim", "2"}, {"partial_rotary_factor", "0.5"}, {"layout", "\"half\""},
         {"rotary_part", "\"last\""},
         {"precision", "\"table\""}, {"dtype", "\"bf16\""}, {"inv_freq_dtype", "\"bf16\""},
-        {"tf32", "true"}, {"factor", "2"}, {"original_max_position_embeddings", "2"},
+        {"tf32", "true"}, {"trig", "\"device\""}, {"factor", "2"}, {"original_max_position_embeddings", "2"},
         {"max_position_embeddings", "2"}, {"seq_len", "2"}, {"beta_fast", "2"},
         {"beta_slow", "2"}, {"mscale", "2"}, {"mscale_all_dim", "2"}, {"truncate", "true"},
         {"attention_factor", "2"}, {"low_freq_factor", "2"}, {"high_freq_factor", "2"},

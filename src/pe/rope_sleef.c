@@ -137,6 +137,9 @@ static df rempif(float a, int32_t *qo)
     int32_t q = ex > 90 - 25 ? -64 : 0;
     a = bits_f(f_bits(a) + ((uint32_t)q << 23)); /* vldexp3 */
     ex = ex < 0 ? 0 : ex;
+    /* inf and NaN (ilogb 128) would read one row past the table (SLEEF's
+     * gather does; the caller makes the result NaN whatever it reads) */
+    ex = ex > (int32_t)RL_REMPITAB_N / 4 - 1 ? (int32_t)RL_REMPITAB_N / 4 - 1 : ex;
     ex *= 4;
     int32_t di;
     df x = mul_ff(a, bits_f(tab_bits[ex]));
