@@ -135,8 +135,7 @@ static rl_status create(pe_encoding *e, rl_error *err)
         pe_param_set_json(e, "inv_freq_dtype", json_string(rope_dtype_name(f->inv_freq_dtype)));
         pe_param_set_json(e, "tf32", json_boolean(f->tf32));
         if (f->precision == RL_ROPE_PREC_HF || f->precision == RL_ROPE_PREC_VLLM)
-            pe_param_set_json(e, "trig", json_string(f->trig == ROPE_TRIG_DEVICE ? "device"
-                                                                                 : "sleef"));
+            pe_param_set_json(e, "trig", json_string(rope_trig_name(f->trig)));
     }
     /* dynamic_yarn's factor follows the length (and, cache_consistent, the
      * position): recorded only when given, which fixes it. */

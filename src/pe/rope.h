@@ -320,6 +320,10 @@ int rope_prec_is_emu(int precision);
 /* Name of a dtype ("bf16"), NULL if unknown; parse returns -1. */
 const char *rope_dtype_name(int dtype);
 int rope_dtype_parse(const char *name);
+/* Name of a ROPE_TRIG_* ("sleef", "device"; _DEFAULT is sleef's), NULL if
+ * unknown; parse returns -1 for any other name. */
+const char *rope_trig_name(int trig);
+int rope_trig_parse(const char *name);
 
 /* Reorders rows of a ROPE_PART_LAST caller's Q/K ([rows][head_dim] float32,
  * in place) between the caller's order and the kernels' (rotated part

@@ -145,6 +145,24 @@ int rope_dtype_parse(const char *name)
     return -1;
 }
 
+const char *rope_trig_name(int trig)
+{
+    switch (trig) {
+    case ROPE_TRIG_DEFAULT:
+    case ROPE_TRIG_SLEEF: return "sleef";
+    case ROPE_TRIG_DEVICE: return "device";
+    }
+    return NULL;
+}
+
+int rope_trig_parse(const char *name)
+{
+    for (int t = ROPE_TRIG_SLEEF; t <= ROPE_TRIG_DEVICE; t++)
+        if (strcmp(name, rope_trig_name(t)) == 0)
+            return t;
+    return -1;
+}
+
 /* The emulation keys: dtype, inv_freq_dtype and tf32 belong to the modes
  * that have them; ggml's modes take fp32/fp16 tensors and emulate the
  * unscaled rotation. Errors name the key. */

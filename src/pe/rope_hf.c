@@ -279,13 +279,10 @@ static rl_status set_json(rope_desc *d, const char *key, const json_t *v, rl_err
         return RL_OK;
     }
     if (strcmp(key, "trig") == 0) {
-        const char *s = json_is_string(v) ? json_string_value(v) : "";
-        if (strcmp(s, "sleef") == 0)
-            d->trig = ROPE_TRIG_SLEEF;
-        else if (strcmp(s, "device") == 0)
-            d->trig = ROPE_TRIG_DEVICE;
-        else
+        int t = json_is_string(v) ? rope_trig_parse(json_string_value(v)) : -1;
+        if (t < 0)
             return rl_fail(err, RL_ERR_ARG, "trig must be \"sleef\" or \"device\"");
+        d->trig = t;
         return RL_OK;
     }
     if (strcmp(key, "tf32") == 0) {
@@ -504,7 +501,7 @@ json_t *rope_desc_to_json(const rope_desc *d)
     if (d->tf32)
         json_object_set_new(o, "tf32", json_true());
     if (d->trig)
-        json_object_set_new(o, "trig", json_string(d->trig == ROPE_TRIG_DEVICE ? "device" : "sleef"));
+        json_object_set_new(o, "trig", json_string(rope_trig_name(d->trig)));
     SET_NUM("factor", d->factor);
     SET_INT("original_max_position_embeddings", d->original_max_position_embeddings);
     SET_INT("max_position_embeddings", d->max_position_embeddings);
