@@ -502,8 +502,9 @@ float rope_emu_angle(const rope_freqs *f, uint32_t p, uint32_t j);
 void rope_emu_apply(const rope_freqs *f, const float *x, const uint32_t *pos, size_t tokens,
                     uint32_t heads, const float *use_angles, float *y, float *angles);
 /* Bound of |device - CPU emulation| per element when both use the same
- * angles: only the device's cos/sin (Vulkan 2^-11) and the dtype roundings
- * they can flip differ (rope_emu.c derives it). bound: same shape as x. */
+ * angles: 0 when both take SLEEF's cos/sin (rope_emu_sleef); else only the
+ * device's cos/sin (Vulkan 2^-11) and the dtype roundings they can flip
+ * differ (rope_emu.c derives it). bound: same shape as x. */
 void rope_emu_bounds(const rope_freqs *f, const float *x, size_t tokens, uint32_t heads,
                      double *bound);
 /* Bound of the device's ggml-vulkan angle against the host-powf angle

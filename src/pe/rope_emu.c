@@ -3,9 +3,11 @@
  * emulation"), written in C from those sources. The device side is
  * shaders/rope_emu.glsl; both must agree bit for bit wherever the
  * arithmetic is defined (angle construction, dtype roundings, + - *), and
- * within rope_emu_bounds where they rest on sin/cos (and ggml-vulkan's
- * pow). The build is ISO C11 (meson c_std=c11), so GCC does not contract
- * a*b+c into an FMA, and x86-64 evaluates float in float (FLT_EVAL_METHOD 0). */
+ * within rope_emu_bounds where they rest on the device's sin/cos (trig
+ * device, the ggml modes; hf and vllm take SLEEF's on both sides:
+ * rope_sleef.c) and ggml-vulkan's pow. The build is ISO C11 (meson
+ * c_std=c11), so GCC does not contract a*b+c into an FMA, and x86-64
+ * evaluates float in float (FLT_EVAL_METHOD 0). */
 #include <float.h>
 #include <math.h>
 #include <string.h>
