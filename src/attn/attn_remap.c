@@ -179,14 +179,7 @@ rl_status attn_remap_encoding(const attn_remap *r, const pe_encoding *e, pe_enco
                            "attn_remap %s: rotates its far definition by the linear-scaled "
                            "(factor attn_remap_leak) twin of plain RoPE; the encoding has "
                            "rope_type '%s'", m->name, rope_type_name(f->rope_type));
-    json_t *p = json_deep_copy(pe_encoding_params(e));
-    if (!p)
-        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
-    json_object_set_new(p, "rope_type", json_string("linear"));
-    json_object_set_new(p, "factor", json_real((double)r->leak));
-    rl_status st = pe_encoding_create(pe_encoding_family(e)->name, p, pe_encoding_shape(e), far,
-                                      err);
-    json_decref(p);
+    rl_status st = pe_rope_linear_twin(e, (double)r->leak, far, err);
     if (st) { /* the twin differs from e only by its factor, attn_remap_leak */
         rl_error_prefix(err, "attn_remap %s: the linear (factor %u) twin", m->name, r->leak);
         rl_error_set_key(err, "attn_remap_leak");

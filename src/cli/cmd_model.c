@@ -95,6 +95,9 @@ int cmd_model(int argc, char **argv)
         if (f)
             json_object_set_new(json_array_get(types, i), "resolved", resolved_json(f));
         free(f);
+        /* what the runner's attention kinds take from this type (run/) */
+        json_object_set_new(json_array_get(types, i), "applied",
+                            run_model_attn_params(&m.types[i], NULL));
     }
     if (only) {
         for (size_t i = json_array_size(types); i-- > 0;)

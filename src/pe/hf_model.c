@@ -984,35 +984,17 @@ rl_status hfm_select(const hfm_model *m, const char *name, const hfm_layer_type 
                        m->path, name, list);
 }
 
-json_t *hfm_attn_params(const hfm_layer_type *t)
-{
-    json_t *o = json_object();
-    if (t->window)
-        json_object_set_new(o, "attn_window", json_pack("{s:i,s:s}", "value", (int)t->window,
-                                                        "from", "sliding_window"));
-    if (t->chunk)
-        json_object_set_new(o, "attn_chunk", json_pack("{s:i,s:s}", "value", (int)t->chunk,
-                                                       "from", "attention_chunk_size"));
-    if (t->temp) {
-        json_object_set_new(o, "attn_temperature", json_pack("{s:s,s:s}", "value", "llama4",
-                                                             "from", "attn_temperature_tuning"));
-        json_object_set_new(o, "attn_temp_scale", json_pack("{s:f,s:s}", "value", t->temp_scale,
-                                                            "from", "attn_scale"));
-        json_object_set_new(o, "attn_temp_floor", json_pack("{s:f,s:s}", "value", t->temp_floor,
-                                                            "from", "floor_scale"));
-    }
-    return o;
-}
-
 json_t *hfm_to_json(const hfm_model *m)
 {
     json_t *types = json_array();
     for (uint32_t i = 0; i < m->n_types; i++) {
         const hfm_layer_type *t = &m->types[i];
-        json_array_append_new(types, json_pack("{s:s,s:i,s:i,s:i,s:O,s:o,s:s?}", "name", t->name,
-                                               "count", (int)t->count, "window", (int)t->window,
-                                               "chunk", (int)t->chunk, "encoding", t->encoding,
-                                               "applied", hfm_attn_params(t), "refused",
+        json_array_append_new(types, json_pack("{s:s,s:i,s:i,s:i,s:b,s:f,s:f,s:O,s:s?}", "name",
+                                               t->name, "count", (int)t->count, "window",
+                                               (int)t->window, "chunk", (int)t->chunk,
+                                               "temperature", t->temp, "temp_scale",
+                                               t->temp_scale, "temp_floor", t->temp_floor,
+                                               "encoding", t->encoding, "refused",
                                                t->refuse[0] ? t->refuse : NULL));
     }
     return json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:o,s:O,s:O}", "path",

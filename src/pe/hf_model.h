@@ -18,8 +18,9 @@
  *   - features captured but not modelled (mrope) make hfm_select refuse
  *     that layer type naming the key, never a substitution;
  *   - a layer type's attention attributes the engine has (sliding window,
- *     attention chunk, Llama 4's query temperature) are kept per type and
- *     handed to the runner as its batch keys (hfm_attn_params). */
+ *     attention chunk, Llama 4's query temperature) are kept per type as
+ *     typed fields (hfm_layer_type); the runner turns them into its batch
+ *     keys (run/run_model.c), this module knows no batch vocabulary. */
 #ifndef HF_MODEL_H
 #define HF_MODEL_H
 
@@ -81,12 +82,6 @@ rl_status hfm_select(const hfm_model *m, const char *name, const hfm_layer_type 
 struct rope_desc;
 rl_status hfm_rope_desc(const hfm_model *m, const hfm_layer_type *t, struct rope_desc *d,
                         rl_error *err);
-
-/* The attention attributes of layer type t the engine applies, as the
- * attention kinds' batch keys (EXP_ATTN_MASK_PARAMS): new object
- * {"attn_window": {"value": 4096, "from": "sliding_window"}, ...} (the
- * config.json key each value comes from); empty when t has none. */
-json_t *hfm_attn_params(const hfm_layer_type *t);
 
 /* Description as JSON (new reference): the fields above, each layer type
  * with its encoding and refusal. */

@@ -193,6 +193,12 @@ struct pe_family {
  * other family: for experiment kinds about the rotation itself. */
 struct rope_freqs;
 const struct rope_freqs *pe_rope_freqs(const pe_encoding *e);
+/* A new encoding: e (family "rope") with its scaling replaced by linear
+ * position interpolation by factor (every other parameter kept); the far
+ * definition of position remaps (attn/attn_remap.c). Destroy with
+ * pe_encoding_destroy. */
+rl_status pe_rope_linear_twin(const pe_encoding *e, double factor, pe_encoding **out,
+                              rl_error *err);
 
 /* The family rope_twin's plain-RoPE parameters of e (new reference), or
  * NULL when the family declares none. */

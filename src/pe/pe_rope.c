@@ -475,3 +475,20 @@ const rope_freqs *pe_rope_freqs(const pe_encoding *e)
 {
     return pe_encoding_family(e) == &pe_family_rope ? freqs_of(e) : NULL;
 }
+
+rl_status pe_rope_linear_twin(const pe_encoding *e, double factor, pe_encoding **out,
+                              rl_error *err)
+{
+    *out = NULL;
+    if (pe_encoding_family(e) != &pe_family_rope)
+        return rl_fail(err, RL_ERR_ARG, "the linear twin needs a rotary encoding, not '%s'",
+                       pe_encoding_family(e)->name);
+    json_t *p = json_deep_copy(pe_encoding_params(e));
+    if (!p)
+        return rl_fail(err, RL_ERR_NOMEM, "out of host memory");
+    json_object_set_new(p, "rope_type", json_string(rope_type_name(ROPE_TYPE_LINEAR)));
+    json_object_set_new(p, "factor", json_real(factor));
+    rl_status st = pe_encoding_create(pe_family_rope.name, p, pe_encoding_shape(e), out, err);
+    json_decref(p);
+    return st;
+}

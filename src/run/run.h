@@ -113,6 +113,14 @@ rl_status run_preset_model(const char *name, struct hfm_model *m, rl_error *err)
  * its metadata records. Free with hfm_free. */
 rl_status run_capture_model(const char *path, struct hfm_model *m, rl_error *err);
 
+/* The attention attributes of layer type t the engine applies, as the
+ * attention kinds' batch keys (EXP_ATTN_MASK_PARAMS), each with the
+ * config.json key it comes from: {"attn_window": {"value": 4096, "from":
+ * "SRC sliding_window, layer type T"}, ...} ("from" just the key when src
+ * is NULL); an empty object when t has none. New reference. */
+struct hfm_layer_type;
+json_t *run_model_attn_params(const struct hfm_layer_type *t, const char *src);
+
 rl_status run_shard_assign(const run_batch *b, uint32_t count, uint32_t *shard, rl_error *err);
 /* The same from n costs and run ids (merge reads them from a manifest's
  * plan); shard[n] receives the assignment. */

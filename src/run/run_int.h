@@ -184,7 +184,7 @@ const rl_st_tensor *run_capture_tensor(const run_capture *c, uint32_t layer, cha
  * *attn (when attn is not NULL; may stay NULL) receives that layer type's
  * attention attributes as the attention kinds' batch keys with where each
  * came from, {"attn_window": {"value": 4096, "from": "hf_config
- * sliding_window, layer type sliding_attention"}, ...} (hfm_attn_params),
+ * sliding_window, layer type sliding_attention"}, ...} (run_model.c),
  * or NULL when the model has no layer types or the type is refused.
  * Checks head_dim even and kv_heads dividing heads. */
 rl_status run_model_resolve(const json_t *model, const char *base_dir, exp_model *m,

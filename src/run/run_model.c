@@ -62,6 +62,34 @@ rl_status run_preset_model(const char *name, hfm_model *m, rl_error *err)
     return st;
 }
 
+/* run_model_attn_params (run.h): the runner, not pe/, owns the batch keys */
+static void attn_param(json_t *o, const char *key, json_t *value, const char *src,
+                       const char *hf_key, const hfm_layer_type *t)
+{
+    char from[256];
+    if (src)
+        snprintf(from, sizeof from, "%s %s, layer type %s", src, hf_key, t->name);
+    else
+        snprintf(from, sizeof from, "%s", hf_key);
+    json_object_set_new(o, key, json_pack("{s:o,s:s}", "value", value, "from", from));
+}
+
+json_t *run_model_attn_params(const hfm_layer_type *t, const char *src)
+{
+    json_t *o = json_object();
+    if (t->window)
+        attn_param(o, "attn_window", json_integer(t->window), src, "sliding_window", t);
+    if (t->chunk)
+        attn_param(o, "attn_chunk", json_integer(t->chunk), src, "attention_chunk_size", t);
+    if (t->temp) {
+        attn_param(o, "attn_temperature", json_string("llama4"), src, "attn_temperature_tuning",
+                   t);
+        attn_param(o, "attn_temp_scale", json_real(t->temp_scale), src, "attn_scale", t);
+        attn_param(o, "attn_temp_floor", json_real(t->temp_floor), src, "floor_scale", t);
+    }
+    return o;
+}
+
 /* The model of hfm m as the runner's shape, and its layer type's encoding
  * (or, when ropelab cannot plan that layer type, the refusal as a string). */
 static rl_status from_hfm(const hfm_model *hm, const char *layer_type, const char *src,
@@ -84,15 +112,7 @@ static rl_status from_hfm(const hfm_model *hm, const char *layer_type, const cha
     *rope = json_deep_copy(t->encoding);
     if (attn) { /* the layer type's own attention attributes, with their source */
         json_decref(*attn);
-        *attn = hfm_attn_params(t);
-        const char *k;
-        json_t *v;
-        json_object_foreach(*attn, k, v) {
-            char from[256];
-            snprintf(from, sizeof from, "%s %s, layer type %s", src,
-                     json_string_value(json_object_get(v, "from")), t->name);
-            json_object_set_new(v, "from", json_string(from));
-        }
+        *attn = run_model_attn_params(t, src);
     }
     return RL_OK;
 }
