@@ -25,7 +25,8 @@ OP:
                    needs exactly one pair)
 verify FIELD OP [FILTER...]: the runs' verification records in
   OUT/runs/*/summary.json (OUT: the folder of RESULTS.csv), FIELD one of
-  max_error, bound, ratio (max_error / bound), OP one of min, max, range,
+  the tolerance record's error_at_worst, bound_at_worst, or ratio
+  (error_at_worst / bound_at_worst), OP one of min, max, range,
   count; FILTER KEY=VALUE on the run's kind, status, encoding (its name),
   a swept key (params.n, model.head_dim, ...) or `what` (a substring of the
   check's description).
@@ -141,18 +142,28 @@ def verify(out, field, op, filters, sig, log10):
                     ok = ok and got is not None and (got == want or _num_eq(got, want))
             if not ok:
                 continue
+            e, b = _rec(v, "error_at_worst"), _rec(v, "bound_at_worst")
             if field == "ratio":
                 # an exact check (bound 0, e.g. NoPE's identity transform)
                 # that found no error is 0 of its bound
-                e, b = float(v["max_error"]), float(v["bound"])
                 vals.append(0.0 if e == 0 and b == 0 else e / b if b else math.inf)
             else:
-                vals.append(float(v[field]))
+                vals.append(e if field == "error_at_worst" else b)
     if op == "count":
         return str(len(vals))
     if log10:
         vals = [math.log10(v) for v in vals]
     return reduce(op, vals, sig, f"verify {field}")
+
+
+# the tolerance record's keys; runs written before 2026-12-07 spelt them
+# max_error and bound (a null error: not finite)
+_OLD = {"error_at_worst": "max_error", "bound_at_worst": "bound"}
+
+
+def _rec(v, key):
+    x = v.get(key, v.get(_OLD[key]))
+    return math.inf if x is None else float(x)
 
 
 def _num_eq(a, b):
@@ -182,9 +193,9 @@ def main(argv):
     op = args.pop(0)
     try:
         if op == "verify":
-            if len(args) < 2 or args[0] not in ("max_error", "bound", "ratio") or \
+            if len(args) < 2 or args[0] not in ("error_at_worst", "bound_at_worst", "ratio") or \
                     args[1] not in ("min", "max", "range", "count"):
-                print("verify needs FIELD (max_error, bound, ratio) and OP (min, max, range, count)",
+                print("verify needs FIELD (error_at_worst, bound_at_worst, ratio) and OP (min, max, range, count)",
                       file=sys.stderr)
                 return 2
             filters = [tuple(a.split("=", 1)) for a in args[2:]]

@@ -566,8 +566,8 @@ static void assert_verified(const kfix *f, const char *stat)
     json_array_foreach(f->sink.verification, i, v) {
         const char *what = json_string_value(json_object_get(v, "what"));
         ck_assert_msg(json_is_true(json_object_get(v, "pass")), "%s failed", what);
-        double e = json_number_value(json_object_get(v, "max_error")),
-               b = json_number_value(json_object_get(v, "bound"));
+        double e = json_number_value(json_object_get(v, "error_at_worst")),
+               b = json_number_value(json_object_get(v, "bound_at_worst"));
         ck_assert_msg(e >= 0 && e <= b, "%s: error %g bound %g", what, e, b);
         if (what && strstr(what, stat))
             named++;
@@ -670,7 +670,7 @@ static double entropy_bound(const kfix *f)
     json_array_foreach(f->sink.verification, i, v) {
         const char *what = json_string_value(json_object_get(v, "what"));
         if (what && strstr(what, ": entropy of "))
-            b = fmax(b, json_number_value(json_object_get(v, "bound")));
+            b = fmax(b, json_number_value(json_object_get(v, "bound_at_worst")));
     }
     ck_assert(b > 0);
     return b;

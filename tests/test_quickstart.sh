@@ -80,7 +80,7 @@ for p in plan:
         continue
     s = json.load(open(os.path.join(runs, p["id"], "summary.json")))
     h[enc] = s["metrics"]["entropy_at_max_len"]
-    tol = max([tol] + [v["bound"] for v in s["verification"] if "entropy" in v["what"]])
+    tol = max([tol] + [v["bound_at_worst"] for v in s["verification"] if "entropy" in v["what"]])
 assert len(h) == 5, f"rotation methods in the quickstart: {sorted(h)}"
 assert 0 < tol < 0.05, f"entropy tolerance {tol}"
 close = [(a, b) for i, a in enumerate(rot) for b in rot[i + 1:] if abs(h[a] - h[b]) <= 2 * tol]

@@ -86,3 +86,25 @@ for b in bad[:20]:
 sys.exit(1 if bad else 0)
 PY
 done
+# The Verification table reads the tolerance record (error_at_worst,
+# bound_at_worst) and, in folders written before 2026-12-07, the older
+# max_error and bound: one run rewritten to the old spelling shows the same
+# worst error and bound as before, not nan.
+row() { grep -F "| $1 |" "$t/o/report.md" | grep -v '^| run ' | tail -1; }
+run1=$(basename "$(ls -d "$t"/o/runs/*/ | head -1)")
+before=$(row "$run1")
+"$py" - "$t/o/runs/$run1/summary.json" <<'PY' || exit 1
+import json, sys
+p = sys.argv[1]
+s = json.load(open(p))
+for v in s["verification"]:
+    v["max_error"] = v.pop("error_at_worst")
+    v["bound"] = v.pop("bound_at_worst")
+json.dump(s, open(p, "w"))
+PY
+"$bin" plot "$t/o" >/dev/null 2>&1 || { echo "FAIL: plot over the old spelling"; exit 1; }
+after=$(row "$run1")
+if [ -z "$before" ] || [ "$before" != "$after" ] || printf '%s' "$after" | grep -q nan; then
+  echo "FAIL: verification row changed with the old spelling: '$before' -> '$after'"; exit 1
+fi
+echo "verification row read from both spellings: $after"

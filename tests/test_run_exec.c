@@ -248,7 +248,7 @@ static double run_entropy(const char *out, const run_item *it, double *tol)
     json_array_foreach(json_object_get(s, "verification"), i, v) {
         const char *what = json_string_value(json_object_get(v, "what"));
         if (what && strstr(what, "entropy"))
-            *tol = fmax(*tol, json_number_value(json_object_get(v, "bound")));
+            *tol = fmax(*tol, json_number_value(json_object_get(v, "bound_at_worst")));
     }
     json_decref(s);
     return h;

@@ -115,12 +115,16 @@ void exp_sink_metric(exp_sink *s, const char *name, double value);
 /* Records one verification: `what` was compared; max_error and bound are
  * the error and bound of the element with the largest error/bound (so the
  * pair read together says how close it came; the overall max abs error
- * belongs in the detail); pass = 0 marks the run's verification as failed. */
+ * belongs in the detail); pass = 0 marks the run's verification as failed.
+ * Every entry of summary.json's "verification" is the one tolerance record
+ * (verify/vf.h: vf_scalar_json here, vf_stats_json below; error_at_worst,
+ * bound_at_worst, worst_error_over_bound, pass, ...) plus "what" and
+ * "detail". */
 void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bound, int pass,
                      const char *detail);
 /* Records the verification layer's tolerance record v (vf_stats: the
- * worst element's error and bound, NMSE and its gate, verdict) under what;
- * adds nmse and nmse_gate to the record's fields. Returns v->pass. */
+ * worst element's error and bound, NMSE and its gate, verdict) under what.
+ * Returns v->pass. */
 int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, const char *detail);
 
 /* ---- what a kind's numbers mean ------------------------------------------ */

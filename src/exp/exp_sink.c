@@ -136,17 +136,22 @@ void exp_sink_metric(exp_sink *s, const char *name, double value)
     json_object_set_new(s->metrics, name, isfinite(value) ? json_real(value) : json_null());
 }
 
+/* A verification entry: the one tolerance record (verify/vf_json.c), its
+ * check named by "what", "detail" the words beside it. */
+static void add_record(exp_sink *s, const char *what, json_t *rec, const char *detail)
+{
+    if (!rec)
+        return;
+    json_object_set_new(rec, "what", json_string(what));
+    json_object_set_new(rec, "detail", json_string(detail ? detail : ""));
+    json_array_append_new(s->verification, rec);
+}
+
 int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, const char *detail)
 {
     if (!v->pass)
         s->failed_verification = 1;
-    json_t *nm = isfinite(v->nmse) ? json_real(v->nmse) : json_null();
-    json_t *gt = isfinite(v->nmse_gate) ? json_real(v->nmse_gate) : json_null();
-    json_array_append_new(
-        s->verification,
-        json_pack("{s:s,s:f,s:f,s:o,s:o,s:b,s:s}", "what", what, "max_error",
-                  isfinite(v->err_at_worst) ? v->err_at_worst : -1.0, "bound", v->bound_at_worst,
-                  "nmse", nm, "nmse_gate", gt, "pass", v->pass, "detail", detail ? detail : ""));
+    add_record(s, what, vf_stats_json(v), detail);
     return v->pass;
 }
 
@@ -155,8 +160,5 @@ void exp_sink_verify(exp_sink *s, const char *what, double max_error, double bou
 {
     if (!pass)
         s->failed_verification = 1;
-    json_array_append_new(s->verification,
-                          json_pack("{s:s,s:f,s:f,s:b,s:s}", "what", what, "max_error",
-                                    isfinite(max_error) ? max_error : -1.0, "bound", bound,
-                                    "pass", pass, "detail", detail ? detail : ""));
+    add_record(s, what, vf_scalar_json(max_error, bound, pass), detail);
 }

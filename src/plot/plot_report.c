@@ -273,6 +273,19 @@ static const char *str_or(const json_t *o, const char *key, const char *fallback
     return v ? v : fallback;
 }
 
+/* A verification record's worst error and its bound (the tolerance
+ * record's error_at_worst, bound_at_worst; null, a non-finite error: NaN).
+ * Folders written before 2026-12-07 spelt them max_error and bound. */
+static double rec_num(const json_t *rec, const char *key, const char *old)
+{
+    const json_t *v = json_object_get(rec, key);
+    if (!v)
+        v = json_object_get(rec, old);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+static double rec_error(const json_t *rec) { return rec_num(rec, "error_at_worst", "max_error"); }
+static double rec_bound(const json_t *rec) { return rec_num(rec, "bound_at_worst", "bound"); }
+
 /* One job's verification records (its summary.json): how many, how many
  * failed, and the worst one (largest error/bound). */
 static void verification_row(FILE *fp, const plot_ctx *c, const json_t *job, const char *dirn)
@@ -285,9 +298,8 @@ static void verification_row(FILE *fp, const plot_ctx *c, const json_t *job, con
     json_t *rec, *worst = NULL;
     double worst_ratio = -1;
     json_array_foreach(ver, vi, rec) {
-        double e = json_number_value(json_object_get(rec, "max_error"));
-        double b = json_number_value(json_object_get(rec, "bound"));
-        double ratio = b > 0 ? e / b : (e > 0 ? INFINITY : 0);
+        double e = rec_error(rec), b = rec_bound(rec);
+        double ratio = b > 0 ? e / b : (e > 0 || isnan(e) ? INFINITY : 0);
         if (!json_is_true(json_object_get(rec, "pass")))
             failed++;
         if (ratio > worst_ratio) {
@@ -297,8 +309,8 @@ static void verification_row(FILE *fp, const plot_ctx *c, const json_t *job, con
     }
     char e[32] = "", b[32] = "";
     if (worst) {
-        snprintf(e, sizeof e, "%.3g", json_number_value(json_object_get(worst, "max_error")));
-        snprintf(b, sizeof b, "%.3g", json_number_value(json_object_get(worst, "bound")));
+        snprintf(e, sizeof e, "%.3g", rec_error(worst));
+        snprintf(b, sizeof b, "%.3g", rec_bound(worst));
     }
     char nb[32], fb[32];
     snprintf(nb, sizeof nb, "%zu", n);

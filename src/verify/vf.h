@@ -138,6 +138,11 @@ void vf_merge(vf_stats *into, const vf_stats *s);
  * of memory). */
 struct json_t;
 struct json_t *vf_stats_json(const vf_stats *s);
+/* The same record for a verdict on one scalar (an experiment's worst error
+ * against its bound, computed elsewhere): pass, error_at_worst,
+ * bound_at_worst, worst_error_over_bound (err / bound; null when the bound
+ * is 0 and err is not), non-finite numbers as above. New object. */
+struct json_t *vf_scalar_json(double err, double bound, int pass);
 /* Why s did not pass, in words ("3 element(s) over their bound (worst
  * error/bound 2.5 at index 17); ..."), into buf; "" when it passed. */
 const char *vf_stats_reason(const vf_stats *s, char *buf, size_t size);

@@ -44,6 +44,48 @@ const char *vf_stats_reason(const vf_stats *s, char *buf, size_t size)
     return buf;
 }
 
+/* Sets each (key, number) of o, a non-finite one as null and its key in nf. */
+struct vf_num { const char *k; double v; };
+static void set_nums(json_t *o, json_t *nf, const struct vf_num *nums, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(nums[i].v)) {
+            json_object_set_new(o, nums[i].k, json_real(nums[i].v));
+        } else {
+            json_object_set_new(o, nums[i].k, json_null());
+            json_array_append_new(nf, json_string(nums[i].k));
+        }
+    }
+}
+
+static json_t *close_nums(json_t *o, json_t *nf)
+{
+    if (json_array_size(nf))
+        json_object_set_new(o, "not_finite", nf);
+    else
+        json_decref(nf);
+    return o;
+}
+
+json_t *vf_scalar_json(double err, double bound, int pass)
+{
+    json_t *o = json_object(), *nf = json_array();
+    if (!o || !nf) {
+        json_decref(o);
+        json_decref(nf);
+        return NULL;
+    }
+    json_object_set_new(o, "pass", json_boolean(pass));
+    double ratio = bound > 0 ? err / bound : err == 0 ? 0 : INFINITY;
+    const struct vf_num nums[] = {
+        {"error_at_worst", err},
+        {"bound_at_worst", bound},
+        {"worst_error_over_bound", ratio},
+    };
+    set_nums(o, nf, nums, sizeof nums / sizeof nums[0]);
+    return close_nums(o, nf);
+}
+
 json_t *vf_stats_json(const vf_stats *s)
 {
     json_t *o = json_object(), *nf = json_array();
@@ -59,7 +101,7 @@ json_t *vf_stats_json(const vf_stats *s)
     json_object_set_new(o, "reference_nan", json_integer((json_int_t)s->n_ref_nan));
     json_object_set_new(o, "first_bad", json_integer(s->pass || s->first_bad == VF_NONE
                                                          ? -1 : (json_int_t)s->first_bad));
-    const struct { const char *k; double v; } nums[] = {
+    const struct vf_num nums[] = {
         {"max_abs_error", s->max_abs},
         {"max_rel_error", s->max_rel},
         {"error_at_worst", s->err_at_worst},
@@ -70,23 +112,12 @@ json_t *vf_stats_json(const vf_stats *s)
         {"nmse_gate", s->nmse_gate},
         {"nmse_gate_fraction", s->gate_fraction},
     };
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-        if (isfinite(nums[i].v)) {
-            json_object_set_new(o, nums[i].k, json_real(nums[i].v));
-        } else {
-            json_object_set_new(o, nums[i].k, json_null());
-            json_array_append_new(nf, json_string(nums[i].k));
-        }
-    }
+    set_nums(o, nf, nums, sizeof nums / sizeof nums[0]);
     json_object_set_new(o, "nmse_ok", json_boolean(s->nmse_ok));
     json_object_set_new(o, "guard_ok", json_boolean(!s->guard_bad));
-    if (json_array_size(nf))
-        json_object_set_new(o, "not_finite", nf);
-    else
-        json_decref(nf);
     if (!s->pass) {
         char why[512];
         json_object_set_new(o, "reason", json_string(vf_stats_reason(s, why, sizeof why)));
     }
-    return o;
+    return close_nums(o, nf);
 }

@@ -4,6 +4,7 @@
 #define _DEFAULT_SOURCE /* getloadavg */
 #include "vk/rlvk.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -347,6 +348,29 @@ void rlvk_ptable_destroy(rlvk_device *dev)
     dev->ptable = NULL;
 }
 
+/* RL_PIPELINE_LOG=FILE: one line "SECONDS NAME" appended per pipeline the
+ * driver was asked to create (a driver cache hit included: its seconds say
+ * which), for finding where compile time goes. One write per line
+ * (O_APPEND), so processes and threads sharing FILE do not interleave. */
+static void log_compile(const char *name, double s)
+{
+    const char *path = getenv("RL_PIPELINE_LOG");
+    if (!path || !*path)
+        return;
+    char line[256];
+    int n = snprintf(line, sizeof line, "%.4f %s\n", s, name ? name : "?");
+    if (n <= 0)
+        return;
+    if ((size_t)n >= sizeof line)
+        n = (int)sizeof line - 1;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, line, (size_t)n);
+    (void)w;
+    close(fd);
+}
+
 static rl_status pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *desc,
                                  rlvk_pipeline *pipe, rl_error *err)
 {
@@ -455,8 +479,10 @@ static rl_status pipeline_create(rlvk_device *dev, const rlvk_pipeline_desc *des
         },
         .layout = pipe->layout,
     };
+    double t0 = rl_now();
     r = dev->vk.vkCreateComputePipelines(dev->device, dev->pipeline_cache, 1, &cpi, NULL,
                                          &pipe->pipeline);
+    log_compile(desc->name, rl_now() - t0);
     if (r != VK_SUCCESS) {
         pipe->pipeline = VK_NULL_HANDLE;
         rlvk_pipeline_destroy(dev, pipe);
