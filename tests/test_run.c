@@ -12,6 +12,7 @@
 
 #include "bench/bench.h"
 
+#include "core/rl_csv.h"
 #include "core/rl_sha256.h"
 #include "run/run.h"
 #include "run/run_int.h"
@@ -1048,6 +1049,56 @@ START_TEST(decay_bound_at_zero_is_mean_of_one_to_half_dim)
 }
 END_TEST
 
+START_TEST(results_csv_carries_a_tables_fields_as_they_are)
+{
+    /* a run's table read with the one CSV reader (core/rl_csv.h): an empty
+     * cell stays in its column (a tokenizer that merges separators moved
+     * "3" under column a), and a quoted x with a comma and a quote reaches
+     * results.csv quoted, one field */
+    char dir[] = "/tmp/rl_results_XXXXXX", path[96];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs("{\"run_id\": \"r1\", \"kind\": \"decay\", \"metrics\": {},"
+          " \"tables\": [{\"name\": \"t\", \"table\": \"t\", \"length\": 0}]}", fp);
+    fclose(fp);
+    snprintf(path, sizeof path, "%s/t.csv", dir);
+    fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs("x,a,b\n1,,3\n\"2,\"\"5\",7,8\n", fp);
+    fclose(fp);
+    json_t *keys = json_array(), *dirs = json_pack("[s]", dir);
+    rl_error err = {0};
+    ck_assert_msg(run_results_write(dir, keys, dirs, &err) == RL_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    rl_csv t;
+    ck_assert_msg(rl_csv_read(path, &t, &err) == RL_OK, "%s", err.msg);
+    ck_assert_uint_eq(t.n, 5); /* header + (a, b) of two rows */
+    int cm = rl_csv_col(&t.rows[0], "metric"), cx = rl_csv_col(&t.rows[0], "x"),
+        cv = rl_csv_col(&t.rows[0], "value");
+    ck_assert(cm >= 0 && cx >= 0 && cv >= 0);
+    const char *want[4][3] = {{"t.a", "1", ""}, {"t.b", "1", "3"}, {"t.a", "2,\"5", "7"},
+                              {"t.b", "2,\"5", "8"}};
+    for (int i = 0; i < 4; i++) {
+        const rl_csv_row *r = &t.rows[i + 1];
+        ck_assert_str_eq(r->f[cm], want[i][0]);
+        ck_assert_str_eq(r->f[cx], want[i][1]);
+        ck_assert_str_eq(r->f[cv], want[i][2]);
+        ck_assert_uint_eq(r->n, t.rows[0].n);
+    }
+    rl_csv_free(&t);
+    json_decref(keys);
+    json_decref(dirs);
+    const char *files[] = {"results.csv", "t.csv", "summary.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        ck_assert_int_eq(remove(path), 0);
+    }
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(hf_config_gives_shape_and_rope_settings)
 {
     /* head_dim = hidden_size / num_attention_heads = 3072 / 24 = 128;
@@ -1593,6 +1644,7 @@ int main(void)
     tcase_add_test(tc, many_errors_are_each_reported_once);
     tcase_add_test(tc, preset_gives_model_shape);
     tcase_add_test(tc, decay_bound_at_zero_is_mean_of_one_to_half_dim);
+    tcase_add_test(tc, results_csv_carries_a_tables_fields_as_they_are);
     tcase_add_test(tc, hf_config_gives_shape_and_rope_settings);
     tcase_add_test(tc, hf_config_layer_type_picks_the_layers_encoding);
     tcase_add_test(tc, model_attention_attributes_reach_the_attention_kinds);

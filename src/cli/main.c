@@ -108,8 +108,9 @@ static int print_man(void)
         {"RL_COMPILE_THREADS", "threads that compile a run's pipelines at once (default: the "
                                "calling thread plus one per idle core)."},
         {"RL_PIPELINE_LOG", "a file to which each pipeline creation appends a line, its "
-                            "seconds and its name (where compile time goes; a driver cache hit "
-                            "shows as a short time)."},
+                            "seconds and its name: which variants a run asks for. Drivers that "
+                            "compile at creation show the compile there; lavapipe compiles at "
+                            "the first dispatch (check's gpu_ms holds it)."},
         {"RL_REQUIRE_VALIDATION", "1: a path that asks for the Khronos validation layer fails "
                                   "when it is missing instead of running unvalidated (the test "
                                   "suites and CI set it)."},

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/rl_csv.h"
 #include "exp/exp.h"
 
 rl_status exp_sink_init(exp_sink *s, const char *dir, rl_error *err)
@@ -79,7 +80,9 @@ static rl_status sink_open(exp_sink *s, const char *file, const char *name, uint
     json_t *c = json_array();
     for (uint32_t i = 0; i < n_cols; i++) {
         assert(name_ok(cols[i]));
-        fprintf(s->fp, "%s%s", i ? "," : "", cols[i]);
+        if (i)
+            fputc(',', s->fp);
+        rl_csv_field(s->fp, cols[i]);
         json_array_append_new(c, json_string(cols[i]));
     }
     fputc('\n', s->fp);

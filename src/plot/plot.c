@@ -38,12 +38,12 @@ int plot_find_program(const char *name, char *out, size_t cap)
 
 rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err)
 {
-    const plot_csv *t = c->t;
+    const rl_csv *t = c->t;
     if (t->n == 0)
         return rl_fail(err, RL_ERR_PARSE, "%s: empty file (no header)", path);
-    const plot_csv_row *h = &t->rows[0];
+    const rl_csv_row *h = &t->rows[0];
     static const char *const required[] = {"run_id", "encoding", "metric", "x", "value", "unit"};
-    if (plot_csv_col(h, "unit") < 0 && plot_csv_col(h, "x_label") >= 0)
+    if (rl_csv_col(h, "unit") < 0 && rl_csv_col(h, "x_label") >= 0)
         return rl_fail(err, RL_ERR_PARSE,
                        "%s:1: results.csv in the old format (x_label/y_label, no unit, length or "
                        "title columns) is not read any more; rewrite it in the tidy format from "
@@ -51,25 +51,25 @@ rl_status plot_ctx_columns(plot_ctx *c, const char *path, rl_error *err)
                        "batch into the same output: finished runs are kept)",
                        path, c->dir);
     for (size_t i = 0; i < RL_ARRAY_LEN(required); i++)
-        if (plot_csv_col(h, required[i]) < 0)
+        if (rl_csv_col(h, required[i]) < 0)
             return rl_fail(err, RL_ERR_PARSE, "%s:1: missing column '%s' (the header needs %s)",
                            path, required[i], "run_id, encoding, metric, x, value, unit");
-    c->c_run = plot_csv_col(h, "run_id");
-    c->c_dev = plot_csv_col(h, "device");
-    c->c_enc = plot_csv_col(h, "encoding");
-    c->c_metric = plot_csv_col(h, "metric");
-    c->c_x = plot_csv_col(h, "x");
-    c->c_value = plot_csv_col(h, "value");
-    c->c_kind = plot_csv_col(h, "kind");
-    c->c_status = plot_csv_col(h, "status");
-    c->c_len = plot_csv_col(h, "length");
-    c->c_unit = plot_csv_col(h, "unit");
-    c->c_title = plot_csv_col(h, "title");
-    c->c_xname = plot_csv_col(h, "x_name");
-    c->c_xunit = plot_csv_col(h, "x_unit");
-    c->c_xtitle = plot_csv_col(h, "x_title");
-    c->c_plot = plot_csv_col(h, "plot");
-    c->c_train = plot_csv_col(h, "train_len");
+    c->c_run = rl_csv_col(h, "run_id");
+    c->c_dev = rl_csv_col(h, "device");
+    c->c_enc = rl_csv_col(h, "encoding");
+    c->c_metric = rl_csv_col(h, "metric");
+    c->c_x = rl_csv_col(h, "x");
+    c->c_value = rl_csv_col(h, "value");
+    c->c_kind = rl_csv_col(h, "kind");
+    c->c_status = rl_csv_col(h, "status");
+    c->c_len = rl_csv_col(h, "length");
+    c->c_unit = rl_csv_col(h, "unit");
+    c->c_title = rl_csv_col(h, "title");
+    c->c_xname = rl_csv_col(h, "x_name");
+    c->c_xunit = rl_csv_col(h, "x_unit");
+    c->c_xtitle = rl_csv_col(h, "x_title");
+    c->c_plot = rl_csv_col(h, "plot");
+    c->c_train = rl_csv_col(h, "train_len");
     c->facet_col = -1; /* plot_view_apply sets the view */
     /* every column the result format defines; the others are swept keys */
     static const char *const fixed[] = {
@@ -162,7 +162,7 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     memset(res, 0, sizeof *res);
     char path[1100];
     snprintf(path, sizeof path, "%s/results.csv", dir);
-    plot_csv t = {0};
+    rl_csv t = {0};
     plot_ctx c = {.dir = dir, .t = &t};
     plot_figure *figs = NULL;
     size_t n_figs = 0;
@@ -175,7 +175,7 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
                                                 strlen(dir))
                                      : rl_fs_no_links(dir, 3, err);
     if (!st)
-        st = plot_csv_read(path, &t, err);
+        st = rl_csv_read(path, &t, err);
     if (!st)
         st = plot_ctx_columns(&c, path, err);
     if (!st)
@@ -217,6 +217,6 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
     free(c.is_seed);
     free(c.is_ident);
     plot_view_free(&c);
-    plot_csv_free(&t);
+    rl_csv_free(&t);
     return st;
 }

@@ -371,7 +371,7 @@ static double train_len_of(const plot_ctx *c, const plot_figure *fg)
 {
     double t = 0, v;
     for (size_t k = 0; k < fg->n; k++) {
-        if (!plot_parse_num(plot_field(c, fg->s[k].first_row, c->c_train), &v) || v <= 0)
+        if (!rl_csv_num(plot_field(c, fg->s[k].first_row, c->c_train), &v) || v <= 0)
             return 0;
         if (k && v != t)
             return 0;
@@ -524,7 +524,7 @@ static size_t choose_facets(const plot_ctx *c, const plot_figure *fg, int *col, 
     }
     if (fg->n <= 10)
         return 0;
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     size_t best_max = fg->n, best_n = 0;
     size_t *pan = malloc(fg->n * sizeof *pan);
     if (!pan)

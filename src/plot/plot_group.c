@@ -39,7 +39,7 @@ static int push_idx(size_t **a, size_t *n, size_t *cap, size_t v)
 
 const char *plot_field(const plot_ctx *c, size_t row, int col)
 {
-    const plot_csv_row *r = &c->t->rows[row];
+    const rl_csv_row *r = &c->t->rows[row];
     return col >= 0 && (size_t)col < r->n ? r->f[col] : "";
 }
 
@@ -61,7 +61,7 @@ void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int 
     size_t len = with_enc ? (size_t)snprintf(out, cap, "%s", enc) : 0;
     if (!len)
         out[0] = '\0';
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     /* the parameters first, a seed (when lines are not averaged over it)
      * last: "yarn factor=4 seed=2" */
     for (size_t i = 0; i < 2 * h->n && len < cap; i++) {
@@ -183,7 +183,7 @@ static double ci_find(const plot_ctx *c, const ci_index *ix, size_t r, int is_hi
     const ci_ent *e = bsearch(&want, ix->e, ix->n, sizeof *ix->e, by_key);
     free(k);
     double v;
-    return e && plot_parse_num(plot_field(c, e->row, c->c_value), &v) ? v : NAN;
+    return e && rl_csv_num(plot_field(c, e->row, c->c_value), &v) ? v : NAN;
 }
 
 /* Two-sided 95 % t quantiles for 1..3 degrees of freedom (2..4 seeds). */
@@ -266,7 +266,7 @@ static rl_status series_points(const plot_ctx *c, int categorical, const ci_inde
     size_t nv = 0;
     for (size_t k = 0; k < s->n; k++) {
         double y;
-        if (!plot_parse_num(plot_field(c, s->rows[k], c->c_value), &y))
+        if (!rl_csv_num(plot_field(c, s->rows[k], c->c_value), &y))
             continue; /* NaN/empty values are skipped, not plotted as 0 */
         v[nv] = (xrow){0, s->rows[k], k};
         if (categorical) {
@@ -280,7 +280,7 @@ static rl_status series_points(const plot_ctx *c, int categorical, const ci_inde
             if (v[nv].x == 0)
                 v[nv].x = (double)(nv + 1);
         } else {
-            plot_parse_num(plot_field(c, s->rows[k], c->c_x), &v[nv].x);
+            rl_csv_num(plot_field(c, s->rows[k], c->c_x), &v[nv].x);
         }
         nv++;
     }
@@ -289,7 +289,7 @@ static rl_status series_points(const plot_ctx *c, int categorical, const ci_inde
     for (size_t i = 0; i < nv;) {
         size_t j = i, n = 0;
         for (; j < nv && v[j].x == v[i].x; j++)
-            plot_parse_num(plot_field(c, v[j].row, c->c_value), &vals[n++]);
+            rl_csv_num(plot_field(c, v[j].row, c->c_value), &vals[n++]);
         plot_point *p = &s->pt[s->n_pt++];
         p->x = categorical ? 0 : v[i].x;
         p->xs = plot_field(c, v[i].row, c->c_x);
@@ -319,7 +319,7 @@ static rl_status series_points(const plot_ctx *c, int categorical, const ci_inde
 /* The seed of row r: its seed columns' values. */
 static int same_seed(const plot_ctx *c, size_t a, size_t b)
 {
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     for (size_t col = 0; col < h->n; col++)
         if (c->is_seed[col] && strcmp(plot_field(c, a, (int)col), plot_field(c, b, (int)col)))
             return 0;
@@ -328,7 +328,7 @@ static int same_seed(const plot_ctx *c, size_t a, size_t b)
 
 static int same_config(const plot_ctx *c, size_t a, size_t b)
 {
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     for (size_t col = 0; col < h->n; col++)
         if (c->is_ident[col] && strcmp(plot_field(c, a, (int)col), plot_field(c, b, (int)col)))
             return 0;
@@ -387,7 +387,7 @@ static rl_status merge_seeds(const plot_ctx *c, plot_figure *fg, rl_error *err)
 static rl_status merge_series(const plot_ctx *c, plot_figure *fg, rl_error *err)
 {
     size_t n = fg->n;
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     int *group = groups_new(n);
     if (!group)
         return rl_fail(err, RL_ERR_NOMEM, "out of memory");
@@ -576,7 +576,7 @@ rl_status plot_group(const plot_ctx *c, plot_figure **figs, size_t *n_figs, rl_e
         if (!fg)
             return rl_fail(err, RL_ERR_NOMEM, "out of memory");
         double xv;
-        if (!plot_parse_num(xs, &xv))
+        if (!rl_csv_num(xs, &xv))
             fg->categorical = 1;
         plot_series *s = series_of(fg, run, plot_field(c, r, c->c_dev), r);
         if (!s || push_idx(&s->rows, &s->n, &s->cap, r) != 0)
@@ -603,7 +603,7 @@ rl_status plot_group(const plot_ctx *c, plot_figure **figs, size_t *n_figs, rl_e
         for (size_t k = 0; k < fg->n && same; k++)
             for (size_t j = 0; j < fg->s[k].n && same; j++) {
                 double v;
-                if (!plot_parse_num(plot_field(c, fg->s[k].rows[j], c->c_value), &v))
+                if (!rl_csv_num(plot_field(c, fg->s[k].rows[j], c->c_value), &v))
                     continue;
                 if (!seen)
                     v0 = v, seen = 1;

@@ -1,7 +1,7 @@
 /* plot_int.h — functions shared between the files of module plot (prefix
  * plot_); not part of its public API. Lowest layer first:
  *
- *   plot_csv.c      results.csv read into a table (RFC 4180)
+ *   rl_csv.c      results.csv read into a table (RFC 4180)
  *   plot_view.c     the view: --where rows, --series / --facet / --aggregate
  *                   columns
  *   plot_group.c    rows grouped into figures (by metric) and series (by
@@ -15,41 +15,18 @@
 
 #include <stddef.h>
 
+#include "core/rl_csv.h"
 #include "core/rl_status.h"
 #include "plot/plot.h"
 
-/* ---- plot_csv.c ------------------------------------------------------------ */
-
-typedef struct plot_csv_row {
-    char **f;                    /* [n] fields, NUL-terminated inside the table's text */
-    size_t n;
-    size_t line;                 /* 1-based line where the row starts */
-} plot_csv_row;
-
-typedef struct plot_csv {
-    plot_csv_row *rows;          /* rows[0] is the header */
-    size_t n, cap;
-    char *text;                  /* owned file contents; fields point into it */
-} plot_csv;
-
-/* Reads path (quoted fields, "" escapes, CRLF; blank lines skipped).
- * RL_ERR_IO, RL_ERR_PARSE (message names file and line), RL_ERR_NOMEM; t is
- * to be freed with plot_csv_free in every case. */
-rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err);
-void plot_csv_free(plot_csv *t);
-
-/* Index of the header column called name, or -1. */
-int plot_csv_col(const plot_csv_row *header, const char *name);
-
-/* A finite number filling all of s (empty is not a number). */
-int plot_parse_num(const char *s, double *v);
+/* results.csv is read with core/rl_csv.h (the one CSV reader). */
 
 /* ---- plot_group.c ---------------------------------------------------------- */
 
 /* The table and its known columns (-1: absent). */
 typedef struct plot_ctx {
     const char *dir;
-    const plot_csv *t;
+    const rl_csv *t;
     int c_run, c_dev, c_enc, c_metric, c_x, c_value, c_kind, c_status;
     int c_len, c_unit, c_title, c_xname, c_xunit, c_xtitle, c_plot, c_train;
     int *is_param;               /* [header columns] swept-parameter columns */
@@ -108,7 +85,7 @@ void plot_safe_name(const char *in, char *out, size_t cap);
  * the table (*t, rows compacted; the header kept), is_seed / is_ident /
  * is_series / in_label / facet_col / agg_words set. RL_ERR_ARG naming the
  * option, the key or value and what the table has. */
-rl_status plot_view_apply(plot_ctx *c, plot_csv *t, const plot_options *opt, rl_error *err);
+rl_status plot_view_apply(plot_ctx *c, rl_csv *t, const plot_options *opt, rl_error *err);
 void plot_view_free(plot_ctx *c);
 
 /* The column KEY names (exactly, or a swept key by its name without its

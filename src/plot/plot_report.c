@@ -130,7 +130,7 @@ static int by_row(const void *a, const void *b)
 /* "| run | device | kind | encoding | <params> [| status] |" and its rule. */
 static void runs_header(FILE *fp, const plot_ctx *c, int show_status)
 {
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     fputs("| run | device | kind | encoding", fp);
     for (size_t col = 0; col < h->n; col++)
         if (c->is_param[col]) {
@@ -149,7 +149,7 @@ static void runs_header(FILE *fp, const plot_ctx *c, int show_status)
 static rl_status runs_table(FILE *fp, const plot_ctx *c, json_t *manifest, plot_result *res,
                             rl_error *err)
 {
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     int show_status = manifest || c->c_status >= 0;
     runs_header(fp, c, show_status);
     /* Distinct runs in order of first appearance: sort (id, row) pairs by id,
@@ -377,7 +377,7 @@ static const char *scalar_of(const plot_ctx *c, size_t r0, const char *metric)
  * run and device, one column per metric, in order of first appearance). */
 static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *n_scalars)
 {
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     size_t n = c->t->n, n_runs = 0, n_m = 0;
     size_t *runs = malloc(n * sizeof *runs), *mets = malloc(n * sizeof *mets);
     if (!runs || !mets) {
@@ -477,13 +477,13 @@ static void scalars_kind(FILE *fp, const plot_ctx *c, const char *kind, size_t *
                 const char *v = scalar_of(c, r0, plot_field(c, mets[m], c->c_metric));
                 double d, lo, hi;
                 char num[120];
-                if (plot_parse_num(v, &d)) {
+                if (rl_csv_num(v, &d)) {
                     const char *lm =
                         lo_of[m] >= 0 ? plot_field(c, mets[lo_of[m]], c->c_metric) : "";
                     const char *hm =
                         hi_of[m] >= 0 ? plot_field(c, mets[hi_of[m]], c->c_metric) : "";
-                    if (*lm && *hm && plot_parse_num(scalar_of(c, r0, lm), &lo) &&
-                        plot_parse_num(scalar_of(c, r0, hm), &hi))
+                    if (*lm && *hm && rl_csv_num(scalar_of(c, r0, lm), &lo) &&
+                        rl_csv_num(scalar_of(c, r0, hm), &hi))
                         snprintf(num, sizeof num, "%.4g [%.4g, %.4g]", d, lo, hi);
                     else
                         snprintf(num, sizeof num, "%.4g", d);

@@ -20,7 +20,7 @@ static int is_config_col(const plot_ctx *c, int col)
 
 int plot_view_col(const plot_ctx *c, const char *key)
 {
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     for (size_t col = 0; col < h->n; col++)
         if (strcmp(h->f[col], key) == 0)
             return (int)col;
@@ -38,7 +38,7 @@ int plot_view_col(const plot_ctx *c, const char *key)
  * --aggregate take). */
 static void config_cols(const plot_ctx *c, char *out, size_t cap)
 {
-    const plot_csv_row *h = &c->t->rows[0];
+    const rl_csv_row *h = &c->t->rows[0];
     size_t len = 0;
     out[0] = '\0';
     for (size_t col = 0; col < h->n && len < cap; col++)
@@ -117,7 +117,7 @@ static int one_of(const char *v, const char *list)
 
 /* --where KEY=V1[,V2...]: checked (every value some row holds), then the
  * rows that fail any condition dropped. */
-static rl_status apply_where(plot_ctx *c, plot_csv *t, const plot_options *o, rl_error *err)
+static rl_status apply_where(plot_ctx *c, rl_csv *t, const plot_options *o, rl_error *err)
 {
     int cols[PLOT_MAX_WHERE];
     const char *vals[PLOT_MAX_WHERE];
@@ -130,7 +130,7 @@ static rl_status apply_where(plot_ctx *c, plot_csv *t, const plot_options *o, rl
         key[eq - w] = '\0';
         cols[i] = plot_view_col(c, key);
         if (cols[i] < 0) {
-            const plot_csv_row *h = &t->rows[0];
+            const rl_csv_row *h = &t->rows[0];
             char all[900];
             size_t len = 0;
             all[0] = '\0';
@@ -194,9 +194,9 @@ static void view_words(plot_ctx *c, const plot_options *o)
                                     names[i], vals[i]);
 }
 
-rl_status plot_view_apply(plot_ctx *c, plot_csv *t, const plot_options *o, rl_error *err)
+rl_status plot_view_apply(plot_ctx *c, rl_csv *t, const plot_options *o, rl_error *err)
 {
-    const plot_csv_row *h = &t->rows[0];
+    const rl_csv_row *h = &t->rows[0];
     size_t nc = h->n;
     c->facet_col = -1;
     c->out = o->out;

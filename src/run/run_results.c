@@ -4,24 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/rl_csv.h"
 #include "core/rl_fs.h"
 #include "core/rl_util.h"
 #include "run/run_int.h"
-
-static void csv_field(FILE *fp, const char *s)
-{
-    if (strpbrk(s, ",\"\n\r")) {
-        fputc('"', fp);
-        for (; *s; s++) {
-            if (*s == '"')
-                fputc('"', fp);
-            fputc(*s, fp);
-        }
-        fputc('"', fp);
-    } else {
-        fputs(s, fp);
-    }
-}
 
 void run_json_text(const json_t *v, char *buf, size_t cap)
 {
@@ -68,14 +54,14 @@ static void row_prefix(FILE *fp, const json_t *sum, const json_t *keys)
         run_json_text(vals[i], buf, sizeof buf);
         if (i)
             fputc(',', fp);
-        csv_field(fp, buf);
+        rl_csv_field(fp, buf);
     }
     const json_t *sw = json_object_get(sum, "swept");
     for (size_t k = 0; k < json_array_size(keys); k++) {
         run_json_text(json_object_get(sw, json_string_value(json_array_get(keys, k))), buf,
                       sizeof buf);
         fputc(',', fp);
-        csv_field(fp, buf);
+        rl_csv_field(fp, buf);
     }
 }
 
@@ -105,15 +91,15 @@ static void row_meaning(FILE *fp, const exp_kind *k, const char *metric, const c
 {
     const exp_metric *m = exp_metric_find(k, metric);
     fputc(',', fp);
-    csv_field(fp, m ? m->unit : "");
+    rl_csv_field(fp, m ? m->unit : "");
     fputc(',', fp);
-    csv_field(fp, m ? m->title : metric);
+    rl_csv_field(fp, m ? m->title : metric);
     fputc(',', fp);
-    csv_field(fp, xname ? xname : "");
+    rl_csv_field(fp, xname ? xname : "");
     fputc(',', fp);
-    csv_field(fp, xm ? xm->unit : "");
+    rl_csv_field(fp, xm ? xm->unit : "");
     fputc(',', fp);
-    csv_field(fp, xm ? xm->title : xname ? xname : "");
+    rl_csv_field(fp, xm ? xm->title : xname ? xname : "");
     fputc(',', fp);
     plot_words(fp, ((m ? m->plot : 0) | (xm ? xm->plot : 0)) & ~(unsigned)EXP_PLOT_LENGTH);
     fputc('\n', fp);
@@ -132,7 +118,7 @@ static void results_rows(FILE *fp, const char *run_dir, const json_t *sum, const
         row_prefix(fp, sum, keys);
         run_json_text(mv, buf, sizeof buf);
         fputc(',', fp);
-        csv_field(fp, mk);
+        rl_csv_field(fp, mk);
         fprintf(fp, ",,,%s", buf[0] ? buf : "nan");
         row_meaning(fp, kind, mk, NULL, NULL);
     }
@@ -157,42 +143,40 @@ static void results_rows(FILE *fp, const char *run_dir, const json_t *sum, const
             tn = file;
         char path[1400];
         snprintf(path, sizeof path, "%s/%s.csv", run_dir, file);
-        FILE *in = rl_fs_open_input(path, NULL);
-        if (!in)
+        rl_csv in;
+        if (rl_csv_read(path, &in, NULL) != RL_OK || in.n == 0) {
+            rl_csv_free(&in);
             continue;
-        char line[4096], cols[EXP_MAX_COLS][64], metric[EXP_MAX_COLS][160];
-        size_t nc = 0;
-        if (fgets(line, sizeof line, in)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            for (char *tok = strtok(line, ","); tok && nc < EXP_MAX_COLS; tok = strtok(NULL, ",")) {
-                snprintf(cols[nc], sizeof cols[0], "%s", tok);
-                snprintf(metric[nc], sizeof metric[0], "%s.%s", tn, tok);
-                nc++;
-            }
         }
+        const rl_csv_row *head = &in.rows[0];
+        size_t nc = head->n < EXP_MAX_COLS ? head->n : EXP_MAX_COLS;
+        char metric[EXP_MAX_COLS][160];
+        for (size_t c = 0; c < nc; c++)
+            snprintf(metric[c], sizeof metric[0], "%s.%s", tn, head->f[c]);
         const exp_metric *xm = nc ? exp_metric_find(kind, metric[0]) : NULL;
-        while (fgets(line, sizeof line, in)) {
-            line[strcspn(line, "\r\n")] = '\0';
-            char *vals[EXP_MAX_COLS];
-            size_t nv = 0;
-            for (char *tok = strtok(line, ","); tok && nv < EXP_MAX_COLS; tok = strtok(NULL, ","))
-                vals[nv++] = tok;
-            for (size_t c = 1; c < nv && c < nc; c++) {
+        for (size_t r = 1; r < in.n; r++) {
+            const rl_csv_row *row = &in.rows[r];
+            for (size_t c = 1; c < row->n && c < nc; c++) {
                 row_prefix(fp, sum, keys);
                 fputc(',', fp);
-                csv_field(fp, metric[c]);
+                rl_csv_field(fp, metric[c]);
                 /* length: the table's context length, or x when x is one */
                 if (length > 0)
                     fprintf(fp, ",%lld", (long long)length);
-                else if (xm && (xm->plot & EXP_PLOT_LENGTH))
-                    fprintf(fp, ",%s", vals[0]);
-                else
+                else if (xm && (xm->plot & EXP_PLOT_LENGTH)) {
                     fputc(',', fp);
-                fprintf(fp, ",%s,%s", vals[0], vals[c]);
-                row_meaning(fp, kind, metric[c], cols[0], xm);
+                    rl_csv_field(fp, row->f[0]);
+                } else {
+                    fputc(',', fp);
+                }
+                fputc(',', fp);
+                rl_csv_field(fp, row->f[0]);
+                fputc(',', fp);
+                rl_csv_field(fp, row->f[c]);
+                row_meaning(fp, kind, metric[c], head->f[0], xm);
             }
         }
-        fclose(in);
+        rl_csv_free(&in);
     }
 }
 
@@ -209,7 +193,7 @@ rl_status run_results_write(const char *out, const json_t *keys, const json_t *d
         fprintf(af.fp, "%s%s", i ? "," : "", fixed_cols[i]);
     for (size_t k = 0; k < json_array_size(keys); k++) {
         fputc(',', af.fp);
-        csv_field(af.fp, json_string_value(json_array_get(keys, k)));
+        rl_csv_field(af.fp, json_string_value(json_array_get(keys, k)));
     }
     fputs(",metric,length,x,value,unit,title,x_name,x_unit,x_title,plot\n", af.fp);
     for (size_t i = 0; i < json_array_size(dirs); i++) {

@@ -349,8 +349,9 @@ void rlvk_ptable_destroy(rlvk_device *dev)
 }
 
 /* RL_PIPELINE_LOG=FILE: one line "SECONDS NAME" appended per pipeline the
- * driver was asked to create (a driver cache hit included: its seconds say
- * which), for finding where compile time goes. One write per line
+ * driver was asked to create: which variants a run asks for, and on drivers
+ * that compile at creation what each cost (lavapipe compiles at the first
+ * dispatch instead). One write per line
  * (O_APPEND), so processes and threads sharing FILE do not interleave. */
 static void log_compile(const char *name, double s)
 {

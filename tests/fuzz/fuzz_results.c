@@ -48,12 +48,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FILE *f = fopen(fz_csv, "wb");
     if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0)
         abort();
-    plot_csv t = {0};
+    rl_csv t = {0};
     rl_error err = {0};
     plot_ctx c = {.dir = fz_dir, .t = &t};
     plot_figure *figs = NULL;
     size_t n_figs = 0;
-    if (plot_csv_read(fz_csv, &t, &err) == RL_OK && plot_ctx_columns(&c, fz_csv, &err) == RL_OK &&
+    if (rl_csv_read(fz_csv, &t, &err) == RL_OK && plot_ctx_columns(&c, fz_csv, &err) == RL_OK &&
         plot_group(&c, &figs, &n_figs, &err) == RL_OK) {
         char label[512];
         for (size_t i = 0; i < n_figs; i++) {
@@ -70,6 +70,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(c.is_param);
     free(c.is_seed);
     free(c.is_ident);
-    plot_csv_free(&t);
+    rl_csv_free(&t);
     return 0;
 }

@@ -1,5 +1,5 @@
-/* plot_csv.c — results.csv read into a table (RFC 4180: quoted fields, ""
- * escapes, CRLF), fields parsed in place. */
+/* rl_csv.c — CSV read into a table (RFC 4180: quoted fields, ""
+ * escapes, CRLF), fields parsed in place; and its field writer. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "core/rl_fs.h"
-#include "plot/plot_int.h"
+#include "core/rl_csv.h"
 
-void plot_csv_free(plot_csv *t)
+void rl_csv_free(rl_csv *t)
 {
     for (size_t i = 0; i < t->n; i++)
         free(t->rows[i].f);
@@ -18,7 +18,7 @@ void plot_csv_free(plot_csv *t)
     memset(t, 0, sizeof *t);
 }
 
-static int push_field(plot_csv_row *r, size_t *cap, char *f)
+static int push_field(rl_csv_row *r, size_t *cap, char *f)
 {
     if (r->n == *cap) {
         size_t c = *cap ? *cap * 2 : 16;
@@ -66,7 +66,7 @@ static rl_status read_all(const char *path, char **buf_out, size_t *len_out, rl_
 /* One row from *pp (advanced past it; *line counts newlines, also those
  * inside quoted fields), fields NUL-terminated in place. On error row->f is
  * freed. */
-static rl_status parse_row(char **pp, char *end, size_t *line, plot_csv_row *row,
+static rl_status parse_row(char **pp, char *end, size_t *line, rl_csv_row *row,
                            const char *path, rl_error *err)
 {
     char *p = *pp;
@@ -121,7 +121,7 @@ static rl_status parse_row(char **pp, char *end, size_t *line, plot_csv_row *row
     return RL_OK;
 }
 
-rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err)
+rl_status rl_csv_read(const char *path, rl_csv *t, rl_error *err)
 {
     memset(t, 0, sizeof *t);
     size_t len = 0;
@@ -132,7 +132,7 @@ rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err)
     char *p = t->text, *end = t->text + len;
     size_t line = 1;
     while (p < end) {
-        plot_csv_row row = {.line = line};
+        rl_csv_row row = {.line = line};
         if ((st = parse_row(&p, end, &line, &row, path, err)))
             return st;
         line++;
@@ -142,7 +142,7 @@ rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err)
         }
         if (t->n == t->cap) {
             size_t c = t->cap ? t->cap * 2 : 256;
-            plot_csv_row *nr = realloc(t->rows, c * sizeof *nr);
+            rl_csv_row *nr = realloc(t->rows, c * sizeof *nr);
             if (!nr) {
                 free(row.f);
                 return rl_fail(err, RL_ERR_NOMEM, "%s: out of memory", path);
@@ -155,7 +155,7 @@ rl_status plot_csv_read(const char *path, plot_csv *t, rl_error *err)
     return RL_OK;
 }
 
-int plot_csv_col(const plot_csv_row *h, const char *name)
+int rl_csv_col(const rl_csv_row *h, const char *name)
 {
     for (size_t i = 0; i < h->n; i++)
         if (strcmp(h->f[i], name) == 0)
@@ -163,7 +163,7 @@ int plot_csv_col(const plot_csv_row *h, const char *name)
     return -1;
 }
 
-int plot_parse_num(const char *s, double *v)
+int rl_csv_num(const char *s, double *v)
 {
     if (!*s)
         return 0;
@@ -171,4 +171,19 @@ int plot_parse_num(const char *s, double *v)
     errno = 0;
     *v = strtod(s, &end);
     return *end == '\0' && errno == 0 && isfinite(*v);
+}
+
+void rl_csv_field(FILE *fp, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, fp);
+        return;
+    }
+    fputc('"', fp);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', fp);
+        fputc(*s, fp);
+    }
+    fputc('"', fp);
 }
