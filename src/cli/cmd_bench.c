@@ -111,7 +111,7 @@ int cmd_bench(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "attention") == 0)
         return cmd_bench_attention(argc - 1, argv + 1);
-    const char *device = "auto", *layout = "half", *precision = "fp32";
+    const char *device = "auto", *layout = rope_layout_name(RL_ROPE_LAYOUT_HALF), *precision = "fp32";
     int json = 0, validate = 0;
     uint64_t tokens = 65536;
     uint32_t heads = 1, head_dim = 128, rotary_dim = 0, reps = 25, warmup = 3;
@@ -148,12 +148,8 @@ int cmd_bench(int argc, char **argv)
         cli_error("bench: name the kernel to measure: `ropelab bench rope` (or `ropelab bench attention`)");
         return CLI_EXIT_USAGE;
     }
-    int lay;
-    if (strcmp(layout, "half") == 0)
-        lay = RL_ROPE_LAYOUT_HALF;
-    else if (strcmp(layout, "interleaved") == 0)
-        lay = RL_ROPE_LAYOUT_INTERLEAVED;
-    else {
+    int lay = rope_layout_parse(layout);
+    if (lay < 0) {
         cli_error("--layout '%s': expected half or interleaved", layout);
         return CLI_EXIT_USAGE;
     }

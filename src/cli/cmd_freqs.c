@@ -254,7 +254,7 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
         json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:s,s:o,s:f,s:o,s:f,s:f,s:f,s:o,s:o}", "rope_type", tn,
                               "semantics", rope_semantics_name(f->desc.semantics),
                               "head_dim", (int)f->head_dim, "rotary_dim", (int)f->rotary_dim, "layout",
-                              f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved", "inv_freq", inv,
+                              rope_layout_name(f->layout), "inv_freq", inv,
                               "attention_factor", f->attention_factor, "seq_len",
                               f->seq_len ? json_integer(f->seq_len) : json_null(), "rope_theta", f->base,
                               "effective_base", f->theta, "factor", f->factor, "wavelength", wl, "scale", sc);
@@ -282,7 +282,7 @@ static int freqs_run(int argc, char **argv, const char *const *sets, int nset)
         }
     } else {
         printf("rope_type %s, head_dim %u, rotary_dim %u (%u pairs, %s layout)\n", tn, f->head_dim,
-               f->rotary_dim, f->n_pairs, f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved");
+               f->rotary_dim, f->n_pairs, rope_layout_name(f->layout));
         if (f->desc.semantics != ROPE_SEM_HF)
             printf("semantics %s (docs/rope.md \"vLLM's readings\")\n",
                    rope_semantics_name(f->desc.semantics));

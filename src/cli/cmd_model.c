@@ -33,7 +33,7 @@ static json_t *resolved_json(const rope_freqs *f)
     return json_pack("{s:s,s:i,s:i,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "rope_type",
                      rope_type_name(f->rope_type), "rotary_dim", (int)f->rotary_dim, "pairs",
                      (int)f->n_pairs, "layout",
-                     f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved", "rotary_part",
+                     rope_layout_name(f->layout), "rotary_part",
                      f->rotary_part == ROPE_PART_LAST ? "last" : "first", "rope_theta",
                      f->base, "effective_base", f->theta, "factor", f->factor,
                      "attention_factor", f->attention_factor, "inv_freq_first", f->inv_freq[0],

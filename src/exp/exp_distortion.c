@@ -100,7 +100,7 @@ static rl_status plain_rope(const exp_run *run, uint64_t T, const pe_encoding *a
     const rope_freqs *f = pe_rope_freqs(a);
     json_t *p = f ? json_pack("{s:f, s:i, s:s, s:s}", "rope_theta", f->base, "rotary_dim",
                               (json_int_t)f->rotary_dim, "layout",
-                              f->layout == RL_ROPE_LAYOUT_INTERLEAVED ? "interleaved" : "half",
+                              rope_layout_name(f->layout),
                               "precision", rope_precision_name(f->precision))
                   : pe_rope_twin(a);
     if (!p)

@@ -325,7 +325,7 @@ static rl_status single_rope(rd *r, const char *family, const char *theta_key, j
 /* Final RoPE values every rope layer type shares: layout, lengths. */
 static void rope_finish(hfm_model *m, json_t *enc, int interleaved, uint32_t orig_top)
 {
-    json_object_set_new(enc, "layout", json_string(interleaved ? "interleaved" : "half"));
+    json_object_set_new(enc, "layout", json_string(rope_layout_name(interleaved ? RL_ROPE_LAYOUT_INTERLEAVED : RL_ROPE_LAYOUT_HALF)));
     if (m->max_position_embeddings)
         json_object_set_new(enc, "max_position_embeddings", json_integer(m->max_position_embeddings));
     const char *rt = json_string_value(json_object_get(enc, "rope_type"));

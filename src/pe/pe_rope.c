@@ -126,7 +126,7 @@ static rl_status create(pe_encoding *e, rl_error *err)
     pe_param_set_json(e, "rope_type", json_string(rope_type_name(f->rope_type)));
     pe_param_set_int(e, "rotary_dim", f->rotary_dim);
     pe_param_set_json(e, "rope_theta", json_real(f->base));
-    pe_param_set_json(e, "layout", json_string(f->layout == RL_ROPE_LAYOUT_HALF ? "half" : "interleaved"));
+    pe_param_set_json(e, "layout", json_string(rope_layout_name(f->layout)));
     if (f->rotary_part == ROPE_PART_LAST)
         pe_param_set_json(e, "rotary_part", json_string("last"));
     pe_param_set_json(e, "precision", json_string(rope_precision_name(f->precision)));

@@ -324,6 +324,11 @@ int rope_dtype_parse(const char *name);
  * unknown; parse returns -1 for any other name. */
 const char *rope_trig_name(int trig);
 int rope_trig_parse(const char *name);
+/* The pair layout's one spelling ("half": rotate_half, NeoX; "interleaved":
+ * rotate_every_two, GPT-J), for RL_ROPE_LAYOUT_*; parse gives the layout,
+ * or -1 for any other word. */
+const char *rope_layout_name(int layout);
+int rope_layout_parse(const char *name);
 
 /* Reorders rows of a ROPE_PART_LAST caller's Q/K ([rows][head_dim] float32,
  * in place) between the caller's order and the kernels' (rotated part

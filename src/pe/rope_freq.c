@@ -155,6 +155,20 @@ const char *rope_trig_name(int trig)
     return NULL;
 }
 
+const char *rope_layout_name(int layout)
+{
+    return layout == RL_ROPE_LAYOUT_INTERLEAVED ? "interleaved" : "half";
+}
+
+int rope_layout_parse(const char *name)
+{
+    if (name && strcmp(name, rope_layout_name(RL_ROPE_LAYOUT_HALF)) == 0)
+        return RL_ROPE_LAYOUT_HALF;
+    if (name && strcmp(name, rope_layout_name(RL_ROPE_LAYOUT_INTERLEAVED)) == 0)
+        return RL_ROPE_LAYOUT_INTERLEAVED;
+    return -1;
+}
+
 int rope_trig_parse(const char *name)
 {
     for (int t = ROPE_TRIG_SLEEF; t <= ROPE_TRIG_DEVICE; t++)

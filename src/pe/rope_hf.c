@@ -242,10 +242,9 @@ static rl_status set_json(rope_desc *d, const char *key, const json_t *v, rl_err
         int is_layout = key[0] == 'l';
         const char *s = json_is_string(v) ? json_string_value(v) : NULL;
         if (is_layout) {
-            if (s && strcmp(s, "half") == 0)
-                d->layout = RL_ROPE_LAYOUT_HALF;
-            else if (s && strcmp(s, "interleaved") == 0)
-                d->layout = RL_ROPE_LAYOUT_INTERLEAVED;
+            int lay = rope_layout_parse(s);
+            if (lay >= 0)
+                d->layout = lay;
             else
                 return rl_fail(err, RL_ERR_ARG, "layout must be \"half\" or \"interleaved\"");
         } else {
@@ -489,7 +488,7 @@ json_t *rope_desc_to_json(const rope_desc *d)
     SET_INT("rotary_dim", d->rotary_dim);
     SET_NUM("partial_rotary_factor", d->partial_rotary_factor);
     if (d->layout == RL_ROPE_LAYOUT_INTERLEAVED)
-        json_object_set_new(o, "layout", json_string("interleaved"));
+        json_object_set_new(o, "layout", json_string(rope_layout_name(d->layout)));
     if (d->rotary_part == ROPE_PART_LAST)
         json_object_set_new(o, "rotary_part", json_string("last"));
     if (d->precision)

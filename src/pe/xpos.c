@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "pe/pe.h"
+#include "pe/rope.h"
 #include "rl_push.h"
 #include "xpos.spv.h"
 
@@ -303,7 +304,7 @@ static void vec_gpu_destroy(pe_vec_gpu *g)
 static json_t *rope_twin(const pe_encoding *e)
 {
     return json_pack("{s:f, s:s, s:s}", "rope_theta", pe_param_num(e, "base"), "layout",
-                     "interleaved", "precision", "fp32");
+                     rope_layout_name(RL_ROPE_LAYOUT_INTERLEAVED), "precision", "fp32");
 }
 
 static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *obj, rl_error *err)

@@ -419,7 +419,8 @@ static rl_status fill_structured(const json_t *d, char which, uint64_t tokens, u
     double P = json_number_value(json_object_get(d, "position_logit")),
            C = json_number_value(json_object_get(d, "content_logit")),
            T = json_number_value(json_object_get(d, "temperature"));
-    int interleaved = !strcmp(json_string_value(json_object_get(d, "pairs")), "interleaved");
+    int interleaved = rope_layout_parse(json_string_value(json_object_get(d, "pairs"))) ==
+                      RL_ROPE_LAYOUT_INTERLEAVED;
     uint32_t j0, j1;
     structured_band(d, hd, &j0, &j1);
     double A = j1 > j0 ? sqrt(P * sqrt((double)hd) / (2.0 * (j1 - j0))) : 0.0;
