@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include "core/rl_csv.h"
 #include "core/rl_fs.h"
 #include "core/rl_npy.h"
 #include "core/rl_param.h"
@@ -601,6 +602,45 @@ END_TEST
 /* One number rule for every number read from a command line or the
  * environment: decimal digits, no '+', hex, octal or leading zero; '-' only
  * where allowed. */
+START_TEST(plot_words_round_trip_and_csv_fields_quote_what_they_must)
+{
+    /* every flag with a word is read back as itself, alone and all together;
+     * RL_PLOT_LENGTH has none; unknown words are ignored */
+    unsigned all = 0;
+    for (unsigned bit = 0; bit < 16; bit++) {
+        unsigned f = 1u << bit;
+        char buf[256] = "";
+        FILE *fp = fmemopen(buf, sizeof buf - 1, "w");
+        ck_assert_ptr_nonnull(fp);
+        rl_plot_words_write(fp, f);
+        fclose(fp);
+        if (f == RL_PLOT_LENGTH || f > RL_PLOT_CI) {
+            ck_assert_str_eq(buf, "");
+            continue;
+        }
+        ck_assert_msg(buf[0], "flag %#x has no word", f);
+        ck_assert_uint_eq(rl_plot_words_parse(buf), f);
+        all |= f;
+    }
+    char buf[256] = "";
+    FILE *fp = fmemopen(buf, sizeof buf - 1, "w");
+    rl_plot_words_write(fp, all);
+    fclose(fp);
+    ck_assert_uint_eq(rl_plot_words_parse(buf), all);
+    ck_assert_uint_eq(rl_plot_words_parse("log-y  no-such-word log"), RL_PLOT_LOGY);
+    /* the field writer quotes a comma, a quote and line breaks, nothing else */
+    const char *in[] = {"plain", "a,b", "say \"x\"", "two\nlines", "cr\r"};
+    const char *want[] = {"plain", "\"a,b\"", "\"say \"\"x\"\"\"", "\"two\nlines\"", "\"cr\r\""};
+    for (int i = 0; i < 5; i++) {
+        char out[64] = "";
+        fp = fmemopen(out, sizeof out - 1, "w");
+        rl_csv_field(fp, in[i]);
+        fclose(fp);
+        ck_assert_str_eq(out, want[i]);
+    }
+}
+END_TEST
+
 START_TEST(numbers_follow_one_rule)
 {
     unsigned long long u;
@@ -658,6 +698,7 @@ int main(void)
     tcase_add_test(tc, safetensors_shape_product_cannot_wrap);
     tcase_add_test(tc, safetensors_metadata_bf16_and_integers);
     tcase_add_test(tc, numbers_follow_one_rule);
+    tcase_add_test(tc, plot_words_round_trip_and_csv_fields_quote_what_they_must);
     tcase_add_test(tc, control_characters_are_shown_not_obeyed);
     tcase_add_loop_test(tc, sha256_matches_the_standard_vectors, 0,
                         (int)(sizeof sha_vectors / sizeof sha_vectors[0]));

@@ -173,6 +173,38 @@ int rl_csv_num(const char *s, double *v)
     return *end == '\0' && errno == 0 && isfinite(*v);
 }
 
+static const struct {
+    unsigned flag;
+    const char *word;
+} plot_words[] = {{RL_PLOT_LOGX, "log-x"},         {RL_PLOT_LOGY, "log-y"},
+                  {RL_PLOT_HIDE, "hide"},          {RL_PLOT_REF, "ref"},
+                  {RL_PLOT_FRACTION, "fraction"},  {RL_PLOT_ONE, "line-1"},
+                  {RL_PLOT_TRAIN, "train-len"},    {RL_PLOT_CI, "ci"}};
+
+void rl_plot_words_write(FILE *fp, unsigned f)
+{
+    int first = 1;
+    for (size_t i = 0; i < sizeof plot_words / sizeof plot_words[0]; i++)
+        if (f & plot_words[i].flag) {
+            fprintf(fp, "%s%s", first ? "" : " ", plot_words[i].word);
+            first = 0;
+        }
+}
+
+unsigned rl_plot_words_parse(const char *words)
+{
+    unsigned f = 0;
+    while (*words) {
+        size_t n = strcspn(words, " ");
+        for (size_t i = 0; i < sizeof plot_words / sizeof plot_words[0]; i++)
+            if (strlen(plot_words[i].word) == n && strncmp(words, plot_words[i].word, n) == 0)
+                f |= plot_words[i].flag;
+        words += n;
+        words += strspn(words, " ");
+    }
+    return f;
+}
+
 void rl_csv_field(FILE *fp, const char *s)
 {
     if (!strpbrk(s, ",\"\n\r")) {

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/rl_csv.h"
 #include "core/rl_status.h"
 #include "attn/attn.h"
 #include "verify/vf.h"
@@ -129,22 +130,19 @@ int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, cons
 
 /* ---- what a kind's numbers mean ------------------------------------------ */
 
-/* How a metric is drawn (exp_metric.plot; results.csv's `plot` column spells
- * these as words, docs/runner.md "results.csv"). An x column's flags and a
- * value column's flags combine for the value's figure. */
+/* How a metric is drawn (exp_metric.plot): the flags of results.csv's
+ * `plot` column, defined once with their words in core/rl_csv.h
+ * (RL_PLOT_*); the kinds spell them EXP_PLOT_*. */
 enum {
-    EXP_PLOT_LOGX = 1u << 0,     /* x on a log axis (lengths, distances, positions in decades) */
-    EXP_PLOT_LOGY = 1u << 1,     /* y on a log axis (errors over decades) */
-    EXP_PLOT_HIDE = 1u << 2,     /* no figure: bookkeeping or a constant (still in results.csv) */
-    EXP_PLOT_REF = 1u << 3,      /* a reference curve, drawn in its table's figures of the
-                                    same unit */
-    EXP_PLOT_FRACTION = 1u << 4, /* y in [0, 1] (an accuracy): the frame shows 0 and 1 inside */
-    EXP_PLOT_ONE = 1u << 5,      /* a horizontal line at y = 1 (error / bound) */
-    EXP_PLOT_TRAIN = 1u << 6,    /* x in tokens: a vertical line at the model's train_len */
-    EXP_PLOT_LENGTH = 1u << 7,   /* (x column) x is the context length: fills the length column */
-    EXP_PLOT_CI = 1u << 8,       /* a bound of a 95 % interval: the column (or metric) named
-                                    X_lo95 or X_hi95 bounds X of the same table and x; drawn
-                                    as X's error bars / band, never as a series of its own */
+    EXP_PLOT_LOGX = RL_PLOT_LOGX,
+    EXP_PLOT_LOGY = RL_PLOT_LOGY,
+    EXP_PLOT_HIDE = RL_PLOT_HIDE,
+    EXP_PLOT_REF = RL_PLOT_REF,
+    EXP_PLOT_FRACTION = RL_PLOT_FRACTION,
+    EXP_PLOT_ONE = RL_PLOT_ONE,
+    EXP_PLOT_TRAIN = RL_PLOT_TRAIN,
+    EXP_PLOT_LENGTH = RL_PLOT_LENGTH,
+    EXP_PLOT_CI = RL_PLOT_CI,
 };
 
 /* One summary metric ("entropy_at_max_len") or table column

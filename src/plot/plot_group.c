@@ -460,27 +460,6 @@ static rl_status combine(plot_figure *fg, int *group, rl_error *err)
     return st;
 }
 
-unsigned plot_flags(const char *words)
-{
-    static const struct {
-        const char *word;
-        unsigned flag;
-    } known[] = {{"log-x", PLOT_F_LOGX},       {"log-y", PLOT_F_LOGY}, {"hide", PLOT_F_HIDE},
-                 {"ref", PLOT_F_REF},          {"fraction", PLOT_F_FRACTION},
-                 {"line-1", PLOT_F_ONE},       {"train-len", PLOT_F_TRAIN},
-                 {"ci", PLOT_F_CI}};
-    unsigned f = 0;
-    while (*words) {
-        size_t n = strcspn(words, " ");
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-            if (strlen(known[i].word) == n && strncmp(words, known[i].word, n) == 0)
-                f |= known[i].flag;
-        words += n;
-        words += strspn(words, " ");
-    }
-    return f;
-}
-
 static const char *field_or(const plot_ctx *c, size_t r, int col, const char *fallback)
 {
     const char *v = plot_field(c, r, col);

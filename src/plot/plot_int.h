@@ -52,19 +52,20 @@ static inline const char *plot_out_dir(const plot_ctx *c)
     return c->out ? c->out : c->dir;
 }
 
-/* results.csv's `plot` column, word by word (docs/runner.md "results.csv"). */
+/* results.csv's `plot` column: the flags and their words are core/rl_csv.h's
+ * RL_PLOT_* (one list with the writer's); plot spells them PLOT_F_*. */
 enum {
-    PLOT_F_LOGX = 1u << 0,       /* "log-x" */
-    PLOT_F_LOGY = 1u << 1,       /* "log-y" */
-    PLOT_F_HIDE = 1u << 2,       /* "hide": no figure */
-    PLOT_F_REF = 1u << 3,        /* "ref": a reference curve in its table's figures */
-    PLOT_F_FRACTION = 1u << 4,   /* "fraction": y in [0, 1], both inside the frame */
-    PLOT_F_ONE = 1u << 5,        /* "line-1": horizontal line at y = 1 */
-    PLOT_F_TRAIN = 1u << 6,      /* "train-len": vertical line at the training length */
-    PLOT_F_CI = 1u << 8,         /* "ci": X_lo95 / X_hi95, a 95 % interval bound of X */
+    PLOT_F_LOGX = RL_PLOT_LOGX,
+    PLOT_F_LOGY = RL_PLOT_LOGY,
+    PLOT_F_HIDE = RL_PLOT_HIDE,
+    PLOT_F_REF = RL_PLOT_REF,
+    PLOT_F_FRACTION = RL_PLOT_FRACTION,
+    PLOT_F_ONE = RL_PLOT_ONE,
+    PLOT_F_TRAIN = RL_PLOT_TRAIN,
+    PLOT_F_CI = RL_PLOT_CI,
 };
-/* The flags named by a `plot` field (unknown words are ignored). */
-unsigned plot_flags(const char *words);
+/* The flags named by a `plot` field (rl_plot_words_parse). */
+static inline unsigned plot_flags(const char *words) { return rl_plot_words_parse(words); }
 
 /* Is metric m (plot flags `flags`) a bound of a 95 % interval, X_lo95 or
  * X_hi95 with the word ci? Then *base_len is strlen(X) and *is_hi says

@@ -65,24 +65,6 @@ static void row_prefix(FILE *fp, const json_t *sum, const json_t *keys)
     }
 }
 
-/* results.csv's `plot` column: the figure's EXP_PLOT_* flags as words. */
-static void plot_words(FILE *fp, unsigned f)
-{
-    static const struct {
-        unsigned flag;
-        const char *word;
-    } words[] = {{EXP_PLOT_LOGX, "log-x"},       {EXP_PLOT_LOGY, "log-y"},
-                 {EXP_PLOT_HIDE, "hide"},        {EXP_PLOT_REF, "ref"},
-                 {EXP_PLOT_FRACTION, "fraction"}, {EXP_PLOT_ONE, "line-1"},
-                 {EXP_PLOT_TRAIN, "train-len"},  {EXP_PLOT_CI, "ci"}};
-    int first = 1;
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (f & words[i].flag) {
-            fprintf(fp, "%s%s", first ? "" : " ", words[i].word);
-            first = 0;
-        }
-}
-
 /* The columns after metric, length, x, value: unit, title, x_name, x_unit,
  * x_title, plot — from the kind's declaration (exp_metric; a metric the
  * kind does not declare gets its own name as title). */
@@ -101,7 +83,7 @@ static void row_meaning(FILE *fp, const exp_kind *k, const char *metric, const c
     fputc(',', fp);
     rl_csv_field(fp, xm ? xm->title : xname ? xname : "");
     fputc(',', fp);
-    plot_words(fp, ((m ? m->plot : 0) | (xm ? xm->plot : 0)) & ~(unsigned)EXP_PLOT_LENGTH);
+    rl_plot_words_write(fp, ((m ? m->plot : 0) | (xm ? xm->plot : 0)) & ~(unsigned)EXP_PLOT_LENGTH);
     fputc('\n', fp);
 }
 
