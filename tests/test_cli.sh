@@ -206,6 +206,17 @@ if [ $have_device = 1 ]; then
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
   expect bench_precise 0 'rope half precise' -- bench rope --tokens 4096 --reps 3 --precision precise
   expect check_quick_modes 0 'rope/half/precise .*pass' -- check --quick --kernel 'rope/half/*'
+  # RL_PIPELINE_LOG: one "SECONDS NAME" line per pipeline creation, appended
+  # (two runs: twice the lines), names as the rows' kernels compile them
+  plog=$(mktemp); rm -f "$plog"
+  RL_PIPELINE_LOG=$plog "$bin" check --quick --kernel 'bias/alibi*' >/dev/null 2>&1
+  n1=$(grep -cE '^[0-9]+\.[0-9]{4} [A-Za-z0-9_]+$' "$plog" 2>/dev/null)
+  RL_PIPELINE_LOG=$plog "$bin" check --quick --kernel 'bias/alibi*' >/dev/null 2>&1
+  n2=$(grep -cE '^[0-9]+\.[0-9]{4} [A-Za-z0-9_]+$' "$plog" 2>/dev/null)
+  if [ "${n1:-0}" -ge 1 ] && [ "${n2:-0}" -eq $((2 * n1)) ] &&
+     [ "$(wc -l <"$plog")" -eq "$n2" ] && grep -q ' bias_' "$plog"; then ok; else
+    bad "pipeline_log: $n1 then $n2 lines: $(head -3 "$plog" 2>/dev/null)"; fi
+  rm -f "$plog"
   # check in CI (issue 16): --list, --kernel, --tap, --junit, deterministic --json.
   ck=$(mktemp -d)
   ok() { pass=$((pass + 1)); }
