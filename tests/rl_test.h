@@ -1,8 +1,11 @@
 /* rl_test.h — shared helpers for ropelab's Check suites.
  *
  * GPU suites create their Vulkan instance and device inside each test (never
- * before Check forks) and run with CK_FORK=no (set by meson). The validation
- * layer is required and any message it reports fails the test. A machine with
+ * before Check forks), or with RL_TEST_SHARED_GPU once for the suite, lent
+ * to each test (rl_gpu_open below), and run with CK_FORK=no (set by meson).
+ * The validation layer is required and any message it reports fails the
+ * test (with a shared device, a message at its destruction — an object a
+ * test left behind — fails the suite). A machine with
  * no Vulkan device at all makes the suite exit 77, which meson reports as
  * SKIP, and says so on stderr. */
 #ifndef RL_TEST_H
@@ -43,7 +46,7 @@ typedef struct rl_gpu {
     rlvk_device dev;
 } rl_gpu;
 
-static inline void rl_gpu_open(rl_gpu *g)
+static inline void rl_gpu_create_(rl_gpu *g)
 {
     rl_error err = {0};
     rlvk_instance_desc d = {.validation = 1, .require_validation = 1, .quiet_messages = 0};
@@ -54,6 +57,9 @@ static inline void rl_gpu_open(rl_gpu *g)
     ck_assert_msg(rlvk_device_create(&g->inst, idx[0], &g->dev, &err) == RL_OK, "device: %s", err.msg);
 }
 
+#ifndef RL_TEST_SHARED_GPU
+static inline void rl_gpu_open(rl_gpu *g) { rl_gpu_create_(g); }
+
 /* Destroys the fixture and fails the test if validation reported anything. */
 static inline void rl_gpu_close(rl_gpu *g)
 {
@@ -63,6 +69,60 @@ static inline void rl_gpu_close(rl_gpu *g)
     ck_assert_msg(n == 0, "validation layer reported %u message(s); first: %s", n,
                   g->inst.first_message);
 }
+#else
+/* A suite that defines RL_TEST_SHARED_GPU before including this header
+ * opens one instance and device for all its tests (one process: CK_FORK=no)
+ * instead of one per test: a pipeline the previous test compiled is found
+ * in the device's pipeline table instead of being built again from SPIR-V,
+ * and the validation layer loads once. Each test gets the device by value
+ * and hands it back at rl_gpu_close (its counters run on: tests compare
+ * differences); a validation message during the test fails that test. The
+ * device is destroyed at exit, where the layer reports any object a test
+ * left behind: that fails the suite (exit 1, the message on stderr). */
+static rl_gpu rl_gpu_shared_;
+static int rl_gpu_shared_state_; /* 0 none, 1 open, 2 lent to a test */
+static unsigned rl_gpu_shared_msgs_;
+
+static void rl_gpu_shared_end_(void)
+{
+    if (!rl_gpu_shared_state_)
+        return;
+    rlvk_device_destroy(&rl_gpu_shared_.dev);
+    rlvk_instance_destroy(&rl_gpu_shared_.inst);
+    unsigned n = rlvk_instance_messages(&rl_gpu_shared_.inst);
+    if (n > rl_gpu_shared_msgs_) {
+        fprintf(stderr, "FAIL: validation layer reported %u message(s) when the suite's device "
+                        "was destroyed (an object a test left behind?); first: %s\n",
+                n - rl_gpu_shared_msgs_, rl_gpu_shared_.inst.first_message);
+        fflush(stderr);
+        _Exit(1);
+    }
+}
+
+static inline void rl_gpu_open(rl_gpu *g)
+{
+    if (!rl_gpu_shared_state_) {
+        rl_gpu_create_(&rl_gpu_shared_);
+        rl_gpu_shared_state_ = 1;
+        atexit(rl_gpu_shared_end_);
+    }
+    /* a test that failed while it held the device left it lent: take it
+     * back as it was (its counters may lag; the device itself is fine) */
+    rl_gpu_shared_state_ = 2;
+    rl_gpu_shared_msgs_ = rlvk_instance_messages(&rl_gpu_shared_.inst);
+    *g = rl_gpu_shared_;
+}
+
+static inline void rl_gpu_close(rl_gpu *g)
+{
+    rl_gpu_shared_.dev = g->dev; /* its inst pointer is &rl_gpu_shared_.inst */
+    rl_gpu_shared_state_ = 1;
+    unsigned n = rlvk_instance_messages(&rl_gpu_shared_.inst) - rl_gpu_shared_msgs_;
+    rl_gpu_shared_msgs_ += n;
+    ck_assert_msg(n == 0, "validation layer reported %u message(s); first: %s", n,
+                  rl_gpu_shared_.inst.first_message);
+}
+#endif
 
 /* Runs a suite; returns the process exit code. */
 static inline int rl_test_run(Suite *s)

@@ -14,6 +14,8 @@
 #include "attn/attn_path.h"
 #include "check/chk.h"
 #include "core/rl_util.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 
 /* q = 0 makes every logit exactly 0, so p = 1/N and lse = H = log N (hand

@@ -9,6 +9,8 @@
 #include "core/rl_util.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 
 /* Data sources: 0 = smooth pseudo-random rows, 1 = q = e_0 and k = 0. */

@@ -8,6 +8,8 @@
 #include "core/rl_util.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 
 static pe_encoding *make(const char *name, const char *params, const pe_shape *s)

@@ -9,6 +9,8 @@
 
 #include "pe/pe.h"
 #include "pe/rope.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 #include "test_pe_util.h"
 

@@ -8,6 +8,8 @@
 #include "check/chk.h"
 #include "core/rl_util.h"
 #include "pe/pe.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 #include "test_pe_util.h"
 

@@ -14,6 +14,8 @@
 #include "core/rl_util.h"
 #include "exp/exp.h"
 #include "pe/pe.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 
 /* The distance of (i, j) under each method, from the sources:

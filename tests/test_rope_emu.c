@@ -10,6 +10,8 @@
 #include "core/rl_util.h"
 #include "pe/rope.h"
 #include "pe/rope_sleef.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 
 static uint32_t f2u(float v)

@@ -5,6 +5,8 @@
 #include "check/chk.h"
 #include "core/rl_util.h"
 #include "pe/rope.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 
 START_TEST(check_cases_pass_on_device)

@@ -10,6 +10,8 @@
 #include "core/rl_util.h"
 #include "pe/rope.h"
 #include "pe/rope_scaling.h"
+/* one device for the suite (rl_test.h) */
+#define RL_TEST_SHARED_GPU
 #include "rl_test.h"
 
 /* HF-style settings of every type (partial rotary 64 of 128 except
