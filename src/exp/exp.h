@@ -131,19 +131,8 @@ int exp_sink_verify_stats(exp_sink *s, const char *what, const vf_stats *v, cons
 /* ---- what a kind's numbers mean ------------------------------------------ */
 
 /* How a metric is drawn (exp_metric.plot): the flags of results.csv's
- * `plot` column, defined once with their words in core/rl_csv.h
- * (RL_PLOT_*); the kinds spell them EXP_PLOT_*. */
-enum {
-    EXP_PLOT_LOGX = RL_PLOT_LOGX,
-    EXP_PLOT_LOGY = RL_PLOT_LOGY,
-    EXP_PLOT_HIDE = RL_PLOT_HIDE,
-    EXP_PLOT_REF = RL_PLOT_REF,
-    EXP_PLOT_FRACTION = RL_PLOT_FRACTION,
-    EXP_PLOT_ONE = RL_PLOT_ONE,
-    EXP_PLOT_TRAIN = RL_PLOT_TRAIN,
-    EXP_PLOT_LENGTH = RL_PLOT_LENGTH,
-    EXP_PLOT_CI = RL_PLOT_CI,
-};
+ * `plot` column, RL_PLOT_* with their words in core/rl_csv.h (one list for
+ * the kinds, the writer and plot). */
 
 /* One summary metric ("entropy_at_max_len") or table column
  * ("entropy_length.entropy_nats"; a table's first column is its x axis,

@@ -248,21 +248,21 @@ done:
 
 /* Every metric and table column this kind emits: title, unit, how it is drawn. */
 static const exp_metric metrics[] = {
-    {"score_min.distance_tokens", "distance r", "tokens", EXP_PLOT_LOGX},
+    {"score_min.distance_tokens", "distance r", "tokens", RL_PLOT_LOGX},
     {"score_min.min_score_device", "smallest score <R_r 1, R_0 1> so far, device", "", 0},
-    {"score_min.min_score_reference", "smallest score so far, double reference", "", EXP_PLOT_REF},
-    {"score_min.score_error_bound", "score error bound", "", EXP_PLOT_HIDE},
+    {"score_min.min_score_reference", "smallest score so far, double reference", "", RL_PLOT_REF},
+    {"score_min.score_error_bound", "score error bound", "", RL_PLOT_HIDE},
     {"first_negative_distance", "first distance with a negative score, device", "tokens", 0},
     {"reference_first_negative_distance", "first distance with a negative score, reference",
      "tokens", 0},
     {"nonnegative_to_max_distance", "score >= 0 up to max_distance (1 = yes)", "", 0},
     {"min_score_device", "smallest score, device", "", 0},
     {"min_score_reference", "smallest score, double reference", "", 0},
-    {"scanned_distances", "distances scanned", "tokens", EXP_PLOT_HIDE},
-    {"sign_undecided_rows", "rows whose sign the bound cannot decide", "", EXP_PLOT_HIDE},
-    {"vector_max_abs_error", "rotated vector max |error|", "", EXP_PLOT_LOGY},
-    {"vector_worst_error_over_bound", "rotated vector worst error / bound", "", EXP_PLOT_ONE},
-    {"score_worst_error_over_bound", "score worst error / bound", "", EXP_PLOT_ONE},
+    {"scanned_distances", "distances scanned", "tokens", RL_PLOT_HIDE},
+    {"sign_undecided_rows", "rows whose sign the bound cannot decide", "", RL_PLOT_HIDE},
+    {"vector_max_abs_error", "rotated vector max |error|", "", RL_PLOT_LOGY},
+    {"vector_worst_error_over_bound", "rotated vector worst error / bound", "", RL_PLOT_ONE},
+    {"score_worst_error_over_bound", "score worst error / bound", "", RL_PLOT_ONE},
 };
 
 const exp_kind exp_kind_base_bound = {

@@ -264,10 +264,10 @@ done:
 
 /* Every metric and table column this kind emits: title, unit, how it is drawn. */
 static const exp_metric metrics[] = {
-    {"extrapolation.position_s_tokens", "relative position s", "tokens", EXP_PLOT_TRAIN},
+    {"extrapolation.position_s_tokens", "relative position s", "tokens", RL_PLOT_TRAIN},
     {"extrapolation.fitted_score", "fitted attention score a(s)", "", 0},
     {"extrapolation.target", "target score", "", 0},
-    {"interpolation.position_s_tokens", "relative position s", "tokens", EXP_PLOT_TRAIN},
+    {"interpolation.position_s_tokens", "relative position s", "tokens", RL_PLOT_TRAIN},
     {"interpolation.fitted_score_at_half_integer", "fitted score at half-integer s", "", 0},
     {"fit_max_abs", "max |fit - target| on [0, L]", "", 0},
     {"fit_rms_residual", "RMS residual of the fit", "", 0},

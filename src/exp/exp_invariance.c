@@ -310,16 +310,16 @@ done:
 
 /* Every metric and table column this kind emits: title, unit, how it is drawn. */
 static const exp_metric metrics[] = {
-    {"invariance.shift_t_tokens", "shift t", "tokens", EXP_PLOT_LOGX},
-    {"invariance.device_abs_change", "score change under shift, device", "q·k", EXP_PLOT_LOGY},
+    {"invariance.shift_t_tokens", "shift t", "tokens", RL_PLOT_LOGX},
+    {"invariance.device_abs_change", "score change under shift, device", "q·k", RL_PLOT_LOGY},
     {"invariance.device_rel_change", "score change under shift / (|q'||k'|), device",
-     "", EXP_PLOT_LOGY},
+     "", RL_PLOT_LOGY},
     {"invariance.reference_abs_change", "score change under shift, double reference",
-     "q·k", EXP_PLOT_LOGY},
+     "q·k", RL_PLOT_LOGY},
     {"invariance.reference_rel_change", "score change under shift / (|q'||k'|), reference",
-     "", EXP_PLOT_LOGY},
+     "", RL_PLOT_LOGY},
     {"invariance.reference_rel_rounding_bound", "rounding bound of the relative change",
-     "", EXP_PLOT_REF | EXP_PLOT_LOGY},
+     "", RL_PLOT_REF | RL_PLOT_LOGY},
     {"device_max_abs_change", "max score change, device", "q·k", 0},
     {"device_max_rel_change", "max relative score change, device", "", 0},
     {"reference_max_abs_change", "max score change, reference", "q·k", 0},

@@ -163,10 +163,10 @@ done:
 
 /* Every metric and table column this kind emits: title, unit, how it is drawn. */
 static const exp_metric metrics[] = {
-    {"precision.position", "position", "tokens", EXP_PLOT_LOGX},
-    {"precision.max_abs_error", "max abs error of rotated q vs double", "", EXP_PLOT_LOGY},
-    {"precision.bound", "error bound", "", EXP_PLOT_LOGY},
-    {"precision.error_over_bound", "error / bound", "", EXP_PLOT_ONE},
+    {"precision.position", "position", "tokens", RL_PLOT_LOGX},
+    {"precision.max_abs_error", "max abs error of rotated q vs double", "", RL_PLOT_LOGY},
+    {"precision.bound", "error bound", "", RL_PLOT_LOGY},
+    {"precision.error_over_bound", "error / bound", "", RL_PLOT_ONE},
     {"max_abs_error", "max abs error", "", 0},
     {"worst_error_over_bound", "worst error / bound", "", 0},
     {"nmse", "NMSE", "", 0},

@@ -201,7 +201,7 @@ rl_status plot_dir(const char *dir, const plot_options *opt, plot_result *res, r
                          res->n_figures);
             break;
         }
-        if (figs[i].is_ref || figs[i].constant || (figs[i].flags & PLOT_F_HIDE))
+        if (figs[i].is_ref || figs[i].constant || (figs[i].flags & RL_PLOT_HIDE))
             continue; /* drawn inside its table's figures, or said in the report */
         st = plot_figure_render(&c, &figs[i], figs, n_figs, prog, formats, err);
         if (!st)

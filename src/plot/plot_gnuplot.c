@@ -223,10 +223,10 @@ typedef struct axes {
 static axes choose_axes(const plot_figure *fg, const ranges *rg)
 {
     axes a = {0};
-    a.logx = !fg->categorical && (fg->flags & PLOT_F_LOGX) && rg->x_pos && rg->xmin > 0;
-    int frac = (fg->flags & PLOT_F_FRACTION) != 0;
+    a.logx = !fg->categorical && (fg->flags & RL_PLOT_LOGX) && rg->x_pos && rg->xmin > 0;
+    int frac = (fg->flags & RL_PLOT_FRACTION) != 0;
     a.logy = !frac && rg->y_pos && rg->ymin > 0 &&
-             ((fg->flags & PLOT_F_LOGY) || rg->ymax / rg->ymin > 100);
+             ((fg->flags & RL_PLOT_LOGY) || rg->ymax / rg->ymin > 100);
     a.symlog = !frac && !a.logy && rg->y_neg && rg->amed > 0 && rg->amax / rg->amed > 1000;
     a.sym_c = rg->amed;
     return a;
@@ -686,7 +686,7 @@ static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, con
             }
         }
     }
-    if ((fg->flags & PLOT_F_ONE) && !fg->categorical)
+    if ((fg->flags & RL_PLOT_ONE) && !fg->categorical)
         fputs(", \\\n     1 with lines dt 3 lw 2 lc rgb \"black\" "
               "title 'y = 1 (error at its bound)'", fp);
     fputs("\n", fp);
@@ -844,9 +844,9 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
     double ylo = fmin(rg->lo, rg->ref_lo), yhi = fmax(rg->hi, rg->ref_hi);
     if (ax->logy && !(ylo > 0))
         ylo = fmin(rg->ymin, rg->ref_pos); /* zeros are left off a log axis */
-    if (fg->flags & PLOT_F_FRACTION)
+    if (fg->flags & RL_PLOT_FRACTION)
         fputs("set yrange [-0.04:1.06]\n", fp); /* 0 and 1 inside the frame */
-    else if (fg->flags & PLOT_F_ONE) {
+    else if (fg->flags & RL_PLOT_ONE) {
         /* y = 1 inside the frame, not on its edge */
         double top = fmax(isfinite(rg->ymax) ? rg->ymax : 1, 1);
         if (n_panels && isfinite(ylo))
@@ -900,13 +900,13 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         caption_add(fg, " %s: the 95 %% interval results.csv gives for one run (`%s_lo95` to "
                         "`%s_hi95`).", fg->categorical ? "Error bars" : "Shaded band",
                     fg->metric, fg->metric);
-    if (ax->logy && !(fg->flags & PLOT_F_LOGY))
+    if (ax->logy && !(fg->flags & RL_PLOT_LOGY))
         caption_add(fg, " Log y: the values span %.1f decades.", log10(rg->ymax / rg->ymin));
     if (ax->symlog)
         caption_add(fg, " y on a symmetric log scale, asinh(y / %.3g): linear within +-%.3g, "
                         "logarithmic beyond (the values reach %.3g in magnitude).",
                     ax->sym_c, ax->sym_c, rg->amax);
-    double tl = (fg->flags & PLOT_F_TRAIN) ? train_len_of(c, fg) : 0;
+    double tl = (fg->flags & RL_PLOT_TRAIN) ? train_len_of(c, fg) : 0;
     if (tl > 0 && !fg->categorical && tl >= rg->xmin && tl <= rg->xmax) {
         /* the label on the side of the line with room for it */
         double at = ax->logx ? log(tl / rg->xmin) / log(rg->xmax / rg->xmin)
@@ -927,7 +927,7 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
                                   "each, named by its run)."
                                 : " Dashed black: %s.", rs->name[r]);
     }
-    if ((fg->flags & PLOT_F_ONE) && !fg->categorical)
+    if ((fg->flags & RL_PLOT_ONE) && !fg->categorical)
         caption_add(fg, " Dotted horizontal line: 1 (error at its bound).");
     if (n_panels) {
         fputs("set multiplot layout ", bp);

@@ -102,7 +102,7 @@ void plot_series_label(const plot_ctx *c, const plot_figure *fg, size_t si, int 
 int plot_ci_bound(const char *m, unsigned flags, size_t *base_len, int *is_hi)
 {
     size_t n = strlen(m);
-    if (!(flags & PLOT_F_CI) || n < 6)
+    if (!(flags & RL_PLOT_CI) || n < 6)
         return 0;
     if (strcmp(m + n - 5, "_lo95") == 0)
         *is_hi = 0;
@@ -304,7 +304,7 @@ static rl_status series_points(const plot_ctx *c, int categorical, const ci_inde
             s->ci |= seed_interval(vals, n, &p->y, &p->lo, &p->hi);
             /* a fraction's interval over few seeds can reach past [0, 1]
              * (t with 2 degrees of freedom): no proportion lies there */
-            if (plot_flags(plot_field(c, v[i].row, c->c_plot)) & PLOT_F_FRACTION) {
+            if (plot_flags(plot_field(c, v[i].row, c->c_plot)) & RL_PLOT_FRACTION) {
                 p->lo = p->lo < 0 ? 0 : p->lo;
                 p->hi = p->hi > 1 ? 1 : p->hi;
             }
@@ -502,7 +502,7 @@ static plot_figure *figure_of(const plot_ctx *c, plot_figure **figs, size_t *n_f
     plot_safe_name(len, sl, sizeof sl);
     snprintf(fg->name, sizeof fg->name, *len ? "%s_n%s" : "%s", safe, sl);
     fg->flags = plot_flags(plot_field(c, r, c->c_plot));
-    fg->is_ref = is_ref_metric(m) || (fg->flags & PLOT_F_REF);
+    fg->is_ref = is_ref_metric(m) || (fg->flags & RL_PLOT_REF);
     fg->title = field_or(c, r, c->c_title, m);
     fg->unit = plot_field(c, r, c->c_unit);
     fg->x_title = field_or(c, r, c->c_xtitle, field_or(c, r, c->c_xname, "x"));

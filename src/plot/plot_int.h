@@ -52,18 +52,7 @@ static inline const char *plot_out_dir(const plot_ctx *c)
     return c->out ? c->out : c->dir;
 }
 
-/* results.csv's `plot` column: the flags and their words are core/rl_csv.h's
- * RL_PLOT_* (one list with the writer's); plot spells them PLOT_F_*. */
-enum {
-    PLOT_F_LOGX = RL_PLOT_LOGX,
-    PLOT_F_LOGY = RL_PLOT_LOGY,
-    PLOT_F_HIDE = RL_PLOT_HIDE,
-    PLOT_F_REF = RL_PLOT_REF,
-    PLOT_F_FRACTION = RL_PLOT_FRACTION,
-    PLOT_F_ONE = RL_PLOT_ONE,
-    PLOT_F_TRAIN = RL_PLOT_TRAIN,
-    PLOT_F_CI = RL_PLOT_CI,
-};
+/* results.csv's `plot` column: core/rl_csv.h's RL_PLOT_* and their words. */
 /* The flags named by a `plot` field (rl_plot_words_parse). */
 static inline unsigned plot_flags(const char *words) { return rl_plot_words_parse(words); }
 

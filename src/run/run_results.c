@@ -83,7 +83,7 @@ static void row_meaning(FILE *fp, const exp_kind *k, const char *metric, const c
     fputc(',', fp);
     rl_csv_field(fp, xm ? xm->title : xname ? xname : "");
     fputc(',', fp);
-    rl_plot_words_write(fp, ((m ? m->plot : 0) | (xm ? xm->plot : 0)) & ~(unsigned)EXP_PLOT_LENGTH);
+    rl_plot_words_write(fp, ((m ? m->plot : 0) | (xm ? xm->plot : 0)) & ~(unsigned)RL_PLOT_LENGTH);
     fputc('\n', fp);
 }
 
@@ -145,7 +145,7 @@ static void results_rows(FILE *fp, const char *run_dir, const json_t *sum, const
                 /* length: the table's context length, or x when x is one */
                 if (length > 0)
                     fprintf(fp, ",%lld", (long long)length);
-                else if (xm && (xm->plot & EXP_PLOT_LENGTH)) {
+                else if (xm && (xm->plot & RL_PLOT_LENGTH)) {
                     fputc(',', fp);
                     rl_csv_field(fp, row->f[0]);
                 } else {

@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < n_figs; i++) {
             for (size_t s = 0; s < figs[i].n; s++)
                 plot_series_label(&c, &figs[i], s, -1, label, sizeof label);
-            if (!figs[i].is_ref && !figs[i].constant && !(figs[i].flags & PLOT_F_HIDE) &&
+            if (!figs[i].is_ref && !figs[i].constant && !(figs[i].flags & RL_PLOT_HIDE) &&
                 plot_figure_write(&c, &figs[i], figs, n_figs, fz_formats(size), &err) == RL_OK)
                 figs[i].drawn = 1; /* as if gnuplot had drawn it: the report lists it */
         }
