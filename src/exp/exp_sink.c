@@ -143,8 +143,10 @@ void exp_sink_metric(exp_sink *s, const char *name, double value)
  * check named by "what", "detail" the words beside it. */
 static void add_record(exp_sink *s, const char *what, json_t *rec, const char *detail)
 {
-    if (!rec)
+    if (!rec) { /* out of memory: a verdict that cannot be recorded is not a pass */
+        s->failed_verification = 1;
         return;
+    }
     json_object_set_new(rec, "what", json_string(what));
     json_object_set_new(rec, "detail", json_string(detail ? detail : ""));
     json_array_append_new(s->verification, rec);
