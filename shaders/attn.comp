@@ -39,7 +39,7 @@
  *   else from q_b/k_b (attn_remap.glsl); paired with it, logit_b is the
  *   unselected logit_a at scale_b; with REMAP_EDGE the key at |pos_i - pos_j|
  *   = remap_window has both: logit log(e^logit_a + e^logit_b)
- *   kvh = h / KV_GROUP (grouped-query attention)
+ *   kvh = h / kv_group (grouped-query attention; heads, kv_group: push constants)
  * <q, k> is one fp32 chain per key over the head dimensions (multiply-add,
  * dimension order), then one multiply by the scale.
  *
@@ -65,24 +65,24 @@
 #endif
 
 /* Specialization constants (defaults are placeholders). */
+/* The head count and the GQA group are push constants (pc.p.heads,
+ * pc.p.kv_group), not specialization constants: they only index, and one
+ * pipeline then serves every head count of a head_dim and flag set. */
 layout(constant_id = 1) const uint32_t HEAD_DIM = 128;  /* multiple of 4, <= 512 */
-layout(constant_id = 2) const uint32_t HEADS = 1;
-layout(constant_id = 3) const uint32_t KV_GROUP = 1;    /* heads / kv_heads */
-layout(constant_id = 4) const uint32_t FLAGS = 0;       /* RL_ATTN_F_* */
-layout(constant_id = 5) const uint32_t N_BUCKETS = 1;   /* distance buckets (>= 1) */
-layout(constant_id = 6) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS; /* key blocks per dispatch */
-layout(constant_id = 7) const uint32_t KB = RL_ATTN_KB; /* keys per block: 4, 8 or 16 */
-layout(constant_id = 8) const uint32_t SPLIT = 1;       /* lanes per query row (RL_ATTN_SPLIT: 2, 4, 8) */
+layout(constant_id = 2) const uint32_t FLAGS = 0;       /* RL_ATTN_F_* */
+layout(constant_id = 3) const uint32_t N_BUCKETS = 1;   /* distance buckets (>= 1) */
+layout(constant_id = 4) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS; /* key blocks per dispatch */
+layout(constant_id = 5) const uint32_t KB = RL_ATTN_KB; /* keys per block: 4, 8 or 16 */
+layout(constant_id = 6) const uint32_t SPLIT = 1;       /* lanes per query row (RL_ATTN_SPLIT: 2, 4, 8) */
 /* 1: the per-lane reads below (q rows, the staged K/V elements, O carried
  * between dispatches) go through the uniform texel buffers at bindings 16..22
  * instead of the storage buffers (attn_path.c: the scalar path of a CPU
  * device). The values are the same bits either way. */
-layout(constant_id = 9) const uint32_t TEXEL = 0;
+layout(constant_id = 7) const uint32_t TEXEL = 0;
 
 const uint32_t D4 = HEAD_DIM / 4u;
 const uint32_t DS = D4 / SPLIT;                          /* vec4s of q and O per lane */
 const uint32_t QWG = gl_WorkGroupSize.x / SPLIT;         /* query rows per workgroup */
-const uint32_t KV_HEADS = HEADS / KV_GROUP;
 /* Elements each invocation copies when staging a block (a plain trip count,
  * so the driver can unroll the loop). */
 const uint32_t STAGE_ROUNDS = (KB * D4 + gl_WorkGroupSize.x - 1u) / gl_WorkGroupSize.x;
@@ -335,7 +335,7 @@ void rl_stage(uint32_t t0)
         if (e < KB * D4) {
             uint32_t j = min(pc.p.key_base + t0 + e / D4, n - 1u);
             /* K, K_b, V are bound as the window from key key_window on */
-            uint32_t src = ((j - pc.p.key_window) * KV_HEADS + pc.p.kv_head) * D4 + e % D4;
+            uint32_t src = ((j - pc.p.key_window) * (pc.p.heads / pc.p.kv_group) + pc.p.kv_head) * D4 + e % D4;
             ks_a[e] = rd_ka(src);
             if (TWO)
                 ks_b[e] = rd_kb(src);
@@ -406,8 +406,8 @@ void main()
 {
     uint32_t lid = gl_LocalInvocationID.x;
     uint32_t g = RL_GROUP_ID;
-    head = pc.p.kv_head * KV_GROUP + g % KV_GROUP;
-    uint32_t qblock = pc.p.qblock_base + g / KV_GROUP;
+    head = pc.p.kv_head * pc.p.kv_group + g % pc.p.kv_group;
+    uint32_t qblock = pc.p.qblock_base + g / pc.p.kv_group;
     n = pc.p.n_tokens;
     uint32_t j0 = pc.p.key_base;
 #ifdef RL_ATTN_SPLIT
@@ -432,7 +432,7 @@ void main()
     }
     qpos = int32_t(idx[qrow]);
     target = WANT_TARGET ? idx[n + qrow] : 0u;
-    uint32_t row = orow * HEADS + head;
+    uint32_t row = orow * pc.p.heads + head;
     uint32_t so = row * RL_ATTN_NSTAT;
     /* Mask: local keys |qi - j| < window and in qi's chunk, as one key
      * interval [mlo, mhi] (window, chunk_size <= 2^31 and qi < 2^31: no

@@ -53,23 +53,20 @@
 #include "attn_softmax.glsl"
 
 /* Specialization constants: the ids of attn.comp (the engine passes the
- * same seven) and the tile shape (attn_cm.c's tile plan picks it from the
+ * same six; heads and the GQA group are push constants) and the tile shape (attn_cm.c's tile plan picks it from the
  * device's list: 16x16x16 on NV, 8x8x8 on Mesa's lavapipe): CM_N is the
  * key block KB, CM_M must divide the 64-query workgroup, HEAD_DIM must be
  * a multiple of CM_K. */
 layout(constant_id = 1) const uint32_t HEAD_DIM = 64;
-layout(constant_id = 2) const uint32_t HEADS = 1;
-layout(constant_id = 3) const uint32_t KV_GROUP = 1;
-layout(constant_id = 4) const uint32_t FLAGS = 0;
-layout(constant_id = 5) const uint32_t N_BUCKETS = 1;  /* unused: buckets refused */
-layout(constant_id = 6) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS;
-layout(constant_id = 7) const uint32_t KB = 16;        /* = CM_N */
-layout(constant_id = 9) const uint32_t CM_M = 16;      /* rows (queries) of a tile */
-layout(constant_id = 10) const uint32_t CM_K = 16;     /* head dimensions per step */
+layout(constant_id = 2) const uint32_t FLAGS = 0;
+layout(constant_id = 3) const uint32_t N_BUCKETS = 1;  /* unused: buckets refused */
+layout(constant_id = 4) const uint32_t N_BLOCKS = RL_ATTN_MAX_BLOCKS;
+layout(constant_id = 5) const uint32_t KB = 16;        /* = CM_N */
+layout(constant_id = 7) const uint32_t CM_M = 16;      /* rows (queries) of a tile */
+layout(constant_id = 8) const uint32_t CM_K = 16;     /* head dimensions per step */
 const uint32_t CM_N = KB;                               /* columns (keys) of a tile */
 
 const uint32_t WG = 64u;
-const uint32_t KV_HEADS = HEADS / KV_GROUP;
 const uint32_t DT = HEAD_DIM / CM_K;       /* CM_K-wide slices of head_dim */
 const uint32_t ROW_TILES = WG / CM_M;      /* 4 (16 rows), 8 (8 rows) */
 const bool CAUSAL = (FLAGS & RL_ATTN_F_CAUSAL) != 0u;
@@ -124,7 +121,7 @@ void cm_stage(uint32_t t0)
     barrier();
     for (uint32_t e = lid; e < CM_N * HEAD_DIM; e += WG) {
         uint32_t j = min(pc.p.key_base + t0 + e / HEAD_DIM, n - 1u);
-        uint32_t src = (j * KV_HEADS + pc.p.kv_head) * HEAD_DIM + e % HEAD_DIM;
+        uint32_t src = (j * (pc.p.heads / pc.p.kv_group) + pc.p.kv_head) * HEAD_DIM + e % HEAD_DIM;
         ks[e] = ka[src];
         if (WANT_O)
             vs[e] = vv[src];
@@ -248,21 +245,21 @@ void main()
 {
     uint32_t lid = gl_LocalInvocationID.x;
     uint32_t g = RL_GROUP_ID;
-    uint32_t head = pc.p.kv_head * KV_GROUP + g % KV_GROUP;
-    uint32_t qblock = pc.p.qblock_base + g / KV_GROUP;
+    uint32_t head = pc.p.kv_head * pc.p.kv_group + g % pc.p.kv_group;
+    uint32_t qblock = pc.p.qblock_base + g / pc.p.kv_group;
     n = pc.p.n_tokens;
     uint32_t j0 = pc.p.key_base;
     qi = qblock * WG + lid;
     live = qi < n;
     uint32_t qrow = live ? qi : n - 1u; /* inactive rows compute a copy, write nothing */
     target = WANT_TARGET ? idx[n + qrow] : 0u;
-    uint32_t row = qrow * HEADS + head;
+    uint32_t row = qrow * pc.p.heads + head;
     uint32_t so = row * RL_ATTN_NSTAT;
 
     /* Q of the workgroup's 64 rows (clamped at the end), fp16 as stored. */
     for (uint32_t e = lid; e < WG * HEAD_DIM; e += WG) {
         uint32_t r = min(qblock * WG + e / HEAD_DIM, n - 1u);
-        qs[e] = qa[(r * HEADS + head) * HEAD_DIM + e % HEAD_DIM];
+        qs[e] = qa[(r * pc.p.heads + head) * HEAD_DIM + e % HEAD_DIM];
     }
 
     bool first = j0 == 0u;

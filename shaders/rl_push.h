@@ -173,6 +173,8 @@ struct rl_attn_push {
     uint32_t n_rows;      /* RL_ATTN_F_ROWS: query slots (else unused) */
     uint32_t key_window;  /* first key of the bound K/K_b/V window (K beyond one binding:
                              attn_gpu.c binds a window of keys per dispatch; else 0) */
+    uint32_t heads;       /* query heads (rows are [token][head]) */
+    uint32_t kv_group;    /* query heads per KV head (heads / kv_heads) */
 };
 
 /* fma_peak.comp: RL_FMA_ROUNDS unrolled rounds of 8 vec4 FMAs per invocation

@@ -14,7 +14,7 @@
 /* embedded SPIR-V (after <stdint.h>) */
 #include "attn_variants.spv.h"
 
-_Static_assert(sizeof(struct rl_attn_push) == 72, "rl_attn_push layout");
+_Static_assert(sizeof(struct rl_attn_push) == 80, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, key_base) == 32, "rl_attn_push layout");
 _Static_assert(offsetof(struct rl_attn_push, group_base) == 0, "group_base first");
 _Static_assert(offsetof(struct rl_attn_push, scale_a) == 12, "rl_attn_push layout");
@@ -399,13 +399,15 @@ static const rlvk_texel_binding texel16[] = {
     {20, 4, VK_FORMAT_R16G16B16A16_SFLOAT}, {22, 6, VK_FORMAT_R32G32B32A32_SFLOAT}};
 
 /* The pipeline a run of d needs on a device with these properties: its
- * engine key, specialization constants (spec[ATTN_N_SPEC]: ids 1..8; id 9
- * attn.comp's TEXEL, or for the cooperative-matrix kernel its tile's M and
- * K as ids 9, 10) and
- * desc (pointing into key and spec). path: the path's workgroup (rows x
+ * engine key, specialization constants (spec[ATTN_N_SPEC]: ids 1..6 head_dim,
+ * flags, buckets, blocks, keys per block, split; id 7 attn.comp's TEXEL, or
+ * for the cooperative-matrix kernel its tile's M and K as ids 7, 8) and desc
+ * (pointing into key and spec). The head count and the GQA group are push
+ * constants (rl_attn_push), so they are not in the key: one pipeline serves
+ * every head count of a shape. path: the path's workgroup (rows x
  * split invocations) and split, invocations per query row (attn_path.c; 1
  * scalar, > 1 the subgroup-split variant). */
-#define ATTN_N_SPEC 10
+#define ATTN_N_SPEC 8
 static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const attn_desc *d,
                       int sinks, uint32_t kb, uint32_t blocks, const attn_path *path,
                       uint32_t n_buckets, char key[96], uint32_t spec[ATTN_N_SPEC],
@@ -436,12 +438,10 @@ static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const
     char cm_key[32];
     snprintf(cm_key, sizeof cm_key, "%s%ux%u", cm_name[cs.module], cs.m, cs.k);
     uint32_t texel = !d->coopmat && path->texel ? 1u : 0u;
-    snprintf(key, 96, "attn_%s%s_d%u_h%u_g%u_k%ux%u_f%x_b%u_s%u_w%u_t%u",
-             d->coopmat ? cm_key : v->name, d->fp16 ? "_f16" : "",
-             d->head_dim, d->heads, d->heads / d->kv_heads, blocks, kb, flags, n_buckets, split,
-             path->wg_size, texel);
-    const uint32_t sp[ATTN_N_SPEC] = {d->head_dim, d->heads, d->heads / d->kv_heads, flags,
-                                      n_buckets, blocks, kb, split,
+    snprintf(key, 96, "attn_%s%s_d%u_k%ux%u_f%x_b%u_s%u_w%u_t%u",
+             d->coopmat ? cm_key : v->name, d->fp16 ? "_f16" : "", d->head_dim, blocks, kb,
+             flags, n_buckets, split, path->wg_size, texel);
+    const uint32_t sp[ATTN_N_SPEC] = {d->head_dim, flags, n_buckets, blocks, kb, split,
                                       d->coopmat ? cs.m : texel, cs.k};
     memcpy(spec, sp, sizeof sp);
     size_t cm_bytes = 0;
@@ -458,7 +458,7 @@ static void pipe_desc(const rlvk_device_info *info, const attn_variant *v, const
         .n_bindings = 12,
         .push_bytes = sizeof(struct rl_attn_push),
         .local_size_x = path->wg_size,
-        .n_spec = d->coopmat ? ATTN_N_SPEC : 9,
+        .n_spec = d->coopmat ? ATTN_N_SPEC : 7,
         .spec = spec,
         .n_texel = d->coopmat ? 0u : (uint32_t)RL_ARRAY_LEN(texel32),
         .texel = d->fp16 ? texel16 : texel32,
@@ -1037,7 +1037,8 @@ static rl_status run(attn_engine *e, const attn_desc *dp, const attn_variant *va
         .off_dump = (uint32_t)L.off_dump, .window = d.window, .n_sink = d.n_sink,
         .chunk_size = d.chunk_size, .off_temp = (uint32_t)off_temp,
         .off_rows = (uint32_t)off_rows, .n_rows = d.query_rows,
-        .remap_window = d.remap_chunk ? d.remap_chunk : d.remap_window};
+        .remap_window = d.remap_chunk ? d.remap_chunk : d.remap_window,
+        .heads = d.heads, .kv_group = group};
     res->gpu_ms = 0;
     /* Dispatch x: chunk x / kv_heads, KV head x % kv_heads; its first key and
      * first query block (causal: the block holding that key). */
