@@ -47,6 +47,14 @@ expect bench_help_attn 0 'attention +streaming attention' -- bench --help
 expect check_json_tap 2 '--json and --tap both print on stdout' -- check --json --tap
 expect check_list_tap 2 '--list names the rows without running' -- check --list --tap
 expect check_help_ci 0 '--junit FILE' -- check --help
+# one validation pair on every command that opens a device (cli.h CLI_OPTS_VALIDATE)
+for c in check run apply 'bench rope' 'bench attention'; do
+  # shellcheck disable=SC2086  # "bench rope" is two words
+  expect "validate_pair_${c// /_}" 0 '^  --no-validate  ' -- $c --help
+done
+expect validate_pair_default_on 0 '^  --validate .*default: on' -- run --help
+expect validate_pair_default_off 0 '^  --validate .*default: off' -- bench attention --help
+expect validate_takes_no_value 2 '--no-validate takes no value' -- check --no-validate=1
 # `help CMD` is exactly `CMD --help`.
 if [ "$("$bin" help check)" = "$("$bin" check --help)" ]; then pass=$((pass + 1)); else
   fail=$((fail + 1)); echo 'FAIL help_cmd_same: help check differs from check --help' >&2; fi
@@ -204,6 +212,9 @@ if [ $have_device = 1 ]; then
   # twice below, as JSON: each full run costs 25-65 s warm, minutes cold).
   expect check_quick_bias 0 'bias/t5/bidir .*pass' -- check --quick --kernel 'bias/t5*'
   expect bench_small 0 'ratio rope/copy bandwidth' -- bench rope --tokens 4096 --reps 3
+  # the last of --validate / --no-validate wins (bench --json records it)
+  expect bench_validate_on 0 '"validate": true' -- bench rope --tokens 256 --reps 1 --json --validate
+  expect bench_validate_last 0 '"validate": false' -- bench rope --tokens 256 --reps 1 --json --validate --no-validate
   expect bench_precise 0 'rope half precise' -- bench rope --tokens 4096 --reps 3 --precision precise
   expect check_quick_modes 0 'rope/half/precise .*pass' -- check --quick --kernel 'rope/half/*'
   # RL_PIPELINE_LOG: one "SECONDS NAME" line per pipeline creation, appended

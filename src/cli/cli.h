@@ -13,7 +13,9 @@
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 
 typedef enum cli_kind {
-    CLI_FLAG, CLI_STR, CLI_U32, CLI_U64, CLI_F64, CLI_F64_SIGNED,
+    CLI_FLAG,     /* sets *(int *)dst = 1 */
+    CLI_FLAG_OFF, /* sets *(int *)dst = 0: the --no-X of a pair (CLI_OPTS_VALIDATE) */
+    CLI_STR, CLI_U32, CLI_U64, CLI_F64, CLI_F64_SIGNED,
     CLI_STRS /* repeatable: every value kept, in order, into a cli_strs */
 } cli_kind;
 
@@ -45,6 +47,18 @@ typedef struct cli_opt {
 #define CLI_DEVICE_META "auto|all|N|NAME"
 #define CLI_DEVICE_HELP "device: index, name substring, uuid:U (32 hex digits), auto or all"
 #define CLI_OPT_DEVICE(dst) {"--device", CLI_STR, (dst), CLI_DEVICE_META, CLI_DEVICE_HELP " (default auto)"}
+
+/* The one pair of validation options every command that opens a device
+ * declares: --validate and --no-validate set the same int (the last one
+ * given wins); the command initialises it to its default: on for check,
+ * run and apply, whose numbers are verified; off for bench, whose timings
+ * the layer would distort. */
+#define CLI_OPTS_VALIDATE(dst, dflt)                                                           \
+    {"--validate", CLI_FLAG, (dst), NULL,                                                      \
+     "enable the Khronos validation layer" dflt},                                              \
+    {"--no-validate", CLI_FLAG_OFF, (dst), NULL, "run without the Khronos validation layer"}
+#define CLI_VALIDATE_ON " (default: on, when the layer is installed)"
+#define CLI_VALIDATE_OFF " (default: off; timings with it are not the kernel's)"
 
 /* Parses argv[1..] against opts; positional arguments go to pos (at most
  * max_pos). Returns -1 to continue, or an exit code (0 after --help, 2 after

@@ -23,13 +23,19 @@ void cli_error(const char *fmt, ...)
     fprintf(stderr, "ropelab: %s\n", rl_clean(msg, shown, sizeof shown));
 }
 
+/* Options that take no value. */
+static int is_flag(cli_kind k)
+{
+    return k == CLI_FLAG || k == CLI_FLAG_OFF;
+}
+
 static void print_help(const char *usage, const char *about, const cli_opt *opts, size_t n)
 {
     printf("usage: %s\n\n%s\n\noptions:\n", usage, about);
     for (size_t i = 0; i < n; i++) {
         char left[96];
-        snprintf(left, sizeof left, "%s%s%s", opts[i].name, opts[i].kind == CLI_FLAG ? "" : " ",
-                 opts[i].kind == CLI_FLAG ? "" : opts[i].meta);
+        snprintf(left, sizeof left, "%s%s%s", opts[i].name, is_flag(opts[i].kind) ? "" : " ",
+                 is_flag(opts[i].kind) ? "" : opts[i].meta);
         printf("  %-26s %s\n", left, opts[i].help);
     }
     printf("  %-26s %s\n", "--help", "show this help");
@@ -63,9 +69,9 @@ static void print_man(const char *usage, const char *about, const cli_opt *opts,
     roff_text(about);
     fputs("\n", stdout);
     for (size_t i = 0; i < n; i++) {
-        fputs(opts[i].kind == CLI_FLAG ? ".TP\n.B " : ".TP\n.BI ", stdout);
+        fputs(is_flag(opts[i].kind) ? ".TP\n.B " : ".TP\n.BI ", stdout);
         roff_text(opts[i].name);
-        if (opts[i].kind != CLI_FLAG) {
+        if (!is_flag(opts[i].kind)) {
             fputs(" \" ", stdout);
             roff_text(opts[i].meta);
             fputs("\"", stdout);
@@ -116,7 +122,7 @@ static void print_bash(const cli_opt *opts, size_t n)
 {
     fputs("        case $prev in\n", stdout);
     for (size_t i = 0; i < n; i++) {
-        if (opts[i].kind == CLI_FLAG)
+        if (is_flag(opts[i].kind))
             continue;
         printf("        %s) ", opts[i].name);
         cli_bash_value(opts[i].meta);
@@ -186,6 +192,7 @@ static int parse_value(const cli_opt *o, const char *v)
         return 0;
     }
     case CLI_FLAG:
+    case CLI_FLAG_OFF:
         break;
     }
     cli_error("%s: '%s' is not a valid value", o->name, v);
@@ -228,12 +235,12 @@ int cli_parse(const char *usage, const char *about, int argc, char **argv, const
             cli_error("unknown option '%.*s' (see --help)", (int)len, a);
             return CLI_EXIT_USAGE;
         }
-        if (o->kind == CLI_FLAG) {
+        if (is_flag(o->kind)) {
             if (eq) {
                 cli_error("%s takes no value", o->name);
                 return CLI_EXIT_USAGE;
             }
-            *(int *)o->dst = 1;
+            *(int *)o->dst = o->kind == CLI_FLAG;
             continue;
         }
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

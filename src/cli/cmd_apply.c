@@ -342,7 +342,7 @@ int cmd_apply(int argc, char **argv)
     }
     const char *device = "auto", *encoding = NULL, *hf = NULL, *precision = NULL, *input = NULL,
                *tensor = NULL, *positions = NULL, *out = NULL, *set_seen = NULL, *role = "q";
-    int json = 0, no_validate = 0;
+    int json = 0, validate = 1;
     const cli_opt opts[] = {
         {"--encoding", CLI_STR, &encoding, "ENCODING", "registry encoding (`ropelab encodings`)"},
         {"--set", CLI_STR, &set_seen, "KEY=VALUE", "set a parameter (repeatable; JSON value when it "
@@ -360,7 +360,7 @@ int cmd_apply(int argc, char **argv)
                                           "them differently)"},
         CLI_OPT_DEVICE(&device),
         {"--json", CLI_FLAG, &json, NULL, "print the verification as JSON"},
-        {"--no-validate", CLI_FLAG, &no_validate, NULL, "run without the Khronos validation layer"},
+        CLI_OPTS_VALIDATE(&validate, CLI_VALIDATE_ON),
     };
     if (rc < 0)
         rc = cli_parse("ropelab apply --encoding NAME --input FILE --positions P --out FILE "
@@ -442,7 +442,7 @@ int cmd_apply(int argc, char **argv)
     c.out = out;
     c.params = params;
     cli_devices d;
-    if ((rc = cli_open(device, !no_validate, &d)) >= 0)
+    if ((rc = cli_open(device, validate, &d)) >= 0)
         goto out;
     rc = cli_each_device(&d, apply_on, &c, json ? json_array() : NULL);
     cli_close(&d);

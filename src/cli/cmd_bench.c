@@ -126,7 +126,7 @@ int cmd_bench(int argc, char **argv)
         {"--reps", CLI_U32, &reps, "N", "timed runs, median reported (default 25, max 63)"},
         {"--warmup", CLI_U32, &warmup, "N", "untimed runs first (default 3)"},
         {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},
-        {"--validate", CLI_FLAG, &validate, NULL, "enable the Khronos validation layer"},
+        CLI_OPTS_VALIDATE(&validate, CLI_VALIDATE_OFF),
     };
     const char *pos[1];
     int n_pos = 0;

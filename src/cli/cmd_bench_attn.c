@@ -276,7 +276,7 @@ int cmd_bench_attention(int argc, char **argv)
         {"--attn-path", CLI_STR, &path, "auto|scalar|subgroup|coopmat",
          "kernel path (default auto: the device's choice, see `ropelab devices`)"},
         {"--json", CLI_FLAG, &json, NULL, "print results as JSON"},
-        {"--validate", CLI_FLAG, &validate, NULL, "enable the Khronos validation layer"},
+        CLI_OPTS_VALIDATE(&validate, CLI_VALIDATE_OFF),
     };
     int n_pos = 0;
     int rc = cli_parse("ropelab bench attention [--device D] [--tokens N] [--head-dim D] [--causal] [--fp16]",

@@ -126,7 +126,7 @@ static void print_report(const chk_report *rep)
 
 typedef struct check_flags {
     const char *device, *junit, *kernel;
-    int json, tap, quick, no_validate, list;
+    int json, tap, quick, validate, list;
     uint32_t max_pos_log2;
     uint64_t seed;
 } check_flags;
@@ -168,7 +168,7 @@ static void print_json(const check_flags *f, const cli_devices *d, const chk_rep
     }
     json_t *flags = json_pack("{s:s,s:b,s:i,s:s,s:b,s:b}", "device", f->device, "quick", f->quick,
                               "max_pos_log2", (int)f->max_pos_log2, "kernel",
-                              f->kernel ? f->kernel : "", "validate", !f->no_validate, "list",
+                              f->kernel ? f->kernel : "", "validate", f->validate, "list",
                               f->list);
     json_t *root = json_pack("{s:s,s:s,s:s,s:o,s:b,s:o,s:{s:o}}", "version", RL_VERSION,
                              "git_commit", RL_GIT_COMMIT, "seed", seed, "flags", flags, "pass",
@@ -182,7 +182,7 @@ static void print_json(const check_flags *f, const cli_devices *d, const chk_rep
 
 int cmd_check(int argc, char **argv)
 {
-    check_flags f = {.device = "auto", .max_pos_log2 = 20, .seed = 1};
+    check_flags f = {.device = "auto", .max_pos_log2 = 20, .seed = 1, .validate = 1};
     const cli_opt opts[] = {
         CLI_OPT_DEVICE(&f.device),
         {"--json", CLI_FLAG, &f.json, NULL,
@@ -198,8 +198,7 @@ int cmd_check(int argc, char **argv)
         {"--quick", CLI_FLAG, &f.quick, NULL, "run a reduced set of shapes"},
         {"--max-pos-log2", CLI_U32, &f.max_pos_log2, "K", "largest position tested is 2^K (default 20, max 24)"},
         {"--seed", CLI_U64, &f.seed, "S", "seed of the random inputs (default 1)"},
-        {"--no-validate", CLI_FLAG, &f.no_validate, NULL,
-         "do not enable the Khronos validation layer (on by default when installed)"},
+        CLI_OPTS_VALIDATE(&f.validate, CLI_VALIDATE_ON),
     };
     int rc = cli_parse("ropelab check [--device D|all] [--json|--tap] [--junit FILE] [--kernel GLOB] "
                        "[--list] [--quick]",
@@ -255,9 +254,9 @@ int cmd_check(int argc, char **argv)
         }
     }
     cli_devices d;
-    if ((rc = cli_open(f.device, !f.no_validate, &d)) >= 0)
+    if ((rc = cli_open(f.device, f.validate, &d)) >= 0)
         return rc;
-    if (!f.no_validate && !d.inst.validation)
+    if (f.validate && !d.inst.validation)
         fprintf(stderr, "ropelab: note: VK_LAYER_KHRONOS_validation is not installed; "
                         "checking without it\n");
     chk_options opt = {.quick = f.quick, .max_pos_log2 = f.max_pos_log2, .seed = f.seed,

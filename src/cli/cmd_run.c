@@ -15,7 +15,7 @@
 int cmd_run(int argc, char **argv)
 {
     const char *out = NULL, *device = NULL, *shard = NULL, *pos[1];
-    int resume = 0, dry = 0, quiet = 0, no_validate = 0, no_plot = 0, no_pcache = 0, n_pos = 0;
+    int resume = 0, dry = 0, quiet = 0, validate = 1, no_plot = 0, no_pcache = 0, n_pos = 0;
     uint32_t fail_after = 0;
     const cli_opt opts[] = {
         {"--out", CLI_STR, &out, "DIR", "output directory (default: the batch's `output`)"},
@@ -27,7 +27,7 @@ int cmd_run(int argc, char **argv)
          "print the expanded plan with each run's estimated device time (corrected by earlier "
          "runs of its kind, with a band) and memory, and exit"},
         {"--quiet", CLI_FLAG, &quiet, NULL, "no progress on stderr"},
-        {"--no-validate", CLI_FLAG, &no_validate, NULL, "do not enable the validation layer"},
+        CLI_OPTS_VALIDATE(&validate, CLI_VALIDATE_ON),
         {"--no-plot", CLI_FLAG, &no_plot, NULL, "do not render figures and report.md at the end"},
         {"--no-pipeline-cache", CLI_FLAG, &no_pcache, NULL,
          "do not load or save the persisted Vulkan pipeline cache (also RL_NO_PIPELINE_CACHE=1)"},
@@ -96,7 +96,7 @@ int cmd_run(int argc, char **argv)
     for (int i = 0; i < argc && full_argc <= CLI_MAX_RUN_ARGS; i++)
         full_argv[full_argc++] = argv[i];
     run_options o = {.out = out, .device = device, .resume = resume, .shard_index = si,
-                     .shard_count = sn, .quiet = quiet, .validation = !no_validate,
+                     .shard_count = sn, .quiet = quiet, .validation = validate,
                      .no_pipeline_cache = no_pcache, .fail_after = (int)fail_after,
                      .stop = &cli_stop_signal, .argc = full_argc, .argv = full_argv,
                      .version = RL_VERSION, .commit = RL_GIT_COMMIT};
