@@ -575,15 +575,25 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("attn_cm");
-    TCase *tc = tcase_create("coopmat");
-    tcase_add_test(tc, tiles_cover_every_visible_pair_exactly_once);
-    tcase_add_test(tc, causal_plan_skips_only_chunks_wholly_after_a_block);
-    tcase_add_test(tc, support_follows_the_listed_properties);
-    tcase_add_test(tc, check_refuses_what_the_kernel_does_not_compute_by_name);
-    tcase_add_test(tc, logit_bound_covers_truncating_sums_in_any_order_and_grouping);
-    tcase_add_test(tc, out_bound_covers_fp16_p_with_flushed_denormals);
-    tcase_add_test(tc, tolerances_use_the_tensor_op_terms_only_on_the_path);
-    tcase_add_test(tc, module_is_nv_cooperative_matrix_spirv_with_spec_constant_tiles);
-    suite_add_tcase(s, tc);
+    /* the tile decomposition and the causal plan */
+    TCase *tc_tiles = tcase_create("tiles");
+    tcase_add_test(tc_tiles, tiles_cover_every_visible_pair_exactly_once);
+    tcase_add_test(tc_tiles, causal_plan_skips_only_chunks_wholly_after_a_block);
+    suite_add_tcase(s, tc_tiles);
+    /* support detection, and what check refuses by name */
+    TCase *tc_support = tcase_create("support");
+    tcase_add_test(tc_support, support_follows_the_listed_properties);
+    tcase_add_test(tc_support, check_refuses_what_the_kernel_does_not_compute_by_name);
+    suite_add_tcase(s, tc_support);
+    /* the error bounds and tolerances of the tensor-op path */
+    TCase *tc_numerics = tcase_create("numerics");
+    tcase_add_test(tc_numerics, logit_bound_covers_truncating_sums_in_any_order_and_grouping);
+    tcase_add_test(tc_numerics, out_bound_covers_fp16_p_with_flushed_denormals);
+    tcase_add_test(tc_numerics, tolerances_use_the_tensor_op_terms_only_on_the_path);
+    suite_add_tcase(s, tc_numerics);
+    /* the compiled SPIR-V module */
+    TCase *tc_module = tcase_create("module");
+    tcase_add_test(tc_module, module_is_nv_cooperative_matrix_spirv_with_spec_constant_tiles);
+    suite_add_tcase(s, tc_module);
     return rl_test_run(s);
 }

@@ -1196,30 +1196,50 @@ int main(void)
     rl_test_pin_driver();
     rl_test_require_vulkan("attn_gpu");
     Suite *s = suite_create("attn_gpu");
-    TCase *tc = tcase_create("gpu");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, gpu_uniform_logits_give_log_n);
-    tcase_add_test(tc, gpu_bias_hook_adds_alibi_logits);
-    tcase_add_test(tc, gpu_masks_count_visible_keys);
-    tcase_add_test(tc, gpu_learned_sinks_enter_the_denominator_only);
-    tcase_add_test(tc, gpu_output_after_odd_bucket_slots);
-    tcase_add_loop_test(tc, gpu_texel_reads_give_the_same_bits, 0, 2);
-    tcase_add_test(tc, gpu_temperature_scales_each_querys_logits);
-    tcase_add_loop_test(tc, gpu_random_problems_match_reference, 0,
+    /* hand-derived values: uniform logits, ALiBi, masks, sinks, temperature */
+    TCase *tc_hand = tcase_create("hand");
+    tcase_set_timeout(tc_hand, 300);
+    tcase_add_test(tc_hand, gpu_uniform_logits_give_log_n);
+    tcase_add_test(tc_hand, gpu_bias_hook_adds_alibi_logits);
+    tcase_add_test(tc_hand, gpu_masks_count_visible_keys);
+    tcase_add_test(tc_hand, gpu_learned_sinks_enter_the_denominator_only);
+    tcase_add_test(tc_hand, gpu_temperature_scales_each_querys_logits);
+    suite_add_tcase(s, tc_hand);
+    /* the output's place after the bucket slots; texel reads against storage reads */
+    TCase *tc_layout = tcase_create("layout");
+    tcase_set_timeout(tc_layout, 300);
+    tcase_add_test(tc_layout, gpu_output_after_odd_bucket_slots);
+    tcase_add_loop_test(tc_layout, gpu_texel_reads_give_the_same_bits, 0, 2);
+    suite_add_tcase(s, tc_layout);
+    /* random problems, long rows and sampled rows against the reference */
+    TCase *tc_reference = tcase_create("reference");
+    tcase_set_timeout(tc_reference, 300);
+    tcase_add_loop_test(tc_reference, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
-    tcase_add_test(tc, gpu_rows_beyond_65535_keys);
-    tcase_add_loop_test(tc, gpu_sampled_rows_equal_the_full_pass_bit_for_bit, 0,
+    tcase_add_test(tc_reference, gpu_rows_beyond_65535_keys);
+    tcase_add_loop_test(tc_reference, gpu_sampled_rows_equal_the_full_pass_bit_for_bit, 0,
                         (int)RL_ARRAY_LEN(rows_cases));
-    tcase_add_test(tc, gpu_split_submissions_and_dump);
-    tcase_add_test(tc, gpu_resident_operands_stay_on_the_device);
-    tcase_add_test(tc, gpu_refuses_sizes_beyond_limits);
-    tcase_add_test(tc, gpu_coopmat_path_is_refused_with_its_reason_or_runs);
-    tcase_add_loop_test(tc, gpu_coopmat_kernel_logic_with_emulated_tensor_ops, 0,
+    suite_add_tcase(s, tc_reference);
+    /* the engine: split submissions and dump, resident operands, size limits */
+    TCase *tc_engine = tcase_create("engine");
+    tcase_set_timeout(tc_engine, 300);
+    tcase_add_test(tc_engine, gpu_split_submissions_and_dump);
+    tcase_add_test(tc_engine, gpu_resident_operands_stay_on_the_device);
+    tcase_add_test(tc_engine, gpu_refuses_sizes_beyond_limits);
+    suite_add_tcase(s, tc_engine);
+    TCase *tc_coopmat = tcase_create("coopmat");
+    tcase_set_timeout(tc_coopmat, 300);
+    tcase_add_test(tc_coopmat, gpu_coopmat_path_is_refused_with_its_reason_or_runs);
+    tcase_add_loop_test(tc_coopmat, gpu_coopmat_kernel_logic_with_emulated_tensor_ops, 0,
                         (int)RL_ARRAY_LEN(cm_emu_cases));
-    tcase_add_test(tc, gpu_check_fails_a_write_past_the_attention_outputs);
-    tcase_add_test(tc, gpu_check_fails_nan_against_nan_reference);
-    tcase_add_test(tc, gpu_check_fails_a_tenfold_error_inside_the_bounds);
-    tcase_add_test(tc, gpu_xl_sigma_03_verifies_up_to_2_pow_20);
-    suite_add_tcase(s, tc);
+    suite_add_tcase(s, tc_coopmat);
+    /* check's verdict: broken results fail, XL's bias bound keeps a right one passing */
+    TCase *tc_verdict = tcase_create("verdict");
+    tcase_set_timeout(tc_verdict, 300);
+    tcase_add_test(tc_verdict, gpu_check_fails_a_write_past_the_attention_outputs);
+    tcase_add_test(tc_verdict, gpu_check_fails_nan_against_nan_reference);
+    tcase_add_test(tc_verdict, gpu_check_fails_a_tenfold_error_inside_the_bounds);
+    tcase_add_test(tc_verdict, gpu_xl_sigma_03_verifies_up_to_2_pow_20);
+    suite_add_tcase(s, tc_verdict);
     return rl_test_run(s);
 }

@@ -292,17 +292,24 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("attn_ref");
-    TCase *tc = tcase_create("reference");
-    tcase_add_test(tc, uniform_logits_give_log_n_entropy_and_first_argmax);
-    tcase_add_test(tc, two_keys_match_closed_form);
-    tcase_add_test(tc, causal_first_row_sees_only_itself);
-    tcase_add_test(tc, bucket_masses_of_uniform_causal_row);
-    tcase_add_test(tc, output_is_probability_weighted_values_and_gqa_shares_kv);
-    tcase_add_test(tc, buckets_and_halves_follow_their_definitions);
-    tcase_add_test(tc, masks_follow_their_definitions);
-    tcase_add_test(tc, tile_skipping_matches_the_pairs);
-    tcase_add_test(tc, mask_ranges_match_the_pairs);
-    tcase_add_test(tc, mask_row_keys_hand_values);
-    suite_add_tcase(s, tc);
+    /* a row's statistics and output against closed forms */
+    TCase *tc_stats = tcase_create("stats");
+    tcase_add_test(tc_stats, uniform_logits_give_log_n_entropy_and_first_argmax);
+    tcase_add_test(tc_stats, two_keys_match_closed_form);
+    tcase_add_test(tc_stats, causal_first_row_sees_only_itself);
+    tcase_add_test(tc_stats, bucket_masses_of_uniform_causal_row);
+    tcase_add_test(tc_stats, output_is_probability_weighted_values_and_gqa_shares_kv);
+    suite_add_tcase(s, tc_stats);
+    /* distance buckets and the fp16 halves, by their definitions */
+    TCase *tc_buckets = tcase_create("buckets");
+    tcase_add_test(tc_buckets, buckets_and_halves_follow_their_definitions);
+    suite_add_tcase(s, tc_buckets);
+    /* masks: hand values, tile skipping and the host's ranges against every pair */
+    TCase *tc_masks = tcase_create("masks");
+    tcase_add_test(tc_masks, masks_follow_their_definitions);
+    tcase_add_test(tc_masks, tile_skipping_matches_the_pairs);
+    tcase_add_test(tc_masks, mask_ranges_match_the_pairs);
+    tcase_add_test(tc_masks, mask_row_keys_hand_values);
+    suite_add_tcase(s, tc_masks);
     return rl_test_run(s);
 }

@@ -154,11 +154,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("cli_out");
-    TCase *tc = tcase_create("outputs");
-    tcase_add_test(tc, family_is_the_name_before_slash_or_underscore);
-    tcase_add_test(tc, junit_counts_escapes_and_leaves_no_temporary);
-    tcase_add_test(tc, tap_plan_points_skip_and_yaml_block);
-    tcase_add_test(tc, driver_version_decoded_as_vulkaninfo);
-    suite_add_tcase(s, tc);
+    /* check's CI outputs: JUnit, TAP, and the family that groups their rows */
+    TCase *tc_ci = tcase_create("ci");
+    tcase_add_test(tc_ci, family_is_the_name_before_slash_or_underscore);
+    tcase_add_test(tc_ci, junit_counts_escapes_and_leaves_no_temporary);
+    tcase_add_test(tc_ci, tap_plan_points_skip_and_yaml_block);
+    suite_add_tcase(s, tc_ci);
+    /* device identity helpers: driver version, driverID name, UUID hex */
+    TCase *tc_device = tcase_create("device");
+    tcase_add_test(tc_device, driver_version_decoded_as_vulkaninfo);
+    suite_add_tcase(s, tc_device);
     return rl_test_run(s);
 }

@@ -682,26 +682,41 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("core");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, fail_records_status_and_message);
-    tcase_add_test(tc, fail_key_carries_the_key_as_data);
-    tcase_add_test(tc, rng_is_deterministic_and_stream_separated);
-    tcase_add_test(tc, ulp_helpers_count_representable_floats);
-    tcase_add_test(tc, half_to_float_is_exact_for_every_class);
-    tcase_add_test(tc, wilson_interval_matches_published_values);
-    tcase_add_test(tc, atomic_file_appears_only_on_commit);
-    tcase_add_test(tc, clean_tmp_unlinks_links_and_never_follows);
-    tcase_add_test(tc, replace_puts_a_directory_in_place_of_another);
-    tcase_add_test(tc, npy_header_is_exactly_numpys_dict);
-    tcase_add_test(tc, npy_range_reads_from_the_one_stream);
-    tcase_add_test(tc, non_finite_inputs_are_refused_at_load);
-    tcase_add_test(tc, safetensors_shape_product_cannot_wrap);
-    tcase_add_test(tc, safetensors_metadata_bf16_and_integers);
-    tcase_add_test(tc, numbers_follow_one_rule);
-    tcase_add_test(tc, plot_words_round_trip_and_csv_fields_quote_what_they_must);
-    tcase_add_test(tc, control_characters_are_shown_not_obeyed);
-    tcase_add_loop_test(tc, sha256_matches_the_standard_vectors, 0,
+    /* rl_error: status, message, key */
+    TCase *tc_errors = tcase_create("errors");
+    tcase_add_test(tc_errors, fail_records_status_and_message);
+    tcase_add_test(tc_errors, fail_key_carries_the_key_as_data);
+    suite_add_tcase(s, tc_errors);
+    /* RNG, ulp helpers, half -> float, Wilson intervals */
+    TCase *tc_numeric = tcase_create("numeric");
+    tcase_add_test(tc_numeric, rng_is_deterministic_and_stream_separated);
+    tcase_add_test(tc_numeric, ulp_helpers_count_representable_floats);
+    tcase_add_test(tc_numeric, half_to_float_is_exact_for_every_class);
+    tcase_add_test(tc_numeric, wilson_interval_matches_published_values);
+    suite_add_tcase(s, tc_numeric);
+    /* atomic files, temporaries, replaced directories */
+    TCase *tc_files = tcase_create("files");
+    tcase_add_test(tc_files, atomic_file_appears_only_on_commit);
+    tcase_add_test(tc_files, clean_tmp_unlinks_links_and_never_follows);
+    tcase_add_test(tc_files, replace_puts_a_directory_in_place_of_another);
+    suite_add_tcase(s, tc_files);
+    /* .npy and .safetensors readers */
+    TCase *tc_tensors = tcase_create("tensors");
+    tcase_add_test(tc_tensors, npy_header_is_exactly_numpys_dict);
+    tcase_add_test(tc_tensors, npy_range_reads_from_the_one_stream);
+    tcase_add_test(tc_tensors, non_finite_inputs_are_refused_at_load);
+    tcase_add_test(tc_tensors, safetensors_shape_product_cannot_wrap);
+    tcase_add_test(tc_tensors, safetensors_metadata_bf16_and_integers);
+    suite_add_tcase(s, tc_tensors);
+    /* text in and out: numbers parsed, plot words, CSV fields, control characters */
+    TCase *tc_text = tcase_create("text");
+    tcase_add_test(tc_text, numbers_follow_one_rule);
+    tcase_add_test(tc_text, plot_words_round_trip_and_csv_fields_quote_what_they_must);
+    tcase_add_test(tc_text, control_characters_are_shown_not_obeyed);
+    suite_add_tcase(s, tc_text);
+    TCase *tc_sha256 = tcase_create("sha256");
+    tcase_add_loop_test(tc_sha256, sha256_matches_the_standard_vectors, 0,
                         (int)(sizeof sha_vectors / sizeof sha_vectors[0]));
-    suite_add_tcase(s, tc);
+    suite_add_tcase(s, tc_sha256);
     return rl_test_run(s);
 }

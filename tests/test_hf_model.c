@@ -670,19 +670,29 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hf_model");
-    TCase *tc = tcase_create("hf_model");
-    tcase_add_test(tc, llama_family_shapes_and_bases);
-    tcase_add_test(tc, llama4_rope_layers_are_interleaved_and_nope_layers_carry_temperature);
-    tcase_add_test(tc, qwen_yarn_and_mrope);
-    tcase_add_test(tc, phi3_su_is_longrope_with_top_level_original);
-    tcase_add_test(tc, phi35_longrope_real_factor_lists);
-    tcase_add_test(tc, gemma_layer_patterns_local_base_and_query_scalar);
-    tcase_add_test(tc, deepseek_mla_rotates_the_rope_part_interleaved_with_softmax_correction);
-    tcase_add_test(tc, partial_rotary_families);
-    tcase_add_test(tc, falcon_bloom_mpt_gpt2_t5_gpt_oss);
-    tcase_add_test(tc, unrepresentable_keys_are_refused_naming_key_and_file);
-    tcase_add_test(tc, older_test_configs_still_import);
-    tcase_add_test(tc, vllm_keys_import_with_vllm_semantics_or_are_refused);
-    suite_add_tcase(s, tc);
+    /* each model family's config.json: shapes, bases, scaling, layer patterns */
+    TCase *tc_families = tcase_create("families");
+    tcase_add_test(tc_families, llama_family_shapes_and_bases);
+    tcase_add_test(tc_families, llama4_rope_layers_are_interleaved_and_nope_layers_carry_temperature);
+    tcase_add_test(tc_families, qwen_yarn_and_mrope);
+    tcase_add_test(tc_families, phi3_su_is_longrope_with_top_level_original);
+    tcase_add_test(tc_families, phi35_longrope_real_factor_lists);
+    tcase_add_test(tc_families, gemma_layer_patterns_local_base_and_query_scalar);
+    tcase_add_test(tc_families, deepseek_mla_rotates_the_rope_part_interleaved_with_softmax_correction);
+    tcase_add_test(tc_families, partial_rotary_families);
+    tcase_add_test(tc_families, falcon_bloom_mpt_gpt2_t5_gpt_oss);
+    suite_add_tcase(s, tc_families);
+    /* keys ropelab cannot represent are refused, naming the key and the file */
+    TCase *tc_refusals = tcase_create("refusals");
+    tcase_add_test(tc_refusals, unrepresentable_keys_are_refused_naming_key_and_file);
+    suite_add_tcase(s, tc_refusals);
+    /* the older test configs (tests/data): still imported, or refused as before */
+    TCase *tc_legacy = tcase_create("legacy");
+    tcase_add_test(tc_legacy, older_test_configs_still_import);
+    suite_add_tcase(s, tc_legacy);
+    /* keys only vLLM reads: imported with vLLM's semantics, or refused */
+    TCase *tc_vllm = tcase_create("vllm");
+    tcase_add_test(tc_vllm, vllm_keys_import_with_vllm_semantics_or_are_refused);
+    suite_add_tcase(s, tc_vllm);
     return rl_test_run(s);
 }

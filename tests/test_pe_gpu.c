@@ -323,15 +323,24 @@ int main(void)
     rl_test_pin_driver();
     rl_test_require_vulkan("pe_gpu");
     Suite *s = suite_create("pe_gpu");
-    TCase *tc = tcase_create("pe_gpu");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, check_cases_pass_on_device);
-    tcase_add_test(tc, t5_glsl_buckets_match_hand_table);
-    tcase_add_test(tc, alibi_glsl_uses_the_paper_slopes_for_12_heads);
-    tcase_add_test(tc, kerple_glsl_matches_hand_values);
-    tcase_add_test(tc, learned_table_policies_on_device);
-    tcase_add_test(tc, rope_table_mode_records_without_transfers);
-    tcase_add_test(tc, bias_buffers_follow_the_contract);
-    suite_add_tcase(s, tc);
+    /* the `ropelab check` pe cases */
+    TCase *tc_check = tcase_create("check");
+    tcase_set_timeout(tc_check, 300);
+    tcase_add_test(tc_check, check_cases_pass_on_device);
+    suite_add_tcase(s, tc_check);
+    /* hand-computed values through the GLSL bias and pe_add.comp */
+    TCase *tc_hand = tcase_create("hand");
+    tcase_set_timeout(tc_hand, 300);
+    tcase_add_test(tc_hand, t5_glsl_buckets_match_hand_table);
+    tcase_add_test(tc_hand, alibi_glsl_uses_the_paper_slopes_for_12_heads);
+    tcase_add_test(tc_hand, kerple_glsl_matches_hand_values);
+    tcase_add_test(tc_hand, learned_table_policies_on_device);
+    suite_add_tcase(s, tc_hand);
+    /* what the encodings' device side uploads and binds: RoPE's table, the bias buffers */
+    TCase *tc_buffers = tcase_create("buffers");
+    tcase_set_timeout(tc_buffers, 300);
+    tcase_add_test(tc_buffers, rope_table_mode_records_without_transfers);
+    tcase_add_test(tc_buffers, bias_buffers_follow_the_contract);
+    suite_add_tcase(s, tc_buffers);
     return rl_test_run(s);
 }

@@ -863,31 +863,56 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("pe_ref");
-    TCase *tc = tcase_create("pe_ref");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, registry_lists_every_encoding_once);
-    tcase_add_test(tc, xpos_scales_q_by_zeta_m_and_k_by_zeta_minus_n);
-    tcase_add_test(tc, xpos_logit_depends_on_distance_not_on_the_centre);
-    tcase_add_test(tc, xpos_centre_defaults_to_torchscale_and_far_positions_are_refused);
-    tcase_add_test(tc, resolved_params_fill_every_default);
-    tcase_add_loop_test(tc, every_parameter_error_names_the_key, 0, (int)RL_ARRAY_LEN(bad_params));
-    tcase_add_test(tc, rope_registry_keys_are_ropes_own_list);
-    tcase_add_test(tc, rope_param_types_are_what_rope_accepts);
-    tcase_add_test(tc, rope_resolved_params_record_what_was_used);
-    tcase_add_test(tc, set_parses_json_else_string);
-    tcase_add_test(tc, t5_buckets_match_hand_computed_tables);
-    tcase_add_test(tc, t5_bias_reads_hf_table_layout);
-    tcase_add_test(tc, alibi_slopes_follow_the_paper_for_8_and_12_heads);
-    tcase_add_test(tc, sinusoidal_table_interleaves_sin_and_cos);
-    tcase_add_test(tc, learned_npy_errors_name_file_and_problem);
-    tcase_add_test(tc, npy_float16_is_widened_exactly);
-    tcase_add_test(tc, learned_positions_beyond_the_table_follow_the_policy);
-    tcase_add_test(tc, seeded_tables_come_from_the_documented_stream);
-    tcase_add_test(tc, xl_bias_keeps_terms_b_c_d);
-    tcase_add_test(tc, xl_tables_accept_hf_layouts_and_refuse_others);
-    tcase_add_test(tc, bias_ref_callback_finds_rows_with_gqa);
-    tcase_add_test(tc, kerple_log_bias_matches_hand_values);
-    tcase_add_test(tc, kerple_draws_from_the_documented_streams);
-    suite_add_tcase(s, tc);
+    /* the registry and parameter resolution */
+    TCase *tc_params = tcase_create("params");
+    tcase_set_timeout(tc_params, 60);
+    tcase_add_test(tc_params, registry_lists_every_encoding_once);
+    tcase_add_test(tc_params, resolved_params_fill_every_default);
+    tcase_add_loop_test(tc_params, every_parameter_error_names_the_key, 0,
+                        (int)RL_ARRAY_LEN(bad_params));
+    tcase_add_test(tc_params, rope_registry_keys_are_ropes_own_list);
+    tcase_add_test(tc_params, rope_param_types_are_what_rope_accepts);
+    tcase_add_test(tc_params, rope_resolved_params_record_what_was_used);
+    tcase_add_test(tc_params, set_parses_json_else_string);
+    suite_add_tcase(s, tc_params);
+    TCase *tc_xpos = tcase_create("xpos");
+    tcase_set_timeout(tc_xpos, 60);
+    tcase_add_test(tc_xpos, xpos_scales_q_by_zeta_m_and_k_by_zeta_minus_n);
+    tcase_add_test(tc_xpos, xpos_logit_depends_on_distance_not_on_the_centre);
+    tcase_add_test(tc_xpos, xpos_centre_defaults_to_torchscale_and_far_positions_are_refused);
+    suite_add_tcase(s, tc_xpos);
+    TCase *tc_t5 = tcase_create("t5");
+    tcase_set_timeout(tc_t5, 60);
+    tcase_add_test(tc_t5, t5_buckets_match_hand_computed_tables);
+    tcase_add_test(tc_t5, t5_bias_reads_hf_table_layout);
+    suite_add_tcase(s, tc_t5);
+    TCase *tc_alibi = tcase_create("alibi");
+    tcase_set_timeout(tc_alibi, 60);
+    tcase_add_test(tc_alibi, alibi_slopes_follow_the_paper_for_8_and_12_heads);
+    suite_add_tcase(s, tc_alibi);
+    TCase *tc_sinusoidal = tcase_create("sinusoidal");
+    tcase_set_timeout(tc_sinusoidal, 60);
+    tcase_add_test(tc_sinusoidal, sinusoidal_table_interleaves_sin_and_cos);
+    suite_add_tcase(s, tc_sinusoidal);
+    /* learned tables: .npy files, positions past the table, seeded draws */
+    TCase *tc_learned = tcase_create("learned");
+    tcase_set_timeout(tc_learned, 60);
+    tcase_add_test(tc_learned, learned_npy_errors_name_file_and_problem);
+    tcase_add_test(tc_learned, npy_float16_is_widened_exactly);
+    tcase_add_test(tc_learned, learned_positions_beyond_the_table_follow_the_policy);
+    tcase_add_test(tc_learned, seeded_tables_come_from_the_documented_stream);
+    suite_add_tcase(s, tc_learned);
+    /* Transformer-XL: its bias terms, its tables, the bias reference callback */
+    TCase *tc_xl = tcase_create("xl");
+    tcase_set_timeout(tc_xl, 60);
+    tcase_add_test(tc_xl, xl_bias_keeps_terms_b_c_d);
+    tcase_add_test(tc_xl, xl_tables_accept_hf_layouts_and_refuse_others);
+    tcase_add_test(tc_xl, bias_ref_callback_finds_rows_with_gqa);
+    suite_add_tcase(s, tc_xl);
+    TCase *tc_kerple = tcase_create("kerple");
+    tcase_set_timeout(tc_kerple, 60);
+    tcase_add_test(tc_kerple, kerple_log_bias_matches_hand_values);
+    tcase_add_test(tc_kerple, kerple_draws_from_the_documented_streams);
+    suite_add_tcase(s, tc_kerple);
     return rl_test_run(s);
 }

@@ -1136,26 +1136,51 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("plot");
-    TCase *tc = tcase_create("plot");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, renders_png_svg_and_report);
-    tcase_add_test(tc, figures_carry_reference_marks_and_skip_constants);
-    tcase_add_test(tc, gp_files_rerender_where_they_lie);
-    tcase_add_test(tc, old_format_results_are_refused_clearly);
-    tcase_add_test(tc, missing_gnuplot_says_how_to_install);
-    tcase_add_test(tc, malformed_results_are_reported_with_line);
-    tcase_add_test(tc, hostile_labels_and_directory_never_run_as_gnuplot_code);
-    tcase_add_test(tc, directory_named_like_a_gnuplot_pipe_runs_nothing);
-    tcase_add_test(tc, relative_gnuplot_path_still_runs);
-    tcase_add_test(tc, interval_bounds_are_bands_not_series);
-    tcase_add_test(tc, seeds_are_one_line_with_an_interval);
-    tcase_add_test(tc, a_fraction_interval_over_seeds_is_clipped_to_one);
-    tcase_add_test(tc, styles_legends_and_log_axes);
-    tcase_add_test(tc, signed_decades_and_references_of_another_unit);
-    tcase_add_test(tc, each_run_keeps_its_own_reference);
-    tcase_add_test(tc, a_view_chooses_series_aggregates_and_panels);
-    tcase_add_test(tc, a_view_that_the_table_cannot_give_is_refused_by_name);
-    tcase_add_test(tc, pdf_into_another_folder_and_never_through_a_link);
-    suite_add_tcase(s, tc);
+    /* figures, the report and .gp files that re-render */
+    TCase *tc_render = tcase_create("render");
+    tcase_set_timeout(tc_render, 120);
+    tcase_add_test(tc_render, renders_png_svg_and_report);
+    tcase_add_test(tc_render, figures_carry_reference_marks_and_skip_constants);
+    tcase_add_test(tc_render, gp_files_rerender_where_they_lie);
+    suite_add_tcase(s, tc_render);
+    /* bad results or no gnuplot: a clear message */
+    TCase *tc_errors = tcase_create("errors");
+    tcase_set_timeout(tc_errors, 120);
+    tcase_add_test(tc_errors, old_format_results_are_refused_clearly);
+    tcase_add_test(tc_errors, missing_gnuplot_says_how_to_install);
+    tcase_add_test(tc_errors, malformed_results_are_reported_with_line);
+    suite_add_tcase(s, tc_errors);
+    /* no input becomes gnuplot code; gnuplot itself found and started safely */
+    TCase *tc_safety = tcase_create("safety");
+    tcase_set_timeout(tc_safety, 120);
+    tcase_add_test(tc_safety, hostile_labels_and_directory_never_run_as_gnuplot_code);
+    tcase_add_test(tc_safety, directory_named_like_a_gnuplot_pipe_runs_nothing);
+    tcase_add_test(tc_safety, relative_gnuplot_path_still_runs);
+    suite_add_tcase(s, tc_safety);
+    /* interval bands and seeds */
+    TCase *tc_intervals = tcase_create("intervals");
+    tcase_set_timeout(tc_intervals, 120);
+    tcase_add_test(tc_intervals, interval_bounds_are_bands_not_series);
+    tcase_add_test(tc_intervals, seeds_are_one_line_with_an_interval);
+    tcase_add_test(tc_intervals, a_fraction_interval_over_seeds_is_clipped_to_one);
+    suite_add_tcase(s, tc_intervals);
+    /* styles, legends, axes and reference lines */
+    TCase *tc_styles = tcase_create("styles");
+    tcase_set_timeout(tc_styles, 120);
+    tcase_add_test(tc_styles, styles_legends_and_log_axes);
+    tcase_add_test(tc_styles, signed_decades_and_references_of_another_unit);
+    tcase_add_test(tc_styles, each_run_keeps_its_own_reference);
+    suite_add_tcase(s, tc_styles);
+    /* views: series, aggregates and panels chosen, or refused by name */
+    TCase *tc_views = tcase_create("views");
+    tcase_set_timeout(tc_views, 120);
+    tcase_add_test(tc_views, a_view_chooses_series_aggregates_and_panels);
+    tcase_add_test(tc_views, a_view_that_the_table_cannot_give_is_refused_by_name);
+    suite_add_tcase(s, tc_views);
+    /* --format pdf and --out */
+    TCase *tc_output = tcase_create("output");
+    tcase_set_timeout(tc_output, 120);
+    tcase_add_test(tc_output, pdf_into_another_folder_and_never_through_a_link);
+    suite_add_tcase(s, tc_output);
     return rl_test_run(s);
 }

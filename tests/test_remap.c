@@ -942,22 +942,37 @@ int main(void)
     rl_test_pin_driver();
     rl_test_require_vulkan("remap");
     Suite *s = suite_create("remap");
-    TCase *tc = tcase_create("remap");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, position_maps_give_the_methods_distance);
-    tcase_add_test(tc, registry_entries_are_complete_and_listed);
-    tcase_add_test(tc, lm_infinite_reference_matches_the_authors_rule);
-    tcase_add_test(tc, lm_infinite_entropy_kind_runs_verified);
-    tcase_add_test(tc, string_reference_matches_the_authors_rule);
-    tcase_add_test(tc, string_kinds_run_verified);
-    tcase_add_test(tc, string_logits_are_the_authors_on_the_device);
-    tcase_add_loop_test(tc, remapped_logits_are_rope_at_the_methods_distance, 0,
+    /* on the host: the position maps and the remap registry */
+    TCase *tc_host = tcase_create("host");
+    tcase_set_timeout(tc_host, 300);
+    tcase_add_test(tc_host, position_maps_give_the_methods_distance);
+    tcase_add_test(tc_host, registry_entries_are_complete_and_listed);
+    suite_add_tcase(s, tc_host);
+    TCase *tc_lm_infinite = tcase_create("lm_infinite");
+    tcase_set_timeout(tc_lm_infinite, 300);
+    tcase_add_test(tc_lm_infinite, lm_infinite_reference_matches_the_authors_rule);
+    tcase_add_test(tc_lm_infinite, lm_infinite_entropy_kind_runs_verified);
+    suite_add_tcase(s, tc_lm_infinite);
+    TCase *tc_string = tcase_create("string");
+    tcase_set_timeout(tc_string, 300);
+    tcase_add_test(tc_string, string_reference_matches_the_authors_rule);
+    tcase_add_test(tc_string, string_kinds_run_verified);
+    tcase_add_test(tc_string, string_logits_are_the_authors_on_the_device);
+    suite_add_tcase(s, tc_string);
+    /* the engine's remapped logits and selection against the reference, and its refusal */
+    TCase *tc_engine = tcase_create("engine");
+    tcase_set_timeout(tc_engine, 300);
+    tcase_add_loop_test(tc_engine, remapped_logits_are_rope_at_the_methods_distance, 0,
                         (int)(sizeof dump_cases / sizeof dump_cases[0]));
-    tcase_add_loop_test(tc, gpu_remap_selection_matches_reference, 0,
+    tcase_add_loop_test(tc_engine, gpu_remap_selection_matches_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
-    tcase_add_test(tc, gpu_remap_refuses_a_bias);
-    tcase_add_test(tc, attention_kinds_run_each_method_verified);
-    tcase_add_test(tc, distortion_of_a_remap_against_plain_rope);
-    suite_add_tcase(s, tc);
+    tcase_add_test(tc_engine, gpu_remap_refuses_a_bias);
+    suite_add_tcase(s, tc_engine);
+    /* the attention kinds (entropy, retrieval, distortion) with each method */
+    TCase *tc_kinds = tcase_create("kinds");
+    tcase_set_timeout(tc_kinds, 300);
+    tcase_add_test(tc_kinds, attention_kinds_run_each_method_verified);
+    tcase_add_test(tc_kinds, distortion_of_a_remap_against_plain_rope);
+    suite_add_tcase(s, tc_kinds);
     return rl_test_run(s);
 }

@@ -344,16 +344,26 @@ int main(void)
     rl_test_pin_driver();
     rl_test_require_vulkan("rope_gpu");
     Suite *s = suite_create("rope_gpu");
-    TCase *tc = tcase_create("rope_gpu");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, check_cases_pass_on_device);
-    tcase_add_test(tc, vllm_static_dynamic_on_device_is_not_hfs);
-    tcase_add_loop_test(tc, small_positions_match_reference_closely, 0,
+    /* `ropelab check`: its cases pass, its verdict fails a NaN row */
+    TCase *tc_check = tcase_create("check");
+    tcase_set_timeout(tc_check, 300);
+    tcase_add_test(tc_check, check_cases_pass_on_device);
+    tcase_add_test(tc_check, check_fails_nan_against_nan_and_passes_the_clean_tensor);
+    suite_add_tcase(s, tc_check);
+    /* scaling semantics on the device: vLLM's static dynamic, cache_consistent */
+    TCase *tc_scaling = tcase_create("scaling");
+    tcase_set_timeout(tc_scaling, 300);
+    tcase_add_test(tc_scaling, vllm_static_dynamic_on_device_is_not_hfs);
+    tcase_add_loop_test(tc_scaling, cache_consistent_gives_each_token_its_own_rotation_on_device,
+                        0, 4);
+    suite_add_tcase(s, tc_scaling);
+    /* the kernel's paths: odd shapes, refused shapes, texel against storage reads */
+    TCase *tc_kernel = tcase_create("kernel");
+    tcase_set_timeout(tc_kernel, 300);
+    tcase_add_loop_test(tc_kernel, small_positions_match_reference_closely, 0,
                         2 * (int)(sizeof odd_shapes / sizeof odd_shapes[0]));
-    tcase_add_test(tc, bad_shapes_are_refused_with_messages);
-    tcase_add_loop_test(tc, texel_reads_give_the_same_bits, 0, 12);
-    tcase_add_test(tc, check_fails_nan_against_nan_and_passes_the_clean_tensor);
-    tcase_add_loop_test(tc, cache_consistent_gives_each_token_its_own_rotation_on_device, 0, 4);
-    suite_add_tcase(s, tc);
+    tcase_add_test(tc_kernel, bad_shapes_are_refused_with_messages);
+    tcase_add_loop_test(tc_kernel, texel_reads_give_the_same_bits, 0, 12);
+    suite_add_tcase(s, tc_kernel);
     return rl_test_run(s);
 }

@@ -294,13 +294,23 @@ int main(void)
     rl_test_pin_driver();
     rl_test_require_vulkan("rope_precision");
     Suite *s = suite_create("rope_precision");
-    TCase *tc = tcase_create("rope_precision");
-    tcase_set_timeout(tc, 300);
-    tcase_add_loop_test(tc, every_type_layout_and_mode_is_within_its_bound, 0, ROPE_TYPE_COUNT);
-    tcase_add_test(tc, scalar_path_modes_are_within_their_bounds);
-    tcase_add_test(tc, precise_reduction_is_exact_up_to_2_pow_24);
-    tcase_add_test(tc, precise_reduction_is_exact_over_32_bit_positions);
-    tcase_add_test(tc, modes_other_than_fp32_need_their_angle_buffer);
-    suite_add_tcase(s, tc);
+    /* every type, layout and mode within its bound, vec4 and scalar paths */
+    TCase *tc_bounds = tcase_create("bounds");
+    tcase_set_timeout(tc_bounds, 300);
+    tcase_add_loop_test(tc_bounds, every_type_layout_and_mode_is_within_its_bound, 0,
+                        ROPE_TYPE_COUNT);
+    tcase_add_test(tc_bounds, scalar_path_modes_are_within_their_bounds);
+    suite_add_tcase(s, tc_bounds);
+    /* the precise mode's argument reduction */
+    TCase *tc_reduction = tcase_create("reduction");
+    tcase_set_timeout(tc_reduction, 300);
+    tcase_add_test(tc_reduction, precise_reduction_is_exact_up_to_2_pow_24);
+    tcase_add_test(tc_reduction, precise_reduction_is_exact_over_32_bit_positions);
+    suite_add_tcase(s, tc_reduction);
+    /* a mode other than fp32 is refused without its angle buffer */
+    TCase *tc_angles = tcase_create("angles");
+    tcase_set_timeout(tc_angles, 300);
+    tcase_add_test(tc_angles, modes_other_than_fp32_need_their_angle_buffer);
+    suite_add_tcase(s, tc_angles);
     return rl_test_run(s);
 }

@@ -174,14 +174,21 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rope_ref");
-    TCase *tc = tcase_create("rope_ref");
-    tcase_add_test(tc, freqs_follow_roformer_definition);
-    tcase_add_test(tc, resolve_rejects_bad_rotary_dims);
-    tcase_add_loop_test(tc, position_zero_is_identity, 0, 2);
-    tcase_add_loop_test(tc, rotation_preserves_pair_norms, 0, 2);
-    tcase_add_loop_test(tc, score_depends_only_on_relative_position, 0, 2);
-    tcase_add_test(tc, layouts_agree_after_permutation);
-    tcase_add_test(tc, reference_rotates_by_hand_computed_angle);
-    suite_add_tcase(s, tc);
+    /* the frequencies and the rotary dims they are resolved for */
+    TCase *tc_freqs = tcase_create("freqs");
+    tcase_add_test(tc_freqs, freqs_follow_roformer_definition);
+    tcase_add_test(tc_freqs, resolve_rejects_bad_rotary_dims);
+    suite_add_tcase(s, tc_freqs);
+    /* properties of the rotation: identity at 0, norms, relative position, layouts */
+    TCase *tc_invariants = tcase_create("invariants");
+    tcase_add_loop_test(tc_invariants, position_zero_is_identity, 0, 2);
+    tcase_add_loop_test(tc_invariants, rotation_preserves_pair_norms, 0, 2);
+    tcase_add_loop_test(tc_invariants, score_depends_only_on_relative_position, 0, 2);
+    tcase_add_test(tc_invariants, layouts_agree_after_permutation);
+    suite_add_tcase(s, tc_invariants);
+    /* the reference against a hand-computed angle */
+    TCase *tc_hand = tcase_create("hand");
+    tcase_add_test(tc_hand, reference_rotates_by_hand_computed_angle);
+    suite_add_tcase(s, tc_hand);
     return rl_test_run(s);
 }

@@ -1010,38 +1010,59 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rope_scaling");
-    TCase *tc = tcase_create("rope_scaling");
-    tcase_add_test(tc, linear_divides_every_frequency_by_factor);
-    tcase_add_test(tc, ntk_changes_the_base_by_factor_to_d_over_d_minus_2);
-    tcase_add_test(tc, every_scaling_type_reads_its_factor);
-    tcase_add_test(tc, dynamic_is_unscaled_up_to_max_position_and_ntk_beyond);
-    tcase_add_test(tc, yarn_blends_between_the_correction_dims);
-    tcase_add_test(tc, yarn_without_truncation_uses_the_raw_correction_dims);
-    tcase_add_test(tc, yarn_attention_factor_from_mscale_pair_only);
-    tcase_add_test(tc, yarn_factor_defaults_to_max_over_original);
-    tcase_add_test(tc, yarn_matches_values_printed_by_transformers);
-    tcase_add_test(tc, llama3_keeps_high_divides_low_and_smooths_between);
-    tcase_add_test(tc, longrope_switches_to_long_factors_past_original_length);
-    tcase_add_test(tc, proportional_rotates_a_proportion_with_head_dim_exponent);
-    tcase_add_test(tc, bad_settings_are_errors_naming_the_key);
-    tcase_add_test(tc, json_settings_use_hf_names_and_name_bad_keys);
-    tcase_add_test(tc, dynamic_yarn_scale_follows_length_over_original);
-    tcase_add_test(tc, cache_consistent_rotates_each_position_with_its_own_length);
-    tcase_add_test(tc, dynamic_mode_errors_name_the_key);
-    tcase_add_test(tc, vllm_alpha_is_hunyuans_fixed_base_change);
-    tcase_add_test(tc, vllm_dynamic_is_static_at_max_position_times_factor);
-    tcase_add_test(tc, vllm_ntk_divides_by_factor_to_2_j_plus_1_over_d);
-    tcase_add_test(tc, vllm_ntk_mixed_b_blends_the_divisor_by_m_to_the_b);
-    tcase_add_test(tc, vllm_semantics_keys_are_refused_where_they_do_not_apply);
-    tcase_add_test(tc, resonance_rounds_every_pair_as_the_authors_code);
-    tcase_add_test(tc, resonance_below_train_rounds_wavelengths_below_the_training_length);
-    tcase_add_test(tc, resonance_applies_after_the_scaling_type);
-    tcase_add_test(tc, resonance_errors_name_the_key);
-    tcase_add_test(tc, registry_indices_names_and_lists_agree);
-    tcase_add_test(tc, every_registered_example_resolves);
-    tcase_add_test(tc, truncated_keeps_sets_rho_and_zeroes_by_the_authors_rule);
-    tcase_add_test(tc, truncated_scales_first_and_defaults_a_and_rho_from_b);
-    tcase_add_test(tc, truncated_errors_name_the_key);
-    suite_add_tcase(s, tc);
+    /* HF's scaling types other than YaRN: linear, NTK, dynamic, llama3, longrope, proportional */
+    TCase *tc_types = tcase_create("types");
+    tcase_add_test(tc_types, linear_divides_every_frequency_by_factor);
+    tcase_add_test(tc_types, ntk_changes_the_base_by_factor_to_d_over_d_minus_2);
+    tcase_add_test(tc_types, every_scaling_type_reads_its_factor);
+    tcase_add_test(tc_types, dynamic_is_unscaled_up_to_max_position_and_ntk_beyond);
+    tcase_add_test(tc_types, llama3_keeps_high_divides_low_and_smooths_between);
+    tcase_add_test(tc_types, longrope_switches_to_long_factors_past_original_length);
+    tcase_add_test(tc_types, proportional_rotates_a_proportion_with_head_dim_exponent);
+    suite_add_tcase(s, tc_types);
+    TCase *tc_yarn = tcase_create("yarn");
+    tcase_add_test(tc_yarn, yarn_blends_between_the_correction_dims);
+    tcase_add_test(tc_yarn, yarn_without_truncation_uses_the_raw_correction_dims);
+    tcase_add_test(tc_yarn, yarn_attention_factor_from_mscale_pair_only);
+    tcase_add_test(tc_yarn, yarn_factor_defaults_to_max_over_original);
+    tcase_add_test(tc_yarn, yarn_matches_values_printed_by_transformers);
+    suite_add_tcase(s, tc_yarn);
+    /* settings (struct and JSON) and the errors that name their key */
+    TCase *tc_settings = tcase_create("settings");
+    tcase_add_test(tc_settings, bad_settings_are_errors_naming_the_key);
+    tcase_add_test(tc_settings, json_settings_use_hf_names_and_name_bad_keys);
+    suite_add_tcase(s, tc_settings);
+    /* scaling by the run's length: dynamic YaRN, dynamic_mode cache_consistent */
+    TCase *tc_length = tcase_create("length");
+    tcase_add_test(tc_length, dynamic_yarn_scale_follows_length_over_original);
+    tcase_add_test(tc_length, cache_consistent_rotates_each_position_with_its_own_length);
+    tcase_add_test(tc_length, dynamic_mode_errors_name_the_key);
+    suite_add_tcase(s, tc_length);
+    /* semantics vllm: vLLM's readings of the scaling keys */
+    TCase *tc_vllm = tcase_create("vllm");
+    tcase_add_test(tc_vllm, vllm_alpha_is_hunyuans_fixed_base_change);
+    tcase_add_test(tc_vllm, vllm_dynamic_is_static_at_max_position_times_factor);
+    tcase_add_test(tc_vllm, vllm_ntk_divides_by_factor_to_2_j_plus_1_over_d);
+    tcase_add_test(tc_vllm, vllm_ntk_mixed_b_blends_the_divisor_by_m_to_the_b);
+    tcase_add_test(tc_vllm, vllm_semantics_keys_are_refused_where_they_do_not_apply);
+    suite_add_tcase(s, tc_vllm);
+    /* Resonance RoPE */
+    TCase *tc_resonance = tcase_create("resonance");
+    tcase_add_test(tc_resonance, resonance_rounds_every_pair_as_the_authors_code);
+    tcase_add_test(tc_resonance, resonance_below_train_rounds_wavelengths_below_the_training_length);
+    tcase_add_test(tc_resonance, resonance_applies_after_the_scaling_type);
+    tcase_add_test(tc_resonance, resonance_errors_name_the_key);
+    suite_add_tcase(s, tc_resonance);
+    /* the scaling registry and its examples */
+    TCase *tc_registry = tcase_create("registry");
+    tcase_add_test(tc_registry, registry_indices_names_and_lists_agree);
+    tcase_add_test(tc_registry, every_registered_example_resolves);
+    suite_add_tcase(s, tc_registry);
+    /* the truncated scaling type (a registered entry) */
+    TCase *tc_truncated = tcase_create("truncated");
+    tcase_add_test(tc_truncated, truncated_keeps_sets_rho_and_zeroes_by_the_authors_rule);
+    tcase_add_test(tc_truncated, truncated_scales_first_and_defaults_a_and_rho_from_b);
+    tcase_add_test(tc_truncated, truncated_errors_name_the_key);
+    suite_add_tcase(s, tc_truncated);
     return rl_test_run(s);
 }

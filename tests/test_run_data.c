@@ -327,14 +327,21 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("run_data");
-    TCase *tc = tcase_create("data");
-    tcase_add_test(tc, safetensors_reads_f32_and_f16_with_shapes);
-    tcase_add_test(tc, data_files_are_checked_against_the_model);
-    tcase_add_test(tc, npy_heads_tokens_layout_is_reordered);
-    tcase_add_test(tc, shared_keys_copy_one_query_each_without_noise);
-    tcase_add_test(tc, structured_means_sit_in_the_band_and_logits_are_as_stated);
-    tcase_add_test(tc, structured_is_seeded_interleaved_and_scaled_by_the_temperature);
-    tcase_add_test(tc, structured_keys_apply_to_the_structured_source_only);
-    suite_add_tcase(s, tc);
+    /* .safetensors and .npy files: layouts, shapes, checks against the model */
+    TCase *tc_files = tcase_create("files");
+    tcase_add_test(tc_files, safetensors_reads_f32_and_f16_with_shapes);
+    tcase_add_test(tc_files, data_files_are_checked_against_the_model);
+    tcase_add_test(tc_files, npy_heads_tokens_layout_is_reordered);
+    suite_add_tcase(s, tc_files);
+    /* the synthetic source shared */
+    TCase *tc_shared = tcase_create("shared");
+    tcase_add_test(tc_shared, shared_keys_copy_one_query_each_without_noise);
+    suite_add_tcase(s, tc_shared);
+    /* the synthetic source structured and its keys */
+    TCase *tc_structured = tcase_create("structured");
+    tcase_add_test(tc_structured, structured_means_sit_in_the_band_and_logits_are_as_stated);
+    tcase_add_test(tc_structured, structured_is_seeded_interleaved_and_scaled_by_the_temperature);
+    tcase_add_test(tc_structured, structured_keys_apply_to_the_structured_source_only);
+    suite_add_tcase(s, tc_structured);
     return rl_test_run(s);
 }

@@ -492,17 +492,30 @@ int main(void)
     rl_test_pin_driver();
     rl_test_require_vulkan("run_exec");
     Suite *s = suite_create("run_exec");
-    TCase *tc = tcase_create("exec");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, batch_writes_runs_results_and_manifest);
-    tcase_add_test(tc, every_kind_declares_every_metric_it_emits);
-    tcase_add_test(tc, derived_encoding_values_are_recorded_in_the_summary);
-    tcase_add_test(tc, resume_redoes_only_runs_without_completion);
-    tcase_add_test(tc, failed_run_is_recorded_and_batch_continues);
-    tcase_add_test(tc, merge_combines_shards_and_detects_a_missing_one);
-    tcase_add_test(tc, device_all_tags_rows_with_each_device);
-    tcase_add_test(tc, structured_data_separates_rope_from_pi_where_gaussian_cannot);
-    tcase_add_test(tc, model_attention_attributes_change_the_run);
-    suite_add_tcase(s, tc);
+    /* what a batch writes: runs, results, manifest, declared metrics, derived values */
+    TCase *tc_outputs = tcase_create("outputs");
+    tcase_set_timeout(tc_outputs, 120);
+    tcase_add_test(tc_outputs, batch_writes_runs_results_and_manifest);
+    tcase_add_test(tc_outputs, every_kind_declares_every_metric_it_emits);
+    tcase_add_test(tc_outputs, derived_encoding_values_are_recorded_in_the_summary);
+    suite_add_tcase(s, tc_outputs);
+    /* resume after a kill; a failed run is recorded and the batch goes on */
+    TCase *tc_recovery = tcase_create("recovery");
+    tcase_set_timeout(tc_recovery, 120);
+    tcase_add_test(tc_recovery, resume_redoes_only_runs_without_completion);
+    tcase_add_test(tc_recovery, failed_run_is_recorded_and_batch_continues);
+    suite_add_tcase(s, tc_recovery);
+    /* shards and merge, --device all */
+    TCase *tc_shards = tcase_create("shards");
+    tcase_set_timeout(tc_shards, 120);
+    tcase_add_test(tc_shards, merge_combines_shards_and_detects_a_missing_one);
+    tcase_add_test(tc_shards, device_all_tags_rows_with_each_device);
+    suite_add_tcase(s, tc_shards);
+    /* settings that must change what a run measures: data source, model attention */
+    TCase *tc_effects = tcase_create("effects");
+    tcase_set_timeout(tc_effects, 120);
+    tcase_add_test(tc_effects, structured_data_separates_rope_from_pi_where_gaussian_cannot);
+    tcase_add_test(tc_effects, model_attention_attributes_change_the_run);
+    suite_add_tcase(s, tc_effects);
     return rl_test_run(s);
 }

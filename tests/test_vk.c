@@ -722,26 +722,42 @@ int main(void)
     rl_test_pin_driver();
     rl_test_require_vulkan("vk");
     Suite *s = suite_create("vk");
-    TCase *tc = tcase_create("vk");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, select_resolves_auto_all_index_and_name);
-    tcase_add_test(tc, select_rejects_bad_index_and_name);
-    tcase_add_test(tc, select_by_device_uuid);
-    tcase_add_test(tc, buffers_round_trip);
-    tcase_add_test(tc, transfer_counters_count_bytes_that_crossed);
-    tcase_add_test(tc, size_check_names_the_limit);
-    tcase_add_test(tc, dispatch_splits_beyond_max_group_count);
-    tcase_add_test(tc, yardstick_copy_covers_every_vec4_and_no_more);
-    tcase_add_test(tc, dispatch_reports_exhausted_descriptor_reservation);
-    tcase_add_test(tc, pcache_file_is_checked_before_the_driver_sees_it);
-    tcase_add_test(tc, pipeline_table_reuses_identical_variants);
-    tcase_add_test(tc, pipeline_table_bounds_the_pipelines_alive);
-    tcase_add_test(tc, pipeline_refuses_a_texel_binding_it_cannot_make);
-    tcase_add_test(tc, compile_threads_follow_device_then_environment_then_idle_cores);
-    tcase_add_test(tc, pipelines_created_together_share_as_one_by_one);
-    tcase_add_test(tc, pipelines_created_together_fail_as_a_whole);
-    tcase_add_test(tc, cache_dir_follows_rl_cache_dir_then_xdg_then_home);
-    tcase_add_test(tc, pipeline_cache_persists_and_a_corrupt_file_is_replaced);
-    suite_add_tcase(s, tc);
+    /* device selection: auto, all, index, name, UUID */
+    TCase *tc_select = tcase_create("select");
+    tcase_set_timeout(tc_select, 120);
+    tcase_add_test(tc_select, select_resolves_auto_all_index_and_name);
+    tcase_add_test(tc_select, select_rejects_bad_index_and_name);
+    tcase_add_test(tc_select, select_by_device_uuid);
+    suite_add_tcase(s, tc_select);
+    /* buffers: round trips, transfer counters, the size limit */
+    TCase *tc_buffers = tcase_create("buffers");
+    tcase_set_timeout(tc_buffers, 120);
+    tcase_add_test(tc_buffers, buffers_round_trip);
+    tcase_add_test(tc_buffers, transfer_counters_count_bytes_that_crossed);
+    tcase_add_test(tc_buffers, size_check_names_the_limit);
+    suite_add_tcase(s, tc_buffers);
+    TCase *tc_dispatch = tcase_create("dispatch");
+    tcase_set_timeout(tc_dispatch, 120);
+    tcase_add_test(tc_dispatch, dispatch_splits_beyond_max_group_count);
+    tcase_add_test(tc_dispatch, yardstick_copy_covers_every_vec4_and_no_more);
+    tcase_add_test(tc_dispatch, dispatch_reports_exhausted_descriptor_reservation);
+    suite_add_tcase(s, tc_dispatch);
+    /* the device's pipeline table and compiling pipelines together */
+    TCase *tc_pipelines = tcase_create("pipelines");
+    tcase_set_timeout(tc_pipelines, 120);
+    tcase_add_test(tc_pipelines, pipeline_table_reuses_identical_variants);
+    tcase_add_test(tc_pipelines, pipeline_table_bounds_the_pipelines_alive);
+    tcase_add_test(tc_pipelines, pipeline_refuses_a_texel_binding_it_cannot_make);
+    tcase_add_test(tc_pipelines, compile_threads_follow_device_then_environment_then_idle_cores);
+    tcase_add_test(tc_pipelines, pipelines_created_together_share_as_one_by_one);
+    tcase_add_test(tc_pipelines, pipelines_created_together_fail_as_a_whole);
+    suite_add_tcase(s, tc_pipelines);
+    /* the persisted pipeline cache: its file, its directory, reuse across sessions */
+    TCase *tc_pcache = tcase_create("pcache");
+    tcase_set_timeout(tc_pcache, 120);
+    tcase_add_test(tc_pcache, pcache_file_is_checked_before_the_driver_sees_it);
+    tcase_add_test(tc_pcache, cache_dir_follows_rl_cache_dir_then_xdg_then_home);
+    tcase_add_test(tc_pcache, pipeline_cache_persists_and_a_corrupt_file_is_replaced);
+    suite_add_tcase(s, tc_pcache);
     return rl_test_run(s);
 }
