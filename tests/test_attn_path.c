@@ -120,27 +120,33 @@ END_TEST
 /* A sampled pass on a CPU device: rows per workgroup halve from
  * ATTN_WG_CPU (down to ATTN_WG) until every driver thread has a workgroup,
  * and a dispatch takes the shader's most blocks; a full pass keeps 256 rows
- * and 4 blocks; a GPU is not affected. */
+ * and 4 blocks, 1 up to ATTN_PATH_CPU_SHORT_KEYS keys; a GPU is not
+ * affected. */
 START_TEST(cpu_sampled_rows_spread_over_the_threads)
 {
     static const struct {
         uint32_t threads;
-        uint64_t rows;
+        uint64_t rows, keys;
         uint32_t want_rows, want_blocks;
     } cases[] = {
-        {2, 0, ATTN_WG_CPU, ATTN_PATH_CPU_MAX_BLOCKS}, /* the full pass */
-        {2, 256, 128, RL_ATTN_MAX_BLOCKS},            /* 2 groups of 128 */
-        {2, 512, 256, RL_ATTN_MAX_BLOCKS},            /* already 2 groups */
-        {2, 100, 64, RL_ATTN_MAX_BLOCKS},             /* 2 groups of 64 */
-        {16, 256, 64, RL_ATTN_MAX_BLOCKS},            /* 4 groups: ATTN_WG is the floor */
-        {16, 4096, 256, RL_ATTN_MAX_BLOCKS},          /* 16 groups of 256 */
-        {1, 1, ATTN_WG_CPU, RL_ATTN_MAX_BLOCKS},      /* one thread: one group is enough */
+        {2, 0, 0, ATTN_WG_CPU, ATTN_PATH_CPU_MAX_BLOCKS}, /* the full pass, length not known */
+        {2, 0, ATTN_PATH_CPU_SHORT_KEYS + 1, ATTN_WG_CPU, ATTN_PATH_CPU_MAX_BLOCKS}, /* long */
+        {2, 0, ATTN_PATH_CPU_SHORT_KEYS, ATTN_WG_CPU, 1},  /* short: one block per dispatch */
+        {2, 0, 1, ATTN_WG_CPU, 1},
+        {2, 256, 65536, 128, RL_ATTN_MAX_BLOCKS},          /* 2 groups of 128 */
+        {2, 256, 1000, 128, RL_ATTN_MAX_BLOCKS},           /* sampled: the most, any length */
+        {2, 512, 0, 256, RL_ATTN_MAX_BLOCKS},              /* already 2 groups */
+        {2, 100, 0, 64, RL_ATTN_MAX_BLOCKS},               /* 2 groups of 64 */
+        {16, 256, 0, 64, RL_ATTN_MAX_BLOCKS},              /* 4 groups: ATTN_WG is the floor */
+        {16, 4096, 0, 256, RL_ATTN_MAX_BLOCKS},            /* 16 groups of 256 */
+        {1, 1, 0, ATTN_WG_CPU, RL_ATTN_MAX_BLOCKS},        /* one thread: one group is enough */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         attn_path_props p = lavapipe();
         p.cpu_threads = cases[i].threads;
         attn_path_shape s = d128;
         s.query_rows = cases[i].rows;
+        s.keys = cases[i].keys;
         attn_path a;
         attn_path_eval(&p, &s, ATTN_PATH_SCALAR, &a);
         assert_within(&p, &s, &a);
@@ -155,6 +161,10 @@ START_TEST(cpu_sampled_rows_spread_over_the_threads)
     attn_path a;
     attn_path_eval(&g, &s, ATTN_PATH_SCALAR, &a);
     ck_assert_uint_eq(attn_path_rows(&a), ATTN_WG);
+    ck_assert_uint_eq(a.max_chunk_blocks, 0);
+    s.query_rows = 0; /* nor a short full pass */
+    s.keys = 100;
+    attn_path_eval(&g, &s, ATTN_PATH_SCALAR, &a);
     ck_assert_uint_eq(a.max_chunk_blocks, 0);
 }
 END_TEST
@@ -323,17 +333,24 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("attn_path");
-    TCase *tc = tcase_create("table");
-    tcase_add_test(tc, lavapipe_gets_scalar_and_supports_subgroup);
-    tcase_add_test(tc, cpu_sampled_rows_spread_over_the_threads);
-    tcase_add_test(tc, texel_reads_on_cpu_scalar_within_the_view_limit);
-    tcase_add_test(tc, nvidia_like_gets_subgroup_split_four);
-    tcase_add_test(tc, amd_like_subgroup_64_keeps_whole_subgroups);
-    tcase_add_test(tc, intel_like_16_and_32);
-    tcase_add_test(tc, no_shuffle_falls_back_to_scalar);
-    tcase_add_test(tc, tiny_shared_memory_shrinks_blocks_then_refuses);
-    tcase_add_test(tc, coopmat_extension_without_kernel_is_skipped_with_reason);
-    tcase_add_test(tc, fp16_needs_16bit_storage_and_names_parse);
-    suite_add_tcase(s, tc);
+    /* the CPU device (lavapipe): scalar path, rows over threads, texel reads */
+    TCase *tc_cpu = tcase_create("cpu");
+    tcase_add_test(tc_cpu, lavapipe_gets_scalar_and_supports_subgroup);
+    tcase_add_test(tc_cpu, cpu_sampled_rows_spread_over_the_threads);
+    tcase_add_test(tc_cpu, texel_reads_on_cpu_scalar_within_the_view_limit);
+    suite_add_tcase(s, tc_cpu);
+    /* vendor-like GPUs: subgroup sizes and splits */
+    TCase *tc_gpu = tcase_create("gpu");
+    tcase_add_test(tc_gpu, nvidia_like_gets_subgroup_split_four);
+    tcase_add_test(tc_gpu, amd_like_subgroup_64_keeps_whole_subgroups);
+    tcase_add_test(tc_gpu, intel_like_16_and_32);
+    suite_add_tcase(s, tc_gpu);
+    /* a missing feature or a tight limit: fall back, shrink, or refuse with the reason */
+    TCase *tc_fallback = tcase_create("fallback");
+    tcase_add_test(tc_fallback, no_shuffle_falls_back_to_scalar);
+    tcase_add_test(tc_fallback, tiny_shared_memory_shrinks_blocks_then_refuses);
+    tcase_add_test(tc_fallback, coopmat_extension_without_kernel_is_skipped_with_reason);
+    tcase_add_test(tc_fallback, fp16_needs_16bit_storage_and_names_parse);
+    suite_add_tcase(s, tc_fallback);
     return rl_test_run(s);
 }

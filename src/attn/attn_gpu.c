@@ -111,7 +111,8 @@ static void path_of(const rlvk_device *dev, const attn_desc *d, attn_path *out)
     attn_path_props p;
     attn_path_props_of(&dev->info, &p);
     attn_path_shape s = {.head_dim = d->head_dim, .key_operands = key_operands(d), .fp16 = d->fp16,
-                         .texels = texels_of(d), .query_rows = d->query_rows};
+                         .texels = texels_of(d), .query_rows = d->query_rows,
+                         .keys = d->tokens};
     if (d->coopmat && d->test_cm_emulate) { /* test hook: no extension needed */
         *out = (attn_path){.kind = ATTN_PATH_COOPMAT, .supported = 1, .split = 1,
                            .wg_size = ATTN_WG,

@@ -141,9 +141,20 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
         /* A sampled pass runs a dispatch per key chunk for few rows, where
          * lavapipe's per-dispatch cost shows: it takes the shader's most
          * (RL_ATTN_MAX_BLOCKS; 65536 keys x 256 rows: 189 ms at 4 blocks,
-         * 145 at 8), the compile paid once per pipeline. */
+         * 145 at 8), the compile paid once per pipeline. A short full pass
+         * (at most ATTN_PATH_CPU_SHORT_KEYS keys) takes one block per
+         * dispatch: a dispatch more per block costs each row a reload and
+         * store of its running state, about 0.4 us per row and extra
+         * dispatch here, against 1-2 s less compile per pipeline at 1 block
+         * than at 4 (measured, lavapipe: the attention rows of check
+         * --quick, every one at most 1000 tokens, 162 -> 75 s cold, while
+         * test_attn_gpu's 70001-key pass took 51 s more at 1 block; the two
+         * costs meet near 12k keys). */
         if (p->type == VK_PHYSICAL_DEVICE_TYPE_CPU)
-            out->max_chunk_blocks = s->query_rows ? RL_ATTN_MAX_BLOCKS : ATTN_PATH_CPU_MAX_BLOCKS;
+            out->max_chunk_blocks =
+                s->query_rows ? RL_ATTN_MAX_BLOCKS
+                : s->keys && s->keys <= ATTN_PATH_CPU_SHORT_KEYS ? 1u
+                                                                  : ATTN_PATH_CPU_MAX_BLOCKS;
         out->texel = texel_reads(p, s);
         const char *reads = "";
         char over[80] = "";
@@ -157,7 +168,8 @@ void attn_path_eval(const attn_path_props *p, const attn_path_shape *s, attn_pat
         char cap[64] = "";
         if (out->max_chunk_blocks)
             snprintf(cap, sizeof cap, ", at most %u per dispatch (CPU%s)", out->max_chunk_blocks,
-                     s->query_rows ? ", sampled rows" : "");
+                     s->query_rows ? ", sampled rows"
+                     : out->max_chunk_blocks == 1 ? ", a short run" : "");
         snprintf(out->why, sizeof out->why,
                  "one invocation per query row, %u rows per workgroup, %u-key blocks%s%s", rows,
                  out->block_keys, cap, reads);

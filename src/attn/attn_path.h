@@ -22,8 +22,12 @@ typedef enum attn_path_kind {
 
 /* What the choice reads: a device's properties (attn_path_props_of fills it
  * from rlvk_device_info; tests feed made-up sets). */
-/* Blocks per dispatch at most on CPU devices (the scalar path). */
+/* Blocks per dispatch at most on CPU devices (the scalar path), and one
+ * block per dispatch for a full pass over at most ATTN_PATH_CPU_SHORT_KEYS
+ * keys: there the pipeline's compile, paid in the run's own process at its
+ * first dispatch, outweighs the extra dispatches (attn_path.c). */
 #define ATTN_PATH_CPU_MAX_BLOCKS 4u
+#define ATTN_PATH_CPU_SHORT_KEYS 8192u
 
 typedef struct attn_path_props {
     VkPhysicalDeviceType type;
@@ -56,6 +60,7 @@ typedef struct attn_path_shape {
     uint64_t texels;        /* the most vec4 texels one texel view must hold (Q, K, V, or the
                                output buffer up to O's end); 0: not known (`devices`) */
     uint64_t query_rows;    /* sampled query rows (attn_desc.query_rows); 0: the full pass */
+    uint64_t keys;          /* keys of the run (attn_desc.tokens); 0: not known (`devices`) */
 } attn_path_shape;
 
 /* One path on one device for one shape: whether it runs, why (or why not),
@@ -70,7 +75,8 @@ typedef struct attn_path {
     uint32_t block_keys;    /* keys staged per block (16, 8 or 4) */
     uint32_t chunk_blocks;  /* blocks per dispatch; 0: the engine's unroll budget decides */
     uint32_t max_chunk_blocks; /* cap on the engine's choice (0: none; CPU devices:
-                                  ATTN_PATH_CPU_MAX_BLOCKS, compile time) */
+                                  ATTN_PATH_CPU_MAX_BLOCKS, 1 for a short full pass:
+                                  compile time) */
     int texel;              /* 1: the per-row reads (q, staged K/V, O carried between
                                dispatches) go through uniform texel buffers (the scalar path
                                of a CPU device, when every view fits maxTexelBufferElements) */
