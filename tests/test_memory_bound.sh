@@ -17,8 +17,8 @@
 # most 10 % and must stay under 360 MiB. Measured (lavapipe, Mesa 22.3;
 # 64 tokens: one key block per dispatch, attn_path.c): 264 -> 252 MiB; with
 # the tables made unbounded (RLVK_PTABLE_SIZE 256, ATTN_MAX_PIPES 128, a
-# scratch build) 308 -> 394 MiB (+28 %), which fails both (docs/runner.md "Memory is bounded over a batch"). The peak is the
-# process's own getrusage figure, recorded in manifest.json. Skipped in the
+# scratch build) 308 -> 394 MiB (+28 %), which fails both (docs/runner.md,
+# the bullet on bounded memory). The peak is the process's own getrusage figure, recorded in manifest.json. Skipped in the
 # sanitizer build, whose shadow memory is no measure of ropelab's.
 # usage: test_memory_bound.sh path/to/ropelab
 set -u
