@@ -329,13 +329,14 @@ void rl_stage(uint32_t t0)
 {
     const uint32_t WG = gl_WorkGroupSize.x;
     uint32_t lid = gl_LocalInvocationID.x;
+    uint32_t kv_heads = pc.p.heads / pc.p.kv_group; /* once, not per staged element */
     barrier();
     [[unroll]] for (uint32_t r = 0u; r < STAGE_ROUNDS; r++) {
         uint32_t e = r * WG + lid;
         if (e < KB * D4) {
             uint32_t j = min(pc.p.key_base + t0 + e / D4, n - 1u);
             /* K, K_b, V are bound as the window from key key_window on */
-            uint32_t src = ((j - pc.p.key_window) * (pc.p.heads / pc.p.kv_group) + pc.p.kv_head) * D4 + e % D4;
+            uint32_t src = ((j - pc.p.key_window) * kv_heads + pc.p.kv_head) * D4 + e % D4;
             ks_a[e] = rd_ka(src);
             if (TWO)
                 ks_b[e] = rd_kb(src);

@@ -53,7 +53,8 @@
 #include "attn_softmax.glsl"
 
 /* Specialization constants: the ids of attn.comp (the engine passes the
- * same six; heads and the GQA group are push constants) and the tile shape (attn_cm.c's tile plan picks it from the
+ * same six; heads and the GQA group are push constants) and the tile shape
+ * (attn_cm.c's tile plan picks it from the
  * device's list: 16x16x16 on NV, 8x8x8 on Mesa's lavapipe): CM_N is the
  * key block KB, CM_M must divide the 64-query workgroup, HEAD_DIM must be
  * a multiple of CM_K. */
@@ -118,10 +119,11 @@ bool live;
 void cm_stage(uint32_t t0)
 {
     uint32_t lid = gl_LocalInvocationID.x;
+    uint32_t kv_heads = pc.p.heads / pc.p.kv_group; /* once, not per staged element */
     barrier();
     for (uint32_t e = lid; e < CM_N * HEAD_DIM; e += WG) {
         uint32_t j = min(pc.p.key_base + t0 + e / HEAD_DIM, n - 1u);
-        uint32_t src = (j * (pc.p.heads / pc.p.kv_group) + pc.p.kv_head) * HEAD_DIM + e % HEAD_DIM;
+        uint32_t src = (j * kv_heads + pc.p.kv_head) * HEAD_DIM + e % HEAD_DIM;
         ks[e] = ka[src];
         if (WANT_O)
             vs[e] = vv[src];
