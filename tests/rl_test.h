@@ -11,7 +11,7 @@
 #ifndef RL_TEST_H
 #define RL_TEST_H
 
-#include <check.h>
+#include "rl_check.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>

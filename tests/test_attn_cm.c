@@ -5,7 +5,7 @@
  * the compiled NV SPIR-V word by word (SPV_NV_cooperative_matrix; its KHR
  * twin: test_spv_khr.c). Nothing here runs the kernel (check's attn_cm_f16
  * rows do, on a device that exposes it). */
-#include <check.h>
+#include "rl_check.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * any message fails): hand-computed statistics, the bias hook, the CPU
  * verification of random problems, split submissions, the logit dump and
  * the size limits. */
-#include <check.h>
+#include "rl_check.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>

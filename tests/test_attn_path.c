@@ -3,7 +3,7 @@
  * the limits. The sets are modelled on vulkaninfo reports (lavapipe on this
  * machine; NVIDIA, AMD, Intel from their typical limits) but the test only
  * relies on the properties written here. */
-#include <check.h>
+#include "rl_check.h"
 #include <string.h>
 
 #include "attn/attn.h"

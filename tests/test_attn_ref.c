@@ -1,5 +1,5 @@
 /* The attention CPU reference against hand-computed statistics. */
-#include <check.h>
+#include "rl_check.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

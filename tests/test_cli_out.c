@@ -4,7 +4,7 @@
  * identity helpers (vulkaninfo's driver version decoding, driverID names,
  * UUID hex). Expected text follows from the JUnit/TAP formats and the
  * vendors' bit layouts, not from the code. No device needed. */
-#include <check.h>
+#include "rl_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef TEST_PE_UTIL_H
 #define TEST_PE_UTIL_H
 
-#include <check.h>
+#include "rl_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

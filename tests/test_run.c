@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <check.h>
+#include "rl_check.h"
 
 #include <math.h>
 #include <sys/stat.h>

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <check.h>
+#include "rl_check.h"
 
 #include "core/rl_safetensors.h"
 #include "run/run_int.h"

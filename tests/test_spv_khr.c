@@ -9,7 +9,7 @@
  * failing the same check, and a conversion between uses refused by name.
  * usage: test_spv_khr CONV.spv FUNC.spv (tests/data/cm_conv.comp compiled,
  * plain and with -DCM_FUNC). */
-#include <check.h>
+#include "rl_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * non-finite rules, per-element bounds, the NMSE gate, deferred-bound
  * accumulators and merged verdicts. Expected values follow from the rules
  * stated in vf.h, not from the code. */
-#include <check.h>
+#include "rl_check.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
