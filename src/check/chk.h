@@ -36,6 +36,7 @@ typedef struct chk_report {
     chk_row *rows;
     size_t n_rows, cap;
     const char *kernel_pattern; /* rows kept: kernel matches this fnmatch glob; NULL: all */
+    const char *shape_pattern;  /* and the shape matches this one; NULL: all */
     unsigned validation_messages;
     int failed;                 /* any row failed, or an error occurred */
     char error[1024];           /* non-empty if the device could not run */
@@ -47,8 +48,8 @@ typedef struct chk_report {
  * that does not fit is cut. */
 void chk_report_note(chk_report *r, const char *line);
 
-/* Appends a copy of row unless r->kernel_pattern is set and row->kernel does
- * not match it (dropped, RL_OK). A failed, non-skipped, non-listed row marks
+/* Appends a copy of row unless r->kernel_pattern (r->shape_pattern) is set
+ * and row->kernel (row->shape) does not match it (dropped, RL_OK). A failed, non-skipped, non-listed row marks
  * the report failed. */
 rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err);
 void chk_report_free(chk_report *r);
@@ -59,6 +60,7 @@ typedef struct chk_options {
     uint32_t max_pos_log2;      /* largest position 2^k; 0: 20 */
     uint64_t seed;              /* 0: 1 */
     const char *kernel_pattern; /* run only rows whose kernel matches (fnmatch); NULL: all */
+    const char *shape_pattern;  /* ... and whose shape matches (fnmatch); NULL: all */
     int list_only;              /* name the rows that would run, run nothing on the device */
 } chk_options;
 
@@ -67,8 +69,8 @@ typedef struct chk_options {
 int chk_kernel_selected(const chk_options *opt, const char *kernel);
 
 /* Called by a case table once row->kernel and row->shape are named, before
- * any device work. *run = 1: run the case. *run = 0: skip it — the kernel is
- * not selected, or opt->list_only (then row is recorded as listed). Returns
+ * any device work. *run = 1: run the case. *run = 0: skip it — the kernel
+ * or the shape is not selected, or opt->list_only (then row is recorded as listed). Returns
  * RL_ERR_NOMEM only if recording fails. */
 rl_status chk_case_begin(const chk_options *opt, chk_report *report, const chk_row *row,
                          int *run, rl_error *err);

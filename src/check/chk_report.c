@@ -16,7 +16,8 @@ rl_status chk_case_begin(const chk_options *opt, chk_report *report, const chk_r
                          int *run, rl_error *err)
 {
     *run = 0;
-    if (!chk_kernel_selected(opt, row->kernel))
+    if (!chk_kernel_selected(opt, row->kernel) ||
+        (opt->shape_pattern && *opt->shape_pattern && fnmatch(opt->shape_pattern, row->shape, 0) != 0))
         return RL_OK;
     if (!opt->list_only) {
         *run = 1;
@@ -32,6 +33,8 @@ rl_status chk_case_begin(const chk_options *opt, chk_report *report, const chk_r
 rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err)
 {
     if (r->kernel_pattern && *r->kernel_pattern && fnmatch(r->kernel_pattern, row->kernel, 0) != 0)
+        return RL_OK;
+    if (r->shape_pattern && *r->shape_pattern && fnmatch(r->shape_pattern, row->shape, 0) != 0)
         return RL_OK;
     if (r->n_rows == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 32;

@@ -25,6 +25,7 @@ rl_status chk_run_device(rlvk_device *dev, const chk_options *opt, chk_report *r
              dev->info.driver_info);
     report->device_index = dev->info.index;
     report->kernel_pattern = opt->kernel_pattern;
+    report->shape_pattern = opt->shape_pattern;
     unsigned before = rlvk_instance_messages(dev->inst);
     rl_status st = RL_OK;
     for (size_t i = 0; i < RL_ARRAY_LEN(suites) && st == RL_OK; i++) {

@@ -1,4 +1,5 @@
-/* ropelab check [--device D|all] [--json|--tap] [--junit FILE] [--kernel GLOB] [--list] */
+/* ropelab check [--device D|all] [--json|--tap] [--junit FILE] [--kernel GLOB] [--shape GLOB]
+ *               [--list] */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -125,7 +126,7 @@ static void print_report(const chk_report *rep)
 }
 
 typedef struct check_flags {
-    const char *device, *junit, *kernel;
+    const char *device, *junit, *kernel, *shape;
     int json, tap, quick, validate, list;
     uint32_t max_pos_log2;
     uint64_t seed;
@@ -166,10 +167,10 @@ static void print_json(const check_flags *f, const cli_devices *d, const chk_rep
         json_array_append_new(tdevs, json_pack("{s:i,s:o}", "index", (int)rep->device_index,
                                                "rows", trows));
     }
-    json_t *flags = json_pack("{s:s,s:b,s:i,s:s,s:b,s:b}", "device", f->device, "quick", f->quick,
-                              "max_pos_log2", (int)f->max_pos_log2, "kernel",
-                              f->kernel ? f->kernel : "", "validate", f->validate, "list",
-                              f->list);
+    json_t *flags = json_pack("{s:s,s:b,s:i,s:s,s:s,s:b,s:b}", "device", f->device, "quick",
+                              f->quick, "max_pos_log2", (int)f->max_pos_log2, "kernel",
+                              f->kernel ? f->kernel : "", "shape", f->shape ? f->shape : "",
+                              "validate", f->validate, "list", f->list);
     json_t *root = json_pack("{s:s,s:s,s:s,s:o,s:b,s:o,s:{s:o}}", "version", RL_VERSION,
                              "git_commit", RL_GIT_COMMIT, "seed", seed, "flags", flags, "pass",
                              !failed, "devices", devs, "timings", "devices", tdevs);
@@ -193,6 +194,8 @@ int cmd_check(int argc, char **argv)
          "also write JUnit XML to FILE (atomically; one testcase per kernel x shape)"},
         {"--kernel", CLI_STR, &f.kernel, "GLOB",
          "run only rows whose kernel name matches the glob (fnmatch), e.g. 'rope/*' or 'attn_*'"},
+        {"--shape", CLI_STR, &f.shape, "GLOB",
+         "run only rows whose shape (as --list prints it) matches the glob, e.g. '65x*' or '* causal'"},
         {"--list", CLI_FLAG, &f.list, NULL,
          "print the rows that would run (kernel, shape) and run nothing on the device"},
         {"--quick", CLI_FLAG, &f.quick, NULL, "run a reduced set of shapes"},
@@ -201,15 +204,15 @@ int cmd_check(int argc, char **argv)
         CLI_OPTS_VALIDATE(&f.validate, CLI_VALIDATE_ON),
     };
     int rc = cli_parse("ropelab check [--device D|all] [--json|--tap] [--junit FILE] [--kernel GLOB] "
-                       "[--list] [--quick]",
+                       "[--shape GLOB] [--list] [--quick]",
                        "Runs every kernel at several shapes (odd token counts, 1 and 8 heads, head_dim\n"
                        "64 and 128, partial rotary dims, positions up to 2^20) on the chosen devices\n"
                        "and compares each output element with a double-precision CPU reference\n"
                        "against an explicit per-element bound. Prints max abs/rel error, the bound and\n"
                        "pass/fail per kernel and shape. Exit code 1 if anything fails. For CI:\n"
                        "--junit FILE (JUnit XML), --tap (TAP 13 on stdout); --kernel GLOB selects\n"
-                       "rows by kernel name, --list names them without running (after opening the\n"
-                       "device: the case tables ask it what it supports).",
+                       "rows by kernel name and --shape GLOB by shape, --list names them without\n"
+                       "running (after opening the device: the case tables ask it what it supports).",
                        argc, argv, opts, RL_ARRAY_LEN(opts), NULL, 0, NULL);
     if (rc >= 0)
         return rc;
@@ -260,7 +263,7 @@ int cmd_check(int argc, char **argv)
         fprintf(stderr, "ropelab: note: VK_LAYER_KHRONOS_validation is not installed; "
                         "checking without it\n");
     chk_options opt = {.quick = f.quick, .max_pos_log2 = f.max_pos_log2, .seed = f.seed,
-                       .kernel_pattern = f.kernel, .list_only = f.list};
+                       .kernel_pattern = f.kernel, .shape_pattern = f.shape, .list_only = f.list};
     chk_report reps[RL_ARRAY_LEN(d.index)];
     memset(reps, 0, sizeof reps);
     rlvk_device_info infos[RL_ARRAY_LEN(d.index)];
@@ -292,7 +295,7 @@ int cmd_check(int argc, char **argv)
         fflush(stdout);
     }
     /* A glob that selects nothing is a mistake (a typo would pass CI green). */
-    int none = f.kernel && *f.kernel && n_rows == 0 && !failed;
+    int none = ((f.kernel && *f.kernel) || (f.shape && *f.shape)) && n_rows == 0 && !failed;
     if (f.tap)
         cli_check_tap(stdout, reps, d.n);
     if (f.json)
@@ -314,7 +317,11 @@ int cmd_check(int argc, char **argv)
         chk_report_free(&reps[k]);
     cli_close(&d);
     if (none) {
-        cli_error("--kernel '%s' matches no kernel (see `ropelab check --list`)", f.kernel);
+        if (f.shape && *f.shape)
+            cli_error("--kernel '%s' --shape '%s' match no row (see `ropelab check --list`)",
+                      f.kernel ? f.kernel : "*", f.shape);
+        else
+            cli_error("--kernel '%s' matches no kernel (see `ropelab check --list`)", f.kernel);
         return CLI_EXIT_USAGE;
     }
     return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
