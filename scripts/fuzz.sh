@@ -7,6 +7,8 @@
 # --set through the encoding registry), results (the results.csv reader and
 # figure grouping of `ropelab plot`).
 # usage: scripts/fuzz.sh [SECONDS_PER_HARNESS] [HARNESS...]   (default 20, all)
+#        scripts/fuzz.sh --build-only [HARNESS...]   build the harnesses, run none
+#        (.ci/run builds them at the lowest CPU priority while the tests run)
 # Seeds: tests/fuzz/corpus/<harness>/ (crafted inputs included), plus for
 # batch experiments/*.yaml and configs/**/*.yaml, for hf_config tests/data.
 # Prints the coverage (edges) and features each harness reached. Any
@@ -16,6 +18,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh fuzz
+build_only=0
+if [ "${1:-}" = --build-only ]; then
+  build_only=1
+  shift
+  set -- 0 "$@"
+fi
 secs=${1:-20}
 shift || true
 harnesses=("$@")
@@ -31,6 +39,7 @@ if ! ninja -C "$dir" $(printf 'fuzz_%s ' "${harnesses[@]}") >"$dir/build.log" 2>
   echo "fuzz: the harnesses did not build" >&2
   exit 1
 fi
+[ $build_only = 0 ] || exit 0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1
 # One harness per core at a time (each is single-threaded): the same

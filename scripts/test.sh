@@ -6,7 +6,7 @@
 # suites tagged 'san' in tests/meson.build (the SPIR-V is the same in both
 # builds; there the sanitizers watch the host code that drives the device,
 # so running them again without would add time and no check). Every suite
-# runs in exactly one of the two, kill_random in both (tests/README.md). GPU suites run on the Vulkan device
+# runs in exactly one of the two (tests/README.md). GPU suites run on the Vulkan device
 # (lavapipe on CI) under the Khronos validation layer; they fail rather than
 # skip when a device exists. Both builds share Mesa's shader cache
 # (~/.cache/mesa_shader_cache: the same SPIR-V compiles once per machine).
@@ -16,19 +16,34 @@ scripts/deps.sh test
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 status=0
-for cfg in release sanitize; do
-  case $cfg in
-    release) dir=build-test; opts=(-Dwerror=true -Dbuildtype=debugoptimized)
-             which=(--suite gpu --suite release --no-suite san) ;;
-    sanitize) dir=build-san; opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false)
-              which=(--suite cpu --suite san) ;;
-  esac
-  echo "== $cfg build ($dir)${which[*]:+: ${which[*]}}"
-  scripts/build.sh "$dir" "${opts[@]}"
-  if ! meson test -C "$dir" --print-errorlogs --num-processes 2 "${which[@]}"; then
-    status=1
-  fi
-done
+rel_opts=(-Dwerror=true -Dbuildtype=debugoptimized)
+san_opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false)
+echo "== release build (build-test): --suite gpu --suite release --no-suite san"
+scripts/build.sh build-test "${rel_opts[@]}"
+# The sanitizer build compiles meanwhile at the lowest CPU priority (nice
+# 19): it takes the cycles the release suites leave idle (a suite waiting on
+# a timer or a child, the last suite alone on one core) and next to nothing
+# else; whatever is left of it runs at full speed after them. Its output
+# is shown when it fails.
+san_log=$(mktemp)
+nice -n 19 scripts/build.sh build-san "${san_opts[@]}" >"$san_log" 2>&1 &
+san_pid=$!
+if ! meson test -C build-test --print-errorlogs --num-processes 2 \
+     --suite gpu --suite release --no-suite san; then
+  status=1
+fi
+echo "== sanitize build (build-san): --suite cpu --suite san"
+if ! wait "$san_pid"; then
+  cat "$san_log" >&2
+  rm -f "$san_log"
+  echo "test.sh: the sanitizer build failed" >&2
+  exit 1
+fi
+tail -n 1 "$san_log"
+rm -f "$san_log"
+if ! meson test -C build-san --print-errorlogs --num-processes 2 --suite cpu --suite san; then
+  status=1
+fi
 # Every suite runs in at least one build: the union of the two selections
 # is the whole list (a suite whose tags neither picks would pass silently).
 names() { sed -n 's#^.* / ##p' | sort -u; }

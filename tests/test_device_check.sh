@@ -225,7 +225,7 @@ if [ $rc -eq 2 ] && grep -q 'no usable Vulkan device' "$work/f2.out" && [ -f "$w
   ok; else bad "device_check_no_device: exit $rc"; cat "$work/f2.out" >&2; fi
 # check runs past what the whole run may take: cut, and the steps after it
 # are skipped, not started.
-FAKE_MODE=slow bash "$dc" --bin "$fake" --quick --time-limit 20 --out "$work/f3" > "$work/f3.out" 2>&1; rc=$?
+FAKE_MODE=slow bash "$dc" --bin "$fake" --quick --time-limit 15 --out "$work/f3" > "$work/f3.out" 2>&1; rc=$?
 if [ $rc -eq 1 ] && has_step "$work/f3/steps.tsv" check timeout &&
    has_step "$work/f3/steps.tsv" rope_half_fp32 'skipped (time limit)' &&
    grep -q '^result: FAIL' "$work/f3/summary.txt"; then

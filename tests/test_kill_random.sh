@@ -8,8 +8,9 @@
 # runs/.tmp-*) is left (tests/kill_check.py recomputes sizes and checksums).
 # Also: a link named like a plot temporary is refused, never followed.
 # usage: test_kill_random.sh path/to/ropelab
-# env: KILL_TRIALS (trials per command, default 20; 8 in the sanitizer build,
-# where every start costs ASan's set-up: the release build runs the 20), KILL_SEED
+# env: KILL_TRIALS (trials per command, default 20; 8 with a sanitizer build's
+# binary, where every start costs ASan's set-up; CI runs it in the release
+# build only, tests/meson.build says why), KILL_SEED
 # (bash RANDOM seed; printed, so a failure can be replayed)
 set -u
 bin=$(realpath "$1")
