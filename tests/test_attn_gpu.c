@@ -1216,10 +1216,15 @@ int main(void)
     tcase_set_timeout(tc_reference, 300);
     tcase_add_loop_test(tc_reference, gpu_random_problems_match_reference, 0,
                         (int)(sizeof random_cases / sizeof random_cases[0]));
-    tcase_add_test(tc_reference, gpu_rows_beyond_65535_keys);
     tcase_add_loop_test(tc_reference, gpu_sampled_rows_equal_the_full_pass_bit_for_bit, 0,
                         (int)RL_ARRAY_LEN(rows_cases));
     suite_add_tcase(s, tc_reference);
+    /* one row past 65535 keys: a full pass over 70001 tokens */
+    TCase *tc_long = tcase_create("long");
+    tcase_set_tags(tc_long, "long"); /* its own meson test, attn_gpu_long (tests/meson.build) */
+    tcase_set_timeout(tc_long, 300);
+    tcase_add_test(tc_long, gpu_rows_beyond_65535_keys);
+    suite_add_tcase(s, tc_long);
     /* the engine: split submissions and dump, resident operands, size limits */
     TCase *tc_engine = tcase_create("engine");
     tcase_set_timeout(tc_engine, 300);
