@@ -49,8 +49,8 @@ typedef struct chk_report {
 void chk_report_note(chk_report *r, const char *line);
 
 /* Appends a copy of row unless r->kernel_pattern (r->shape_pattern) is set
- * and row->kernel (row->shape) does not match it (dropped, RL_OK). A failed, non-skipped, non-listed row marks
- * the report failed. */
+ * and row->kernel (row->shape) does not match it (dropped, RL_OK). A
+ * failed, non-skipped, non-listed row marks the report failed. */
 rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err);
 void chk_report_free(chk_report *r);
 
@@ -70,8 +70,8 @@ int chk_kernel_selected(const chk_options *opt, const char *kernel);
 
 /* Called by a case table once row->kernel and row->shape are named, before
  * any device work. *run = 1: run the case. *run = 0: skip it — the kernel
- * or the shape is not selected, or opt->list_only (then row is recorded as listed). Returns
- * RL_ERR_NOMEM only if recording fails. */
+ * or the shape is not selected, or opt->list_only (then row is recorded as
+ * listed). Returns RL_ERR_NOMEM only if recording fails. */
 rl_status chk_case_begin(const chk_options *opt, chk_report *report, const chk_row *row,
                          int *run, rl_error *err);
 

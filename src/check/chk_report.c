@@ -6,18 +6,22 @@
 
 #include "check/chk.h"
 
+/* 1 if pattern (an fnmatch glob; NULL or "" matches everything) matches s. */
+static int glob_ok(const char *pattern, const char *s)
+{
+    return !pattern || !*pattern || fnmatch(pattern, s, 0) == 0;
+}
+
 int chk_kernel_selected(const chk_options *opt, const char *kernel)
 {
-    const char *p = opt ? opt->kernel_pattern : NULL;
-    return !p || !*p || fnmatch(p, kernel, 0) == 0;
+    return glob_ok(opt ? opt->kernel_pattern : NULL, kernel);
 }
 
 rl_status chk_case_begin(const chk_options *opt, chk_report *report, const chk_row *row,
                          int *run, rl_error *err)
 {
     *run = 0;
-    if (!chk_kernel_selected(opt, row->kernel) ||
-        (opt->shape_pattern && *opt->shape_pattern && fnmatch(opt->shape_pattern, row->shape, 0) != 0))
+    if (!glob_ok(opt->kernel_pattern, row->kernel) || !glob_ok(opt->shape_pattern, row->shape))
         return RL_OK;
     if (!opt->list_only) {
         *run = 1;
@@ -32,9 +36,7 @@ rl_status chk_case_begin(const chk_options *opt, chk_report *report, const chk_r
 
 rl_status chk_report_add(chk_report *r, const chk_row *row, rl_error *err)
 {
-    if (r->kernel_pattern && *r->kernel_pattern && fnmatch(r->kernel_pattern, row->kernel, 0) != 0)
-        return RL_OK;
-    if (r->shape_pattern && *r->shape_pattern && fnmatch(r->shape_pattern, row->shape, 0) != 0)
+    if (!glob_ok(r->kernel_pattern, row->kernel) || !glob_ok(r->shape_pattern, row->shape))
         return RL_OK;
     if (r->n_rows == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 32;
