@@ -92,6 +92,12 @@ for r in d["results"]:
         assert all(w["gflop_per_s"] > 0 for w in ws), ws
         best = max(ws, key=lambda w: w["gflop_per_s"])
         assert y["vec4_chains"] == best["vec4_chains"], (y["vec4_chains"], ws)
+        # each width sized to ~50 ms within [max / 4, max] (max 4096 groups on
+        # a CPU device, 262144 on a GPU); the peak timed next to the passes at
+        # the size it was chosen with
+        gmax = 4096 if r["device"]["type"] == "cpu" else 262144
+        assert all(gmax // 4 <= w["groups"] <= gmax for w in ws), ws
+        assert y["groups"] == best["groups"], (y["groups"], ws)
         assert r["ratio"]["above_peak"] == (r["ratio"]["value"] > 1), r["ratio"]
         flop = 2.0 * s["tokens"] ** 2 * s["head_dim"] * s["heads"] * (2 if s["output"] else 1)
         flop *= 0.5 if s["causal"] else 1

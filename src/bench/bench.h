@@ -135,6 +135,8 @@ typedef struct bench_attn_result {
     double gflops;              /* flops / median gpu time */
     double fma_width_gflops[BENCH_FMA_WIDTHS]; /* each width of fma_peak.comp (3, 4, 6, 8 running
                                    vec4 per invocation), median of 3 before the passes */
+    uint32_t fma_width_groups[BENCH_FMA_WIDTHS]; /* the groups each width ran with: about
+                                   50 ms of work, within [max / 4, max] (bench_attn.c) */
     uint32_t fma_width;         /* the fastest: the device's peak, timed next to each pass */
     bench_times fma;            /* that width on the same device, one dispatch right
                                    after each timed attention pass (one untimed warm-up first) */

@@ -18,8 +18,12 @@
 _Static_assert(sizeof(struct rl_fma_push) == 16, "rl_fma_push layout");
 
 /* FMA peak: groups x local invocations x RL_FMA_ROUNDS rounds of 32 FMAs
- * (64 flops), timed with timestamps. Many groups so every core (or compute
- * unit) is busy for tens of milliseconds or more. */
+ * (64 flops), timed with timestamps. Enough groups that every core (or
+ * compute unit) is busy for tens of milliseconds: at most FMA_GROUPS_MAX
+ * (4096 on a CPU device, 262144 on a GPU), and a width slower than
+ * FMA_TARGET_MS at that size runs with fewer groups (fma_size), never
+ * fewer than a quarter of that (a GPU's 65536 still fill every unit). */
+#define FMA_TARGET_MS 50.0
 typedef struct fma_kernel {
     rlvk_pipeline pipe;
     rlvk_buffer y;
@@ -45,18 +49,46 @@ static const struct {
     {rl_spv_fma_peak_r8, sizeof rl_spv_fma_peak_r8, 8},
 };
 
-static rl_status fma_create(rlvk_device *dev, uint32_t width, fma_kernel *f, rl_error *err)
+static uint32_t fma_groups_max(const rlvk_device *dev)
+{
+    return dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 4096 : 262144;
+}
+
+/* groups: 0 for fma_groups_max; the output buffer holds that many in
+ * every case, so fma_size may lower f->groups without reallocating. */
+static rl_status fma_create(rlvk_device *dev, uint32_t width, uint32_t groups, fma_kernel *f,
+                            rl_error *err)
 {
     memset(f, 0, sizeof *f);
     f->local = 64;
-    f->groups = dev->info.vk_type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 4096 : 262144;
+    uint32_t max = fma_groups_max(dev);
+    f->groups = groups && groups < max ? groups : max;
     rlvk_pipeline_desc pd = {.name = "fma_peak", .spirv = fma_widths[width].spv,
                              .spirv_bytes = fma_widths[width].bytes, .n_bindings = 1,
                              .push_bytes = sizeof(struct rl_fma_push), .local_size_x = f->local};
     rl_status st = rlvk_pipeline_create(dev, &pd, &f->pipe, err);
     if (!st)
-        st = rlvk_buffer_create(dev, (uint64_t)f->groups * f->local * 16, "fma_peak out", &f->y, err);
+        st = rlvk_buffer_create(dev, (uint64_t)max * f->local * 16, "fma_peak out", &f->y, err);
     return st; /* the caller destroys f, also after a failure */
+}
+
+/* The group count for a width whose probe dispatch (probe_groups groups)
+ * took probe_ms: FMA_TARGET_MS's worth, within [groups_max / 4,
+ * groups_max]. The work per group is fixed and groups run independently, so
+ * time is linear in the count once every core has groups to run; the floor
+ * keeps it there. A width fast at the maximum keeps (nearly) the maximum, so
+ * the peak (the fastest width) is timed as before, and a slow width is timed
+ * for about FMA_TARGET_MS instead of up to seconds (a CPU driver's 8-vec4
+ * width: ~300 ms a dispatch at 4096 groups). */
+static uint32_t fma_size(uint32_t groups_max, uint32_t probe_groups, double probe_ms)
+{
+    uint32_t lo = groups_max / 4;
+    if (!(probe_ms > 0))
+        return groups_max;
+    double g = (double)probe_groups * FMA_TARGET_MS / probe_ms;
+    if (g >= groups_max)
+        return groups_max;
+    return g > lo ? (uint32_t)g : lo;
 }
 
 static double fma_flops(const fma_kernel *f)
@@ -130,10 +162,13 @@ static rl_status fma_verify(rlvk_device *dev, const fma_kernel *f, uint32_t widt
     return st;
 }
 
-/* Times every width (one untimed warm-up, then reps dispatches each,
- * median) into res->fma_width_gflops and picks the fastest as the
- * device's peak: res->fma_width (its index) and res->fma_gflops (its
- * median); bench_attention times that width again next to each pass. */
+/* Times every width (at a quarter of the maximum one untimed warm-up,
+ * checked (fma_verify), and one dispatch that sizes it (fma_size); then
+ * reps dispatches at that size,
+ * median) into res->fma_width_gflops and res->fma_width_groups, and picks
+ * the fastest as the device's peak: res->fma_width (its index) and
+ * res->fma_gflops (its median); bench_attention times that width again,
+ * at its size, next to each pass. */
 static rl_status fma_choose(rlvk_device *dev, uint32_t reps, bench_attn_result *res, rl_error *err)
 {
     double t[BENCH_MAX_REPS], w;
@@ -143,11 +178,14 @@ static rl_status fma_choose(rlvk_device *dev, uint32_t reps, bench_attn_result *
     res->fma_gflops = 0;
     for (uint32_t v = 0; !st && v < BENCH_FMA_WIDTHS; v++) {
         fma_kernel f;
-        st = fma_create(dev, v, &f, err);
+        st = fma_create(dev, v, fma_groups_max(dev) / 4, &f, err);
         if (!st)
             st = fma_once(dev, &f, &w, err);
         if (!st)
             st = fma_verify(dev, &f, v, err);
+        /* sized by a second dispatch: the first pays for first touches */
+        if (!st && !(st = fma_once(dev, &f, &w, err)))
+            f.groups = fma_size(fma_groups_max(dev), f.groups, w);
         for (uint32_t r = 0; !st && r < reps; r++)
             st = fma_once(dev, &f, &t[r], err);
         if (!st) {
@@ -155,6 +193,7 @@ static rl_status fma_choose(rlvk_device *dev, uint32_t reps, bench_attn_result *
             bench_times_set(&bt, t, reps);
             double g = fma_flops(&f) / (bt.median * 1e6);
             res->fma_width_gflops[v] = g;
+            res->fma_width_groups[v] = f.groups;
             if (g > res->fma_gflops) {
                 res->fma_gflops = g;
                 res->fma_width = v;
@@ -298,7 +337,8 @@ rl_status bench_attention(rlvk_device *dev, const bench_attn_opts *opts, bench_a
      * within seconds, so each pass's ratio uses the peak measured next to
      * it, and the figure is the median of the per-pass ratios. */
     if ((st = fma_choose(dev, 3, res, err)) ||
-        (st = fma_create(dev, res->fma_width, &fk, err)) || (st = fma_once(dev, &fk, &ft[0], err)))
+        (st = fma_create(dev, res->fma_width, res->fma_width_groups[res->fma_width], &fk, err)) ||
+        (st = fma_once(dev, &fk, &ft[0], err)))
         goto done;
     if (masked) {
         if (!(ut = malloc(nrep * sizeof *ut)) || !(rt = malloc(nrep * sizeof *rt))) {

@@ -66,9 +66,10 @@ static json_t *attn_json(const rlvk_device *dev, const bench_attn_result *r, rl_
                                       "lanes_per_row", (int)r->split));
         json_t *widths = json_array();
         for (uint32_t w = 0; w < BENCH_FMA_WIDTHS; w++)
-            json_array_append_new(widths, json_pack("{s:i,s:f}", "vec4_chains",
+            json_array_append_new(widths, json_pack("{s:i,s:f,s:i}", "vec4_chains",
                                                     (int)bench_fma_chains(w), "gflop_per_s",
-                                                    r->fma_width_gflops[w]));
+                                                    r->fma_width_gflops[w], "groups",
+                                                    (int)r->fma_width_groups[w]));
         json_object_set_new(res, "yardstick", json_pack(
             "{s:s,s:s,s:i,s:o,s:o,s:i,s:i,s:i,s:f,s:f}", "name", "fma_peak", "what",
             "fma_peak.comp: vec4 FMA chains, same device, same run; the fastest of its widths "
