@@ -199,15 +199,15 @@ def npy(path, shape, seed):
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
         f.write(struct.pack("<%df" % n, *[rnd.uniform(-1, 1) for _ in range(n)]))
-npy("q1.npy", (32768, 1, 16), 1)
-npy("q2.npy", (32768, 1, 16), 2)
+npy("q1.npy", (8192, 1, 16), 1)
+npy("q2.npy", (8192, 1, 16), 2)
 PY
   cat > d.yaml <<'YAML'
 model: {head_dim: 16, heads: 1, train_len: 64}
 data: {source: npy, q: q.npy, k: q.npy, layout: thd}
 experiments:
   - kind: precision
-    params: {tokens: 32768, max_pos_log2: [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]}
+    params: {tokens: 8192, max_pos_log2: [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]}
 YAML
   sha1=$(sha256sum q1.npy | cut -c1-64); sha2=$(sha256sum q2.npy | cut -c1-64)
   cp q1.npy q.npy
