@@ -18,7 +18,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 status=0
 rel_opts=(-Dwerror=true -Dbuildtype=debugoptimized)
 san_opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false)
-echo "== release build (build-test): --suite gpu --suite release --no-suite san"
+echo "== release build (build-test): --suite gpu --suite release --no-suite san (test.sh at ${SECONDS} s)"
 scripts/build.sh build-test "${rel_opts[@]}"
 # The sanitizer build compiles meanwhile at the lowest CPU priority (nice
 # 19): it takes the cycles the release suites leave idle (a suite waiting on
@@ -32,7 +32,8 @@ if ! meson test -C build-test --print-errorlogs --num-processes 2 \
      --suite gpu --suite release --no-suite san; then
   status=1
 fi
-echo "== sanitize build (build-san): --suite cpu --suite san"
+echo "== release suites done (test.sh at ${SECONDS} s)"
+echo "== sanitize build (build-san): --suite cpu --suite san (test.sh at ${SECONDS} s)"
 if ! wait "$san_pid"; then
   cat "$san_log" >&2
   rm -f "$san_log"
@@ -44,6 +45,7 @@ rm -f "$san_log"
 if ! meson test -C build-san --print-errorlogs --num-processes 2 --suite cpu --suite san; then
   status=1
 fi
+echo "== sanitizer suites done (test.sh at ${SECONDS} s)"
 # Every suite runs in at least one build: the union of the two selections
 # is the whole list (a suite whose tags neither picks would pass silently).
 names() { sed -n 's#^.* / ##p' | sort -u; }
