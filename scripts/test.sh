@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test job: install what is missing, then build and test twice — a
 # -Werror release build that runs the GPU suites not tagged 'san' (and the
-# two tagged 'release'), and an AddressSanitizer + UndefinedBehaviorSanitizer
-# build that runs every CPU suite (the fuzz replays included) and the GPU
+# two tagged 'release'; it compiles only their executables beside the
+# library, ropelab and its pages), and an AddressSanitizer +
+# UndefinedBehaviorSanitizer build of every target that runs every CPU suite (the fuzz replays included) and the GPU
 # suites tagged 'san' in tests/meson.build (the SPIR-V is the same in both
 # builds; there the sanitizers watch the host code that drives the device,
 # so running them again without would add time and no check). Every suite
@@ -19,7 +20,9 @@ status=0
 rel_opts=(-Dwerror=true -Dbuildtype=debugoptimized)
 san_opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false)
 echo "== release build (build-test): --suite gpu --suite release --no-suite san (test.sh at ${SECONDS} s)"
-scripts/build.sh build-test "${rel_opts[@]}"
+# only what its suites run: every other test executable compiles (under
+# -Werror too) in the sanitizer build, which builds every target
+RL_BUILD_TARGETS="python3 scripts/release_targets.py" scripts/build.sh build-test "${rel_opts[@]}"
 # The sanitizer build compiles meanwhile at the lowest CPU priority (nice
 # 19): it takes the cycles the release suites leave idle (a suite waiting on
 # a timer or a child, the last suite alone on one core) and next to nothing
@@ -28,7 +31,7 @@ scripts/build.sh build-test "${rel_opts[@]}"
 san_log=$(mktemp)
 nice -n 19 scripts/build.sh build-san "${san_opts[@]}" >"$san_log" 2>&1 &
 san_pid=$!
-if ! meson test -C build-test --print-errorlogs --num-processes 2 \
+if ! meson test -C build-test --no-rebuild --print-errorlogs --num-processes 2 \
      --suite gpu --suite release --no-suite san; then
   status=1
 fi
