@@ -19,7 +19,7 @@ _Static_assert(sizeof(struct rl_fma_push) == 16, "rl_fma_push layout");
 
 /* FMA peak: groups x local invocations x RL_FMA_ROUNDS rounds of 32 FMAs
  * (64 flops), timed with timestamps. Enough groups that every core (or
- * compute unit) is busy for tens of milliseconds: at most FMA_GROUPS_MAX
+ * compute unit) is busy for tens of milliseconds: at most fma_groups_max
  * (4096 on a CPU device, 262144 on a GPU), and a width slower than
  * FMA_TARGET_MS at that size runs with fewer groups (fma_size), never
  * fewer than a quarter of that (a GPU's 65536 still fill every unit). */
@@ -162,13 +162,12 @@ static rl_status fma_verify(rlvk_device *dev, const fma_kernel *f, uint32_t widt
     return st;
 }
 
-/* Times every width (at a quarter of the maximum one untimed warm-up,
- * checked (fma_verify), and one dispatch that sizes it (fma_size); then
- * reps dispatches at that size,
- * median) into res->fma_width_gflops and res->fma_width_groups, and picks
- * the fastest as the device's peak: res->fma_width (its index) and
- * res->fma_gflops (its median); bench_attention times that width again,
- * at its size, next to each pass. */
+/* Times every width: at a quarter of the maximum, one untimed warm-up
+ * checked by fma_verify and one dispatch that sizes it (fma_size); then reps
+ * dispatches at that size, their median into res->fma_width_gflops and the
+ * size into res->fma_width_groups. Picks the fastest as the device's peak:
+ * res->fma_width (its index) and res->fma_gflops (its median);
+ * bench_attention times that width again, at its size, next to each pass. */
 static rl_status fma_choose(rlvk_device *dev, uint32_t reps, bench_attn_result *res, rl_error *err)
 {
     double t[BENCH_MAX_REPS], w;
