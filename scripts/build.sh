@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds ropelab into BUILD (default: build/).
 # usage: scripts/build.sh [BUILD] [extra meson options...]
-# env: RL_BUILD_TARGETS: a command run in the repository after configuring,
-# given BUILD, that prints the ninja targets to build, one per line (default:
-# all of them; scripts/test.sh's release build uses scripts/release_targets.py)
+# env: RL_BUILD_SUITES: a meson test selection ("--suite gpu --no-suite san");
+# when set, only the targets those suites need are built
+# (scripts/suite_targets.py; default: every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -13,8 +13,9 @@ if [ ! -f "$dir/build.ninja" ]; then
 elif [ $# -gt 0 ]; then
   meson configure "$dir" "$@"
 fi
-if [ -n "${RL_BUILD_TARGETS:-}" ]; then
-  targets=$($RL_BUILD_TARGETS "$dir")
+if [ -n "${RL_BUILD_SUITES:-}" ]; then
+  # shellcheck disable=SC2086  # the selection's words are its arguments
+  targets=$(python3 scripts/suite_targets.py "$dir" $RL_BUILD_SUITES)
   # shellcheck disable=SC2086  # one target per word
   ninja -C "$dir" $targets
 else

@@ -3,8 +3,9 @@
 # -Werror release build that runs the GPU suites not tagged 'san' (and the
 # two tagged 'release'; it compiles only their executables beside the
 # library, ropelab and its pages), and an AddressSanitizer +
-# UndefinedBehaviorSanitizer build of every target that runs every CPU suite (the fuzz replays included) and the GPU
-# suites tagged 'san' in tests/meson.build (the SPIR-V is the same in both
+# UndefinedBehaviorSanitizer build of every target that runs every CPU
+# suite (the fuzz replays included) and the GPU suites tagged 'san' in
+# tests/meson.build (the SPIR-V is the same in both
 # builds; there the sanitizers watch the host code that drives the device,
 # so running them again without would add time and no check). Every suite
 # runs in exactly one of the two (tests/README.md). GPU suites run on the Vulkan device
@@ -19,10 +20,13 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 status=0
 rel_opts=(-Dwerror=true -Dbuildtype=debugoptimized)
 san_opts=(-Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false)
-echo "== release build (build-test): --suite gpu --suite release --no-suite san (test.sh at ${SECONDS} s)"
+# each build's suites, stated once for building, running and the union check
+rel_sel=(--suite gpu --suite release --no-suite san)
+san_sel=(--suite cpu --suite san)
+echo "== release build (build-test): ${rel_sel[*]} (test.sh at ${SECONDS} s)"
 # only what its suites run: every other test executable compiles (under
 # -Werror too) in the sanitizer build, which builds every target
-RL_BUILD_TARGETS="python3 scripts/release_targets.py" scripts/build.sh build-test "${rel_opts[@]}"
+RL_BUILD_SUITES="${rel_sel[*]}" scripts/build.sh build-test "${rel_opts[@]}"
 # The sanitizer build compiles meanwhile at the lowest CPU priority (nice
 # 19): it takes the cycles the release suites leave idle (a suite waiting on
 # a timer or a child, the last suite alone on one core) and next to nothing
@@ -31,12 +35,11 @@ RL_BUILD_TARGETS="python3 scripts/release_targets.py" scripts/build.sh build-tes
 san_log=$(mktemp)
 nice -n 19 scripts/build.sh build-san "${san_opts[@]}" >"$san_log" 2>&1 &
 san_pid=$!
-if ! meson test -C build-test --no-rebuild --print-errorlogs --num-processes 2 \
-     --suite gpu --suite release --no-suite san; then
+if ! meson test -C build-test --no-rebuild --print-errorlogs --num-processes 2 "${rel_sel[@]}"; then
   status=1
 fi
 echo "== release suites done (test.sh at ${SECONDS} s)"
-echo "== sanitize build (build-san): --suite cpu --suite san (test.sh at ${SECONDS} s)"
+echo "== sanitize build (build-san): ${san_sel[*]} (test.sh at ${SECONDS} s)"
 if ! wait "$san_pid"; then
   cat "$san_log" >&2
   rm -f "$san_log"
@@ -45,7 +48,7 @@ if ! wait "$san_pid"; then
 fi
 tail -n 1 "$san_log"
 rm -f "$san_log"
-if ! meson test -C build-san --print-errorlogs --num-processes 2 --suite cpu --suite san; then
+if ! meson test -C build-san --print-errorlogs --num-processes 2 "${san_sel[@]}"; then
   status=1
 fi
 echo "== sanitizer suites done (test.sh at ${SECONDS} s)"
@@ -53,8 +56,8 @@ echo "== sanitizer suites done (test.sh at ${SECONDS} s)"
 # is the whole list (a suite whose tags neither picks would pass silently).
 names() { sed -n 's#^.* / ##p' | sort -u; }
 missing=$(comm -23 <(meson test -C build-test --list 2>/dev/null | names) \
-  <({ meson test -C build-test --list --suite gpu --suite release --no-suite san
-      meson test -C build-san --list --suite cpu --suite san; } 2>/dev/null | names))
+  <({ meson test -C build-test --list "${rel_sel[@]}"
+      meson test -C build-san --list "${san_sel[@]}"; } 2>/dev/null | names))
 if [ -n "$missing" ]; then
   echo "test.sh: no build runs these suites (tag them in tests/meson.build): $missing" >&2
   status=1
