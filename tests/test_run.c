@@ -603,6 +603,40 @@ START_TEST(encoding_errors_come_with_schema_errors_at_their_keys)
 }
 END_TEST
 
+/* An encoding is created once per distinct (settings, model shape) while
+ * the batch loads (run_enc_check's set), never once for a shape and
+ * trusted for another: under a swept head_dim, rotary_dim 12 is valid at
+ * 16 and refused at 8, whichever point comes first, and the runs that
+ * share a valid (settings, shape) all load. */
+START_TEST(an_encoding_is_validated_per_model_shape_not_per_settings)
+{
+    run_batch b;
+    run_diag d;
+    static const char *const heads[] = {"[16, 8]", "[8, 16]"};
+    for (int i = 0; i < 2; i++) {
+        char t[512];
+        snprintf(t, sizeof t,
+                 "model: {head_dim: %s, heads: 1, train_len: 64}\n"
+                 "encodings: [{name: r, type: rope, rotary_dim: 12}]\n"
+                 "experiments: [{kind: decay}, {kind: coverage}]\n", heads[i]);
+        ck_assert_int_eq(load_full(t, &b, &d), RL_ERR_PARSE);
+        ck_assert_msg(has_msg(&d, "rotary_dim 12 exceeds head_dim 8"), "%zu: %s", d.n,
+                      d.n ? d.msg[0] : "");
+        ck_assert(!has_msg(&d, "head_dim 16"));
+        run_diag_free(&d);
+    }
+    /* the same settings and shape under two kinds and three seeds: six runs */
+    const char *ok = "model: {head_dim: 16, heads: 1, train_len: 64}\n"
+                     "seed: [1, 2, 3]\n"
+                     "encodings: [{name: r, type: rope, rotary_dim: 12}]\n"
+                     "experiments: [{kind: decay}, {kind: coverage}]\n";
+    ck_assert_int_eq(load_full(ok, &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 6);
+    run_batch_free(&b);
+    run_diag_free(&d);
+}
+END_TEST
+
 /* Loads text as it is (no base prefix). */
 static rl_status load_full(const char *text, run_batch *b, run_diag *d)
 {
@@ -1639,6 +1673,7 @@ int main(void)
     tcase_add_test(tc, tagged_lists_are_values_and_plain_lists_sweep);
     tcase_add_test(tc, manifest_records_inputs_and_resume_checks_their_hashes);
     tcase_add_test(tc, encoding_errors_come_with_schema_errors_at_their_keys);
+    tcase_add_test(tc, an_encoding_is_validated_per_model_shape_not_per_settings);
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);
     tcase_add_test(tc, many_errors_are_each_reported_once);

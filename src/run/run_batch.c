@@ -432,6 +432,7 @@ static void loader_free(loader *L)
     free(L->data_ax);
     json_decref(L->model_tmpl);
     json_decref(L->data_tmpl);
+    json_decref(L->c.enc_valid);
 }
 
 rl_status run_batch_parse(const char *name, const char *text, size_t len, const char *base_dir,

@@ -394,6 +394,27 @@ int run_enc_check(run_pctx *c, const run_enc *en, const json_t *enc, const exp_m
     }
     if (ok && !strcmp(family, "rope"))
         ok = check_rope_keys(c, en, params, tl, tc);
+    /* Created once per distinct (family, settings, model shape) while the
+     * batch loads: the batch-wide pass and every run that shares them (a
+     * kind, a seed, another entry) reuse the first verdict instead of
+     * building the encoding again (a refusal is reported once anyway). */
+    char *seen = NULL;
+    if (ok && m) {
+        char *dump = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        size_t n = dump ? strlen(family) + strlen(dump) + 40 : 0;
+        if (dump && (seen = malloc(n)))
+            snprintf(seen, n, "%s %u %u %u %s", family, m->head_dim, m->heads, m->kv_heads, dump);
+        free(dump);
+        if (!seen) {
+            c->oom = 1;
+            ok = 0;
+        } else if (c->enc_valid && json_object_get(c->enc_valid, seen)) {
+            json_decref(params);
+            free(seen);
+            c->file = file;
+            return 1;
+        }
+    }
     if (ok && m) {
         pe_shape shape = {.head_dim = m->head_dim, .heads = m->heads, .kv_heads = m->kv_heads};
         pe_encoding *pe = NULL;
@@ -424,7 +445,11 @@ int run_enc_check(run_pctx *c, const run_enc *en, const json_t *enc, const exp_m
             ok = 0;
         }
         pe_encoding_destroy(pe);
+        if (ok && ((!c->enc_valid && !(c->enc_valid = json_object())) ||
+                   json_object_set_new(c->enc_valid, seen, json_true())))
+            c->oom = 1;
     }
+    free(seen);
     json_decref(params);
     c->file = file;
     return ok;

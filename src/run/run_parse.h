@@ -33,6 +33,9 @@ typedef struct run_pctx {
     const char *base_dir;        /* directory of the batch file (relative paths) */
     run_diag *diag;              /* collected problems */
     int oom;                     /* out of host memory somewhere */
+    json_t *enc_valid;           /* encodings already created and found valid while
+                                  * loading: a set of run_enc_check's keys (family,
+                                  * settings, model shape), NULL until the first */
 } run_pctx;
 
 /* Position of a node for run_diag_add. */
