@@ -8,7 +8,7 @@ the interleaved rounds with their min-max, and the copy's GB/s) and one
 attention table (shape, dtype, O, GPU time, GFLOP/s, FMA peak, ratio median
 with the per-pass min-max, verification's worst error/bound), one row per
 device result (RoPE by shape, layout, then fp32/table/precise; attention by
-shape, causal first, without O first). The README's "Measured" tables are this
+shape, causal first, without O first). The tables of docs/performance.md "Measured" are this
 script's output on a device-check folder: rerun both to refresh them.
 A `bench attention --scale FROM:TO --json` document gives the scale table
 instead: one row per length (query rows, GPU time, ns per key and per

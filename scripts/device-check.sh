@@ -2,7 +2,7 @@
 # device-check.sh — everything one machine's GPU says about ropelab, in one
 # folder: the system, `ropelab --version`, `devices --json`, `check --device
 # all --json --junit`, `bench rope` and `bench attention --json` at the
-# README's "Measured" shapes, and summary.txt with the key ratios. Every step
+# shapes of docs/performance.md "Measured", and summary.txt with the key ratios. Every step
 # is time-limited and the whole run stays inside --time-limit (default 290 s).
 #
 # usage: scripts/device-check.sh [--out DIR] [--bin PATH|BUNDLE] [--quick] [--full-check]

@@ -59,7 +59,7 @@ enum { ATTN_TEMP_NONE, ATTN_TEMP_LLAMA4, ATTN_TEMP_QWEN_LOGN, ATTN_TEMP_SSMAX };
  * the block into shared memory, through per-lane load and store loops) once
  * per block for all its rows, so the copy per row falls as the workgroup
  * grows: statistics at 16384 x 128 causal took 597 / 478 / 477 / 425 ms at
- * 64 / 128 / 256 / 512 rows (docs/attention.md "Issue 17: workgroup rows"). */
+ * 64 / 128 / 256 / 512 rows (docs/performance.md "Issue 17: workgroup rows"). */
 #define ATTN_WG_CPU 256
 
 /* The logit bias of an encoding: shader variant + its buffers (bindings

@@ -47,7 +47,7 @@ static int use_vec4(const rope_freqs *f)
  * heads: the largest divisor of heads up to ROPE_MAX_HEAD_GROUP; with every
  * head in one group, tokens until the block has ROPE_MIN_BLOCK_ROWS rows
  * (ROPE_MIN_BLOCK_ROWS_CPU on a CPU device). Measured on lavapipe against
- * the copy yardstick (docs/rope.md, 4-quad chunks): 4096 x 32 x 128 with
+ * the copy yardstick (docs/performance.md "Copy yardstick", 4-quad chunks): 4096 x 32 x 128 with
  * 32 heads per invocation 0.87-1.04 vs 16 heads 0.86-0.99 vs 8 0.75-0.93;
  * 65536 x 1 x 128 fp32 (half) 1 / 4 / 8 / 16 / 32 / 64 tokens 0.51 / 0.68 /
  * 0.75-0.82 / 0.82-0.84 / 0.80-0.86 / 0.87-0.90, precise 8 / 16 / 32 / 64

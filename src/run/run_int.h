@@ -280,7 +280,7 @@ typedef enum run_job_status {
 /* The attention kernel's share of the FMA peak assumed by the estimates:
  * `ropelab bench attention --tokens 16384 --head-dim 128 [--causal]` on
  * lavapipe against the four-width FMA peak, statistics only, 256-row
- * workgroups and texel reads (docs/attention.md "Issue 17: texel reads";
+ * workgroups and texel reads (docs/performance.md "Issue 17: texel reads";
  * docs/performance.md "Measured", device-check at 5ff93d3): 0.641 bidirectional, 0.608
  * causal (0.50 before the texel reads, 0.36 with 64-row workgroups, 0.72
  * against the old single-shape peak, about half the real one). */

@@ -373,7 +373,7 @@ int rlvk_texel_fits(const rlvk_device_info *info, uint64_t count);
 /* 1 when kernels should read per-lane data through texel views on this
  * device: a CPU driver with both vec4 formats. lavapipe turns a
  * storage-buffer read at a per-lane address into a loop over the lanes and
- * a texel fetch into a branch-free gather (docs/attention.md "Issue 17:
+ * a texel fetch into a branch-free gather (docs/performance.md "Issue 17:
  * texel reads", docs/rope.md "Texel reads"); GPUs read storage buffers
  * (coalesced; texel reads not measured there). The one rule the attention
  * path, the RoPE kernel and the copy yardstick follow. */
