@@ -637,6 +637,44 @@ START_TEST(an_encoding_is_validated_per_model_shape_not_per_settings)
 }
 END_TEST
 
+/* A sampled query_rows too few for a mean and its interval at some pass's
+ * length (rl_rows_min_rows: log_groups needs 2 rows in each position
+ * group of two or more tokens) is refused at load, at the key, naming the
+ * longest such length and the minimum; those passes wrote NaN rows into a
+ * run that "passed". At the minimum, and with every row, the batch loads. */
+START_TEST(too_few_sampled_query_rows_are_refused_at_load)
+{
+    run_batch b;
+    run_diag d;
+    ck_assert_int_eq(load("encodings: [{name: r, type: rope}]\n"
+                          "experiments:\n"
+                          "  - {kind: entropy, params: {min_len: 256, max_len: 1024, query_rows: 16}}\n"
+                          "  - {kind: distortion, params: {length: 512, query_rows: 17}}\n"
+                          "  - {kind: entropy, params: {min_len: 8, max_len: 64, query_rows: 1, "
+                          "query_sampling: uniform}}\n", &b, &d), RL_ERR_PARSE);
+    ck_assert_msg(d.n == 3, "%zu errors: %s", d.n, d.n ? d.msg[0] : "");
+    ck_assert(has_msg(&d, "experiments[0].params.query_rows: entropy: query_rows 16 is too few for "
+                          "query_sampling log_groups at 1024 tokens: a mean and its 95 % interval "
+                          "need at least 20 rows"));
+    ck_assert(has_msg(&d, "experiments[1].params.query_rows: distortion: query_rows 17 is too few "
+                          "for query_sampling log_groups at 512 tokens"));
+    ck_assert(has_msg(&d, "experiments[2].params.query_rows: entropy: query_rows 1 is too few for "
+                          "query_sampling uniform at 64 tokens: a mean and its 95 % interval need "
+                          "at least 2 rows"));
+    run_diag_free(&d);
+    ck_assert_int_eq(load("encodings: [{name: r, type: rope}]\n"
+                          "experiments:\n"
+                          "  - {kind: entropy, params: {min_len: 256, max_len: 1024, query_rows: 20}}\n"
+                          "  - {kind: distortion, params: {length: 512, query_rows: 18}}\n"
+                          "  - {kind: entropy, params: {min_len: 8, max_len: 64, query_rows: 64}}\n"
+                          "  - {kind: entropy, params: {min_len: 8, max_len: 64, query_rows: 1, "
+                          "query_sampling: last}}\n", &b, &d), RL_OK);
+    ck_assert_uint_eq(b.n_items, 4);
+    run_batch_free(&b);
+    run_diag_free(&d);
+}
+END_TEST
+
 /* Loads text as it is (no base prefix). */
 static rl_status load_full(const char *text, run_batch *b, run_diag *d)
 {
@@ -1674,6 +1712,7 @@ int main(void)
     tcase_add_test(tc, manifest_records_inputs_and_resume_checks_their_hashes);
     tcase_add_test(tc, encoding_errors_come_with_schema_errors_at_their_keys);
     tcase_add_test(tc, an_encoding_is_validated_per_model_shape_not_per_settings);
+    tcase_add_test(tc, too_few_sampled_query_rows_are_refused_at_load);
     tcase_add_test(tc, edit_distance_counts_single_edits);
     tcase_add_test(tc, large_mappings_find_every_key_and_the_duplicate);
     tcase_add_test(tc, many_errors_are_each_reported_once);

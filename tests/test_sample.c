@@ -323,6 +323,41 @@ START_TEST(unsampled_or_single_row_parts_are_not_estimable)
 }
 END_TEST
 
+/* rl_rows_min_rows is the fewest rows whose estimate over the whole
+ * population has a mean and an interval, and one row fewer has none (a
+ * stratum of two or more tokens left with under two rows): the kinds refuse
+ * a query_rows below it at load instead of writing NaN rows. */
+START_TEST(min_rows_is_the_fewest_with_an_estimable_mean)
+{
+    ck_assert_uint_eq(rl_rows_min_rows(RL_ROWS_LOG_GROUPS, 512), 18);
+    ck_assert_uint_eq(rl_rows_min_rows(RL_ROWS_LOG_GROUPS, 1024), 20);
+    ck_assert_uint_eq(rl_rows_min_rows(RL_ROWS_LOG_GROUPS, UINT64_C(1) << 20), 40);
+    ck_assert_uint_eq(rl_rows_min_rows(RL_ROWS_LOG_GROUPS, 1000), 19);
+    ck_assert_uint_eq(rl_rows_min_rows(RL_ROWS_UNIFORM, 1000), 2);
+    ck_assert_uint_eq(rl_rows_min_rows(RL_ROWS_LAST, 1000), 1);
+    static const uint64_t ns[] = {2, 3, 4, 5, 7, 8, 100, 511, 512, 513, 1000, 1024, 4096, 65537};
+    double y[64];
+    for (int i = 0; i < 64; i++)
+        y[i] = sin(1.7 * i) + 0.01 * i;
+    for (int s = 0; s < RL_ROWS_SCHEME_COUNT; s++)
+        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+            uint64_t n = ns[i], m = rl_rows_min_rows((rl_rows_scheme)s, n);
+            ck_assert_uint_ge(m, 1);
+            ck_assert_uint_le(m, n);
+            for (uint64_t S = m > 1 ? m - 1 : m; S <= m; S++) {
+                rl_rows_plan p = make((rl_rows_scheme)s, n, S, 11 + i);
+                rl_estimate e;
+                rl_rows_estimate(&p, y, 0, n, &e);
+                int ok = isfinite(e.mean) && isfinite(e.lo) && isfinite(e.hi);
+                ck_assert_msg(ok == (S == m), "%s N=%llu S=%llu (min %llu): mean %g [%g, %g]",
+                              rl_rows_scheme_name((rl_rows_scheme)s), (unsigned long long)n,
+                              (unsigned long long)S, (unsigned long long)m, e.mean, e.lo, e.hi);
+                rl_rows_plan_free(&p);
+            }
+        }
+}
+END_TEST
+
 START_TEST(empty_range_is_all_nan)
 {
     rl_rows_plan p = make(RL_ROWS_LAST, 100, 10, 1);
@@ -509,6 +544,7 @@ int main(void)
 
     TCase *est = tcase_create("estimator");
     tcase_add_test(est, census_gives_the_exact_mean);
+    tcase_add_test(est, min_rows_is_the_fewest_with_an_estimable_mean);
     tcase_add_test(est, two_strata_match_the_hand_fpc_variance);
     tcase_add_test(est, uniform_subrange_is_the_plain_mean_of_its_rows);
     tcase_add_test(est, unsampled_or_single_row_parts_are_not_estimable);

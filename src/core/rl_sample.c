@@ -99,6 +99,34 @@ static rl_status srs(rl_rng *rng, uint64_t lo, uint64_t n, uint32_t k, uint32_t 
     return RL_OK;
 }
 
+/* log_groups' strata of N tokens: i + 1 in [2^g, 2^(g+1)) for g = 0 ..
+ * floor(log2 N), the last one cut at N. */
+static void log_groups(rl_rows_plan *p, uint64_t tokens)
+{
+    for (uint32_t g = 0; (UINT64_C(1) << g) <= tokens; g++) {
+        uint64_t hi = (UINT64_C(1) << (g + 1)) - 1;
+        p->lo[g] = (UINT64_C(1) << g) - 1;
+        p->hi[g] = hi < tokens ? hi : tokens;
+        p->n_strata = g + 1;
+    }
+}
+
+uint64_t rl_rows_min_rows(rl_rows_scheme s, uint64_t tokens)
+{
+    if (s == RL_ROWS_LAST || tokens < 2)
+        return tokens ? 1 : 0; /* a census of its population: exact */
+    if (s != RL_ROWS_LOG_GROUPS)
+        return 2;
+    /* every stratum of one token its row, every other two (allocate_equal
+     * gives each stratum min(size, L) rows, L >= 2 once S reaches this) */
+    rl_rows_plan p = {0};
+    log_groups(&p, tokens);
+    uint64_t n = 0;
+    for (uint32_t g = 0; g < p.n_strata; g++)
+        n += p.hi[g] - p.lo[g] < 2 ? p.hi[g] - p.lo[g] : 2;
+    return n;
+}
+
 /* Equal allocation with caps (water filling): the largest level L with
  * sum_g min(size_g, L) <= S, then the rows left one each to the largest
  * strata still below their size (they carry the most weight in a mean). */
@@ -157,13 +185,7 @@ rl_status rl_rows_plan_make(rl_rows_scheme s, uint64_t tokens, uint64_t rows, ui
     }
     int census = rows >= tokens;
     if (s == RL_ROWS_LOG_GROUPS) {
-        /* i + 1 in [2^g, 2^(g+1)) for g = 0 .. floor(log2 N) */
-        for (uint32_t g = 0; (UINT64_C(1) << g) <= tokens; g++) {
-            uint64_t hi = (UINT64_C(1) << (g + 1)) - 1;
-            p->lo[g] = (UINT64_C(1) << g) - 1;
-            p->hi[g] = hi < tokens ? hi : tokens;
-            p->n_strata = g + 1;
-        }
+        log_groups(p, tokens);
         allocate_equal(p, p->n_rows);
     } else {
         p->n_strata = 1;

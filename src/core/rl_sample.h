@@ -78,6 +78,14 @@ typedef struct rl_rows_plan {
  * RL_ERR_NOMEM when the rows cannot be allocated. */
 rl_status rl_rows_plan_make(rl_rows_scheme s, uint64_t tokens, uint64_t rows, uint64_t seed,
                             rl_rows_plan *p, rl_error *err);
+/* The fewest rows S with which scheme s over N tokens gives the mean over
+ * its whole population and its 95 % interval (every stratum of two or more
+ * tokens two rows: its variance is estimable; fewer, and
+ * rl_rows_estimate's mean is NaN): log_groups (strata of one token) + 2 x
+ * (the other strata), 2N/log2 N-like growth: 18 at N = 512, 20 at 1024,
+ * 40 at 2^20; uniform 2; last 1 (a census of its population). 1 when
+ * N = 1. Kinds refuse a query_rows below it at load. */
+uint64_t rl_rows_min_rows(rl_rows_scheme s, uint64_t tokens);
 /* Frees p's rows and zeroes it; p zeroed or NULL: nothing. */
 void rl_rows_plan_free(rl_rows_plan *p);
 

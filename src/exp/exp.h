@@ -30,6 +30,7 @@
 /* A kind's parameters are the house schema (core/rl_param.h: one type and
  * one validator for encodings, kinds and runner sections). */
 #include "core/rl_param.h"
+#include "core/rl_sample.h"
 
 /* ---- a resolved run ----------------------------------------------------- */
 
@@ -216,6 +217,14 @@ typedef struct exp_value {
  * Each kind wraps it in its own typed struct (see exp_decay.c). */
 rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const exp_run *run,
                          exp_value *out, rl_error *err);
+
+/* A pass over `tokens` tokens that samples query_rows S of them (0 < S <
+ * tokens) by scheme s must give a mean and its interval: S below
+ * rl_rows_min_rows(s, tokens) is RL_ERR_ARG naming query_rows, the length
+ * and the minimum (such a pass would write NaN rows). S = 0 or S >= tokens
+ * (every row) pass. Kinds call it at load for each sampled length. */
+rl_status exp_query_rows_check(const char *kind, uint64_t query_rows, rl_rows_scheme s,
+                               uint64_t tokens, rl_error *err);
 
 /* The run's encoding from the registry (src/pe/pe.h), created for the
  * run's model shape and seed; seq_len (0: none) is the length the run uses:

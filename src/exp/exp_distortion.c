@@ -43,7 +43,8 @@ static const rl_param params[P_COUNT] = {
     [P_QROWS] = {.key = "query_rows", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                  .help = "query rows: 0 every row (the full pass); S >= 1 samples S rows (every "
                          "row when S >= length), each exact against all its keys; means with "
-                         "95 % intervals"},
+                         "95 % intervals; log_groups needs 2 per position group (20 at 1024 "
+                         "tokens)"},
     [P_QSAMPLING] = {.key = "query_sampling", .type = RL_P_ENUM, .def = "\"log_groups\"",
                      .choices = RL_ROWS_CHOICES,
                      .help = "how sampled query rows are drawn: uniform over positions, equally "
@@ -171,7 +172,8 @@ static rl_status dist_check(const exp_run *run, rl_error *err)
         return st;
     if (p.length < 1)
         return rl_fail_key(err, RL_ERR_ARG, "length", "length: 0 and the model has no train_len");
-    if ((st = exp_attn_check(run, 1, p.length, EXP_PASS_CAUSAL, err)))
+    if ((st = exp_query_rows_check("distortion", p.query_rows, p.sampling, p.length, err)) ||
+        (st = exp_attn_check(run, 1, p.length, EXP_PASS_CAUSAL, err)))
         return st;
     pe_encoding *a, *b;
     st = dist_encodings(run, p.length, &a, &b, err);

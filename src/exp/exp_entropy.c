@@ -55,7 +55,8 @@ static const rl_param params[P_COUNT] = {
     [P_QROWS] = {.key = "query_rows", .type = RL_P_INT, .min = 0, .max = 1048576, .def = "0",
                  .help = "query rows per pass: 0 every row up to 16384 tokens and 1024 sampled "
                          "rows beyond; S >= 1 samples S rows (every row when S >= the length), "
-                         "each exact against all its keys, means with 95 % intervals"},
+                         "each exact against all its keys, means with 95 % intervals; "
+                         "log_groups needs 2 per position group (20 at 1024 tokens)"},
     [P_QSAMPLING] = {.key = "query_sampling", .type = RL_P_ENUM, .def = "\"log_groups\"",
                      .choices = RL_ROWS_CHOICES,
                      .help = "how sampled query rows are drawn: uniform over positions, equally "
@@ -109,10 +110,20 @@ static rl_status ent_params_of(const exp_run *run, ent_params *p, rl_error *err)
     return st;
 }
 
+static uint64_t next_len(uint64_t N, uint64_t T);
+
 static rl_status ent_check(const exp_run *run, rl_error *err)
 {
     ent_params p;
     rl_status st = ent_params_of(run, &p, err);
+    /* the longest length its query_rows samples needs the most rows
+     * (rl_rows_min_rows grows with N): that one is checked and named */
+    uint64_t longest = 0;
+    for (uint64_t N = p.min_len; !st && N; N = next_len(N, p.max_len))
+        if (p.query_rows && p.query_rows < N)
+            longest = N;
+    if (!st && longest)
+        st = exp_query_rows_check("entropy", p.query_rows, p.sampling, longest, err);
     if (!st)
         st = exp_attn_check(run, p.min_len, p.max_len, EXP_PASS_CAUSAL | EXP_PASS_BIDIR, err);
     return st ? st : exp_attn_remap_check(run, p.max_len, &p.mask.remap, err);
@@ -497,11 +508,13 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
         /* The encoding for this length: scalings that depend on the length
          * in use (dynamic NTK, LongRoPE) are recomputed from N, as HF does
          * for each new sequence length (was: built once for max_len). */
-        pe_encoding *en = NULL;
+        pe_encoding *own_en = NULL, *en = e; /* at max_len: e, made above */
         rl_rows_plan_free(&plan);
         if ((st = ent_plan(run, &p, N, 0, &plan, err)) ||
-            (st = exp_encoding_for_pass(run, N, 0, &en, err)))
+            (N != T && (st = exp_encoding_for_pass(run, N, 0, &own_en, err))))
             goto done;
+        if (own_en)
+            en = own_en;
         rows_note(&plan, note, sizeof note);
         for (int nf = 0; nf <= two; nf++) {
             exp_attn_io io = {.tokens = N, .q = q, .k = k, .causal = 0, .mask = p.mask, .flags = ATTN_ENTROPY,
@@ -514,7 +527,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
                      nf ? ", no attention factor" : "", note);
             exp_sink_progress(sink, label, done_w, work);
             if ((st = exp_attn_run(ctx->dev, eng, en, &io, &out, &r, err))) {
-                pe_encoding_destroy(en);
+                pe_encoding_destroy(own_en);
                 goto done;
             }
             done_w += (double)plan.n_rows * N * hd;
@@ -524,7 +537,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             if (S && !nf) {
                 if ((st = sink_pass(ctx, eng, en, &p, q, k, N, 0, &plan, stats, &r, &sb, sink,
                                     label, &pass, err))) {
-                    pe_encoding_destroy(en);
+                    pe_encoding_destroy(own_en);
                     goto done;
                 }
                 double u = 0;
@@ -542,7 +555,7 @@ static rl_status ent_run(const exp_run *run, exp_ctx *ctx, exp_sink *sink, rl_er
             }
         }
         n_len++;
-        pe_encoding_destroy(en);
+        pe_encoding_destroy(own_en);
         if (!two)
             hv[1] = hv[0];
         double row[9] = {(double)N, hv[0].mean, hv[0].lo, hv[0].hi, hv[1].mean, hv[1].lo,

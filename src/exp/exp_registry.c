@@ -54,6 +54,25 @@ rl_status exp_params_get(const char *kind, const rl_param *ps, size_t n, const e
     return RL_OK;
 }
 
+rl_status exp_query_rows_check(const char *kind, uint64_t query_rows, rl_rows_scheme s,
+                               uint64_t tokens, rl_error *err)
+{
+    uint64_t need = rl_rows_min_rows(s, tokens);
+    if (!query_rows || query_rows >= tokens || query_rows >= need)
+        return RL_OK;
+    return rl_fail_key(err, RL_ERR_ARG, "query_rows",
+                       "%s: query_rows %llu is too few for query_sampling %s at %llu tokens: "
+                       "a mean and its 95 %% interval need at least %llu rows there (%s); "
+                       "give query_rows >= %llu",
+                       kind, (unsigned long long)query_rows, rl_rows_scheme_name(s),
+                       (unsigned long long)tokens, (unsigned long long)need,
+                       s == RL_ROWS_LOG_GROUPS
+                           ? "two in each power-of-two position group of two or more tokens, "
+                             "one in a group of one"
+                           : "two for a variance",
+                       (unsigned long long)need);
+}
+
 rl_status exp_encoding_create(const exp_run *run, uint64_t seq_len, pe_encoding **e,
                               rl_error *err)
 {
