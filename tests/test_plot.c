@@ -667,6 +667,58 @@ START_TEST(interval_bounds_are_bands_not_series)
 }
 END_TEST
 
+/* A line of one point has no band (gnuplot fills no area over one x): its
+ * interval is an error bar, and several such lines are set side by side
+ * around their x so that the bars do not overlap; beside a line of several
+ * points, the one-point line alone gets a bar and no shift. */
+#define R1(enc) "r" enc ",cpu,retrieval,passed," enc ",rope,,64,1,1,128,1,"
+#define ONE_T ",,accuracy,length,tokens,length,log-x fraction\n"
+#define ONE_CI ",,accuracy bound,length,tokens,length,log-x fraction ci\n"
+static const char *one_point_results =
+    CIH
+    R1("a") "b.acc,,2048,0.9" ONE_T R1("a") "b.acc_lo95,,2048,0.7" ONE_CI
+    R1("a") "b.acc_hi95,,2048,0.99" ONE_CI
+    R1("b") "b.acc,,2048,0.2" ONE_T R1("b") "b.acc_lo95,,2048,0.05" ONE_CI
+    R1("b") "b.acc_hi95,,2048,0.4" ONE_CI
+    R1("a") "m.acc,,512,0.9" ONE_T R1("a") "m.acc,,1024,0.8" ONE_T
+    R1("a") "m.acc_lo95,,512,0.8" ONE_CI R1("a") "m.acc_lo95,,1024,0.7" ONE_CI
+    R1("a") "m.acc_hi95,,512,0.95" ONE_CI R1("a") "m.acc_hi95,,1024,0.9" ONE_CI
+    R1("b") "m.acc,,1024,0.3" ONE_T R1("b") "m.acc_lo95,,1024,0.1" ONE_CI
+    R1("b") "m.acc_hi95,,1024,0.5" ONE_CI;
+
+START_TEST(a_line_of_one_point_gets_an_error_bar)
+{
+    char dir[64], path[256];
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/results.csv", dir);
+    write_file(path, one_point_results);
+    rl_error err = {0};
+    plot_options o = {.no_svg = 1};
+    plot_result r;
+    ck_assert_msg(plot_dir(dir, &o, &r, &err) == RL_OK, "%s", err.msg);
+    char *gp = read_plot_file(dir, "b.acc.gp");
+    ck_assert_uint_eq(count_str(gp, "with filledcurves"), 0);
+    ck_assert_uint_eq(count_str(gp, "with yerrorbars"), 2);
+    /* two lines of one point: x times 2^(-0.02) and 2^(+0.02), marks and bars alike */
+    ck_assert_uint_eq(count_str(gp, "using ($1*0.986233):2"), 2);
+    ck_assert_uint_eq(count_str(gp, "using ($1*1.013959):2"), 2);
+    ck_assert_ptr_nonnull(strstr(gp, "set offsets graph 0.08, graph 0.08"));
+    free(gp);
+    gp = read_plot_file(dir, "m.acc.gp");
+    ck_assert_uint_eq(count_str(gp, "with filledcurves"), 1);
+    ck_assert_ptr_nonnull(strstr(gp, "index 1 using 1:2:3:4 with yerrorbars"));
+    ck_assert_ptr_null(strstr(gp, "$1*"));
+    free(gp);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    char *md = read_file(path, NULL);
+    ck_assert_ptr_nonnull(strstr(md, "Error bars: the 95 % interval results.csv gives"));
+    ck_assert_ptr_nonnull(strstr(md, "Lines of one point are set side by side"));
+    ck_assert_ptr_nonnull(strstr(md, "Shaded band (error bars on a line of one point)"));
+    free(md);
+    rm_tree(dir);
+}
+END_TEST
+
 /* Runs that differ only in their seed (the seed column, or a swept
  * data.seed) are one line: the mean, with a t-interval for 2..4 seeds and
  * a bootstrap one for 5 or more; runs with the same seed are never
@@ -701,9 +753,11 @@ START_TEST(seeds_are_one_line_with_an_interval)
     plot_options o = {.no_svg = 1};
     ck_assert_msg(plot_dir(dir, &o, NULL, &err) == RL_OK, "%s", err.msg);
     char *gp = read_plot_file(dir, "t.v.gp");
-    /* rope (3 seeds), pi (5 seeds), and the two ntk runs kept apart */
+    /* rope (3 seeds), pi (5 seeds), and the two ntk runs kept apart; pi's
+     * line is one point (x = 1): its interval is an error bar, rope's a band */
     ck_assert_uint_eq(count_str(gp, "with linespoints"), 4);
-    ck_assert_uint_eq(count_str(gp, "with filledcurves"), 2);
+    ck_assert_uint_eq(count_str(gp, "with filledcurves"), 1);
+    ck_assert_uint_eq(count_str(gp, "with yerrorbars"), 1);
     ck_assert_ptr_nonnull(strstr(gp, "title 'rope'"));
     ck_assert_ptr_nonnull(strstr(gp, "title 'pi'"));
     ck_assert_ptr_null(strstr(gp, "seed="));
@@ -1161,6 +1215,7 @@ int main(void)
     TCase *tc_intervals = tcase_create("intervals");
     tcase_set_timeout(tc_intervals, 120);
     tcase_add_test(tc_intervals, interval_bounds_are_bands_not_series);
+    tcase_add_test(tc_intervals, a_line_of_one_point_gets_an_error_bar);
     tcase_add_test(tc_intervals, seeds_are_one_line_with_an_interval);
     tcase_add_test(tc_intervals, a_fraction_interval_over_seeds_is_clipped_to_one);
     suite_add_tcase(s, tc_intervals);

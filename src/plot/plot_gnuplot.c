@@ -598,8 +598,47 @@ static void panel_title(const plot_ctx *c, const plot_figure *fg, int col, const
 
 /* ---- the script ---------------------------------------------------------- */
 
+/* Series si's interval as error bars rather than a band: on a categorical
+ * axis, and for a line of one point (a band needs two x values to have an
+ * area: gnuplot draws none, and the interval would be silently missing). */
+static int ci_bars(const plot_figure *fg, size_t si)
+{
+    return fg->categorical || fg->s[si].n_pt < 2;
+}
+
+/* The x column of series si: "1", or for a line of one point drawn with
+ * error bars beside others of one point, its x moved apart from theirs
+ * (a dodge: x times 2^(0.04 (k - (m - 1)/2)), k its place among the m
+ * such series of the panel), so that overlapping intervals stay
+ * readable; the caption says so. */
+static const char *x_col(const plot_figure *fg, const size_t *panel, size_t p, size_t si,
+                         char *buf, size_t cap)
+{
+    size_t k = 0, m = 0;
+    for (size_t j = 0; j < fg->n; j++)
+        if ((!panel || panel[j] == p) && fg->s[j].ci && fg->s[j].n_pt == 1 && !fg->categorical) {
+            k += j < si;
+            m++;
+        }
+    if (m < 2 || !fg->s[si].ci || fg->s[si].n_pt != 1 || fg->categorical)
+        return "1";
+    snprintf(buf, cap, "($1*%.6f)", exp2(0.04 * ((double)k - (double)(m - 1) / 2)));
+    return buf;
+}
+
+/* How the figure's intervals are drawn, for its caption. */
+static const char *ci_drawn(const plot_figure *fg)
+{
+    size_t bars = 0, bands = 0;
+    for (size_t si = 0; si < fg->n; si++)
+        if (fg->s[si].ci)
+            *(ci_bars(fg, si) ? &bars : &bands) += 1;
+    return !bands ? "Error bars" : !bars ? "Shaded band"
+                                         : "Shaded band (error bars on a line of one point)";
+}
+
 /* The plot command of the series in panel p (all when panel is NULL):
- * each series' interval band (error bars on a categorical axis) under its
+ * each series' interval band (error bars: ci_bars) under its
  * line, then the references and the line at 1. */
 static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, const char *name,
                          const style *sty, const size_t *panel, size_t p, int skip,
@@ -628,9 +667,10 @@ static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, con
         const char *rgb = palette[sty[si].colour];
         fputs(any++ ? ", \\\n     " : "", fp);
         gp_string(fp, file);
-        if (fg->categorical)
-            fprintf(fp, " index %zu using 0:2:3:4 with yerrorbars lc rgb \"%s\" pt 0 notitle",
-                    si, rgb);
+        char xc[40];
+        if (ci_bars(fg, si))
+            fprintf(fp, " index %zu using %s:2:3:4 with yerrorbars lc rgb \"%s\" pt 0 notitle",
+                    si, fg->categorical ? "0" : x_col(fg, panel, p, si, xc, sizeof xc), rgb);
         else
             fprintf(fp, " index %zu using 1:3:4 with filledcurves fs transparent solid 0.15 "
                         "noborder lc rgb \"%s\" notitle", si, rgb);
@@ -646,10 +686,11 @@ static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, con
         /* later series draw smaller marks over earlier ones: where series
          * coincide, their marks nest instead of hiding each other */
         double ps = fmin(0.8 + 0.25 * (double)(fg->n - 1 - si), 2.3);
-        fprintf(fp, " index %zu using %s with linespoints lc rgb \"%s\" dt %d pt %d ps %.2f "
+        char xc[40];
+        fprintf(fp, " index %zu using %s%s with linespoints lc rgb \"%s\" dt %d pt %d ps %.2f "
                     "pi %zu title ",
-                si, fg->categorical ? "2:xtic(1)" : "1:2", rgb, sty[si].dash, sty[si].point, ps,
-                every);
+                si, fg->categorical ? "2:xtic(1)" : x_col(fg, panel, p, si, xc, sizeof xc),
+                fg->categorical ? "" : ":2", rgb, sty[si].dash, sty[si].point, ps, every);
         plot_series_label(c, fg, si, skip, label, sizeof label);
         gp_string(fp, label);
     }
@@ -829,8 +870,15 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
                   : "set logscale x 10\nset autoscale xfix\n", fp);
     else if (!fg->categorical)
         fputs("set autoscale xfix\n", fp);
+    /* dodged lines of one point (x_col) sit beside x, off the frame's edges */
+    size_t dodged = 0;
+    for (size_t si = 0; si < fg->n && !fg->categorical; si++)
+        dodged += fg->s[si].ci && fg->s[si].n_pt == 1;
     fprintf(fp, "set offsets %s, graph 0.03, %s\n",
-            ax->logx ? "0, 0" : fg->categorical ? "0.4, 0.4" : "graph 0.02, graph 0.02",
+            dodged >= 2             ? "graph 0.08, graph 0.08"
+            : ax->logx              ? "0, 0"
+            : fg->categorical       ? "0.4, 0.4"
+                                    : "graph 0.02, graph 0.02",
             !ax->logy && !ax->symlog && rg->lo > 0 ? "0" : "graph 0.03");
     if (ax->logy)
         fputs("set logscale y\nset format y \"%.0e\"\n", fp);
@@ -887,7 +935,7 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         caption_add(fg, c->is_series ? "one line per %s." : "one line per run.", by);
     if (ci & (PLOT_CI_T | PLOT_CI_BOOT))
         caption_add(fg, " %s: the 95 %% interval of the mean over %s (%s%s%s%s).",
-                    fg->categorical ? "Error bars" : "Shaded band", unit,
+                    ci_drawn(fg), unit,
                     ci & PLOT_CI_T ? "t-interval for 2 to 4 " : "", ci & PLOT_CI_T ? unit : "",
                     (ci & PLOT_CI_T) && (ci & PLOT_CI_BOOT) ? "; " : "",
                     ci & PLOT_CI_BOOT ? (strcmp(unit, "seeds") == 0
@@ -898,8 +946,11 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
                                       : "");
     if (ci & PLOT_CI_ROWS)
         caption_add(fg, " %s: the 95 %% interval results.csv gives for one run (`%s_lo95` to "
-                        "`%s_hi95`).", fg->categorical ? "Error bars" : "Shaded band",
+                        "`%s_hi95`).", ci_drawn(fg),
                     fg->metric, fg->metric);
+    if (dodged >= 2)
+        caption_add(fg, " Lines of one point are set side by side around their common x (a "
+                        "shift of a few percent), so that their intervals do not overlap.");
     if (ax->logy && !(fg->flags & RL_PLOT_LOGY))
         caption_add(fg, " Log y: the values span %.1f decades.", log10(rg->ymax / rg->ymin));
     if (ax->symlog)
