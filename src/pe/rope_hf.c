@@ -49,22 +49,21 @@ typedef struct rope_key {
     size_t off;                      /* offsetof(rope_desc, field) */
     int (*parse)(const char *name);  /* RK_ENUM: name -> value, < 0 unknown (NULL: choices) */
     const char *(*name)(int value);  /* RK_ENUM: value -> name (NULL: choices) */
-    const char *says;                /* RK_ENUM: the choices as the refusal writes them */
     int omit;                        /* RK_ENUM: the default, left out of rope_desc_to_json */
     int rule;                        /* RK_NUM: NUM_*; RK_UINT: the least value */
 } rope_key;
 
 #define F(field) offsetof(rope_desc, field)
-#define E(k, field, parse, name, says, omit, choices, help) \
-    {{k, RL_P_ENUM, "null", 0, 0, choices, help}, RK_ENUM, F(field), parse, name, says, omit, 0}
+#define E(k, field, parse, name, omit, choices, help) \
+    {{k, RL_P_ENUM, "null", 0, 0, choices, help}, RK_ENUM, F(field), parse, name, omit, 0}
 #define N(k, field, lo, hi, rule, help) \
-    {{k, RL_P_NUM, "null", lo, hi, NULL, help}, RK_NUM, F(field), NULL, NULL, NULL, 0, rule}
+    {{k, RL_P_NUM, "null", lo, hi, NULL, help}, RK_NUM, F(field), NULL, NULL, 0, rule}
 #define I(k, field, least, help) \
-    {{k, RL_P_INT, "null", 0, 4294967295.0, NULL, help}, RK_UINT, F(field), NULL, NULL, NULL, 0, \
-     least}
+    {{k, RL_P_INT, "null", 0, 4294967295.0, NULL, help}, RK_UINT, F(field), NULL, NULL, 0, least}
 #define B(k, field, kind, help) \
-    {{k, RL_P_BOOL, "null", 0, 0, NULL, help}, kind, F(field), NULL, NULL, NULL, 0, 0}
-#define C(k, type, choices, help) {{k, type, "null", 0, 0, choices, help}, RK_CODE, 0, NULL, NULL, NULL, 0, 0}
+    {{k, RL_P_BOOL, "null", 0, 0, NULL, help}, kind, F(field), NULL, NULL, 0, 0}
+#define C(k, type, choices, help) \
+    {{k, type, "null", 0, 0, choices, help}, RK_CODE, 0, NULL, NULL, 0, 0}
 /* Plausibility bounds (docs/rope.md "Limits"): no published model comes
  * within orders of magnitude of them, and past them the frequencies and
  * the attention factor lose every digit in fp32. A factor of 2^20 extends
@@ -79,26 +78,23 @@ static const rope_key common_keys[] = {
       "rotated dimensions, even; the rest pass through (default head_dim)"),
     N("partial_rotary_factor", partial_rotary_factor, 0, 1, NUM_UNIT,
       "rotary_dim = int(head_dim * factor), in (0, 1] (default 1)"),
-    E("layout", layout, rope_layout_parse, rope_layout_name, "\"half\" or \"interleaved\"",
-      RL_ROPE_LAYOUT_HALF, "half|interleaved",
+    E("layout", layout, rope_layout_parse, rope_layout_name, RL_ROPE_LAYOUT_HALF,
+      "half|interleaved",
       "pair layout: half (rotate_half, NeoX/Llama) or interleaved (GPT-J) (default half)"),
-    E("rotary_part", rotary_part, NULL, NULL, "\"first\" or \"last\"", ROPE_PART_FIRST,
-      "first|last",
+    E("rotary_part", rotary_part, NULL, NULL, ROPE_PART_FIRST, "first|last",
       "where a partial rotation's rotary_dim dimensions sit in Q/K read from files: first (HF's "
       "partial rotary) or last (DeepSeek MLA, cat(q_nope, q_pe)) (default first)"),
-    E("precision", precision, rope_precision_parse, rope_precision_name,
-      "\"fp32\", \"table\", \"precise\", \"hf\", \"vllm\", \"ggml-cpu\", \"ggml-vulkan\" or "
-      "\"cuda-fast\"", 0, PREC_CHOICES,
+    E("precision", precision, rope_precision_parse, rope_precision_name, 0, PREC_CHOICES,
       "angle precision fp32, table or precise; framework emulation hf, vllm, ggml-cpu, "
       "ggml-vulkan or cuda-fast, docs/rope.md (default fp32)"),
-    E("dtype", dtype, rope_dtype_parse, rope_dtype_name, "\"fp32\", \"fp16\" or \"bf16\"", 0,
+    E("dtype", dtype, rope_dtype_parse, rope_dtype_name, 0,
       DT_CHOICES, "emulation modes' model dtype; ggml: fp32 or fp16 (default fp32)"),
-    E("inv_freq_dtype", inv_freq_dtype, rope_dtype_parse, rope_dtype_name,
-      "\"fp32\", \"fp16\" or \"bf16\"", 0, "fp32|bf16", /* the two rope_emu_validate accepts */
+    /* inv_freq_dtype: the two rope_emu_validate accepts */
+    E("inv_freq_dtype", inv_freq_dtype, rope_dtype_parse, rope_dtype_name, 0, "fp32|bf16",
       "hf's inv_freq as stored: fp32, or bf16 for a model cast with .to(bfloat16) (default fp32)"),
     B("tf32", tf32, RK_BOOL,
       "hf's inv_freq and positions rounded to TF32, the matmul's inputs (default false)"),
-    E("trig", trig, rope_trig_parse, rope_trig_name, "\"sleef\" or \"device\"", 0, "sleef|device",
+    E("trig", trig, rope_trig_parse, rope_trig_name, 0, "sleef|device",
       "hf/vllm cos/sin: sleef (PyTorch's CPU cos/sin, SLEEF xcosf_u1/xsinf_u1) or device (the "
       "device's builtins) (default sleef)"),
     N("factor", factor, 1, BIG, NUM_GE1,
@@ -131,16 +127,15 @@ static const rope_key common_keys[] = {
     C("long_factor", RL_P_JSON, NULL,
       "list of rotary_dim/2 numbers > 0: longrope divisors beyond it (default none: required "
       "by longrope)"),
-    E("dynamic_mode", dynamic_mode, rope_dynamic_mode_parse, rope_dynamic_mode_name,
-      "\"recompute\" or \"cache_consistent\"", 0, "recompute|cache_consistent",
+    E("dynamic_mode", dynamic_mode, rope_dynamic_mode_parse, rope_dynamic_mode_name, 0,
+      "recompute|cache_consistent",
       "dynamic and dynamic_yarn over one sequence: recompute (every token with the length in "
       "use) or cache_consistent (token p with length max(p+1, prompt_len), as a KV cache keeps "
       "it) (default recompute)"),
     I("prompt_len", prompt_len, 1,
       "cache_consistent's prefill length P; seq_len: pure prefill, where both modes agree "
       "(default seq_len)"),
-    E("semantics", semantics, rope_semantics_parse, rope_semantics_name, "\"hf\" or \"vllm\"", 0,
-      "hf|vllm",
+    E("semantics", semantics, rope_semantics_parse, rope_semantics_name, 0, "hf|vllm",
       "whose reading of dynamic and ntk: vllm is vLLM's rotary_embedding, static dynamic at "
       "max_position_embeddings*factor, HunYuan alpha, ntk with mixed_b; docs/rope.md (default hf)"),
     N("alpha", alpha, 0, BIG, NUM_GT0,
@@ -152,8 +147,7 @@ static const rope_key common_keys[] = {
     B("resonance", resonance, RK_BOOL,
       "Resonance RoPE: after the rope_type's scaling the wavelengths 2pi/theta_j of "
       "resonance_scope's pairs rounded to integers (default false)"),
-    E("resonance_scope", resonance_scope, NULL, NULL, "\"all\" or \"below_train\"",
-      ROPE_RESONANCE_ALL, "all|below_train",
+    E("resonance_scope", resonance_scope, NULL, NULL, ROPE_RESONANCE_ALL, "all|below_train",
       "Resonance RoPE's pairs: all (the authors' code, sheryc/resonance_rope) or below_train "
       "(only wavelengths below original_max_position_embeddings, else max_position_embeddings: "
       "the paper's section 4 reading) (default all)"),
@@ -163,8 +157,7 @@ static const rope_key common_keys[] = {
     B("mrope_interleaved", mrope_interleaved, RK_BOOL,
       "Qwen3-VL's mRoPE: pair j takes h when j%3==1 and j<3*section_h, w when j%3==2 and "
       "j<3*section_w, else t (default false: contiguous sections t|h|w)"),
-    E("mrope_positions", mrope_positions, NULL, NULL, "\"text\", \"vl\" or \"npy\"",
-      ROPE_MROPE_POS_TEXT, "text|vl|npy",
+    E("mrope_positions", mrope_positions, NULL, NULL, ROPE_MROPE_POS_TEXT, "text|vl|npy",
       "mRoPE: token index p -> (t, h, w): text (p, p, p); vl HF get_rope_index for "
       "mrope_text_before text tokens, one image of mrope_image_grid, then text; npy row p of "
       "mrope_positions_path (default text)"),
@@ -299,6 +292,21 @@ static int choice_index(const char *choices, const char *s)
     return -1;
 }
 
+/* "a|b|c" as a refusal writes it: "a", "b" or "c". Returns buf. */
+static const char *choices_text(const char *choices, char *buf, size_t cap)
+{
+    size_t n = 0, k = 0;
+    buf[0] = 0;
+    for (const char *c = choices; c && *c && n < cap; k++) {
+        const char *bar = strchr(c, '|');
+        size_t len = bar ? (size_t)(bar - c) : strlen(c);
+        n += (size_t)snprintf(buf + n, cap - n, "%s\"%.*s\"", !k ? "" : bar ? ", " : " or ",
+                              (int)len, c);
+        c = bar ? bar + 1 : c + len;
+    }
+    return buf;
+}
+
 static int enum_parse(const rope_key *k, const char *s)
 {
     return !s ? -1 : k->parse ? k->parse(s) : choice_index(k->p.choices, s);
@@ -327,8 +335,11 @@ static rl_status set_field(rope_desc *d, const rope_key *k, const json_t *v, rl_
     switch (k->kind) {
     case RK_ENUM: {
         int x = enum_parse(k, json_is_string(v) ? json_string_value(v) : NULL);
-        if (x < 0)
-            return rl_fail(err, RL_ERR_ARG, "%s must be %s", key, k->says);
+        if (x < 0) {
+            char says[200];
+            return rl_fail(err, RL_ERR_ARG, "%s must be %s", key,
+                           choices_text(k->p.choices, says, sizeof says));
+        }
         *(int *)at = x;
         return RL_OK;
     }
