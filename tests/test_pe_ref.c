@@ -530,6 +530,38 @@ START_TEST(npy_float16_is_widened_exactly)
 END_TEST
 
 /* Table T[p][d] = 10 p + d in a file; alpha 1; x = 0.5 everywhere. */
+/* A seeded table is the stream "learned/table" of the run's seed, N(0,
+ * sigma^2) in row order, whenever it is first read (it is drawn then, not
+ * at create: the runner creates an encoding several times to validate and
+ * estimate it): row 5 read before row 0, and a second encoding read in the
+ * other order, give the independent draw's values. */
+START_TEST(learned_seeded_table_is_its_stream_whenever_first_read)
+{
+    pe_shape s = {.head_dim = 4, .heads = 1, .seed = 42};
+    rl_rng rng;
+    rl_rng_seed(&rng, 42, "learned/table");
+    double want[8 * 4];
+    for (int i = 0; i < 8 * 4; i++)
+        want[i] = (double)(float)(0.5 * rl_rng_normal(&rng));
+    float x[4] = {0, 0, 0, 0};
+    for (int order = 0; order < 2; order++) {
+        pe_encoding *e = NULL;
+        rl_error err = {0};
+        ck_assert_msg(make_enc("learned", "{\"max_positions\": 8, \"sigma\": 0.5}", &s, &e,
+                               &err) == RL_OK, "%s", err.msg);
+        uint32_t first = order ? 0 : 5, second = order ? 5 : 0;
+        double y[4];
+        ck_assert_int_eq(pe_vec_ref(e, x, &first, 1, 1, y, &err), RL_OK);
+        for (int k = 0; k < 4; k++)
+            ck_assert_double_eq(y[k], want[first * 4 + k]);
+        ck_assert_int_eq(pe_vec_ref(e, x, &second, 1, 1, y, &err), RL_OK);
+        for (int k = 0; k < 4; k++)
+            ck_assert_double_eq(y[k], want[second * 4 + k]);
+        pe_encoding_destroy(e);
+    }
+}
+END_TEST
+
 START_TEST(learned_positions_beyond_the_table_follow_the_policy)
 {
     tdir d;
@@ -900,6 +932,7 @@ int main(void)
     tcase_add_test(tc_learned, learned_npy_errors_name_file_and_problem);
     tcase_add_test(tc_learned, npy_float16_is_widened_exactly);
     tcase_add_test(tc_learned, learned_positions_beyond_the_table_follow_the_policy);
+    tcase_add_test(tc_learned, learned_seeded_table_is_its_stream_whenever_first_read);
     tcase_add_test(tc_learned, seeded_tables_come_from_the_documented_stream);
     suite_add_tcase(s, tc_learned);
     /* Transformer-XL: its bias terms, its tables, the bias reference callback */

@@ -30,8 +30,28 @@ static const pe_param params[] = {
 typedef struct learned_state {
     uint32_t rows, policy;
     double alpha;
-    float *table;  /* [rows][head_dim] */
+    float *table;  /* [rows][head_dim]; a seeded one is drawn at its first read (rows_of) */
+    int drawn;     /* 1: table holds its values (a file's, or the seeded draw made) */
+    rl_rng rng;    /* the seeded table's stream as create left it */
+    double sigma;
 } learned_state;
+
+/* The table, drawn on its first read: the runner creates an encoding to
+ * validate it and to estimate a run several times before a run reads its
+ * rows, and a seeded table of 2^20 x 128 takes seconds to draw. The values
+ * are the same whenever they are drawn (the stream was seeded at create).
+ * One thread uses an encoding at a time (a run's, in its worker). */
+static const float *rows_of(const learned_state *cs, uint32_t d)
+{
+    learned_state *s = (learned_state *)cs;
+    if (!s->drawn) {
+        size_t n = (size_t)s->rows * d;
+        for (size_t i = 0; i < n; i++)
+            s->table[i] = (float)(s->sigma * rl_rng_normal(&s->rng));
+        s->drawn = 1;
+    }
+    return s->table;
+}
 
 static void destroy(pe_encoding *e)
 {
@@ -90,20 +110,18 @@ static rl_status create(pe_encoding *e, rl_error *err)
         }
         s->rows = (uint32_t)want[0];
         s->table = a.data; /* ownership moves to the state */
+        s->drawn = 1;
     } else {
         s->rows = mp ? (uint32_t)mp : 2048;
         if (s->rows == 0)
             return rl_fail_key(err, RL_ERR_ARG, "max_positions",
                                "learned: max_positions must be at least 1");
         size_t n = (size_t)s->rows * sh->head_dim;
-        s->table = malloc(n * sizeof *s->table);
+        s->table = malloc(n * sizeof *s->table); /* drawn at the first read (rows_of) */
         if (!s->table)
             return rl_fail(err, RL_ERR_NOMEM, "learned: out of host memory for the table");
-        rl_rng rng;
-        pe_rng_seed(e, "table", &rng);
-        double sigma = pe_param_num(e, "sigma");
-        for (size_t i = 0; i < n; i++)
-            s->table[i] = (float)(sigma * rl_rng_normal(&rng));
+        pe_rng_seed(e, "table", &s->rng);
+        s->sigma = pe_param_num(e, "sigma");
     }
     pe_param_set_int(e, "max_positions", s->rows);
     /* max_positions of the shape is a count: positions 0 .. max_positions - 1,
@@ -143,7 +161,7 @@ static void vec_ref(const pe_encoding *e, const float *x, const uint32_t *pos, s
     const learned_state *s = pe_encoding_state(e);
     uint32_t d = pe_encoding_shape(e)->head_dim;
     for (size_t t = 0; t < tokens; t++) {
-        const float *row = s->table + (size_t)row_of(s, pos[t]) * d;
+        const float *row = rows_of(s, d) + (size_t)row_of(s, pos[t]) * d;
         for (uint32_t h = 0; h < heads; h++)
             for (uint32_t k = 0; k < d; k++) {
                 size_t o = (t * heads + h) * d + k;
@@ -160,7 +178,7 @@ static void vec_bound(const pe_encoding *e, const float *x, const uint32_t *pos,
     const learned_state *s = pe_encoding_state(e);
     uint32_t d = pe_encoding_shape(e)->head_dim;
     for (size_t t = 0; t < tokens; t++) {
-        const float *row = s->table + (size_t)row_of(s, pos[t]) * d;
+        const float *row = rows_of(s, d) + (size_t)row_of(s, pos[t]) * d;
         for (uint32_t h = 0; h < heads; h++)
             for (uint32_t k = 0; k < d; k++) {
                 size_t o = (t * heads + h) * d + k;
@@ -179,7 +197,8 @@ static rl_status vec_gpu_create(pe_vec_gpu *g, rl_error *err)
         return rl_fail(err, RL_ERR_LIMIT,
                        "learned: table of %u rows x %u dims exceeds the kernel's 32-bit index",
                        s->rows, pe_encoding_shape(g->e)->head_dim);
-    return pe_add_create(g, PE_ADD_TABLE, s->policy, s->rows, (float)s->alpha, s->table,
+    return pe_add_create(g, PE_ADD_TABLE, s->policy, s->rows, (float)s->alpha,
+                         rows_of(s, pe_encoding_shape(g->e)->head_dim),
                          (uint64_t)s->rows * pe_encoding_shape(g->e)->head_dim, err);
 }
 
@@ -194,7 +213,7 @@ static rl_status inspect(const pe_encoding *e, int64_t r0, int64_t r1, json_t *o
         json_array_append_new(ps, json_integer(p));
         json_t *row = json_array();
         for (uint32_t k = 0; k < d; k++)
-            json_array_append_new(row, json_real(s->table[(size_t)p * d + k]));
+            json_array_append_new(row, json_real(rows_of(s, d)[(size_t)p * d + k]));
         json_array_append_new(tb, row);
     }
     json_object_set_new(obj, "position", ps);
