@@ -963,6 +963,48 @@ START_TEST(truncated_scales_first_and_defaults_a_and_rho_from_b)
 }
 END_TEST
 
+/* Every common key given a value other than its default survives
+ * rope_desc_to_json -> rope_desc_from_json (numbers written as reals, as
+ * the serialiser writes them): the one key table drives both
+ * directions (an enum by its parse/name functions or by its choices'
+ * index, a tri-state, a list, the mRoPE grid, a path). */
+START_TEST(every_common_key_round_trips_through_json)
+{
+    static const char *given =
+        "{\"rope_type\": \"yarn\", \"rope_theta\": 500000.0, \"rotary_dim\": 48, "
+        "\"layout\": \"interleaved\", \"rotary_part\": \"last\", \"precision\": \"hf\", "
+        "\"dtype\": \"bf16\", \"inv_freq_dtype\": \"bf16\", \"tf32\": true, \"trig\": \"device\", "
+        "\"factor\": 4.0, \"original_max_position_embeddings\": 4096, "
+        "\"max_position_embeddings\": 16384, \"seq_len\": 8192, \"beta_fast\": 16.0, "
+        "\"beta_slow\": 2.0, \"mscale\": 0.5, \"mscale_all_dim\": 0.25, \"truncate\": false, "
+        "\"attention_factor\": 1.25, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+        "\"short_factor\": [1.0, 2.0], \"long_factor\": [3.0, 4.0], "
+        "\"dynamic_mode\": \"cache_consistent\", \"prompt_len\": 100, \"semantics\": \"vllm\", "
+        "\"alpha\": 2.0, \"mixed_b\": 3.0, \"resonance\": true, \"resonance_scope\": \"below_train\", "
+        "\"mrope_section\": [8, 8, 8], \"mrope_interleaved\": true, \"mrope_positions\": \"vl\", "
+        "\"mrope_image_grid\": [1, 4, 6], \"mrope_text_before\": 3, \"spatial_merge_size\": 2, "
+        "\"mrope_positions_path\": \"pos.npy\"}";
+    json_error_t je;
+    json_t *in = json_loads(given, 0, &je);
+    ck_assert_ptr_nonnull(in);
+    rope_desc a = {.head_dim = 64}, b = {.head_dim = 64};
+    rl_error err = {0};
+    ck_assert_msg(rope_desc_from_json(&a, in, &err) == RL_OK, "%s", err.msg);
+    json_t *out = rope_desc_to_json(&a);
+    ck_assert_msg(json_equal(in, out), "%s", json_dumps(out, JSON_SORT_KEYS));
+    ck_assert_msg(rope_desc_from_json(&b, out, &err) == RL_OK, "%s", err.msg);
+    json_t *again = rope_desc_to_json(&b);
+    ck_assert(json_equal(out, again));
+    json_decref(again);
+    ck_assert_int_eq(a.rotary_part, ROPE_PART_LAST);
+    ck_assert_int_eq(a.resonance_scope, ROPE_RESONANCE_BELOW_TRAIN);
+    ck_assert_int_eq(a.mrope_positions, ROPE_MROPE_POS_VL);
+    ck_assert_int_eq(a.truncate, -1);
+    json_decref(in);
+    json_decref(out);
+}
+END_TEST
+
 START_TEST(truncated_errors_name_the_key)
 {
     rl_error err = {0};
@@ -1063,6 +1105,7 @@ int main(void)
     tcase_add_test(tc_truncated, truncated_keeps_sets_rho_and_zeroes_by_the_authors_rule);
     tcase_add_test(tc_truncated, truncated_scales_first_and_defaults_a_and_rho_from_b);
     tcase_add_test(tc_truncated, truncated_errors_name_the_key);
+    tcase_add_test(tc_truncated, every_common_key_round_trips_through_json);
     suite_add_tcase(s, tc_truncated);
     return rl_test_run(s);
 }

@@ -105,18 +105,28 @@ rl_status rl_param_check(const char *owner, const rl_param *p, const json_t *v, 
     return *out ? RL_OK : rl_fail(err, RL_ERR_NOMEM, "out of host memory");
 }
 
-int rl_param_choice_ok(const rl_param *p, const char *s)
+const char *rl_param_choice_at(const rl_param *p, int i, size_t *len)
 {
-    size_t n = strlen(s);
-    for (const char *c = p->choices; c && *c;) {
-        const char *bar = strchr(c, '|');
-        size_t len = bar ? (size_t)(bar - c) : strlen(c);
-        if (len == n && strncmp(c, s, n) == 0)
-            return 1;
-        c = bar ? bar + 1 : NULL;
-    }
-    return 0;
+    const char *c = p->choices && *p->choices ? p->choices : NULL;
+    for (; c && i > 0; i--)
+        c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL;
+    if (!c || i < 0)
+        return NULL;
+    *len = strchr(c, '|') ? (size_t)(strchr(c, '|') - c) : strlen(c);
+    return c;
 }
+
+int rl_param_choice_index(const rl_param *p, const char *s)
+{
+    size_t n = strlen(s), len;
+    const char *c;
+    for (int i = 0; (c = rl_param_choice_at(p, i, &len)); i++)
+        if (len == n && strncmp(c, s, n) == 0)
+            return i;
+    return -1;
+}
+
+int rl_param_choice_ok(const rl_param *p, const char *s) { return rl_param_choice_index(p, s) >= 0; }
 
 rl_status rl_params_resolve(const char *owner, const rl_param *ps, size_t n, const json_t *given,
                             json_t **out, rl_error *err)

@@ -57,6 +57,10 @@ int rl_param_type_ok(const rl_param *p, const json_t *v);
 
 /* 1 when s is one of p's choices ("a|b|c"). */
 int rl_param_choice_ok(const rl_param *p, const char *s);
+/* The index of s among p's choices ("b" in "a|b|c": 1), -1 if none. */
+int rl_param_choice_index(const rl_param *p, const char *s);
+/* Choice i of p (not NUL-terminated: *len bytes), NULL past the last. */
+const char *rl_param_choice_at(const rl_param *p, int i, size_t *len);
 
 /* Index of key in ps[0..n), or -1. */
 long rl_param_find(const rl_param *ps, size_t n, const char *key);

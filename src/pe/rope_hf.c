@@ -276,54 +276,31 @@ static rl_status get_list(const char *key, const json_t *v, double *out, uint32_
     return RL_OK;
 }
 
-/* RK_ENUM without parse / name: the value is the index of the name in the
- * schema's choices ("first|last": 0, 1). */
-static int choice_index(const char *choices, const char *s)
-{
-    size_t n = strlen(s);
-    int i = 0;
-    for (const char *c = choices; c && *c; i++) {
-        const char *bar = strchr(c, '|');
-        size_t len = bar ? (size_t)(bar - c) : strlen(c);
-        if (len == n && strncmp(c, s, n) == 0)
-            return i;
-        c = bar ? bar + 1 : c + len;
-    }
-    return -1;
-}
-
 /* "a|b|c" as a refusal writes it: "a", "b" or "c". Returns buf. */
-static const char *choices_text(const char *choices, char *buf, size_t cap)
+static const char *choices_text(const rl_param *p, char *buf, size_t cap)
 {
-    size_t n = 0, k = 0;
+    size_t n = 0, len, next;
     buf[0] = 0;
-    for (const char *c = choices; c && *c && n < cap; k++) {
-        const char *bar = strchr(c, '|');
-        size_t len = bar ? (size_t)(bar - c) : strlen(c);
-        n += (size_t)snprintf(buf + n, cap - n, "%s\"%.*s\"", !k ? "" : bar ? ", " : " or ",
+    const char *c;
+    for (int i = 0; n < cap && (c = rl_param_choice_at(p, i, &len)); i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s\"%.*s\"",
+                              !i ? "" : rl_param_choice_at(p, i + 1, &next) ? ", " : " or ",
                               (int)len, c);
-        c = bar ? bar + 1 : c + len;
-    }
     return buf;
 }
 
+/* RK_ENUM: name -> value by parse, else the name's index in the choices. */
 static int enum_parse(const rope_key *k, const char *s)
 {
-    return !s ? -1 : k->parse ? k->parse(s) : choice_index(k->p.choices, s);
+    return !s ? -1 : k->parse ? k->parse(s) : rl_param_choice_index(&k->p, s);
 }
 
 /* The name of value v of an RK_ENUM key into buf; returns buf. */
 static const char *enum_name(const rope_key *k, int v, char *buf, size_t cap)
 {
-    if (k->name) {
-        snprintf(buf, cap, "%s", k->name(v));
-        return buf;
-    }
-    const char *c = k->p.choices;
-    for (int i = 0; c && i < v; i++)
-        c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL;
-    size_t len = c ? (strchr(c, '|') ? (size_t)(strchr(c, '|') - c) : strlen(c)) : 0;
-    snprintf(buf, cap, "%.*s", (int)len, c ? c : "");
+    size_t len = 0;
+    const char *c = k->name ? k->name(v) : rl_param_choice_at(&k->p, v, &len);
+    snprintf(buf, cap, "%.*s", (int)(k->name ? strlen(c) : len), c ? c : "");
     return buf;
 }
 
@@ -338,7 +315,7 @@ static rl_status set_field(rope_desc *d, const rope_key *k, const json_t *v, rl_
         if (x < 0) {
             char says[200];
             return rl_fail(err, RL_ERR_ARG, "%s must be %s", key,
-                           choices_text(k->p.choices, says, sizeof says));
+                           choices_text(&k->p, says, sizeof says));
         }
         *(int *)at = x;
         return RL_OK;

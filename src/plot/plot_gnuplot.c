@@ -606,22 +606,34 @@ static int ci_bars(const plot_figure *fg, size_t si)
     return fg->categorical || fg->s[si].n_pt < 2;
 }
 
-/* The x column of series si: "1", or for a line of one point drawn with
- * error bars beside others of one point, its x moved apart from theirs
- * (a dodge: x times 2^(0.04 (k - (m - 1)/2)), k its place among the m
- * such series of the panel), so that overlapping intervals stay
- * readable; the caption says so. */
-static const char *x_col(const plot_figure *fg, const size_t *panel, size_t p, size_t si,
-                         char *buf, size_t cap)
+/* Series si is a line of one point with an interval on a numeric axis:
+ * drawn as an error bar (ci_bars) and, beside others like it, dodged. */
+static int one_point_bar(const plot_figure *fg, size_t si)
 {
-    size_t k = 0, m = 0;
+    return !fg->categorical && fg->s[si].ci && fg->s[si].n_pt == 1;
+}
+
+/* How many series of the figure are dodged (one_point_bar), 0 when fewer
+ * than two: one alone stays at its x. */
+static size_t dodged(const plot_figure *fg)
+{
+    size_t m = 0;
     for (size_t j = 0; j < fg->n; j++)
-        if ((!panel || panel[j] == p) && fg->s[j].ci && fg->s[j].n_pt == 1 && !fg->categorical) {
-            k += j < si;
-            m++;
-        }
-    if (m < 2 || !fg->s[si].ci || fg->s[si].n_pt != 1 || fg->categorical)
+        m += one_point_bar(fg, j);
+    return m >= 2 ? m : 0;
+}
+
+/* The x column of series si: "1", or for a dodged series its x moved
+ * apart from the others' (x times 2^(0.04 (k - (m - 1)/2)), k its place
+ * among the figure's m dodged series), so that overlapping intervals stay
+ * readable; the caption says so. */
+static const char *x_col(const plot_figure *fg, size_t si, char *buf, size_t cap)
+{
+    size_t k = 0, m = dodged(fg);
+    if (!m || !one_point_bar(fg, si))
         return "1";
+    for (size_t j = 0; j < si; j++)
+        k += one_point_bar(fg, j);
     snprintf(buf, cap, "($1*%.6f)", exp2(0.04 * ((double)k - (double)(m - 1) / 2)));
     return buf;
 }
@@ -670,7 +682,7 @@ static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, con
         char xc[40];
         if (ci_bars(fg, si))
             fprintf(fp, " index %zu using %s:2:3:4 with yerrorbars lc rgb \"%s\" pt 0 notitle",
-                    si, fg->categorical ? "0" : x_col(fg, panel, p, si, xc, sizeof xc), rgb);
+                    si, fg->categorical ? "0" : x_col(fg, si, xc, sizeof xc), rgb);
         else
             fprintf(fp, " index %zu using 1:3:4 with filledcurves fs transparent solid 0.15 "
                         "noborder lc rgb \"%s\" notitle", si, rgb);
@@ -689,7 +701,7 @@ static void plot_command(FILE *fp, const plot_ctx *c, const plot_figure *fg, con
         char xc[40];
         fprintf(fp, " index %zu using %s%s with linespoints lc rgb \"%s\" dt %d pt %d ps %.2f "
                     "pi %zu title ",
-                si, fg->categorical ? "2:xtic(1)" : x_col(fg, panel, p, si, xc, sizeof xc),
+                si, fg->categorical ? "2:xtic(1)" : x_col(fg, si, xc, sizeof xc),
                 fg->categorical ? "" : ":2", rgb, sty[si].dash, sty[si].point, ps, every);
         plot_series_label(c, fg, si, skip, label, sizeof label);
         gp_string(fp, label);
@@ -871,11 +883,9 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
     else if (!fg->categorical)
         fputs("set autoscale xfix\n", fp);
     /* dodged lines of one point (x_col) sit beside x, off the frame's edges */
-    size_t dodged = 0;
-    for (size_t si = 0; si < fg->n && !fg->categorical; si++)
-        dodged += fg->s[si].ci && fg->s[si].n_pt == 1;
+    size_t n_dodged = dodged(fg);
     fprintf(fp, "set offsets %s, graph 0.03, %s\n",
-            dodged >= 2             ? "graph 0.08, graph 0.08"
+            n_dodged                ? "graph 0.08, graph 0.08"
             : ax->logx              ? "0, 0"
             : fg->categorical       ? "0.4, 0.4"
                                     : "graph 0.02, graph 0.02",
@@ -948,7 +958,7 @@ static rl_status write_script(const plot_ctx *c, plot_figure *fg, const char *na
         caption_add(fg, " %s: the 95 %% interval results.csv gives for one run (`%s_lo95` to "
                         "`%s_hi95`).", ci_drawn(fg),
                     fg->metric, fg->metric);
-    if (dodged >= 2)
+    if (n_dodged)
         caption_add(fg, " Lines of one point are set side by side around their common x (a "
                         "shift of a few percent), so that their intervals do not overlap.");
     if (ax->logy && !(fg->flags & RL_PLOT_LOGY))
